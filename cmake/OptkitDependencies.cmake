@@ -1,0 +1,55 @@
+# Third-party libraries, all from Debian 12 packages (scripts/install-deps.sh). Every library that
+# Debian ships as an archive is linked statically so the binary carries no shared third-party
+# dependency; spdlog and fmt ship no archive and are used header-only.
+
+set(OPTKIT_INSTALL_HINT "run scripts/install-deps.sh")
+
+# Finds lib<name>.a or stops configuration naming the package that provides it.
+function(optkit_find_static var name package)
+  find_library(${var} NAMES lib${name}.a PATH_SUFFIXES openblas-pthread)
+  if(NOT ${var})
+    message(FATAL_ERROR "static lib${name}.a not found (Debian package ${package}); ${OPTKIT_INSTALL_HINT}")
+  endif()
+endfunction()
+
+function(optkit_find_header header package)
+  find_path(_dir NAMES ${header})
+  if(NOT _dir)
+    message(FATAL_ERROR "header ${header} not found (Debian package ${package}); ${OPTKIT_INSTALL_HINT}")
+  endif()
+  unset(_dir CACHE)
+endfunction()
+
+optkit_find_header(CLI/CLI.hpp libcli11-dev)
+optkit_find_header(nlohmann/json.hpp nlohmann-json3-dev)
+optkit_find_header(doctest/doctest.h doctest-dev)
+optkit_find_header(spdlog/spdlog.h libspdlog-dev)
+optkit_find_header(fmt/format.h libfmt-dev)
+optkit_find_header(yaml-cpp/yaml.h libyaml-cpp-dev)
+optkit_find_header(sqlite3.h libsqlite3-dev)
+optkit_find_header(boost/process.hpp libboost-dev)
+optkit_find_header(cblas.h libopenblas-dev)
+
+optkit_find_static(OPTKIT_YAMLCPP_LIB yaml-cpp libyaml-cpp-dev)
+optkit_find_static(OPTKIT_SQLITE_LIB sqlite3 libsqlite3-dev)
+optkit_find_static(OPTKIT_BOOST_FS_LIB boost_filesystem libboost-filesystem-dev)
+optkit_find_static(OPTKIT_OPENBLAS_LIB openblas libopenblas-dev)
+
+# OpenBLAS's LAPACK part is Fortran: its runtime comes from GCC's own archives.
+foreach(rt gfortran quadmath)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${rt}.a
+                  OUTPUT_VARIABLE _path OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT EXISTS "${_path}")
+    message(FATAL_ERROR "lib${rt}.a not found next to ${CMAKE_CXX_COMPILER} (Debian package gfortran); ${OPTKIT_INSTALL_HINT}")
+  endif()
+  list(APPEND OPTKIT_FORTRAN_RUNTIME "${_path}")
+endforeach()
+
+find_package(Threads REQUIRED)
+
+add_library(optkit_thirdparty INTERFACE)
+target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY
+                           BOOST_ALLOW_DEPRECATED_HEADERS)
+target_link_libraries(optkit_thirdparty INTERFACE ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
+                      ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_FORTRAN_RUNTIME}
+                      Threads::Threads ${CMAKE_DL_LIBS} m)

@@ -1,0 +1,71 @@
+// What every subcommand gets: the global flags, the resolved settings, the archive (opened on
+// first use) and the id of the run being recorded. Each cmd/<command>.cpp registers itself with
+// one register_<command>() function that only wires flags to lib/.
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "core/settings.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace optkit::cmd {
+
+struct GlobalFlags {
+  std::string archive;
+  std::string config;
+  int verbose = 0;
+  bool quiet = false;
+  std::string log_format;
+  bool no_color = false;
+};
+
+class AppContext {
+public:
+  GlobalFlags flags;
+  Settings settings;
+  std::vector<std::string> argv;
+  std::int64_t run_id = 0; // the run recorded for this invocation (0 when none)
+
+  archive::RunArchive& archive();
+  // Tables get colour only on a terminal and when settings allow it.
+  bool color_stdout() const;
+  // Flags a worker child needs so it logs and archives like its parent.
+  std::vector<std::string> worker_global_args() const;
+  // Prints a result to stdout, or writes it atomically to `output` when that is set.
+  void emit(const std::string& text, const std::string& output = "") const;
+
+private:
+  std::unique_ptr<archive::RunArchive> m_archive;
+};
+
+struct Command {
+  std::string name;                        // "doctor", "runs list", ...
+  CLI::App* app = nullptr;
+  std::function<void(AppContext&)> run;
+  bool records_run = true;                 // archived as a run (not for `runs` itself)
+  const std::string* worker_spec = nullptr; // set → this invocation is a worker child
+};
+
+class CommandRegistry {
+public:
+  void add(Command command) { m_commands.push_back(std::move(command)); }
+  // The command the parsed command line selected (the deepest parsed subcommand).
+  const Command* selected() const;
+
+private:
+  std::vector<Command> m_commands;
+};
+
+void register_runs(CLI::App& app, CommandRegistry& commands);
+void register_doctor(CLI::App& app, CommandRegistry& commands);
+void register_internal_test(CLI::App& app, CommandRegistry& commands);
+
+// Adds `--format table|json|csv` bound to `target`.
+CLI::Option* add_format_option(CLI::App& app, std::string& target, const std::string& default_value = "table");
+
+} // namespace optkit::cmd

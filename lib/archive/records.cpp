@@ -1,0 +1,63 @@
+#include "archive/records.hpp"
+
+#include <algorithm>
+
+namespace optkit::archive {
+
+std::string
+to_string(RunStatus status)
+{
+  switch (status) {
+  case RunStatus::running:
+    return "running";
+  case RunStatus::succeeded:
+    return "succeeded";
+  case RunStatus::goal_not_met:
+    return "goal_not_met";
+  case RunStatus::failed:
+    return "failed";
+  case RunStatus::interrupted:
+    return "interrupted";
+  }
+  return "failed";
+}
+
+std::string
+to_string(TrialStatus status)
+{
+  switch (status) {
+  case TrialStatus::running:
+    return "running";
+  case TrialStatus::succeeded:
+    return "succeeded";
+  case TrialStatus::failed:
+    return "failed";
+  case TrialStatus::timed_out:
+    return "timed_out";
+  case TrialStatus::interrupted:
+    return "interrupted";
+  }
+  return "failed";
+}
+
+const std::vector<std::string>&
+run_status_names()
+{
+  static const std::vector<std::string> names = {"running", "succeeded", "goal_not_met",
+                                                  "failed",  "interrupted", "abandoned"};
+  return names;
+}
+
+std::optional<RunStatus>
+parse_run_status(const std::string& text)
+{
+  for (auto status : {RunStatus::running, RunStatus::succeeded, RunStatus::goal_not_met, RunStatus::failed,
+                      RunStatus::interrupted}) {
+    if (to_string(status) == text) {
+      return status;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace optkit::archive

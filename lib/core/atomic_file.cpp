@@ -1,0 +1,110 @@
+#include "core/atomic_file.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <random>
+#include <unistd.h>
+
+namespace optkit {
+namespace {
+
+std::string
+unique_suffix()
+{
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}.{:08x}", ::getpid(), static_cast<std::uint32_t>(rng()));
+}
+
+void
+fsync_directory(const std::filesystem::path& dir)
+{
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+} // namespace
+
+void
+write_file_atomic(const std::filesystem::path& path, std::string_view content)
+{
+  const std::filesystem::path temp = path.string() + ".tmp." + unique_suffix();
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw RuntimeFailure(fmt::format("cannot create {}: {}", temp.string(), errno_text(errno)));
+  }
+  const char* data = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw RuntimeFailure(fmt::format("cannot write {}: {}", path.string(), errno_text(err)));
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw RuntimeFailure(fmt::format("cannot flush {}: {}", path.string(), errno_text(err)));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw RuntimeFailure(fmt::format("cannot rename {} into place: {}", path.string(), errno_text(err)));
+  }
+  fsync_directory(path.parent_path());
+}
+
+StagedDirectory::StagedDirectory(std::filesystem::path destination) : m_destination(std::move(destination))
+{
+  std::error_code ec;
+  if (std::filesystem::exists(m_destination, ec)) {
+    throw InputError(fmt::format("{} already exists; remove it or choose another output path",
+                                 m_destination.string()));
+  }
+  const auto parent = m_destination.parent_path();
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      throw RuntimeFailure(fmt::format("cannot create {}: {}", parent.string(), ec.message()));
+    }
+  }
+  m_staging = parent / fmt::format(".{}.partial.{}", m_destination.filename().string(), unique_suffix());
+  if (!std::filesystem::create_directory(m_staging, ec) || ec) {
+    throw RuntimeFailure(fmt::format("cannot create {}: {}", m_staging.string(), ec.message()));
+  }
+}
+
+StagedDirectory::~StagedDirectory()
+{
+  if (!m_committed) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_staging, ec);
+  }
+}
+
+void
+StagedDirectory::commit()
+{
+  if (::rename(m_staging.c_str(), m_destination.c_str()) != 0) {
+    throw RuntimeFailure(fmt::format("cannot move {} into place at {}: {}", m_staging.string(),
+                                     m_destination.string(), errno_text(errno)));
+  }
+  m_committed = true;
+  fsync_directory(m_destination.parent_path());
+}
+
+} // namespace optkit

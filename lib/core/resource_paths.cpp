@@ -1,0 +1,55 @@
+#include "core/resource_paths.hpp"
+
+#include "core/build_config.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace optkit {
+
+std::filesystem::path
+executable_path()
+{
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : path;
+}
+
+std::vector<DataDirectory>
+data_directory_candidates()
+{
+  std::vector<DataDirectory> candidates;
+  if (const char* env = std::getenv("OPTKIT_DATA_DIR"); env && *env) {
+    candidates.push_back({env, "OPTKIT_DATA_DIR"});
+  }
+  const auto exe = executable_path();
+  if (!exe.empty()) {
+    const auto bin_dir = exe.parent_path();
+    candidates.push_back({bin_dir.parent_path() / OPTKIT_INSTALL_DATADIR / "optkit", "install"});
+    candidates.push_back({bin_dir.parent_path(), "source tree"});
+  }
+  candidates.push_back({OPTKIT_SOURCE_DIR, "source tree"});
+  return candidates;
+}
+
+DataDirectory
+find_data_directory()
+{
+  std::vector<std::string> looked;
+  for (const auto& candidate : data_directory_candidates()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(candidate.path / "recipes", ec) &&
+        std::filesystem::is_directory(candidate.path / "profiles", ec)) {
+      return {std::filesystem::weakly_canonical(candidate.path, ec), candidate.origin};
+    }
+    looked.push_back(candidate.path.string());
+  }
+  throw InputError(fmt::format("cannot find optkit's recipes/ and profiles/ (looked in {}); "
+                               "set OPTKIT_DATA_DIR to the directory that holds them",
+                               join(looked, ", ")));
+}
+
+} // namespace optkit

@@ -1,0 +1,27 @@
+// Where optkit's bundled data (recipes/, profiles/) lives: found both from an install
+// (<prefix>/bin/optkit → <prefix>/share/optkit) and from a build inside the source tree.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace optkit {
+
+struct DataDirectory {
+  std::filesystem::path path;
+  std::string origin; // "OPTKIT_DATA_DIR", "install", "source tree"
+};
+
+// The absolute path of the running executable (from /proc/self/exe).
+std::filesystem::path executable_path();
+
+// Candidate data directories in search order: $OPTKIT_DATA_DIR, <exe>/../share/optkit,
+// the source tree the binary sits in (<exe>/..), and the source tree it was configured from.
+std::vector<DataDirectory> data_directory_candidates();
+
+// The first candidate holding both recipes/ and profiles/; InputError listing where it looked
+// (and that OPTKIT_DATA_DIR overrides) when none does.
+DataDirectory find_data_directory();
+
+} // namespace optkit

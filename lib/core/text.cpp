@@ -1,0 +1,133 @@
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace optkit {
+
+std::vector<std::string>
+split(std::string_view text, char separator)
+{
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::string
+join(const std::vector<std::string>& parts, std::string_view separator)
+{
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      out += separator;
+    }
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string_view
+trim(std::string_view text)
+{
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!text.empty() && is_space(text.front())) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && is_space(text.back())) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::size_t
+edit_distance(std::string_view a, std::string_view b)
+{
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string>
+closest_match(std::string_view word, const std::vector<std::string>& candidates)
+{
+  const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string
+format_duration(double seconds)
+{
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return "?";
+  }
+  if (seconds < 60) {
+    return fmt::format("{:.1f} s", seconds);
+  }
+  const auto total = static_cast<long long>(std::llround(seconds));
+  if (total < 3600) {
+    return fmt::format("{} min {:02} s", total / 60, total % 60);
+  }
+  return fmt::format("{} h {:02} min", total / 3600, (total % 3600) / 60);
+}
+
+std::string
+format_bytes(std::uint64_t bytes)
+{
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  auto value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string
+csv_field(std::string_view value)
+{
+  if (value.find_first_of(",\"\n\r") == std::string_view::npos) {
+    return std::string(value);
+  }
+  std::string out = "\"";
+  for (char c : value) {
+    out += c;
+    if (c == '"') {
+      out += '"';
+    }
+  }
+  out += '"';
+  return out;
+}
+
+} // namespace optkit

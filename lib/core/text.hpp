@@ -1,0 +1,31 @@
+// Small string helpers shared by every area.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace optkit {
+
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view trim(std::string_view text);
+
+// Levenshtein edit distance (insert, delete, substitute each cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` by edit distance, when it is close enough to be a plausible
+// typo (at most a third of the word's length, and at least 1 edit allowed); nullopt otherwise.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// "1.5 s", "2 min 03 s", "1 h 02 min": durations for people.
+std::string format_duration(double seconds);
+// "512 B", "1.5 KiB", "2.0 GiB".
+std::string format_bytes(std::uint64_t bytes);
+
+// Quotes a field for CSV (RFC 4180) when it holds a comma, quote or line break.
+std::string csv_field(std::string_view value);
+
+} // namespace optkit

@@ -1,0 +1,168 @@
+#include "doctor/doctor.hpp"
+
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "core/text.hpp"
+#include "proc/worker_pool.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::doctor {
+namespace {
+
+std::size_t
+count_files(const std::filesystem::path& dir)
+{
+  std::size_t count = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    count += it->is_regular_file() ? 1u : 0u;
+  }
+  return count;
+}
+
+Check
+check_archive(archive::RunArchive& archive)
+{
+  const std::string verdict = archive.integrity_check();
+  return {"archive", verdict == "ok" ? CheckStatus::ok : CheckStatus::fail,
+          fmt::format("{} (schema v{}, {} runs, integrity {})", archive.path().string(), archive.schema_version(),
+                      archive.count("runs"), verdict)};
+}
+
+Check
+check_data()
+{
+  try {
+    const DataDirectory data = find_data_directory();
+    return {"data", CheckStatus::ok,
+            fmt::format("{} ({}; {} recipe files, {} profile files)", data.path.string(), data.origin,
+                        count_files(data.path / "recipes"), count_files(data.path / "profiles"))};
+  } catch (const InputError& e) {
+    return {"data", CheckStatus::fail, e.what()};
+  }
+}
+
+void
+add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchive& archive, std::int64_t run_id)
+{
+  const auto& blas = probes.at("blas");
+  const double error = blas.at("max_relative_error").get<double>();
+  report.checks.push_back({"blas", error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
+                           fmt::format("sgemm max rel. error {:.1e}, {:.1f} GFLOP/s at n=1024 on {} thread(s); {}", error,
+                                       blas.at("gflops").get<double>(), blas.at("threads").get<int>(), build_info().blas)});
+  archive.add_metric(run_id, std::nullopt, {"blas_sgemm_gflops", blas.at("gflops").get<double>(), "GFLOP/s", {}});
+
+  const auto& gpu = probes.at("gpu");
+  const auto& devices = gpu.at("devices");
+  archive.add_metric(run_id, std::nullopt, {"cuda_devices", static_cast<double>(devices.size()), "count", {}});
+  if (!gpu.at("compiled").get<bool>()) {
+    report.checks.push_back({"cuda", CheckStatus::warn, "built without CUDA: GPU work is unavailable"});
+    return;
+  }
+  if (devices.empty()) {
+    report.checks.push_back({"cuda", CheckStatus::warn,
+                             fmt::format("compiled in (runtime {}), no usable device: {}",
+                                         gpu.at("runtime_version").get<int>(), gpu.at("error").get<std::string>())});
+    return;
+  }
+  for (const auto& device : devices) {
+    const int index = device.at("index").get<int>();
+    const auto kernel = std::find_if(probes.at("kernels").begin(), probes.at("kernels").end(),
+                                     [&](const nlohmann::json& k) { return k.at("device") == index; });
+    std::string detail = fmt::format("{} ({}, cc {}, {} SMs)", device.at("name").get<std::string>(),
+                                     format_bytes(device.at("memory_bytes").get<std::uint64_t>()),
+                                     device.at("compute_capability").get<std::string>(),
+                                     device.at("multiprocessors").get<int>());
+    CheckStatus status = CheckStatus::ok;
+    if (kernel == probes.at("kernels").end() || !kernel->at("ran").get<bool>()) {
+      status = CheckStatus::fail;
+      detail += "; axpy kernel failed: " +
+                (kernel == probes.at("kernels").end() ? std::string("not run") : kernel->at("error").get<std::string>());
+    } else {
+      const double err = kernel->at("max_abs_error").get<double>();
+      const double bandwidth = kernel->at("gigabytes_per_second").get<double>();
+      status = err < 1e-5 ? CheckStatus::ok : CheckStatus::fail;
+      detail += fmt::format("; axpy kernel max error {:.1e}, {:.0f} GB/s", err, bandwidth);
+      archive.add_metric(run_id, std::nullopt, {fmt::format("cuda{}_axpy_bandwidth", index), bandwidth, "GB/s", {}});
+    }
+    report.checks.push_back({fmt::format("cuda:{}", index), status, detail});
+  }
+}
+
+} // namespace
+
+std::string
+to_string(CheckStatus status)
+{
+  switch (status) {
+  case CheckStatus::ok:
+    return "ok";
+  case CheckStatus::warn:
+    return "warn";
+  case CheckStatus::fail:
+    return "FAIL";
+  }
+  return "FAIL";
+}
+
+std::size_t
+Report::failures() const
+{
+  return static_cast<std::size_t>(
+    std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::fail; }));
+}
+
+Report
+run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options)
+{
+  Report report;
+  const BuildInfo& build = build_info();
+  report.checks.push_back({"build", CheckStatus::ok,
+                           fmt::format("optkit {} ({}, {})", build.version, build.git_commit, build.build_type)});
+  report.checks.push_back(check_archive(archive));
+  report.checks.push_back(
+    {"config", CheckStatus::ok,
+     settings.config_file.empty() ? "no config file (built-in defaults)" : settings.config_file.string() + " (valid)"});
+  report.checks.push_back(check_data());
+
+  proc::WorkerTask task;
+  task.command = {"doctor"};
+  task.payload = {{"probe", "all"}};
+  task.timeout_s = options.worker_timeout_s;
+  task.grace_s = 5;
+  proc::PoolOptions pool;
+  pool.executable = options.executable;
+  pool.global_args = options.global_args;
+  pool.archive = &archive;
+  pool.run_id = run_id;
+  pool.work_dir = archive.run_directory(run_id);
+  pool.show_progress = false;
+  pool.gpus = settings.workers.gpus;
+  const proc::WorkerOutcome outcome = proc::WorkerPool(pool).run({task}).front();
+  if (!outcome.succeeded()) {
+    report.checks.push_back({"worker", CheckStatus::fail,
+                             fmt::format("child process failed: {} (log: {})", outcome.error, outcome.log.string())});
+    return report;
+  }
+  report.checks.push_back({"worker", CheckStatus::ok,
+                           fmt::format("child process ran and reported back in {:.2f} s", outcome.seconds)});
+  archive.add_metric(run_id, std::nullopt, {"worker_roundtrip", outcome.seconds, "s", {}});
+  report.probes = outcome.result;
+  add_probe_checks(report, outcome.result, archive, run_id);
+  return report;
+}
+
+Table
+report_table(const Report& report)
+{
+  Table table({"check", "status", "detail"});
+  for (const auto& c : report.checks) {
+    table.add_row({c.name, to_string(c.status), c.detail});
+  }
+  return table;
+}
+
+} // namespace optkit::doctor

@@ -1,0 +1,43 @@
+// `optkit doctor`: checks that this installation can do real work — the archive opens and is
+// sound, the bundled data is found, the config file is valid, a worker child starts and reports
+// back, BLAS computes correctly, and which CUDA devices are usable (running the first kernel on
+// each). Every figure is measured, recorded as metrics of the doctor's run.
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "core/settings.hpp"
+#include "core/table.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace optkit::doctor {
+
+enum class CheckStatus { ok, warn, fail };
+
+struct Check {
+  std::string name;
+  CheckStatus status = CheckStatus::ok;
+  std::string detail;
+};
+
+struct Report {
+  std::vector<Check> checks;
+  nlohmann::json probes; // the worker child's measurements
+  std::size_t failures() const;
+};
+
+struct Options {
+  std::filesystem::path executable;     // optkit itself, for the worker child
+  std::vector<std::string> global_args; // passed to the child
+  double worker_timeout_s = 300;
+};
+
+Report run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id,
+                  const Options& options);
+
+Table report_table(const Report& report);
+std::string to_string(CheckStatus status);
+
+} // namespace optkit::doctor

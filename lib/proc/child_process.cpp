@@ -1,0 +1,121 @@
+#include "proc/child_process.hpp"
+
+#include "core/error.hpp"
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace optkit::proc {
+
+namespace bp = boost::process;
+
+struct ChildProcess::Impl {
+  bp::child child;
+};
+
+std::string
+describe(const ExitStatus& status)
+{
+  if (status.signal) {
+    const char* name = sigabbrev_np(*status.signal);
+    return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *status.signal);
+  }
+  return fmt::format("exit {}", status.exit_code.value_or(-1));
+}
+
+namespace {
+
+ExitStatus
+decode(int raw)
+{
+  ExitStatus status;
+  if (WIFSIGNALED(raw)) {
+    status.signal = WTERMSIG(raw);
+  } else {
+    status.exit_code = WEXITSTATUS(raw);
+  }
+  return status;
+}
+
+} // namespace
+
+ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                           const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env)
+{
+  bp::environment env = boost::this_process::environment();
+  for (const auto& [key, value] : extra_env) {
+    env[key] = value;
+  }
+  const pid_t parent = ::getpid();
+  try {
+    m_impl = std::make_unique<Impl>(Impl{bp::child(
+      bp::exe = executable.string(), bp::args = args, (bp::std_out & bp::std_err) > log_file.string(),
+      bp::std_in < bp::null, env, bp::extend::on_exec_setup = [parent](auto&) {
+        // In the child, between fork and exec: only async-signal-safe calls.
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) {
+          ::_exit(127); // the parent died before PDEATHSIG was armed
+        }
+      })});
+  } catch (const bp::process_error& e) {
+    throw RuntimeFailure(fmt::format("cannot start {}: {}", executable.string(), e.what()));
+  }
+  m_pid = m_impl->child.id();
+  // Also set the group from the parent side, so signal_group works even before the child ran.
+  ::setpgid(m_pid, m_pid);
+}
+
+ChildProcess::~ChildProcess()
+{
+  if (m_impl && !m_status) {
+    signal_group(SIGKILL);
+    wait();
+  }
+  if (m_impl) {
+    m_impl->child.detach(); // reaped already; keep Boost from signalling a recycled pid
+  }
+}
+
+std::optional<ExitStatus>
+ChildProcess::poll()
+{
+  if (m_status) {
+    return m_status;
+  }
+  std::error_code ec;
+  if (m_impl->child.running(ec) || ec) {
+    return std::nullopt;
+  }
+  m_status = decode(m_impl->child.native_exit_code());
+  return m_status;
+}
+
+ExitStatus
+ChildProcess::wait()
+{
+  if (m_status) {
+    return *m_status;
+  }
+  std::error_code ec;
+  m_impl->child.wait(ec);
+  m_status = decode(m_impl->child.native_exit_code());
+  return *m_status;
+}
+
+void
+ChildProcess::signal_group(int signal) const
+{
+  if (m_pid > 0) {
+    ::kill(-m_pid, signal);
+  }
+}
+
+} // namespace optkit::proc

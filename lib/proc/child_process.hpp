@@ -1,0 +1,51 @@
+// One child process in its own process group, its stdout and stderr captured together in a log
+// file. Signals go to the whole group so grandchildren cannot outlive a timeout or Ctrl-C, and the
+// child is killed if this process dies (PR_SET_PDEATHSIG).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace optkit::proc {
+
+struct ExitStatus {
+  std::optional<int> exit_code; // set when the child exited
+  std::optional<int> signal;    // set when a signal killed it
+};
+
+// "exit 3", "SIGSEGV".
+std::string describe(const ExitStatus& status);
+
+class ChildProcess {
+public:
+  // Starts `executable args...` with `extra_env` added to this process's environment. Throws
+  // RuntimeFailure naming the executable when it cannot be started.
+  ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+               const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env = {});
+  // A child still running is killed (with its group) and reaped.
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return m_pid; }
+  // Non-blocking: the exit status once the child has exited (reaped), nullopt while it runs.
+  std::optional<ExitStatus> poll();
+  // Blocks until the child exits.
+  ExitStatus wait();
+  // Sends `signal` to every process in the child's group; a group already gone is not an error.
+  void signal_group(int signal) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+  pid_t m_pid = -1;
+  std::optional<ExitStatus> m_status;
+};
+
+} // namespace optkit::proc

@@ -1,0 +1,81 @@
+// Runs worker tasks as `optkit <command> --worker SPEC.json` child processes, N at a time:
+// per-attempt timeouts (SIGTERM to the group, a grace period, then SIGKILL), bounded retries
+// with exponential backoff for failures a task marks transient, one log file per attempt
+// (archived as an artifact), an optional GPU per child (CUDA_VISIBLE_DEVICES), and a clean stop
+// of every child on Ctrl-C/SIGTERM.
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "proc/worker_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::proc {
+
+struct RetryPolicy {
+  int max_attempts = 1;
+  double backoff_initial_s = 1.0;
+  double backoff_factor = 2.0;
+  double backoff_max_s = 60.0;
+  bool retry_on_signal = false;  // a crash (SIGSEGV, SIGKILL by the OOM killer, ...) is transient
+  bool retry_on_timeout = false;
+  std::vector<int> retry_exit_codes; // exit codes that mean "try again" (e.g. 75, EX_TEMPFAIL)
+
+  // Delay before attempt `next_attempt` (2, 3, ...).
+  double backoff_before(int next_attempt) const;
+};
+
+struct WorkerTask {
+  std::vector<std::string> command; // subcommand path of the child, e.g. {"compress"}
+  nlohmann::json payload;           // handed to the child in its spec
+  nlohmann::json params = nlohmann::json::object(); // archived as the trial's params
+  double timeout_s = 0;             // per attempt, 0 = none
+  double grace_s = 10;              // SIGTERM → SIGKILL
+  RetryPolicy retry;
+};
+
+struct WorkerOutcome {
+  std::size_t task_index = 0;
+  archive::TrialStatus status = archive::TrialStatus::failed;
+  int attempts = 0;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  nlohmann::json result;             // the child's result (null unless succeeded)
+  std::string error;                 // why it failed, with the last line of its log
+  std::filesystem::path log;         // the last attempt's log
+  double seconds = 0;                // wall time of the last attempt
+  bool succeeded() const { return status == archive::TrialStatus::succeeded; }
+};
+
+struct PoolOptions {
+  std::filesystem::path executable;       // optkit itself
+  std::vector<std::string> global_args;   // flags placed before the subcommand (--archive, -v ...)
+  int slots = 1;                          // concurrent children
+  std::vector<int> gpus;                  // when set, each child gets one; concurrency ≤ gpus.size()
+  archive::RunArchive* archive = nullptr; // trials, logs and events are recorded here
+  std::int64_t run_id = 0;
+  std::filesystem::path work_dir;         // specs, results and logs: work_dir/trial-N/attempt-M.*
+  double poll_interval_s = 0.01;
+  bool show_progress = true;
+  std::string progress_label = "workers";
+  std::function<void(const WorkerOutcome&)> on_finished; // called as each task ends for good
+};
+
+class WorkerPool {
+public:
+  explicit WorkerPool(PoolOptions options);
+  // Runs every task to a final outcome (in task order). Throws Interrupted after stopping all
+  // children when SIGINT/SIGTERM arrives.
+  std::vector<WorkerOutcome> run(const std::vector<WorkerTask>& tasks);
+
+private:
+  PoolOptions m_options;
+};
+
+} // namespace optkit::proc

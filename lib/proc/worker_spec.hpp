@@ -1,0 +1,31 @@
+// The contract between a parent and an `optkit <command> --worker SPEC.json` child: the spec
+// file the parent writes, and the result file the child writes back (atomically) on success.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace optkit::proc {
+
+struct WorkerSpec {
+  std::int64_t run_id = 0;
+  std::int64_t trial_id = 0;
+  std::int64_t trial_index = 0;
+  std::int64_t attempt = 1;
+  std::string archive;              // the archive the child may add metrics to
+  std::filesystem::path result_path; // where the child writes its JSON result
+  std::optional<int> gpu;           // the CUDA device the child was given (also CUDA_VISIBLE_DEVICES)
+  nlohmann::json payload;           // what the command needs to do its work
+};
+
+nlohmann::json to_json(const WorkerSpec& spec);
+// Reads a spec; InputError naming the file and the field when it is malformed.
+WorkerSpec read_worker_spec(const std::filesystem::path& file);
+// Called by the child when it is done: atomically writes `result` where the parent expects it.
+void write_worker_result(const WorkerSpec& spec, const nlohmann::json& result);
+
+} // namespace optkit::proc
