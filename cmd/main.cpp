@@ -67,6 +67,11 @@ int
 run_command(const cmd::Command& command, cmd::AppContext& ctx)
 {
   const bool worker = command.worker_spec && !command.worker_spec->empty();
+  if (!worker) {
+    // A parent stops its workers and records the interruption; a worker keeps the default
+    // actions so SIGTERM from its parent's timeout ends it at once.
+    install_interrupt_handlers();
+  }
   if (!command.records_run || worker) {
     command.run(ctx);
     return 0;
@@ -88,7 +93,6 @@ run_command(const cmd::Command& command, cmd::AppContext& ctx)
 int
 main(int argc, char** argv)
 {
-  install_interrupt_handlers();
   cmd::AppContext ctx;
   ctx.argv.assign(argv, argv + argc);
 

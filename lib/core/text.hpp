@@ -13,7 +13,8 @@ std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string_view trim(std::string_view text);
 
-// Levenshtein edit distance (insert, delete, substitute each cost 1).
+// Edit distance counting insertions, deletions, substitutions and swaps of two adjacent
+// characters as one edit each (optimal string alignment), the usual shape of a typo.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` by edit distance, when it is close enough to be a plausible

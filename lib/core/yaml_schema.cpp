@@ -92,7 +92,7 @@ private:
   {
     const YAML::Mark mark = node.Mark().is_null() ? key_mark : node.Mark();
     if (node.IsNull()) {
-      fail(mark, fmt::format("'{}' has no value; expected {}", path, type_name(field.type)));
+      fail(key_mark, fmt::format("'{}' has no value; expected {}", path, type_name(field.type)));
     }
     switch (field.type) {
     case Type::object:

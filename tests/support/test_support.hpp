@@ -1,0 +1,87 @@
+// Helpers shared by the unit tests: scratch directories, the optkit binary under test, polling.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+namespace optkit::test {
+
+// The optkit binary built next to the tests (set by CMake).
+inline std::filesystem::path
+optkit_binary()
+{
+  return OPTKIT_TEST_BINARY;
+}
+
+// A fresh directory removed with its contents at the end of the test.
+class ScratchDir {
+public:
+  ScratchDir()
+  {
+    std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
+    m_path = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir()
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+private:
+  std::filesystem::path m_path;
+};
+
+inline std::string
+read_text(const std::filesystem::path& file)
+{
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+inline void
+write_text(const std::filesystem::path& file, const std::string& text)
+{
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+// Polls `condition` every 10 ms until it holds or `timeout_s` passes; returns whether it held.
+inline bool
+wait_until(const std::function<bool()>& condition, double timeout_s)
+{
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+// True when no process with this pid runs any more (gone, or a zombie nobody has reaped yet).
+inline bool
+process_gone(pid_t pid)
+{
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) {
+    return true;
+  }
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+} // namespace optkit::test

@@ -1,0 +1,67 @@
+#include "core/atomic_file.hpp"
+
+#include "core/error.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace optkit;
+
+namespace {
+
+std::size_t
+entries(const std::filesystem::path& dir)
+{
+  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+} // namespace
+
+TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind")
+{
+  test::ScratchDir dir;
+  write_file_atomic(dir / "out.json", "first");
+  write_file_atomic(dir / "out.json", "second");
+  CHECK(test::read_text(dir / "out.json") == "second");
+  CHECK(entries(dir.path()) == 1);
+}
+
+TEST_CASE("write_file_atomic into a missing directory fails naming the path and keeps nothing")
+{
+  test::ScratchDir dir;
+  CHECK_THROWS_AS(write_file_atomic(dir / "missing" / "out.json", "x"), RuntimeFailure);
+  CHECK(entries(dir.path()) == 0);
+}
+
+TEST_CASE("a StagedDirectory appears only when committed")
+{
+  test::ScratchDir dir;
+  const auto destination = dir / "model";
+  {
+    StagedDirectory staged(destination);
+    test::write_text(staged.path() / "weights.bin", "data");
+    CHECK_FALSE(std::filesystem::exists(destination));
+    staged.commit();
+  }
+  CHECK(test::read_text(destination / "weights.bin") == "data");
+  CHECK(entries(dir.path()) == 1);
+}
+
+TEST_CASE("an uncommitted StagedDirectory is removed, as when the work fails")
+{
+  test::ScratchDir dir;
+  try {
+    StagedDirectory staged(dir / "model");
+    test::write_text(staged.path() / "partial.bin", "half");
+    throw RuntimeFailure("simulated failure");
+  } catch (const RuntimeFailure&) {
+  }
+  CHECK(entries(dir.path()) == 0);
+}
+
+TEST_CASE("a StagedDirectory never merges into an existing output")
+{
+  test::ScratchDir dir;
+  std::filesystem::create_directory(dir / "model");
+  CHECK_THROWS_WITH_AS(StagedDirectory(dir / "model"), doctest::Contains("already exists"), InputError);
+}
