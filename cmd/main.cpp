@@ -8,6 +8,7 @@
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
 #include "core/progress.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -61,6 +62,39 @@ resolved_options(const CLI::App* app)
     }
   }
   return options;
+}
+
+// A mistyped or missing subcommand, named with the choices at that level.
+std::string
+missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error)
+{
+  const CLI::App* level = &app;
+  std::string path = "optkit";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : level->get_subcommands({})) {
+      if (sub->parsed()) {
+        level = sub;
+        path += " " + sub->get_name();
+        deeper = true;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> choices;
+  for (const CLI::App* sub : level->get_subcommands({})) {
+    if (!sub->get_group().empty()) {
+      choices.push_back(sub->get_name());
+    }
+  }
+  if (choices.empty()) {
+    return fmt::format("{}; run '{} --help'", error.what(), path);
+  }
+  const auto unknown = level->remaining();
+  if (!unknown.empty() && !unknown.front().starts_with("-")) {
+    return fmt::format("unknown command '{} {}'; choose one of: {}", path, unknown.front(), join(choices, ", "));
+  }
+  return fmt::format("'{}' needs a command: {}; run '{} --help'", path, join(choices, ", "), path);
 }
 
 int
@@ -126,7 +160,7 @@ main(int argc, char** argv)
       std::cout << app.help();
       return static_cast<int>(ExitCode::bad_input);
     }
-    log::error("{}; run 'optkit --help' or 'optkit <command> --help'", e.what());
+    log::error("{}", missing_subcommand_message(app, e));
     return static_cast<int>(ExitCode::bad_input);
   } catch (const CLI::ParseError& e) {
     log::error("{}; run 'optkit --help' or 'optkit <command> --help'", e.what());

@@ -45,6 +45,12 @@ find_data_directory()
         std::filesystem::is_directory(candidate.path / "profiles", ec)) {
       return {std::filesystem::weakly_canonical(candidate.path, ec), candidate.origin};
     }
+    if (candidate.origin == "OPTKIT_DATA_DIR") {
+      // Set on purpose, so a wrong value is an error rather than a silent fall-back.
+      throw InputError(fmt::format("OPTKIT_DATA_DIR={} does not hold recipes/ and profiles/; "
+                                   "set OPTKIT_DATA_DIR to the directory that holds them, or unset it",
+                                   candidate.path.string()));
+    }
     looked.push_back(candidate.path.string());
   }
   throw InputError(fmt::format("cannot find optkit's recipes/ and profiles/ (looked in {}); "

@@ -21,7 +21,7 @@ std::filesystem::path executable_path();
 std::vector<DataDirectory> data_directory_candidates();
 
 // The first candidate holding both recipes/ and profiles/; InputError listing where it looked
-// (and that OPTKIT_DATA_DIR overrides) when none does.
+// (and that OPTKIT_DATA_DIR overrides) when none does, or when OPTKIT_DATA_DIR is set but wrong.
 DataDirectory find_data_directory();
 
 } // namespace optkit

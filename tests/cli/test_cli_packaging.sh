@@ -1,0 +1,37 @@
+# One self-contained binary, and an install that finds its own data and man pages.
+. "$(dirname "$0")/lib.sh"
+
+libs=$(ldd "$OPTKIT" | awk '{print $1}')
+for forbidden in yaml-cpp spdlog fmt sqlite boost cli11 openblas gfortran cudart cublas; do
+  grep -qi "$forbidden" <<<"$libs" && fail "$OPTKIT links $forbidden dynamically: $libs"
+done
+for lib in $libs; do
+  case "$lib" in
+  linux-vdso.so.1 | /lib64/ld-linux-x86-64.so.2 | libc.so.6 | libm.so.6 | libstdc++.so.6 | libgcc_s.so.1) ;;
+  *) fail "unexpected shared library $lib" ;;
+  esac
+done
+
+prefix="$SCRATCH/prefix"
+cmake --install "$OPTKIT_BUILD_DIR" --prefix "$prefix" >/dev/null || fail "cmake --install failed"
+[ -x "$prefix/bin/optkit" ] || fail "no installed binary"
+[ -f "$prefix/share/man/man1/optkit.1" ] || fail "no installed man page"
+[ -d "$prefix/share/optkit/recipes" ] && [ -d "$prefix/share/optkit/profiles" ] || fail "no installed data"
+
+# Installed: data comes from <prefix>/share/optkit, even with the source tree out of reach.
+OPTKIT="$prefix/bin/optkit" run doctor --format json
+expect_rc 0
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+data = [c for c in d["checks"] if c["check"] == "data"][0]
+assert data["status"] == "ok" and "/share/optkit" in data["detail"] and "(install;" in data["detail"], data' \
+  "$OUT" "$prefix" || fail "installed binary did not find its data: $OUT"
+
+# OPTKIT_DATA_DIR overrides, and a wrong one is an error that says so.
+OPTKIT_DATA_DIR="$SCRATCH/nowhere" OPTKIT="$prefix/bin/optkit" run doctor
+expect_rc 1
+expect_out_has "set OPTKIT_DATA_DIR"
+
+man -l "$prefix/share/man/man1/optkit.1" 2>/dev/null | grep -q "EXIT STATUS" || fail "man page does not render"
+echo "ok"
