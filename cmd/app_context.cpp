@@ -8,8 +8,7 @@
 namespace optkit::cmd {
 
 archive::RunArchive&
-AppContext::archive()
-{
+AppContext::archive() {
   if (!m_archive) {
     m_archive = std::make_unique<archive::RunArchive>(settings.archive);
   }
@@ -17,14 +16,12 @@ AppContext::archive()
 }
 
 bool
-AppContext::color_stdout() const
-{
+AppContext::color_stdout() const {
   return settings.color && ::isatty(STDOUT_FILENO);
 }
 
 std::vector<std::string>
-AppContext::worker_global_args() const
-{
+AppContext::worker_global_args() const {
   std::vector<std::string> args = {"--archive", settings.archive.string(), "--log-format",
                                    settings.log_format == log::Format::json ? "json" : "text", "--no-color"};
   if (!settings.config_file.empty()) {
@@ -37,8 +34,7 @@ AppContext::worker_global_args() const
 }
 
 void
-AppContext::emit(const std::string& text, const std::string& output) const
-{
+AppContext::emit(const std::string& text, const std::string& output) const {
   if (output.empty() || output == "-") {
     std::cout << text << std::flush;
   } else {
@@ -47,8 +43,7 @@ AppContext::emit(const std::string& text, const std::string& output) const
 }
 
 const Command*
-CommandRegistry::selected() const
-{
+CommandRegistry::selected() const {
   const Command* best = nullptr;
   std::size_t best_depth = 0;
   for (const auto& command : m_commands) {
@@ -68,12 +63,11 @@ CommandRegistry::selected() const
 }
 
 CLI::Option*
-add_format_option(CLI::App& app, std::string& target, const std::string& default_value)
-{
+add_format_option(CLI::App& app, std::string& target, const std::string& default_value) {
   target = default_value;
   return app.add_option("--format", target, "output format")
-    ->check(CLI::IsMember({"table", "json", "csv"}))
-    ->capture_default_str();
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
 }
 
 } // namespace optkit::cmd

@@ -44,10 +44,10 @@ private:
 };
 
 struct Command {
-  std::string name;                        // "doctor", "runs list", ...
+  std::string name; // "doctor", "runs list", ...
   CLI::App* app = nullptr;
   std::function<void(AppContext&)> run;
-  bool records_run = true;                 // archived as a run (not for `runs` itself)
+  bool records_run = true;                  // archived as a run (not for `runs` itself)
   const std::string* worker_spec = nullptr; // set → this invocation is a worker child
 };
 

@@ -12,8 +12,7 @@
 namespace optkit::cmd {
 
 void
-register_doctor(CLI::App& app, CommandRegistry& commands)
-{
+register_doctor(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     std::string format;
     double timeout_s = 300;
@@ -21,29 +20,28 @@ register_doctor(CLI::App& app, CommandRegistry& commands)
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* doctor = app.add_subcommand(
-    "doctor", "Check this installation: archive, data files, config, worker processes, BLAS, CUDA devices");
+      "doctor", "Check this installation: archive, data files, config, worker processes, BLAS, CUDA devices");
   add_format_option(*doctor, flags->format);
   doctor->add_option("--timeout", flags->timeout_s, "seconds the probing worker child may take")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   doctor->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
-  commands.add({"doctor",
-                doctor,
+  commands.add({"doctor", doctor,
                 [flags](AppContext& ctx) {
                   if (!flags->worker.empty()) {
                     const auto spec = proc::read_worker_spec(flags->worker);
                     proc::write_worker_result(spec, doctor::run_probes());
                     return;
                   }
-                  const auto report = doctor::run_doctor(
-                    ctx.settings, ctx.archive(), ctx.run_id,
-                    {executable_path(), ctx.worker_global_args(), flags->timeout_s});
+                  const auto report =
+                      doctor::run_doctor(ctx.settings, ctx.archive(), ctx.run_id,
+                                         {executable_path(), ctx.worker_global_args(), flags->timeout_s});
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     ctx.emit(nlohmann::json({{"run_id", ctx.run_id},
                                              {"checks", doctor::report_table(report).to_json()},
                                              {"probes", report.probes}})
-                               .dump(2) +
+                                 .dump(2) +
                              "\n");
                   } else {
                     ctx.emit(doctor::report_table(report).render(format, ctx.color_stdout()));

@@ -10,8 +10,7 @@
 namespace optkit::cmd {
 
 void
-register_internal_test(CLI::App& app, CommandRegistry& commands)
-{
+register_internal_test(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     std::string tasks;
     int jobs = 0;
@@ -24,8 +23,7 @@ register_internal_test(CLI::App& app, CommandRegistry& commands)
   test->add_option("--jobs", flags->jobs, "concurrent children (default: config workers.jobs)");
   test->add_option("--gpus", flags->gpus, "GPU ids, one per concurrent child")->delimiter(',');
   test->add_option("--worker", flags->worker, "run as a worker child");
-  commands.add({"internal-test",
-                test,
+  commands.add({"internal-test", test,
                 [flags](AppContext& ctx) {
                   if (!flags->worker.empty()) {
                     const auto spec = proc::read_worker_spec(flags->worker);

@@ -20,24 +20,22 @@ namespace {
 using namespace optkit;
 
 void
-add_global_flags(CLI::App& app, cmd::GlobalFlags& flags)
-{
+add_global_flags(CLI::App& app, cmd::GlobalFlags& flags) {
   app.add_option("--archive", flags.archive,
                  "run archive (SQLite); env OPTKIT_ARCHIVE; default ~/.local/share/optkit/archive.db")
-    ->group("Global");
+      ->group("Global");
   app.add_option("--config", flags.config, "config file; env OPTKIT_CONFIG; default ~/.config/optkit/config.yaml")
-    ->group("Global");
+      ->group("Global");
   app.add_flag("-v,--verbose", flags.verbose, "more log output (repeat for more)")->group("Global");
   app.add_flag("-q,--quiet", flags.quiet, "errors only; no progress output")->group("Global");
   app.add_option("--log-format", flags.log_format, "log lines as text or json (on stderr)")
-    ->check(CLI::IsMember({"text", "json"}))
-    ->group("Global");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->group("Global");
   app.add_flag("--no-color", flags.no_color, "no colour in logs and tables (also env NO_COLOR)")->group("Global");
 }
 
 log::Options
-log_options(const cmd::GlobalFlags& flags, log::Format format, bool color)
-{
+log_options(const cmd::GlobalFlags& flags, log::Format format, bool color) {
   log::Options options;
   options.format = format;
   options.color = color;
@@ -46,8 +44,7 @@ log_options(const cmd::GlobalFlags& flags, log::Format format, bool color)
 }
 
 nlohmann::json
-resolved_options(const CLI::App* app)
-{
+resolved_options(const CLI::App* app) {
   nlohmann::json options = nlohmann::json::object();
   for (const CLI::Option* opt : app->get_options()) {
     if (opt->get_group().empty() || opt->get_name() == "--help" || opt->get_name() == "-h") {
@@ -66,8 +63,7 @@ resolved_options(const CLI::App* app)
 
 // A mistyped or missing subcommand, named with the choices at that level.
 std::string
-missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error)
-{
+missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error) {
   const CLI::App* level = &app;
   std::string path = "optkit";
   for (bool deeper = true; deeper;) {
@@ -98,8 +94,7 @@ missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error)
 }
 
 int
-run_command(const cmd::Command& command, cmd::AppContext& ctx)
-{
+run_command(const cmd::Command& command, cmd::AppContext& ctx) {
   const bool worker = command.worker_spec && !command.worker_spec->empty();
   if (!worker) {
     // A parent stops its workers and records the interruption; a worker keeps the default
@@ -125,8 +120,7 @@ run_command(const cmd::Command& command, cmd::AppContext& ctx)
 } // namespace
 
 int
-main(int argc, char** argv)
-{
+main(int argc, char** argv) {
   cmd::AppContext ctx;
   ctx.argv.assign(argv, argv + argc);
 

@@ -22,8 +22,7 @@ struct RunsFlags {
 };
 
 archive::RunFilter
-make_filter(const RunsFlags& f)
-{
+make_filter(const RunsFlags& f) {
   archive::RunFilter filter;
   if (!f.command.empty()) {
     filter.command = f.command;
@@ -48,8 +47,7 @@ make_filter(const RunsFlags& f)
 } // namespace
 
 void
-register_runs(CLI::App& app, CommandRegistry& commands)
-{
+register_runs(CLI::App& app, CommandRegistry& commands) {
   auto flags = std::make_shared<RunsFlags>();
   CLI::App* runs = app.add_subcommand("runs", "List, show, export, compare and remove archived runs");
   runs->require_subcommand(1);
@@ -57,21 +55,23 @@ register_runs(CLI::App& app, CommandRegistry& commands)
   CLI::App* list = runs->add_subcommand("list", "List runs, newest first");
   list->add_option("--command", flags->command, "only runs of this command (a trailing * matches a prefix)");
   list->add_option("--status", flags->status, "only runs with this status")
-    ->check(CLI::IsMember(archive::run_status_names()));
+      ->check(CLI::IsMember(archive::run_status_names()));
   list->add_option("--since", flags->since, "only runs started since a date, UTC timestamp or age (7d, 12h)");
   list->add_option("--limit", flags->limit, "at most this many runs")->check(CLI::PositiveNumber);
   add_format_option(*list, flags->format);
-  commands.add({"runs list", list, [flags](AppContext& ctx) {
+  commands.add({"runs list", list,
+                [flags](AppContext& ctx) {
                   const auto runs_found = ctx.archive().list_runs(make_filter(*flags));
-                  ctx.emit(archive::runs_table(runs_found).render(parse_output_format(flags->format),
-                                                                  ctx.color_stdout()));
+                  ctx.emit(
+                      archive::runs_table(runs_found).render(parse_output_format(flags->format), ctx.color_stdout()));
                 },
                 false});
 
   CLI::App* show = runs->add_subcommand("show", "Show one run: trials, metrics, artifacts, events");
   show->add_option("run", flags->refs, "run id or 'last'")->required()->expected(1);
   add_format_option(*show, flags->format);
-  commands.add({"runs show", show, [flags](AppContext& ctx) {
+  commands.add({"runs show", show,
+                [flags](AppContext& ctx) {
                   const auto detail = ctx.archive().load_run(ctx.archive().resolve_run(flags->refs.front()));
                   switch (parse_output_format(flags->format)) {
                   case OutputFormat::json:
@@ -90,10 +90,11 @@ register_runs(CLI::App& app, CommandRegistry& commands)
   CLI::App* exporter = runs->add_subcommand("export", "Export one run for scripts and notebooks");
   exporter->add_option("run", flags->refs, "run id or 'last'")->required()->expected(1);
   exporter->add_option("--format", flags->format, "json: the whole run; csv: one row per metric")
-    ->check(CLI::IsMember({"json", "csv"}))
-    ->default_str("json");
+      ->check(CLI::IsMember({"json", "csv"}))
+      ->default_str("json");
   exporter->add_option("-o,--output", flags->output, "write to this file (atomically) instead of stdout");
-  commands.add({"runs export", exporter, [flags](AppContext& ctx) {
+  commands.add({"runs export", exporter,
+                [flags](AppContext& ctx) {
                   const auto detail = ctx.archive().load_run(ctx.archive().resolve_run(flags->refs.front()));
                   ctx.emit(flags->format == "csv" ? archive::metrics_table(detail).render_csv()
                                                   : archive::run_detail_json(detail).dump(2) + "\n",
@@ -104,7 +105,8 @@ register_runs(CLI::App& app, CommandRegistry& commands)
   CLI::App* compare = runs->add_subcommand("compare", "Compare two runs: config differences and metrics");
   compare->add_option("runs", flags->refs, "two run ids (or 'last')")->required()->expected(2);
   add_format_option(*compare, flags->format);
-  commands.add({"runs compare", compare, [flags](AppContext& ctx) {
+  commands.add({"runs compare", compare,
+                [flags](AppContext& ctx) {
                   auto& archive = ctx.archive();
                   const auto a = archive.load_run(archive.resolve_run(flags->refs[0]));
                   const auto b = archive.load_run(archive.resolve_run(flags->refs[1]));
@@ -114,7 +116,8 @@ register_runs(CLI::App& app, CommandRegistry& commands)
 
   CLI::App* rm = runs->add_subcommand("rm", "Remove runs and the logs optkit wrote for them");
   rm->add_option("runs", flags->refs, "run ids (or 'last')")->required()->expected(1, 1 << 20);
-  commands.add({"runs rm", rm, [flags](AppContext& ctx) {
+  commands.add({"runs rm", rm,
+                [flags](AppContext& ctx) {
                   auto& archive = ctx.archive();
                   std::vector<std::int64_t> ids;
                   for (const auto& ref : flags->refs) {

@@ -5,8 +5,7 @@ namespace optkit::cuda {
 namespace {
 
 std::string
-list_devices(DeviceQuery& query)
-{
+list_devices(DeviceQuery& query) {
   int count = 0;
   OPTKIT_CUDA_TRY(cudaGetDeviceCount(&count));
   for (int i = 0; i < count; ++i) {
@@ -32,8 +31,7 @@ list_devices(DeviceQuery& query)
 } // namespace
 
 DeviceQuery
-query_devices()
-{
+query_devices() {
   DeviceQuery query;
   cudaRuntimeGetVersion(&query.runtime_version);
   if (cudaDriverGetVersion(&query.driver_version) != cudaSuccess || query.driver_version == 0) {

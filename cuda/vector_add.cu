@@ -7,8 +7,7 @@ namespace optkit::cuda {
 namespace {
 
 __global__ void
-axpy_kernel(float a, const float* x, const float* y, float* z, std::size_t n)
-{
+axpy_kernel(float a, const float* x, const float* y, float* z, std::size_t n) {
   const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     z[i] = a * x[i] + y[i];
@@ -16,8 +15,7 @@ axpy_kernel(float a, const float* x, const float* y, float* z, std::size_t n)
 }
 
 std::string
-run(int device, std::size_t n, AxpyCheck& check)
-{
+run(int device, std::size_t n, AxpyCheck& check) {
   OPTKIT_CUDA_TRY(cudaSetDevice(device));
   std::vector<float> x(n), y(n), z(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -61,8 +59,7 @@ run(int device, std::size_t n, AxpyCheck& check)
 } // namespace
 
 AxpyCheck
-run_axpy_check(int device, std::size_t n)
-{
+run_axpy_check(int device, std::size_t n) {
   AxpyCheck check;
   check.error = run(device, n, check);
   return check;

@@ -8,8 +8,8 @@
 namespace optkit::cuda {
 
 struct AxpyCheck {
-  std::string error;          // empty when the kernel ran
-  double max_abs_error = 0;   // against the same computation on the CPU
+  std::string error;               // empty when the kernel ran
+  double max_abs_error = 0;        // against the same computation on the CPU
   double gigabytes_per_second = 0; // effective bandwidth of the kernel (3 vectors moved)
 };
 

@@ -19,8 +19,8 @@ namespace {
 
 // Starts `optkit internal-test --worker SPEC` writing `trials` trials into the archive directly.
 std::unique_ptr<proc::ChildProcess>
-start_writer(const test::ScratchDir& dir, const std::filesystem::path& db, std::int64_t run_id, int writer, int trials)
-{
+start_writer(const test::ScratchDir& dir, const std::filesystem::path& db, std::int64_t run_id, int writer,
+             int trials) {
   proc::WorkerSpec spec;
   spec.run_id = run_id;
   spec.trial_index = writer;
@@ -30,15 +30,14 @@ start_writer(const test::ScratchDir& dir, const std::filesystem::path& db, std::
   const auto spec_path = dir / ("spec-" + std::to_string(writer) + ".json");
   test::write_text(spec_path, proc::to_json(spec).dump());
   return std::make_unique<proc::ChildProcess>(
-    test::optkit_binary(),
-    std::vector<std::string>{"--archive", db.string(), "-q", "internal-test", "--worker", spec_path.string()},
-    dir / ("writer-" + std::to_string(writer) + ".log"));
+      test::optkit_binary(),
+      std::vector<std::string>{"--archive", db.string(), "-q", "internal-test", "--worker", spec_path.string()},
+      dir / ("writer-" + std::to_string(writer) + ".log"));
 }
 
 } // namespace
 
-TEST_CASE("16 processes writing 500 trials each lose nothing and keep the archive sound")
-{
+TEST_CASE("16 processes writing 500 trials each lose nothing and keep the archive sound") {
   test::ScratchDir dir;
   const auto db = dir / "shared.db";
   std::int64_t run_id = 0;
@@ -68,8 +67,7 @@ TEST_CASE("16 processes writing 500 trials each lose nothing and keep the archiv
   CHECK(indexes.size() == 8000);
 }
 
-TEST_CASE("a writer killed with SIGKILL mid-run loses nothing it had committed")
-{
+TEST_CASE("a writer killed with SIGKILL mid-run loses nothing it had committed") {
   test::ScratchDir dir;
   const auto db = dir / "killed.db";
   std::int64_t run_id = 0;

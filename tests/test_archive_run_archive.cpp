@@ -14,15 +14,13 @@ using namespace optkit::archive;
 namespace {
 
 NewRun
-new_run(const std::string& command)
-{
+new_run(const std::string& command) {
   return {command, nlohmann::json::array({"optkit", command}), {{"seed", 1}}};
 }
 
 } // namespace
 
-TEST_CASE("a run with trials, metrics, artifacts and events round-trips")
-{
+TEST_CASE("a run with trials, metrics, artifacts and events round-trips") {
   test::ScratchDir dir;
   FakeClock clock;
   RunArchive archive(dir / "a.db", clock);
@@ -61,8 +59,7 @@ TEST_CASE("a run with trials, metrics, artifacts and events round-trips")
   CHECK(d.events[0].data["signal"] == 6);
 }
 
-TEST_CASE("list_runs filters by command, prefix, status and time, newest first")
-{
+TEST_CASE("list_runs filters by command, prefix, status and time, newest first") {
   test::ScratchDir dir;
   FakeClock clock;
   RunArchive archive(dir / "a.db", clock);
@@ -91,8 +88,7 @@ TEST_CASE("list_runs filters by command, prefix, status and time, newest first")
   CHECK(ids({.command = "tune"}).empty());
 }
 
-TEST_CASE("a running run whose process is gone reads as abandoned")
-{
+TEST_CASE("a running run whose process is gone reads as abandoned") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   const auto run = archive.begin_run(new_run("compress"));
@@ -106,8 +102,7 @@ TEST_CASE("a running run whose process is gone reads as abandoned")
   CHECK(archive.list_runs({.status = "running"}).empty());
 }
 
-TEST_CASE("resolve_run accepts ids and 'last', and names what is wrong")
-{
+TEST_CASE("resolve_run accepts ids and 'last', and names what is wrong") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   CHECK_THROWS_WITH_AS(archive.resolve_run("last"), doctest::Contains("has no runs yet"), InputError);
@@ -119,8 +114,7 @@ TEST_CASE("resolve_run accepts ids and 'last', and names what is wrong")
   CHECK_THROWS_AS(archive.resolve_run("-1"), InputError);
 }
 
-TEST_CASE("removing a run removes everything under it and its run directory, nothing else")
-{
+TEST_CASE("removing a run removes everything under it and its run directory, nothing else") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   const auto keep = archive.begin_run(new_run("keep"));
@@ -149,8 +143,7 @@ TEST_CASE("removing a run removes everything under it and its run directory, not
   CHECK(archive.integrity_check() == "ok");
 }
 
-TEST_CASE("a failed transaction leaves nothing behind")
-{
+TEST_CASE("a failed transaction leaves nothing behind") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   const auto run = archive.begin_run(new_run("x"));
@@ -162,8 +155,7 @@ TEST_CASE("a failed transaction leaves nothing behind")
   CHECK(archive.count("trials") == 0);
 }
 
-TEST_CASE("record_run records success, each failure category and interruption")
-{
+TEST_CASE("record_run records success, each failure category and interruption") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   record_run(archive, new_run("ok"), [](std::int64_t) {});

@@ -8,8 +8,7 @@ using namespace optkit::archive;
 namespace {
 
 RunDetail
-detail_with(std::int64_t id, nlohmann::json config, std::vector<std::pair<std::string, double>> metrics)
-{
+detail_with(std::int64_t id, nlohmann::json config, std::vector<std::pair<std::string, double>> metrics) {
   RunDetail d;
   d.run.id = id;
   d.run.command = "compress";
@@ -26,8 +25,7 @@ detail_with(std::int64_t id, nlohmann::json config, std::vector<std::pair<std::s
 
 } // namespace
 
-TEST_CASE("metric summaries give count, mean and sample standard deviation")
-{
+TEST_CASE("metric summaries give count, mean and sample standard deviation") {
   const auto d = detail_with(1, {}, {{"ppl", 10}, {"ppl", 12}, {"ppl", 14}, {"size", 5}});
   const auto summary = summarize_metrics(d);
   REQUIRE(summary.size() == 2);
@@ -38,8 +36,7 @@ TEST_CASE("metric summaries give count, mean and sample standard deviation")
   CHECK(summary[1].second.stddev == 0);
 }
 
-TEST_CASE("compare lists differing config keys and metric deltas")
-{
+TEST_CASE("compare lists differing config keys and metric deltas") {
   const auto a = detail_with(1, {{"options", {{"--recipe", "w4"}, {"--seed", "1"}}}}, {{"ppl", 10}, {"only_a", 1}});
   const auto b = detail_with(2, {{"options", {{"--recipe", "w8"}, {"--seed", "1"}}}}, {{"ppl", 12}});
   const auto rows = compare_runs(a, b).to_json();
@@ -59,8 +56,7 @@ TEST_CASE("compare lists differing config keys and metric deltas")
   CHECK(row("metric.only_a")["run 2"].is_null());
 }
 
-TEST_CASE("a run's JSON carries ISO times, duration and every section")
-{
+TEST_CASE("a run's JSON carries ISO times, duration and every section") {
   const auto d = detail_with(3, {{"x", 1}}, {{"m", 1.5}});
   const auto j = run_detail_json(d);
   CHECK(j["started_at"] == "2023-11-14T22:13:20.000Z");
@@ -69,5 +65,6 @@ TEST_CASE("a run's JSON carries ISO times, duration and every section")
   CHECK(j["trials"].is_array());
   CHECK(j["artifacts"].is_array());
   CHECK(j["events"].is_array());
-  CHECK(metrics_table(d).render_csv().rfind("run_id,trial_index,attempt,name,value,unit,step,recorded_at\n3,,,m,1.5,u,,", 0) == 0);
+  CHECK(metrics_table(d).render_csv().rfind(
+            "run_id,trial_index,attempt,name,value,unit,step,recorded_at\n3,,,m,1.5,u,,", 0) == 0);
 }

@@ -10,8 +10,7 @@
 using namespace optkit;
 using namespace optkit::archive;
 
-TEST_CASE("a new archive is created at the latest schema, in WAL mode, marked as optkit's")
-{
+TEST_CASE("a new archive is created at the latest schema, in WAL mode, marked as optkit's") {
   test::ScratchDir dir;
   RunArchive archive(dir / "sub" / "a.db");
   CHECK(archive.schema_version() == latest_schema_version());
@@ -24,8 +23,7 @@ TEST_CASE("a new archive is created at the latest schema, in WAL mode, marked as
   CHECK(app.int64(0) == k_application_id);
 }
 
-TEST_CASE("reopening an archive keeps its data and does not migrate again")
-{
+TEST_CASE("reopening an archive keeps its data and does not migrate again") {
   test::ScratchDir dir;
   std::int64_t id = 0;
   {
@@ -37,8 +35,7 @@ TEST_CASE("reopening an archive keeps its data and does not migrate again")
   CHECK(again.count("runs") == 1);
 }
 
-TEST_CASE("another application's database is refused with a clear message")
-{
+TEST_CASE("another application's database is refused with a clear message") {
   test::ScratchDir dir;
   {
     Database db((dir / "other.db").string());
@@ -47,8 +44,7 @@ TEST_CASE("another application's database is refused with a clear message")
   CHECK_THROWS_WITH_AS(RunArchive(dir / "other.db"), doctest::Contains("not an optkit archive"), InputError);
 }
 
-TEST_CASE("an archive from a newer optkit is refused, not downgraded")
-{
+TEST_CASE("an archive from a newer optkit is refused, not downgraded") {
   test::ScratchDir dir;
   { RunArchive archive(dir / "a.db"); }
   {
@@ -59,8 +55,7 @@ TEST_CASE("an archive from a newer optkit is refused, not downgraded")
                        InputError);
 }
 
-TEST_CASE("a file that is not SQLite at all is a clear failure")
-{
+TEST_CASE("a file that is not SQLite at all is a clear failure") {
   test::ScratchDir dir;
   test::write_text(dir / "junk.db", std::string(4096, 'x'));
   CHECK_THROWS_WITH(RunArchive(dir / "junk.db"), doctest::Contains("junk.db"));

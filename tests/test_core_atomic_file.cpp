@@ -10,15 +10,13 @@ using namespace optkit;
 namespace {
 
 std::size_t
-entries(const std::filesystem::path& dir)
-{
+entries(const std::filesystem::path& dir) {
   return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
 }
 
 } // namespace
 
-TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind")
-{
+TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind") {
   test::ScratchDir dir;
   write_file_atomic(dir / "out.json", "first");
   write_file_atomic(dir / "out.json", "second");
@@ -26,15 +24,13 @@ TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind")
   CHECK(entries(dir.path()) == 1);
 }
 
-TEST_CASE("write_file_atomic into a missing directory fails naming the path and keeps nothing")
-{
+TEST_CASE("write_file_atomic into a missing directory fails naming the path and keeps nothing") {
   test::ScratchDir dir;
   CHECK_THROWS_AS(write_file_atomic(dir / "missing" / "out.json", "x"), RuntimeFailure);
   CHECK(entries(dir.path()) == 0);
 }
 
-TEST_CASE("a StagedDirectory appears only when committed")
-{
+TEST_CASE("a StagedDirectory appears only when committed") {
   test::ScratchDir dir;
   const auto destination = dir / "model";
   {
@@ -47,8 +43,7 @@ TEST_CASE("a StagedDirectory appears only when committed")
   CHECK(entries(dir.path()) == 1);
 }
 
-TEST_CASE("an uncommitted StagedDirectory is removed, as when the work fails")
-{
+TEST_CASE("an uncommitted StagedDirectory is removed, as when the work fails") {
   test::ScratchDir dir;
   try {
     StagedDirectory staged(dir / "model");
@@ -59,8 +54,7 @@ TEST_CASE("an uncommitted StagedDirectory is removed, as when the work fails")
   CHECK(entries(dir.path()) == 0);
 }
 
-TEST_CASE("a StagedDirectory never merges into an existing output")
-{
+TEST_CASE("a StagedDirectory never merges into an existing output") {
   test::ScratchDir dir;
   std::filesystem::create_directory(dir / "model");
   CHECK_THROWS_WITH_AS(StagedDirectory(dir / "model"), doctest::Contains("already exists"), InputError);

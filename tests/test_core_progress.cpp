@@ -10,8 +10,7 @@ using namespace optkit;
 namespace {
 
 ProgressOptions
-options(ProgressMode mode, std::ostream& out, const Clock& clock)
-{
+options(ProgressMode mode, std::ostream& out, const Clock& clock) {
   ProgressOptions o;
   o.mode = mode;
   o.out = &out;
@@ -23,8 +22,7 @@ options(ProgressMode mode, std::ostream& out, const Clock& clock)
 
 } // namespace
 
-TEST_CASE("lines mode prints at most one line per interval, then a final line")
-{
+TEST_CASE("lines mode prints at most one line per interval, then a final line") {
   FakeClock clock;
   std::ostringstream out;
   {
@@ -41,8 +39,7 @@ TEST_CASE("lines mode prints at most one line per interval, then a final line")
   CHECK(text.find("calibrate: 50/100 layers (50%), 2 layers/s, 25.0 s elapsed\n") != std::string::npos);
 }
 
-TEST_CASE("bar mode redraws in place with a bar, rate and ETA")
-{
+TEST_CASE("bar mode redraws in place with a bar, rate and ETA") {
   FakeClock clock;
   std::ostringstream out;
   Progress p("trials", 4, "trials", options(ProgressMode::bar, out, clock));
@@ -53,8 +50,7 @@ TEST_CASE("bar mode redraws in place with a bar, rate and ETA")
   CHECK(out.str().back() == '\n');
 }
 
-TEST_CASE("silent mode prints nothing")
-{
+TEST_CASE("silent mode prints nothing") {
   FakeClock clock;
   std::ostringstream out;
   {
@@ -65,8 +61,7 @@ TEST_CASE("silent mode prints nothing")
   CHECK(out.str().empty());
 }
 
-TEST_CASE("unknown totals show count and rate only")
-{
+TEST_CASE("unknown totals show count and rate only") {
   FakeClock clock;
   std::ostringstream out;
   Progress p("requests", 0, "req", options(ProgressMode::lines, out, clock));
@@ -75,8 +70,7 @@ TEST_CASE("unknown totals show count and rate only")
   CHECK(out.str() == "requests: 50 req, 5 req/s\n");
 }
 
-TEST_CASE("the mode follows -q and whether stderr is a terminal")
-{
+TEST_CASE("the mode follows -q and whether stderr is a terminal") {
   CHECK(choose_progress_mode(true, true) == ProgressMode::silent);
   CHECK(choose_progress_mode(false, true) == ProgressMode::bar);
   CHECK(choose_progress_mode(false, false) == ProgressMode::lines);

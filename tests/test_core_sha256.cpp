@@ -8,8 +8,7 @@
 
 using namespace optkit;
 
-TEST_CASE("SHA-256 matches the FIPS 180-4 example vectors")
-{
+TEST_CASE("SHA-256 matches the FIPS 180-4 example vectors") {
   CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
@@ -18,8 +17,7 @@ TEST_CASE("SHA-256 matches the FIPS 180-4 example vectors")
   CHECK(sha256_hex(million) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("incremental updates give the same digest as one update, across block boundaries")
-{
+TEST_CASE("incremental updates give the same digest as one update, across block boundaries") {
   std::string data;
   for (int i = 0; i < 1000; ++i) {
     data += static_cast<char>(i * 7);
@@ -33,8 +31,7 @@ TEST_CASE("incremental updates give the same digest as one update, across block 
   }
 }
 
-TEST_CASE("digest_file agrees with sha256sum")
-{
+TEST_CASE("digest_file agrees with sha256sum") {
   test::ScratchDir dir;
   std::string content;
   for (int i = 0; i < 100000; ++i) {
@@ -51,7 +48,6 @@ TEST_CASE("digest_file agrees with sha256sum")
   CHECK(std::string(line).substr(0, 64) == digest.sha256);
 }
 
-TEST_CASE("digest_file names the file it cannot read")
-{
+TEST_CASE("digest_file names the file it cannot read") {
   CHECK_THROWS_WITH(digest_file("/nonexistent/optkit/file"), doctest::Contains("/nonexistent/optkit/file"));
 }

@@ -4,8 +4,7 @@
 
 using namespace optkit;
 
-TEST_CASE("edit_distance matches hand-computed optimal-string-alignment distances")
-{
+TEST_CASE("edit_distance matches hand-computed optimal-string-alignment distances") {
   CHECK(edit_distance("", "") == 0);
   CHECK(edit_distance("abc", "") == 3);
   CHECK(edit_distance("kitten", "sitting") == 3);
@@ -15,8 +14,7 @@ TEST_CASE("edit_distance matches hand-computed optimal-string-alignment distance
   CHECK(edit_distance("timeout_s", "timeout_s") == 0);
 }
 
-TEST_CASE("closest_match suggests plausible typos only")
-{
+TEST_CASE("closest_match suggests plausible typos only") {
   const std::vector<std::string> keys = {"jobs", "timeout_s", "grace_s", "max_attempts", "gpus"};
   CHECK(closest_match("job", keys) == "jobs");
   CHECK(closest_match("jbos", keys) == "jobs");
@@ -25,8 +23,7 @@ TEST_CASE("closest_match suggests plausible typos only")
   CHECK_FALSE(closest_match("completely_unrelated", keys).has_value());
 }
 
-TEST_CASE("split, join and trim")
-{
+TEST_CASE("split, join and trim") {
   CHECK(split("a,b,,c", ',') == std::vector<std::string>{"a", "b", "", "c"});
   CHECK(split("", ',') == std::vector<std::string>{""});
   CHECK(join({"a", "b", "c"}, ", ") == "a, b, c");
@@ -34,8 +31,7 @@ TEST_CASE("split, join and trim")
   CHECK(trim("   ").empty());
 }
 
-TEST_CASE("durations and byte sizes read well")
-{
+TEST_CASE("durations and byte sizes read well") {
   CHECK(format_duration(1.25) == "1.2 s");
   CHECK(format_duration(125) == "2 min 05 s");
   CHECK(format_duration(3720) == "1 h 02 min");
@@ -45,8 +41,7 @@ TEST_CASE("durations and byte sizes read well")
   CHECK(format_bytes(3ull << 30) == "3.0 GiB");
 }
 
-TEST_CASE("csv_field quotes only when RFC 4180 requires it")
-{
+TEST_CASE("csv_field quotes only when RFC 4180 requires it") {
   CHECK(csv_field("plain") == "plain");
   CHECK(csv_field("a,b") == "\"a,b\"");
   CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");

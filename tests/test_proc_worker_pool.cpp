@@ -1,7 +1,7 @@
 #include "proc/worker_pool.hpp"
 
-#include "core/interrupt.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -20,9 +20,7 @@ struct PoolFixture {
   archive::RunArchive archive{dir / "a.db"};
   std::int64_t run_id = archive.begin_run({"pool-test", nlohmann::json::array(), nlohmann::json::object()});
 
-  PoolOptions
-  options(int slots = 2)
-  {
+  PoolOptions options(int slots = 2) {
     PoolOptions o;
     o.executable = test::optkit_binary();
     o.global_args = {"--archive", (dir / "a.db").string(), "--no-color"};
@@ -36,8 +34,7 @@ struct PoolFixture {
 };
 
 WorkerTask
-task(nlohmann::json payload)
-{
+task(nlohmann::json payload) {
   WorkerTask t;
   t.command = {"internal-test"};
   t.payload = std::move(payload);
@@ -47,15 +44,13 @@ task(nlohmann::json payload)
 }
 
 double
-seconds_since(std::chrono::steady_clock::time_point start)
-{
+seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 } // namespace
 
-TEST_CASE_FIXTURE(PoolFixture, "workers run in parallel and return their results in task order")
-{
+TEST_CASE_FIXTURE(PoolFixture, "workers run in parallel and return their results in task order") {
   std::vector<WorkerTask> tasks;
   for (int i = 0; i < 4; ++i) {
     tasks.push_back(task({{"task", "echo"}, {"value", i}}));
@@ -78,8 +73,7 @@ TEST_CASE_FIXTURE(PoolFixture, "workers run in parallel and return their results
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 one-second tasks on 2 slots take about 2 s")
-{
+TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 one-second tasks on 2 slots take about 2 s") {
   std::vector<WorkerTask> tasks(4, task({{"task", "sleep"}, {"seconds", 1.0}}));
   const auto start = std::chrono::steady_clock::now();
   const auto outcomes = WorkerPool(options(2)).run(tasks);
@@ -91,8 +85,7 @@ TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 one-second tasks on 2
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed within timeout + grace")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed within timeout + grace") {
   WorkerTask hang = task({{"task", "hang"}});
   hang.timeout_s = 0.5;
   hang.grace_s = 0.5;
@@ -107,8 +100,7 @@ TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed with
   CHECK(archive.load_run(run_id).trials.front().status == "timed_out");
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a child that honours SIGTERM stops at the timeout without needing SIGKILL")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a child that honours SIGTERM stops at the timeout without needing SIGKILL") {
   WorkerTask slow = task({{"task", "sleep"}, {"seconds", 30.0}});
   slow.timeout_s = 0.3;
   slow.grace_s = 5;
@@ -119,8 +111,7 @@ TEST_CASE_FIXTURE(PoolFixture, "a child that honours SIGTERM stops at the timeou
   CHECK(seconds_since(start) < 2.0);
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then recorded failed with signal and log")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then recorded failed with signal and log") {
   WorkerTask crash = task({{"task", "crash"}, {"signal", SIGABRT}});
   crash.retry.max_attempts = 3;
   crash.retry.retry_on_signal = true;
@@ -146,8 +137,7 @@ TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then 
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "failures not marked transient are not retried")
-{
+TEST_CASE_FIXTURE(PoolFixture, "failures not marked transient are not retried") {
   WorkerTask crash = task({{"task", "crash"}});
   crash.retry.max_attempts = 3; // but retry_on_signal is false
   WorkerTask exit2 = task({{"task", "exit"}, {"code", 2}});
@@ -159,8 +149,7 @@ TEST_CASE_FIXTURE(PoolFixture, "failures not marked transient are not retried")
   CHECK(outcomes[1].exit_code == 2);
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "transient exit codes are retried with backoff until success")
-{
+TEST_CASE_FIXTURE(PoolFixture, "transient exit codes are retried with backoff until success") {
   WorkerTask flaky = task({{"task", "flaky"}, {"succeed_on_attempt", 3}});
   flaky.retry.max_attempts = 5;
   flaky.retry.retry_on_signal = true;
@@ -174,8 +163,7 @@ TEST_CASE_FIXTURE(PoolFixture, "transient exit codes are retried with backoff un
   CHECK(seconds_since(start) >= 0.2 + 0.4); // backoff before attempts 2 and 3
 }
 
-TEST_CASE("backoff grows geometrically and is capped")
-{
+TEST_CASE("backoff grows geometrically and is capped") {
   RetryPolicy p;
   p.backoff_initial_s = 1;
   p.backoff_factor = 3;
@@ -185,8 +173,7 @@ TEST_CASE("backoff grows geometrically and is capped")
   CHECK(p.backoff_before(4) == 5);
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "each child gets its own GPU through CUDA_VISIBLE_DEVICES")
-{
+TEST_CASE_FIXTURE(PoolFixture, "each child gets its own GPU through CUDA_VISIBLE_DEVICES") {
   PoolOptions o = options(8);
   o.gpus = {3, 5};
   std::vector<WorkerTask> tasks(6, task({{"task", "echo"}}));
@@ -199,8 +186,7 @@ TEST_CASE_FIXTURE(PoolFixture, "each child gets its own GPU through CUDA_VISIBLE
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a timeout kills the worker's whole process tree")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a timeout kills the worker's whole process tree") {
   std::filesystem::create_directories(dir / "pids");
   WorkerTask tree = task({{"task", "spawn-tree"}, {"children", 3}, {"pid_dir", (dir / "pids").string()}});
   tree.timeout_s = 1.0;
@@ -218,8 +204,7 @@ TEST_CASE_FIXTURE(PoolFixture, "a timeout kills the worker's whole process tree"
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "an interrupt stops every child, records them interrupted and throws Interrupted")
-{
+TEST_CASE_FIXTURE(PoolFixture, "an interrupt stops every child, records them interrupted and throws Interrupted") {
   std::vector<WorkerTask> tasks(3, task({{"task", "hang"}}));
   std::thread interrupter([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -237,22 +222,19 @@ TEST_CASE_FIXTURE(PoolFixture, "an interrupt stops every child, records them int
   }
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a child that exits 0 without a result is a failure, not a success")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a child that exits 0 without a result is a failure, not a success") {
   const auto outcome = WorkerPool(options()).run({task({{"task", "exit"}, {"code", 0}})}).front();
   CHECK(outcome.status == archive::TrialStatus::failed);
   CHECK(outcome.error.find("without writing a valid result") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "a worker's own input error is reported with its message")
-{
+TEST_CASE_FIXTURE(PoolFixture, "a worker's own input error is reported with its message") {
   const auto outcome = WorkerPool(options()).run({task({{"task", "no-such-task"}})}).front();
   CHECK(outcome.exit_code == 2);
   CHECK(outcome.error.find("unknown task 'no-such-task'") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "an executable that cannot start fails the task with its path")
-{
+TEST_CASE_FIXTURE(PoolFixture, "an executable that cannot start fails the task with its path") {
   PoolOptions o = options();
   o.executable = dir / "no-such-binary";
   const auto outcome = WorkerPool(o).run({task({{"task", "echo"}})}).front();

@@ -8,8 +8,7 @@
 using namespace optkit;
 using namespace optkit::proc;
 
-TEST_CASE("a worker spec round-trips through its file")
-{
+TEST_CASE("a worker spec round-trips through its file") {
   test::ScratchDir dir;
   WorkerSpec spec{7, 11, 2, 3, "/tmp/a.db", dir / "r.json", 1, {{"task", "echo"}}};
   test::write_text(dir / "s.json", to_json(spec).dump());
@@ -24,8 +23,7 @@ TEST_CASE("a worker spec round-trips through its file")
   CHECK(nlohmann::json::parse(test::read_text(dir / "r.json"))["ok"] == true);
 }
 
-TEST_CASE("malformed specs are input errors naming the file")
-{
+TEST_CASE("malformed specs are input errors naming the file") {
   test::ScratchDir dir;
   CHECK_THROWS_WITH_AS(read_worker_spec(dir / "missing.json"), doctest::Contains("missing.json"), InputError);
   test::write_text(dir / "bad.json", "{not json");

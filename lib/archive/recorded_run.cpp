@@ -7,8 +7,7 @@
 namespace optkit::archive {
 
 RunStatus
-status_for(ExitCode code)
-{
+status_for(ExitCode code) {
   switch (code) {
   case ExitCode::ok:
     return RunStatus::succeeded;
@@ -24,8 +23,7 @@ status_for(ExitCode code)
 }
 
 void
-record_run(RunArchive& archive, const NewRun& run, const std::function<void(std::int64_t run_id)>& body)
-{
+record_run(RunArchive& archive, const NewRun& run, const std::function<void(std::int64_t run_id)>& body) {
   const std::int64_t run_id = archive.begin_run(run);
   const auto finish = [&](ExitCode code, const std::string& message) {
     try {
@@ -48,8 +46,7 @@ record_run(RunArchive& archive, const NewRun& run, const std::function<void(std:
 }
 
 std::size_t
-remove_run_with_files(RunArchive& archive, std::int64_t run_id)
-{
+remove_run_with_files(RunArchive& archive, std::int64_t run_id) {
   const auto run_dir = archive.run_directory(run_id);
   archive.remove_run(run_id);
   std::error_code ec;

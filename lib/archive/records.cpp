@@ -5,8 +5,7 @@
 namespace optkit::archive {
 
 std::string
-to_string(RunStatus status)
-{
+to_string(RunStatus status) {
   switch (status) {
   case RunStatus::running:
     return "running";
@@ -23,8 +22,7 @@ to_string(RunStatus status)
 }
 
 std::string
-to_string(TrialStatus status)
-{
+to_string(TrialStatus status) {
   switch (status) {
   case TrialStatus::running:
     return "running";
@@ -41,18 +39,16 @@ to_string(TrialStatus status)
 }
 
 const std::vector<std::string>&
-run_status_names()
-{
-  static const std::vector<std::string> names = {"running", "succeeded", "goal_not_met",
-                                                  "failed",  "interrupted", "abandoned"};
+run_status_names() {
+  static const std::vector<std::string> names = {"running", "succeeded",   "goal_not_met",
+                                                 "failed",  "interrupted", "abandoned"};
   return names;
 }
 
 std::optional<RunStatus>
-parse_run_status(const std::string& text)
-{
-  for (auto status : {RunStatus::running, RunStatus::succeeded, RunStatus::goal_not_met, RunStatus::failed,
-                      RunStatus::interrupted}) {
+parse_run_status(const std::string& text) {
+  for (auto status :
+       {RunStatus::running, RunStatus::succeeded, RunStatus::goal_not_met, RunStatus::failed, RunStatus::interrupted}) {
     if (to_string(status) == text) {
       return status;
     }

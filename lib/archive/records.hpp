@@ -115,8 +115,8 @@ struct RunDetail {
 struct RunFilter {
   std::optional<std::string> command; // exact, or a prefix ending in '*'
   std::optional<std::string> status;
-  std::optional<std::int64_t> since;  // started at or after
-  std::optional<std::int64_t> limit;  // newest first
+  std::optional<std::int64_t> since; // started at or after
+  std::optional<std::int64_t> limit; // newest first
 };
 
 } // namespace optkit::archive

@@ -18,22 +18,19 @@ namespace optkit::archive {
 namespace {
 
 std::string
-host_name()
-{
+host_name() {
   char buffer[256] = {};
   return ::gethostname(buffer, sizeof buffer - 1) == 0 ? std::string(buffer) : std::string("unknown");
 }
 
 std::string
-current_directory()
-{
+current_directory() {
   std::error_code ec;
   return std::filesystem::current_path(ec).string();
 }
 
 nlohmann::json
-parse_json_column(const std::string& text)
-{
+parse_json_column(const std::string& text) {
   if (text.empty()) {
     return nullptr;
   }
@@ -41,21 +38,18 @@ parse_json_column(const std::string& text)
 }
 
 std::string
-json_text(const nlohmann::json& value)
-{
+json_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // A process on this host that no longer exists cannot still be running its run.
 bool
-process_is_gone(std::int64_t pid)
-{
+process_is_gone(std::int64_t pid) {
   return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 void
-configure_connection(Database& db)
-{
+configure_connection(Database& db) {
   db.exec("PRAGMA busy_timeout = 60000");
   // Switching to WAL needs a brief exclusive lock; several processes opening a new archive at
   // once may find it taken even past the busy handler, so retry a few times.
@@ -77,13 +71,12 @@ configure_connection(Database& db)
 }
 
 constexpr const char* k_run_columns =
-  "id, command, argv, config, version, git_commit, host, pid, cwd, status, exit_code, error, started_at, ended_at";
+    "id, command, argv, config, version, git_commit, host, pid, cwd, status, exit_code, error, started_at, ended_at";
 
 } // namespace
 
 RunArchive::RunArchive(const std::filesystem::path& path, const Clock& clock)
-  : m_path(path), m_clock(clock), m_host(host_name())
-{
+    : m_path(path), m_clock(clock), m_host(host_name()) {
   if (path != ":memory:" && path.has_parent_path()) {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -98,27 +91,23 @@ RunArchive::RunArchive(const std::filesystem::path& path, const Clock& clock)
 }
 
 int
-RunArchive::schema_version()
-{
+RunArchive::schema_version() {
   return read_schema_version(*m_db);
 }
 
 std::filesystem::path
-RunArchive::run_directory(std::int64_t run_id) const
-{
+RunArchive::run_directory(std::int64_t run_id) const {
   const auto base = m_path.parent_path() / (m_path.stem().string() + "-runs");
   return base / std::to_string(run_id);
 }
 
 void
-RunArchive::transaction(const std::function<void()>& body)
-{
+RunArchive::transaction(const std::function<void()>& body) {
   write(body);
 }
 
 void
-RunArchive::write(const std::function<void()>& body)
-{
+RunArchive::write(const std::function<void()>& body) {
   if (m_transaction_depth > 0) {
     body();
     return;
@@ -141,31 +130,29 @@ RunArchive::write(const std::function<void()>& body)
 }
 
 std::int64_t
-RunArchive::begin_run(const NewRun& run)
-{
+RunArchive::begin_run(const NewRun& run) {
   const BuildInfo& build = build_info();
   std::int64_t id = 0;
   write([&] {
     m_db->prepare("INSERT INTO runs (command, argv, config, version, git_commit, host, pid, cwd, status, started_at) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)")
-      .bind(1, run.command)
-      .bind(2, json_text(run.argv))
-      .bind(3, json_text(run.config))
-      .bind(4, build.version)
-      .bind(5, build.git_commit)
-      .bind(6, m_host)
-      .bind(7, static_cast<std::int64_t>(::getpid()))
-      .bind(8, current_directory())
-      .bind(9, m_clock.wall_ms())
-      .run();
+        .bind(1, run.command)
+        .bind(2, json_text(run.argv))
+        .bind(3, json_text(run.config))
+        .bind(4, build.version)
+        .bind(5, build.git_commit)
+        .bind(6, m_host)
+        .bind(7, static_cast<std::int64_t>(::getpid()))
+        .bind(8, current_directory())
+        .bind(9, m_clock.wall_ms())
+        .run();
     id = m_db->last_insert_id();
   });
   return id;
 }
 
 void
-RunArchive::finish_run(std::int64_t run_id, RunStatus status, std::optional<int> exit_code, const std::string& error)
-{
+RunArchive::finish_run(std::int64_t run_id, RunStatus status, std::optional<int> exit_code, const std::string& error) {
   write([&] {
     auto stmt = m_db->prepare("UPDATE runs SET status = ?, exit_code = ?, error = ?, ended_at = ? WHERE id = ?");
     stmt.bind(1, to_string(status)).bind(2, exit_code).bind(4, m_clock.wall_ms()).bind(5, run_id);
@@ -180,29 +167,27 @@ RunArchive::finish_run(std::int64_t run_id, RunStatus status, std::optional<int>
 
 std::int64_t
 RunArchive::begin_trial(std::int64_t run_id, std::int64_t trial_index, std::int64_t attempt,
-                        const nlohmann::json& params)
-{
+                        const nlohmann::json& params) {
   std::int64_t id = 0;
   write([&] {
     m_db->prepare("INSERT INTO trials (run_id, trial_index, attempt, params, status, started_at) "
                   "VALUES (?, ?, ?, ?, 'running', ?)")
-      .bind(1, run_id)
-      .bind(2, trial_index)
-      .bind(3, attempt)
-      .bind(4, json_text(params.is_null() ? nlohmann::json::object() : params))
-      .bind(5, m_clock.wall_ms())
-      .run();
+        .bind(1, run_id)
+        .bind(2, trial_index)
+        .bind(3, attempt)
+        .bind(4, json_text(params.is_null() ? nlohmann::json::object() : params))
+        .bind(5, m_clock.wall_ms())
+        .run();
     id = m_db->last_insert_id();
   });
   return id;
 }
 
 void
-RunArchive::finish_trial(std::int64_t trial_id, const TrialEnd& end)
-{
+RunArchive::finish_trial(std::int64_t trial_id, const TrialEnd& end) {
   write([&] {
     auto stmt = m_db->prepare(
-      "UPDATE trials SET status = ?, exit_code = ?, signal = ?, result = ?, error = ?, ended_at = ? WHERE id = ?");
+        "UPDATE trials SET status = ?, exit_code = ?, signal = ?, result = ?, error = ?, ended_at = ? WHERE id = ?");
     stmt.bind(1, to_string(end.status)).bind(2, end.exit_code).bind(3, end.signal);
     if (end.result.is_null()) {
       stmt.bind_null(4);
@@ -219,11 +204,10 @@ RunArchive::finish_trial(std::int64_t trial_id, const TrialEnd& end)
 }
 
 void
-RunArchive::add_metric(std::int64_t run_id, std::optional<std::int64_t> trial_id, const NewMetric& metric)
-{
+RunArchive::add_metric(std::int64_t run_id, std::optional<std::int64_t> trial_id, const NewMetric& metric) {
   write([&] {
     auto stmt = m_db->prepare(
-      "INSERT INTO metrics (run_id, trial_id, name, value, unit, step, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+        "INSERT INTO metrics (run_id, trial_id, name, value, unit, step, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
     stmt.bind(1, run_id).bind(2, trial_id).bind(3, metric.name);
     if (std::isfinite(metric.value)) {
       stmt.bind(4, metric.value);
@@ -235,9 +219,8 @@ RunArchive::add_metric(std::int64_t run_id, std::optional<std::int64_t> trial_id
 }
 
 std::int64_t
-RunArchive::add_artifact(std::int64_t run_id, std::optional<std::int64_t> trial_id,
-                         const std::filesystem::path& file, const std::string& kind)
-{
+RunArchive::add_artifact(std::int64_t run_id, std::optional<std::int64_t> trial_id, const std::filesystem::path& file,
+                         const std::string& kind) {
   const FileDigest digest = digest_file(file); // outside the transaction: hashing can be slow
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(file, ec);
@@ -245,14 +228,14 @@ RunArchive::add_artifact(std::int64_t run_id, std::optional<std::int64_t> trial_
   write([&] {
     m_db->prepare("INSERT INTO artifacts (run_id, trial_id, path, kind, sha256, bytes, recorded_at) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?)")
-      .bind(1, run_id)
-      .bind(2, trial_id)
-      .bind(3, (ec ? file : absolute).string())
-      .bind(4, kind)
-      .bind(5, digest.sha256)
-      .bind(6, static_cast<std::int64_t>(digest.bytes))
-      .bind(7, m_clock.wall_ms())
-      .run();
+        .bind(1, run_id)
+        .bind(2, trial_id)
+        .bind(3, (ec ? file : absolute).string())
+        .bind(4, kind)
+        .bind(5, digest.sha256)
+        .bind(6, static_cast<std::int64_t>(digest.bytes))
+        .bind(7, m_clock.wall_ms())
+        .run();
     id = m_db->last_insert_id();
   });
   return id;
@@ -260,11 +243,10 @@ RunArchive::add_artifact(std::int64_t run_id, std::optional<std::int64_t> trial_
 
 void
 RunArchive::add_event(std::int64_t run_id, std::optional<std::int64_t> trial_id, const std::string& level,
-                      const std::string& kind, const std::string& message, const nlohmann::json& data)
-{
+                      const std::string& kind, const std::string& message, const nlohmann::json& data) {
   write([&] {
     auto stmt = m_db->prepare(
-      "INSERT INTO events (run_id, trial_id, time, level, kind, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)");
+        "INSERT INTO events (run_id, trial_id, time, level, kind, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)");
     stmt.bind(1, run_id).bind(2, trial_id).bind(3, m_clock.wall_ms()).bind(4, level).bind(5, kind).bind(6, message);
     if (data.is_null()) {
       stmt.bind_null(7);
@@ -276,8 +258,7 @@ RunArchive::add_event(std::int64_t run_id, std::optional<std::int64_t> trial_id,
 }
 
 RunRecord
-RunArchive::read_run_row(const Statement& stmt) const
-{
+RunArchive::read_run_row(const Statement& stmt) const {
   RunRecord r;
   r.id = stmt.int64(0);
   r.command = stmt.text(1);
@@ -300,8 +281,7 @@ RunArchive::read_run_row(const Statement& stmt) const
 }
 
 std::vector<RunRecord>
-RunArchive::list_runs(const RunFilter& filter)
-{
+RunArchive::list_runs(const RunFilter& filter) {
   std::string sql = fmt::format("SELECT {} FROM runs WHERE 1", k_run_columns);
   std::string command_pattern;
   if (filter.command) {
@@ -347,8 +327,7 @@ RunArchive::list_runs(const RunFilter& filter)
 }
 
 std::optional<RunRecord>
-RunArchive::find_run(std::int64_t run_id)
-{
+RunArchive::find_run(std::int64_t run_id) {
   auto stmt = m_db->prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", k_run_columns));
   stmt.bind(1, run_id);
   if (!stmt.step()) {
@@ -358,8 +337,7 @@ RunArchive::find_run(std::int64_t run_id)
 }
 
 std::int64_t
-RunArchive::resolve_run(const std::string& reference)
-{
+RunArchive::resolve_run(const std::string& reference) {
   if (reference == "last") {
     auto stmt = m_db->prepare("SELECT max(id) FROM runs");
     if (stmt.step() && !stmt.is_null(0)) {
@@ -370,19 +348,18 @@ RunArchive::resolve_run(const std::string& reference)
   std::int64_t id = 0;
   const auto [end, ec] = std::from_chars(reference.data(), reference.data() + reference.size(), id);
   if (ec != std::errc() || end != reference.data() + reference.size() || id <= 0) {
-    throw InputError(fmt::format("run '{}': expected a run id (a positive number, see 'optkit runs list') or 'last'",
-                                 reference));
+    throw InputError(
+        fmt::format("run '{}': expected a run id (a positive number, see 'optkit runs list') or 'last'", reference));
   }
   if (!find_run(id)) {
-    throw InputError(fmt::format("run {} is not in archive {}; 'optkit runs list' shows the runs it holds", id,
-                                 m_path.string()));
+    throw InputError(
+        fmt::format("run {} is not in archive {}; 'optkit runs list' shows the runs it holds", id, m_path.string()));
   }
   return id;
 }
 
 RunDetail
-RunArchive::load_run(std::int64_t run_id)
-{
+RunArchive::load_run(std::int64_t run_id) {
   RunDetail detail;
   auto run = find_run(run_id);
   if (!run) {
@@ -412,7 +389,7 @@ RunArchive::load_run(std::int64_t run_id)
   }
   {
     auto stmt = m_db->prepare(
-      "SELECT id, trial_id, name, value, unit, step, recorded_at FROM metrics WHERE run_id = ? ORDER BY id");
+        "SELECT id, trial_id, name, value, unit, step, recorded_at FROM metrics WHERE run_id = ? ORDER BY id");
     stmt.bind(1, run_id);
     while (stmt.step()) {
       detail.metrics.push_back({stmt.int64(0), run_id, stmt.optional_int64(1), stmt.text(2), stmt.optional_real(3),
@@ -421,7 +398,7 @@ RunArchive::load_run(std::int64_t run_id)
   }
   {
     auto stmt = m_db->prepare(
-      "SELECT id, trial_id, path, kind, sha256, bytes, recorded_at FROM artifacts WHERE run_id = ? ORDER BY id");
+        "SELECT id, trial_id, path, kind, sha256, bytes, recorded_at FROM artifacts WHERE run_id = ? ORDER BY id");
     stmt.bind(1, run_id);
     while (stmt.step()) {
       detail.artifacts.push_back({stmt.int64(0), run_id, stmt.optional_int64(1), stmt.text(2), stmt.text(3),
@@ -429,20 +406,19 @@ RunArchive::load_run(std::int64_t run_id)
     }
   }
   {
-    auto stmt = m_db->prepare(
-      "SELECT id, trial_id, time, level, kind, message, data FROM events WHERE run_id = ? ORDER BY id");
+    auto stmt =
+        m_db->prepare("SELECT id, trial_id, time, level, kind, message, data FROM events WHERE run_id = ? ORDER BY id");
     stmt.bind(1, run_id);
     while (stmt.step()) {
-      detail.events.push_back({stmt.int64(0), run_id, stmt.optional_int64(1), stmt.int64(2), stmt.text(3),
-                               stmt.text(4), stmt.text(5), parse_json_column(stmt.text(6))});
+      detail.events.push_back({stmt.int64(0), run_id, stmt.optional_int64(1), stmt.int64(2), stmt.text(3), stmt.text(4),
+                               stmt.text(5), parse_json_column(stmt.text(6))});
     }
   }
   return detail;
 }
 
 std::vector<ArtifactRecord>
-RunArchive::remove_run(std::int64_t run_id)
-{
+RunArchive::remove_run(std::int64_t run_id) {
   std::vector<ArtifactRecord> artifacts;
   write([&] {
     artifacts = load_run(run_id).artifacts;
@@ -452,8 +428,7 @@ RunArchive::remove_run(std::int64_t run_id)
 }
 
 std::int64_t
-RunArchive::count(const std::string& table)
-{
+RunArchive::count(const std::string& table) {
   static const std::vector<std::string> tables = {"runs", "trials", "metrics", "artifacts", "events"};
   if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
     throw InputError(fmt::format("unknown archive table '{}'", table));
@@ -463,8 +438,7 @@ RunArchive::count(const std::string& table)
 }
 
 std::string
-RunArchive::integrity_check()
-{
+RunArchive::integrity_check() {
   auto stmt = m_db->prepare("PRAGMA integrity_check");
   std::string verdict;
   while (stmt.step()) {

@@ -13,40 +13,34 @@ namespace optkit::archive {
 namespace {
 
 nlohmann::json
-optional_json(const std::optional<std::int64_t>& value)
-{
+optional_json(const std::optional<std::int64_t>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
 nlohmann::json
-time_json(const std::optional<std::int64_t>& ms)
-{
+time_json(const std::optional<std::int64_t>& ms) {
   return ms ? nlohmann::json(iso8601_utc(*ms)) : nlohmann::json(nullptr);
 }
 
 nlohmann::json
-duration_json(std::int64_t start, const std::optional<std::int64_t>& end)
-{
+duration_json(std::int64_t start, const std::optional<std::int64_t>& end) {
   return end ? nlohmann::json(static_cast<double>(*end - start) / 1000.0) : nlohmann::json(nullptr);
 }
 
 std::string
-signal_name(std::int64_t signal)
-{
+signal_name(std::int64_t signal) {
   const char* name = sigabbrev_np(static_cast<int>(signal));
   return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
 }
 
 nlohmann::json
-text_or_null(const std::string& text)
-{
+text_or_null(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
 }
 
 // Flattens nested objects into "a.b.c" keys so two configs can be compared key by key.
 void
-flatten(const nlohmann::json& value, const std::string& prefix, std::map<std::string, nlohmann::json>& out)
-{
+flatten(const nlohmann::json& value, const std::string& prefix, std::map<std::string, nlohmann::json>& out) {
   if (value.is_object() && !value.empty()) {
     for (const auto& [key, child] : value.items()) {
       flatten(child, prefix.empty() ? key : prefix + "." + key, out);
@@ -59,8 +53,7 @@ flatten(const nlohmann::json& value, const std::string& prefix, std::map<std::st
 } // namespace
 
 Table
-runs_table(const std::vector<RunRecord>& runs)
-{
+runs_table(const std::vector<RunRecord>& runs) {
   Table table({"id", "command", "status", "exit_code", "started_at", "duration_s", "host", "version"});
   for (const auto& run : runs) {
     table.add_row({run.id, run.command, run.status, optional_json(run.exit_code), iso8601_utc(run.started_at),
@@ -70,8 +63,7 @@ runs_table(const std::vector<RunRecord>& runs)
 }
 
 nlohmann::json
-run_json(const RunRecord& run)
-{
+run_json(const RunRecord& run) {
   return {{"id", run.id},
           {"command", run.command},
           {"status", run.status},
@@ -90,8 +82,7 @@ run_json(const RunRecord& run)
 }
 
 nlohmann::json
-run_detail_json(const RunDetail& detail)
-{
+run_detail_json(const RunDetail& detail) {
   nlohmann::json out = run_json(detail.run);
   out["trials"] = nlohmann::json::array();
   for (const auto& t : detail.trials) {
@@ -130,8 +121,7 @@ run_detail_json(const RunDetail& detail)
 }
 
 Table
-metrics_table(const RunDetail& detail)
-{
+metrics_table(const RunDetail& detail) {
   std::map<std::int64_t, const TrialRecord*> trials;
   for (const auto& t : detail.trials) {
     trials[t.id] = &t;
@@ -148,8 +138,7 @@ metrics_table(const RunDetail& detail)
 }
 
 std::vector<std::pair<std::string, MetricSummary>>
-summarize_metrics(const RunDetail& detail)
-{
+summarize_metrics(const RunDetail& detail) {
   std::map<std::string, std::vector<double>> values;
   std::map<std::string, std::string> units;
   for (const auto& m : detail.metrics) {
@@ -180,8 +169,7 @@ summarize_metrics(const RunDetail& detail)
 }
 
 std::string
-run_detail_text(const RunDetail& d, bool color)
-{
+run_detail_text(const RunDetail& d, bool color) {
   const RunRecord& r = d.run;
   std::string out = fmt::format("run {}: {} — {}", r.id, r.command, r.status);
   if (r.exit_code) {
@@ -215,8 +203,8 @@ run_detail_text(const RunDetail& d, bool color)
   if (!summary.empty()) {
     Table metrics({"metric", "unit", "n", "mean", "stddev"});
     for (const auto& [name, s] : summary) {
-      metrics.add_row({name, s.unit, s.count, std::isfinite(s.mean) ? nlohmann::json(s.mean) : nlohmann::json(nullptr),
-                       s.stddev});
+      metrics.add_row(
+          {name, s.unit, s.count, std::isfinite(s.mean) ? nlohmann::json(s.mean) : nlohmann::json(nullptr), s.stddev});
     }
     out += "\nmetrics\n" + metrics.render_text(color);
   }
@@ -238,10 +226,9 @@ run_detail_text(const RunDetail& d, bool color)
 }
 
 Table
-compare_runs(const RunDetail& a, const RunDetail& b)
-{
-  Table table({"item", "unit", fmt::format("run {}", a.run.id), fmt::format("run {}", b.run.id), "delta",
-               "change_pct"});
+compare_runs(const RunDetail& a, const RunDetail& b) {
+  Table table(
+      {"item", "unit", fmt::format("run {}", a.run.id), fmt::format("run {}", b.run.id), "delta", "change_pct"});
   table.add_row({"command", "", a.run.command, b.run.command, nullptr, nullptr});
   table.add_row({"status", "", a.run.status, b.run.status, nullptr, nullptr});
   std::map<std::string, nlohmann::json> config_a, config_b;

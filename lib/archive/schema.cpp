@@ -88,22 +88,19 @@ CREATE INDEX events_by_trial ON events(trial_id);
 )sql";
 
 int
-read_int_pragma(Database& db, const char* pragma)
-{
+read_int_pragma(Database& db, const char* pragma) {
   auto stmt = db.prepare(fmt::format("PRAGMA {}", pragma));
   return stmt.step() ? static_cast<int>(stmt.int64(0)) : 0;
 }
 
 bool
-has_tables(Database& db)
-{
+has_tables(Database& db) {
   auto stmt = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
   return stmt.step() && stmt.int64(0) > 0;
 }
 
 void
-check_identity(Database& db, int version)
-{
+check_identity(Database& db, int version) {
   const int app_id = read_int_pragma(db, "application_id");
   if ((app_id != 0 && app_id != k_application_id) || (app_id == 0 && version == 0 && has_tables(db))) {
     throw InputError(fmt::format("{} is a SQLite database of another application, not an optkit archive; "
@@ -120,27 +117,23 @@ check_identity(Database& db, int version)
 } // namespace
 
 const std::vector<std::string>&
-migrations()
-{
+migrations() {
   static const std::vector<std::string> all = {k_schema_v1};
   return all;
 }
 
 int
-latest_schema_version()
-{
+latest_schema_version() {
   return static_cast<int>(migrations().size());
 }
 
 int
-read_schema_version(Database& db)
-{
+read_schema_version(Database& db) {
   return read_int_pragma(db, "user_version");
 }
 
 void
-migrate(Database& db)
-{
+migrate(Database& db) {
   const int seen = read_schema_version(db);
   check_identity(db, seen);
   if (seen == latest_schema_version()) {

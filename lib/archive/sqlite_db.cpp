@@ -9,8 +9,7 @@ namespace optkit::archive {
 namespace {
 
 [[noreturn]] void
-fail(const std::string& db_name, sqlite3* db, const std::string& what)
-{
+fail(const std::string& db_name, sqlite3* db, const std::string& what) {
   const int code = sqlite3_extended_errcode(db);
   std::string hint;
   if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED) {
@@ -25,8 +24,7 @@ fail(const std::string& db_name, sqlite3* db, const std::string& what)
 
 } // namespace
 
-Statement::~Statement()
-{
+Statement::~Statement() {
   if (m_stmt) {
     sqlite3_reset(m_stmt);
     sqlite3_clear_bindings(m_stmt);
@@ -34,8 +32,7 @@ Statement::~Statement()
 }
 
 Statement&
-Statement::bind(int index, std::int64_t value)
-{
+Statement::bind(int index, std::int64_t value) {
   if (sqlite3_bind_int64(m_stmt, index, value) != SQLITE_OK) {
     fail(*m_db_name, sqlite3_db_handle(m_stmt), "bind");
   }
@@ -43,8 +40,7 @@ Statement::bind(int index, std::int64_t value)
 }
 
 Statement&
-Statement::bind(int index, double value)
-{
+Statement::bind(int index, double value) {
   if (sqlite3_bind_double(m_stmt, index, value) != SQLITE_OK) {
     fail(*m_db_name, sqlite3_db_handle(m_stmt), "bind");
   }
@@ -52,8 +48,7 @@ Statement::bind(int index, double value)
 }
 
 Statement&
-Statement::bind(int index, std::string_view value)
-{
+Statement::bind(int index, std::string_view value) {
   if (sqlite3_bind_text64(m_stmt, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8) != SQLITE_OK) {
     fail(*m_db_name, sqlite3_db_handle(m_stmt), "bind");
   }
@@ -61,8 +56,7 @@ Statement::bind(int index, std::string_view value)
 }
 
 Statement&
-Statement::bind_null(int index)
-{
+Statement::bind_null(int index) {
   if (sqlite3_bind_null(m_stmt, index) != SQLITE_OK) {
     fail(*m_db_name, sqlite3_db_handle(m_stmt), "bind");
   }
@@ -70,8 +64,7 @@ Statement::bind_null(int index)
 }
 
 bool
-Statement::step()
-{
+Statement::step() {
   const int rc = sqlite3_step(m_stmt);
   if (rc == SQLITE_ROW) {
     return true;
@@ -83,65 +76,56 @@ Statement::step()
 }
 
 void
-Statement::run()
-{
+Statement::run() {
   while (step()) {
   }
 }
 
 bool
-Statement::is_null(int column) const
-{
+Statement::is_null(int column) const {
   return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
 }
 
 std::int64_t
-Statement::int64(int column) const
-{
+Statement::int64(int column) const {
   return sqlite3_column_int64(m_stmt, column);
 }
 
 double
-Statement::real(int column) const
-{
+Statement::real(int column) const {
   return sqlite3_column_double(m_stmt, column);
 }
 
 std::string
-Statement::text(int column) const
-{
+Statement::text(int column) const {
   const auto* data = sqlite3_column_text(m_stmt, column);
   const int size = sqlite3_column_bytes(m_stmt, column);
   return data ? std::string(reinterpret_cast<const char*>(data), static_cast<std::size_t>(size)) : std::string();
 }
 
 std::optional<std::int64_t>
-Statement::optional_int64(int column) const
-{
+Statement::optional_int64(int column) const {
   return is_null(column) ? std::nullopt : std::optional<std::int64_t>(int64(column));
 }
 
 std::optional<double>
-Statement::optional_real(int column) const
-{
+Statement::optional_real(int column) const {
   return is_null(column) ? std::nullopt : std::optional<double>(real(column));
 }
 
-Database::Database(const std::string& path) : m_name(path)
-{
-  const int rc = sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+Database::Database(const std::string& path) : m_name(path) {
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = m_db ? sqlite3_errmsg(m_db) : "out of memory";
     sqlite3_close(m_db);
-    throw RuntimeFailure(fmt::format("archive {}: cannot open: {}; check the path or choose another with --archive",
-                                     path, message));
+    throw RuntimeFailure(
+        fmt::format("archive {}: cannot open: {}; check the path or choose another with --archive", path, message));
   }
   sqlite3_extended_result_codes(m_db, 1);
 }
 
-Database::~Database()
-{
+Database::~Database() {
   for (auto& [sql, stmt] : m_cache) {
     sqlite3_finalize(stmt);
   }
@@ -149,8 +133,7 @@ Database::~Database()
 }
 
 void
-Database::exec(const std::string& sql)
-{
+Database::exec(const std::string& sql) {
   char* message = nullptr;
   if (sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
     sqlite3_free(message);
@@ -159,8 +142,7 @@ Database::exec(const std::string& sql)
 }
 
 Statement
-Database::prepare(const std::string& sql)
-{
+Database::prepare(const std::string& sql) {
   auto found = m_cache.find(sql);
   if (found == m_cache.end()) {
     sqlite3_stmt* stmt = nullptr;
@@ -174,14 +156,12 @@ Database::prepare(const std::string& sql)
 }
 
 std::int64_t
-Database::last_insert_id() const
-{
+Database::last_insert_id() const {
   return sqlite3_last_insert_rowid(m_db);
 }
 
 int
-Database::changes() const
-{
+Database::changes() const {
   return sqlite3_changes(m_db);
 }
 

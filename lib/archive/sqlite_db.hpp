@@ -30,10 +30,7 @@ public:
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
   Statement& bind_null(int index);
-  template <typename T>
-  Statement&
-  bind(int index, const std::optional<T>& value)
-  {
+  template <typename T> Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind_null(index);
   }
 

@@ -13,15 +13,13 @@ namespace optkit {
 namespace {
 
 std::string
-unique_suffix()
-{
+unique_suffix() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{}.{:08x}", ::getpid(), static_cast<std::uint32_t>(rng()));
 }
 
 void
-fsync_directory(const std::filesystem::path& dir)
-{
+fsync_directory(const std::filesystem::path& dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     ::fsync(fd);
@@ -32,8 +30,7 @@ fsync_directory(const std::filesystem::path& dir)
 } // namespace
 
 void
-write_file_atomic(const std::filesystem::path& path, std::string_view content)
-{
+write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   const std::filesystem::path temp = path.string() + ".tmp." + unique_suffix();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -68,12 +65,10 @@ write_file_atomic(const std::filesystem::path& path, std::string_view content)
   fsync_directory(path.parent_path());
 }
 
-StagedDirectory::StagedDirectory(std::filesystem::path destination) : m_destination(std::move(destination))
-{
+StagedDirectory::StagedDirectory(std::filesystem::path destination) : m_destination(std::move(destination)) {
   std::error_code ec;
   if (std::filesystem::exists(m_destination, ec)) {
-    throw InputError(fmt::format("{} already exists; remove it or choose another output path",
-                                 m_destination.string()));
+    throw InputError(fmt::format("{} already exists; remove it or choose another output path", m_destination.string()));
   }
   const auto parent = m_destination.parent_path();
   if (!parent.empty()) {
@@ -88,8 +83,7 @@ StagedDirectory::StagedDirectory(std::filesystem::path destination) : m_destinat
   }
 }
 
-StagedDirectory::~StagedDirectory()
-{
+StagedDirectory::~StagedDirectory() {
   if (!m_committed) {
     std::error_code ec;
     std::filesystem::remove_all(m_staging, ec);
@@ -97,11 +91,10 @@ StagedDirectory::~StagedDirectory()
 }
 
 void
-StagedDirectory::commit()
-{
+StagedDirectory::commit() {
   if (::rename(m_staging.c_str(), m_destination.c_str()) != 0) {
-    throw RuntimeFailure(fmt::format("cannot move {} into place at {}: {}", m_staging.string(),
-                                     m_destination.string(), errno_text(errno)));
+    throw RuntimeFailure(fmt::format("cannot move {} into place at {}: {}", m_staging.string(), m_destination.string(),
+                                     errno_text(errno)));
   }
   m_committed = true;
   fsync_directory(m_destination.parent_path());

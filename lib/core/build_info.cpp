@@ -8,8 +8,7 @@
 namespace optkit {
 
 const BuildInfo&
-build_info()
-{
+build_info() {
   static const BuildInfo info = [] {
     BuildInfo b;
     b.version = OPTKIT_VERSION;
@@ -27,8 +26,7 @@ build_info()
 }
 
 std::string
-version_text()
-{
+version_text() {
   const BuildInfo& b = build_info();
   std::string text = fmt::format("optkit {}\ncommit: {}\nbuild type: {}{}\n", b.version, b.git_commit, b.build_type,
                                  b.sanitizers ? " (ASan+UBSan)" : "");

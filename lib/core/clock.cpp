@@ -9,28 +9,24 @@
 namespace optkit {
 
 double
-SystemClock::monotonic_seconds() const
-{
+SystemClock::monotonic_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::int64_t
-SystemClock::wall_ms() const
-{
+SystemClock::wall_ms() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-    .count();
+      .count();
 }
 
 const SystemClock&
-SystemClock::instance()
-{
+SystemClock::instance() {
   static const SystemClock clock;
   return clock;
 }
 
 std::string
-iso8601_utc(std::int64_t epoch_ms)
-{
+iso8601_utc(std::int64_t epoch_ms) {
   const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
@@ -41,8 +37,7 @@ iso8601_utc(std::int64_t epoch_ms)
 namespace {
 
 std::optional<std::int64_t>
-parse_age(std::string_view text, std::int64_t now_ms)
-{
+parse_age(std::string_view text, std::int64_t now_ms) {
   if (text.size() < 2) {
     return std::nullopt;
   }
@@ -79,8 +74,7 @@ parse_age(std::string_view text, std::int64_t now_ms)
 } // namespace
 
 std::optional<std::int64_t>
-parse_time_point(std::string_view text, std::int64_t now_ms)
-{
+parse_time_point(std::string_view text, std::int64_t now_ms) {
   if (auto age = parse_age(text, now_ms)) {
     return age;
   }

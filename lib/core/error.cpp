@@ -5,8 +5,7 @@
 namespace optkit {
 
 std::string
-errno_text(int err)
-{
+errno_text(int err) {
   return std::strerror(err);
 }
 

@@ -19,11 +19,7 @@ enum class ExitCode : int {
 class Error : public std::runtime_error {
 public:
   Error(ExitCode code, const std::string& message) : std::runtime_error(message), m_code(code) {}
-  ExitCode
-  code() const noexcept
-  {
-    return m_code;
-  }
+  ExitCode code() const noexcept { return m_code; }
 
 private:
   ExitCode m_code;

@@ -12,8 +12,7 @@
 namespace optkit {
 
 GpuProbe
-probe_gpus()
-{
+probe_gpus() {
   GpuProbe probe;
 #if OPTKIT_HAVE_CUDA
   probe.compiled = true;
@@ -22,8 +21,8 @@ probe_gpus()
   probe.runtime_version = query.runtime_version;
   probe.error = query.error;
   for (const auto& d : query.devices) {
-    probe.devices.push_back({d.index, d.name, d.memory_bytes, fmt::format("{}.{}", d.compute_major, d.compute_minor),
-                             d.multiprocessors});
+    probe.devices.push_back(
+        {d.index, d.name, d.memory_bytes, fmt::format("{}.{}", d.compute_major, d.compute_minor), d.multiprocessors});
   }
 #else
   probe.error = "this optkit was built without CUDA";
@@ -32,8 +31,7 @@ probe_gpus()
 }
 
 nlohmann::json
-to_json(const GpuProbe& probe)
-{
+to_json(const GpuProbe& probe) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : probe.devices) {
     devices.push_back({{"index", d.index},
@@ -50,8 +48,7 @@ to_json(const GpuProbe& probe)
 }
 
 KernelSelfTest
-run_kernel_self_test(int device)
-{
+run_kernel_self_test(int device) {
   KernelSelfTest test;
 #if OPTKIT_HAVE_CUDA
   const cuda::AxpyCheck check = cuda::run_axpy_check(device, std::size_t{1} << 24);

@@ -19,10 +19,10 @@ struct GpuDevice {
 };
 
 struct GpuProbe {
-  bool compiled = false;    // CUDA support built in
-  int driver_version = 0;   // e.g. 13000; 0 when no driver
+  bool compiled = false;  // CUDA support built in
+  int driver_version = 0; // e.g. 13000; 0 when no driver
   int runtime_version = 0;
-  std::string error;        // why no device is usable
+  std::string error; // why no device is usable
   std::vector<GpuDevice> devices;
 };
 

@@ -13,8 +13,7 @@ Options g_options;
 std::shared_ptr<spdlog::logger> g_logger;
 
 spdlog::level::level_enum
-to_spdlog(Level level)
-{
+to_spdlog(Level level) {
   switch (level) {
   case Level::debug:
     return spdlog::level::debug;
@@ -31,8 +30,7 @@ to_spdlog(Level level)
 }
 
 const char*
-level_name(Level level)
-{
+level_name(Level level) {
   switch (level) {
   case Level::debug:
     return "debug";
@@ -49,10 +47,9 @@ level_name(Level level)
 }
 
 std::shared_ptr<spdlog::logger>
-make_logger(const Options& options)
-{
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
-    options.color ? spdlog::color_mode::automatic : spdlog::color_mode::never);
+make_logger(const Options& options) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(options.color ? spdlog::color_mode::automatic
+                                                                                  : spdlog::color_mode::never);
   auto logger = std::make_shared<spdlog::logger>("optkit", sink);
   // JSON lines carry their own timestamp and level, so the pattern is the message alone.
   logger->set_pattern(options.format == Format::json ? "%v" : "optkit: %^%l%$: %v");
@@ -64,34 +61,30 @@ make_logger(const Options& options)
 } // namespace
 
 void
-configure(const Options& options)
-{
+configure(const Options& options) {
   g_options = options;
   g_logger = make_logger(options);
 }
 
 const Options&
-current()
-{
+current() {
   return g_options;
 }
 
 bool
-enabled(Level level)
-{
+enabled(Level level) {
   return g_options.level != Level::off && level >= g_options.level;
 }
 
 void
-write(Level level, std::string_view message)
-{
+write(Level level, std::string_view message) {
   if (!g_logger) {
     g_logger = make_logger(g_options);
   }
   if (g_options.format == Format::json) {
     nlohmann::json line = {{"time", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count()},
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count()},
                            {"level", level_name(level)},
                            {"msg", message}};
     g_logger->log(to_spdlog(level), "{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

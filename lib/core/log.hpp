@@ -26,8 +26,7 @@ void write(Level level, std::string_view message);
 
 template <typename... Args>
 void
-debug(fmt::format_string<Args...> f, Args&&... args)
-{
+debug(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::debug)) {
     write(Level::debug, fmt::format(f, std::forward<Args>(args)...));
   }
@@ -35,8 +34,7 @@ debug(fmt::format_string<Args...> f, Args&&... args)
 
 template <typename... Args>
 void
-info(fmt::format_string<Args...> f, Args&&... args)
-{
+info(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::info)) {
     write(Level::info, fmt::format(f, std::forward<Args>(args)...));
   }
@@ -44,8 +42,7 @@ info(fmt::format_string<Args...> f, Args&&... args)
 
 template <typename... Args>
 void
-warn(fmt::format_string<Args...> f, Args&&... args)
-{
+warn(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::warn)) {
     write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
   }
@@ -53,8 +50,7 @@ warn(fmt::format_string<Args...> f, Args&&... args)
 
 template <typename... Args>
 void
-error(fmt::format_string<Args...> f, Args&&... args)
-{
+error(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::error)) {
     write(Level::error, fmt::format(f, std::forward<Args>(args)...));
   }

@@ -14,11 +14,11 @@ enum class ProgressMode { bar, lines, silent };
 
 struct ProgressOptions {
   ProgressMode mode = ProgressMode::lines;
-  double line_interval_s = 10.0; // lines mode: seconds between lines
+  double line_interval_s = 10.0;  // lines mode: seconds between lines
   double redraw_interval_s = 0.1; // bar mode: most frequent redraw
   std::size_t bar_width = 30;
-  std::ostream* out = nullptr;    // default: std::cerr
-  const Clock* clock = nullptr;   // default: SystemClock
+  std::ostream* out = nullptr;  // default: std::cerr
+  const Clock* clock = nullptr; // default: SystemClock
 
   // The process-wide choice made by cmd/main.cpp from -q and whether stderr is a terminal.
   static ProgressOptions defaults();

@@ -11,16 +11,14 @@
 namespace optkit {
 
 std::filesystem::path
-executable_path()
-{
+executable_path() {
   std::error_code ec;
   auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path() : path;
 }
 
 std::vector<DataDirectory>
-data_directory_candidates()
-{
+data_directory_candidates() {
   std::vector<DataDirectory> candidates;
   if (const char* env = std::getenv("OPTKIT_DATA_DIR"); env && *env) {
     candidates.push_back({env, "OPTKIT_DATA_DIR"});
@@ -36,8 +34,7 @@ data_directory_candidates()
 }
 
 DataDirectory
-find_data_directory()
-{
+find_data_directory() {
   std::vector<std::string> looked;
   for (const auto& candidate : data_directory_candidates()) {
     std::error_code ec;

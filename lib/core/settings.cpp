@@ -10,38 +10,41 @@ namespace optkit {
 namespace {
 
 config::Schema
-make_schema()
-{
+make_schema() {
   using config::Field;
   using config::Type;
   auto workers = std::make_shared<config::Schema>();
   workers->name = "workers";
   workers->fields = {
-    Field{.name = "jobs", .type = Type::integer, .help = "concurrent child processes", .minimum = 1, .maximum = 1024},
-    Field{.name = "timeout_s", .type = Type::number, .help = "per-attempt time limit in seconds, 0 = none",
-          .minimum = 0},
-    Field{.name = "grace_s", .type = Type::number, .help = "seconds between SIGTERM and SIGKILL", .minimum = 0},
-    Field{.name = "max_attempts", .type = Type::integer, .help = "attempts for transient failures", .minimum = 1,
-          .maximum = 100},
-    Field{.name = "gpus",
-          .type = Type::list,
-          .help = "CUDA device ids, one per concurrent child",
-          .item = std::make_shared<Field>(Field{.name = "gpu", .type = Type::integer, .minimum = 0})},
+      Field{.name = "jobs", .type = Type::integer, .help = "concurrent child processes", .minimum = 1, .maximum = 1024},
+      Field{.name = "timeout_s",
+            .type = Type::number,
+            .help = "per-attempt time limit in seconds, 0 = none",
+            .minimum = 0},
+      Field{.name = "grace_s", .type = Type::number, .help = "seconds between SIGTERM and SIGKILL", .minimum = 0},
+      Field{.name = "max_attempts",
+            .type = Type::integer,
+            .help = "attempts for transient failures",
+            .minimum = 1,
+            .maximum = 100},
+      Field{.name = "gpus",
+            .type = Type::list,
+            .help = "CUDA device ids, one per concurrent child",
+            .item = std::make_shared<Field>(Field{.name = "gpu", .type = Type::integer, .minimum = 0})},
   };
   config::Schema schema;
   schema.name = "config";
   schema.fields = {
-    Field{.name = "archive", .type = Type::string, .help = "path of the run archive (SQLite)"},
-    Field{.name = "log_format", .type = Type::string, .help = "text or json", .choices = {"text", "json"}},
-    Field{.name = "color", .type = Type::boolean, .help = "colour on terminals"},
-    Field{.name = "workers", .type = Type::object, .help = "child-process workers", .object = workers},
+      Field{.name = "archive", .type = Type::string, .help = "path of the run archive (SQLite)"},
+      Field{.name = "log_format", .type = Type::string, .help = "text or json", .choices = {"text", "json"}},
+      Field{.name = "color", .type = Type::boolean, .help = "colour on terminals"},
+      Field{.name = "workers", .type = Type::object, .help = "child-process workers", .object = workers},
   };
   return schema;
 }
 
 std::filesystem::path
-home_relative(const EnvLookup& env, const char* xdg_var, const char* fallback)
-{
+home_relative(const EnvLookup& env, const char* xdg_var, const char* fallback) {
   if (auto xdg = env(xdg_var); xdg && !xdg->empty()) {
     return *xdg;
   }
@@ -50,8 +53,7 @@ home_relative(const EnvLookup& env, const char* xdg_var, const char* fallback)
 }
 
 void
-apply_config_file(Settings& s, const std::filesystem::path& file)
-{
+apply_config_file(Settings& s, const std::filesystem::path& file) {
   const nlohmann::json doc = config::load_yaml_file(file, settings_schema());
   s.config_file = file;
   if (doc.contains("archive")) {
@@ -81,15 +83,13 @@ apply_config_file(Settings& s, const std::filesystem::path& file)
 } // namespace
 
 const config::Schema&
-settings_schema()
-{
+settings_schema() {
   static const config::Schema schema = make_schema();
   return schema;
 }
 
 EnvLookup
-process_environment()
-{
+process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* value = std::getenv(name.c_str());
     return value ? std::optional<std::string>(value) : std::nullopt;
@@ -97,8 +97,7 @@ process_environment()
 }
 
 Settings
-resolve_settings(const SettingsOverrides& cli, const EnvLookup& env)
-{
+resolve_settings(const SettingsOverrides& cli, const EnvLookup& env) {
   Settings s;
   s.archive = home_relative(env, "XDG_DATA_HOME", ".local/share") / "optkit" / "archive.db";
   s.archive_origin = "default";
@@ -137,8 +136,7 @@ resolve_settings(const SettingsOverrides& cli, const EnvLookup& env)
 }
 
 nlohmann::json
-settings_json(const Settings& s)
-{
+settings_json(const Settings& s) {
   return {{"archive", s.archive.string()},
           {"archive_origin", s.archive_origin},
           {"config_file", s.config_file.string()},

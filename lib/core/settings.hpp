@@ -17,16 +17,16 @@
 namespace optkit {
 
 struct WorkerSettings {
-  int jobs = 1;              // concurrent child processes
-  double timeout_s = 0;      // per attempt; 0 = no limit
-  double grace_s = 10;       // SIGTERM → SIGKILL delay
-  int max_attempts = 2;      // for failures a worker spec marks transient
-  std::vector<int> gpus;     // CUDA device ids handed out one per child
+  int jobs = 1;          // concurrent child processes
+  double timeout_s = 0;  // per attempt; 0 = no limit
+  double grace_s = 10;   // SIGTERM → SIGKILL delay
+  int max_attempts = 2;  // for failures a worker spec marks transient
+  std::vector<int> gpus; // CUDA device ids handed out one per child
 };
 
 struct Settings {
   std::filesystem::path archive;
-  std::string archive_origin; // "--archive", "OPTKIT_ARCHIVE", "config", "default"
+  std::string archive_origin;        // "--archive", "OPTKIT_ARCHIVE", "config", "default"
   std::filesystem::path config_file; // empty when none was read
   log::Format log_format = log::Format::text;
   bool color = true;

@@ -13,32 +13,28 @@ namespace optkit {
 namespace {
 
 constexpr std::array<std::uint32_t, 64> k_round_constants = {
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
 constexpr std::uint32_t
-rotr(std::uint32_t x, int n)
-{
+rotr(std::uint32_t x, int n) {
   return (x >> n) | (x << (32 - n));
 }
 
 } // namespace
 
 Sha256::Sha256()
-  : m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
-{
-}
+    : m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
 void
-Sha256::compress(const std::uint8_t* block)
-{
+Sha256::compress(const std::uint8_t* block) {
   std::array<std::uint32_t, 64> w{};
   for (std::size_t i = 0; i < 16; ++i) {
     w[i] = (std::uint32_t{block[4 * i]} << 24) | (std::uint32_t{block[4 * i + 1]} << 16) |
@@ -73,8 +69,7 @@ Sha256::compress(const std::uint8_t* block)
 }
 
 void
-Sha256::update(const void* data, std::size_t size)
-{
+Sha256::update(const void* data, std::size_t size) {
   const auto* bytes = static_cast<const std::uint8_t*>(data);
   m_total_bytes += size;
   while (size > 0) {
@@ -91,8 +86,7 @@ Sha256::update(const void* data, std::size_t size)
 }
 
 std::array<std::uint8_t, 32>
-Sha256::finish()
-{
+Sha256::finish() {
   const std::uint64_t bit_length = m_total_bytes * 8;
   const std::uint8_t pad_start = 0x80;
   update(&pad_start, 1);
@@ -115,8 +109,7 @@ Sha256::finish()
 }
 
 std::string
-Sha256::finish_hex()
-{
+Sha256::finish_hex() {
   std::string hex;
   for (std::uint8_t byte : finish()) {
     hex += fmt::format("{:02x}", byte);
@@ -125,16 +118,14 @@ Sha256::finish_hex()
 }
 
 std::string
-sha256_hex(std::string_view data)
-{
+sha256_hex(std::string_view data) {
   Sha256 hash;
   hash.update(data);
   return hash.finish_hex();
 }
 
 FileDigest
-digest_file(const std::filesystem::path& path)
-{
+digest_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw RuntimeFailure(fmt::format("cannot read {}: {}", path.string(), errno_text(errno)));

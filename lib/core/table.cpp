@@ -10,8 +10,7 @@
 namespace optkit {
 
 OutputFormat
-parse_output_format(const std::string& text, const std::string& flag)
-{
+parse_output_format(const std::string& text, const std::string& flag) {
   if (text == "table") {
     return OutputFormat::table;
   }
@@ -25,8 +24,7 @@ parse_output_format(const std::string& text, const std::string& flag)
 }
 
 std::string
-cell_text(const nlohmann::json& cell)
-{
+cell_text(const nlohmann::json& cell) {
   if (cell.is_null()) {
     return "-";
   }
@@ -40,15 +38,13 @@ cell_text(const nlohmann::json& cell)
 }
 
 void
-Table::add_row(std::vector<nlohmann::json> cells)
-{
+Table::add_row(std::vector<nlohmann::json> cells) {
   cells.resize(m_columns.size());
   m_rows.push_back(std::move(cells));
 }
 
 std::string
-Table::render_text(bool color) const
-{
+Table::render_text(bool color) const {
   std::vector<std::size_t> widths;
   for (const auto& c : m_columns) {
     widths.push_back(c.size());
@@ -85,8 +81,7 @@ Table::render_text(bool color) const
 }
 
 std::string
-Table::render_csv() const
-{
+Table::render_csv() const {
   std::vector<std::string> header;
   for (const auto& c : m_columns) {
     header.push_back(csv_field(c));
@@ -103,8 +98,7 @@ Table::render_csv() const
 }
 
 nlohmann::json
-Table::to_json() const
-{
+Table::to_json() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& row : m_rows) {
     nlohmann::json object = nlohmann::json::object();
@@ -117,8 +111,7 @@ Table::to_json() const
 }
 
 std::string
-Table::render(OutputFormat format, bool color) const
-{
+Table::render(OutputFormat format, bool color) const {
   switch (format) {
   case OutputFormat::json:
     return to_json().dump(2) + "\n";

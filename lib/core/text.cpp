@@ -9,8 +9,7 @@
 namespace optkit {
 
 std::vector<std::string>
-split(std::string_view text, char separator)
-{
+split(std::string_view text, char separator) {
   std::vector<std::string> parts;
   std::size_t start = 0;
   while (true) {
@@ -25,8 +24,7 @@ split(std::string_view text, char separator)
 }
 
 std::string
-join(const std::vector<std::string>& parts, std::string_view separator)
-{
+join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) {
@@ -38,8 +36,7 @@ join(const std::vector<std::string>& parts, std::string_view separator)
 }
 
 std::string_view
-trim(std::string_view text)
-{
+trim(std::string_view text) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!text.empty() && is_space(text.front())) {
     text.remove_prefix(1);
@@ -51,8 +48,7 @@ trim(std::string_view text)
 }
 
 std::size_t
-edit_distance(std::string_view a, std::string_view b)
-{
+edit_distance(std::string_view a, std::string_view b) {
   // Optimal string alignment: three rows of the dynamic programme suffice.
   std::vector<std::size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
   std::iota(previous.begin(), previous.end(), std::size_t{0});
@@ -72,8 +68,7 @@ edit_distance(std::string_view a, std::string_view b)
 }
 
 std::optional<std::string>
-closest_match(std::string_view word, const std::vector<std::string>& candidates)
-{
+closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
   std::optional<std::string> best;
   std::size_t best_distance = allowed + 1;
@@ -88,8 +83,7 @@ closest_match(std::string_view word, const std::vector<std::string>& candidates)
 }
 
 std::string
-format_duration(double seconds)
-{
+format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) {
     return "?";
   }
@@ -104,8 +98,7 @@ format_duration(double seconds)
 }
 
 std::string
-format_bytes(std::uint64_t bytes)
-{
+format_bytes(std::uint64_t bytes) {
   static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);
   std::size_t unit = 0;
@@ -117,8 +110,7 @@ format_bytes(std::uint64_t bytes)
 }
 
 std::string
-csv_field(std::string_view value)
-{
+csv_field(std::string_view value) {
   if (value.find_first_of(",\"\n\r") == std::string_view::npos) {
     return std::string(value);
   }

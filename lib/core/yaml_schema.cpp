@@ -20,9 +20,7 @@ class Validator {
 public:
   explicit Validator(std::string source) : m_source(std::move(source)) {}
 
-  nlohmann::json
-  document(const YAML::Node& root, const Schema& schema)
-  {
+  nlohmann::json document(const YAML::Node& root, const Schema& schema) {
     if (!root.IsDefined() || root.IsNull()) {
       return object(YAML::Node(YAML::NodeType::Map), schema, "", root.Mark());
     }
@@ -30,24 +28,18 @@ public:
   }
 
 private:
-  [[noreturn]] void
-  fail(const YAML::Mark& mark, const std::string& message) const
-  {
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
     if (mark.is_null()) {
       throw InputError(fmt::format("{}: {}", m_source, message));
     }
     throw InputError(fmt::format("{}:{}:{}: {}", m_source, mark.line + 1, mark.column + 1, message));
   }
 
-  static std::string
-  child_path(const std::string& parent, const std::string& key)
-  {
+  static std::string child_path(const std::string& parent, const std::string& key) {
     return parent.empty() ? key : parent + "." + key;
   }
 
-  nlohmann::json
-  object(const YAML::Node& node, const Schema& schema, const std::string& path, const YAML::Mark& mark)
-  {
+  nlohmann::json object(const YAML::Node& node, const Schema& schema, const std::string& path, const YAML::Mark& mark) {
     if (!node.IsMap()) {
       fail(node.Mark().is_null() ? mark : node.Mark(),
            fmt::format("{} must be a mapping of keys to values", path.empty() ? schema.name : "'" + path + "'"));
@@ -68,8 +60,8 @@ private:
       if (!seen.insert(key).second) {
         fail(key_node.Mark(), fmt::format("duplicate key '{}'; keep one of them", where));
       }
-      const auto field = std::find_if(schema.fields.begin(), schema.fields.end(),
-                                      [&](const Field& f) { return f.name == key; });
+      const auto field =
+          std::find_if(schema.fields.begin(), schema.fields.end(), [&](const Field& f) { return f.name == key; });
       if (field == schema.fields.end()) {
         const auto suggestion = closest_match(key, known);
         fail(key_node.Mark(),
@@ -87,9 +79,8 @@ private:
     return out;
   }
 
-  nlohmann::json
-  value(const YAML::Node& node, const Field& field, const std::string& path, const YAML::Mark& key_mark)
-  {
+  nlohmann::json value(const YAML::Node& node, const Field& field, const std::string& path,
+                       const YAML::Mark& key_mark) {
     const YAML::Mark mark = node.Mark().is_null() ? key_mark : node.Mark();
     if (node.IsNull()) {
       fail(key_mark, fmt::format("'{}' has no value; expected {}", path, type_name(field.type)));
@@ -112,21 +103,20 @@ private:
       break;
     }
     if (!node.IsScalar()) {
-      fail(mark, fmt::format("'{}' must be {}, not a {}", path, type_name(field.type),
-                             node.IsMap() ? "mapping" : "list"));
+      fail(mark,
+           fmt::format("'{}' must be {}, not a {}", path, type_name(field.type), node.IsMap() ? "mapping" : "list"));
     }
     return scalar(node.Scalar(), field, path, mark);
   }
 
-  nlohmann::json
-  scalar(const std::string& text, const Field& field, const std::string& path, const YAML::Mark& mark)
-  {
+  nlohmann::json scalar(const std::string& text, const Field& field, const std::string& path, const YAML::Mark& mark) {
     const auto wrong_type = [&]() -> void {
       fail(mark, fmt::format("'{}' must be {}, got '{}'", path, type_name(field.type), text));
     };
     switch (field.type) {
     case Type::string:
-      if (!field.choices.empty() && std::find(field.choices.begin(), field.choices.end(), text) == field.choices.end()) {
+      if (!field.choices.empty() &&
+          std::find(field.choices.begin(), field.choices.end(), text) == field.choices.end()) {
         const auto suggestion = closest_match(text, field.choices);
         fail(mark, fmt::format("'{}' is '{}'; expected one of {}{}", path, text, join(field.choices, ", "),
                                suggestion ? fmt::format(" (did you mean '{}'?)", *suggestion) : ""));
@@ -166,9 +156,7 @@ private:
     return nullptr;
   }
 
-  void
-  check_bounds(double v, const Field& field, const std::string& path, const YAML::Mark& mark) const
-  {
+  void check_bounds(double v, const Field& field, const std::string& path, const YAML::Mark& mark) const {
     if ((field.minimum && v < *field.minimum) || (field.maximum && v > *field.maximum)) {
       fail(mark, fmt::format("'{}' is {}; it must be in [{}, {}]", path, v,
                              field.minimum ? fmt::format("{}", *field.minimum) : "-inf",
@@ -182,8 +170,7 @@ private:
 } // namespace
 
 std::string
-type_name(Type type)
-{
+type_name(Type type) {
   switch (type) {
   case Type::string:
     return "a string";
@@ -202,8 +189,7 @@ type_name(Type type)
 }
 
 nlohmann::json
-parse_yaml(const std::string& text, const std::string& source, const Schema& schema)
-{
+parse_yaml(const std::string& text, const std::string& source, const Schema& schema) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -211,8 +197,7 @@ parse_yaml(const std::string& text, const std::string& source, const Schema& sch
     if (e.mark.is_null()) {
       throw InputError(fmt::format("{}: malformed YAML: {}", source, e.msg));
     }
-    throw InputError(
-      fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
+    throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   try {
     return Validator(source).document(root, schema);
@@ -223,8 +208,7 @@ parse_yaml(const std::string& text, const std::string& source, const Schema& sch
 }
 
 nlohmann::json
-load_yaml_file(const std::filesystem::path& file, const Schema& schema, std::size_t max_bytes)
-{
+load_yaml_file(const std::filesystem::path& file, const Schema& schema, std::size_t max_bytes) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(file, ec);
   if (ec) {

@@ -21,9 +21,9 @@ struct Field {
   std::string name;
   Type type = Type::string;
   bool required = false;
-  std::string help;                     // one line, used in messages and docs
-  std::vector<std::string> choices;     // allowed values of a string field (empty: any)
-  std::optional<double> minimum;        // numeric bounds, inclusive
+  std::string help;                 // one line, used in messages and docs
+  std::vector<std::string> choices; // allowed values of a string field (empty: any)
+  std::optional<double> minimum;    // numeric bounds, inclusive
   std::optional<double> maximum;
   std::shared_ptr<const Schema> object; // the nested schema of an object field
   std::shared_ptr<const Field> item;    // the element of a list field

@@ -11,21 +11,21 @@
 namespace optkit::doctor {
 namespace {
 
+// YAML files under `dir`: the recipes or profiles optkit can load.
 std::size_t
-count_files(const std::filesystem::path& dir)
-{
+count_yaml_files(const std::filesystem::path& dir) {
   std::size_t count = 0;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    count += it->is_regular_file() ? 1u : 0u;
+    const auto ext = it->path().extension();
+    count += it->is_regular_file() && (ext == ".yaml" || ext == ".yml") ? 1u : 0u;
   }
   return count;
 }
 
 Check
-check_archive(archive::RunArchive& archive)
-{
+check_archive(archive::RunArchive& archive) {
   const std::string verdict = archive.integrity_check();
   return {"archive", verdict == "ok" ? CheckStatus::ok : CheckStatus::fail,
           fmt::format("{} (schema v{}, {} runs, integrity {})", archive.path().string(), archive.schema_version(),
@@ -33,26 +33,25 @@ check_archive(archive::RunArchive& archive)
 }
 
 Check
-check_data()
-{
+check_data() {
   try {
     const DataDirectory data = find_data_directory();
     return {"data", CheckStatus::ok,
-            fmt::format("{} ({}; {} recipe files, {} profile files)", data.path.string(), data.origin,
-                        count_files(data.path / "recipes"), count_files(data.path / "profiles"))};
+            fmt::format("{} ({}; {} recipes, {} profiles)", data.path.string(), data.origin,
+                        count_yaml_files(data.path / "recipes"), count_yaml_files(data.path / "profiles"))};
   } catch (const InputError& e) {
     return {"data", CheckStatus::fail, e.what()};
   }
 }
 
 void
-add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchive& archive, std::int64_t run_id)
-{
+add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchive& archive, std::int64_t run_id) {
   const auto& blas = probes.at("blas");
   const double error = blas.at("max_relative_error").get<double>();
-  report.checks.push_back({"blas", error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
-                           fmt::format("sgemm max rel. error {:.1e}, {:.1f} GFLOP/s at n=1024 on {} thread(s); {}", error,
-                                       blas.at("gflops").get<double>(), blas.at("threads").get<int>(), build_info().blas)});
+  report.checks.push_back(
+      {"blas", error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
+       fmt::format("sgemm max rel. error {:.1e}, {:.1f} GFLOP/s at n=1024 on {} thread(s); {}", error,
+                   blas.at("gflops").get<double>(), blas.at("threads").get<int>(), build_info().blas)});
   archive.add_metric(run_id, std::nullopt, {"blas_sgemm_gflops", blas.at("gflops").get<double>(), "GFLOP/s", {}});
 
   const auto& gpu = probes.at("gpu");
@@ -72,15 +71,16 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
     const int index = device.at("index").get<int>();
     const auto kernel = std::find_if(probes.at("kernels").begin(), probes.at("kernels").end(),
                                      [&](const nlohmann::json& k) { return k.at("device") == index; });
-    std::string detail = fmt::format("{} ({}, cc {}, {} SMs)", device.at("name").get<std::string>(),
-                                     format_bytes(device.at("memory_bytes").get<std::uint64_t>()),
-                                     device.at("compute_capability").get<std::string>(),
-                                     device.at("multiprocessors").get<int>());
+    std::string detail =
+        fmt::format("{} ({}, cc {}, {} SMs)", device.at("name").get<std::string>(),
+                    format_bytes(device.at("memory_bytes").get<std::uint64_t>()),
+                    device.at("compute_capability").get<std::string>(), device.at("multiprocessors").get<int>());
     CheckStatus status = CheckStatus::ok;
     if (kernel == probes.at("kernels").end() || !kernel->at("ran").get<bool>()) {
       status = CheckStatus::fail;
-      detail += "; axpy kernel failed: " +
-                (kernel == probes.at("kernels").end() ? std::string("not run") : kernel->at("error").get<std::string>());
+      detail +=
+          "; axpy kernel failed: " +
+          (kernel == probes.at("kernels").end() ? std::string("not run") : kernel->at("error").get<std::string>());
     } else {
       const double err = kernel->at("max_abs_error").get<double>();
       const double bandwidth = kernel->at("gigabytes_per_second").get<double>();
@@ -95,8 +95,7 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
 } // namespace
 
 std::string
-to_string(CheckStatus status)
-{
+to_string(CheckStatus status) {
   switch (status) {
   case CheckStatus::ok:
     return "ok";
@@ -109,23 +108,21 @@ to_string(CheckStatus status)
 }
 
 std::size_t
-Report::failures() const
-{
+Report::failures() const {
   return static_cast<std::size_t>(
-    std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::fail; }));
+      std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::fail; }));
 }
 
 Report
-run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options)
-{
+run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options) {
   Report report;
   const BuildInfo& build = build_info();
-  report.checks.push_back({"build", CheckStatus::ok,
-                           fmt::format("optkit {} ({}, {})", build.version, build.git_commit, build.build_type)});
-  report.checks.push_back(check_archive(archive));
   report.checks.push_back(
-    {"config", CheckStatus::ok,
-     settings.config_file.empty() ? "no config file (built-in defaults)" : settings.config_file.string() + " (valid)"});
+      {"build", CheckStatus::ok, fmt::format("optkit {} ({}, {})", build.version, build.git_commit, build.build_type)});
+  report.checks.push_back(check_archive(archive));
+  report.checks.push_back({"config", CheckStatus::ok,
+                           settings.config_file.empty() ? "no config file (built-in defaults)"
+                                                        : settings.config_file.string() + " (valid)"});
   report.checks.push_back(check_data());
 
   proc::WorkerTask task;
@@ -147,8 +144,8 @@ run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t 
                              fmt::format("child process failed: {} (log: {})", outcome.error, outcome.log.string())});
     return report;
   }
-  report.checks.push_back({"worker", CheckStatus::ok,
-                           fmt::format("child process ran and reported back in {:.2f} s", outcome.seconds)});
+  report.checks.push_back(
+      {"worker", CheckStatus::ok, fmt::format("child process ran and reported back in {:.2f} s", outcome.seconds)});
   archive.add_metric(run_id, std::nullopt, {"worker_roundtrip", outcome.seconds, "s", {}});
   report.probes = outcome.result;
   add_probe_checks(report, outcome.result, archive, run_id);
@@ -156,8 +153,7 @@ run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t 
 }
 
 Table
-report_table(const Report& report)
-{
+report_table(const Report& report) {
   Table table({"check", "status", "detail"});
   for (const auto& c : report.checks) {
     table.add_row({c.name, to_string(c.status), c.detail});

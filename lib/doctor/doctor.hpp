@@ -34,8 +34,7 @@ struct Options {
   double worker_timeout_s = 300;
 };
 
-Report run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id,
-                  const Options& options);
+Report run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options);
 
 Table report_table(const Report& report);
 std::string to_string(CheckStatus status);

@@ -14,8 +14,7 @@ namespace optkit::doctor {
 namespace {
 
 std::vector<float>
-random_matrix(std::size_t n, std::mt19937& rng)
-{
+random_matrix(std::size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> m(n * n);
   for (auto& v : m) {
@@ -25,8 +24,7 @@ random_matrix(std::size_t n, std::mt19937& rng)
 }
 
 void
-sgemm(std::size_t n, const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c)
-{
+sgemm(std::size_t n, const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c) {
   const auto dim = static_cast<blasint>(n);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dim, dim, dim, 1.0f, a.data(), dim, b.data(), dim, 0.0f,
               c.data(), dim);
@@ -35,8 +33,7 @@ sgemm(std::size_t n, const std::vector<float>& a, const std::vector<float>& b, s
 } // namespace
 
 BlasCheck
-check_blas()
-{
+check_blas() {
   BlasCheck check;
   check.threads = openblas_get_num_threads();
   std::mt19937 rng(42);
@@ -56,7 +53,8 @@ check_blas()
           magnitude += std::fabs(product);
         }
         check.max_relative_error =
-          std::max(check.max_relative_error, std::fabs(static_cast<double>(c[i * n + j]) - reference) / std::max(magnitude, 1e-30));
+            std::max(check.max_relative_error,
+                     std::fabs(static_cast<double>(c[i * n + j]) - reference) / std::max(magnitude, 1e-30));
       }
     }
   }
@@ -78,8 +76,7 @@ check_blas()
 }
 
 nlohmann::json
-run_probes()
-{
+run_probes() {
   const BlasCheck blas = check_blas();
   const GpuProbe gpus = probe_gpus();
   nlohmann::json kernels = nlohmann::json::array();
@@ -91,10 +88,10 @@ run_probes()
                        {"max_abs_error", test.max_abs_error},
                        {"gigabytes_per_second", test.gigabytes_per_second}});
   }
-  return {{"blas",
-           {{"max_relative_error", blas.max_relative_error}, {"gflops", blas.gflops}, {"threads", blas.threads}}},
-          {"gpu", to_json(gpus)},
-          {"kernels", kernels}};
+  return {
+      {"blas", {{"max_relative_error", blas.max_relative_error}, {"gflops", blas.gflops}, {"threads", blas.threads}}},
+      {"gpu", to_json(gpus)},
+      {"kernels", kernels}};
 }
 
 } // namespace optkit::doctor

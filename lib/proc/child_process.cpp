@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <string.h>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +22,7 @@ struct ChildProcess::Impl {
 };
 
 std::string
-describe(const ExitStatus& status)
-{
+describe(const ExitStatus& status) {
   if (status.signal) {
     const char* name = sigabbrev_np(*status.signal);
     return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *status.signal);
@@ -33,8 +33,7 @@ describe(const ExitStatus& status)
 namespace {
 
 ExitStatus
-decode(int raw)
-{
+decode(int raw) {
   ExitStatus status;
   if (WIFSIGNALED(raw)) {
     status.signal = WTERMSIG(raw);
@@ -46,25 +45,50 @@ decode(int raw)
 
 } // namespace
 
-ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
-                           const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env)
-{
-  bp::environment env = boost::this_process::environment();
-  for (const auto& [key, value] : extra_env) {
-    env[key] = value;
+namespace {
+
+// This process's environment with `extra` added or replacing entries of the same name. Built by
+// hand: Boost 1.74's environment lookup reads past shorter entries (an ASan heap over-read).
+std::vector<std::string>
+child_environment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> entries;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const auto name = entry.substr(0, entry.find('='));
+    if (!extra.contains(std::string(name))) {
+      entries.emplace_back(entry);
+    }
   }
+  for (const auto& [name, value] : extra) {
+    entries.push_back(name + "=" + value);
+  }
+  return entries;
+}
+
+} // namespace
+
+ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                           const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env) {
+  std::vector<std::string> env = child_environment(extra_env);
+  std::vector<char*> envp;
+  for (auto& entry : env) {
+    envp.push_back(entry.data());
+  }
+  envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   try {
     m_impl = std::make_unique<Impl>(Impl{bp::child(
-      bp::exe = executable.string(), bp::args = args, (bp::std_out & bp::std_err) > log_file.string(),
-      bp::std_in < bp::null, env, bp::extend::on_exec_setup = [parent](auto&) {
-        // In the child, between fork and exec: only async-signal-safe calls.
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) {
-          ::_exit(127); // the parent died before PDEATHSIG was armed
-        }
-      })});
+        bp::exe = executable.string(), bp::args = args, (bp::std_out & bp::std_err) > log_file.string(),
+        bp::std_in < bp::null, bp::extend::on_setup = [&envp](auto& exec) { exec.env = envp.data(); },
+        bp::extend::on_exec_setup =
+            [parent](auto&) {
+              // In the child, between fork and exec: only async-signal-safe calls.
+              ::setpgid(0, 0);
+              ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+              if (::getppid() != parent) {
+                ::_exit(127); // the parent died before PDEATHSIG was armed
+              }
+            })});
   } catch (const bp::process_error& e) {
     throw RuntimeFailure(fmt::format("cannot start {}: {}", executable.string(), e.what()));
   }
@@ -73,8 +97,7 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
   ::setpgid(m_pid, m_pid);
 }
 
-ChildProcess::~ChildProcess()
-{
+ChildProcess::~ChildProcess() {
   if (m_impl && !m_status) {
     signal_group(SIGKILL);
     wait();
@@ -85,8 +108,7 @@ ChildProcess::~ChildProcess()
 }
 
 std::optional<ExitStatus>
-ChildProcess::poll()
-{
+ChildProcess::poll() {
   if (m_status) {
     return m_status;
   }
@@ -99,8 +121,7 @@ ChildProcess::poll()
 }
 
 ExitStatus
-ChildProcess::wait()
-{
+ChildProcess::wait() {
   if (m_status) {
     return *m_status;
   }
@@ -111,8 +132,7 @@ ChildProcess::wait()
 }
 
 void
-ChildProcess::signal_group(int signal) const
-{
+ChildProcess::signal_group(int signal) const {
   if (m_pid > 0) {
     ::kill(-m_pid, signal);
   }

@@ -17,22 +17,19 @@ namespace optkit::proc {
 namespace {
 
 [[noreturn]] void
-sleep_forever()
-{
+sleep_forever() {
   while (true) {
     ::pause();
   }
 }
 
 void
-write_pid_file(const std::filesystem::path& dir)
-{
+write_pid_file(const std::filesystem::path& dir) {
   std::ofstream(dir / std::to_string(::getpid())) << ::getpid() << '\n';
 }
 
 nlohmann::json
-spawn_tree(const WorkerSpec& spec)
-{
+spawn_tree(const WorkerSpec& spec) {
   const std::filesystem::path pid_dir = spec.payload.at("pid_dir").get<std::string>();
   const int children = spec.payload.value("children", 2);
   write_pid_file(pid_dir);
@@ -51,8 +48,7 @@ spawn_tree(const WorkerSpec& spec)
 // Writes `trials` trials with `metrics` metrics each, one transaction per trial, and prints the
 // id of every committed trial so a test can check that none of them is lost after a SIGKILL.
 nlohmann::json
-write_archive(const WorkerSpec& spec)
-{
+write_archive(const WorkerSpec& spec) {
   archive::RunArchive archive(spec.archive);
   const int trials = spec.payload.value("trials", 500);
   const int metrics = spec.payload.value("metrics", 3);
@@ -74,8 +70,7 @@ write_archive(const WorkerSpec& spec)
 } // namespace
 
 nlohmann::json
-run_test_task(const WorkerSpec& spec)
-{
+run_test_task(const WorkerSpec& spec) {
   const std::string task = spec.payload.value("task", "");
   if (task == "echo") {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -122,8 +117,7 @@ run_test_task(const WorkerSpec& spec)
 }
 
 std::vector<WorkerTask>
-read_test_tasks(const std::filesystem::path& file)
-{
+read_test_tasks(const std::filesystem::path& file) {
   std::ifstream in(file);
   const nlohmann::json doc = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
   if (!doc.is_array()) {

@@ -2,11 +2,11 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/log.hpp"
 #include "core/progress.hpp"
 #include "core/text.hpp"
 #include "proc/child_process.hpp"
-#include "core/interrupt.hpp"
 
 #include <fmt/format.h>
 
@@ -20,8 +20,7 @@
 namespace optkit::proc {
 
 double
-RetryPolicy::backoff_before(int next_attempt) const
-{
+RetryPolicy::backoff_before(int next_attempt) const {
   const double delay = backoff_initial_s * std::pow(backoff_factor, std::max(0, next_attempt - 2));
   return std::min(delay, backoff_max_s);
 }
@@ -48,8 +47,7 @@ struct RunningAttempt {
 };
 
 std::string
-last_log_line(const std::filesystem::path& log)
-{
+last_log_line(const std::filesystem::path& log) {
   std::ifstream in(log);
   std::string line;
   std::string last;
@@ -62,28 +60,27 @@ last_log_line(const std::filesystem::path& log)
 }
 
 bool
-is_transient(const RetryPolicy& policy, archive::TrialStatus status, const ExitStatus& exit)
-{
+is_transient(const RetryPolicy& policy, archive::TrialStatus status, const ExitStatus& exit) {
   if (status == archive::TrialStatus::timed_out) {
     return policy.retry_on_timeout;
   }
   if (exit.signal) {
     return policy.retry_on_signal;
   }
-  return exit.exit_code && std::find(policy.retry_exit_codes.begin(), policy.retry_exit_codes.end(),
-                                     *exit.exit_code) != policy.retry_exit_codes.end();
+  return exit.exit_code && std::find(policy.retry_exit_codes.begin(), policy.retry_exit_codes.end(), *exit.exit_code) !=
+                               policy.retry_exit_codes.end();
 }
 
 class PoolRun {
 public:
   PoolRun(const PoolOptions& options, const std::vector<WorkerTask>& tasks)
-    : m_options(options),
-      m_tasks(tasks),
-      m_outcomes(tasks.size()),
-      m_free_gpus(options.gpus.begin(), options.gpus.end()),
-      m_progress(options.progress_label, tasks.size(), "tasks",
-                 options.show_progress ? ProgressOptions::defaults() : ProgressOptions{.mode = ProgressMode::silent})
-  {
+      : m_options(options)
+      , m_tasks(tasks)
+      , m_outcomes(tasks.size())
+      , m_free_gpus(options.gpus.begin(), options.gpus.end())
+      , m_progress(options.progress_label, tasks.size(), "tasks",
+                   options.show_progress ? ProgressOptions::defaults()
+                                         : ProgressOptions{.mode = ProgressMode::silent}) {
     m_slots = std::max(1, options.slots);
     if (!options.gpus.empty()) {
       m_slots = std::min(m_slots, static_cast<int>(options.gpus.size()));
@@ -94,15 +91,12 @@ public:
     }
   }
 
-  std::vector<WorkerOutcome>
-  run()
-  {
+  std::vector<WorkerOutcome> run() {
     const Clock& clock = SystemClock::instance();
     while (!m_pending.empty() || !m_running.empty()) {
       if (interrupt_requested()) {
         stop_all();
-        throw Interrupted(fmt::format("interrupted by signal {}; stopped {} worker(s)", interrupt_signal(),
-                                      m_stopped));
+        throw Interrupted(fmt::format("interrupted by signal {}; stopped {} worker(s)", interrupt_signal(), m_stopped));
       }
       const double now = clock.monotonic_seconds();
       launch_due(now);
@@ -120,13 +114,10 @@ public:
   }
 
 private:
-  void
-  launch_due(double now)
-  {
+  void launch_due(double now) {
     while (static_cast<int>(m_running.size()) < m_slots) {
-      auto due = std::find_if(m_pending.begin(), m_pending.end(), [&](const PendingAttempt& p) {
-        return p.not_before <= now;
-      });
+      auto due = std::find_if(m_pending.begin(), m_pending.end(),
+                              [&](const PendingAttempt& p) { return p.not_before <= now; });
       if (due == m_pending.end()) {
         return;
       }
@@ -136,16 +127,21 @@ private:
     }
   }
 
-  void
-  launch(const PendingAttempt& pending, double now)
-  {
+  void launch(const PendingAttempt& pending, double now) {
     const WorkerTask& task = m_tasks[pending.task_index];
     const auto dir = m_options.work_dir / fmt::format("trial-{:04}", pending.task_index);
     std::filesystem::create_directories(dir);
     const auto stem = dir / fmt::format("attempt-{}", pending.attempt);
 
-    RunningAttempt r{pending.task_index, pending.attempt, 0, std::nullopt, stem.string() + ".log",
-                     stem.string() + ".result.json", nullptr, now, std::nullopt};
+    RunningAttempt r{pending.task_index,
+                     pending.attempt,
+                     0,
+                     std::nullopt,
+                     stem.string() + ".log",
+                     stem.string() + ".result.json",
+                     nullptr,
+                     now,
+                     std::nullopt};
     std::filesystem::remove(r.result_path);
     if (!m_free_gpus.empty()) {
       r.gpu = m_free_gpus.front();
@@ -191,9 +187,7 @@ private:
   }
 
   // Advances one running attempt; true when it has ended.
-  bool
-  check(RunningAttempt& r, double now)
-  {
+  bool check(RunningAttempt& r, double now) {
     const WorkerTask& task = m_tasks[r.task_index];
     const auto exit = r.child->poll();
     if (!exit) {
@@ -244,8 +238,8 @@ private:
     if (status != archive::TrialStatus::succeeded && r.attempt < task.retry.max_attempts &&
         is_transient(task.retry, status, *exit)) {
       const double delay = task.retry.backoff_before(r.attempt + 1);
-      log::warn("trial {} attempt {}/{} failed ({}); retrying in {}", r.task_index, r.attempt,
-                task.retry.max_attempts, error, format_duration(delay));
+      log::warn("trial {} attempt {}/{} failed ({}); retrying in {}", r.task_index, r.attempt, task.retry.max_attempts,
+                error, format_duration(delay));
       m_pending.push_back({r.task_index, r.attempt + 1, now + delay});
       return true;
     }
@@ -254,10 +248,8 @@ private:
     return true;
   }
 
-  void
-  finish_trial(const RunningAttempt& r, archive::TrialStatus status, const ExitStatus& exit, const std::string& error,
-               double now, const nlohmann::json& result = nullptr)
-  {
+  void finish_trial(const RunningAttempt& r, archive::TrialStatus status, const ExitStatus& exit,
+                    const std::string& error, double now, const nlohmann::json& result = nullptr) {
     WorkerOutcome& outcome = m_outcomes[r.task_index];
     outcome.status = status;
     outcome.attempts = r.attempt;
@@ -277,9 +269,7 @@ private:
     }
   }
 
-  void
-  final(std::size_t task_index)
-  {
+  void final(std::size_t task_index) {
     const WorkerOutcome& outcome = m_outcomes[task_index];
     if (!outcome.succeeded()) {
       log::warn("trial {} {} after {} attempt(s): {} (log: {})", task_index, archive::to_string(outcome.status),
@@ -291,9 +281,7 @@ private:
     }
   }
 
-  void
-  release_gpu(RunningAttempt& r)
-  {
+  void release_gpu(RunningAttempt& r) {
     if (r.gpu) {
       m_free_gpus.push_back(*r.gpu);
       r.gpu.reset();
@@ -302,9 +290,7 @@ private:
 
   // SIGTERM to every group, the longest grace period of the running tasks (cut short by a second
   // interrupt), then SIGKILL; every attempt is recorded as interrupted.
-  void
-  stop_all()
-  {
+  void stop_all() {
     const Clock& clock = SystemClock::instance();
     double grace = 0;
     for (auto& r : m_running) {
@@ -314,9 +300,8 @@ private:
     const int interrupts = interrupt_count();
     const double deadline = clock.monotonic_seconds() + grace;
     while (clock.monotonic_seconds() < deadline && interrupt_count() == interrupts) {
-      const bool all_done = std::all_of(m_running.begin(), m_running.end(), [](RunningAttempt& r) {
-        return r.child->poll().has_value();
-      });
+      const bool all_done = std::all_of(m_running.begin(), m_running.end(),
+                                        [](RunningAttempt& r) { return r.child->poll().has_value(); });
       if (all_done) {
         break;
       }
@@ -347,8 +332,7 @@ private:
 
 } // namespace
 
-WorkerPool::WorkerPool(PoolOptions options) : m_options(std::move(options))
-{
+WorkerPool::WorkerPool(PoolOptions options) : m_options(std::move(options)) {
   if (m_options.executable.empty()) {
     throw RuntimeFailure("worker pool: no executable to run (cannot resolve /proc/self/exe)");
   }
@@ -356,8 +340,7 @@ WorkerPool::WorkerPool(PoolOptions options) : m_options(std::move(options))
 }
 
 std::vector<WorkerOutcome>
-WorkerPool::run(const std::vector<WorkerTask>& tasks)
-{
+WorkerPool::run(const std::vector<WorkerTask>& tasks) {
   install_interrupt_handlers();
   return PoolRun(m_options, tasks).run();
 }

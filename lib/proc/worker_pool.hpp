@@ -23,7 +23,7 @@ struct RetryPolicy {
   double backoff_initial_s = 1.0;
   double backoff_factor = 2.0;
   double backoff_max_s = 60.0;
-  bool retry_on_signal = false;  // a crash (SIGSEGV, SIGKILL by the OOM killer, ...) is transient
+  bool retry_on_signal = false; // a crash (SIGSEGV, SIGKILL by the OOM killer, ...) is transient
   bool retry_on_timeout = false;
   std::vector<int> retry_exit_codes; // exit codes that mean "try again" (e.g. 75, EX_TEMPFAIL)
 
@@ -32,11 +32,11 @@ struct RetryPolicy {
 };
 
 struct WorkerTask {
-  std::vector<std::string> command; // subcommand path of the child, e.g. {"compress"}
-  nlohmann::json payload;           // handed to the child in its spec
+  std::vector<std::string> command;                 // subcommand path of the child, e.g. {"compress"}
+  nlohmann::json payload;                           // handed to the child in its spec
   nlohmann::json params = nlohmann::json::object(); // archived as the trial's params
-  double timeout_s = 0;             // per attempt, 0 = none
-  double grace_s = 10;              // SIGTERM → SIGKILL
+  double timeout_s = 0;                             // per attempt, 0 = none
+  double grace_s = 10;                              // SIGTERM → SIGKILL
   RetryPolicy retry;
 };
 
@@ -46,10 +46,10 @@ struct WorkerOutcome {
   int attempts = 0;
   std::optional<int> exit_code;
   std::optional<int> signal;
-  nlohmann::json result;             // the child's result (null unless succeeded)
-  std::string error;                 // why it failed, with the last line of its log
-  std::filesystem::path log;         // the last attempt's log
-  double seconds = 0;                // wall time of the last attempt
+  nlohmann::json result;     // the child's result (null unless succeeded)
+  std::string error;         // why it failed, with the last line of its log
+  std::filesystem::path log; // the last attempt's log
+  double seconds = 0;        // wall time of the last attempt
   bool succeeded() const { return status == archive::TrialStatus::succeeded; }
 };
 
@@ -60,7 +60,7 @@ struct PoolOptions {
   std::vector<int> gpus;                  // when set, each child gets one; concurrency ≤ gpus.size()
   archive::RunArchive* archive = nullptr; // trials, logs and events are recorded here
   std::int64_t run_id = 0;
-  std::filesystem::path work_dir;         // specs, results and logs: work_dir/trial-N/attempt-M.*
+  std::filesystem::path work_dir; // specs, results and logs: work_dir/trial-N/attempt-M.*
   double poll_interval_s = 0.01;
   bool show_progress = true;
   std::string progress_label = "workers";

@@ -10,8 +10,7 @@
 namespace optkit::proc {
 
 nlohmann::json
-to_json(const WorkerSpec& spec)
-{
+to_json(const WorkerSpec& spec) {
   return {{"run_id", spec.run_id},
           {"trial_id", spec.trial_id},
           {"trial_index", spec.trial_index},
@@ -23,16 +22,15 @@ to_json(const WorkerSpec& spec)
 }
 
 WorkerSpec
-read_worker_spec(const std::filesystem::path& file)
-{
+read_worker_spec(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) {
     throw InputError(fmt::format("--worker {}: cannot read the worker spec", file.string()));
   }
   const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    throw InputError(fmt::format("--worker {}: not a JSON object; worker specs are written by optkit itself",
-                                 file.string()));
+    throw InputError(
+        fmt::format("--worker {}: not a JSON object; worker specs are written by optkit itself", file.string()));
   }
   WorkerSpec spec;
   try {
@@ -53,8 +51,7 @@ read_worker_spec(const std::filesystem::path& file)
 }
 
 void
-write_worker_result(const WorkerSpec& spec, const nlohmann::json& result)
-{
+write_worker_result(const WorkerSpec& spec, const nlohmann::json& result) {
   write_file_atomic(spec.result_path, result.dump(2) + "\n");
 }
 

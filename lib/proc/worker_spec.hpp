@@ -16,10 +16,10 @@ struct WorkerSpec {
   std::int64_t trial_id = 0;
   std::int64_t trial_index = 0;
   std::int64_t attempt = 1;
-  std::string archive;              // the archive the child may add metrics to
+  std::string archive;               // the archive the child may add metrics to
   std::filesystem::path result_path; // where the child writes its JSON result
-  std::optional<int> gpu;           // the CUDA device the child was given (also CUDA_VISIBLE_DEVICES)
-  nlohmann::json payload;           // what the command needs to do its work
+  std::optional<int> gpu;            // the CUDA device the child was given (also CUDA_VISIBLE_DEVICES)
+  nlohmann::json payload;            // what the command needs to do its work
 };
 
 nlohmann::json to_json(const WorkerSpec& spec);

@@ -15,21 +15,18 @@ namespace optkit::test {
 
 // The optkit binary built next to the tests (set by CMake).
 inline std::filesystem::path
-optkit_binary()
-{
+optkit_binary() {
   return OPTKIT_TEST_BINARY;
 }
 
 // A fresh directory removed with its contents at the end of the test.
 class ScratchDir {
 public:
-  ScratchDir()
-  {
+  ScratchDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
     m_path = ::mkdtemp(pattern.data());
   }
-  ~ScratchDir()
-  {
+  ~ScratchDir() {
     std::error_code ec;
     std::filesystem::remove_all(m_path, ec);
   }
@@ -43,8 +40,7 @@ private:
 };
 
 inline std::string
-read_text(const std::filesystem::path& file)
-{
+read_text(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
@@ -52,15 +48,13 @@ read_text(const std::filesystem::path& file)
 }
 
 inline void
-write_text(const std::filesystem::path& file, const std::string& text)
-{
+write_text(const std::filesystem::path& file, const std::string& text) {
   std::ofstream(file, std::ios::binary) << text;
 }
 
 // Polls `condition` every 10 ms until it holds or `timeout_s` passes; returns whether it held.
 inline bool
-wait_until(const std::function<bool()>& condition, double timeout_s)
-{
+wait_until(const std::function<bool()>& condition, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition()) {
@@ -73,8 +67,7 @@ wait_until(const std::function<bool()>& condition, double timeout_s)
 
 // True when no process with this pid runs any more (gone, or a zombie nobody has reaped yet).
 inline bool
-process_gone(pid_t pid)
-{
+process_gone(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   if (!stat) {
     return true;

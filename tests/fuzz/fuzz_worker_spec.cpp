@@ -1,0 +1,24 @@
+// libFuzzer target: arbitrary bytes as a worker spec file.
+#include "core/error.hpp"
+#include "proc/worker_spec.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+extern "C" int
+LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("optkit-fuzz-spec-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  try {
+    optkit::proc::read_worker_spec(file);
+  } catch (const optkit::InputError&) {
+  }
+  return 0;
+}
