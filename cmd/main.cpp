@@ -139,7 +139,11 @@ main(int argc, char** argv) {
 
   // Logging as the flags ask, before anything can fail, so even a bad config file is reported in
   // the requested format.
-  const bool early_json = std::find(ctx.argv.begin(), ctx.argv.end(), "json") != ctx.argv.end();
+  bool early_json = false;
+  for (std::size_t i = 1; i < ctx.argv.size(); ++i) {
+    early_json |= ctx.argv[i] == "--log-format=json" ||
+                  (ctx.argv[i] == "--log-format" && i + 1 < ctx.argv.size() && ctx.argv[i + 1] == "json");
+  }
   log::configure(log_options({}, early_json ? log::Format::json : log::Format::text, ::isatty(STDERR_FILENO)));
   try {
     app.parse(argc, argv);

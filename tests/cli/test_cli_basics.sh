@@ -61,6 +61,14 @@ expect_rc 2
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["level"]=="error" and "999" in d["msg"]' "$ERR" \
   || fail "not a JSON log line: $ERR"
 
+# ... and only when asked: a JSON result format leaves the logs as text.
+run runs list --format json --bogus
+expect_rc 2
+expect_err_has "optkit: error: The following argument was not expected: --bogus"
+run --log-format=json runs list --bogus
+expect_rc 2
+expect_err_has '"level":"error"'
+
 # An archive that is not an optkit archive is refused, and not touched.
 sqlite3 "$SCRATCH/other.db" "CREATE TABLE t(x); INSERT INTO t VALUES (1);"
 run --archive "$SCRATCH/other.db" runs list

@@ -1,0 +1,37 @@
+// The CUDA side: what the probe reports, and the first kernel against a CPU reference on every
+// visible device. Without a device ctest reports this file as skipped (SKIPPED: below).
+#include "core/gpu_probe.hpp"
+
+#include "core/build_info.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace optkit;
+
+TEST_CASE("the GPU probe is honest about what was compiled in") {
+  const GpuProbe probe = probe_gpus();
+  CHECK(probe.compiled == build_info().cuda);
+  if (!probe.compiled) {
+    CHECK(probe.devices.empty());
+    CHECK_FALSE(probe.error.empty());
+    return;
+  }
+  CHECK(probe.runtime_version >= 12000);
+  CHECK((probe.devices.empty() != probe.error.empty()));
+}
+
+TEST_CASE("the axpy kernel matches the CPU on every visible device") {
+  const GpuProbe probe = probe_gpus();
+  if (probe.devices.empty()) {
+    MESSAGE("SKIPPED: no CUDA device: " << probe.error);
+    return;
+  }
+  for (const auto& device : probe.devices) {
+    CAPTURE(device.name);
+    const KernelSelfTest test = run_kernel_self_test(device.index);
+    CHECK(test.ran);
+    CHECK(test.error.empty());
+    CHECK(test.max_abs_error < 1e-5);
+    CHECK(test.gigabytes_per_second > 0);
+  }
+}
