@@ -9,6 +9,7 @@ packages=(
   doctest-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev
   libopenblas-dev gfortran
   clang clang-format libclang-rt-14-dev
+  procps util-linux man-db python3
 )
 
 missing=()

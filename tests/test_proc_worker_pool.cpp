@@ -73,6 +73,18 @@ TEST_CASE_FIXTURE(PoolFixture, "workers run in parallel and return their results
   }
 }
 
+TEST_CASE_FIXTURE(PoolFixture, "a second pool in the same run continues the trial numbering") {
+  WorkerPool(options()).run({task({{"task", "echo"}})});
+  PoolOptions second = options();
+  second.first_trial_index = 1;
+  const auto outcome = WorkerPool(second).run({task({{"task", "echo"}})}).front();
+  CHECK(outcome.succeeded());
+  const auto detail = archive.load_run(run_id);
+  REQUIRE(detail.trials.size() == 2);
+  CHECK(detail.trials[1].trial_index == 1);
+  CHECK(std::filesystem::exists(dir / "work" / "trial-0001" / "attempt-1.log"));
+}
+
 TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 one-second tasks on 2 slots take about 2 s") {
   std::vector<WorkerTask> tasks(4, task({{"task", "sleep"}, {"seconds", 1.0}}));
   const auto start = std::chrono::steady_clock::now();
@@ -97,7 +109,12 @@ TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed with
   CHECK(elapsed >= 1.0);
   CHECK(elapsed < 1.0 + 0.75); // timeout + grace + polling and start-up slack
   CHECK(outcome.error.find("timed out after") != std::string::npos);
-  CHECK(archive.load_run(run_id).trials.front().status == "timed_out");
+  const auto detail = archive.load_run(run_id);
+  CHECK(detail.trials.front().status == "timed_out");
+  REQUIRE(detail.events.size() == 3);
+  CHECK(detail.events[0].kind == "timeout");
+  CHECK(detail.events[1].kind == "kill");
+  CHECK(detail.events[2].kind == "trial_timed_out");
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a child that honours SIGTERM stops at the timeout without needing SIGKILL") {
@@ -130,6 +147,11 @@ TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then 
     CHECK(t.status == "failed");
     CHECK(t.signal == SIGABRT);
   }
+  std::vector<std::string> kinds;
+  for (const auto& e : detail.events) {
+    kinds.push_back(e.kind);
+  }
+  CHECK(kinds == std::vector<std::string>{"retry", "retry", "trial_failed"});
   REQUIRE(detail.artifacts.size() == 3);
   for (const auto& a : detail.artifacts) {
     CHECK(a.kind == "log");
@@ -220,6 +242,7 @@ TEST_CASE_FIXTURE(PoolFixture, "an interrupt stops every child, records them int
   for (const auto& t : detail.trials) {
     CHECK(t.status == "interrupted");
   }
+  CHECK(detail.events.size() == 3);
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a child that exits 0 without a result is a failure, not a success") {

@@ -129,7 +129,8 @@ private:
 
   void launch(const PendingAttempt& pending, double now) {
     const WorkerTask& task = m_tasks[pending.task_index];
-    const auto dir = m_options.work_dir / fmt::format("trial-{:04}", pending.task_index);
+    const std::int64_t trial_index = m_options.first_trial_index + static_cast<std::int64_t>(pending.task_index);
+    const auto dir = m_options.work_dir / fmt::format("trial-{:04}", trial_index);
     std::filesystem::create_directories(dir);
     const auto stem = dir / fmt::format("attempt-{}", pending.attempt);
 
@@ -148,12 +149,11 @@ private:
       m_free_gpus.pop_front();
     }
     if (m_options.archive) {
-      r.trial_id = m_options.archive->begin_trial(m_options.run_id, static_cast<std::int64_t>(pending.task_index),
-                                                  pending.attempt, task.params);
+      r.trial_id = m_options.archive->begin_trial(m_options.run_id, trial_index, pending.attempt, task.params);
     }
     WorkerSpec spec{m_options.run_id,
                     r.trial_id,
-                    static_cast<std::int64_t>(pending.task_index),
+                    trial_index,
                     pending.attempt,
                     m_options.archive ? m_options.archive->path().string() : std::string(),
                     r.result_path,
@@ -192,13 +192,15 @@ private:
     const auto exit = r.child->poll();
     if (!exit) {
       if (task.timeout_s > 0 && !r.term_sent && now - r.started > task.timeout_s) {
-        log::warn("trial {} attempt {}: timed out after {}; sending SIGTERM", r.task_index, r.attempt,
-                  format_duration(task.timeout_s));
+        note(r, "timeout",
+             fmt::format("trial {} attempt {}: timed out after {}; sending SIGTERM", trial_number(r), r.attempt,
+                         format_duration(task.timeout_s)));
         r.child->signal_group(SIGTERM);
         r.term_sent = now;
       } else if (r.term_sent && !r.killed && now - *r.term_sent > task.grace_s) {
-        log::warn("trial {} attempt {}: still running {} after SIGTERM; sending SIGKILL", r.task_index, r.attempt,
-                  format_duration(task.grace_s));
+        note(r, "kill",
+             fmt::format("trial {} attempt {}: still running {} after SIGTERM; sending SIGKILL", trial_number(r),
+                         r.attempt, format_duration(task.grace_s)));
         r.child->signal_group(SIGKILL);
         r.killed = true;
       }
@@ -238,14 +240,32 @@ private:
     if (status != archive::TrialStatus::succeeded && r.attempt < task.retry.max_attempts &&
         is_transient(task.retry, status, *exit)) {
       const double delay = task.retry.backoff_before(r.attempt + 1);
-      log::warn("trial {} attempt {}/{} failed ({}); retrying in {}", r.task_index, r.attempt, task.retry.max_attempts,
-                error, format_duration(delay));
+      note(r, "retry",
+           fmt::format("trial {} attempt {}/{} failed ({}); retrying in {}", trial_number(r), r.attempt,
+                       task.retry.max_attempts, error, format_duration(delay)));
       m_pending.push_back({r.task_index, r.attempt + 1, now + delay});
       return true;
     }
     outcome.result = result;
+    if (status != archive::TrialStatus::succeeded) {
+      note(r, "trial_" + archive::to_string(status),
+           fmt::format("trial {} {} after {} attempt(s): {} (log: {})", trial_number(r), archive::to_string(status),
+                       r.attempt, error, r.log.string()));
+    }
     final(r.task_index);
     return true;
+  }
+
+  std::int64_t trial_number(const RunningAttempt& r) const {
+    return m_options.first_trial_index + static_cast<std::int64_t>(r.task_index);
+  }
+
+  // A warning for the person at the terminal, and the same line as an event in the archive.
+  void note(const RunningAttempt& r, const std::string& kind, const std::string& message) {
+    log::warn("{}", message);
+    if (m_options.archive) {
+      m_options.archive->add_event(m_options.run_id, r.trial_id, "warn", kind, message);
+    }
   }
 
   void finish_trial(const RunningAttempt& r, archive::TrialStatus status, const ExitStatus& exit,
@@ -271,10 +291,6 @@ private:
 
   void final(std::size_t task_index) {
     const WorkerOutcome& outcome = m_outcomes[task_index];
-    if (!outcome.succeeded()) {
-      log::warn("trial {} {} after {} attempt(s): {} (log: {})", task_index, archive::to_string(outcome.status),
-                outcome.attempts, outcome.error, outcome.log.string());
-    }
     m_progress.advance();
     if (m_options.on_finished) {
       m_options.on_finished(outcome);
@@ -313,6 +329,8 @@ private:
       const ExitStatus exit = r.child->wait();
       release_gpu(r);
       finish_trial(r, archive::TrialStatus::interrupted, exit, "interrupted", now);
+      note(r, "interrupted",
+           fmt::format("trial {} attempt {}: stopped ({})", trial_number(r), r.attempt, describe(exit)));
       ++m_stopped;
     }
     m_running.clear();

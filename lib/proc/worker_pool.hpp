@@ -60,7 +60,8 @@ struct PoolOptions {
   std::vector<int> gpus;                  // when set, each child gets one; concurrency ≤ gpus.size()
   archive::RunArchive* archive = nullptr; // trials, logs and events are recorded here
   std::int64_t run_id = 0;
-  std::filesystem::path work_dir; // specs, results and logs: work_dir/trial-N/attempt-M.*
+  std::int64_t first_trial_index = 0; // trial index of tasks[0]; offsets a second pool in the same run
+  std::filesystem::path work_dir;     // specs, results and logs: work_dir/trial-N/attempt-M.*
   double poll_interval_s = 0.01;
   bool show_progress = true;
   std::string progress_label = "workers";
