@@ -1,6 +1,9 @@
 #include "app_context.hpp"
 
 #include "core/atomic_file.hpp"
+#include "core/text.hpp"
+
+#include <fmt/format.h>
 
 #include <iostream>
 #include <unistd.h>
@@ -60,6 +63,56 @@ CommandRegistry::selected() const {
     }
   }
   return best;
+}
+
+nlohmann::json
+resolved_options(const CLI::App* app) {
+  nlohmann::json options = nlohmann::json::object();
+  for (const CLI::Option* opt : app->get_options()) {
+    if (opt->get_group().empty() || opt->get_name() == "--help" || opt->get_name() == "-h") {
+      continue;
+    }
+    const std::string name = opt->get_name();
+    if (opt->count() > 0) {
+      const auto& results = opt->results();
+      options[name] = results.size() == 1 ? nlohmann::json(results.front()) : nlohmann::json(results);
+    } else if (!opt->get_default_str().empty()) {
+      options[name] = opt->get_default_str();
+    }
+  }
+  return options;
+}
+
+// A mistyped or missing subcommand, named with the choices at that level.
+std::string
+missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error) {
+  const CLI::App* level = &app;
+  std::string path = "optkit";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : level->get_subcommands({})) {
+      if (sub->parsed()) {
+        level = sub;
+        path += " " + sub->get_name();
+        deeper = true;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> choices;
+  for (const CLI::App* sub : level->get_subcommands({})) {
+    if (!sub->get_group().empty()) {
+      choices.push_back(sub->get_name());
+    }
+  }
+  if (choices.empty()) {
+    return fmt::format("{}; run '{} --help'", error.what(), path);
+  }
+  const auto unknown = level->remaining();
+  if (!unknown.empty() && !unknown.front().starts_with("-")) {
+    return fmt::format("unknown command '{} {}'; choose one of: {}", path, unknown.front(), join(choices, ", "));
+  }
+  return fmt::format("'{}' needs a command: {}; run '{} --help'", path, join(choices, ", "), path);
 }
 
 CLI::Option*

@@ -65,6 +65,12 @@ void register_runs(CLI::App& app, CommandRegistry& commands);
 void register_doctor(CLI::App& app, CommandRegistry& commands);
 void register_internal_test(CLI::App& app, CommandRegistry& commands);
 
+// The options the selected command was given (or defaults to), for the run's archived config.
+nlohmann::json resolved_options(const CLI::App* app);
+
+// One line for a mistyped or missing subcommand, naming the choices at that level.
+std::string missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error);
+
 // Adds `--format table|json|csv` bound to `target`.
 CLI::Option* add_format_option(CLI::App& app, std::string& target, const std::string& default_value = "table");
 

@@ -8,7 +8,6 @@
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
 #include "core/progress.hpp"
-#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -43,56 +42,6 @@ log_options(const cmd::GlobalFlags& flags, log::Format format, bool color) {
   return options;
 }
 
-nlohmann::json
-resolved_options(const CLI::App* app) {
-  nlohmann::json options = nlohmann::json::object();
-  for (const CLI::Option* opt : app->get_options()) {
-    if (opt->get_group().empty() || opt->get_name() == "--help" || opt->get_name() == "-h") {
-      continue;
-    }
-    const std::string name = opt->get_name();
-    if (opt->count() > 0) {
-      const auto& results = opt->results();
-      options[name] = results.size() == 1 ? nlohmann::json(results.front()) : nlohmann::json(results);
-    } else if (!opt->get_default_str().empty()) {
-      options[name] = opt->get_default_str();
-    }
-  }
-  return options;
-}
-
-// A mistyped or missing subcommand, named with the choices at that level.
-std::string
-missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error) {
-  const CLI::App* level = &app;
-  std::string path = "optkit";
-  for (bool deeper = true; deeper;) {
-    deeper = false;
-    for (const CLI::App* sub : level->get_subcommands({})) {
-      if (sub->parsed()) {
-        level = sub;
-        path += " " + sub->get_name();
-        deeper = true;
-        break;
-      }
-    }
-  }
-  std::vector<std::string> choices;
-  for (const CLI::App* sub : level->get_subcommands({})) {
-    if (!sub->get_group().empty()) {
-      choices.push_back(sub->get_name());
-    }
-  }
-  if (choices.empty()) {
-    return fmt::format("{}; run '{} --help'", error.what(), path);
-  }
-  const auto unknown = level->remaining();
-  if (!unknown.empty() && !unknown.front().starts_with("-")) {
-    return fmt::format("unknown command '{} {}'; choose one of: {}", path, unknown.front(), join(choices, ", "));
-  }
-  return fmt::format("'{}' needs a command: {}; run '{} --help'", path, join(choices, ", "), path);
-}
-
 int
 run_command(const cmd::Command& command, cmd::AppContext& ctx) {
   const bool worker = command.worker_spec && !command.worker_spec->empty();
@@ -108,7 +57,7 @@ run_command(const cmd::Command& command, cmd::AppContext& ctx) {
   archive::NewRun run;
   run.command = command.name;
   run.argv = ctx.argv;
-  run.config = {{"options", resolved_options(command.app)}, {"settings", settings_json(ctx.settings)}};
+  run.config = {{"options", cmd::resolved_options(command.app)}, {"settings", settings_json(ctx.settings)}};
   archive::record_run(ctx.archive(), run, [&](std::int64_t run_id) {
     ctx.run_id = run_id;
     log::debug("recording run {} in {}", run_id, ctx.settings.archive.string());
@@ -158,7 +107,7 @@ main(int argc, char** argv) {
       std::cout << app.help();
       return static_cast<int>(ExitCode::bad_input);
     }
-    log::error("{}", missing_subcommand_message(app, e));
+    log::error("{}", cmd::missing_subcommand_message(app, e));
     return static_cast<int>(ExitCode::bad_input);
   } catch (const CLI::ParseError& e) {
     log::error("{}; run 'optkit --help' or 'optkit <command> --help'", e.what());

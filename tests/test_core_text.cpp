@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
+
 using namespace optkit;
 
 TEST_CASE("edit_distance matches hand-computed optimal-string-alignment distances") {
@@ -46,4 +48,10 @@ TEST_CASE("csv_field quotes only when RFC 4180 requires it") {
   CHECK(csv_field("a,b") == "\"a,b\"");
   CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
   CHECK(csv_field("two\nlines") == "\"two\nlines\"");
+}
+
+TEST_CASE("signals are named the way users read them in logs") {
+  CHECK(signal_name(SIGSEGV) == "SIGSEGV");
+  CHECK(signal_name(SIGKILL) == "SIGKILL");
+  CHECK(signal_name(999) == "signal 999");
 }

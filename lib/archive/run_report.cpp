@@ -27,12 +27,6 @@ duration_json(std::int64_t start, const std::optional<std::int64_t>& end) {
   return end ? nlohmann::json(static_cast<double>(*end - start) / 1000.0) : nlohmann::json(nullptr);
 }
 
-std::string
-signal_name(std::int64_t signal) {
-  const char* name = sigabbrev_np(static_cast<int>(signal));
-  return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
-}
-
 nlohmann::json
 text_or_null(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
@@ -194,7 +188,7 @@ run_detail_text(const RunDetail& d, bool color) {
     Table trials({"trial", "attempt", "status", "exit_code", "signal", "duration_s", "error"});
     for (const auto& t : d.trials) {
       trials.add_row({t.trial_index, t.attempt, t.status, optional_json(t.exit_code),
-                      t.signal ? nlohmann::json(signal_name(*t.signal)) : nlohmann::json(nullptr),
+                      t.signal ? nlohmann::json(signal_name(static_cast<int>(*t.signal))) : nlohmann::json(nullptr),
                       duration_json(t.started_at, t.ended_at), text_or_null(t.error)});
     }
     out += fmt::format("\ntrials ({} attempts)\n", d.trials.size()) + trials.render_text(color);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string.h>
 
 namespace optkit {
 
@@ -107,6 +108,12 @@ format_bytes(std::uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string
+signal_name(int signal) {
+  const char* name = sigabbrev_np(signal);
+  return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
 }
 
 std::string

@@ -26,6 +26,9 @@ std::string format_duration(double seconds);
 // "512 B", "1.5 KiB", "2.0 GiB".
 std::string format_bytes(std::uint64_t bytes);
 
+// "SIGSEGV" for 11; "signal 99" for numbers without a name.
+std::string signal_name(int signal);
+
 // Quotes a field for CSV (RFC 4180) when it holds a comma, quote or line break.
 std::string csv_field(std::string_view value);
 

@@ -1,6 +1,7 @@
 #include "proc/child_process.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
@@ -24,8 +25,7 @@ struct ChildProcess::Impl {
 std::string
 describe(const ExitStatus& status) {
   if (status.signal) {
-    const char* name = sigabbrev_np(*status.signal);
-    return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *status.signal);
+    return signal_name(*status.signal);
   }
   return fmt::format("exit {}", status.exit_code.value_or(-1));
 }
