@@ -35,16 +35,19 @@ start_writer(const test::ScratchDir& dir, const std::filesystem::path& db, std::
       dir / ("writer-" + std::to_string(writer) + ".log"));
 }
 
+// Creates the archive at `db` with one run for the writers to fill; returns the run's id.
+std::int64_t
+new_archive_with_run(const std::filesystem::path& db, const std::string& command) {
+  RunArchive archive(db);
+  return archive.begin_run({command, nlohmann::json::array(), nlohmann::json::object()});
+}
+
 } // namespace
 
 TEST_CASE("16 processes writing 500 trials each lose nothing and keep the archive sound") {
   test::ScratchDir dir;
   const auto db = dir / "shared.db";
-  std::int64_t run_id = 0;
-  {
-    RunArchive archive(db);
-    run_id = archive.begin_run({"concurrency", nlohmann::json::array(), nlohmann::json::object()});
-  }
+  const std::int64_t run_id = new_archive_with_run(db, "concurrency");
   std::vector<std::unique_ptr<proc::ChildProcess>> writers;
   for (int w = 0; w < 16; ++w) {
     writers.push_back(start_writer(dir, db, run_id, w, 500));
@@ -70,11 +73,7 @@ TEST_CASE("16 processes writing 500 trials each lose nothing and keep the archiv
 TEST_CASE("a writer killed with SIGKILL mid-run loses nothing it had committed") {
   test::ScratchDir dir;
   const auto db = dir / "killed.db";
-  std::int64_t run_id = 0;
-  {
-    RunArchive archive(db);
-    run_id = archive.begin_run({"durability", nlohmann::json::array(), nlohmann::json::object()});
-  }
+  const std::int64_t run_id = new_archive_with_run(db, "durability");
   auto writer = start_writer(dir, db, run_id, 0, 1'000'000);
   const auto log = dir / "writer-0.log";
   const auto committed_lines = [&] {

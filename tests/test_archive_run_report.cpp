@@ -29,11 +29,11 @@ TEST_CASE("metric summaries give count, mean and sample standard deviation") {
   const auto d = detail_with(1, {}, {{"ppl", 10}, {"ppl", 12}, {"ppl", 14}, {"size", 5}});
   const auto summary = summarize_metrics(d);
   REQUIRE(summary.size() == 2);
-  CHECK(summary[0].first == "ppl");
-  CHECK(summary[0].second.count == 3);
-  CHECK(summary[0].second.mean == doctest::Approx(12));
-  CHECK(summary[0].second.stddev == doctest::Approx(2));
-  CHECK(summary[1].second.stddev == 0);
+  CHECK(summary.begin()->first == "ppl");
+  CHECK(summary.at("ppl").count == 3);
+  CHECK(summary.at("ppl").mean == doctest::Approx(12));
+  CHECK(summary.at("ppl").stddev == doctest::Approx(2));
+  CHECK(summary.at("size").stddev == 0);
 }
 
 TEST_CASE("compare lists differing config keys and metric deltas") {

@@ -417,14 +417,14 @@ RunArchive::load_run(std::int64_t run_id) {
   return detail;
 }
 
-std::vector<ArtifactRecord>
+void
 RunArchive::remove_run(std::int64_t run_id) {
-  std::vector<ArtifactRecord> artifacts;
   write([&] {
-    artifacts = load_run(run_id).artifacts;
     m_db->prepare("DELETE FROM runs WHERE id = ?").bind(1, run_id).run();
+    if (m_db->changes() == 0) {
+      throw InputError(fmt::format("run {} is not in archive {}", run_id, m_path.string()));
+    }
   });
-  return artifacts;
 }
 
 std::int64_t

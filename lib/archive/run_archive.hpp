@@ -47,8 +47,8 @@ public:
   // "17" or "last" (the newest run) → a run id; InputError naming the reference otherwise.
   std::int64_t resolve_run(const std::string& reference);
   RunDetail load_run(std::int64_t run_id);
-  // Deletes the run and everything recorded under it; returns the artifacts it had.
-  std::vector<ArtifactRecord> remove_run(std::int64_t run_id);
+  // Deletes the run and everything recorded under it (foreign keys cascade).
+  void remove_run(std::int64_t run_id);
 
   std::int64_t count(const std::string& table);
   // PRAGMA integrity_check's verdict ("ok" when sound).

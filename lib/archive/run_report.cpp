@@ -131,7 +131,7 @@ metrics_table(const RunDetail& detail) {
   return table;
 }
 
-std::vector<std::pair<std::string, MetricSummary>>
+std::map<std::string, MetricSummary>
 summarize_metrics(const RunDetail& detail) {
   std::map<std::string, std::vector<double>> values;
   std::map<std::string, std::string> units;
@@ -142,7 +142,7 @@ summarize_metrics(const RunDetail& detail) {
       list.push_back(*m.value);
     }
   }
-  std::vector<std::pair<std::string, MetricSummary>> out;
+  std::map<std::string, MetricSummary> out;
   for (const auto& [name, list] : values) {
     MetricSummary s;
     s.unit = units[name];
@@ -157,7 +157,7 @@ summarize_metrics(const RunDetail& detail) {
       squares += (v - s.mean) * (v - s.mean);
     }
     s.stddev = list.size() > 1 ? std::sqrt(squares / static_cast<double>(list.size() - 1)) : 0.0;
-    out.emplace_back(name, s);
+    out[name] = s;
   }
   return out;
 }
@@ -243,13 +243,8 @@ compare_runs(const RunDetail& a, const RunDetail& b) {
                      vb.is_string() ? vb : nlohmann::json(vb.dump()), nullptr, nullptr});
     }
   }
-  std::map<std::string, MetricSummary> ma, mb;
-  for (auto& [name, s] : summarize_metrics(a)) {
-    ma[name] = s;
-  }
-  for (auto& [name, s] : summarize_metrics(b)) {
-    mb[name] = s;
-  }
+  auto ma = summarize_metrics(a);
+  auto mb = summarize_metrics(b);
   std::set<std::string> names;
   for (const auto& [n, s] : ma) {
     names.insert(n);

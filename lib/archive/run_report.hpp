@@ -5,6 +5,7 @@
 #include "archive/records.hpp"
 #include "core/table.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct MetricSummary {
 };
 
 // Mean and spread of each metric name over the run's finite values.
-std::vector<std::pair<std::string, MetricSummary>> summarize_metrics(const RunDetail& detail);
+std::map<std::string, MetricSummary> summarize_metrics(const RunDetail& detail);
 
 // Rows: every config key whose value differs, then every metric of either run with both means,
 // the difference and the relative change.
