@@ -19,6 +19,12 @@ optkit_binary() {
   return OPTKIT_TEST_BINARY;
 }
 
+// testdata/ of the source tree.
+inline std::filesystem::path
+testdata_dir() {
+  return OPTKIT_TEST_DATA;
+}
+
 // A fresh directory removed with its contents at the end of the test.
 class ScratchDir {
 public:

@@ -1,0 +1,184 @@
+#include "model/bpe_model.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+#include <queue>
+
+namespace optkit::model {
+
+namespace {
+
+std::size_t
+utf8_length(unsigned char lead) {
+  if (lead < 0x80)
+    return 1;
+  if ((lead & 0xe0) == 0xc0)
+    return 2;
+  if ((lead & 0xf0) == 0xe0)
+    return 3;
+  if ((lead & 0xf8) == 0xf0)
+    return 4;
+  return 1;
+}
+
+} // namespace
+
+BpeModel::BpeModel(const nlohmann::json& model, const std::string& source) {
+  const auto fail = [&](const std::string& what) { throw InputError(source + ": " + what); };
+  const auto string_or_null = [&](const char* key) -> std::string {
+    if (!model.contains(key) || model[key].is_null())
+      return {};
+    if (!model[key].is_string())
+      fail(fmt::format("model.{} must be a string or null", key));
+    return model[key].get<std::string>();
+  };
+  if (!string_or_null("continuing_subword_prefix").empty() || !string_or_null("end_of_word_suffix").empty())
+    fail("BPE with continuing_subword_prefix / end_of_word_suffix is not supported");
+  if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].get<double>() != 0.0)
+    fail("BPE dropout is not supported (it makes encoding random)");
+  m_fuse_unk = model.value("fuse_unk", false);
+  m_byte_fallback = model.value("byte_fallback", false);
+  m_ignore_merges = model.value("ignore_merges", false);
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    fail("model.vocab must be an object of token -> id");
+  for (const auto& [token, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > 10'000'000)
+      fail(fmt::format("model.vocab id of '{}' must be a non-negative integer", token));
+    const auto i = static_cast<std::int32_t>(id.get<std::int64_t>());
+    m_vocab.emplace(token, i);
+    if (static_cast<std::size_t>(i) >= m_tokens.size())
+      m_tokens.resize(static_cast<std::size_t>(i) + 1);
+    m_tokens[static_cast<std::size_t>(i)] = token;
+  }
+  const auto unk = string_or_null("unk_token");
+  if (!unk.empty()) {
+    if (const auto id = find(unk))
+      m_unk = *id;
+    else
+      fail("model.unk_token '" + unk + "' is not in the vocabulary");
+  }
+  if (!model.contains("merges") || !model["merges"].is_array())
+    fail("model.merges must be an array");
+  std::int32_t rank = 0;
+  for (const auto& merge : model["merges"]) {
+    std::string left, right;
+    if (merge.is_string()) {
+      const auto text = merge.get<std::string>();
+      const auto space = text.find(' ', 1);
+      if (space == std::string::npos)
+        fail(fmt::format("merge {} '{}' is not two tokens separated by a space", rank, text));
+      left = text.substr(0, space);
+      right = text.substr(space + 1);
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      left = merge[0].get<std::string>();
+      right = merge[1].get<std::string>();
+    } else {
+      fail(fmt::format("merge {} is neither \"a b\" nor [\"a\", \"b\"]", rank));
+    }
+    const auto a = find(left), b = find(right), merged = find(left + right);
+    if (!a || !b || !merged)
+      fail(fmt::format("merge {} ('{}' + '{}') uses a token missing from the vocabulary", rank, left, right));
+    m_merges.emplace(pair_key(*a, *b), Merge{rank, *merged});
+    ++rank;
+  }
+  for (int b = 0; b < 256; ++b) {
+    const auto id = find(fmt::format("<0x{:02X}>", b));
+    m_byte_tokens[b] = id.value_or(-1);
+    if (m_byte_fallback && !id)
+      fail(fmt::format("byte_fallback is on but the vocabulary has no <0x{:02X}> token", b));
+  }
+}
+
+std::optional<std::int32_t>
+BpeModel::find(std::string_view token) const {
+  const auto it = m_vocab.find(std::string(token));
+  return it == m_vocab.end() ? std::nullopt : std::optional(it->second);
+}
+
+const std::string&
+BpeModel::token(std::int32_t id) const {
+  static const std::string empty;
+  return id >= 0 && static_cast<std::size_t>(id) < m_tokens.size() ? m_tokens[static_cast<std::size_t>(id)] : empty;
+}
+
+void
+BpeModel::initial_symbols(std::string_view word, std::vector<std::int32_t>& ids) const {
+  bool last_was_unk = false;
+  for (std::size_t i = 0; i < word.size();) {
+    const std::size_t n = std::min(utf8_length(static_cast<unsigned char>(word[i])), word.size() - i);
+    const auto piece = word.substr(i, n);
+    i += n;
+    if (const auto id = find(piece)) {
+      ids.push_back(*id);
+      last_was_unk = false;
+    } else if (m_byte_fallback) {
+      for (const char c : piece)
+        ids.push_back(m_byte_tokens[static_cast<unsigned char>(c)]);
+      last_was_unk = false;
+    } else if (m_unk) {
+      if (!(m_fuse_unk && last_was_unk))
+        ids.push_back(*m_unk);
+      last_was_unk = true;
+    } else {
+      throw InputError("text contains '" + std::string(piece) +
+                       "', which this tokenizer cannot encode (no such token, no byte fallback, no unk_token)");
+    }
+  }
+}
+
+void
+BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& out) const {
+  if (m_ignore_merges)
+    if (const auto id = find(word)) {
+      out.push_back(*id);
+      return;
+    }
+  std::vector<std::int32_t> ids;
+  initial_symbols(word, ids);
+  const auto n = static_cast<std::int32_t>(ids.size());
+  if (n < 2) {
+    out.insert(out.end(), ids.begin(), ids.end());
+    return;
+  }
+  std::vector<std::int32_t> prev(static_cast<std::size_t>(n)), next(static_cast<std::size_t>(n));
+  std::vector<bool> alive(static_cast<std::size_t>(n), true);
+  for (std::int32_t i = 0; i < n; ++i) {
+    prev[static_cast<std::size_t>(i)] = i - 1;
+    next[static_cast<std::size_t>(i)] = i + 1 < n ? i + 1 : -1;
+  }
+  using Candidate = std::pair<std::int32_t, std::int32_t>; // (rank, position of the left symbol)
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  const auto consider = [&](std::int32_t left) {
+    const auto right = next[static_cast<std::size_t>(left)];
+    if (left < 0 || right < 0)
+      return;
+    const auto it = m_merges.find(pair_key(ids[static_cast<std::size_t>(left)], ids[static_cast<std::size_t>(right)]));
+    if (it != m_merges.end())
+      heap.emplace(it->second.rank, left);
+  };
+  for (std::int32_t i = 0; i + 1 < n; ++i)
+    consider(i);
+  while (!heap.empty()) {
+    const auto [rank, left] = heap.top();
+    heap.pop();
+    const auto l = static_cast<std::size_t>(left);
+    if (!alive[l] || next[l] < 0)
+      continue;
+    const auto r = static_cast<std::size_t>(next[l]);
+    const auto it = m_merges.find(pair_key(ids[l], ids[r]));
+    if (it == m_merges.end() || it->second.rank != rank)
+      continue; // stale: one side was merged since
+    ids[l] = it->second.merged;
+    alive[r] = false;
+    next[l] = next[r];
+    if (next[r] >= 0)
+      prev[static_cast<std::size_t>(next[r])] = left;
+    consider(prev[l]);
+    consider(left);
+  }
+  for (std::int32_t i = 0; i >= 0; i = next[static_cast<std::size_t>(i)])
+    out.push_back(ids[static_cast<std::size_t>(i)]);
+}
+
+} // namespace optkit::model

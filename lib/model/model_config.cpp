@@ -1,0 +1,211 @@
+#include "model/model_config.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <numbers>
+
+namespace optkit::model {
+
+namespace {
+
+using nlohmann::json;
+
+std::int64_t
+positive_int(const json& config, const std::string& source, const std::string& key) {
+  if (!config.contains(key))
+    throw InputError(source + ": missing required key '" + key + "'");
+  const auto& v = config[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
+    throw InputError(source + ": '" + key + "' must be a positive integer, got " + v.dump());
+  return v.get<std::int64_t>();
+}
+
+double
+number_or(const json& config, const std::string& source, const std::string& key, double fallback) {
+  if (!config.contains(key) || config[key].is_null())
+    return fallback;
+  if (!config[key].is_number())
+    throw InputError(source + ": '" + key + "' must be a number, got " + config[key].dump());
+  return config[key].get<double>();
+}
+
+bool
+bool_or(const json& config, const std::string& source, const std::string& key, bool fallback) {
+  if (!config.contains(key) || config[key].is_null())
+    return fallback;
+  if (!config[key].is_boolean())
+    throw InputError(source + ": '" + key + "' must be true or false, got " + config[key].dump());
+  return config[key].get<bool>();
+}
+
+std::optional<RopeScaling>
+parse_rope_scaling(const json& config, const std::string& source) {
+  if (!config.contains("rope_scaling") || config["rope_scaling"].is_null())
+    return std::nullopt;
+  const auto& s = config["rope_scaling"];
+  if (!s.is_object())
+    throw InputError(source + ": 'rope_scaling' must be an object or null");
+  std::string type;
+  for (const char* key : {"rope_type", "type"})
+    if (s.contains(key) && s[key].is_string()) {
+      type = s[key].get<std::string>();
+      break;
+    }
+  if (type == "default")
+    return std::nullopt;
+  if (type != "llama3" && type != "linear")
+    throw InputError(source + ": rope_scaling type '" + type +
+                     "' is not supported (supported: llama3, linear, default)");
+  RopeScaling r;
+  r.type = type;
+  r.factor = number_or(s, source + " rope_scaling", "factor", 0.0);
+  if (r.factor <= 0)
+    throw InputError(source + ": rope_scaling needs a positive 'factor'");
+  if (type == "llama3") {
+    for (const char* key : {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      if (!s.contains(key))
+        throw InputError(source + ": rope_scaling type llama3 needs '" + std::string(key) + "'");
+    r.low_freq_factor = number_or(s, source, "low_freq_factor", 1.0);
+    r.high_freq_factor = number_or(s, source, "high_freq_factor", 4.0);
+    r.original_max_position_embeddings = number_or(s, source, "original_max_position_embeddings", 8192);
+    if (r.high_freq_factor <= r.low_freq_factor)
+      throw InputError(source + ": rope_scaling high_freq_factor must exceed low_freq_factor");
+  }
+  return r;
+}
+
+std::vector<std::int64_t>
+token_ids(const json& value) {
+  std::vector<std::int64_t> out;
+  if (value.is_number_integer())
+    out.push_back(value.get<std::int64_t>());
+  else if (value.is_array())
+    for (const auto& v : value)
+      if (v.is_number_integer())
+        out.push_back(v.get<std::int64_t>());
+  return out;
+}
+
+} // namespace
+
+std::string_view
+supported_architectures() {
+  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+}
+
+std::int64_t
+ModelConfig::parameter_count() const {
+  const std::int64_t attention = hidden_size * q_dim() * 2 + hidden_size * kv_dim() * 2 +
+                                 (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (qk_norm ? 2 * head_dim : 0);
+  const std::int64_t mlp = 3 * hidden_size * intermediate_size;
+  const std::int64_t layer = attention + mlp + 2 * hidden_size;
+  return num_layers * layer + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
+}
+
+ModelConfig
+parse_model_config(const json& config, const std::string& source) {
+  if (!config.is_object())
+    throw InputError(source + ": not a JSON object");
+  if (!config.contains("architectures") || !config["architectures"].is_array() || config["architectures"].empty() ||
+      !config["architectures"][0].is_string())
+    throw InputError(source + ": missing 'architectures' (supported: " + std::string(supported_architectures()) + ")");
+  ModelConfig c;
+  c.architecture_name = config["architectures"][0].get<std::string>();
+  if (c.architecture_name == "LlamaForCausalLM")
+    c.architecture = Architecture::llama;
+  else if (c.architecture_name == "MistralForCausalLM")
+    c.architecture = Architecture::mistral;
+  else if (c.architecture_name == "Qwen2ForCausalLM")
+    c.architecture = Architecture::qwen2;
+  else if (c.architecture_name == "Qwen3ForCausalLM")
+    c.architecture = Architecture::qwen3;
+  else
+    throw InputError(source + ": architecture '" + c.architecture_name +
+                     "' is not supported (supported: " + std::string(supported_architectures()) + ")");
+  c.vocab_size = positive_int(config, source, "vocab_size");
+  c.hidden_size = positive_int(config, source, "hidden_size");
+  c.intermediate_size = positive_int(config, source, "intermediate_size");
+  c.num_layers = positive_int(config, source, "num_hidden_layers");
+  c.num_heads = positive_int(config, source, "num_attention_heads");
+  c.num_kv_heads = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()
+                       ? positive_int(config, source, "num_key_value_heads")
+                       : c.num_heads;
+  if (c.num_heads % c.num_kv_heads != 0)
+    throw InputError(source + ": num_attention_heads " + std::to_string(c.num_heads) +
+                     " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
+  if (config.contains("head_dim") && !config["head_dim"].is_null())
+    c.head_dim = positive_int(config, source, "head_dim");
+  else if (c.hidden_size % c.num_heads == 0)
+    c.head_dim = c.hidden_size / c.num_heads;
+  else
+    throw InputError(source + ": hidden_size is not a multiple of num_attention_heads and no 'head_dim' is given");
+  if (c.head_dim % 2 != 0)
+    throw InputError(source + ": head_dim " + std::to_string(c.head_dim) + " must be even for rotary embeddings");
+  c.max_position_embeddings =
+      config.contains("max_position_embeddings") ? positive_int(config, source, "max_position_embeddings") : 2048;
+  c.rms_norm_eps = static_cast<float>(number_or(config, source, "rms_norm_eps", 1e-6));
+  c.rope_theta = number_or(config, source, "rope_theta", 10000.0);
+  c.rope_scaling = parse_rope_scaling(config, source);
+  c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", false);
+  c.qkv_bias = c.architecture == Architecture::qwen2 || bool_or(config, source, "attention_bias", false);
+  c.qk_norm = c.architecture == Architecture::qwen3;
+  if (c.architecture == Architecture::mistral && config.contains("sliding_window") &&
+      !config["sliding_window"].is_null())
+    c.sliding_window = positive_int(config, source, "sliding_window");
+  if (config.contains("hidden_act") && config["hidden_act"] != "silu")
+    throw InputError(source + ": hidden_act " + config["hidden_act"].dump() + " is not supported (supported: silu)");
+  if (config.contains("bos_token_id") && config["bos_token_id"].is_number_integer())
+    c.bos_token_id = config["bos_token_id"].get<std::int64_t>();
+  if (config.contains("eos_token_id"))
+    c.eos_token_ids = token_ids(config["eos_token_id"]);
+  if (config.contains("torch_dtype") && config["torch_dtype"].is_string())
+    c.torch_dtype = config["torch_dtype"].get<std::string>();
+  return c;
+}
+
+ModelConfig
+load_model_config(const std::filesystem::path& model_dir) {
+  const auto path = model_dir / "config.json";
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path.string() + ": cannot open (is --model a Hugging Face model folder?)");
+  json config;
+  try {
+    config = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError(path.string() + ": not valid JSON: " + e.what());
+  }
+  return parse_model_config(config, path.string());
+}
+
+std::vector<double>
+rope_inverse_frequencies(const ModelConfig& c) {
+  std::vector<double> inv(static_cast<std::size_t>(c.head_dim / 2));
+  for (std::size_t i = 0; i < inv.size(); ++i)
+    inv[i] = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
+  if (!c.rope_scaling)
+    return inv;
+  const auto& s = *c.rope_scaling;
+  if (s.type == "linear") {
+    for (auto& f : inv)
+      f /= s.factor;
+    return inv;
+  }
+  const double low_wavelen = s.original_max_position_embeddings / s.low_freq_factor;
+  const double high_wavelen = s.original_max_position_embeddings / s.high_freq_factor;
+  for (auto& f : inv) {
+    const double wavelen = 2.0 * std::numbers::pi / f;
+    if (wavelen > low_wavelen) {
+      f /= s.factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth =
+          (s.original_max_position_embeddings / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      f = (1.0 - smooth) * f / s.factor + smooth * f;
+    }
+  }
+  return inv;
+}
+
+} // namespace optkit::model

@@ -1,0 +1,62 @@
+// The architecture of a Hugging Face causal LM as its config.json describes it. Supported:
+// LlamaForCausalLM (incl. rope_scaling llama3 and linear), MistralForCausalLM (sliding window),
+// Qwen2ForCausalLM (q/k/v bias), Qwen3ForCausalLM (q/k RMSNorm); grouped-query attention and tied
+// embeddings for all of them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::model {
+
+enum class Architecture { llama, mistral, qwen2, qwen3 };
+
+struct RopeScaling {
+  std::string type; // "llama3" or "linear"
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  double original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  Architecture architecture = Architecture::llama;
+  std::string architecture_name; // as written in config.json
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t max_position_embeddings = 0;
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;
+  bool qk_norm = false;
+  std::int64_t sliding_window = 0; // 0: full attention
+  std::optional<std::int64_t> bos_token_id;
+  std::vector<std::int64_t> eos_token_ids;
+  std::string torch_dtype;
+
+  std::int64_t q_dim() const { return num_heads * head_dim; }
+  std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  std::int64_t parameter_count() const;
+};
+
+// `source` names the file in messages. Throws InputError for a missing/ill-typed key or an
+// unsupported architecture (naming the supported list).
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
+ModelConfig load_model_config(const std::filesystem::path& model_dir);
+std::string_view supported_architectures();
+
+// RoPE inverse frequencies (head_dim / 2 of them) including rope_scaling.
+std::vector<double> rope_inverse_frequencies(const ModelConfig& config);
+
+} // namespace optkit::model

@@ -1,0 +1,75 @@
+// The safetensors format: an 8-byte little-endian header length N, N bytes of JSON naming every
+// tensor's dtype, shape and [begin, end) byte span in the data section that follows.
+//
+// parse_safetensors() validates everything before any byte of tensor data is trusted: the header
+// length bound, the JSON, known dtypes, shape x dtype size = span, spans inside the file, no
+// duplicate names, and spans that tile the data section exactly (no overlap, no holes).
+#pragma once
+
+#include "model/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace optkit::model {
+
+inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0; // byte offsets into the data section
+  std::uint64_t end = 0;
+
+  std::uint64_t element_count() const;
+};
+
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors; // in header order
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_offset = 0; // 8 + N: where the data section starts in the file
+};
+
+// Validates `file` (the whole file's bytes); `source` names it in error messages. Throws
+// InputError on any defect.
+SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::string& source);
+
+// A read-only view of one tensor's bytes inside a mapped file.
+struct TensorView {
+  const TensorInfo* info = nullptr;
+  std::span<const std::byte> bytes;
+
+  DType dtype() const { return info->dtype; }
+  const std::vector<std::int64_t>& shape() const { return info->shape; }
+  std::uint64_t element_count() const { return info->element_count(); }
+  float at(std::size_t index) const { return element_as_float(info->dtype, bytes.data(), index); }
+};
+
+// A safetensors file mapped read-only into memory (zero copy) and validated on open.
+class SafetensorsFile {
+public:
+  explicit SafetensorsFile(const std::filesystem::path& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::filesystem::path& path() const { return m_path; }
+  const SafetensorsHeader& header() const { return m_header; }
+  // nullptr-info view when absent.
+  TensorView find(const std::string& name) const;
+
+private:
+  std::filesystem::path m_path;
+  const std::byte* m_data = nullptr;
+  std::size_t m_size = 0;
+  SafetensorsHeader m_header;
+  std::map<std::string, std::size_t, std::less<>> m_index;
+};
+
+} // namespace optkit::model

@@ -1,0 +1,88 @@
+#include "model/weight_store.hpp"
+
+#include "core/error.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace optkit::model {
+
+namespace {
+
+nlohmann::json
+read_index(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path.string() + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+} // namespace
+
+WeightStore::WeightStore(const std::filesystem::path& model_dir) : m_dir(model_dir) {
+  const auto index_path = model_dir / "model.safetensors.index.json";
+  const auto single_path = model_dir / "model.safetensors";
+  if (std::filesystem::exists(index_path)) {
+    const auto index = read_index(index_path);
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      throw InputError(index_path.string() + ": has no 'weight_map' object");
+    std::map<std::string, const SafetensorsFile*> by_file;
+    for (const auto& [tensor, file] : index["weight_map"].items()) {
+      if (!file.is_string())
+        throw InputError(index_path.string() + ": weight_map entry '" + tensor + "' is not a file name");
+      const auto name = file.get<std::string>();
+      if (name.find('/') != std::string::npos || name == ".." || name.empty())
+        throw InputError(index_path.string() + ": weight_map names '" + name + "', which is not a file in the folder");
+      if (!by_file.contains(name)) {
+        m_files.push_back(model_dir / name);
+        m_shards.push_back(std::make_unique<SafetensorsFile>(model_dir / name));
+        by_file[name] = m_shards.back().get();
+      }
+      const auto* shard = by_file[name];
+      if (!shard->find(tensor).info)
+        throw InputError(index_path.string() + ": maps '" + tensor + "' to " + name + ", which does not contain it");
+      m_owner.emplace(tensor, shard);
+    }
+    for (const auto& shard : m_shards)
+      for (const auto& t : shard->header().tensors)
+        if (!m_owner.contains(t.name))
+          throw InputError(shard->path().string() + ": tensor '" + t.name + "' is missing from " +
+                           index_path.filename().string());
+  } else if (std::filesystem::exists(single_path)) {
+    m_files.push_back(single_path);
+    m_shards.push_back(std::make_unique<SafetensorsFile>(single_path));
+    for (const auto& t : m_shards.back()->header().tensors)
+      m_owner.emplace(t.name, m_shards.back().get());
+  } else {
+    throw InputError(model_dir.string() + ": no model.safetensors or model.safetensors.index.json (is this a Hugging "
+                                          "Face model folder?)");
+  }
+}
+
+TensorView
+WeightStore::find(const std::string& name) const {
+  const auto it = m_owner.find(name);
+  return it == m_owner.end() ? TensorView{} : it->second->find(name);
+}
+
+TensorView
+WeightStore::require(const std::string& name) const {
+  auto view = find(name);
+  if (!view.info)
+    throw InputError(m_dir.string() + ": tensor '" + name + "' is missing from the weights");
+  return view;
+}
+
+std::vector<std::string>
+WeightStore::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, file] : m_owner)
+    out.push_back(name);
+  return out;
+}
+
+} // namespace optkit::model

@@ -1,0 +1,34 @@
+// All tensors of a Hugging Face model folder: model.safetensors, or the shards that
+// model.safetensors.index.json names (every mapped tensor must be in its shard and every shard
+// tensor must be mapped).
+#pragma once
+
+#include "model/safetensors.hpp"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace optkit::model {
+
+class WeightStore {
+public:
+  explicit WeightStore(const std::filesystem::path& model_dir);
+
+  // View with info == nullptr when absent.
+  TensorView find(const std::string& name) const;
+  // Throws InputError naming the folder and tensor when absent.
+  TensorView require(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::vector<std::filesystem::path>& files() const { return m_files; }
+
+private:
+  std::filesystem::path m_dir;
+  std::vector<std::filesystem::path> m_files;
+  std::vector<std::unique_ptr<SafetensorsFile>> m_shards;
+  std::map<std::string, const SafetensorsFile*, std::less<>> m_owner;
+};
+
+} // namespace optkit::model

@@ -1,0 +1,200 @@
+// Dense F32/BF16/F16 weights. Few activation rows (decode): each thread streams its share of W's
+// rows once and forms up to four dot products per row with AVX2+FMA (scalar fallback elsewhere),
+// which keeps decode bound by memory bandwidth. Many rows (prefill): blocks of W are widened to
+// fp32 and handed to OpenBLAS sgemm.
+#include "runtime/linear_weight.hpp"
+
+#include "core/error.hpp"
+#include "runtime/thread_pool.hpp"
+
+#include <algorithm>
+#include <cblas.h>
+#include <cstring>
+#include <immintrin.h>
+#include <vector>
+
+namespace optkit::runtime {
+
+namespace {
+
+using model::DType;
+
+constexpr std::int64_t kBlasMinRows = 8;      // activation rows from which sgemm pays off
+constexpr std::int64_t kWidenBlockRows = 256; // W rows widened to fp32 per sgemm call
+
+struct Bf16 {
+  std::uint16_t bits;
+};
+struct F16 {
+  std::uint16_t bits;
+};
+
+inline float
+to_float(float v) {
+  return v;
+}
+inline float
+to_float(Bf16 v) {
+  return model::bf16_to_float(v.bits);
+}
+inline float
+to_float(F16 v) {
+  return model::f16_to_float(v.bits);
+}
+
+#define OPTKIT_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+OPTKIT_AVX2 inline __m256
+load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+OPTKIT_AVX2 inline __m256
+load8(const Bf16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+OPTKIT_AVX2 inline __m256
+load8(const F16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+OPTKIT_AVX2 inline float
+horizontal_sum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+// y[i, r] for r in [r0, r1), i in [0, m): dot(x[i], W[r]).
+template <typename T>
+OPTKIT_AVX2 void
+dot_rows_avx2(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+              std::int64_t ldy) {
+  const std::int64_t vec_end = cols - cols % 8;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* wr = w + r * cols;
+    for (std::int64_t i0 = 0; i0 < m; i0 += 4) {
+      const std::int64_t n = std::min<std::int64_t>(4, m - i0);
+      const float* x0 = x + i0 * cols;
+      const float* x1 = x0 + (n > 1 ? cols : 0);
+      const float* x2 = x0 + (n > 2 ? 2 * cols : 0);
+      const float* x3 = x0 + (n > 3 ? 3 * cols : 0);
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (std::int64_t c = 0; c < vec_end; c += 8) {
+        const __m256 wv = load8(wr + c);
+        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + c), a0);
+        a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + c), a1);
+        a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x2 + c), a2);
+        a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x3 + c), a3);
+      }
+      float s[4] = {horizontal_sum(a0), horizontal_sum(a1), horizontal_sum(a2), horizontal_sum(a3)};
+      for (std::int64_t c = vec_end; c < cols; ++c) {
+        const float wv = to_float(wr[c]);
+        s[0] += wv * x0[c];
+        s[1] += wv * x1[c];
+        s[2] += wv * x2[c];
+        s[3] += wv * x3[c];
+      }
+      for (std::int64_t k = 0; k < n; ++k)
+        y[(i0 + k) * ldy + r] = s[k];
+    }
+  }
+}
+
+template <typename T>
+void
+dot_rows_scalar(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m,
+                float* y, std::int64_t ldy) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* wr = w + r * cols;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* xi = x + i * cols;
+      float s = 0.0f;
+      for (std::int64_t c = 0; c < cols; ++c)
+        s += to_float(wr[c]) * xi[c];
+      y[i * ldy + r] = s;
+    }
+  }
+}
+
+bool
+cpu_has_avx2() {
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+template <typename T> class DenseWeight final : public LinearWeight {
+public:
+  DenseWeight(const T* data, std::int64_t rows, std::int64_t cols, std::string format)
+      : m_data(data), m_rows(rows), m_cols(cols), m_format(std::move(format)) {}
+
+  std::int64_t rows() const override { return m_rows; }
+  std::int64_t cols() const override { return m_cols; }
+  std::string format() const override { return m_format; }
+  std::uint64_t storage_bytes() const override { return static_cast<std::uint64_t>(m_rows * m_cols) * sizeof(T); }
+
+  void row(std::int64_t r, float* out) const override {
+    const T* wr = m_data + r * m_cols;
+    for (std::int64_t c = 0; c < m_cols; ++c)
+      out[c] = to_float(wr[c]);
+  }
+
+  void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
+    if (m >= kBlasMinRows) {
+      multiply_blas(x, m, y, pool);
+      return;
+    }
+    const bool avx2 = cpu_has_avx2();
+    pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) {
+      if (avx2)
+        dot_rows_avx2(m_data, m_cols, r0, r1, x, m, y, m_rows);
+      else
+        dot_rows_scalar(m_data, m_cols, r0, r1, x, m, y, m_rows);
+    });
+  }
+
+private:
+  void multiply_blas(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
+    const auto M = static_cast<blasint>(m), K = static_cast<blasint>(m_cols), N = static_cast<blasint>(m_rows);
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, m_data, K, 0.0f, y, N);
+    } else {
+      std::vector<float> block(static_cast<std::size_t>(std::min(kWidenBlockRows, m_rows) * m_cols));
+      for (std::int64_t r0 = 0; r0 < m_rows; r0 += kWidenBlockRows) {
+        const std::int64_t n = std::min(kWidenBlockRows, m_rows - r0);
+        pool.parallel_for(n, [&](std::int64_t a, std::int64_t b) {
+          for (std::int64_t r = a; r < b; ++r)
+            row(r0 + r, block.data() + r * m_cols);
+        });
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block.data(), K,
+                    0.0f, y + r0, N);
+      }
+    }
+  }
+
+  const T* m_data;
+  std::int64_t m_rows, m_cols;
+  std::string m_format;
+};
+
+} // namespace
+
+std::unique_ptr<LinearWeight>
+make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols) {
+  if (static_cast<std::uint64_t>(rows * cols) * model::dtype_size(dtype) != bytes.size())
+    throw InputError("dense weight of " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
+                     std::string(model::dtype_name(dtype)) + " does not match its " + std::to_string(bytes.size()) +
+                     " bytes");
+  switch (dtype) {
+  case DType::f32:
+    return std::make_unique<DenseWeight<float>>(reinterpret_cast<const float*>(bytes.data()), rows, cols, "f32");
+  case DType::bf16:
+    return std::make_unique<DenseWeight<Bf16>>(reinterpret_cast<const Bf16*>(bytes.data()), rows, cols, "bf16");
+  case DType::f16:
+    return std::make_unique<DenseWeight<F16>>(reinterpret_cast<const F16*>(bytes.data()), rows, cols, "f16");
+  default:
+    throw InputError("a dense weight must be F32, BF16 or F16, not " + std::string(model::dtype_name(dtype)));
+  }
+}
+
+} // namespace optkit::runtime

@@ -1,0 +1,25 @@
+// Element-wise and attention kernels of the CPU runtime (fp32 activations).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace optkit::runtime {
+
+// out = x / rms(x) * weight over `n` values; x and out may alias.
+void rms_norm(const float* x, const float* weight, std::int64_t n, float eps, float* out);
+
+// Rotates one head vector in place, Hugging Face layout (first half paired with second half):
+// v' = v * cos + rotate_half(v) * sin, with cos/sin of position x inverse frequency (head_dim/2 each).
+void apply_rope(float* head, std::int64_t head_dim, const float* cos, const float* sin);
+
+// gate = silu(gate) * up, elementwise over n.
+void silu_multiply(float* gate, const float* up, std::int64_t n);
+
+// Causal attention of one query head at absolute position `position` over cached keys/values of
+// positions [first, position] (rows of `stride` floats; the head's slice starts at `offset`).
+// Writes head_dim outputs; `scores` needs position + 1 floats of scratch.
+void attend(const float* query, const float* keys, const float* values, std::int64_t stride, std::int64_t offset,
+            std::int64_t first, std::int64_t position, std::int64_t head_dim, float scale, float* scores, float* out);
+
+} // namespace optkit::runtime

@@ -1,0 +1,37 @@
+// The weight interface of the runtime. Every linear layer is a LinearWeight: y = x · Wᵀ with
+// W [rows = out features, cols = in features], fp32 activations and fp32 accumulation. The dense
+// implementation reads F32 / BF16 / F16 tensors in place from the mapped safetensors file (zero
+// copy); quantized formats (int8 channel, int4 group, fp8, 2:4) implement the same interface and
+// are chosen when the model is loaded, so the transformer code never changes per format.
+#pragma once
+
+#include "model/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace optkit::runtime {
+
+class ThreadPool;
+
+class LinearWeight {
+public:
+  virtual ~LinearWeight() = default;
+  virtual std::int64_t rows() const = 0;
+  virtual std::int64_t cols() const = 0;
+  // y[m, rows] = x[m, cols] · Wᵀ; x and y are row-major and densely packed.
+  virtual void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const = 0;
+  // Row r of W as fp32 (used for embedding lookups and tests).
+  virtual void row(std::int64_t r, float* out) const = 0;
+  virtual std::string format() const = 0;
+  virtual std::uint64_t storage_bytes() const = 0;
+};
+
+// W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it).
+std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<const std::byte> bytes, std::int64_t rows,
+                                                std::int64_t cols);
+
+} // namespace optkit::runtime

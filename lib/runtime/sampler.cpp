@@ -1,0 +1,73 @@
+#include "runtime/sampler.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace optkit::runtime {
+
+TokenId
+argmax(std::span<const float> logits) {
+  return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+Sampler::Sampler(SamplingParams params) : m_params(params), m_rng(params.seed) {
+  if (params.temperature < 0.0f)
+    throw InputError("temperature must be >= 0, got " + std::to_string(params.temperature));
+  if (params.top_p <= 0.0f || params.top_p > 1.0f)
+    throw InputError("top_p must be in (0, 1], got " + std::to_string(params.top_p));
+  if (params.top_k < 0)
+    throw InputError("top_k must be >= 0, got " + std::to_string(params.top_k));
+}
+
+TokenId
+Sampler::next(std::span<const float> logits) {
+  if (m_params.temperature == 0.0f)
+    return argmax(logits);
+  std::vector<std::int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto by_logit = [&](std::int32_t a, std::int32_t b) {
+    const float la = logits[static_cast<std::size_t>(a)], lb = logits[static_cast<std::size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  };
+  std::size_t keep = order.size();
+  if (m_params.top_k > 0 && static_cast<std::size_t>(m_params.top_k) < keep) {
+    keep = static_cast<std::size_t>(m_params.top_k);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), by_logit);
+  } else {
+    std::sort(order.begin(), order.end(), by_logit);
+  }
+  const float top = logits[static_cast<std::size_t>(order[0])];
+  std::vector<double> probs(keep);
+  double total = 0.0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp(static_cast<double>(logits[static_cast<std::size_t>(order[i])] - top) /
+                        static_cast<double>(m_params.temperature));
+    total += probs[i];
+  }
+  if (m_params.top_p < 1.0f) {
+    double cumulative = 0.0;
+    std::size_t cut = keep;
+    for (std::size_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / total;
+      if (cumulative >= static_cast<double>(m_params.top_p)) {
+        cut = i + 1;
+        break;
+      }
+    }
+    keep = cut;
+    total = std::accumulate(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(keep), 0.0);
+  }
+  double draw = std::uniform_real_distribution<double>(0.0, total)(m_rng);
+  for (std::size_t i = 0; i < keep; ++i) {
+    draw -= probs[i];
+    if (draw < 0.0)
+      return order[i];
+  }
+  return order[keep - 1];
+}
+
+} // namespace optkit::runtime

@@ -1,0 +1,33 @@
+// Picks the next token from a row of logits: greedy (temperature 0), or seeded sampling with
+// temperature, top-k and top-p (nucleus) filtering, applied in that order as vLLM does.
+#pragma once
+
+#include "runtime/language_model.hpp"
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace optkit::runtime {
+
+struct SamplingParams {
+  float temperature = 0.0f; // 0: greedy
+  std::int64_t top_k = 0;   // 0: all tokens
+  float top_p = 1.0f;       // 1: no nucleus cut
+  std::uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+  explicit Sampler(SamplingParams params);
+  TokenId next(std::span<const float> logits);
+
+private:
+  SamplingParams m_params;
+  std::mt19937_64 m_rng;
+};
+
+// Index of the largest logit (lowest index on ties).
+TokenId argmax(std::span<const float> logits);
+
+} // namespace optkit::runtime

@@ -1,0 +1,42 @@
+// A fixed set of worker threads for data-parallel loops in the CPU runtime.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace optkit::runtime {
+
+class ThreadPool {
+public:
+  // 0 = one thread per hardware thread.
+  explicit ThreadPool(unsigned threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(m_workers.size()) + 1; }
+
+  // Calls body(begin, end) over [0, count) split into about size() contiguous parts, on the
+  // workers and the calling thread; returns when all parts are done. Rethrows the first exception.
+  void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body);
+
+private:
+  void worker_loop(unsigned index);
+
+  std::vector<std::thread> m_workers;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::condition_variable m_done;
+  const std::function<void(std::int64_t, std::int64_t)>* m_body = nullptr;
+  std::int64_t m_count = 0;
+  std::uint64_t m_generation = 0;
+  unsigned m_pending = 0;
+  bool m_stop = false;
+  std::exception_ptr m_error;
+};
+
+} // namespace optkit::runtime

@@ -1,0 +1,223 @@
+#include "runtime/transformer.hpp"
+
+#include "core/error.hpp"
+#include "runtime/kernels.hpp"
+#include "runtime/weight_loader.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace optkit::runtime {
+
+namespace {
+
+void
+add_bias(std::vector<float>& y, const std::vector<float>& bias, std::int64_t rows) {
+  const auto n = static_cast<std::int64_t>(bias.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i)
+      y[static_cast<std::size_t>(r * n + i)] += bias[static_cast<std::size_t>(i)];
+}
+
+} // namespace
+
+CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOptions options)
+    : m_config(model::load_model_config(model_dir))
+    , m_store(std::make_unique<model::WeightStore>(model_dir))
+    , m_pool(options.threads)
+    , m_cache(m_config.num_layers, m_config.kv_dim(), m_config.max_position_embeddings) {
+  const auto& c = m_config;
+  m_embedding = load_linear(*m_store, "model.embed_tokens", c.vocab_size, c.hidden_size);
+  if (c.tie_word_embeddings && !m_store->find("lm_head.weight").info) {
+    m_lm_head = m_embedding.get();
+  } else {
+    m_lm_head_owned = load_linear(*m_store, "lm_head", c.vocab_size, c.hidden_size);
+    m_lm_head = m_lm_head_owned.get();
+  }
+  m_final_norm = load_vector(*m_store, "model.norm.weight", c.hidden_size);
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const auto p = fmt::format("model.layers.{}.", i);
+    Layer l;
+    l.input_norm = load_vector(*m_store, p + "input_layernorm.weight", c.hidden_size);
+    l.post_norm = load_vector(*m_store, p + "post_attention_layernorm.weight", c.hidden_size);
+    l.q = load_linear(*m_store, p + "self_attn.q_proj", c.q_dim(), c.hidden_size);
+    l.k = load_linear(*m_store, p + "self_attn.k_proj", c.kv_dim(), c.hidden_size);
+    l.v = load_linear(*m_store, p + "self_attn.v_proj", c.kv_dim(), c.hidden_size);
+    l.o = load_linear(*m_store, p + "self_attn.o_proj", c.hidden_size, c.q_dim());
+    if (c.qkv_bias) {
+      l.q_bias = load_vector(*m_store, p + "self_attn.q_proj.bias", c.q_dim());
+      l.k_bias = load_vector(*m_store, p + "self_attn.k_proj.bias", c.kv_dim());
+      l.v_bias = load_vector(*m_store, p + "self_attn.v_proj.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      l.q_norm = load_vector(*m_store, p + "self_attn.q_norm.weight", c.head_dim);
+      l.k_norm = load_vector(*m_store, p + "self_attn.k_norm.weight", c.head_dim);
+    }
+    l.gate = load_linear(*m_store, p + "mlp.gate_proj", c.intermediate_size, c.hidden_size);
+    l.up = load_linear(*m_store, p + "mlp.up_proj", c.intermediate_size, c.hidden_size);
+    l.down = load_linear(*m_store, p + "mlp.down_proj", c.hidden_size, c.intermediate_size);
+    m_layers.push_back(std::move(l));
+  }
+  for (const double f : model::rope_inverse_frequencies(c))
+    m_inv_freq.push_back(static_cast<float>(f));
+}
+
+std::uint64_t
+CpuTransformer::weight_bytes() const {
+  std::uint64_t total = m_lm_head->storage_bytes();
+  for (const auto& l : m_layers)
+    for (const auto* w : {l.q.get(), l.k.get(), l.v.get(), l.o.get(), l.gate.get(), l.up.get(), l.down.get()})
+      total += w->storage_bytes();
+  return total;
+}
+
+std::vector<float>
+CpuTransformer::forward(std::span<const SequenceInput> inputs) {
+  const auto& c = m_config;
+  std::vector<std::int64_t> row_sequence, row_position, first_position;
+  for (std::size_t s = 0; s < inputs.size(); ++s) {
+    const auto& in = inputs[s];
+    if (in.tokens.empty())
+      throw InputError(fmt::format("forward input {} has no tokens", s));
+    for (std::size_t t = 0; t < s; ++t)
+      if (inputs[t].sequence == in.sequence)
+        throw InputError(fmt::format("sequence {} appears twice in one forward pass", in.sequence));
+    const auto start = m_cache.reserve(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
+    first_position.push_back(start);
+    for (std::size_t t = 0; t < in.tokens.size(); ++t) {
+      if (in.tokens[t] < 0 || in.tokens[t] >= c.vocab_size)
+        throw InputError(fmt::format("token id {} is outside the vocabulary of {}", in.tokens[t], c.vocab_size));
+      row_sequence.push_back(static_cast<std::int64_t>(s));
+      row_position.push_back(start + static_cast<std::int64_t>(t));
+    }
+  }
+  const auto rows = static_cast<std::int64_t>(row_sequence.size());
+  const auto hidden = c.hidden_size;
+  std::vector<float> x(static_cast<std::size_t>(rows * hidden));
+  {
+    std::int64_t r = 0;
+    for (const auto& in : inputs)
+      for (const auto token : in.tokens)
+        m_embedding->row(token, x.data() + (r++) * hidden);
+  }
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    const auto& layer = m_layers[static_cast<std::size_t>(l)];
+    attention_block(layer, l, inputs, row_sequence, row_position, x);
+    mlp_block(layer, x);
+  }
+  for (std::size_t s = 0; s < inputs.size(); ++s)
+    m_cache.advance(inputs[s].sequence, static_cast<std::int64_t>(inputs[s].tokens.size()));
+
+  std::vector<std::int64_t> out_rows;
+  for (std::int64_t r = 0, s = 0; s < static_cast<std::int64_t>(inputs.size()); ++s) {
+    const auto n = static_cast<std::int64_t>(inputs[static_cast<std::size_t>(s)].tokens.size());
+    for (std::int64_t t = inputs[static_cast<std::size_t>(s)].all_logits ? 0 : n - 1; t < n; ++t)
+      out_rows.push_back(r + t);
+    r += n;
+  }
+  const auto out_count = static_cast<std::int64_t>(out_rows.size());
+  std::vector<float> normed(static_cast<std::size_t>(out_count * hidden));
+  for (std::int64_t i = 0; i < out_count; ++i)
+    rms_norm(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, m_final_norm.data(), hidden, c.rms_norm_eps,
+             normed.data() + i * hidden);
+  std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
+  m_lm_head->multiply(normed.data(), out_count, logits.data(), m_pool);
+  return logits;
+}
+
+void
+CpuTransformer::attention_block(const Layer& layer, std::int64_t index, std::span<const SequenceInput> inputs,
+                                const std::vector<std::int64_t>& row_sequence,
+                                const std::vector<std::int64_t>& row_position, std::vector<float>& x) {
+  const auto& c = m_config;
+  const auto rows = static_cast<std::int64_t>(row_sequence.size());
+  const auto hidden = c.hidden_size, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
+  std::vector<float> h(x.size());
+  m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    for (std::int64_t r = a; r < b; ++r)
+      rms_norm(x.data() + r * hidden, layer.input_norm.data(), hidden, c.rms_norm_eps, h.data() + r * hidden);
+  });
+  std::vector<float> q(static_cast<std::size_t>(rows * q_dim)), k(static_cast<std::size_t>(rows * kv_dim)),
+      v(static_cast<std::size_t>(rows * kv_dim));
+  layer.q->multiply(h.data(), rows, q.data(), m_pool);
+  layer.k->multiply(h.data(), rows, k.data(), m_pool);
+  layer.v->multiply(h.data(), rows, v.data(), m_pool);
+  if (c.qkv_bias) {
+    add_bias(q, layer.q_bias, rows);
+    add_bias(k, layer.k_bias, rows);
+    add_bias(v, layer.v_bias, rows);
+  }
+  const std::int64_t half = hd / 2;
+  m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    std::vector<float> cos(static_cast<std::size_t>(half)), sin(static_cast<std::size_t>(half));
+    for (std::int64_t r = a; r < b; ++r) {
+      const auto pos = static_cast<float>(row_position[static_cast<std::size_t>(r)]);
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float angle = pos * m_inv_freq[static_cast<std::size_t>(i)];
+        cos[static_cast<std::size_t>(i)] = std::cos(angle);
+        sin[static_cast<std::size_t>(i)] = std::sin(angle);
+      }
+      for (std::int64_t head = 0; head < c.num_heads; ++head) {
+        float* qh = q.data() + r * q_dim + head * hd;
+        if (c.qk_norm)
+          rms_norm(qh, layer.q_norm.data(), hd, c.rms_norm_eps, qh);
+        apply_rope(qh, hd, cos.data(), sin.data());
+      }
+      for (std::int64_t head = 0; head < c.num_kv_heads; ++head) {
+        float* kh = k.data() + r * kv_dim + head * hd;
+        if (c.qk_norm)
+          rms_norm(kh, layer.k_norm.data(), hd, c.rms_norm_eps, kh);
+        apply_rope(kh, hd, cos.data(), sin.data());
+      }
+    }
+  });
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto sequence = inputs[static_cast<std::size_t>(row_sequence[static_cast<std::size_t>(r)])].sequence;
+    const auto pos = row_position[static_cast<std::size_t>(r)];
+    std::copy_n(k.data() + r * kv_dim, kv_dim, m_cache.keys(sequence, index) + pos * kv_dim);
+    std::copy_n(v.data() + r * kv_dim, kv_dim, m_cache.values(sequence, index) + pos * kv_dim);
+  }
+  std::vector<float> attended(static_cast<std::size_t>(rows * q_dim));
+  const std::int64_t group = c.num_heads / c.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  m_pool.parallel_for(rows * c.num_heads, [&](std::int64_t a, std::int64_t b) {
+    std::vector<float> scores;
+    for (std::int64_t job = a; job < b; ++job) {
+      const std::int64_t r = job / c.num_heads, head = job % c.num_heads;
+      const auto sequence = inputs[static_cast<std::size_t>(row_sequence[static_cast<std::size_t>(r)])].sequence;
+      const auto pos = row_position[static_cast<std::size_t>(r)];
+      const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
+      scores.resize(static_cast<std::size_t>(pos + 1));
+      attend(q.data() + r * q_dim + head * hd, m_cache.keys(sequence, index), m_cache.values(sequence, index), kv_dim,
+             (head / group) * hd, first, pos, hd, scale, scores.data(), attended.data() + r * q_dim + head * hd);
+    }
+  });
+  std::vector<float> projected(x.size());
+  layer.o->multiply(attended.data(), rows, projected.data(), m_pool);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] += projected[i];
+}
+
+void
+CpuTransformer::mlp_block(const Layer& layer, std::vector<float>& x) {
+  const auto& c = m_config;
+  const auto hidden = c.hidden_size, inter = c.intermediate_size;
+  const auto rows = static_cast<std::int64_t>(x.size()) / hidden;
+  std::vector<float> h(x.size());
+  m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    for (std::int64_t r = a; r < b; ++r)
+      rms_norm(x.data() + r * hidden, layer.post_norm.data(), hidden, c.rms_norm_eps, h.data() + r * hidden);
+  });
+  std::vector<float> gate(static_cast<std::size_t>(rows * inter)), up(gate.size());
+  layer.gate->multiply(h.data(), rows, gate.data(), m_pool);
+  layer.up->multiply(h.data(), rows, up.data(), m_pool);
+  m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    silu_multiply(gate.data() + a * inter, up.data() + a * inter, (b - a) * inter);
+  });
+  std::vector<float> down(x.size());
+  layer.down->multiply(gate.data(), rows, down.data(), m_pool);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] += down[i];
+}
+
+} // namespace optkit::runtime
