@@ -89,6 +89,24 @@ Tokenizer::load(const std::filesystem::path& path) {
 }
 
 Tokenizer
+Tokenizer::load_folder(const std::filesystem::path& model_dir) {
+  auto tokenizer = load(model_dir / "tokenizer.json");
+  const auto config_path = model_dir / "tokenizer_config.json";
+  std::ifstream in(config_path);
+  if (in) {
+    json config;
+    try {
+      config = json::parse(in);
+    } catch (const json::exception& e) {
+      throw InputError(config_path.string() + ": not valid JSON: " + e.what());
+    }
+    if (config.contains("clean_up_tokenization_spaces") && config["clean_up_tokenization_spaces"].is_boolean())
+      tokenizer.m_clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
+  }
+  return tokenizer;
+}
+
+Tokenizer
 Tokenizer::parse(std::string_view json_text, const std::string& source) {
   json doc;
   try {
@@ -431,6 +449,19 @@ Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) c
     pending.push_back(token);
   }
   flush();
+  if (m_clean_up_spaces)
+    for (const auto& [from, to] : std::initializer_list<std::pair<std::string_view, std::string_view>>{{" .", "."},
+                                                                                                       {" ?", "?"},
+                                                                                                       {" !", "!"},
+                                                                                                       {" ,", ","},
+                                                                                                       {" ' ", "'"},
+                                                                                                       {" n't", "n't"},
+                                                                                                       {" 'm", "'m"},
+                                                                                                       {" 's", "'s"},
+                                                                                                       {" 've", "'ve"},
+                                                                                                       {" 're", "'re"}})
+      for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size()))
+        out.replace(at, from.size(), to);
   return out;
 }
 

@@ -28,6 +28,9 @@ struct AddedToken {
 class Tokenizer {
 public:
   static Tokenizer load(const std::filesystem::path& tokenizer_json);
+  // tokenizer.json of a model folder, with the decode settings of its tokenizer_config.json
+  // (clean_up_tokenization_spaces) when present.
+  static Tokenizer load_folder(const std::filesystem::path& model_dir);
   static Tokenizer parse(std::string_view json_text, const std::string& source);
 
   // add_special_tokens applies the post-processor template (e.g. a leading BOS).
@@ -68,6 +71,7 @@ private:
   PrependScheme m_metaspace_prepend = PrependScheme::never;
   std::vector<TemplatePiece> m_template;
   bool m_decode_strip_space = false; // SentencePiece decoders drop the leading space they added
+  bool m_clean_up_spaces = false;    // transformers' clean_up_tokenization_spaces (" ." -> ".", " 's" -> "'s")
 };
 
 // The byte <-> printable-character table of byte-level BPE (GPT-2).
