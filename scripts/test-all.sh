@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds optkit and runs every test: the clang-format check, a Release build with warnings as
 # errors and its full suite, the same suite under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and each libFuzzer target for OPTKIT_FUZZ_SECONDS (default 30) seconds.
+# and each libFuzzer target for OPTKIT_FUZZ_SECONDS (default 60) seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-fuzz_seconds=${OPTKIT_FUZZ_SECONDS:-30}
+fuzz_seconds=${OPTKIT_FUZZ_SECONDS:-60}
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -26,8 +26,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 step "libFuzzer targets, ${fuzz_seconds}s each"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPTKIT_FUZZ=ON \
   -DOPTKIT_TESTS=OFF -DOPTKIT_CUDA=OFF
-cmake --build build-fuzz --target fuzz_config_yaml fuzz_time_point fuzz_worker_spec
-for target in config_yaml time_point worker_spec; do
+cmake --build build-fuzz --target fuzz_config_yaml fuzz_time_point fuzz_worker_spec fuzz_safetensors_header fuzz_tokenizer
+for target in config_yaml time_point worker_spec safetensors_header tokenizer; do
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"$target"/* "$corpus"/
   log="build-fuzz/fuzz_$target.log"

@@ -1,1 +1,111 @@
+// Tokenizer behaviour on hand-built tokenizer.json files (real ones are compared with the npm
+// reference encoders in tests/conformance) and on the test models' tokenizer.
+#include "core/error.hpp"
+#include "model/pre_tokenizer_split.hpp"
+#include "model/tokenizer.hpp"
+#include "model/unicode.hpp"
+#include "support/test_support.hpp"
+
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+using namespace optkit;
+using namespace optkit::model;
+
+namespace {
+
+std::vector<std::string>
+pieces(SplitPattern p, const std::u32string& text) {
+  std::vector<std::string> out;
+  for (const auto v : split_text(p, text))
+    out.push_back(encode_utf8(v));
+  return out;
+}
+
+nlohmann::json
+sentencepiece_json() {
+  return {
+      {"model",
+       {{"type", "BPE"},
+        {"byte_fallback", true},
+        {"vocab", {{"<unk>", 0}, {"\u2581", 1}, {"h", 2}, {"i", 3}, {"hi", 4}, {"\u2581hi", 5}}},
+        {"merges", {"h i", "\u2581 hi"}}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers",
+         {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}}},
+      {"decoder",
+       {{"type", "Sequence"},
+        {"decoders",
+         {{{"type", "Replace"}}, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, {{"type", "Strip"}, {"start", 1}}}}}},
+      {"added_tokens", {{{"id", 262}, {"content", "<s>"}, {"special", true}}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}}}}};
+}
+
+nlohmann::json
+with_byte_tokens(nlohmann::json j) {
+  for (int b = 0; b < 256; ++b)
+    j["model"]["vocab"][fmt::format("<0x{:02X}>", b)] = 6 + b;
+  return j;
+}
+
+} // namespace
+
+TEST_CASE("the Llama-3 split keeps contractions, 3-digit groups and newline runs as the regex does") {
+  CHECK(pieces(SplitPattern::llama3, U"I'M 12345 ok") == std::vector<std::string>{"I", "'M", " ", "123", "45", " ok"});
+  CHECK(pieces(SplitPattern::llama3, U"a  \n\n  b") == std::vector<std::string>{"a", "  \n\n", " ", " b"});
+  CHECK(pieces(SplitPattern::llama3, U"x...\n\ny") == std::vector<std::string>{"x", "...\n\n", "y"});
+  CHECK(pieces(SplitPattern::qwen2, U"12345") == std::vector<std::string>{"1", "2", "3", "4", "5"});
+  CHECK(pieces(SplitPattern::gpt2, U"Hello   world's") == std::vector<std::string>{"Hello", "  ", " world", "'s"});
+  CHECK(pieces(SplitPattern::gpt2, U"I'M") == std::vector<std::string>{"I", "'", "M"}); // case-sensitive
+}
+
+TEST_CASE("SentencePiece-style BPE: metaspace, merges, byte fallback, template and decode") {
+  const auto tok = Tokenizer::parse(with_byte_tokens(sentencepiece_json()).dump(), "sp.json");
+  CHECK(tok.encode("hi", false) == std::vector<std::int32_t>{5});
+  CHECK(tok.encode("hi", true) == std::vector<std::int32_t>{262, 5});
+  // 'é' is not in the vocabulary: its two UTF-8 bytes fall back to <0xC3> <0xA9>
+  CHECK(tok.encode("hi\u00e9", false) == std::vector<std::int32_t>{5, 6 + 0xc3, 6 + 0xa9});
+  CHECK(tok.decode(tok.encode("hi hi\u00e9", false)) == "hi hi\u00e9");
+  CHECK(tok.decode(tok.encode("hi", true), true) == "hi");
+  CHECK(tok.vocab_size() == 263);
+}
+
+TEST_CASE("unsupported tokenizer.json parts are refused by name") {
+  auto j = with_byte_tokens(sentencepiece_json());
+  j["model"]["type"] = "Unigram";
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("'Unigram' is not supported"),
+                       InputError);
+  j = with_byte_tokens(sentencepiece_json());
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}};
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("regex '\\w+' is not supported"),
+                       InputError);
+  j = with_byte_tokens(sentencepiece_json());
+  j["model"]["merges"] = {"h zz"};
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("missing from the vocabulary"),
+                       InputError);
+  j = sentencepiece_json();
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("no <0x00> token"), InputError);
+  CHECK_THROWS_WITH_AS(Tokenizer::parse("{", "t.json"), doctest::Contains("t.json: not valid JSON"), InputError);
+}
+
+TEST_CASE("the test models' byte-level tokenizer round-trips text and splits on special tokens") {
+  const auto tok = Tokenizer::load_folder(test::testdata_dir() / "models" / "tiny-base");
+  const std::string text = "Debian's apt-get installs 1234 packages.\n\n\tcaf\u00e9 \U0001F600";
+  const auto ids = tok.encode(text, false);
+  CHECK(tok.decode(ids) == text);
+  const auto bos = tok.token_id("<|begin_of_text|>");
+  REQUIRE(bos);
+  CHECK(tok.encode("x", true).front() == *bos);
+  const auto with_special = tok.encode("a<|eot_id|>b", false);
+  CHECK(std::find(with_special.begin(), with_special.end(), *tok.token_id("<|eot_id|>")) != with_special.end());
+  std::size_t bytes = 0;
+  for (const auto id : ids)
+    bytes += tok.token_bytes(id).size();
+  CHECK(bytes == text.size());
+  CHECK_THROWS_AS(tok.encode("bad \xff utf8", false), InputError);
+}

@@ -1,1 +1,42 @@
+// Sampling: greedy is argmax; seeded sampling is reproducible, respects top-k / top-p, and its
+// frequencies follow softmax(logits / temperature).
+#include "core/error.hpp"
+#include "runtime/sampler.hpp"
+
+#include <cmath>
 #include <doctest/doctest.h>
+#include <map>
+
+using namespace optkit;
+using namespace optkit::runtime;
+
+TEST_CASE("temperature 0 is argmax with the lowest index on ties") {
+  Sampler s({});
+  const std::vector<float> logits{0.1f, 2.0f, 2.0f, -1.0f};
+  CHECK(s.next(logits) == 1);
+}
+
+TEST_CASE("seeded sampling is reproducible and follows the softmax") {
+  const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  Sampler a({1.0f, 0, 1.0f, 42}), b({1.0f, 0, 1.0f, 42});
+  std::map<TokenId, int> counts;
+  for (int i = 0; i < 20000; ++i) {
+    const auto t = a.next(logits);
+    CHECK(t == b.next(logits));
+    ++counts[t];
+  }
+  CHECK(counts[0] / 20000.0 == doctest::Approx(0.5).epsilon(0.05));
+  CHECK(counts[2] / 20000.0 == doctest::Approx(0.2).epsilon(0.08));
+}
+
+TEST_CASE("top-k and top-p cut the tail") {
+  const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  Sampler k({1.0f, 2, 1.0f, 7});
+  Sampler p({1.0f, 0, 0.75f, 7}); // 0.5 + 0.3 reaches 0.75: only tokens 0 and 1 remain
+  for (int i = 0; i < 2000; ++i) {
+    CHECK(k.next(logits) < 2);
+    CHECK(p.next(logits) < 2);
+  }
+  CHECK_THROWS_AS(Sampler({-1.0f, 0, 1.0f, 0}), InputError);
+  CHECK_THROWS_AS(Sampler({1.0f, 0, 0.0f, 0}), InputError);
+}

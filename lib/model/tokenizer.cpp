@@ -282,6 +282,31 @@ Tokenizer::token_text(std::int32_t id) const {
 }
 
 std::string
+Tokenizer::token_bytes(std::int32_t id) const {
+  for (const auto& a : m_added)
+    if (a.id == id)
+      return a.content;
+  const auto& token = m_model->token(id);
+  std::string bytes;
+  if (m_byte_level) {
+    for (const char32_t c : decode_utf8(token)) {
+      if (const auto b = char_to_byte(c))
+        bytes.push_back(static_cast<char>(*b));
+      else
+        append_utf8(bytes, c);
+    }
+    return bytes;
+  }
+  unsigned value = 0;
+  if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
+      std::sscanf(token.c_str() + 3, "%2X", &value) == 1)
+    return std::string(1, static_cast<char>(value));
+  for (const char32_t c : decode_utf8(token))
+    append_utf8(bytes, c == kMetaspace ? U' ' : c);
+  return bytes;
+}
+
+std::string
 Tokenizer::describe() const {
   std::string kind =
       m_byte_level ? "byte-level BPE" : (m_model->byte_fallback() ? "SentencePiece BPE with byte fallback" : "BPE");

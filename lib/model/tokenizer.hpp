@@ -41,6 +41,8 @@ public:
   std::int64_t vocab_size() const;
   std::optional<std::int32_t> token_id(std::string_view token) const;
   std::string token_text(std::int32_t id) const;
+  // The bytes of text one token stands for (before UTF-8 repair), for bits-per-byte figures.
+  std::string token_bytes(std::int32_t id) const;
   // e.g. "BPE, byte-level, llama3 split, 2048 tokens"
   std::string describe() const;
 

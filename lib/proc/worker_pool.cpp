@@ -228,15 +228,19 @@ private:
       status = archive::TrialStatus::failed;
       error = describe(*exit);
     }
+    std::string child_message;
     if (status != archive::TrialStatus::succeeded) {
       const std::string last = last_log_line(r.log);
       if (!last.empty()) {
         error += ": " + last;
       }
+      constexpr std::string_view prefix = "optkit: error: ";
+      child_message = last.starts_with(prefix) ? last.substr(prefix.size()) : last;
     }
     finish_trial(r, status, *exit, error, now, result);
 
     WorkerOutcome& outcome = m_outcomes[r.task_index];
+    outcome.child_message = child_message;
     if (status != archive::TrialStatus::succeeded && r.attempt < task.retry.max_attempts &&
         is_transient(task.retry, status, *exit)) {
       const double delay = task.retry.backoff_before(r.attempt + 1);

@@ -48,6 +48,7 @@ struct WorkerOutcome {
   std::optional<int> signal;
   nlohmann::json result;     // the child's result (null unless succeeded)
   std::string error;         // why it failed, with the last line of its log
+  std::string child_message; // a failed child's own error message ("optkit: error: " removed)
   std::filesystem::path log; // the last attempt's log
   double seconds = 0;        // wall time of the last attempt
   bool succeeded() const { return status == archive::TrialStatus::succeeded; }

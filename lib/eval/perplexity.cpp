@@ -1,0 +1,264 @@
+#include "eval/perplexity.hpp"
+
+#include "core/error.hpp"
+#include "model/tokenizer.hpp"
+#include "runtime/transformer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace optkit::eval {
+
+namespace {
+
+std::string
+read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(path.string() + ": cannot open --data file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// log-softmax of one row into `out`; returns nothing, `out` gets log-probabilities.
+void
+log_softmax(const float* logits, std::int64_t n, std::vector<double>& out) {
+  out.resize(static_cast<std::size_t>(n));
+  const float top = *std::max_element(logits, logits + n);
+  double total = 0.0;
+  for (std::int64_t i = 0; i < n; ++i)
+    total += std::exp(static_cast<double>(logits[i] - top));
+  const double log_total = std::log(total) + static_cast<double>(top);
+  for (std::int64_t i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<double>(logits[i]) - log_total;
+}
+
+double
+percentile(std::vector<double> values, double q) {
+  if (values.empty())
+    return 0.0;
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+double
+mean_stderr(double sum, double sum_sq, double n) {
+  if (n < 2)
+    return 0.0;
+  const double mean = sum / n;
+  const double variance = std::max(0.0, sum_sq / n - mean * mean) * n / (n - 1);
+  return std::sqrt(variance / n);
+}
+
+} // namespace
+
+PerplexityResult
+measure_perplexity(const PerplexityOptions& options, const std::function<void(std::int64_t, std::int64_t)>& on_window) {
+  const std::int64_t ctx = options.ctx;
+  const std::int64_t stride = options.stride > 0 ? options.stride : ctx;
+  if (ctx < 8)
+    throw InputError(fmt::format("--ctx {} is too small; use at least 8 tokens", ctx));
+  if (stride > ctx)
+    throw InputError(fmt::format("--stride {} exceeds --ctx {}; windows would skip text", stride, ctx));
+  const auto started = std::chrono::steady_clock::now();
+  runtime::CpuTransformer model(options.model, {options.threads});
+  if (ctx > model.config().max_position_embeddings)
+    throw InputError(fmt::format("--ctx {} exceeds the model's max_position_embeddings {}", ctx,
+                                 model.config().max_position_embeddings));
+  std::unique_ptr<runtime::CpuTransformer> base;
+  if (options.kl_base) {
+    base = std::make_unique<runtime::CpuTransformer>(*options.kl_base, runtime::RuntimeOptions{options.threads});
+    if (base->config().vocab_size != model.config().vocab_size)
+      throw InputError(
+          fmt::format("--kl-base {} has a vocabulary of {} but --model has {}; KL needs the same tokenizer",
+                      options.kl_base->string(), base->config().vocab_size, model.config().vocab_size));
+  }
+  const auto tokenizer = model::Tokenizer::load_folder(options.model);
+  const std::string text = read_text_file(options.data);
+  const auto with_special = tokenizer.encode(text, true);
+  const auto tokens = tokenizer.encode(text, false);
+  std::optional<std::int32_t> bos;
+  if (with_special.size() > tokens.size() && !with_special.empty() && (tokens.empty() || with_special[0] != tokens[0]))
+    bos = with_special[0];
+
+  PerplexityResult result;
+  result.text_bytes = static_cast<std::int64_t>(text.size());
+  result.text_tokens = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t first_scored = std::max(ctx / 2, ctx - stride);
+  if (result.text_tokens < ctx)
+    throw InputError(
+        fmt::format("{}: has {} tokens, fewer than one --ctx window of {}; use a smaller --ctx or more text",
+                    options.data.string(), result.text_tokens, ctx));
+  std::int64_t windows = (result.text_tokens - ctx) / stride + 1;
+  if (options.max_windows > 0)
+    windows = std::min(windows, options.max_windows);
+  result.windows = windows;
+  result.method =
+      fmt::format("llama.cpp-style: {} windows of {} tokens every {} tokens{}, scoring positions {}..{} of "
+                  "each (next-token NLL)",
+                  windows, ctx, stride, bos ? ", BOS replacing each window's first token" : "", first_scored, ctx - 1);
+  const auto vocab = model.config().vocab_size;
+  // Windows per forward pass: enough rows for BLAS, bounded logits memory (~256 MiB per model).
+  const std::int64_t batch = std::clamp<std::int64_t>((std::int64_t{64} << 20) / (ctx * vocab), 1, 8);
+
+  double nll_sum = 0, nll_sq = 0, kl_sum = 0, kl_sq = 0, kl_max = 0, base_nll = 0;
+  std::int64_t agree = 0;
+  std::vector<double> delta_p;
+  std::vector<double> logp, base_logp;
+  for (std::int64_t w0 = 0; w0 < windows; w0 += batch) {
+    const std::int64_t n = std::min(batch, windows - w0);
+    std::vector<std::vector<runtime::TokenId>> inputs(static_cast<std::size_t>(n));
+    std::vector<runtime::SequenceInput> model_inputs, base_inputs;
+    for (std::int64_t k = 0; k < n; ++k) {
+      const auto start = static_cast<std::size_t>((w0 + k) * stride);
+      auto& ids = inputs[static_cast<std::size_t>(k)];
+      ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                 tokens.begin() + static_cast<std::ptrdiff_t>(start + static_cast<std::size_t>(ctx)));
+      if (bos)
+        ids[0] = *bos;
+      model_inputs.push_back({model.add_sequence(), ids, true});
+      if (base)
+        base_inputs.push_back({base->add_sequence(), ids, true});
+    }
+    const auto logits = model.forward(model_inputs);
+    const auto base_logits = base ? base->forward(base_inputs) : std::vector<float>{};
+    for (std::int64_t k = 0; k < n; ++k) {
+      const auto start = (w0 + k) * stride;
+      for (std::int64_t j = first_scored - 1; j < ctx - 1; ++j) {
+        const auto target = static_cast<std::size_t>(tokens[static_cast<std::size_t>(start + j + 1)]);
+        const auto row = static_cast<std::size_t>((k * ctx + j) * vocab);
+        log_softmax(logits.data() + row, vocab, logp);
+        const double nll = -logp[target];
+        nll_sum += nll;
+        nll_sq += nll * nll;
+        result.scored_bytes +=
+            static_cast<std::int64_t>(tokenizer.token_bytes(static_cast<std::int32_t>(target)).size());
+        ++result.scored_tokens;
+        if (!base)
+          continue;
+        log_softmax(base_logits.data() + row, vocab, base_logp);
+        double kl = 0;
+        std::size_t top = 0, base_top = 0;
+        for (std::size_t v = 0; v < static_cast<std::size_t>(vocab); ++v) {
+          kl += std::exp(base_logp[v]) * (base_logp[v] - logp[v]);
+          if (logp[v] > logp[top])
+            top = v;
+          if (base_logp[v] > base_logp[base_top])
+            base_top = v;
+        }
+        kl = std::max(0.0, kl);
+        kl_sum += kl;
+        kl_sq += kl * kl;
+        kl_max = std::max(kl_max, kl);
+        agree += top == base_top ? 1 : 0;
+        base_nll += -base_logp[target];
+        delta_p.push_back(std::exp(logp[target]) - std::exp(base_logp[target]));
+      }
+    }
+    for (const auto& in : model_inputs)
+      model.remove_sequence(in.sequence);
+    for (const auto& in : base_inputs)
+      base->remove_sequence(in.sequence);
+    if (on_window)
+      on_window(w0 + n, windows);
+  }
+  const auto scored = static_cast<double>(result.scored_tokens);
+  result.nll_mean = nll_sum / scored;
+  result.perplexity = std::exp(result.nll_mean);
+  result.perplexity_stderr = result.perplexity * mean_stderr(nll_sum, nll_sq, scored);
+  result.bits_per_byte = nll_sum / std::log(2.0) / static_cast<double>(std::max<std::int64_t>(1, result.scored_bytes));
+  if (base) {
+    KlStats kl;
+    kl.kl_mean = kl_sum / scored;
+    kl.kl_stderr = mean_stderr(kl_sum, kl_sq, scored);
+    kl.kl_max = kl_max;
+    kl.top1_agreement = static_cast<double>(agree) / scored;
+    double dp_sum = 0;
+    for (const double d : delta_p)
+      dp_sum += d;
+    kl.delta_p_mean = dp_sum / scored;
+    kl.delta_p_p01 = percentile(delta_p, 0.01);
+    kl.delta_p_p05 = percentile(delta_p, 0.05);
+    kl.delta_p_p50 = percentile(delta_p, 0.50);
+    kl.delta_p_p95 = percentile(delta_p, 0.95);
+    kl.delta_p_p99 = percentile(delta_p, 0.99);
+    kl.base_perplexity = std::exp(base_nll / scored);
+    result.kl = kl;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.tokens_per_second = static_cast<double>(windows * ctx * (base ? 2 : 1)) / std::max(1e-9, result.seconds);
+  return result;
+}
+
+nlohmann::json
+to_json(const PerplexityResult& r) {
+  nlohmann::json j = {{"method", r.method},
+                      {"text_bytes", r.text_bytes},
+                      {"text_tokens", r.text_tokens},
+                      {"windows", r.windows},
+                      {"scored_tokens", r.scored_tokens},
+                      {"scored_bytes", r.scored_bytes},
+                      {"nll_mean", r.nll_mean},
+                      {"perplexity", r.perplexity},
+                      {"perplexity_stderr", r.perplexity_stderr},
+                      {"bits_per_byte", r.bits_per_byte},
+                      {"seconds", r.seconds},
+                      {"tokens_per_second", r.tokens_per_second}};
+  if (r.kl)
+    j["kl"] = {{"kl_mean", r.kl->kl_mean},
+               {"kl_stderr", r.kl->kl_stderr},
+               {"kl_max", r.kl->kl_max},
+               {"top1_agreement", r.kl->top1_agreement},
+               {"delta_p_mean", r.kl->delta_p_mean},
+               {"delta_p_p01", r.kl->delta_p_p01},
+               {"delta_p_p05", r.kl->delta_p_p05},
+               {"delta_p_p50", r.kl->delta_p_p50},
+               {"delta_p_p95", r.kl->delta_p_p95},
+               {"delta_p_p99", r.kl->delta_p_p99},
+               {"base_perplexity", r.kl->base_perplexity}};
+  return j;
+}
+
+PerplexityResult
+perplexity_result_from_json(const nlohmann::json& j) {
+  PerplexityResult r;
+  r.method = j.at("method").get<std::string>();
+  r.text_bytes = j.at("text_bytes").get<std::int64_t>();
+  r.text_tokens = j.at("text_tokens").get<std::int64_t>();
+  r.windows = j.at("windows").get<std::int64_t>();
+  r.scored_tokens = j.at("scored_tokens").get<std::int64_t>();
+  r.scored_bytes = j.at("scored_bytes").get<std::int64_t>();
+  r.nll_mean = j.at("nll_mean").get<double>();
+  r.perplexity = j.at("perplexity").get<double>();
+  r.perplexity_stderr = j.at("perplexity_stderr").get<double>();
+  r.bits_per_byte = j.at("bits_per_byte").get<double>();
+  r.seconds = j.at("seconds").get<double>();
+  r.tokens_per_second = j.at("tokens_per_second").get<double>();
+  if (j.contains("kl")) {
+    const auto& k = j["kl"];
+    KlStats kl;
+    kl.kl_mean = k.at("kl_mean").get<double>();
+    kl.kl_stderr = k.at("kl_stderr").get<double>();
+    kl.kl_max = k.at("kl_max").get<double>();
+    kl.top1_agreement = k.at("top1_agreement").get<double>();
+    kl.delta_p_mean = k.at("delta_p_mean").get<double>();
+    kl.delta_p_p01 = k.at("delta_p_p01").get<double>();
+    kl.delta_p_p05 = k.at("delta_p_p05").get<double>();
+    kl.delta_p_p50 = k.at("delta_p_p50").get<double>();
+    kl.delta_p_p95 = k.at("delta_p_p95").get<double>();
+    kl.delta_p_p99 = k.at("delta_p_p99").get<double>();
+    kl.base_perplexity = k.at("base_perplexity").get<double>();
+    r.kl = kl;
+  }
+  return r;
+}
+
+} // namespace optkit::eval

@@ -1,0 +1,60 @@
+// Perplexity the way llama.cpp's `perplexity` tool measures it, so figures compare across tools:
+// the text is tokenized once; windows of `ctx` tokens start every `stride` tokens; each window's
+// first token is replaced by BOS (when the tokenizer adds one); only positions from
+// max(ctx/2, ctx - stride) on are scored, so every scored token has at least half a window of
+// context. With a base model, the same windows also give KL(base || model), top-1 agreement and
+// the change in the probability of the correct token (Δp), as llama.cpp's --kl-divergence does.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace optkit::eval {
+
+struct PerplexityOptions {
+  std::filesystem::path model;
+  std::filesystem::path data;
+  std::int64_t ctx = 512;
+  std::int64_t stride = 0; // 0: ctx (non-overlapping windows)
+  std::optional<std::filesystem::path> kl_base;
+  unsigned threads = 0;
+  std::int64_t max_windows = 0; // 0: all
+};
+
+struct KlStats {
+  double kl_mean = 0, kl_stderr = 0, kl_max = 0;
+  double top1_agreement = 0;
+  double delta_p_mean = 0;
+  // Percentiles of Δp = p_model(correct) - p_base(correct), in probability units.
+  double delta_p_p01 = 0, delta_p_p05 = 0, delta_p_p50 = 0, delta_p_p95 = 0, delta_p_p99 = 0;
+  double base_perplexity = 0;
+};
+
+struct PerplexityResult {
+  std::string method; // one line describing exactly what was scored
+  std::int64_t text_bytes = 0;
+  std::int64_t text_tokens = 0;
+  std::int64_t windows = 0;
+  std::int64_t scored_tokens = 0;
+  std::int64_t scored_bytes = 0;
+  double nll_mean = 0; // nats per scored token
+  double perplexity = 0;
+  double perplexity_stderr = 0;
+  double bits_per_byte = 0;
+  double seconds = 0;
+  double tokens_per_second = 0; // tokens through the model (incl. unscored context)
+  std::optional<KlStats> kl;
+};
+
+// Runs the evaluation in this process. `on_window(done, total)` reports progress.
+PerplexityResult measure_perplexity(const PerplexityOptions& options,
+                                    const std::function<void(std::int64_t, std::int64_t)>& on_window = {});
+
+nlohmann::json to_json(const PerplexityResult& result);
+PerplexityResult perplexity_result_from_json(const nlohmann::json& json);
+
+} // namespace optkit::eval

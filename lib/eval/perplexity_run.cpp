@@ -1,0 +1,136 @@
+#include "eval/perplexity_run.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "proc/worker_pool.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::eval {
+
+namespace {
+
+void
+require_folder(const std::filesystem::path& dir, const char* flag) {
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
+}
+
+void
+archive_metrics(archive::RunArchive& archive, std::int64_t run_id, const PerplexityResult& r) {
+  const std::vector<std::tuple<const char*, double, const char*>> rows = {
+      {"perplexity", r.perplexity, ""},
+      {"perplexity_stderr", r.perplexity_stderr, ""},
+      {"bits_per_byte", r.bits_per_byte, "bit/B"},
+      {"nll_mean", r.nll_mean, "nat"},
+      {"scored_tokens", static_cast<double>(r.scored_tokens), "tokens"},
+      {"text_tokens", static_cast<double>(r.text_tokens), "tokens"},
+      {"eval_seconds", r.seconds, "s"},
+      {"eval_tokens_per_second", r.tokens_per_second, "tokens/s"}};
+  archive.transaction([&] {
+    for (const auto& [name, value, unit] : rows)
+      archive.add_metric(run_id, std::nullopt, {name, value, unit, {}});
+    if (r.kl) {
+      const auto& k = *r.kl;
+      for (const auto& [name, value, unit] :
+           std::vector<std::tuple<const char*, double, const char*>>{{"kl_mean", k.kl_mean, "nat"},
+                                                                     {"kl_max", k.kl_max, "nat"},
+                                                                     {"top1_agreement", k.top1_agreement, ""},
+                                                                     {"delta_p_mean", k.delta_p_mean, ""},
+                                                                     {"delta_p_p01", k.delta_p_p01, ""},
+                                                                     {"delta_p_p99", k.delta_p_p99, ""},
+                                                                     {"base_perplexity", k.base_perplexity, ""}})
+        archive.add_metric(run_id, std::nullopt, {name, value, unit, {}});
+    }
+  });
+}
+
+} // namespace
+
+nlohmann::json
+to_json(const PerplexityOptions& o) {
+  nlohmann::json j = {{"model", o.model.string()}, {"data", o.data.string()}, {"ctx", o.ctx},
+                      {"stride", o.stride},        {"threads", o.threads},    {"max_windows", o.max_windows}};
+  if (o.kl_base)
+    j["kl_base"] = o.kl_base->string();
+  return j;
+}
+
+PerplexityOptions
+perplexity_options_from_json(const nlohmann::json& j) {
+  PerplexityOptions o;
+  o.model = j.at("model").get<std::string>();
+  o.data = j.at("data").get<std::string>();
+  o.ctx = j.at("ctx").get<std::int64_t>();
+  o.stride = j.at("stride").get<std::int64_t>();
+  o.threads = j.at("threads").get<unsigned>();
+  o.max_windows = j.at("max_windows").get<std::int64_t>();
+  if (j.contains("kl_base"))
+    o.kl_base = j["kl_base"].get<std::string>();
+  return o;
+}
+
+PerplexityResult
+run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
+  require_folder(options.model, "--model");
+  if (options.kl_base)
+    require_folder(*options.kl_base, "--kl-base");
+  if (!std::filesystem::is_regular_file(options.data))
+    throw InputError(fmt::format("--data {}: no such file", options.data.string()));
+  proc::WorkerTask task;
+  task.command = {"eval", "perplexity"};
+  task.payload = to_json(options);
+  task.params = task.payload;
+  task.timeout_s = context.timeout_s;
+  proc::PoolOptions pool;
+  pool.executable = context.executable;
+  pool.global_args = context.global_args;
+  pool.archive = context.archive;
+  pool.run_id = context.run_id;
+  pool.work_dir = context.archive->run_directory(context.run_id);
+  pool.show_progress = context.show_progress;
+  pool.progress_label = "perplexity";
+  const auto outcome = proc::WorkerPool(pool).run({task}).front();
+  if (!outcome.succeeded()) {
+    if (outcome.exit_code == static_cast<int>(ExitCode::bad_input))
+      throw InputError(outcome.child_message.empty() ? outcome.error : outcome.child_message);
+    throw RuntimeFailure(fmt::format("perplexity worker failed: {} (log: {})", outcome.error, outcome.log.string()));
+  }
+  const auto result = perplexity_result_from_json(outcome.result);
+  archive_metrics(*context.archive, context.run_id, result);
+  return result;
+}
+
+void
+perplexity_worker(const proc::WorkerSpec& spec) {
+  const auto options = perplexity_options_from_json(spec.payload);
+  const auto result = measure_perplexity(
+      options, [](std::int64_t done, std::int64_t total) { log::info("perplexity: {}/{} windows", done, total); });
+  proc::write_worker_result(spec, to_json(result));
+}
+
+Table
+perplexity_table(const PerplexityResult& r) {
+  Table table({"metric", "value", "unit"});
+  table.add_row({"perplexity", fmt::format("{:.4f} ± {:.4f}", r.perplexity, r.perplexity_stderr), ""});
+  table.add_row({"bits per byte", fmt::format("{:.4f}", r.bits_per_byte), "bit/B"});
+  table.add_row({"scored tokens", fmt::format("{}", r.scored_tokens), fmt::format("of {}", r.text_tokens)});
+  if (r.kl) {
+    const auto& k = *r.kl;
+    table.add_row({"base perplexity", fmt::format("{:.4f}", k.base_perplexity), ""});
+    table.add_row({"KL(base || model) mean", fmt::format("{:.6f} ± {:.6f}", k.kl_mean, k.kl_stderr), "nat"});
+    table.add_row({"KL max", fmt::format("{:.6f}", k.kl_max), "nat"});
+    table.add_row({"top-1 agreement", fmt::format("{:.2f}", 100.0 * k.top1_agreement), "%"});
+    table.add_row({"Δp mean", fmt::format("{:+.3f}", 100.0 * k.delta_p_mean), "%"});
+    table.add_row(
+        {"Δp p01 / p05 / p50 / p95 / p99",
+         fmt::format("{:+.2f} / {:+.2f} / {:+.2f} / {:+.2f} / {:+.2f}", 100.0 * k.delta_p_p01, 100.0 * k.delta_p_p05,
+                     100.0 * k.delta_p_p50, 100.0 * k.delta_p_p95, 100.0 * k.delta_p_p99),
+         "%"});
+  }
+  table.add_row({"time", fmt::format("{:.1f}", r.seconds), "s"});
+  table.add_row({"throughput", fmt::format("{:.0f}", r.tokens_per_second), "tokens/s"});
+  return table;
+}
+
+} // namespace optkit::eval

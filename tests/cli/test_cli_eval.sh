@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# optkit eval perplexity, black-box: figures on the trained test models, KL against a base,
+# archived metrics, and exit 2 with a clear message for every corrupted safetensors fixture.
+source "$(dirname "$0")/lib.sh"
+: "${OPTKIT_SOURCE_DIR:?}"
+models="$OPTKIT_SOURCE_DIR/testdata/models"
+corpora="$OPTKIT_SOURCE_DIR/testdata/corpora"
+
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$2)" <<<"$1"; }
+
+# perplexity of a model on a domain's held-out text
+ppl() {
+  run eval perplexity --model "$models/$1" --data "$corpora/$2.heldout.txt" --ctx 128 --format json
+  expect_rc 0
+  json_field "$OUT" "['perplexity']"
+}
+
+base_english=$(ppl tiny-base english)
+python3 -c "import sys; p=float(sys.argv[1]); sys.exit(0 if 1 < p < 200 else 1)" "$base_english" ||
+  fail "tiny-base perplexity on English held-out text is $base_english; expected far below its 2048-token vocabulary"
+expect_out_has '"method": "llama.cpp-style'
+expect_eq "$(sql "SELECT count(*) FROM metrics WHERE name='perplexity'")" 1
+
+for domain in code licenses glosses quotes; do
+  base=$(ppl tiny-base "$domain")
+  variant=$(ppl "tiny-$domain" "$domain")
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.9 * float(sys.argv[2]) else 1)" "$variant" "$base" ||
+    fail "tiny-$domain perplexity on $domain text is $variant, not clearly below tiny-base's $base"
+done
+
+# KL of a model against itself is zero with full agreement; against its fine-tune it is not.
+run eval perplexity --model "$models/tiny-base" --kl-base "$models/tiny-base" --data "$corpora/english.heldout.txt" \
+  --ctx 64 --max-windows 4 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['kl']['top1_agreement']")" "1.0"
+python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1])) < 1e-9 else 1)" "$(json_field "$OUT" "['kl']['kl_mean']")" ||
+  fail "KL of a model against itself is not zero: $OUT"
+run eval perplexity --model "$models/tiny-code" --kl-base "$models/tiny-base" --data "$corpora/code.heldout.txt" \
+  --ctx 64 --max-windows 4 --format json
+expect_rc 0
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.01 else 1)" "$(json_field "$OUT" "['kl']['kl_mean']")" ||
+  fail "KL of tiny-code against tiny-base should be clearly positive: $OUT"
+expect_eq "$(sql "SELECT count(*) FROM metrics WHERE name='kl_mean'")" 2
+
+# Bad input: exit 2, one line naming the file, never a crash.
+run eval perplexity --model "$models/tiny-base"
+expect_rc 2
+expect_err_has "--data FILE is required"
+run eval perplexity --model "$models/tiny-base" --data "$SCRATCH/missing.txt"
+expect_rc 2
+expect_err_has "missing.txt"
+for fixture in "$OPTKIT_SOURCE_DIR"/testdata/safetensors/corrupt/*.safetensors; do
+  dir="$SCRATCH/corrupt-$(basename "$fixture" .safetensors)"
+  mkdir -p "$dir"
+  cp "$models/oracle/llama-tied/config.json" "$dir/"
+  cp "$fixture" "$dir/model.safetensors"
+  run eval perplexity --model "$dir" --data "$corpora/english.heldout.txt"
+  [ "$RC" -eq 2 ] || fail "$(basename "$fixture"): expected exit 2, got $RC: $ERR"
+  expect_err_has "$dir/model.safetensors"
+done
+dir="$SCRATCH/unsupported-arch"
+mkdir -p "$dir"
+sed 's/LlamaForCausalLM/GPTNeoXForCausalLM/' "$models/oracle/llama-tied/config.json" >"$dir/config.json"
+run eval perplexity --model "$dir" --data "$corpora/english.heldout.txt"
+expect_rc 2
+expect_err_has "architecture 'GPTNeoXForCausalLM' is not supported (supported: LlamaForCausalLM"
+expect_eq "$(sql "SELECT count(*) FROM runs WHERE status='failed' AND command LIKE 'eval perplexity%'")" \
+  "$(sql "SELECT count(*) FROM runs WHERE exit_code=2")"
+echo "ok"
