@@ -9,8 +9,13 @@ packages=(
   doctest-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev
   libopenblas-dev gfortran
   clang clang-format libclang-rt-14-dev
-  procps util-linux man-db python3
+  procps util-linux man-db python3 nodejs
 )
+# --training adds what testdata/models/tools/*.py need to retrain the test models and rewrite
+# the logit oracle (PyTorch as a test oracle only; never a dependency of optkit itself).
+if [ "${1:-}" = "--training" ]; then
+  packages+=(python3-torch python3-regex fortunes wordnet-base debian-reference-en gnu-standards)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -75,6 +75,18 @@ TEST_CASE("SentencePiece-style BPE: metaspace, merges, byte fallback, template a
   CHECK(tok.vocab_size() == 263);
 }
 
+TEST_CASE("Metaspace pre-tokenizer: prepend on the first segment only, split before each metaspace") {
+  auto j = with_byte_tokens(sentencepiece_json());
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", true}};
+  j["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}};
+  const auto tok = Tokenizer::parse(j.dump(), "meta.json");
+  CHECK(tok.encode("hi hi", false) == std::vector<std::int32_t>{5, 5});
+  // after an added token the next segment gets no metaspace prepended: "hi" stays h+i -> "hi" (4)
+  CHECK(tok.encode("hi<s>hi", false) == std::vector<std::int32_t>{5, 262, 4});
+  CHECK(tok.decode(tok.encode("hi hi", false)) == "hi hi");
+}
+
 TEST_CASE("unsupported tokenizer.json parts are refused by name") {
   auto j = with_byte_tokens(sentencepiece_json());
   j["model"]["type"] = "Unigram";

@@ -198,6 +198,9 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   return result;
 }
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KlStats, kl_mean, kl_stderr, kl_max, top1_agreement, delta_p_mean, delta_p_p01,
+                                   delta_p_p05, delta_p_p50, delta_p_p95, delta_p_p99, base_perplexity)
+
 nlohmann::json
 to_json(const PerplexityResult& r) {
   nlohmann::json j = {{"method", r.method},
@@ -213,51 +216,27 @@ to_json(const PerplexityResult& r) {
                       {"seconds", r.seconds},
                       {"tokens_per_second", r.tokens_per_second}};
   if (r.kl)
-    j["kl"] = {{"kl_mean", r.kl->kl_mean},
-               {"kl_stderr", r.kl->kl_stderr},
-               {"kl_max", r.kl->kl_max},
-               {"top1_agreement", r.kl->top1_agreement},
-               {"delta_p_mean", r.kl->delta_p_mean},
-               {"delta_p_p01", r.kl->delta_p_p01},
-               {"delta_p_p05", r.kl->delta_p_p05},
-               {"delta_p_p50", r.kl->delta_p_p50},
-               {"delta_p_p95", r.kl->delta_p_p95},
-               {"delta_p_p99", r.kl->delta_p_p99},
-               {"base_perplexity", r.kl->base_perplexity}};
+    j["kl"] = *r.kl;
   return j;
 }
 
 PerplexityResult
 perplexity_result_from_json(const nlohmann::json& j) {
   PerplexityResult r;
-  r.method = j.at("method").get<std::string>();
-  r.text_bytes = j.at("text_bytes").get<std::int64_t>();
-  r.text_tokens = j.at("text_tokens").get<std::int64_t>();
-  r.windows = j.at("windows").get<std::int64_t>();
-  r.scored_tokens = j.at("scored_tokens").get<std::int64_t>();
-  r.scored_bytes = j.at("scored_bytes").get<std::int64_t>();
-  r.nll_mean = j.at("nll_mean").get<double>();
-  r.perplexity = j.at("perplexity").get<double>();
-  r.perplexity_stderr = j.at("perplexity_stderr").get<double>();
-  r.bits_per_byte = j.at("bits_per_byte").get<double>();
-  r.seconds = j.at("seconds").get<double>();
-  r.tokens_per_second = j.at("tokens_per_second").get<double>();
-  if (j.contains("kl")) {
-    const auto& k = j["kl"];
-    KlStats kl;
-    kl.kl_mean = k.at("kl_mean").get<double>();
-    kl.kl_stderr = k.at("kl_stderr").get<double>();
-    kl.kl_max = k.at("kl_max").get<double>();
-    kl.top1_agreement = k.at("top1_agreement").get<double>();
-    kl.delta_p_mean = k.at("delta_p_mean").get<double>();
-    kl.delta_p_p01 = k.at("delta_p_p01").get<double>();
-    kl.delta_p_p05 = k.at("delta_p_p05").get<double>();
-    kl.delta_p_p50 = k.at("delta_p_p50").get<double>();
-    kl.delta_p_p95 = k.at("delta_p_p95").get<double>();
-    kl.delta_p_p99 = k.at("delta_p_p99").get<double>();
-    kl.base_perplexity = k.at("base_perplexity").get<double>();
-    r.kl = kl;
-  }
+  j.at("method").get_to(r.method);
+  j.at("text_bytes").get_to(r.text_bytes);
+  j.at("text_tokens").get_to(r.text_tokens);
+  j.at("windows").get_to(r.windows);
+  j.at("scored_tokens").get_to(r.scored_tokens);
+  j.at("scored_bytes").get_to(r.scored_bytes);
+  j.at("nll_mean").get_to(r.nll_mean);
+  j.at("perplexity").get_to(r.perplexity);
+  j.at("perplexity_stderr").get_to(r.perplexity_stderr);
+  j.at("bits_per_byte").get_to(r.bits_per_byte);
+  j.at("seconds").get_to(r.seconds);
+  j.at("tokens_per_second").get_to(r.tokens_per_second);
+  if (j.contains("kl"))
+    r.kl = j["kl"].get<KlStats>();
   return r;
 }
 

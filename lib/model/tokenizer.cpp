@@ -273,20 +273,21 @@ Tokenizer::token_id(std::string_view token) const {
   return m_model->find(token);
 }
 
+const AddedToken*
+Tokenizer::find_added(std::int32_t id) const {
+  const auto it = std::find_if(m_added.begin(), m_added.end(), [&](const AddedToken& a) { return a.id == id; });
+  return it == m_added.end() ? nullptr : &*it;
+}
+
 std::string
 Tokenizer::token_text(std::int32_t id) const {
-  for (const auto& a : m_added)
-    if (a.id == id)
-      return a.content;
+  if (const auto* added = find_added(id))
+    return added->content;
   return m_model->token(id);
 }
 
 std::string
-Tokenizer::token_bytes(std::int32_t id) const {
-  for (const auto& a : m_added)
-    if (a.id == id)
-      return a.content;
-  const auto& token = m_model->token(id);
+Tokenizer::model_token_bytes(const std::string& token) const {
   std::string bytes;
   if (m_byte_level) {
     for (const char32_t c : decode_utf8(token)) {
@@ -304,6 +305,13 @@ Tokenizer::token_bytes(std::int32_t id) const {
   for (const char32_t c : decode_utf8(token))
     append_utf8(bytes, c == kMetaspace ? U' ' : c);
   return bytes;
+}
+
+std::string
+Tokenizer::token_bytes(std::int32_t id) const {
+  if (const auto* added = find_added(id))
+    return added->content;
+  return model_token_bytes(m_model->token(id));
 }
 
 std::string
@@ -421,29 +429,10 @@ Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
 std::string
 Tokenizer::decode_model_tokens(const std::vector<std::string>& tokens, bool first_chunk) const {
   std::string bytes;
-  if (m_byte_level) {
-    for (const auto& token : tokens)
-      for (const char32_t c : decode_utf8(token)) {
-        if (const auto b = char_to_byte(c))
-          bytes.push_back(static_cast<char>(*b));
-        else
-          append_utf8(bytes, c);
-      }
-    return repair_utf8(bytes);
-  }
-  for (const auto& token : tokens) {
-    unsigned value = 0;
-    if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
-        std::sscanf(token.c_str() + 3, "%2X", &value) == 1)
-      bytes.push_back(static_cast<char>(value));
-    else
-      bytes += token;
-  }
-  std::string text = repair_utf8(bytes);
-  std::string out;
-  for (const char32_t c : decode_utf8(text))
-    append_utf8(out, c == kMetaspace ? U' ' : c);
-  if (first_chunk && m_decode_strip_space && !out.empty() && out[0] == ' ')
+  for (const auto& token : tokens)
+    bytes += model_token_bytes(token);
+  std::string out = repair_utf8(bytes);
+  if (!m_byte_level && first_chunk && m_decode_strip_space && !out.empty() && out[0] == ' ')
     out.erase(0, 1);
   return out;
 }
@@ -461,8 +450,7 @@ Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) c
     pending.clear();
   };
   for (const auto id : ids) {
-    const auto added = std::find_if(m_added.begin(), m_added.end(), [&](const AddedToken& a) { return a.id == id; });
-    if (added != m_added.end()) {
+    if (const auto* added = find_added(id)) {
       flush();
       if (!(skip_special_tokens && added->special))
         out += added->content;

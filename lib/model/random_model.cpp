@@ -1,0 +1,142 @@
+#include "model/random_model.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "model/model_config.hpp"
+#include "model/safetensors_writer.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace optkit::model {
+
+namespace {
+
+nlohmann::json
+llama_config(std::int64_t hidden, std::int64_t inter, std::int64_t layers, std::int64_t heads, bool tied,
+             double factor) {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", 128256},
+          {"hidden_size", hidden},
+          {"intermediate_size", inter},
+          {"num_hidden_layers", layers},
+          {"num_attention_heads", heads},
+          {"num_key_value_heads", 8},
+          {"head_dim", hidden / heads},
+          {"max_position_embeddings", 131072},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 500000.0},
+          {"rope_scaling",
+           {{"rope_type", "llama3"},
+            {"factor", factor},
+            {"low_freq_factor", 1.0},
+            {"high_freq_factor", 4.0},
+            {"original_max_position_embeddings", 8192}}},
+          {"tie_word_embeddings", tied},
+          {"hidden_act", "silu"},
+          {"bos_token_id", 128000},
+          {"eos_token_id", 128001}};
+}
+
+// xorshift64* with a sum of uniforms: cheap, deterministic, roughly normal.
+struct FastNormal {
+  std::uint64_t state;
+  float next() {
+    float sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      state ^= state >> 12;
+      state ^= state << 25;
+      state ^= state >> 27;
+      sum += static_cast<float>((state * 0x2545F4914F6CDD1DULL) >> 40) / 16777216.0f;
+    }
+    return (sum - 2.0f) * 1.7320508f; // variance of 4 uniforms is 1/3
+  }
+};
+
+std::vector<std::byte>
+random_tensor(std::uint64_t count, DType dtype, float scale, float offset, std::uint64_t seed) {
+  std::vector<std::byte> out(count * dtype_size(dtype));
+  FastNormal rng{seed * 0x9E3779B97F4A7C15ULL + 1};
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const float v = offset + scale * rng.next();
+    if (dtype == DType::f32) {
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    } else {
+      const std::uint16_t h = dtype == DType::bf16 ? float_to_bf16(v) : float_to_f16(v);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+std::string_view
+torch_dtype(DType dtype) {
+  return dtype == DType::f32 ? "float32" : dtype == DType::bf16 ? "bfloat16" : "float16";
+}
+
+} // namespace
+
+std::vector<std::string>
+preset_model_names() {
+  return {"llama-3.2-1b", "llama-3.1-8b"};
+}
+
+nlohmann::json
+preset_model_config(const std::string& name) {
+  if (name == "llama-3.2-1b")
+    return llama_config(2048, 8192, 16, 32, true, 32.0);
+  if (name == "llama-3.1-8b")
+    return llama_config(4096, 14336, 32, 32, false, 8.0);
+  throw InputError("unknown model preset '" + name + "' (known: llama-3.2-1b, llama-3.1-8b)");
+}
+
+void
+write_random_model(const std::filesystem::path& dir, const nlohmann::json& config_json, DType dtype,
+                   std::uint64_t seed) {
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f16)
+    throw InputError("random models are written in F32, BF16 or F16, not " + std::string(dtype_name(dtype)));
+  const auto c = parse_model_config(config_json, "random model config");
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}}, {"model.norm.weight", {c.hidden_size}}};
+  if (!c.tie_word_embeddings)
+    shapes.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}});
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const auto p = fmt::format("model.layers.{}.", i);
+    shapes.insert(shapes.end(), {{p + "input_layernorm.weight", {c.hidden_size}},
+                                 {p + "post_attention_layernorm.weight", {c.hidden_size}},
+                                 {p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}},
+                                 {p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}},
+                                 {p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden_size}},
+                                 {p + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}},
+                                 {p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}},
+                                 {p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size}},
+                                 {p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}}});
+    if (c.qkv_bias)
+      shapes.insert(shapes.end(), {{p + "self_attn.q_proj.bias", {c.q_dim()}},
+                                   {p + "self_attn.k_proj.bias", {c.kv_dim()}},
+                                   {p + "self_attn.v_proj.bias", {c.kv_dim()}}});
+    if (c.qk_norm)
+      shapes.insert(shapes.end(),
+                    {{p + "self_attn.q_norm.weight", {c.head_dim}}, {p + "self_attn.k_norm.weight", {c.head_dim}}});
+  }
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<TensorToWrite> tensors;
+  std::uint64_t index = 0;
+  for (const auto& [name, shape] : shapes) {
+    std::uint64_t count = 1;
+    for (const auto d : shape)
+      count *= static_cast<std::uint64_t>(d);
+    const bool norm = name.ends_with("norm.weight");
+    storage.push_back(random_tensor(count, dtype, norm ? 0.0f : 0.02f, norm ? 1.0f : 0.0f, seed + index++));
+    tensors.push_back({name, dtype, shape, storage.back()});
+  }
+  std::filesystem::create_directories(dir);
+  auto config = config_json;
+  config["torch_dtype"] = torch_dtype(dtype);
+  write_safetensors_sharded(dir, tensors, std::uint64_t{4} << 30);
+  write_file_atomic(dir / "config.json", config.dump(2) + "\n");
+}
+
+} // namespace optkit::model

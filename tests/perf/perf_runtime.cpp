@@ -1,0 +1,131 @@
+// CPU runtime speed on a random-weight model of Llama-3.2-1B's shape, in BF16 and F32:
+// prefill and decode tokens/s at batch 1 and 16, and decode's achieved memory bandwidth (weight
+// bytes streamed per step / step time) as a fraction of a STREAM-style copy measured in the same
+// run with the same threads. Prints figures; asserts nothing.
+//   perf_runtime [--preset llama-3.2-1b] [--threads N] [--prefill 128] [--decode-steps 8] [--dir /tmp/...]
+#include "model/random_model.hpp"
+#include "runtime/thread_pool.hpp"
+#include "runtime/transformer.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <string>
+#include <thread>
+
+using namespace optkit;
+using runtime::SequenceInput;
+using runtime::TokenId;
+
+namespace {
+
+double
+now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// STREAM "copy" (c[i] = a[i]) over arrays far larger than the caches; bytes = read + write.
+double
+stream_copy_gbps(unsigned threads) {
+  const std::size_t n = std::size_t{1} << 27; // 512 MiB per array of floats
+  std::vector<float> a(n, 1.0f), c(n, 0.0f);
+  runtime::ThreadPool pool(threads);
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = now();
+    pool.parallel_for(static_cast<std::int64_t>(n), [&](std::int64_t b, std::int64_t e) {
+      std::memcpy(c.data() + b, a.data() + b, static_cast<std::size_t>(e - b) * sizeof(float));
+    });
+    best = std::min(best, now() - t0);
+  }
+  return 2.0 * static_cast<double>(n * sizeof(float)) / best / 1e9;
+}
+
+std::vector<TokenId>
+prompt(std::size_t length, int seed) {
+  std::vector<TokenId> ids(length);
+  for (std::size_t i = 0; i < length; ++i)
+    ids[i] = static_cast<TokenId>((seed * 7919 + static_cast<int>(i) * 104729) % 128000);
+  return ids;
+}
+
+struct Figures {
+  double prefill_tps = 0, decode_tps = 0, decode_step_s = 0;
+};
+
+Figures
+measure(runtime::CpuTransformer& model, int batch, std::size_t prefill_len, int decode_steps) {
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<SequenceInput> inputs;
+  for (int b = 0; b < batch; ++b)
+    prompts.push_back(prompt(prefill_len, b));
+  for (int b = 0; b < batch; ++b)
+    inputs.push_back({model.add_sequence(), prompts[static_cast<std::size_t>(b)], false});
+  const double t0 = now();
+  auto logits = model.forward(inputs);
+  const double prefill_s = now() - t0;
+  std::vector<TokenId> next(static_cast<std::size_t>(batch), 1);
+  double decode_s = 0;
+  for (int step = 0; step < decode_steps; ++step) {
+    std::vector<SequenceInput> step_inputs;
+    for (int b = 0; b < batch; ++b)
+      step_inputs.push_back(
+          {inputs[static_cast<std::size_t>(b)].sequence, std::span(&next[static_cast<std::size_t>(b)], 1), false});
+    const double s0 = now();
+    logits = model.forward(step_inputs);
+    if (step > 0) // the first step warms caches and page tables
+      decode_s += now() - s0;
+  }
+  for (const auto& in : inputs)
+    model.remove_sequence(in.sequence);
+  Figures f;
+  f.prefill_tps = static_cast<double>(batch) * static_cast<double>(prefill_len) / prefill_s;
+  f.decode_step_s = decode_s / (decode_steps - 1);
+  f.decode_tps = batch / f.decode_step_s;
+  return f;
+}
+
+} // namespace
+
+int
+main(int argc, char** argv) {
+  std::string preset = "llama-3.2-1b";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "optkit-perf-models";
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::size_t prefill = 128;
+  int decode_steps = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--preset")
+      preset = value;
+    else if (flag == "--threads")
+      threads = static_cast<unsigned>(std::stoul(value));
+    else if (flag == "--prefill")
+      prefill = std::stoul(value);
+    else if (flag == "--decode-steps")
+      decode_steps = std::max(2, std::stoi(value));
+    else if (flag == "--dir")
+      dir = value;
+  }
+  const double copy = stream_copy_gbps(threads);
+  fmt::print("STREAM-style copy: {:.1f} GB/s ({} threads)\n", copy, threads);
+  fmt::print("{:<6} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "batch", "prefill tok/s", "decode tok/s",
+             "decode GB/s", "of copy BW");
+  for (const auto dtype : {model::DType::bf16, model::DType::f32}) {
+    const auto path = dir / fmt::format("{}-{}", preset, model::dtype_name(dtype));
+    if (!std::filesystem::exists(path / "config.json")) {
+      fmt::print("writing random {} model to {} ...\n", model::dtype_name(dtype), path.string());
+      model::write_random_model(path, model::preset_model_config(preset), dtype, 1);
+    }
+    runtime::CpuTransformer model(path, {threads});
+    const double weight_gb = static_cast<double>(model.weight_bytes()) / 1e9;
+    for (const int batch : {1, 16}) {
+      // batch 16 prefills shorter prompts to keep the run short; tokens/s is what is compared
+      const auto f = measure(model, batch, batch == 1 ? prefill : prefill / 4, decode_steps);
+      const double gbps = weight_gb / f.decode_step_s;
+      fmt::print("{:<6} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(dtype), batch,
+                 f.prefill_tps, f.decode_tps, gbps, 100.0 * gbps / copy);
+    }
+  }
+  return 0;
+}
