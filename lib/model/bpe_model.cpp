@@ -150,8 +150,10 @@ BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& out) con
   using Candidate = std::pair<std::int32_t, std::int32_t>; // (rank, position of the left symbol)
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   const auto consider = [&](std::int32_t left) {
+    if (left < 0)
+      return;
     const auto right = next[static_cast<std::size_t>(left)];
-    if (left < 0 || right < 0)
+    if (right < 0)
       return;
     const auto it = m_merges.find(pair_key(ids[static_cast<std::size_t>(left)], ids[static_cast<std::size_t>(right)]));
     if (it != m_merges.end())

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cblas.h>
+#include <cpuid.h>
 #include <cstring>
 #include <immintrin.h>
 #include <vector>
@@ -64,11 +65,41 @@ horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-// y[i, r] for r in [r0, r1), i in [0, m): dot(x[i], W[r]).
+// y[0, r] for r in [r0, r1): one activation row (decode at batch 1), four independent
+// accumulators so the loop is bound by loading W, not by FMA latency.
+template <typename T>
+OPTKIT_AVX2 void
+dot_rows_avx2_single(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, float* y) {
+  const std::int64_t wide_end = cols - cols % 32, vec_end = cols - cols % 8;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* wr = w + r * cols;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    std::int64_t c = 0;
+    for (; c < wide_end; c += 32) {
+      a0 = _mm256_fmadd_ps(load8(wr + c), _mm256_loadu_ps(x + c), a0);
+      a1 = _mm256_fmadd_ps(load8(wr + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+      a2 = _mm256_fmadd_ps(load8(wr + c + 16), _mm256_loadu_ps(x + c + 16), a2);
+      a3 = _mm256_fmadd_ps(load8(wr + c + 24), _mm256_loadu_ps(x + c + 24), a3);
+    }
+    for (; c < vec_end; c += 8)
+      a0 = _mm256_fmadd_ps(load8(wr + c), _mm256_loadu_ps(x + c), a0);
+    float s = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; c < cols; ++c)
+      s += to_float(wr[c]) * x[c];
+    y[r] = s;
+  }
+}
+
+// y[i, r] for r in [r0, r1), i in [0, m): dot(x[i], W[r]), four activation rows per pass over a
+// row of W (which stays in L1 between passes).
 template <typename T>
 OPTKIT_AVX2 void
 dot_rows_avx2(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
               std::int64_t ldy) {
+  if (m == 1) {
+    dot_rows_avx2_single(w, cols, r0, r1, x, y);
+    return;
+  }
   const std::int64_t vec_end = cols - cols % 8;
   for (std::int64_t r = r0; r < r1; ++r) {
     const T* wr = w + r * cols;
@@ -118,8 +149,11 @@ dot_rows_scalar(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1,
 
 bool
 cpu_has_avx2() {
-  static const bool has =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return has;
 }
 
