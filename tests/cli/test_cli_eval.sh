@@ -8,22 +8,25 @@ corpora="$OPTKIT_SOURCE_DIR/testdata/corpora"
 
 json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$2)" <<<"$1"; }
 
-# perplexity of a model on a domain's held-out text
+# PPL := perplexity of model $1 on domain $2's held-out text
 ppl() {
   run eval perplexity --model "$models/$1" --data "$corpora/$2.heldout.txt" --ctx 128 --format json
   expect_rc 0
-  json_field "$OUT" "['perplexity']"
+  PPL=$(json_field "$OUT" "['perplexity']")
 }
 
-base_english=$(ppl tiny-base english)
+ppl tiny-base english
+base_english=$PPL
 python3 -c "import sys; p=float(sys.argv[1]); sys.exit(0 if 1 < p < 200 else 1)" "$base_english" ||
   fail "tiny-base perplexity on English held-out text is $base_english; expected far below its 2048-token vocabulary"
 expect_out_has '"method": "llama.cpp-style'
 expect_eq "$(sql "SELECT count(*) FROM metrics WHERE name='perplexity'")" 1
 
 for domain in code licenses glosses quotes; do
-  base=$(ppl tiny-base "$domain")
-  variant=$(ppl "tiny-$domain" "$domain")
+  ppl tiny-base "$domain"
+  base=$PPL
+  ppl "tiny-$domain" "$domain"
+  variant=$PPL
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.9 * float(sys.argv[2]) else 1)" "$variant" "$base" ||
     fail "tiny-$domain perplexity on $domain text is $variant, not clearly below tiny-base's $base"
 done
