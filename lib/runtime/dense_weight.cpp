@@ -12,6 +12,7 @@
 #include <cpuid.h>
 #include <cstring>
 #include <immintrin.h>
+#include <mutex>
 #include <vector>
 
 namespace optkit::runtime {
@@ -20,8 +21,9 @@ namespace {
 
 using model::DType;
 
-constexpr std::int64_t kBlasMinRows = 8;      // activation rows from which sgemm pays off
-constexpr std::int64_t kWidenBlockRows = 256; // W rows widened to fp32 per sgemm call
+constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which sgemm pays off
+constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
+constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
 
 struct Bf16 {
   std::uint16_t bits;
@@ -174,7 +176,7 @@ public:
   }
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
-    if (m >= kBlasMinRows) {
+    if (m >= (std::is_same_v<T, float> ? kBlasMinRows : kWidenedBlasMinRows)) {
       multiply_blas(x, m, y, pool);
       return;
     }
@@ -188,22 +190,28 @@ public:
   }
 
 private:
+  // Each pool thread takes whole blocks of W's rows, widens a block to fp32 in its own buffer
+  // when W is not fp32, and multiplies it with single-threaded sgemm into its columns of y.
   void multiply_blas(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
     const auto M = static_cast<blasint>(m), K = static_cast<blasint>(m_cols), N = static_cast<blasint>(m_rows);
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, m_data, K, 0.0f, y, N);
-    } else {
-      std::vector<float> block(static_cast<std::size_t>(std::min(kWidenBlockRows, m_rows) * m_cols));
-      for (std::int64_t r0 = 0; r0 < m_rows; r0 += kWidenBlockRows) {
-        const std::int64_t n = std::min(kWidenBlockRows, m_rows - r0);
-        pool.parallel_for(n, [&](std::int64_t a, std::int64_t b) {
-          for (std::int64_t r = a; r < b; ++r)
-            row(r0 + r, block.data() + r * m_cols);
-        });
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block.data(), K,
-                    0.0f, y + r0, N);
+    const std::int64_t blocks = (m_rows + kGemmBlockRows - 1) / kGemmBlockRows;
+    pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
+      std::vector<float> widened;
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, m_rows - r0);
+        const float* block = nullptr;
+        if constexpr (std::is_same_v<T, float>) {
+          block = m_data + r0 * m_cols;
+        } else {
+          widened.resize(static_cast<std::size_t>(n * m_cols));
+          for (std::int64_t r = 0; r < n; ++r)
+            row(r0 + r, widened.data() + r * m_cols);
+          block = widened.data();
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block, K, 0.0f,
+                    y + r0, N);
       }
-    }
+    });
   }
 
   const T* m_data;
@@ -215,6 +223,9 @@ private:
 
 std::unique_ptr<LinearWeight>
 make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols) {
+  // The runtime splits GEMMs across its own threads; OpenBLAS's threads would only compete.
+  static std::once_flag single_threaded_blas;
+  std::call_once(single_threaded_blas, [] { openblas_set_num_threads(1); });
   if (static_cast<std::uint64_t>(rows * cols) * model::dtype_size(dtype) != bytes.size())
     throw InputError("dense weight of " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
                      std::string(model::dtype_name(dtype)) + " does not match its " + std::to_string(bytes.size()) +

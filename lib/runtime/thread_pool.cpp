@@ -1,16 +1,32 @@
 #include "runtime/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace optkit::runtime {
 
 namespace {
+
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 std::pair<std::int64_t, std::int64_t>
 part(std::int64_t count, unsigned parts, unsigned index) {
   const std::int64_t base = count / parts, extra = count % parts;
   const std::int64_t begin = index * base + std::min<std::int64_t>(index, extra);
   return {begin, begin + base + (static_cast<std::int64_t>(index) < extra ? 1 : 0)};
+}
+
+// Spins until `done()` holds or kSpin passes; returns done().
+template <typename Done>
+bool
+spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    __builtin_ia32_pause();
+  }
+  return true;
 }
 
 } // namespace
@@ -36,27 +52,28 @@ void
 ThreadPool::worker_loop(unsigned index) {
   std::uint64_t seen = 0;
   for (;;) {
-    std::unique_lock lock(m_mutex);
-    m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
+    const auto ready = [&] { return m_stop.load() || m_generation.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(ready)) {
+      std::unique_lock lock(m_mutex);
+      m_wake.wait(lock, ready);
+    }
     if (m_stop)
       return;
-    seen = m_generation;
-    const auto* body = m_body;
+    seen = m_generation.load(std::memory_order_acquire);
     const auto [begin, end] = part(m_count, size(), index);
-    lock.unlock();
-    std::exception_ptr error;
     if (begin < end) {
       try {
-        (*body)(begin, end);
+        (*m_body)(begin, end);
       } catch (...) {
-        error = std::current_exception();
+        std::lock_guard lock(m_mutex);
+        if (!m_error)
+          m_error = std::current_exception();
       }
     }
-    lock.lock();
-    if (error && !m_error)
-      m_error = error;
-    if (--m_pending == 0)
+    if (m_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(m_mutex);
       m_done.notify_one();
+    }
   }
 }
 
@@ -72,9 +89,9 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
     std::lock_guard lock(m_mutex);
     m_body = &body;
     m_count = count;
-    m_pending = static_cast<unsigned>(m_workers.size());
     m_error = nullptr;
-    ++m_generation;
+    m_pending.store(static_cast<unsigned>(m_workers.size()), std::memory_order_relaxed);
+    m_generation.fetch_add(1, std::memory_order_release);
   }
   m_wake.notify_all();
   std::exception_ptr error;
@@ -85,8 +102,14 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
   } catch (...) {
     error = std::current_exception();
   }
-  std::unique_lock lock(m_mutex);
-  m_done.wait(lock, [&] { return m_pending == 0; });
+  const auto finished = [&] { return m_pending.load(std::memory_order_acquire) == 0; };
+  std::unique_lock lock(m_mutex, std::defer_lock);
+  if (!spin_until(finished)) {
+    lock.lock();
+    m_done.wait(lock, finished);
+  } else {
+    lock.lock();
+  }
   if (!error)
     error = m_error;
   if (error)

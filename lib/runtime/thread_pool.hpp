@@ -1,6 +1,7 @@
 // A fixed set of worker threads for data-parallel loops in the CPU runtime.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -27,16 +28,18 @@ public:
 private:
   void worker_loop(unsigned index);
 
+  // Workers and the caller spin briefly before sleeping: a decode step issues ~10 loops per
+  // layer, and a condition-variable wake-up per loop would cost a tenth of the step.
   std::vector<std::thread> m_workers;
   std::mutex m_mutex;
   std::condition_variable m_wake;
   std::condition_variable m_done;
   const std::function<void(std::int64_t, std::int64_t)>* m_body = nullptr;
   std::int64_t m_count = 0;
-  std::uint64_t m_generation = 0;
-  unsigned m_pending = 0;
-  bool m_stop = false;
-  std::exception_ptr m_error;
+  std::atomic<std::uint64_t> m_generation = 0;
+  std::atomic<unsigned> m_pending = 0;
+  std::atomic<bool> m_stop = false;
+  std::exception_ptr m_error; // guarded by m_mutex
 };
 
 } // namespace optkit::runtime
