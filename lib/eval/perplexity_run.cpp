@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "model/model_config.hpp"
+#include "model/weight_store.hpp"
 #include "proc/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -10,10 +12,16 @@ namespace optkit::eval {
 
 namespace {
 
+// Cheap checks in the parent, so bad input is one error line before any child starts: the
+// folder, config.json, every safetensors header (mapped, not read) and the tokenizer file.
 void
-require_folder(const std::filesystem::path& dir, const char* flag) {
+validate_model_folder(const std::filesystem::path& dir, const char* flag) {
   if (!std::filesystem::is_directory(dir))
     throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
+  model::load_model_config(dir);
+  model::WeightStore weights(dir);
+  if (!std::filesystem::is_regular_file(dir / "tokenizer.json"))
+    throw InputError(fmt::format("{}: no tokenizer.json (the model folder needs one to read text)", dir.string()));
 }
 
 void
@@ -72,9 +80,9 @@ perplexity_options_from_json(const nlohmann::json& j) {
 
 PerplexityResult
 run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
-  require_folder(options.model, "--model");
+  validate_model_folder(options.model, "--model");
   if (options.kl_base)
-    require_folder(*options.kl_base, "--kl-base");
+    validate_model_folder(*options.kl_base, "--kl-base");
   if (!std::filesystem::is_regular_file(options.data))
     throw InputError(fmt::format("--data {}: no such file", options.data.string()));
   proc::WorkerTask task;

@@ -60,6 +60,7 @@ for fixture in "$OPTKIT_SOURCE_DIR"/testdata/safetensors/corrupt/*.safetensors; 
   run eval perplexity --model "$dir" --data "$corpora/english.heldout.txt"
   [ "$RC" -eq 2 ] || fail "$(basename "$fixture"): expected exit 2, got $RC: $ERR"
   expect_err_has "$dir/model.safetensors"
+  [ "$(wc -l <<<"$ERR")" -eq 1 ] || fail "$(basename "$fixture"): expected one error line, got: $ERR"
 done
 dir="$SCRATCH/unsupported-arch"
 mkdir -p "$dir"
