@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cblas.h>
 #include <cpuid.h>
+#include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
 #include <mutex>
@@ -149,9 +150,14 @@ dot_rows_scalar(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1,
   }
 }
 
+// AVX2 + FMA + F16C kernels when the CPU has them, unless OPTKIT_CPU_BASELINE=1 asks for the
+// portable loops (the tests run the oracle comparison both ways).
 bool
 cpu_has_avx2() {
   static const bool has = [] {
+    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
+    if (baseline && std::string_view(baseline) == "1")
+      return false;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
     return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
