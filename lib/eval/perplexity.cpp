@@ -25,7 +25,7 @@ read_text_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-// log-softmax of one row into `out`; returns nothing, `out` gets log-probabilities.
+// `out` := log-softmax of one row of logits, in double precision.
 void
 log_softmax(const float* logits, std::int64_t n, std::vector<double>& out) {
   out.resize(static_cast<std::size_t>(n));
@@ -83,11 +83,12 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   }
   const auto tokenizer = model::Tokenizer::load_folder(options.model);
   const std::string text = read_text_file(options.data);
-  const auto with_special = tokenizer.encode(text, true);
   const auto tokens = tokenizer.encode(text, false);
+  // The BOS token is whatever the post-processor puts in front of a text (llama.cpp's add_bos).
   std::optional<std::int32_t> bos;
-  if (with_special.size() > tokens.size() && !with_special.empty() && (tokens.empty() || with_special[0] != tokens[0]))
-    bos = with_special[0];
+  const auto probe_plain = tokenizer.encode("a", false), probe_special = tokenizer.encode("a", true);
+  if (probe_special.size() > probe_plain.size() && probe_special.front() != probe_plain.front())
+    bos = probe_special.front();
 
   PerplexityResult result;
   result.text_bytes = static_cast<std::int64_t>(text.size());

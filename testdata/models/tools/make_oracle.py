@@ -9,8 +9,11 @@
 2. For those and the trained tiny-base model, fp32 logits of the reference forward pass
    (hf_reference.py, plain PyTorch) on fixed prompts, stored next to the model as
    oracle_logits.safetensors: prompt.<i>.ids (I32) and prompt.<i>.logits (F32 [T, vocab]).
+3. For tiny-base, the perplexity of the llama.cpp method on 4 windows of 64 tokens of the English
+   held-out text (oracle_perplexity.json), from the reference encoder and forward pass.
 """
 import json
+import math
 import os
 import sys
 
@@ -55,6 +58,37 @@ def write_oracle(model_dir, generator):
     print(model_dir, {k: list(v.shape) for k, v in out.items() if k.endswith("logits")})
 
 
+def write_perplexity_oracle(model_dir, text_path, ctx=64, windows=4):
+    """llama.cpp-method perplexity (BOS replaces each window's first token, second half scored)
+    from the reference forward pass and the reference BPE encoder of train_tiny_models.py."""
+    import train_tiny_models as trainer
+
+    with open(os.path.join(model_dir, "tokenizer.json")) as f:
+        tok = json.load(f)
+    vocab = tok["model"]["vocab"]
+    merges = [tuple(m.split(" ")) for m in tok["model"]["merges"]]
+    bos = next(a["id"] for a in tok["added_tokens"] if a["content"] == "<|begin_of_text|>")
+    with open(text_path, encoding="utf-8") as f:
+        ids = trainer.encode(f.read(), vocab, merges)
+    cfg = ref.load_config(model_dir)
+    W = ref.read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    nll, count = 0.0, 0
+    with torch.no_grad():
+        for w in range(windows):
+            window = list(ids[w * ctx : (w + 1) * ctx])
+            targets = torch.tensor(window[ctx // 2 :])
+            window[0] = bos
+            logp = ref.forward(cfg, W, window).double().log_softmax(-1)
+            nll -= logp[ctx // 2 - 1 : ctx - 1].gather(1, targets[:, None]).sum().item()
+            count += len(targets)
+    result = {"text": os.path.relpath(text_path, MODELS), "ctx": ctx, "windows": windows, "text_tokens": len(ids),
+              "scored_tokens": count, "perplexity": math.exp(nll / count)}
+    with open(os.path.join(model_dir, "oracle_perplexity.json"), "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    print(model_dir, result)
+
+
 def main():
     generator = torch.Generator().manual_seed(1234)
     for name, (overrides, dtype) in VARIANTS.items():
@@ -69,6 +103,8 @@ def main():
             f.write("\n")
         write_oracle(path, generator)
     write_oracle(os.path.join(MODELS, "tiny-base"), generator)
+    write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
+                            os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
 
 
 if __name__ == "__main__":
