@@ -187,37 +187,44 @@ public:
       return;
     }
     const bool avx2 = cpu_has_avx2();
-    pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) {
-      if (avx2)
-        dot_rows_avx2(m_data, m_cols, r0, r1, x, m, y, m_rows);
-      else
-        dot_rows_scalar(m_data, m_cols, r0, r1, x, m, y, m_rows);
-    });
+    const std::int64_t chunk = std::max<std::int64_t>(16, m_rows / (8 * static_cast<std::int64_t>(pool.size())));
+    pool.parallel_for(
+        m_rows,
+        [&](std::int64_t r0, std::int64_t r1) {
+          if (avx2)
+            dot_rows_avx2(m_data, m_cols, r0, r1, x, m, y, m_rows);
+          else
+            dot_rows_scalar(m_data, m_cols, r0, r1, x, m, y, m_rows);
+        },
+        chunk);
   }
 
 private:
-  // Each pool thread takes whole blocks of W's rows, widens a block to fp32 in its own buffer
+  // Each pool thread takes blocks of W's rows one at a time, widens a block to fp32 in its own buffer
   // when W is not fp32, and multiplies it with single-threaded sgemm into its columns of y.
   void multiply_blas(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
     const auto M = static_cast<blasint>(m), K = static_cast<blasint>(m_cols), N = static_cast<blasint>(m_rows);
     const std::int64_t blocks = (m_rows + kGemmBlockRows - 1) / kGemmBlockRows;
-    pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
-      std::vector<float> widened;
-      for (std::int64_t b = b0; b < b1; ++b) {
-        const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, m_rows - r0);
-        const float* block = nullptr;
-        if constexpr (std::is_same_v<T, float>) {
-          block = m_data + r0 * m_cols;
-        } else {
-          widened.resize(static_cast<std::size_t>(n * m_cols));
-          for (std::int64_t r = 0; r < n; ++r)
-            row(r0 + r, widened.data() + r * m_cols);
-          block = widened.data();
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block, K, 0.0f,
-                    y + r0, N);
-      }
-    });
+    pool.parallel_for(
+        blocks,
+        [&](std::int64_t b0, std::int64_t b1) {
+          thread_local std::vector<float> widened; // reused across calls: no page faults per block
+          for (std::int64_t b = b0; b < b1; ++b) {
+            const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, m_rows - r0);
+            const float* block = nullptr;
+            if constexpr (std::is_same_v<T, float>) {
+              block = m_data + r0 * m_cols;
+            } else {
+              widened.resize(static_cast<std::size_t>(n * m_cols));
+              for (std::int64_t r = 0; r < n; ++r)
+                row(r0 + r, widened.data() + r * m_cols);
+              block = widened.data();
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block, K,
+                        0.0f, y + r0, N);
+          }
+        },
+        1);
   }
 
   const T* m_data;

@@ -60,15 +60,12 @@ ThreadPool::worker_loop(unsigned index) {
     if (m_stop)
       return;
     seen = m_generation.load(std::memory_order_acquire);
-    const auto [begin, end] = part(m_count, size(), index);
-    if (begin < end) {
-      try {
-        (*m_body)(begin, end);
-      } catch (...) {
-        std::lock_guard lock(m_mutex);
-        if (!m_error)
-          m_error = std::current_exception();
-      }
+    try {
+      run_share(index);
+    } catch (...) {
+      std::lock_guard lock(m_mutex);
+      if (!m_error)
+        m_error = std::current_exception();
     }
     if (m_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard lock(m_mutex);
@@ -78,7 +75,24 @@ ThreadPool::worker_loop(unsigned index) {
 }
 
 void
-ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body) {
+ThreadPool::run_share(unsigned index) {
+  if (m_chunk <= 0) {
+    const auto [begin, end] = part(m_count, size(), index);
+    if (begin < end)
+      (*m_body)(begin, end);
+    return;
+  }
+  for (;;) {
+    const std::int64_t begin = m_next.fetch_add(m_chunk, std::memory_order_relaxed);
+    if (begin >= m_count)
+      return;
+    (*m_body)(begin, std::min(begin + m_chunk, m_count));
+  }
+}
+
+void
+ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
+                         std::int64_t chunk) {
   if (count <= 0)
     return;
   if (m_workers.empty() || count == 1) {
@@ -89,16 +103,16 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
     std::lock_guard lock(m_mutex);
     m_body = &body;
     m_count = count;
+    m_chunk = chunk;
+    m_next.store(0, std::memory_order_relaxed);
     m_error = nullptr;
     m_pending.store(static_cast<unsigned>(m_workers.size()), std::memory_order_relaxed);
     m_generation.fetch_add(1, std::memory_order_release);
   }
   m_wake.notify_all();
   std::exception_ptr error;
-  const auto [begin, end] = part(count, size(), 0);
   try {
-    if (begin < end)
-      body(begin, end);
+    run_share(0);
   } catch (...) {
     error = std::current_exception();
   }
