@@ -1,6 +1,7 @@
 #include "eval/perplexity.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "model/tokenizer.hpp"
 #include "runtime/transformer.hpp"
 
@@ -8,22 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
 
 namespace optkit::eval {
 
 namespace {
-
-std::string
-read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string() + ": cannot open --data file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // `out` := log-softmax of one row of logits, in double precision.
 void
@@ -82,7 +71,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
                       options.kl_base->string(), base->config().vocab_size, model.config().vocab_size));
   }
   const auto tokenizer = model::Tokenizer::load_folder(options.model);
-  const std::string text = read_text_file(options.data);
+  const std::string text = read_input_file(options.data, "--data file");
   const auto tokens = tokenizer.encode(text, false);
   // The BOS token is whatever the post-processor puts in front of a text (llama.cpp's add_bos).
   std::optional<std::int32_t> bos;

@@ -26,30 +26,27 @@ validate_model_folder(const std::filesystem::path& dir, const char* flag) {
 
 void
 archive_metrics(archive::RunArchive& archive, std::int64_t run_id, const PerplexityResult& r) {
-  const std::vector<std::tuple<const char*, double, const char*>> rows = {
-      {"perplexity", r.perplexity, ""},
-      {"perplexity_stderr", r.perplexity_stderr, ""},
-      {"bits_per_byte", r.bits_per_byte, "bit/B"},
-      {"nll_mean", r.nll_mean, "nat"},
-      {"scored_tokens", static_cast<double>(r.scored_tokens), "tokens"},
-      {"text_tokens", static_cast<double>(r.text_tokens), "tokens"},
-      {"eval_seconds", r.seconds, "s"},
-      {"eval_tokens_per_second", r.tokens_per_second, "tokens/s"}};
+  std::vector<archive::NewMetric> rows = {{"perplexity", r.perplexity, "", {}},
+                                          {"perplexity_stderr", r.perplexity_stderr, "", {}},
+                                          {"bits_per_byte", r.bits_per_byte, "bit/B", {}},
+                                          {"nll_mean", r.nll_mean, "nat", {}},
+                                          {"scored_tokens", static_cast<double>(r.scored_tokens), "tokens", {}},
+                                          {"text_tokens", static_cast<double>(r.text_tokens), "tokens", {}},
+                                          {"eval_seconds", r.seconds, "s", {}},
+                                          {"eval_tokens_per_second", r.tokens_per_second, "tokens/s", {}}};
+  if (r.kl) {
+    const auto& k = *r.kl;
+    rows.insert(rows.end(), {{"kl_mean", k.kl_mean, "nat", {}},
+                             {"kl_max", k.kl_max, "nat", {}},
+                             {"top1_agreement", k.top1_agreement, "", {}},
+                             {"delta_p_mean", k.delta_p_mean, "", {}},
+                             {"delta_p_p01", k.delta_p_p01, "", {}},
+                             {"delta_p_p99", k.delta_p_p99, "", {}},
+                             {"base_perplexity", k.base_perplexity, "", {}}});
+  }
   archive.transaction([&] {
-    for (const auto& [name, value, unit] : rows)
-      archive.add_metric(run_id, std::nullopt, {name, value, unit, {}});
-    if (r.kl) {
-      const auto& k = *r.kl;
-      for (const auto& [name, value, unit] :
-           std::vector<std::tuple<const char*, double, const char*>>{{"kl_mean", k.kl_mean, "nat"},
-                                                                     {"kl_max", k.kl_max, "nat"},
-                                                                     {"top1_agreement", k.top1_agreement, ""},
-                                                                     {"delta_p_mean", k.delta_p_mean, ""},
-                                                                     {"delta_p_p01", k.delta_p_p01, ""},
-                                                                     {"delta_p_p99", k.delta_p_p99, ""},
-                                                                     {"base_perplexity", k.base_perplexity, ""}})
-        archive.add_metric(run_id, std::nullopt, {name, value, unit, {}});
-    }
+    for (const auto& metric : rows)
+      archive.add_metric(run_id, std::nullopt, metric);
   });
 }
 

@@ -1,9 +1,9 @@
 #include "model/chat_template.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/text.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace optkit::model {
@@ -130,15 +130,7 @@ chat_format_name(ChatFormat format) {
 ChatTemplate
 load_chat_template(const std::filesystem::path& model_dir) {
   const auto path = model_dir / "tokenizer_config.json";
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path.string() + ": cannot open (chat formatting needs the model's tokenizer_config.json)");
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path.string() + ": not valid JSON: " + e.what());
-  }
+  const auto config = read_json_file(path, "chat formatting needs the model's tokenizer_config.json");
   if (!config.contains("chat_template") || !config["chat_template"].is_string())
     throw InputError(path.string() + ": has no chat_template string; the model cannot be chat-formatted");
   const auto format = recognise_chat_format(config["chat_template"].get<std::string>());

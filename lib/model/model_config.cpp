@@ -1,9 +1,9 @@
 #include "model/model_config.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <numbers>
 
 namespace optkit::model {
@@ -168,16 +168,7 @@ parse_model_config(const json& config, const std::string& source) {
 ModelConfig
 load_model_config(const std::filesystem::path& model_dir) {
   const auto path = model_dir / "config.json";
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path.string() + ": cannot open (is --model a Hugging Face model folder?)");
-  json config;
-  try {
-    config = json::parse(in);
-  } catch (const json::exception& e) {
-    throw InputError(path.string() + ": not valid JSON: " + e.what());
-  }
-  return parse_model_config(config, path.string());
+  return parse_model_config(read_json_file(path, "is --model a Hugging Face model folder?"), path.string());
 }
 
 std::vector<double>

@@ -1,12 +1,12 @@
 #include "model/tokenizer.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "model/unicode.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
 
 namespace optkit::model {
 
@@ -42,6 +42,18 @@ u32(const json& node, const std::string& source, const char* what) {
   if (!node.is_string())
     throw InputError(source + ": " + what + " must be a string");
   return decode_utf8(node.get<std::string>());
+}
+
+// The steps of a pipeline stage: none when null or absent, the list of a "Sequence", else the
+// one step itself.
+std::vector<json>
+pipeline_steps(const json& doc, const char* stage, const char* sequence_key) {
+  if (!doc.contains(stage) || doc[stage].is_null())
+    return {};
+  const auto& node = doc[stage];
+  if (type_of(node) == "Sequence" && node.contains(sequence_key) && node[sequence_key].is_array())
+    return {node[sequence_key].begin(), node[sequence_key].end()};
+  return {node};
 }
 
 void
@@ -80,26 +92,15 @@ char_to_byte(char32_t code) {
 
 Tokenizer
 Tokenizer::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string() + ": cannot open (the model folder needs a tokenizer.json)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), path.string());
+  return parse(read_input_file(path, "the model folder needs a tokenizer.json"), path.string());
 }
 
 Tokenizer
 Tokenizer::load_folder(const std::filesystem::path& model_dir) {
   auto tokenizer = load(model_dir / "tokenizer.json");
   const auto config_path = model_dir / "tokenizer_config.json";
-  std::ifstream in(config_path);
-  if (in) {
-    json config;
-    try {
-      config = json::parse(in);
-    } catch (const json::exception& e) {
-      throw InputError(config_path.string() + ": not valid JSON: " + e.what());
-    }
+  if (std::filesystem::exists(config_path)) {
+    const auto config = read_json_file(config_path);
     if (config.contains("clean_up_tokenization_spaces") && config["clean_up_tokenization_spaces"].is_boolean())
       tokenizer.m_clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
   }
@@ -138,15 +139,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
   for (const auto& a : t.m_added)
     t.m_added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
 
-  std::vector<json> normalizers;
-  if (doc.contains("normalizer") && !doc["normalizer"].is_null()) {
-    const auto& n = doc["normalizer"];
-    if (type_of(n) == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
-      normalizers.assign(n["normalizers"].begin(), n["normalizers"].end());
-    else
-      normalizers.push_back(n);
-  }
-  for (const auto& n : normalizers) {
+  for (const auto& n : pipeline_steps(doc, "normalizer", "normalizers")) {
     const auto type = type_of(n);
     if (type == "NFC")
       t.m_normalizer.push_back({NormalizerStep::Kind::nfc, {}, {}});
@@ -161,15 +154,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
            "' is not supported (supported: NFC, Prepend, Replace with a string pattern, Sequence)");
   }
 
-  std::vector<json> pre;
-  if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
-    const auto& p = doc["pre_tokenizer"];
-    if (type_of(p) == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].is_array())
-      pre.assign(p["pretokenizers"].begin(), p["pretokenizers"].end());
-    else
-      pre.push_back(p);
-  }
-  for (const auto& p : pre) {
+  for (const auto& p : pipeline_steps(doc, "pre_tokenizer", "pretokenizers")) {
     const auto type = type_of(p);
     if (type == "ByteLevel") {
       t.m_byte_level = true;

@@ -1,33 +1,15 @@
 #include "model/weight_store.hpp"
 
 #include "core/error.hpp"
-
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "core/input_file.hpp"
 
 namespace optkit::model {
-
-namespace {
-
-nlohmann::json
-read_index(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path.string() + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
-} // namespace
 
 WeightStore::WeightStore(const std::filesystem::path& model_dir) : m_dir(model_dir) {
   const auto index_path = model_dir / "model.safetensors.index.json";
   const auto single_path = model_dir / "model.safetensors";
   if (std::filesystem::exists(index_path)) {
-    const auto index = read_index(index_path);
+    const auto index = read_json_file(index_path);
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw InputError(index_path.string() + ": has no 'weight_map' object");
     std::map<std::string, const SafetensorsFile*> by_file;

@@ -74,7 +74,7 @@ CpuTransformer::weight_bytes() const {
 std::vector<float>
 CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   const auto& c = m_config;
-  std::vector<std::int64_t> row_sequence, row_position, first_position;
+  BatchRows batch;
   for (std::size_t s = 0; s < inputs.size(); ++s) {
     const auto& in = inputs[s];
     if (in.tokens.empty())
@@ -83,15 +83,23 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
       if (inputs[t].sequence == in.sequence)
         throw InputError(fmt::format("sequence {} appears twice in one forward pass", in.sequence));
     const auto start = m_cache.reserve(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
-    first_position.push_back(start);
     for (std::size_t t = 0; t < in.tokens.size(); ++t) {
       if (in.tokens[t] < 0 || in.tokens[t] >= c.vocab_size)
         throw InputError(fmt::format("token id {} is outside the vocabulary of {}", in.tokens[t], c.vocab_size));
-      row_sequence.push_back(static_cast<std::int64_t>(s));
-      row_position.push_back(start + static_cast<std::int64_t>(t));
+      batch.sequence.push_back(in.sequence);
+      batch.position.push_back(start + static_cast<std::int64_t>(t));
     }
   }
-  const auto rows = static_cast<std::int64_t>(row_sequence.size());
+  const auto rows = static_cast<std::int64_t>(batch.position.size());
+  const auto half = static_cast<std::size_t>(c.head_dim / 2);
+  batch.cos.resize(static_cast<std::size_t>(rows) * half);
+  batch.sin.resize(batch.cos.size());
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
+    for (std::size_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(batch.position[r]) * m_inv_freq[i];
+      batch.cos[r * half + i] = std::cos(angle);
+      batch.sin[r * half + i] = std::sin(angle);
+    }
   const auto hidden = c.hidden_size;
   std::vector<float> x(static_cast<std::size_t>(rows * hidden));
   {
@@ -102,7 +110,7 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   }
   for (std::int64_t l = 0; l < c.num_layers; ++l) {
     const auto& layer = m_layers[static_cast<std::size_t>(l)];
-    attention_block(layer, l, inputs, row_sequence, row_position, x);
+    attention_block(layer, l, batch, x);
     mlp_block(layer, x);
   }
   for (std::size_t s = 0; s < inputs.size(); ++s)
@@ -126,11 +134,9 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
 }
 
 void
-CpuTransformer::attention_block(const Layer& layer, std::int64_t index, std::span<const SequenceInput> inputs,
-                                const std::vector<std::int64_t>& row_sequence,
-                                const std::vector<std::int64_t>& row_position, std::vector<float>& x) {
+CpuTransformer::attention_block(const Layer& layer, std::int64_t index, const BatchRows& batch, std::vector<float>& x) {
   const auto& c = m_config;
-  const auto rows = static_cast<std::int64_t>(row_sequence.size());
+  const auto rows = static_cast<std::int64_t>(batch.position.size());
   const auto hidden = c.hidden_size, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
   std::vector<float> h(x.size());
   m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
@@ -149,31 +155,26 @@ CpuTransformer::attention_block(const Layer& layer, std::int64_t index, std::spa
   }
   const std::int64_t half = hd / 2;
   m_pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
-    std::vector<float> cos(static_cast<std::size_t>(half)), sin(static_cast<std::size_t>(half));
     for (std::int64_t r = a; r < b; ++r) {
-      const auto pos = static_cast<float>(row_position[static_cast<std::size_t>(r)]);
-      for (std::int64_t i = 0; i < half; ++i) {
-        const float angle = pos * m_inv_freq[static_cast<std::size_t>(i)];
-        cos[static_cast<std::size_t>(i)] = std::cos(angle);
-        sin[static_cast<std::size_t>(i)] = std::sin(angle);
-      }
+      const float* cos = batch.cos.data() + r * half;
+      const float* sin = batch.sin.data() + r * half;
       for (std::int64_t head = 0; head < c.num_heads; ++head) {
         float* qh = q.data() + r * q_dim + head * hd;
         if (c.qk_norm)
           rms_norm(qh, layer.q_norm.data(), hd, c.rms_norm_eps, qh);
-        apply_rope(qh, hd, cos.data(), sin.data());
+        apply_rope(qh, hd, cos, sin);
       }
       for (std::int64_t head = 0; head < c.num_kv_heads; ++head) {
         float* kh = k.data() + r * kv_dim + head * hd;
         if (c.qk_norm)
           rms_norm(kh, layer.k_norm.data(), hd, c.rms_norm_eps, kh);
-        apply_rope(kh, hd, cos.data(), sin.data());
+        apply_rope(kh, hd, cos, sin);
       }
     }
   });
   for (std::int64_t r = 0; r < rows; ++r) {
-    const auto sequence = inputs[static_cast<std::size_t>(row_sequence[static_cast<std::size_t>(r)])].sequence;
-    const auto pos = row_position[static_cast<std::size_t>(r)];
+    const auto sequence = batch.sequence[static_cast<std::size_t>(r)];
+    const auto pos = batch.position[static_cast<std::size_t>(r)];
     std::copy_n(k.data() + r * kv_dim, kv_dim, m_cache.keys(sequence, index) + pos * kv_dim);
     std::copy_n(v.data() + r * kv_dim, kv_dim, m_cache.values(sequence, index) + pos * kv_dim);
   }
@@ -184,8 +185,8 @@ CpuTransformer::attention_block(const Layer& layer, std::int64_t index, std::spa
     std::vector<float> scores;
     for (std::int64_t job = a; job < b; ++job) {
       const std::int64_t r = job / c.num_heads, head = job % c.num_heads;
-      const auto sequence = inputs[static_cast<std::size_t>(row_sequence[static_cast<std::size_t>(r)])].sequence;
-      const auto pos = row_position[static_cast<std::size_t>(r)];
+      const auto sequence = batch.sequence[static_cast<std::size_t>(r)];
+      const auto pos = batch.position[static_cast<std::size_t>(r)];
       const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
       scores.resize(static_cast<std::size_t>(pos + 1));
       attend(q.data() + r * q_dim + head * hd, m_cache.keys(sequence, index), m_cache.values(sequence, index), kv_dim,

@@ -40,9 +40,15 @@ private:
     std::unique_ptr<LinearWeight> q, k, v, o, gate, up, down;
   };
 
-  void attention_block(const Layer& layer, std::int64_t index, std::span<const SequenceInput> inputs,
-                       const std::vector<std::int64_t>& row_sequence, const std::vector<std::int64_t>& row_position,
-                       std::vector<float>& x);
+  // What each activation row of a forward pass is: its sequence, its position, and the RoPE
+  // cos/sin of that position (head_dim / 2 each), computed once for all layers.
+  struct BatchRows {
+    std::vector<SequenceId> sequence;
+    std::vector<std::int64_t> position;
+    std::vector<float> cos, sin;
+  };
+
+  void attention_block(const Layer& layer, std::int64_t index, const BatchRows& rows, std::vector<float>& x);
   void mlp_block(const Layer& layer, std::vector<float>& x);
 
   model::ModelConfig m_config;
