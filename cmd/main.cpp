@@ -84,6 +84,7 @@ main(int argc, char** argv) {
   cmd::CommandRegistry commands;
   cmd::register_doctor(app, commands);
   cmd::register_eval(app, commands);
+  cmd::register_plan(app, commands);
   cmd::register_runs(app, commands);
   cmd::register_internal_test(app, commands);
 

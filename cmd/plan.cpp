@@ -1,0 +1,92 @@
+// optkit plan — predict the best serving configuration without a GPU (AIConfigurator's method):
+// search parallelism × batch × serving mode against a perf database with a speed-of-light
+// fallback, print the Pareto frontier, the best configuration under the SLA and its launch command.
+#include "app_context.hpp"
+
+#include "core/error.hpp"
+#include "plan/plan_run.hpp"
+
+namespace optkit::cmd {
+
+void
+register_plan(CLI::App& app, CommandRegistry& commands) {
+  struct Flags {
+    plan::PlanOptions options;
+    double ttft = 0, tpot = 0, speed = 0, memory_fraction = 0, target_rate = 0;
+    std::string format;
+  };
+  auto flags = std::make_shared<Flags>();
+  plan::PlanOptions& o = flags->options;
+  CLI::App* plan_app = app.add_subcommand(
+      "plan", "Predict the best serving configuration (parallelism, batch, aggregated or disaggregated) without a GPU");
+  plan_app->add_option("--model", o.model, "preset name (see --list-models) or a Hugging Face config.json / folder");
+  plan_app->add_option("--system", o.system, "GPU system: a profiles/systems/<name>.yaml (see --list-systems)");
+  plan_app->add_option("--gpus", o.gpus, "GPUs to deploy on")->capture_default_str();
+  plan_app->add_option("--isl", o.isl, "input (prompt) tokens per request")->capture_default_str();
+  plan_app->add_option("--osl", o.osl, "output tokens per request")->capture_default_str();
+  plan_app->add_option("--prefix", o.prefix, "prompt tokens served from the prefix cache")->capture_default_str();
+  plan_app->add_option("--ttft", flags->ttft, "SLA: largest time to first token, ms (default 2000)");
+  plan_app->add_option("--tpot", flags->tpot, "SLA: largest time per output token, ms (default 30)");
+  plan_app->add_option("--speed", flags->speed, "SLA: least tokens/s per user (instead of --tpot)");
+  plan_app->add_option("--engine", o.engine, "serving engine whose memory rules apply: vllm, sglang, trtllm")
+      ->capture_default_str();
+  plan_app->add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
+  plan_app->add_option("--act-dtype", o.activation_dtype,
+                       "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
+  plan_app->add_option("--kv-dtype", o.kv_dtype, "KV cache: bf16, fp16, fp8, int8")->capture_default_str();
+  plan_app->add_option("--memory-fraction", flags->memory_fraction,
+                       "engine memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static, "
+                       "TensorRT-LLM kv_cache_free_gpu_memory_fraction; default 0.9)");
+  plan_app->add_option("--mode", o.modes, "serving modes to search, comma-separated: static, agg, disagg")
+      ->capture_default_str();
+  plan_app->add_option("--spec-tokens", o.spec_tokens, "speculative decoding: draft tokens per step (0: off)")
+      ->capture_default_str();
+  plan_app->add_option("--spec-acceptance", o.spec_acceptance, "speculative decoding: per-token acceptance rate")
+      ->capture_default_str();
+  plan_app->add_option("--spec-draft-cost", o.spec_draft_cost, "speculative decoding: a draft token's cost / a decode step")
+      ->capture_default_str();
+  plan_app->add_option("--moe-alpha", o.moe_alpha, "MoE routing skew: power-law alpha (0: balanced)")
+      ->capture_default_str();
+  plan_app->add_option("--target-rate", flags->target_rate, "find the fewest GPUs sustaining this many requests/s");
+  plan_app->add_option("--perf-db", o.perf_db, "perf database folder (default: profiles/perf/<system>)");
+  plan_app->add_option("--emit", o.emit, "print the launch script of the chosen configuration: vllm, sglang, trtllm");
+  plan_app->add_option("--plot", o.plot, "write the Pareto frontier as SVG to FILE");
+  plan_app->add_option("--bench-profile", o.bench_profile, "write an optkit bench serving profile (YAML) to FILE");
+  add_format_option(*plan_app, flags->format);
+  commands.add({"plan", plan_app, [flags, plan_app](AppContext& ctx) {
+                  plan::PlanOptions options = flags->options;
+                  if (options.model.empty() || options.system.empty())
+                    throw InputError(options.model.empty() ? "--model NAME|DIR is required (presets: optkit plan --help)"
+                                                           : "--system NAME is required");
+                  const auto given = [&](const char* name) { return plan_app->count(name) > 0; };
+                  if (given("--ttft"))
+                    options.ttft_ms = flags->ttft;
+                  if (given("--tpot"))
+                    options.tpot_ms = flags->tpot;
+                  if (given("--speed"))
+                    options.speed = flags->speed;
+                  if (given("--memory-fraction"))
+                    options.memory_fraction = flags->memory_fraction;
+                  if (given("--target-rate"))
+                    options.target_rate = flags->target_rate;
+                  if (!options.emit.empty() && !given("--engine"))
+                    options.engine = options.emit;
+                  const OutputFormat format = parse_output_format(flags->format);
+                  const auto run = plan::run_plan(options, {&ctx.archive(), ctx.run_id});
+                  if (!options.emit.empty()) {
+                    ctx.emit(plan::emit_launch(run, options.emit));
+                    return;
+                  }
+                  if (format == OutputFormat::json) {
+                    auto out = plan::to_json(run);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n");
+                    return;
+                  }
+                  if (format == OutputFormat::table)
+                    ctx.emit(plan::plan_summary(run));
+                  ctx.emit(plan::pareto_table(run).render(format, ctx.color_stdout()));
+                }});
+}
+
+} // namespace optkit::cmd

@@ -1,0 +1,133 @@
+#include "plan/estimators.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace optkit::plan {
+
+double
+Speculation::tokens_per_step() const {
+  if (!enabled())
+    return 1.0;
+  if (acceptance >= 1.0)
+    return draft_tokens + 1.0;
+  return (1.0 - std::pow(acceptance, draft_tokens + 1)) / (1.0 - acceptance);
+}
+
+Estimate
+decode_token_time(const StepModel& model, double batch, double kv_len, const Speculation& speculation) {
+  if (!speculation.enabled())
+    return model.decode_interval(batch, kv_len);
+  Estimate step = model.decode_interval(batch, kv_len, speculation.draft_tokens + 1);
+  step += model.decode_interval(batch, kv_len).scaled(speculation.draft_cost * speculation.draft_tokens);
+  return step.scaled(1.0 / speculation.tokens_per_step());
+}
+
+LatencyEstimate
+estimate_static(const StepModel& model, const Workload& workload, double batch, const Speculation& speculation,
+                int stride) {
+  LatencyEstimate out;
+  StepShape prefill;
+  prefill.prefill_requests = batch;
+  prefill.prefill_tokens = std::max(1.0, workload.isl - workload.prefix);
+  prefill.prefix = workload.prefix;
+  const Estimate ttft = model.step(prefill);
+  out.ttft_ms = ttft.us / 1000.0;
+  out.sources = ttft.sources;
+  const double steps = workload.osl - 1;
+  if (steps <= 0)
+    return out;
+  double generation_us = 0;
+  for (double k = 0; k < steps; k += stride) {
+    const Estimate token = decode_token_time(model, batch, workload.isl + k + 1, speculation);
+    generation_us += token.us * std::min<double>(stride, steps - k);
+    out.sources |= token.sources;
+  }
+  out.tpot_ms = generation_us / steps / 1000.0;
+  return out;
+}
+
+bool
+estimate_aggregated(const StepModel& model, const Workload& workload, double batch, double ctx_tokens,
+                    const Speculation& speculation, LatencyEstimate& out) {
+  const double isl = std::max(1.0, workload.isl - workload.prefix);
+  const double osl = workload.osl;
+  // Step 1: steps needed to prefill the whole batch.
+  const double total_ctx_steps = std::ceil(isl * batch / ctx_tokens);
+  // Step 2: how mixed steps split between prompt and decode tokens.
+  double mix_steps = 1, gen_steps = osl - 1, mix_gen_tokens = 0, context_bound_wait = 1;
+  if (batch > 1) {
+    mix_steps = total_ctx_steps;
+    if (total_ctx_steps >= osl) {
+      gen_steps = 0;
+      mix_gen_tokens = std::max(1.0, std::floor(batch / (total_ctx_steps / osl)));
+      // Only mix_gen_tokens of the batch advance per step, so each sequence waits batch /
+      // mix_gen_tokens steps per token (the seed's TPOT = L_mix would let throughput exceed the
+      // prefill rate).
+      context_bound_wait = batch / mix_gen_tokens;
+    } else {
+      gen_steps = osl - mix_steps;
+      mix_gen_tokens = batch - std::ceil(ctx_tokens / isl);
+      if (mix_gen_tokens < 1)
+        return false;
+    }
+  }
+  // Step 3: latency of a mixed step and of a generation-only step. A mixed step's prompt tokens
+  // are whole prompts, or one chunk of a longer prompt (chunked prefill).
+  const double kv_mid = workload.isl + osl / 2.0;
+  StepShape mix;
+  if (ctx_tokens >= isl) {
+    mix.prefill_requests = ctx_tokens / isl;
+    mix.prefill_tokens = isl;
+    mix.prefix = workload.prefix;
+  } else {
+    mix.prefill_requests = 1;
+    mix.prefill_tokens = ctx_tokens;
+    mix.prefix = workload.prefix + (isl - ctx_tokens) / 2.0;
+  }
+  mix.decode_requests = mix_gen_tokens;
+  mix.kv_len = kv_mid;
+  const double tokens_per_step = speculation.tokens_per_step();
+  if (speculation.enabled())
+    mix.tokens_per_decode = speculation.draft_tokens + 1;
+  const Estimate mix_latency = model.step(mix);
+  const Estimate gen_latency = decode_token_time(model, batch, kv_mid, speculation);
+  // Step 4: TTFT with the seed's piecewise-linear queueing correction.
+  const double correction = std::min(2.0 + (total_ctx_steps - 3.0) / 20.0, 4.0);
+  out.ttft_ms = mix_latency.us / 1000.0 * std::ceil(isl / ctx_tokens) * correction;
+  // Step 5: TPOT, a step-weighted mean that skips the first three (jittery) mixed steps.
+  const double mix_weight = std::max(1.0, mix_steps - 3.0);
+  const double mix_token_us = mix_latency.us / tokens_per_step * context_bound_wait;
+  if (batch > 1)
+    out.tpot_ms = (mix_token_us * mix_weight + gen_latency.us * gen_steps) / (mix_weight + gen_steps) / 1000.0;
+  else
+    out.tpot_ms = gen_latency.us / 1000.0;
+  out.sources = mix_latency.sources | gen_latency.sources;
+  // Steady state cannot finish requests faster than mixed steps admit prompts.
+  out.max_requests_per_s = std::min(ctx_tokens, isl * batch) / isl / (mix_latency.us / 1e6);
+  return true;
+}
+
+RateMatch
+rate_match(double prefill_requests_per_s, int prefill_gpus, double decode_requests_per_s, int decode_gpus,
+           int total_gpus, const DisaggregationFactors& factors) {
+  RateMatch best;
+  double best_per_gpu = 0;
+  for (int x = 1; x <= 32 && x * prefill_gpus + decode_gpus <= total_gpus; ++x)
+    for (int y = 1; y <= 64; ++y) {
+      const int gpus = x * prefill_gpus + y * decode_gpus;
+      if (gpus > total_gpus)
+        break;
+      if (total_gpus % gpus != 0)
+        continue;
+      const double rate = std::min(prefill_requests_per_s * x * factors.alpha_prefill,
+                                   decode_requests_per_s * y * factors.alpha_decode);
+      if (rate / gpus > best_per_gpu) {
+        best_per_gpu = rate / gpus;
+        best = {x, y, rate, gpus};
+      }
+    }
+  return best;
+}
+
+} // namespace optkit::plan

@@ -1,0 +1,126 @@
+#include "plan/pareto_plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace optkit::plan {
+
+namespace {
+
+constexpr double width = 760, height = 500, left = 70, right = 170, top = 40, bottom = 60;
+
+double
+nice_ceiling(double value) {
+  if (value <= 0)
+    return 1;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(value)));
+  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (step * magnitude >= value)
+      return step * magnitude;
+  return 10 * magnitude;
+}
+
+std::string
+escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '&')
+      out += "&amp;";
+    else if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+} // namespace
+
+std::string
+pareto_svg(const PlanResult& result, const PlanRequest& request, const std::string& title) {
+  double max_x = 1000.0 / request.tpot_limit_ms, max_y = 0;
+  for (const auto& row : result.rows) {
+    max_x = std::max(max_x, row.tokens_per_s_per_user);
+    max_y = std::max(max_y, row.tokens_per_s_per_gpu);
+  }
+  max_x = nice_ceiling(max_x * 1.05);
+  max_y = nice_ceiling(max_y * 1.05);
+  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  const auto px = [&](double x) { return left + x / max_x * plot_w; };
+  const auto py = [&](double y) { return top + plot_h - y / max_y * plot_h; };
+
+  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)",
+                                width, height, width, height);
+  svg += "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, escape(title));
+  // Axes, ticks and grid.
+  for (int i = 0; i <= 5; ++i) {
+    const double x = max_x * i / 5, y = max_y * i / 5;
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#eee\"/>\n", px(x), top, px(x),
+                       top + plot_h);
+    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", left, py(y),
+                       left + plot_w, py(y));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), top + plot_h + 16, x);
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, py(y) + 4, y);
+  }
+  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
+                     plot_w, plot_h);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">tokens/s/user</text>\n", left + plot_w / 2,
+                     height - 18);
+  svg += fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s/GPU</text>\n",
+                     top + plot_h / 2);
+  // SLA: the TPOT limit as a minimum speed per user.
+  const double sla_x = px(1000.0 / request.tpot_limit_ms);
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>\n",
+                     sla_x, top, sla_x, top + plot_h);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#c00\">TPOT {:g} ms</text>\n", sla_x + 4, top + 14,
+                     request.tpot_limit_ms);
+
+  struct Series {
+    ServingMode mode;
+    const char* colour;
+    const char* label;
+  };
+  const Series series[] = {{ServingMode::aggregated, "#1f77b4", "aggregated"},
+                           {ServingMode::disaggregated, "#2ca02c", "disaggregated"},
+                           {ServingMode::static_batching, "#ff7f0e", "static"}};
+  double legend_y = top + 10;
+  for (const auto& s : series) {
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < result.rows.size(); ++i)
+      if (result.rows[i].mode == s.mode)
+        members.push_back(i);
+    if (members.empty())
+      continue;
+    for (std::size_t i : members) {
+      const auto& row = result.rows[i];
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\" fill=\"{}\" fill-opacity=\"{}\"/>\n",
+                         px(row.tokens_per_s_per_user), py(row.tokens_per_s_per_gpu), s.colour,
+                         row.meets_sla ? "0.55" : "0.2");
+    }
+    std::string points;
+    for (std::size_t i : pareto_front(result.rows, members))
+      points += fmt::format("{:.1f},{:.1f} ", px(result.rows[i].tokens_per_s_per_user),
+                            py(result.rows[i].tokens_per_s_per_gpu));
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, s.colour);
+    svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", width - right + 14,
+                       legend_y - 10, s.colour);
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", width - right + 32, legend_y, s.label);
+    legend_y += 20;
+  }
+  if (result.best) {
+    const auto& row = result.rows[*result.best];
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\"/>\n",
+                       px(row.tokens_per_s_per_user), py(row.tokens_per_s_per_gpu));
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#c00\">chosen: {:.0f} tok/s/GPU</text>\n", width - right + 14,
+                       legend_y + 6, row.tokens_per_s_per_gpu);
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+} // namespace optkit::plan

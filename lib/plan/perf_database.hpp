@@ -1,0 +1,73 @@
+// The operator performance database of one system (profiles/perf/<system>/): measured latencies
+// of matrix products, prefill and decode attention, MoE layers, collectives and memory-bound
+// kernels, as CSV tables that `optkit plan profile` writes. Lookups climb one ladder: a measured
+// point verbatim → interpolated between points → extrapolated (speed of light / nearest measured
+// utilization) → roofline with default efficiencies when nothing was measured for the shape.
+#pragma once
+
+#include "plan/estimate.hpp"
+#include "plan/roofline.hpp"
+#include "plan/system_spec.hpp"
+#include "plan/utilization_grid.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace optkit::plan {
+
+// The tables and their columns, in the order a file's header must list them.
+struct PerfTable {
+  const char* file;
+  std::vector<const char*> columns;
+};
+const std::vector<PerfTable>& perf_tables();
+
+class PerfDatabase {
+public:
+  explicit PerfDatabase(const SystemSpec& system) : m_system(&system) {}
+
+  // Reads every table present in `dir` (a missing table means "not measured"); a malformed row →
+  // InputError naming the file and row.
+  static PerfDatabase load(const std::filesystem::path& dir, const SystemSpec& system);
+
+  std::size_t points() const { return m_points; }
+  const std::filesystem::path& directory() const { return m_directory; }
+
+  // `kind` as gemm_kind(): bf16, fp16, fp8, int8, w8a16, w4a16.
+  Estimate gemm(const std::string& kind, double m, double n, double k) const;
+  Estimate attention_prefill(const std::string& kv_dtype, int heads, int kv_heads, int head_dim, double batch,
+                             double seq, double prefix) const;
+  Estimate attention_decode(const std::string& kv_dtype, int heads, int kv_heads, int head_dim, double batch,
+                            double kv_len, double tokens_per_sequence = 1) const;
+  // One MoE layer on one GPU: `tokens` reach it, each routed to `topk` of its `experts` experts,
+  // `inter` wide; `imbalance` = hottest GPU's load over the mean (power-law routing skew).
+  Estimate moe(const std::string& kind, int hidden, int inter, int topk, int experts, double tokens,
+               double imbalance) const;
+  Estimate collective(CollectiveOp op, int gpus, double bytes) const;
+  Estimate memory(double bytes) const;
+
+  // Adds one measured point (the loader and tests use it); call finish() after the last.
+  void add_point(const std::string& table, const std::vector<std::string>& key, double x, double y, double latency_us);
+  void finish();
+
+private:
+  const SystemSpec* m_system;
+  std::filesystem::path m_directory;
+  std::size_t m_points = 0;
+  std::unordered_map<std::string, UtilizationGrid> m_grids; // "table|key fields"
+  mutable std::unordered_map<std::string, const UtilizationGrid*> m_nearest_gemm;
+
+  const UtilizationGrid* grid(const std::string& key) const;
+  const UtilizationGrid* gemm_site(const std::string& kind, double n, double k) const;
+  Estimate answer(const UtilizationGrid* grid, double x, double y, double speed_of_light_us, OpClass op_class,
+                  const OpCost& cost, double peak) const;
+  double point_speed_of_light(const std::string& table, const std::vector<std::string>& key, double x, double y) const;
+};
+
+// Weight and activation bytes of a GEMM kind.
+std::pair<double, double> gemm_kind_bytes(const std::string& kind);
+
+} // namespace optkit::plan

@@ -1,0 +1,306 @@
+#include "plan/plan_run.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "core/text.hpp"
+#include "plan/launch_generator.hpp"
+#include "plan/pareto_plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace optkit::plan {
+
+namespace {
+
+PlanRequest
+build_request(const PlanOptions& o) {
+  PlanRequest r;
+  r.model = resolve_model(o.model);
+  if (o.gpus < 1 || o.gpus > 4096)
+    throw InputError("--gpus " + std::to_string(o.gpus) + ": use 1 to 4096");
+  r.gpus = o.gpus;
+  if (!(o.isl >= 1) || !(o.osl >= 1))
+    throw InputError("--isl and --osl must be at least 1 token");
+  if (!(o.prefix >= 0) || o.prefix >= o.isl)
+    throw InputError("--prefix " + fmt::format("{:g}", o.prefix) + ": must be below --isl");
+  r.workload = {o.isl, o.osl, o.prefix};
+  if (r.model.max_context > 0 && o.isl + o.osl > r.model.max_context)
+    throw InputError(fmt::format("--isl + --osl = {:g} exceeds {}'s context of {} tokens", o.isl + o.osl, r.model.name,
+                                 r.model.max_context));
+  r.engine = parse_engine(o.engine, "--engine");
+  r.precision.weights = parse_precision(o.weight_dtype, "--weight-dtype");
+  r.precision.kv_cache = parse_precision(o.kv_dtype, "--kv-dtype");
+  if (r.precision.kv_cache == Precision::int4)
+    throw InputError("--kv-dtype int4: KV caches are bf16, fp16, fp8 or int8");
+  if (o.activation_dtype.empty()) {
+    // W8A8 schemes quantize activations too; int4 is weight-only.
+    const Precision w = r.precision.weights;
+    r.precision.activations = (w == Precision::fp8 || w == Precision::int8) ? w : Precision::bf16;
+  } else {
+    r.precision.activations = parse_precision(o.activation_dtype, "--act-dtype");
+    if (r.precision.activations == Precision::int4)
+      throw InputError("--act-dtype int4: activations are bf16, fp16, fp8 or int8");
+  }
+  r.memory_fraction = o.memory_fraction.value_or(default_memory_fraction(r.engine));
+  if (!(r.memory_fraction > 0 && r.memory_fraction <= 1))
+    throw InputError("--memory-fraction must be in (0, 1]");
+  r.ttft_limit_ms = o.ttft_ms.value_or(2000);
+  r.tpot_limit_ms = o.tpot_ms.value_or(30);
+  if (o.speed) {
+    if (o.tpot_ms)
+      throw InputError("--speed and --tpot both bound the time per output token; give one");
+    if (!(*o.speed > 0))
+      throw InputError("--speed must be above 0 tokens/s/user");
+    r.tpot_limit_ms = 1000.0 / *o.speed;
+  }
+  if (!(r.ttft_limit_ms > 0) || !(r.tpot_limit_ms > 0))
+    throw InputError("--ttft and --tpot must be above 0 ms");
+  r.modes.clear();
+  for (const auto& mode : split(o.modes, ','))
+    r.modes.push_back(parse_mode(std::string(trim(mode))));
+  if (o.spec_tokens < 0 || o.spec_tokens > 16)
+    throw InputError("--spec-tokens must be 0 to 16");
+  if (!(o.spec_acceptance >= 0 && o.spec_acceptance <= 1))
+    throw InputError("--spec-acceptance must be in [0, 1]");
+  if (!(o.spec_draft_cost >= 0 && o.spec_draft_cost <= 1))
+    throw InputError("--spec-draft-cost must be in [0, 1]");
+  r.speculation = {o.spec_tokens, o.spec_acceptance, o.spec_draft_cost};
+  if (!(o.moe_alpha >= 0 && o.moe_alpha <= 3))
+    throw InputError("--moe-alpha must be in [0, 3] (0: balanced routing)");
+  r.moe_power_law_alpha = o.moe_alpha;
+  if (o.target_rate && !(*o.target_rate > 0))
+    throw InputError("--target-rate must be above 0 requests/s");
+  r.target_requests_per_s = o.target_rate;
+  return r;
+}
+
+std::string
+fmt_ms(double ms) {
+  return ms >= 100 ? fmt::format("{:.0f}", ms) : fmt::format("{:.2f}", ms);
+}
+
+std::string
+sla_text(const PlanRequest& r) {
+  return fmt::format("TTFT <= {:g} ms, TPOT <= {:g} ms ({:.1f} tokens/s/user)", r.ttft_limit_ms, r.tpot_limit_ms,
+                     1000.0 / r.tpot_limit_ms);
+}
+
+std::string
+miss_text(const PlanRow& row, const PlanRequest& r) {
+  std::vector<std::string> misses;
+  if (row.ttft_ms > r.ttft_limit_ms)
+    misses.push_back(fmt::format("TTFT {} ms misses --ttft {:g}", fmt_ms(row.ttft_ms), r.ttft_limit_ms));
+  if (row.tpot_ms > r.tpot_limit_ms)
+    misses.push_back(fmt::format("TPOT {} ms misses --tpot {:g}", fmt_ms(row.tpot_ms), r.tpot_limit_ms));
+  return join(misses, " and ");
+}
+
+nlohmann::json
+row_json(const PlanRow& row, const PlanRequest& r) {
+  const bool moe = r.model.is_moe();
+  nlohmann::json j = {
+      {"mode", mode_name(row.mode)},
+      {"configuration", describe(row, moe)},
+      {"parallel", row.parallel.label(moe)},
+      {"tp", row.parallel.tp},
+      {"pp", row.parallel.pp},
+      {"dp", row.parallel.dp},
+      {"ep", row.parallel.ep},
+      {"batch", row.batch},
+      {"replicas", row.replicas},
+      {"gpus_per_replica", row.unit_gpus},
+      {"gpus_used", row.replicas * row.unit_gpus},
+      {"ttft_ms", row.ttft_ms},
+      {"tpot_ms", row.tpot_ms},
+      {"tokens_per_s_per_user", row.tokens_per_s_per_user},
+      {"tokens_per_s_per_gpu", row.tokens_per_s_per_gpu},
+      {"requests_per_s", row.requests_per_s * row.replicas},
+      {"memory_gib_per_gpu", row.memory_gib},
+      {"meets_sla", row.meets_sla},
+      {"sources", source_names(row.sources)},
+  };
+  if (row.mode == ServingMode::aggregated)
+    j["ctx_tokens"] = row.ctx_tokens;
+  if (row.mode == ServingMode::disaggregated) {
+    j["prefill"] = {{"workers", row.prefill_workers},
+                    {"parallel", row.prefill_parallel.label(moe)},
+                    {"tp", row.prefill_parallel.tp},
+                    {"pp", row.prefill_parallel.pp},
+                    {"batch", row.prefill_batch}};
+    j["decode"] = {{"workers", row.decode_workers}, {"parallel", row.parallel.label(moe)}, {"batch", row.batch}};
+    j["kv_transfer_ms"] = row.kv_transfer_ms;
+  }
+  return j;
+}
+
+const PlanRow&
+chosen_row(const PlanRun& run) {
+  if (run.result.target)
+    return run.result.rows[run.result.target->row];
+  return run.result.rows[*run.result.best];
+}
+
+} // namespace
+
+PlanRun
+run_plan(const PlanOptions& options, const PlanRunContext& context) {
+  PlanRun run;
+  run.request = build_request(options);
+  const auto data = find_data_directory();
+  run.system = load_system(data.path / "profiles", options.system);
+  std::filesystem::path db_dir =
+      options.perf_db.empty() ? data.path / "profiles" / "perf" / run.system.name : std::filesystem::path(options.perf_db);
+  if (!options.perf_db.empty() && !std::filesystem::is_directory(db_dir))
+    throw InputError("--perf-db " + options.perf_db + ": no such directory; give a folder `optkit plan profile` wrote");
+  PerfDatabase db(run.system);
+  if (std::filesystem::is_directory(db_dir)) {
+    db = PerfDatabase::load(db_dir, run.system);
+    run.perf_db_directory = db_dir.string();
+    run.perf_db_points = db.points();
+  }
+  if (!options.emit.empty())
+    parse_engine(options.emit, "--emit");
+  run.model_reference = std::filesystem::exists(options.model) ? options.model : preset_repository(run.request.model.name);
+
+  run.result = search(run.request, run.system, db);
+  const PlanResult& result = run.result;
+  if (context.archive) {
+    auto& archive = *context.archive;
+    archive.transaction([&] {
+      archive.add_metric(context.run_id, std::nullopt, {"evaluations", double(result.evaluations), "configs", {}});
+      archive.add_metric(context.run_id, std::nullopt, {"search_time", result.seconds, "s", {}});
+      archive.add_metric(context.run_id, std::nullopt,
+                         {"memory_infeasible", double(result.memory_infeasible), "configs", {}});
+      if (result.best) {
+        const PlanRow& best = result.rows[*result.best];
+        archive.add_metric(context.run_id, std::nullopt, {"tokens_per_s_per_gpu", best.tokens_per_s_per_gpu, "tokens/s", {}});
+        archive.add_metric(context.run_id, std::nullopt, {"tokens_per_s_per_user", best.tokens_per_s_per_user, "tokens/s", {}});
+        archive.add_metric(context.run_id, std::nullopt, {"ttft", best.ttft_ms, "ms", {}});
+        archive.add_metric(context.run_id, std::nullopt, {"tpot", best.tpot_ms, "ms", {}});
+      }
+      if (result.target)
+        archive.add_metric(context.run_id, std::nullopt, {"target_rate_gpus", double(result.target->gpus), "gpus", {}});
+    });
+  }
+  if (result.rows.empty())
+    throw GoalNotMet(fmt::format("no configuration of {} fits {} x {} ({:g} GiB each) with ISL {:g} + OSL {:g}; add GPUs, "
+                                 "lower --weight-dtype/--kv-dtype, or shorten the sequences",
+                                 run.request.model.name, run.request.gpus, run.system.name, run.system.memory_gib,
+                                 run.request.workload.isl, run.request.workload.osl));
+  if (!result.best) {
+    const PlanRow& closest = result.rows[*result.closest];
+    throw GoalNotMet(fmt::format("no configuration meets {}; closest: {} with {}", sla_text(run.request),
+                                 describe(closest, run.request.model.is_moe()), miss_text(closest, run.request)));
+  }
+  const std::string title =
+      fmt::format("{} on {} x {}, ISL {:g} / OSL {:g}", run.request.model.name, run.request.gpus, run.system.name,
+                  run.request.workload.isl, run.request.workload.osl);
+  if (!options.plot.empty()) {
+    write_file_atomic(options.plot, pareto_svg(result, run.request, title));
+    if (context.archive)
+      context.archive->add_artifact(context.run_id, std::nullopt, options.plot, "plot");
+  }
+  if (!options.bench_profile.empty()) {
+    LaunchContext launch{run.model_reference, run.system.name, &run.request, run.request.engine};
+    write_file_atomic(options.bench_profile, bench_profile_yaml(chosen_row(run), launch, context.run_id));
+    if (context.archive)
+      context.archive->add_artifact(context.run_id, std::nullopt, options.bench_profile, "bench-profile");
+  }
+  return run;
+}
+
+Table
+pareto_table(const PlanRun& run) {
+  Table table({"mode", "configuration", "gpus", "batch", "ttft_ms", "tpot_ms", "tok/s/user", "tok/s/gpu", "req/s",
+               "mem_gib", "sla", "sources"});
+  const auto& rows = run.result.rows;
+  std::vector<std::size_t> shown = run.result.pareto;
+  if (run.result.best && std::find(shown.begin(), shown.end(), *run.result.best) == shown.end())
+    shown.push_back(*run.result.best);
+  for (std::size_t i : shown) {
+    const PlanRow& row = rows[i];
+    const bool chosen = run.result.best && i == *run.result.best;
+    table.add_row({mode_name(row.mode) + (chosen ? "*" : ""), describe(row, run.request.model.is_moe()),
+                   row.replicas * row.unit_gpus, row.batch, std::round(row.ttft_ms * 10) / 10,
+                   std::round(row.tpot_ms * 100) / 100, std::round(row.tokens_per_s_per_user * 10) / 10,
+                   std::round(row.tokens_per_s_per_gpu * 10) / 10, std::round(row.requests_per_s * row.replicas * 100) / 100,
+                   std::round(row.memory_gib * 10) / 10, row.meets_sla ? "yes" : "no", source_names(row.sources)});
+  }
+  return table;
+}
+
+nlohmann::json
+to_json(const PlanRun& run) {
+  const PlanRequest& r = run.request;
+  const PlanResult& result = run.result;
+  nlohmann::json out;
+  out["model"] = {{"name", r.model.name},
+                  {"architecture", r.model.architecture},
+                  {"parameters", r.model.total_parameters()},
+                  {"active_parameters", r.model.active_parameters()}};
+  out["system"] = {{"name", run.system.name}, {"gpu", run.system.gpu_name}, {"gpus", r.gpus}};
+  out["workload"] = {{"isl", r.workload.isl}, {"osl", r.workload.osl}, {"prefix", r.workload.prefix}};
+  out["sla"] = {{"ttft_ms", r.ttft_limit_ms}, {"tpot_ms", r.tpot_limit_ms}};
+  out["engine"] = engine_name(r.engine);
+  out["precision"] = {{"weights", precision_name(r.precision.weights)},
+                      {"activations", precision_name(r.precision.activations)},
+                      {"kv_cache", precision_name(r.precision.kv_cache)}};
+  out["perf_database"] = {{"directory", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
+                          {"points", run.perf_db_points}};
+  out["search"] = {{"evaluations", result.evaluations},
+                   {"memory_infeasible", result.memory_infeasible},
+                   {"worker_layouts", result.worker_layouts},
+                   {"feasible", result.rows.size()},
+                   {"seconds", result.seconds}};
+  out["best"] = result.best ? row_json(result.rows[*result.best], r) : nlohmann::json();
+  nlohmann::json pareto = nlohmann::json::array();
+  for (std::size_t i : result.pareto)
+    pareto.push_back(row_json(result.rows[i], r));
+  out["pareto"] = pareto;
+  if (result.target) {
+    auto target = row_json(result.rows[result.target->row], r);
+    out["target_rate"] = {{"requests_per_s", *r.target_requests_per_s},
+                          {"gpus", result.target->gpus},
+                          {"replicas", result.target->replicas},
+                          {"configuration", target}};
+  }
+  return out;
+}
+
+std::string
+plan_summary(const PlanRun& run) {
+  const PlanRequest& r = run.request;
+  const PlanResult& result = run.result;
+  std::string text = fmt::format("{} on {} x {} ({}), ISL {:g} / OSL {:g}, engine {}, SLA {}\n", r.model.name, r.gpus,
+                                 run.system.name, run.system.gpu_name, r.workload.isl, r.workload.osl,
+                                 engine_name(r.engine), sla_text(r));
+  text += fmt::format("searched {} configurations ({} dropped: out of memory) in {:.3f} s; perf data: {}\n",
+                      result.evaluations, result.memory_infeasible, result.seconds,
+                      run.perf_db_directory.empty() ? std::string("none (roofline)")
+                                                    : fmt::format("{} ({} points)", run.perf_db_directory, run.perf_db_points));
+  const PlanRow& best = result.rows[*result.best];
+  text += fmt::format("best: {} — {:.1f} tokens/s/GPU at {:.1f} tokens/s/user, TTFT {} ms, TPOT {} ms\n",
+                      describe(best, r.model.is_moe()), best.tokens_per_s_per_gpu, best.tokens_per_s_per_user,
+                      fmt_ms(best.ttft_ms), fmt_ms(best.tpot_ms));
+  if (result.target) {
+    const PlanRow& row = result.rows[result.target->row];
+    text += fmt::format("target {:g} req/s: {} GPUs as {} x [{}]\n", *r.target_requests_per_s, result.target->gpus,
+                        result.target->replicas, describe(row, r.model.is_moe()));
+  }
+  return text;
+}
+
+std::string
+emit_launch(const PlanRun& run, const std::string& engine) {
+  LaunchContext launch{run.model_reference, run.system.name, &run.request, parse_engine(engine, "--emit")};
+  PlanRow row = chosen_row(run);
+  if (run.result.target)
+    row.replicas = run.result.target->replicas;
+  return launch_script(row, launch);
+}
+
+} // namespace optkit::plan

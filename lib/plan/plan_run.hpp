@@ -1,0 +1,63 @@
+// `optkit plan` as a recorded run: resolves the model, system and perf database, searches,
+// archives the chosen configuration's figures, and renders the Pareto frontier for people
+// (table) or programs (JSON/CSV), the launch script (--emit) and the SVG (--plot).
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "core/table.hpp"
+#include "plan/search.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace optkit::plan {
+
+struct PlanOptions {
+  std::string model;
+  std::string system;
+  int gpus = 8;
+  double isl = 4000, osl = 1000, prefix = 0;
+  std::optional<double> ttft_ms, tpot_ms, speed; // SLA (defaults: TTFT 2000 ms, TPOT 30 ms)
+  std::string engine = "vllm";
+  std::string weight_dtype = "bf16", activation_dtype, kv_dtype = "bf16";
+  std::optional<double> memory_fraction;
+  std::string modes = "agg,disagg";
+  int spec_tokens = 0;
+  double spec_acceptance = 0.7, spec_draft_cost = 0.05;
+  double moe_alpha = 1.01;
+  std::optional<double> target_rate;
+  std::string perf_db; // override profiles/perf/<system>
+  std::string emit;    // vllm | sglang | trtllm
+  std::string plot;    // SVG path
+  std::string bench_profile;
+};
+
+struct PlanRun {
+  PlanRequest request;
+  SystemSpec system;
+  std::string perf_db_directory; // "" when none: roofline only
+  std::size_t perf_db_points = 0;
+  PlanResult result;
+  std::string model_reference;
+};
+
+struct PlanRunContext {
+  archive::RunArchive* archive = nullptr;
+  std::int64_t run_id = 0;
+};
+
+// Validates the options (InputError naming the flag), searches, archives metrics and writes the
+// plot/bench profile. Throws GoalNotMet naming the closest configuration when nothing meets the SLA.
+PlanRun run_plan(const PlanOptions& options, const PlanRunContext& context);
+
+Table pareto_table(const PlanRun& run);
+nlohmann::json to_json(const PlanRun& run);
+// Lines above the table: the SLA, the search's size and time, the chosen configuration.
+std::string plan_summary(const PlanRun& run);
+// --emit: the launch script for the chosen (or target-rate) configuration.
+std::string emit_launch(const PlanRun& run, const std::string& engine);
+
+} // namespace optkit::plan

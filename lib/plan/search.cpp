@@ -1,0 +1,384 @@
+#include "plan/search.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace optkit::plan {
+
+namespace {
+
+std::vector<int>
+powers_of_two_up_to(int limit) {
+  std::vector<int> values;
+  for (int v = 1; v <= limit; v *= 2)
+    values.push_back(v);
+  return values;
+}
+
+struct Context {
+  const PlanRequest& request;
+  const SystemSpec& system;
+  const PerfDatabase& db;
+  PlanResult& result;
+
+  bool meets(double ttft, double tpot) const {
+    return ttft <= request.ttft_limit_ms && tpot <= request.tpot_limit_ms;
+  }
+  MemoryBudget budget(const ParallelConfig& parallel, double step_tokens, double sequence_tokens) const {
+    return memory_budget(request.model, system, parallel, request.precision, request.engine, request.memory_fraction,
+                         step_tokens, sequence_tokens);
+  }
+  void add_worker_row(PlanRow row, const LatencyEstimate& latency, const MemoryBudget& memory) {
+    const double osl = request.workload.osl;
+    row.ttft_ms = latency.ttft_ms;
+    row.tpot_ms = latency.tpot_ms;
+    row.sources = latency.sources;
+    row.unit_gpus = row.parallel.gpus();
+    row.replicas = request.gpus / row.unit_gpus;
+    row.requests_per_s = row.batch / (latency.ttft_ms + (osl - 1) * latency.tpot_ms) * 1000.0;
+    if (latency.max_requests_per_s > 0)
+      row.requests_per_s = std::min(row.requests_per_s, latency.max_requests_per_s);
+    row.tokens_per_s_per_gpu = row.requests_per_s * osl / row.unit_gpus;
+    row.tokens_per_s_per_user = latency.tpot_ms > 0 ? 1000.0 / latency.tpot_ms : 0;
+    row.memory_gib = memory.used_gib(row.batch);
+    row.meets_sla = meets(row.ttft_ms, row.tpot_ms);
+    result.rows.push_back(row);
+  }
+};
+
+std::vector<double>
+context_budgets(const PlanRequest& request) {
+  const double isl = std::max(1.0, request.workload.isl - request.workload.prefix);
+  std::vector<double> budgets = {isl, 2 * isl};
+  if (request.engine != Engine::trtllm)
+    for (double chunk : {512.0, 1024.0, 2048.0, 4096.0, 8192.0})
+      if (chunk < isl)
+        budgets.push_back(chunk);
+  return budgets;
+}
+
+void
+search_worker_modes(Context& c, const ParallelConfig& parallel, bool static_mode, bool aggregated) {
+  const PlanRequest& r = c.request;
+  const StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
+  const double sequence = r.workload.isl + r.workload.osl;
+  const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
+  if (static_mode)
+    for (int batch : aggregated_batches()) {
+      const MemoryBudget memory = c.budget(parallel, batch * isl, sequence);
+      if (!memory.fits(batch)) {
+        ++c.result.memory_infeasible;
+        continue;
+      }
+      ++c.result.evaluations;
+      PlanRow row;
+      row.mode = ServingMode::static_batching;
+      row.parallel = parallel;
+      row.batch = batch;
+      c.add_worker_row(row, estimate_static(model, r.workload, batch, r.speculation), memory);
+    }
+  if (aggregated)
+    for (double ctx : context_budgets(r)) {
+      const MemoryBudget memory = c.budget(parallel, ctx + 1024, sequence);
+      for (int batch : aggregated_batches()) {
+        if (batch > 1 && ctx > isl * batch)
+          continue; // more prompt budget than the batch has prompts
+        if (!memory.fits(batch)) {
+          ++c.result.memory_infeasible;
+          continue;
+        }
+        LatencyEstimate latency;
+        ++c.result.evaluations;
+        if (!estimate_aggregated(model, r.workload, batch, ctx, r.speculation, latency))
+          continue;
+        PlanRow row;
+        row.mode = ServingMode::aggregated;
+        row.parallel = parallel;
+        row.batch = batch;
+        row.ctx_tokens = int(ctx);
+        c.add_worker_row(row, latency, memory);
+      }
+    }
+}
+
+struct PrefillCandidate {
+  ParallelConfig parallel;
+  int batch = 0;
+  double ttft_ms = 0;
+  double requests_per_s = 0;
+  std::uint8_t sources = 0;
+};
+struct DecodeCandidate {
+  ParallelConfig parallel;
+  int batch = 0;
+  double tpot_ms = 0;
+  double requests_per_s = 0;
+  double memory_gib = 0;
+  std::uint8_t sources = 0;
+};
+
+void
+search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
+  const PlanRequest& r = c.request;
+  const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
+  std::vector<PrefillCandidate> prefills;
+  std::vector<DecodeCandidate> decodes;
+  for (const auto& parallel : layouts) {
+    if (parallel.gpus() >= r.gpus)
+      continue; // a unit needs at least one prefill and one decode worker
+    const StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
+    for (int batch : {1, 2, 4, 8}) {
+      const MemoryBudget memory = c.budget(parallel, batch * isl, r.workload.isl);
+      if (!memory.fits(batch)) {
+        ++c.result.memory_infeasible;
+        continue;
+      }
+      ++c.result.evaluations;
+      StepShape shape;
+      shape.prefill_requests = batch;
+      shape.prefill_tokens = isl;
+      shape.prefix = r.workload.prefix;
+      const Estimate step = model.step(shape);
+      const double ttft = step.us / 1000.0;
+      prefills.push_back({parallel, batch, ttft, batch / ttft * 1000.0, step.sources});
+    }
+    const MemoryBudget memory = c.budget(parallel, 1024, r.workload.isl + r.workload.osl);
+    for (int batch : decode_batches()) {
+      if (!memory.fits(batch)) {
+        ++c.result.memory_infeasible;
+        continue;
+      }
+      ++c.result.evaluations;
+      Workload decode_only = r.workload;
+      const LatencyEstimate latency = estimate_static(model, decode_only, batch, r.speculation);
+      const double generation_ms = std::max(1.0, r.workload.osl - 1) * latency.tpot_ms;
+      decodes.push_back({parallel, batch, latency.tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch),
+                         latency.sources});
+    }
+  }
+  if (prefills.empty() || decodes.empty())
+    return;
+  // Algorithm 3 step 1: prefill candidates within the TTFT limit (with β); when none is, the
+  // fastest stands in so the rows still show how far off the limit is.
+  std::vector<const PrefillCandidate*> eligible;
+  for (const auto& p : prefills)
+    if (p.ttft_ms * r.disaggregation.beta_ttft <= r.ttft_limit_ms)
+      eligible.push_back(&p);
+  if (eligible.empty())
+    eligible.push_back(&*std::min_element(prefills.begin(), prefills.end(),
+                                          [](const auto& a, const auto& b) { return a.ttft_ms < b.ttft_ms; }));
+  const double kv_bytes = kv_cache_bytes(r.model, r.precision, r.workload.isl);
+  for (const auto& d : decodes) {
+    PlanRow best_row;
+    double best_per_gpu = 0;
+    for (const PrefillCandidate* p : eligible) {
+      const RateMatch match =
+          rate_match(p->requests_per_s, p->parallel.gpus(), d.requests_per_s, d.parallel.gpus(), r.gpus, r.disaggregation);
+      if (match.gpus == 0 || match.requests_per_s / match.gpus <= best_per_gpu)
+        continue;
+      best_per_gpu = match.requests_per_s / match.gpus;
+      // KV cache handed from the prefill to the decode worker, each GPU sending its shard.
+      const int link_gpus = std::min(p->parallel.gpus(), d.parallel.gpus());
+      const int span = match.gpus;
+      const double bandwidth = c.system.link_bytes_per_s(span) * c.system.efficiency.communication * link_gpus;
+      PlanRow row;
+      row.mode = ServingMode::disaggregated;
+      row.parallel = d.parallel;
+      row.batch = d.batch;
+      row.prefill_parallel = p->parallel;
+      row.prefill_batch = p->batch;
+      row.prefill_workers = match.prefill_workers;
+      row.decode_workers = match.decode_workers;
+      row.kv_transfer_ms = kv_bytes / bandwidth * 1000.0 + c.system.collective_latency_us / 1000.0;
+      row.ttft_ms = p->ttft_ms * r.disaggregation.beta_ttft + row.kv_transfer_ms;
+      row.tpot_ms = d.tpot_ms;
+      row.unit_gpus = match.gpus;
+      row.replicas = r.gpus / match.gpus;
+      row.requests_per_s = match.requests_per_s;
+      row.tokens_per_s_per_gpu = match.requests_per_s * r.workload.osl / match.gpus;
+      row.tokens_per_s_per_user = 1000.0 / d.tpot_ms;
+      row.memory_gib = d.memory_gib;
+      row.sources = std::uint8_t(p->sources | d.sources);
+      row.meets_sla = c.meets(row.ttft_ms, row.tpot_ms);
+      best_row = row;
+    }
+    if (best_row.unit_gpus > 0)
+      c.result.rows.push_back(best_row);
+  }
+}
+
+} // namespace
+
+std::string
+mode_name(ServingMode mode) {
+  switch (mode) {
+  case ServingMode::static_batching:
+    return "static";
+  case ServingMode::aggregated:
+    return "agg";
+  case ServingMode::disaggregated:
+    return "disagg";
+  }
+  return "?";
+}
+
+ServingMode
+parse_mode(const std::string& text) {
+  if (text == "static")
+    return ServingMode::static_batching;
+  if (text == "agg")
+    return ServingMode::aggregated;
+  if (text == "disagg")
+    return ServingMode::disaggregated;
+  throw InputError("--mode " + text + ": unknown serving mode; use static, agg or disagg (comma-separated)");
+}
+
+const std::vector<int>&
+aggregated_batches() {
+  static const std::vector<int> batches = [] {
+    std::vector<int> b;
+    for (int v = 1; v <= 15; ++v)
+      b.push_back(v);
+    for (int v = 16; v <= 28; v += 4)
+      b.push_back(v);
+    for (int v = 32; v <= 56; v += 8)
+      b.push_back(v);
+    for (int v = 64; v <= 240; v += 16)
+      b.push_back(v);
+    for (int v = 256; v <= 480; v += 32)
+      b.push_back(v);
+    b.push_back(512);
+    b.push_back(1024);
+    return b;
+  }();
+  return batches;
+}
+
+const std::vector<int>&
+decode_batches() {
+  static const std::vector<int> batches = [] {
+    std::vector<int> b;
+    for (int v = 1; v <= 15; ++v)
+      b.push_back(v);
+    for (int v = 16; v <= 30; v += 2)
+      b.push_back(v);
+    for (int v = 32; v <= 124; v += 4)
+      b.push_back(v);
+    for (int v = 128; v <= 504; v += 8)
+      b.push_back(v);
+    b.push_back(512);
+    return b;
+  }();
+  return batches;
+}
+
+std::vector<ParallelConfig>
+worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus) {
+  std::vector<ParallelConfig> layouts;
+  for (int tp : powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus))) {
+    if (model.heads % tp != 0)
+      continue;
+    const std::vector<int> dps = model.is_moe() ? powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus) / tp)
+                                                : std::vector<int>{1};
+    for (int dp : dps)
+      for (int pp : powers_of_two_up_to(std::min(max_gpus, model.layers))) {
+        const int gpus = tp * dp * pp;
+        if (gpus > max_gpus || max_gpus % gpus != 0)
+          continue;
+        const std::vector<int> eps = model.is_moe() ? powers_of_two_up_to(tp * dp) : std::vector<int>{1};
+        for (int ep : eps) {
+          ParallelConfig p{tp, pp, dp, ep};
+          if (model.is_moe() && (model.experts % ep != 0 || model.moe_intermediate % p.moe_tp() != 0))
+            continue;
+          layouts.push_back(p);
+        }
+      }
+  }
+  return layouts;
+}
+
+std::vector<std::size_t>
+pareto_front(const std::vector<PlanRow>& rows, std::vector<std::size_t> indices) {
+  std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
+    if (rows[a].tokens_per_s_per_user != rows[b].tokens_per_s_per_user)
+      return rows[a].tokens_per_s_per_user > rows[b].tokens_per_s_per_user;
+    return rows[a].tokens_per_s_per_gpu > rows[b].tokens_per_s_per_gpu;
+  });
+  std::vector<std::size_t> front;
+  double best_throughput = -1;
+  for (std::size_t i : indices)
+    if (rows[i].tokens_per_s_per_gpu > best_throughput) {
+      best_throughput = rows[i].tokens_per_s_per_gpu;
+      front.push_back(i);
+    }
+  return front;
+}
+
+PlanResult
+search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase& db) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanResult result;
+  Context context{request, system, db, result};
+  const auto layouts = worker_layouts(request.model, system, request.gpus);
+  result.worker_layouts = layouts.size();
+  const auto wants = [&](ServingMode mode) {
+    return std::find(request.modes.begin(), request.modes.end(), mode) != request.modes.end();
+  };
+  for (const auto& parallel : layouts)
+    search_worker_modes(context, parallel, wants(ServingMode::static_batching), wants(ServingMode::aggregated));
+  if (wants(ServingMode::disaggregated))
+    search_disaggregated(context, layouts);
+
+  std::vector<std::size_t> all(result.rows.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  result.pareto = pareto_front(result.rows, all);
+  double best_throughput = -1, closest_overshoot = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    const PlanRow& row = result.rows[i];
+    if (row.meets_sla && row.tokens_per_s_per_gpu > best_throughput) {
+      best_throughput = row.tokens_per_s_per_gpu;
+      result.best = i;
+    }
+    const double overshoot =
+        std::max(row.ttft_ms / request.ttft_limit_ms, row.tpot_ms / request.tpot_limit_ms);
+    if (overshoot < closest_overshoot) {
+      closest_overshoot = overshoot;
+      result.closest = i;
+    }
+  }
+  if (request.target_requests_per_s) {
+    const double target = *request.target_requests_per_s;
+    for (std::size_t i = 0; i < result.rows.size(); ++i) {
+      const PlanRow& row = result.rows[i];
+      if (!row.meets_sla || row.requests_per_s <= 0)
+        continue;
+      const int replicas = int(std::ceil(target / row.requests_per_s - 1e-9));
+      const int gpus = replicas * row.unit_gpus;
+      if (!result.target || gpus < result.target->gpus ||
+          (gpus == result.target->gpus && row.tokens_per_s_per_gpu > result.rows[result.target->row].tokens_per_s_per_gpu))
+        result.target = TargetRatePlan{i, replicas, gpus};
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string
+describe(const PlanRow& row, bool moe) {
+  if (row.mode == ServingMode::disaggregated)
+    return "disagg " + std::to_string(row.prefill_workers) + "P(" + row.prefill_parallel.label(moe) + ", batch " +
+           std::to_string(row.prefill_batch) + ") + " + std::to_string(row.decode_workers) + "D(" +
+           row.parallel.label(moe) + ", batch " + std::to_string(row.batch) + ")";
+  std::string text = mode_name(row.mode) + " " + row.parallel.label(moe) + " x" + std::to_string(row.replicas) +
+                     ", batch " + std::to_string(row.batch);
+  if (row.mode == ServingMode::aggregated)
+    text += ", " + std::to_string(row.ctx_tokens) + " prompt tokens/step";
+  return text;
+}
+
+} // namespace optkit::plan

@@ -1,0 +1,96 @@
+// The configuration search: every worker layout (TP × PP, and for MoE models attention DP × EP)
+// that fits the GPU count, every batch size of AIConfigurator's schedules, each serving mode;
+// memory-infeasible points are dropped before they are estimated. The result keeps every feasible
+// estimate, its Pareto frontier (tokens/s/GPU against tokens/s/user), the best configuration
+// under the SLA and, when nothing meets it, the closest one.
+#pragma once
+
+#include "plan/estimators.hpp"
+#include "plan/memory_model.hpp"
+#include "plan/model_arch.hpp"
+#include "plan/perf_database.hpp"
+#include "plan/system_spec.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::plan {
+
+enum class ServingMode { static_batching, aggregated, disaggregated };
+std::string mode_name(ServingMode mode); // "static", "agg", "disagg"
+ServingMode parse_mode(const std::string& text);
+
+struct PlanRequest {
+  ModelArch model;
+  int gpus = 8;
+  Workload workload;
+  Engine engine = Engine::vllm;
+  ServingPrecision precision;
+  double memory_fraction = 0.9;
+  double ttft_limit_ms = 2000;
+  double tpot_limit_ms = 30;
+  std::vector<ServingMode> modes = {ServingMode::aggregated, ServingMode::disaggregated};
+  Speculation speculation;
+  double moe_power_law_alpha = 1.01;
+  DisaggregationFactors disaggregation;
+  std::optional<double> target_requests_per_s;
+};
+
+struct PlanRow {
+  ServingMode mode = ServingMode::aggregated;
+  ParallelConfig parallel; // the aggregated/static worker, or the decode worker
+  int batch = 0;           // sequences in flight per worker (decode batch for disagg)
+  int ctx_tokens = 0;      // aggregated: prompt tokens per mixed step
+  int replicas = 0;        // workers (agg/static) or xPyD units (disagg) on `gpus`
+  // Disaggregated only.
+  ParallelConfig prefill_parallel;
+  int prefill_batch = 0;
+  int prefill_workers = 0;
+  int decode_workers = 0;
+  double kv_transfer_ms = 0;
+
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+  double tokens_per_s_per_user = 0;
+  double tokens_per_s_per_gpu = 0;
+  double requests_per_s = 0;    // one replica (worker or xPyD unit)
+  int unit_gpus = 0;            // GPUs of one replica
+  double memory_gib = 0;        // per GPU of the (decode) worker at this batch
+  std::uint8_t sources = 0;
+  bool meets_sla = false;
+};
+
+struct TargetRatePlan {
+  std::size_t row = 0;
+  int replicas = 0;
+  int gpus = 0;
+};
+
+struct PlanResult {
+  std::vector<PlanRow> rows;               // every feasible configuration estimated
+  std::vector<std::size_t> pareto;         // frontier over all modes, fastest per user first
+  std::optional<std::size_t> best;         // most tokens/s/GPU meeting the SLA
+  std::optional<std::size_t> closest;      // smallest worst SLA overshoot, when nothing meets it
+  std::optional<TargetRatePlan> target;    // fewest GPUs sustaining --target-rate
+  std::size_t evaluations = 0;             // configurations estimated
+  std::size_t memory_infeasible = 0;       // configurations dropped by the memory check
+  std::size_t worker_layouts = 0;
+  double seconds = 0;
+};
+
+// Worker layouts with at most `max_gpus` GPUs (dividing it) that the model's shapes allow.
+std::vector<ParallelConfig> worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus);
+// AIConfigurator's batch schedules: aggregated 1…1024, disaggregated decode 1…512.
+const std::vector<int>& aggregated_batches();
+const std::vector<int>& decode_batches();
+
+PlanResult search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase& db);
+
+// The Pareto-optimal subset of `indices` (more tokens/s/GPU at no less tokens/s/user).
+std::vector<std::size_t> pareto_front(const std::vector<PlanRow>& rows, std::vector<std::size_t> indices);
+
+// "agg tp4pp1 ×2, batch 64" or "disagg 4P(tp1, batch 1) + 2D(tp2, batch 80)".
+std::string describe(const PlanRow& row, bool moe);
+
+} // namespace optkit::plan

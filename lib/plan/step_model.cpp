@@ -1,0 +1,200 @@
+#include "plan/step_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace optkit::plan {
+
+std::string
+ParallelConfig::label(bool moe) const {
+  std::string text = "tp" + std::to_string(tp);
+  if (moe)
+    text += "dp" + std::to_string(dp) + "ep" + std::to_string(ep);
+  return text + "pp" + std::to_string(pp);
+}
+
+double
+expert_parallel_imbalance(int experts, int ep, double alpha) {
+  if (ep <= 1 || experts <= 1 || alpha <= 0)
+    return 1.0;
+  // Eq. 3 with x_min = 1, x_max = experts, U at the quantiles (i + 0.5) / E.
+  std::vector<double> load(std::size_t(experts), 0.0);
+  const double x_min = 1.0, x_max = double(experts);
+  for (int i = 0; i < experts; ++i) {
+    const double u = (i + 0.5) / experts;
+    if (std::abs(alpha - 1.0) < 1e-9)
+      load[std::size_t(i)] = x_min * std::pow(x_max / x_min, u);
+    else {
+      const double a = std::pow(x_max, 1 - alpha), b = std::pow(x_min, 1 - alpha);
+      load[std::size_t(i)] = std::pow((a - b) * u + b, 1 / (1 - alpha));
+    }
+  }
+  // Which experts are hot is unrelated to where they are placed: a fixed shuffle, then contiguous
+  // blocks of experts / ep per rank, as engines place them without load balancing.
+  std::mt19937 shuffle_rng(12345);
+  std::shuffle(load.begin(), load.end(), shuffle_rng);
+  const int per_rank = experts / ep;
+  double total = 0, hottest = 0;
+  for (int rank = 0; rank < ep; ++rank) {
+    const double rank_load = std::accumulate(load.begin() + rank * per_rank, load.begin() + (rank + 1) * per_rank, 0.0);
+    total += rank_load;
+    hottest = std::max(hottest, rank_load);
+  }
+  return hottest / (total / ep);
+}
+
+StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db,
+                     ParallelConfig parallel, ServingPrecision precision, double moe_power_law_alpha)
+    : m_model(model), m_system(system), m_db(db), m_parallel(parallel), m_precision(precision),
+      m_gemm_kind(gemm_kind(precision.weights, precision.activations)),
+      m_kv_dtype(precision_name(precision.kv_cache)) {
+  if (model.is_moe())
+    m_imbalance = expert_parallel_imbalance(model.experts, parallel.ep, moe_power_law_alpha);
+}
+
+const StepModel::LinearMemo&
+StepModel::linear_part(double t, double logit_rows) const {
+  for (const auto& memo : m_memo)
+    if (memo.tokens == t && memo.logit_rows == logit_rows)
+      return memo;
+  LinearMemo& memo = m_memo[m_memo_next];
+  m_memo_next = (m_memo_next + 1) % m_memo.size();
+  memo = LinearMemo{};
+  memo.tokens = t;
+  memo.logit_rows = logit_rows;
+
+  const ModelArch& m = m_model;
+  const ParallelConfig& p = m_parallel;
+  const double tp = p.tp;
+  const int attention_gpus = p.tp;
+  const double act_bytes = bytes_per_element(m_precision.activations) >= 2 ? 2.0 : 1.0;
+  Estimate attention_projections;
+  if (m.is_mla()) {
+    const double heads_local = m.heads / tp;
+    const double qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    if (m.q_lora_rank > 0) {
+      attention_projections += m_db.gemm(m_gemm_kind, t, m.q_lora_rank, m.hidden);
+      attention_projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.q_lora_rank);
+    } else {
+      attention_projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.hidden);
+    }
+    attention_projections += m_db.gemm(m_gemm_kind, t, m.kv_lora_rank + m.qk_rope_head_dim, m.hidden);
+    attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, heads_local * m.v_head_dim);
+  } else {
+    const double kv_local = std::max(1.0, m.kv_heads / tp);
+    attention_projections += m_db.gemm(m_gemm_kind, t, (m.heads / tp + 2 * kv_local) * m.head_dim, m.hidden);
+    attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, m.heads / tp * m.head_dim);
+  }
+  const double hidden_bytes = t * m.hidden * 2.0;
+  attention_projections += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
+  // RMSNorms, residual adds, rotary embedding: a few passes over the hidden state.
+  attention_projections += m_db.memory(hidden_bytes * 8);
+
+  if (!m.is_moe() || m.dense_layers > 0) {
+    const double inter_local = m.intermediate / tp;
+    memo.dense_layer = attention_projections;
+    memo.dense_layer += m_db.gemm(m_gemm_kind, t, 2 * inter_local, m.hidden);
+    memo.dense_layer += m_db.gemm(m_gemm_kind, t, m.hidden, inter_local);
+    memo.dense_layer += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
+    memo.dense_layer += m_db.memory(t * inter_local * 2.0 * 3);
+  }
+  if (m.is_moe()) {
+    memo.moe_layer = attention_projections;
+    memo.moe_layer += m_db.gemm("bf16", t, m.experts, m.hidden); // router
+    const double worker_tokens = t * p.dp;
+    if (p.ep > 1 || p.dp > 1) {
+      const double routed_bytes = t * m.experts_per_token * m.hidden;
+      memo.moe_layer += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * act_bytes);
+      memo.moe_layer += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * 2.0);
+    }
+    memo.moe_layer += m_db.moe(m_gemm_kind, m.hidden, m.moe_intermediate / p.moe_tp(), m.experts_per_token,
+                               m.experts / p.ep, worker_tokens / p.ep, m_imbalance);
+    if (m.shared_experts > 0) {
+      const double shared_local = double(m.shared_experts) * m.moe_intermediate / tp;
+      memo.moe_layer += m_db.gemm(m_gemm_kind, t, 2 * shared_local, m.hidden);
+      memo.moe_layer += m_db.gemm(m_gemm_kind, t, m.hidden, shared_local);
+    }
+    if (p.moe_tp() > 1)
+      memo.moe_layer += m_db.collective(CollectiveOp::all_reduce, p.moe_tp(), hidden_bytes);
+  }
+  // LM head (vocabulary split over TP) on the rows that need logits, and the embedding gather.
+  memo.head = m_db.gemm("bf16", std::max(1.0, logit_rows), m.vocab / tp, m.hidden);
+  memo.head += m_db.memory(hidden_bytes);
+  return memo;
+}
+
+Estimate
+StepModel::attention(const StepShape& s, double dp_share) const {
+  const ModelArch& m = m_model;
+  const double tp = m_parallel.tp;
+  Estimate total;
+  if (m.is_mla()) {
+    const double heads_local = m.heads / tp;
+    const double qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    if (s.prefill_requests > 0) {
+      // Prefill decompresses the latent into per-head keys and values, then runs ordinary attention.
+      const double tokens = s.prefill_requests * dp_share * (s.prefill_tokens + s.prefix);
+      total += m_db.gemm(m_gemm_kind, tokens, heads_local * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank);
+      total += m_db.attention_prefill(m_kv_dtype, int(heads_local), int(heads_local), int(qk),
+                                      s.prefill_requests * dp_share, s.prefill_tokens, s.prefix);
+    }
+    if (s.decode_requests > 0) {
+      // Decode absorbs the up-projections and attends over the shared latent cache.
+      const double rows = s.decode_requests * dp_share * s.tokens_per_decode;
+      total += m_db.gemm("bf16", rows * heads_local, m.kv_lora_rank, m.qk_nope_head_dim);
+      const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
+      const OpCost cost = attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent,
+                                                m.kv_lora_rank, latent, bytes_per_element(m_precision.kv_cache),
+                                                s.tokens_per_decode);
+      total += roofline_estimate(m_system, OpClass::memory, cost, m_system.peak_flops("bf16"));
+      total += m_db.gemm("bf16", rows * heads_local, m.v_head_dim, m.kv_lora_rank);
+    }
+    return total;
+  }
+  const int heads_local = std::max(1, int(m.heads / tp));
+  const int kv_local = std::max(1, int(m.kv_heads / tp));
+  if (s.prefill_requests > 0)
+    total += m_db.attention_prefill(m_kv_dtype, heads_local, kv_local, m.head_dim, s.prefill_requests * dp_share,
+                                    s.prefill_tokens, s.prefix);
+  if (s.decode_requests > 0)
+    total += m_db.attention_decode(m_kv_dtype, heads_local, kv_local, m.head_dim, s.decode_requests * dp_share,
+                                   s.kv_len, s.tokens_per_decode);
+  return total;
+}
+
+Estimate
+StepModel::step(const StepShape& s) const {
+  const ModelArch& m = m_model;
+  const ParallelConfig& p = m_parallel;
+  const double dp_share = 1.0 / p.dp;
+  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
+  const double tokens_per_rank = tokens * dp_share;
+  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
+  const LinearMemo& linear = linear_part(tokens_per_rank, logit_rows);
+  const Estimate attention_per_layer = attention(s, dp_share);
+
+  const double dense_layers = m.is_moe() ? m.dense_layers : m.layers;
+  Estimate total;
+  total += (linear.dense_layer.scaled(dense_layers) += attention_per_layer.scaled(dense_layers));
+  if (m.is_moe())
+    total += (linear.moe_layer.scaled(m.moe_layers()) += attention_per_layer.scaled(m.moe_layers()));
+  total += linear.head;
+  if (p.pp > 1)
+    total += m_db.collective(CollectiveOp::p2p, p.gpus(), tokens_per_rank * m.hidden * 2.0).scaled(p.pp - 1);
+  return total;
+}
+
+Estimate
+StepModel::decode_interval(double batch, double kv_len, int tokens_per_decode) const {
+  const double micro_batch = m_parallel.pp > 1 ? std::max(1.0, batch / m_parallel.pp) : batch;
+  StepShape shape;
+  shape.decode_requests = micro_batch;
+  shape.kv_len = kv_len;
+  shape.tokens_per_decode = tokens_per_decode;
+  return step(shape);
+}
+
+} // namespace optkit::plan

@@ -1,0 +1,72 @@
+// One engine step as a sum of operators (AIConfigurator's iteration-level model, seed §4.3): per
+// layer the QKV/attention/output projections, attention over the KV cache, the dense FFN or the
+// routed experts (with their dispatch/combine), the tensor-parallel all-reduces and the
+// memory-bound glue; then the LM head and, across pipeline stages, the activations' hand-off.
+// Each operator's latency comes from the perf database, so every step carries its source labels.
+#pragma once
+
+#include "plan/estimate.hpp"
+#include "plan/model_arch.hpp"
+#include "plan/parallel_config.hpp"
+#include "plan/perf_database.hpp"
+#include "plan/precision.hpp"
+#include "plan/system_spec.hpp"
+
+#include <array>
+
+namespace optkit::plan {
+
+// The work of one step on one worker.
+struct StepShape {
+  double prefill_requests = 0; // sequences being prefilled this step
+  double prefill_tokens = 0;   // new tokens per prefilled sequence
+  double prefix = 0;           // cached tokens before them
+  double decode_requests = 0;  // sequences decoding this step
+  double kv_len = 0;           // cached tokens each decoding sequence attends to
+  int tokens_per_decode = 1;   // > 1 when verifying speculative drafts
+};
+
+class StepModel {
+public:
+  StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
+            ServingPrecision precision, double moe_power_law_alpha);
+
+  // Latency of one step through every pipeline stage (µs).
+  Estimate step(const StepShape& shape) const;
+  // Interval between a decoding sequence's tokens with `batch` sequences in flight: with pipeline
+  // stages the batch is split into pp micro-batches that keep every stage busy.
+  Estimate decode_interval(double batch, double kv_len, int tokens_per_decode = 1) const;
+
+  const ParallelConfig& parallel() const { return m_parallel; }
+  double expert_imbalance() const { return m_imbalance; }
+
+private:
+  const ModelArch& m_model;
+  const SystemSpec& m_system;
+  const PerfDatabase& m_db;
+  ParallelConfig m_parallel;
+  ServingPrecision m_precision;
+  std::string m_gemm_kind;
+  std::string m_kv_dtype;
+  double m_imbalance = 1.0;
+
+  // Token-count-dependent part of a layer (projections, FFN/MoE, collectives, glue), memoised for
+  // the last few token counts: decode steps of one batch differ only in their attention.
+  struct LinearMemo {
+    double tokens = -1;
+    double logit_rows = -1;
+    Estimate dense_layer, moe_layer, head;
+  };
+  mutable std::array<LinearMemo, 4> m_memo;
+  mutable std::size_t m_memo_next = 0;
+
+  const LinearMemo& linear_part(double tokens_per_rank, double logit_rows) const;
+  Estimate attention(const StepShape& shape, double dp_share) const;
+};
+
+// Hottest expert-parallel rank's routed load over the mean, for experts whose popularity follows
+// the seed's power law (Eq. 3, sampled at evenly spaced quantiles) placed on `ep` ranks in a fixed
+// shuffled order. α = 0: balanced (1.0).
+double expert_parallel_imbalance(int experts, int ep, double alpha);
+
+} // namespace optkit::plan
