@@ -115,69 +115,78 @@ PerfDatabase::load(const std::filesystem::path& dir, const SystemSpec& system) {
   db.m_directory = dir;
   for (const auto& table : perf_tables()) {
     const auto file = dir / table.file;
-    if (!std::filesystem::exists(file))
-      continue;
-    const std::string name = std::filesystem::path(table.file).stem().string();
-    const auto lines = split(read_input_file(file), '\n');
-    const std::string expected_header = join(std::vector<std::string>(table.columns.begin(), table.columns.end()), ",");
-    std::size_t row = 0;
-    bool header_seen = false;
-    for (const auto& raw : lines) {
-      ++row;
-      const std::string line(trim(raw));
-      if (line.empty() || line[0] == '#')
-        continue;
-      const auto where = file.string() + ":" + std::to_string(row) + ": ";
-      if (!header_seen) {
-        if (line != expected_header)
-          throw InputError(where + "header must be \"" + expected_header + "\"; rewrite it with optkit plan profile");
-        header_seen = true;
-        continue;
-      }
-      const auto fields = split(line, ',');
-      if (fields.size() != table.columns.size())
-        throw InputError(where + std::to_string(fields.size()) + " fields, expected " +
-                         std::to_string(table.columns.size()) + " (" + expected_header + ")");
-      std::vector<double> numbers(fields.size(), 0);
-      for (std::size_t i = 0; i < fields.size(); ++i) {
-        const std::string column = table.columns[i];
-        if (column == "kind" || column == "kv_dtype" || column == "op")
-          continue;
-        const auto& field = fields[i];
-        const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), numbers[i]);
-        if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(numbers[i]) || numbers[i] <= 0)
-          throw InputError(where + column + " \"" + field + "\" is not a positive number");
-      }
-      const auto& first = fields[0];
-      if (name == "gemm" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" &&
-          first != "w8a16" && first != "w4a16")
-        throw InputError(where + "kind \"" + first + "\" is not one of bf16, fp16, fp8, int8, w8a16, w4a16");
-      if ((name == "attention_prefill" || name == "attention_decode") && first != "bf16" && first != "fp16" &&
-          first != "fp8" && first != "int8")
-        throw InputError(where + "kv_dtype \"" + first + "\" is not one of bf16, fp16, fp8, int8");
-      if (name == "collective" && !parse_collective(first))
-        throw InputError(where + "op \"" + first + "\" is not one of all_reduce, all_gather, all_to_all, p2p");
-      const double latency = numbers.back();
-      if (name == "gemm")
-        db.add_point(name, {first, integer_text(numbers[2]), integer_text(numbers[3])}, numbers[1], 0, latency);
-      else if (name == "attention_prefill" || name == "attention_decode")
-        db.add_point(name, {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3])},
-                     numbers[4], numbers[5], latency);
-      else if (name == "moe")
-        db.add_point(name,
-                     {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3]),
-                      integer_text(numbers[4])},
-                     numbers[5], 0, latency);
-      else if (name == "collective")
-        db.add_point(name, {first, integer_text(numbers[1])}, numbers[2], 0, latency);
-      else
-        db.add_point(name, {}, numbers[0], 0, latency);
-    }
-    if (!header_seen)
-      throw InputError(file.string() + ": empty table; delete it or rerun optkit plan profile");
+    if (std::filesystem::exists(file))
+      db.add_table(table, read_input_file(file), file.string());
   }
   db.finish();
   return db;
+}
+
+void
+PerfDatabase::add_table(const PerfTable& table, const std::string& text, const std::string& source) {
+  const std::string name = std::filesystem::path(table.file).stem().string();
+  const std::string expected_header = join(std::vector<std::string>(table.columns.begin(), table.columns.end()), ",");
+  std::size_t row = 0;
+  bool header_seen = false;
+  for (const auto& raw : split(text, '\n')) {
+    ++row;
+    const std::string line(trim(raw));
+    if (line.empty() || line[0] == '#')
+      continue;
+    const auto where = source + ":" + std::to_string(row) + ": ";
+    if (!header_seen) {
+      if (line != expected_header)
+        throw InputError(where + "header must be \"" + expected_header + "\"; rewrite it with optkit plan profile");
+      header_seen = true;
+      continue;
+    }
+    const auto fields = split(line, ',');
+    if (fields.size() != table.columns.size())
+      throw InputError(where + std::to_string(fields.size()) + " fields, expected " +
+                       std::to_string(table.columns.size()) + " (" + expected_header + ")");
+    std::vector<double> numbers(fields.size(), 0);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      const std::string column = table.columns[i];
+      if (column == "kind" || column == "kv_dtype" || column == "op")
+        continue;
+      const auto& field = fields[i];
+      const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), numbers[i]);
+      if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(numbers[i]) ||
+          numbers[i] <= 0 || numbers[i] > 1e15)
+        throw InputError(where + column + " \"" + field + "\" is not a positive number");
+    }
+    const auto& first = fields[0];
+    if (name == "gemm" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" &&
+        first != "w8a16" && first != "w4a16")
+      throw InputError(where + "kind \"" + first + "\" is not one of bf16, fp16, fp8, int8, w8a16, w4a16");
+    if (name == "moe" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" &&
+        first != "w8a16" && first != "w4a16")
+      throw InputError(where + "kind \"" + first + "\" is not one of bf16, fp16, fp8, int8, w8a16, w4a16");
+    if ((name == "attention_prefill" || name == "attention_decode") && first != "bf16" && first != "fp16" &&
+        first != "fp8" && first != "int8")
+      throw InputError(where + "kv_dtype \"" + first + "\" is not one of bf16, fp16, fp8, int8");
+    if (name == "collective" && !parse_collective(first))
+      throw InputError(where + "op \"" + first + "\" is not one of all_reduce, all_gather, all_to_all, p2p");
+    if (name == "collective" && first != "p2p" && numbers[1] < 2)
+      throw InputError(where + "a collective needs at least 2 gpus");
+    const double latency = numbers.back();
+    if (name == "gemm")
+      add_point(name, {first, integer_text(numbers[2]), integer_text(numbers[3])}, numbers[1], 0, latency);
+    else if (name == "attention_prefill" || name == "attention_decode")
+      add_point(name, {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3])},
+                numbers[4], numbers[5], latency);
+    else if (name == "moe")
+      add_point(name,
+                {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3]),
+                 integer_text(numbers[4])},
+                numbers[5], 0, latency);
+    else if (name == "collective")
+      add_point(name, {first, integer_text(numbers[1])}, numbers[2], 0, latency);
+    else
+      add_point(name, {}, numbers[0], 0, latency);
+  }
+  if (!header_seen)
+    throw InputError(source + ": empty table; delete it or rerun optkit plan profile");
 }
 
 const UtilizationGrid*

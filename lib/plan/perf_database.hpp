@@ -49,6 +49,8 @@ public:
   Estimate collective(CollectiveOp op, int gpus, double bytes) const;
   Estimate memory(double bytes) const;
 
+  // Parses one table's CSV text (named `source` in errors) into the database; call finish() after.
+  void add_table(const PerfTable& table, const std::string& text, const std::string& source);
   // Adds one measured point (the loader and tests use it); call finish() after the last.
   void add_point(const std::string& table, const std::vector<std::string>& key, double x, double y, double latency_us);
   void finish();
