@@ -43,7 +43,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
       ->capture_default_str();
   plan_app->add_option("--spec-acceptance", o.spec_acceptance, "speculative decoding: per-token acceptance rate")
       ->capture_default_str();
-  plan_app->add_option("--spec-draft-cost", o.spec_draft_cost, "speculative decoding: a draft token's cost / a decode step")
+  plan_app
+      ->add_option("--spec-draft-cost", o.spec_draft_cost, "speculative decoding: a draft token's cost / a decode step")
       ->capture_default_str();
   plan_app->add_option("--moe-alpha", o.moe_alpha, "MoE routing skew: power-law alpha (0: balanced)")
       ->capture_default_str();
@@ -56,8 +57,9 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   commands.add({"plan", plan_app, [flags, plan_app](AppContext& ctx) {
                   plan::PlanOptions options = flags->options;
                   if (options.model.empty() || options.system.empty())
-                    throw InputError(options.model.empty() ? "--model NAME|DIR is required (presets: optkit plan --help)"
-                                                           : "--system NAME is required");
+                    throw InputError(options.model.empty()
+                                         ? "--model NAME|DIR is required (presets: optkit plan --help)"
+                                         : "--system NAME is required");
                   const auto given = [&](const char* name) { return plan_app->count(name) > 0; };
                   if (given("--ttft"))
                     options.ttft_ms = flags->ttft;

@@ -32,7 +32,7 @@ TEST_CASE("every bundled system loads, and an unknown one lists them") {
     CHECK(s.peak_flops("bf16") > 0);
     CHECK(!s.sources.empty());
   }
-  CHECK(load_system(profiles(), "t4").peak_flops("bf16") == 65e12); // no bf16 cores: fp16 rate
+  CHECK(load_system(profiles(), "t4").peak_flops("bf16") == 65e12);       // no bf16 cores: fp16 rate
   CHECK(load_system(profiles(), "a100_80g").peak_flops("fp8") == 312e12); // no fp8: 16-bit rate
   CHECK_THROWS_WITH_AS(load_system(profiles(), "h100"), doctest::Contains("did you mean h100_sxm"), InputError);
 }
@@ -165,7 +165,8 @@ TEST_CASE("the search meets the SLA it reports, and --target-rate sizes the clus
   CHECK(result.target->gpus == result.target->replicas * sized.unit_gpus);
 
   // The vLLM launch script carries the row's parallelism and batch.
-  const std::string script = launch_script(best, {"meta-llama/Llama-3.1-70B-Instruct", "h200_sxm", &request, Engine::vllm});
+  const std::string script =
+      launch_script(best, {"meta-llama/Llama-3.1-70B-Instruct", "h200_sxm", &request, Engine::vllm});
   CHECK(script.find("--tensor-parallel-size " + std::to_string(best.parallel.tp)) != std::string::npos);
   CHECK(script.find("--max-num-seqs " + std::to_string(best.batch)) != std::string::npos);
 }

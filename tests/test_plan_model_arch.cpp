@@ -17,10 +17,10 @@ TEST_CASE("presets match the published parameter counts") {
   };
   // Model cards: Llama 3.1 8B/70B/405B, Qwen2.5-7B (7.61B), Qwen3-32B (32.8B), Qwen3-235B-A22B,
   // Mistral-Small-24B, DeepSeek-V3 (671B total / 37B activated, without its MTP module).
-  for (const auto& p : {Published{"llama-3.1-8b", 8.03, 0}, Published{"llama-3.1-70b", 70.6, 0},
-                        Published{"llama-3.1-405b", 405.9, 0}, Published{"qwen2.5-7b", 7.61, 0},
-                        Published{"qwen3-32b", 32.8, 0}, Published{"qwen3-235b-a22b", 235.0, 22.0},
-                        Published{"mistral-small-24b", 23.6, 0}, Published{"deepseek-v3", 671.0, 37.0}}) {
+  for (const auto& p :
+       {Published{"llama-3.1-8b", 8.03, 0}, Published{"llama-3.1-70b", 70.6, 0}, Published{"llama-3.1-405b", 405.9, 0},
+        Published{"qwen2.5-7b", 7.61, 0}, Published{"qwen3-32b", 32.8, 0}, Published{"qwen3-235b-a22b", 235.0, 22.0},
+        Published{"mistral-small-24b", 23.6, 0}, Published{"deepseek-v3", 671.0, 37.0}}) {
     CAPTURE(p.preset);
     const ModelArch arch = resolve_model(p.preset);
     CHECK(arch.total_parameters() / 1e9 == doctest::Approx(p.total_billions).epsilon(0.015));
@@ -49,11 +49,10 @@ TEST_CASE("config.json: defaults, errors and unsupported architectures") {
                        doctest::Contains("GPT2LMHeadModel is not supported"), InputError);
   CHECK_THROWS_WITH_AS(parse_hf_config(R"({"architectures":["LlamaForCausalLM"],"num_hidden_layers":2})", "c.json"),
                        doctest::Contains("missing key \"hidden_size\""), InputError);
-  CHECK_THROWS_WITH_AS(
-      parse_hf_config(R"({"architectures":["LlamaForCausalLM"],"num_hidden_layers":-1,"hidden_size":8,
+  CHECK_THROWS_WITH_AS(parse_hf_config(R"({"architectures":["LlamaForCausalLM"],"num_hidden_layers":-1,"hidden_size":8,
                           "num_attention_heads":2,"intermediate_size":8,"vocab_size":8})",
-                      "c.json"),
-      doctest::Contains("\"num_hidden_layers\" must be an integer"), InputError);
+                                       "c.json"),
+                       doctest::Contains("\"num_hidden_layers\" must be an integer"), InputError);
   CHECK_THROWS_AS(parse_hf_config("{not json", "c.json"), InputError);
 }
 

@@ -28,7 +28,7 @@ gemm_sol(const SystemSpec& s, double m, double n, double k) {
 
 TEST_CASE("utilization grid: exact, interpolated, extrapolated") {
   UtilizationGrid grid;
-  grid.add(1, 0, 10.0, 5.0);   // utilization 0.5
+  grid.add(1, 0, 10.0, 5.0);    // utilization 0.5
   grid.add(100, 0, 40.0, 32.0); // utilization 0.8
   grid.finish();
   const GridAnswer exact = grid.query(100, 0);

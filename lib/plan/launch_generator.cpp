@@ -55,8 +55,8 @@ vllm_command(const Worker& w, const LaunchContext& c, int port) {
     cmd += fmt::format(" --data-parallel-size {}", w.parallel.dp);
   if (moe && w.parallel.ep > 1)
     cmd += " --enable-expert-parallel";
-  cmd += fmt::format(" \\\n    --max-num-seqs {} --max-num-batched-tokens {} --max-model-len {}", w.batch,
-                     w.max_tokens, int(r.workload.isl + r.workload.osl));
+  cmd += fmt::format(" \\\n    --max-num-seqs {} --max-num-batched-tokens {} --max-model-len {}", w.batch, w.max_tokens,
+                     int(r.workload.isl + r.workload.osl));
   cmd += fmt::format(" \\\n    --gpu-memory-utilization {:.2f} --kv-cache-dtype {}", r.memory_fraction,
                      kv_dtype_flag(r.precision.kv_cache, Engine::vllm));
   if (r.precision.weights == Precision::fp8)
@@ -65,7 +65,8 @@ vllm_command(const Worker& w, const LaunchContext& c, int port) {
     cmd += fmt::format(" \\\n    --speculative-config '{{\"method\":\"eagle\",\"num_speculative_tokens\":{}}}'",
                        r.speculation.draft_tokens);
   if (!w.role.empty())
-    cmd += fmt::format(" \\\n    --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}}'");
+    cmd +=
+        fmt::format(" \\\n    --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}}'");
   return cmd;
 }
 
@@ -122,8 +123,8 @@ trtllm_command(const Worker& w, const LaunchContext& c, int port, const std::str
     cmd += fmt::format(" --ep_size {}", w.parallel.ep);
   cmd += fmt::format(" \\\n    --max_batch_size {} --max_num_tokens {} --max_seq_len {}", w.batch, w.max_tokens,
                      int(r.workload.isl + r.workload.osl));
-  cmd += fmt::format(" \\\n    --kv_cache_free_gpu_memory_fraction {:.2f} --extra_llm_api_options {}", r.memory_fraction,
-                     options_file);
+  cmd += fmt::format(" \\\n    --kv_cache_free_gpu_memory_fraction {:.2f} --extra_llm_api_options {}",
+                     r.memory_fraction, options_file);
   return cmd;
 }
 
@@ -169,7 +170,8 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
                         row.ttft_ms, row.tpot_ms, row.tokens_per_s_per_user, row.tokens_per_s_per_gpu,
                         source_names(row.sources));
   script += quantization_note(r);
-  if (c.engine == Engine::vllm && r.model.is_moe() && row.parallel.ep > 1 && row.parallel.ep != row.parallel.tp * row.parallel.dp)
+  if (c.engine == Engine::vllm && r.model.is_moe() && row.parallel.ep > 1 &&
+      row.parallel.ep != row.parallel.tp * row.parallel.dp)
     script += "# note: vLLM's expert-parallel size is always tp x dp; this row's ep differs\n";
   script += "set -euo pipefail\n";
   int first_gpu = 0;
@@ -191,7 +193,8 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
     }
   }
   if (row.mode == ServingMode::disaggregated)
-    script += "# put a prefill/decode-aware router in front (vLLM/SGLang router, Dynamo, or trtllm-serve disaggregated)\n";
+    script +=
+        "# put a prefill/decode-aware router in front (vLLM/SGLang router, Dynamo, or trtllm-serve disaggregated)\n";
   script += "wait\n";
   return script;
 }
@@ -199,15 +202,15 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
 std::string
 bench_profile_yaml(const PlanRow& row, const LaunchContext& c, std::int64_t run_id) {
   const PlanRequest& r = *c.request;
-  const int concurrency = row.mode == ServingMode::disaggregated ? row.batch * row.decode_workers * row.replicas
-                                                                 : row.batch * row.replicas;
+  const int concurrency =
+      row.mode == ServingMode::disaggregated ? row.batch * row.decode_workers * row.replicas : row.batch * row.replicas;
   std::string yaml = fmt::format("# Serving profile for optkit bench, written by optkit plan (run {}).\n", run_id);
   yaml += fmt::format("name: plan-{}-{}\n", r.model.name, engine_name(c.engine));
   yaml += fmt::format("model: {}\n", c.model_reference);
   yaml += fmt::format("workload:\n  input_tokens: {}\n  output_tokens: {}\n  prefix_tokens: {}\n", int(r.workload.isl),
                       int(r.workload.osl), int(r.workload.prefix));
-  yaml += fmt::format("load:\n  concurrency: {}\n  request_rate: {:.3f}\n", concurrency,
-                      row.requests_per_s * row.replicas);
+  yaml +=
+      fmt::format("load:\n  concurrency: {}\n  request_rate: {:.3f}\n", concurrency, row.requests_per_s * row.replicas);
   yaml += fmt::format("slo:\n  ttft_ms: {}\n  tpot_ms: {}\n", r.ttft_limit_ms, r.tpot_limit_ms);
   yaml += fmt::format("predicted:\n  configuration: \"{}\"\n  ttft_ms: {:.2f}\n  tpot_ms: {:.3f}\n"
                       "  tokens_per_s_per_user: {:.2f}\n  tokens_per_s_per_gpu: {:.2f}\n  sources: {}\n",

@@ -48,9 +48,8 @@ kv_cache_bytes(const ModelArch& model, const ServingPrecision& precision, double
 }
 
 MemoryBudget
-memory_budget(const ModelArch& m, const SystemSpec& system, const ParallelConfig& p,
-              const ServingPrecision& precision, Engine engine, double memory_fraction, double step_tokens,
-              double sequence_tokens) {
+memory_budget(const ModelArch& m, const SystemSpec& system, const ParallelConfig& p, const ServingPrecision& precision,
+              Engine engine, double memory_fraction, double step_tokens, double sequence_tokens) {
   MemoryBudget budget;
   budget.capacity_bytes = system.memory_bytes();
   const double tp = p.tp;
@@ -59,21 +58,23 @@ memory_budget(const ModelArch& m, const SystemSpec& system, const ParallelConfig
   double layer_parameters = m.attention_parameters() / tp + dense_share * m.dense_ffn_parameters() / tp;
   if (m.is_moe()) {
     const double moe_share = double(m.moe_layers()) / m.layers;
-    layer_parameters += moe_share * (double(m.experts) * m.expert_parameters() / (p.ep * p.moe_tp()) +
-                                     double(m.shared_experts) * m.expert_parameters() / tp + double(m.hidden) * m.experts);
+    layer_parameters +=
+        moe_share * (double(m.experts) * m.expert_parameters() / (p.ep * p.moe_tp()) +
+                     double(m.shared_experts) * m.expert_parameters() / tp + double(m.hidden) * m.experts);
   }
   const double embedding = double(m.vocab) * m.hidden / tp * 2.0; // 16-bit, vocabulary-parallel
   const double head_and_embedding = p.pp == 1 ? embedding * (m.tied_embeddings ? 1 : 2) : embedding;
   budget.weight_bytes = layers_per_stage * layer_parameters * bytes_per_element(precision.weights) + head_and_embedding;
 
   const double rank_tokens = step_tokens / p.dp;
-  const double ffn_local = m.is_moe() ? std::max(double(m.intermediate) * dense_share, double(m.moe_intermediate) * m.experts_per_token) / tp
-                                      : double(m.intermediate) / tp;
+  const double ffn_local =
+      m.is_moe() ? std::max(double(m.intermediate) * dense_share, double(m.moe_intermediate) * m.experts_per_token) / tp
+                 : double(m.intermediate) / tp;
   // Logits exist only for rows that sample (last prompt tokens and decode tokens).
   budget.activation_bytes =
       rank_tokens * (6.0 * m.hidden + 3.0 * ffn_local) * 2.0 + std::min(rank_tokens, 1024.0) * m.vocab / tp * 4.0;
-  budget.reserve_bytes =
-      system.runtime_reserve_gib * 1024.0 * 1024.0 * 1024.0 + (p.gpus() > 1 ? system.collective_reserve_mib * 1024.0 * 1024.0 : 0);
+  budget.reserve_bytes = system.runtime_reserve_gib * 1024.0 * 1024.0 * 1024.0 +
+                         (p.gpus() > 1 ? system.collective_reserve_mib * 1024.0 * 1024.0 : 0);
 
   // Each GPU holds its heads' cache for its data-parallel group's sequences; GQA heads are
   // replicated when TP exceeds the KV-head count, MLA's latent on every TP rank.

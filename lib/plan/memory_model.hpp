@@ -24,10 +24,10 @@ double default_memory_fraction(Engine engine);
 
 struct MemoryBudget {
   double capacity_bytes = 0;
-  double weight_bytes = 0;     // per GPU, worst stage
-  double activation_bytes = 0; // per GPU, largest step
-  double reserve_bytes = 0;    // runtime + collective buffers
-  double kv_budget_bytes = 0;  // what the engine gives the KV cache (≤ 0: weights do not fit)
+  double weight_bytes = 0;          // per GPU, worst stage
+  double activation_bytes = 0;      // per GPU, largest step
+  double reserve_bytes = 0;         // runtime + collective buffers
+  double kv_budget_bytes = 0;       // what the engine gives the KV cache (≤ 0: weights do not fit)
   double kv_bytes_per_sequence = 0; // per GPU, one sequence at full length
 
   // Sequences whose KV cache fits at once (0 when the weights alone do not fit).
@@ -40,8 +40,8 @@ struct MemoryBudget {
 // `step_tokens`: the most tokens one step processes (prefill chunk or whole prompts);
 // `sequence_tokens`: ISL + OSL.
 MemoryBudget memory_budget(const ModelArch& model, const SystemSpec& system, const ParallelConfig& parallel,
-                           const ServingPrecision& precision, Engine engine, double memory_fraction,
-                           double step_tokens, double sequence_tokens);
+                           const ServingPrecision& precision, Engine engine, double memory_fraction, double step_tokens,
+                           double sequence_tokens);
 
 // KV-cache bytes of one sequence's `tokens` over all layers (what disaggregation moves).
 double kv_cache_bytes(const ModelArch& model, const ServingPrecision& precision, double tokens);

@@ -50,9 +50,9 @@ preset_configs() {
   return presets;
 }
 
-const std::vector<std::string> architectures = {
-    "LlamaForCausalLM",    "MistralForCausalLM",    "Qwen2ForCausalLM",     "Qwen3ForCausalLM",
-    "Qwen3MoeForCausalLM", "MixtralForCausalLM",    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"};
+const std::vector<std::string> architectures = {"LlamaForCausalLM",      "MistralForCausalLM",   "Qwen2ForCausalLM",
+                                                "Qwen3ForCausalLM",      "Qwen3MoeForCausalLM",  "MixtralForCausalLM",
+                                                "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"};
 
 std::string
 lower(std::string text) {
@@ -98,10 +98,12 @@ ModelArch::attention_parameters() const {
   if (is_mla()) {
     const double qk = heads * double(qk_nope_head_dim + qk_rope_head_dim);
     const double q = q_lora_rank > 0 ? h * q_lora_rank + double(q_lora_rank) * qk : h * qk;
-    const double kv = h * (kv_lora_rank + qk_rope_head_dim) + double(kv_lora_rank) * heads * (qk_nope_head_dim + v_head_dim);
+    const double kv =
+        h * (kv_lora_rank + qk_rope_head_dim) + double(kv_lora_rank) * heads * (qk_nope_head_dim + v_head_dim);
     return q + kv + double(heads) * v_head_dim * h;
   }
-  const double qkv = h * double(heads + 2 * kv_heads) * head_dim + (qkv_bias ? double(heads + 2 * kv_heads) * head_dim : 0);
+  const double qkv =
+      h * double(heads + 2 * kv_heads) * head_dim + (qkv_bias ? double(heads + 2 * kv_heads) * head_dim : 0);
   return qkv + double(heads) * head_dim * h;
 }
 
@@ -119,7 +121,8 @@ double
 ModelArch::total_parameters() const {
   const double embeddings = double(vocab) * hidden * (tied_embeddings ? 1 : 2);
   const double dense = double(is_moe() ? dense_layers : layers) * dense_ffn_parameters();
-  const double moe = double(moe_layers()) * (double(experts + shared_experts) * expert_parameters() + double(hidden) * experts);
+  const double moe =
+      double(moe_layers()) * (double(experts + shared_experts) * expert_parameters() + double(hidden) * experts);
   return embeddings + double(layers) * attention_parameters() + dense + moe;
 }
 
@@ -127,8 +130,8 @@ double
 ModelArch::active_parameters() const {
   const double embeddings = double(vocab) * hidden * (tied_embeddings ? 1 : 2);
   const double dense = double(is_moe() ? dense_layers : layers) * dense_ffn_parameters();
-  const double moe =
-      double(moe_layers()) * (double(experts_per_token + shared_experts) * expert_parameters() + double(hidden) * experts);
+  const double moe = double(moe_layers()) *
+                     (double(experts_per_token + shared_experts) * expert_parameters() + double(hidden) * experts);
   return embeddings + double(layers) * attention_parameters() + dense + moe;
 }
 
@@ -168,8 +171,8 @@ parse_hf_config(const std::string& json_text, const std::string& source) {
   ModelArch arch;
   arch.architecture = (*arch_list)[0].get<std::string>();
   if (std::find(architectures.begin(), architectures.end(), arch.architecture) == architectures.end())
-    throw InputError(source + ": architecture " + arch.architecture + " is not supported by optkit plan; supported: " +
-                     join(architectures, ", "));
+    throw InputError(source + ": architecture " + arch.architecture +
+                     " is not supported by optkit plan; supported: " + join(architectures, ", "));
   const ConfigReader read(json, source);
   arch.layers = read.integer("num_hidden_layers");
   arch.hidden = read.integer("hidden_size");

@@ -27,8 +27,8 @@ struct ModelArch {
   int experts = 0;
   int experts_per_token = 0;
   int moe_intermediate = 0;
-  int shared_experts = 0;   // each moe_intermediate wide
-  int dense_layers = 0;     // leading layers with a dense FFN (DeepSeek first_k_dense_replace)
+  int shared_experts = 0; // each moe_intermediate wide
+  int dense_layers = 0;   // leading layers with a dense FFN (DeepSeek first_k_dense_replace)
 
   // Multi-head latent attention (kv_lora_rank == 0: ordinary attention).
   int q_lora_rank = 0;

@@ -53,8 +53,9 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
   const auto px = [&](double x) { return left + x / max_x * plot_w; };
   const auto py = [&](double y) { return top + plot_h - y / max_y * plot_h; };
 
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)",
-                                width, height, width, height);
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)",
+      width, height, width, height);
   svg += "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, escape(title));
   // Axes, ticks and grid.
@@ -71,12 +72,14 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
                      plot_w, plot_h);
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">tokens/s/user</text>\n", left + plot_w / 2,
                      height - 18);
-  svg += fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s/GPU</text>\n",
-                     top + plot_h / 2);
+  svg +=
+      fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s/GPU</text>\n",
+                  top + plot_h / 2);
   // SLA: the TPOT limit as a minimum speed per user.
   const double sla_x = px(1000.0 / request.tpot_limit_ms);
-  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>\n",
-                     sla_x, top, sla_x, top + plot_h);
+  svg +=
+      fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>\n",
+                  sla_x, top, sla_x, top + plot_h);
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#c00\">TPOT {:g} ms</text>\n", sla_x + 4, top + 14,
                      request.tpot_limit_ms);
 
@@ -114,10 +117,11 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
   }
   if (result.best) {
     const auto& row = result.rows[*result.best];
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\"/>\n",
-                       px(row.tokens_per_s_per_user), py(row.tokens_per_s_per_gpu));
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#c00\">chosen: {:.0f} tok/s/GPU</text>\n", width - right + 14,
-                       legend_y + 6, row.tokens_per_s_per_gpu);
+    svg +=
+        fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\"/>\n",
+                    px(row.tokens_per_s_per_user), py(row.tokens_per_s_per_gpu));
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#c00\">chosen: {:.0f} tok/s/GPU</text>\n",
+                       width - right + 14, legend_y + 6, row.tokens_per_s_per_gpu);
   }
   svg += "</svg>\n";
   return svg;

@@ -87,7 +87,8 @@ PerfDatabase::point_speed_of_light(const std::string& table, const std::vector<s
   if (table == "moe") {
     const auto [w, a] = gemm_kind_bytes(key[0]);
     const double routed = x * number(3);
-    const OpCost cost = moe_cost(routed, number(1), number(2), expected_experts_touched(number(4), routed, number(3)), w, a);
+    const OpCost cost =
+        moe_cost(routed, number(1), number(2), expected_experts_touched(number(4), routed, number(3)), w, a);
     return speed_of_light_us(cost, s.peak_flops(key[0]), bandwidth);
   }
   if (table == "collective")
@@ -151,16 +152,16 @@ PerfDatabase::add_table(const PerfTable& table, const std::string& text, const s
         continue;
       const auto& field = fields[i];
       const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), numbers[i]);
-      if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(numbers[i]) ||
-          numbers[i] <= 0 || numbers[i] > 1e15)
+      if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(numbers[i]) || numbers[i] <= 0 ||
+          numbers[i] > 1e15)
         throw InputError(where + column + " \"" + field + "\" is not a positive number");
     }
     const auto& first = fields[0];
-    if (name == "gemm" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" &&
-        first != "w8a16" && first != "w4a16")
+    if (name == "gemm" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" && first != "w8a16" &&
+        first != "w4a16")
       throw InputError(where + "kind \"" + first + "\" is not one of bf16, fp16, fp8, int8, w8a16, w4a16");
-    if (name == "moe" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" &&
-        first != "w8a16" && first != "w4a16")
+    if (name == "moe" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" && first != "w8a16" &&
+        first != "w4a16")
       throw InputError(where + "kind \"" + first + "\" is not one of bf16, fp16, fp8, int8, w8a16, w4a16");
     if ((name == "attention_prefill" || name == "attention_decode") && first != "bf16" && first != "fp16" &&
         first != "fp8" && first != "int8")
@@ -173,8 +174,8 @@ PerfDatabase::add_table(const PerfTable& table, const std::string& text, const s
     if (name == "gemm")
       add_point(name, {first, integer_text(numbers[2]), integer_text(numbers[3])}, numbers[1], 0, latency);
     else if (name == "attention_prefill" || name == "attention_decode")
-      add_point(name, {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3])},
-                numbers[4], numbers[5], latency);
+      add_point(name, {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3])}, numbers[4],
+                numbers[5], latency);
     else if (name == "moe")
       add_point(name,
                 {first, integer_text(numbers[1]), integer_text(numbers[2]), integer_text(numbers[3]),
@@ -297,10 +298,10 @@ PerfDatabase::moe(const std::string& kind, int hidden, int inter, int topk, int 
   const OpCost cost = moe_cost(routed, hidden, inter, expected_experts_touched(experts, routed, topk), w, a);
   const double peak = m_system->peak_flops(kind);
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site =
-      m_grids.empty() ? nullptr
-                      : grid(make_key("moe", {kind, std::to_string(hidden), std::to_string(inter), std::to_string(topk),
-                                              std::to_string(experts)}));
+  const UtilizationGrid* site = m_grids.empty()
+                                    ? nullptr
+                                    : grid(make_key("moe", {kind, std::to_string(hidden), std::to_string(inter),
+                                                            std::to_string(topk), std::to_string(experts)}));
   Estimate estimate = answer(site, tokens * imbalance, 0, sol, OpClass::gemm, cost, peak);
   if (imbalance != 1.0 && (estimate.sources & measured))
     estimate.sources = interpolated;

@@ -152,8 +152,8 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
   run.request = build_request(options);
   const auto data = find_data_directory();
   run.system = load_system(data.path / "profiles", options.system);
-  std::filesystem::path db_dir =
-      options.perf_db.empty() ? data.path / "profiles" / "perf" / run.system.name : std::filesystem::path(options.perf_db);
+  std::filesystem::path db_dir = options.perf_db.empty() ? data.path / "profiles" / "perf" / run.system.name
+                                                         : std::filesystem::path(options.perf_db);
   if (!options.perf_db.empty() && !std::filesystem::is_directory(db_dir))
     throw InputError("--perf-db " + options.perf_db + ": no such directory; give a folder `optkit plan profile` wrote");
   PerfDatabase db(run.system);
@@ -164,7 +164,8 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
   }
   if (!options.emit.empty())
     parse_engine(options.emit, "--emit");
-  run.model_reference = std::filesystem::exists(options.model) ? options.model : preset_repository(run.request.model.name);
+  run.model_reference =
+      std::filesystem::exists(options.model) ? options.model : preset_repository(run.request.model.name);
 
   run.result = search(run.request, run.system, db);
   const PlanResult& result = run.result;
@@ -177,8 +178,10 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
                          {"memory_infeasible", double(result.memory_infeasible), "configs", {}});
       if (result.best) {
         const PlanRow& best = result.rows[*result.best];
-        archive.add_metric(context.run_id, std::nullopt, {"tokens_per_s_per_gpu", best.tokens_per_s_per_gpu, "tokens/s", {}});
-        archive.add_metric(context.run_id, std::nullopt, {"tokens_per_s_per_user", best.tokens_per_s_per_user, "tokens/s", {}});
+        archive.add_metric(context.run_id, std::nullopt,
+                           {"tokens_per_s_per_gpu", best.tokens_per_s_per_gpu, "tokens/s", {}});
+        archive.add_metric(context.run_id, std::nullopt,
+                           {"tokens_per_s_per_user", best.tokens_per_s_per_user, "tokens/s", {}});
         archive.add_metric(context.run_id, std::nullopt, {"ttft", best.ttft_ms, "ms", {}});
         archive.add_metric(context.run_id, std::nullopt, {"tpot", best.tpot_ms, "ms", {}});
       }
@@ -187,18 +190,18 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
     });
   }
   if (result.rows.empty())
-    throw GoalNotMet(fmt::format("no configuration of {} fits {} x {} ({:g} GiB each) with ISL {:g} + OSL {:g}; add GPUs, "
-                                 "lower --weight-dtype/--kv-dtype, or shorten the sequences",
-                                 run.request.model.name, run.request.gpus, run.system.name, run.system.memory_gib,
-                                 run.request.workload.isl, run.request.workload.osl));
+    throw GoalNotMet(
+        fmt::format("no configuration of {} fits {} x {} ({:g} GiB each) with ISL {:g} + OSL {:g}; add GPUs, "
+                    "lower --weight-dtype/--kv-dtype, or shorten the sequences",
+                    run.request.model.name, run.request.gpus, run.system.name, run.system.memory_gib,
+                    run.request.workload.isl, run.request.workload.osl));
   if (!result.best) {
     const PlanRow& closest = result.rows[*result.closest];
     throw GoalNotMet(fmt::format("no configuration meets {}; closest: {} with {}", sla_text(run.request),
                                  describe(closest, run.request.model.is_moe()), miss_text(closest, run.request)));
   }
-  const std::string title =
-      fmt::format("{} on {} x {}, ISL {:g} / OSL {:g}", run.request.model.name, run.request.gpus, run.system.name,
-                  run.request.workload.isl, run.request.workload.osl);
+  const std::string title = fmt::format("{} on {} x {}, ISL {:g} / OSL {:g}", run.request.model.name, run.request.gpus,
+                                        run.system.name, run.request.workload.isl, run.request.workload.osl);
   if (!options.plot.empty()) {
     write_file_atomic(options.plot, pareto_svg(result, run.request, title));
     if (context.archive)
@@ -227,8 +230,9 @@ pareto_table(const PlanRun& run) {
     table.add_row({mode_name(row.mode) + (chosen ? "*" : ""), describe(row, run.request.model.is_moe()),
                    row.replicas * row.unit_gpus, row.batch, std::round(row.ttft_ms * 10) / 10,
                    std::round(row.tpot_ms * 100) / 100, std::round(row.tokens_per_s_per_user * 10) / 10,
-                   std::round(row.tokens_per_s_per_gpu * 10) / 10, std::round(row.requests_per_s * row.replicas * 100) / 100,
-                   std::round(row.memory_gib * 10) / 10, row.meets_sla ? "yes" : "no", source_names(row.sources)});
+                   std::round(row.tokens_per_s_per_gpu * 10) / 10,
+                   std::round(row.requests_per_s * row.replicas * 100) / 100, std::round(row.memory_gib * 10) / 10,
+                   row.meets_sla ? "yes" : "no", source_names(row.sources)});
   }
   return table;
 }
@@ -249,8 +253,9 @@ to_json(const PlanRun& run) {
   out["precision"] = {{"weights", precision_name(r.precision.weights)},
                       {"activations", precision_name(r.precision.activations)},
                       {"kv_cache", precision_name(r.precision.kv_cache)}};
-  out["perf_database"] = {{"directory", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
-                          {"points", run.perf_db_points}};
+  out["perf_database"] = {
+      {"directory", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
+      {"points", run.perf_db_points}};
   out["search"] = {{"evaluations", result.evaluations},
                    {"memory_infeasible", result.memory_infeasible},
                    {"worker_layouts", result.worker_layouts},
@@ -275,13 +280,14 @@ std::string
 plan_summary(const PlanRun& run) {
   const PlanRequest& r = run.request;
   const PlanResult& result = run.result;
-  std::string text = fmt::format("{} on {} x {} ({}), ISL {:g} / OSL {:g}, engine {}, SLA {}\n", r.model.name, r.gpus,
-                                 run.system.name, run.system.gpu_name, r.workload.isl, r.workload.osl,
-                                 engine_name(r.engine), sla_text(r));
+  std::string text =
+      fmt::format("{} on {} x {} ({}), ISL {:g} / OSL {:g}, engine {}, SLA {}\n", r.model.name, r.gpus, run.system.name,
+                  run.system.gpu_name, r.workload.isl, r.workload.osl, engine_name(r.engine), sla_text(r));
   text += fmt::format("searched {} configurations ({} dropped: out of memory) in {:.3f} s; perf data: {}\n",
                       result.evaluations, result.memory_infeasible, result.seconds,
-                      run.perf_db_directory.empty() ? std::string("none (roofline)")
-                                                    : fmt::format("{} ({} points)", run.perf_db_directory, run.perf_db_points));
+                      run.perf_db_directory.empty()
+                          ? std::string("none (roofline)")
+                          : fmt::format("{} ({} points)", run.perf_db_directory, run.perf_db_points));
   const PlanRow& best = result.rows[*result.best];
   text += fmt::format("best: {} — {:.1f} tokens/s/GPU at {:.1f} tokens/s/user, TTFT {} ms, TPOT {} ms\n",
                       describe(best, r.model.is_moe()), best.tokens_per_s_per_gpu, best.tokens_per_s_per_user,

@@ -20,7 +20,8 @@ parse_precision(std::string_view text, std::string_view flag) {
   for (std::size_t i = 0; i < names.size(); ++i)
     if (text == names[i])
       return static_cast<Precision>(i);
-  throw InputError(std::string(flag) + " " + std::string(text) + ": unknown number format; use bf16, fp16, fp8, int8 or int4");
+  throw InputError(std::string(flag) + " " + std::string(text) +
+                   ": unknown number format; use bf16, fp16, fp8, int8 or int4");
 }
 
 double

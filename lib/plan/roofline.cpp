@@ -27,7 +27,8 @@ attention_prefill_cost(double batch, double seq, double prefix, double heads, do
   // Causal: token i attends to prefix + i + 1 keys, (seq + 1) / 2 new keys on average.
   const double keys = prefix + (seq + 1.0) / 2.0;
   const double flops = 2.0 * batch * heads * seq * keys * (qk_dim + v_dim);
-  const double bytes = batch * (seq * heads * (qk_dim + v_dim) * 2.0 + (seq + prefix) * kv_heads * (qk_dim + v_dim) * kv_bytes);
+  const double bytes =
+      batch * (seq * heads * (qk_dim + v_dim) * 2.0 + (seq + prefix) * kv_heads * (qk_dim + v_dim) * kv_bytes);
   return {flops, bytes};
 }
 

@@ -20,12 +20,12 @@ enum class CollectiveOp { all_reduce, all_gather, all_to_all, p2p };
 
 OpCost gemm_cost(double m, double n, double k, double weight_bytes, double activation_bytes);
 // Causal prefill of `batch` sequences of `seq` new tokens after `prefix` cached ones.
-OpCost attention_prefill_cost(double batch, double seq, double prefix, double heads, double kv_heads,
-                              double qk_dim, double v_dim, double kv_bytes);
+OpCost attention_prefill_cost(double batch, double seq, double prefix, double heads, double kv_heads, double qk_dim,
+                              double v_dim, double kv_bytes);
 // One decode token per sequence against `kv_len` cached tokens; `kv_elements` cache elements per
 // token (2·kv_heads·head_dim, or MLA's shared latent) read once per sequence.
-OpCost attention_decode_cost(double batch, double kv_len, double heads, double qk_dim, double v_dim,
-                             double kv_elements, double kv_bytes, double tokens_per_sequence = 1);
+OpCost attention_decode_cost(double batch, double kv_len, double heads, double qk_dim, double v_dim, double kv_elements,
+                             double kv_bytes, double tokens_per_sequence = 1);
 OpCost moe_cost(double routed_tokens, double hidden, double inter, double experts_touched, double weight_bytes,
                 double activation_bytes);
 

@@ -25,9 +25,7 @@ struct Context {
   const PerfDatabase& db;
   PlanResult& result;
 
-  bool meets(double ttft, double tpot) const {
-    return ttft <= request.ttft_limit_ms && tpot <= request.tpot_limit_ms;
-  }
+  bool meets(double ttft, double tpot) const { return ttft <= request.ttft_limit_ms && tpot <= request.tpot_limit_ms; }
   MemoryBudget budget(const ParallelConfig& parallel, double step_tokens, double sequence_tokens) const {
     return memory_budget(request.model, system, parallel, request.precision, request.engine, request.memory_fraction,
                          step_tokens, sequence_tokens);
@@ -156,8 +154,8 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
       Workload decode_only = r.workload;
       const LatencyEstimate latency = estimate_static(model, decode_only, batch, r.speculation);
       const double generation_ms = std::max(1.0, r.workload.osl - 1) * latency.tpot_ms;
-      decodes.push_back({parallel, batch, latency.tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch),
-                         latency.sources});
+      decodes.push_back(
+          {parallel, batch, latency.tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch), latency.sources});
     }
   }
   if (prefills.empty() || decodes.empty())
@@ -176,8 +174,8 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
     PlanRow best_row;
     double best_per_gpu = 0;
     for (const PrefillCandidate* p : eligible) {
-      const RateMatch match =
-          rate_match(p->requests_per_s, p->parallel.gpus(), d.requests_per_s, d.parallel.gpus(), r.gpus, r.disaggregation);
+      const RateMatch match = rate_match(p->requests_per_s, p->parallel.gpus(), d.requests_per_s, d.parallel.gpus(),
+                                         r.gpus, r.disaggregation);
       if (match.gpus == 0 || match.requests_per_s / match.gpus <= best_per_gpu)
         continue;
       best_per_gpu = match.requests_per_s / match.gpus;
@@ -282,8 +280,8 @@ worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus) {
   for (int tp : powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus))) {
     if (model.heads % tp != 0)
       continue;
-    const std::vector<int> dps = model.is_moe() ? powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus) / tp)
-                                                : std::vector<int>{1};
+    const std::vector<int> dps =
+        model.is_moe() ? powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus) / tp) : std::vector<int>{1};
     for (int dp : dps)
       for (int pp : powers_of_two_up_to(std::min(max_gpus, model.layers))) {
         const int gpus = tp * dp * pp;
@@ -344,8 +342,7 @@ search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase&
       best_throughput = row.tokens_per_s_per_gpu;
       result.best = i;
     }
-    const double overshoot =
-        std::max(row.ttft_ms / request.ttft_limit_ms, row.tpot_ms / request.tpot_limit_ms);
+    const double overshoot = std::max(row.ttft_ms / request.ttft_limit_ms, row.tpot_ms / request.tpot_limit_ms);
     if (overshoot < closest_overshoot) {
       closest_overshoot = overshoot;
       result.closest = i;
@@ -360,7 +357,8 @@ search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase&
       const int replicas = int(std::ceil(target / row.requests_per_s - 1e-9));
       const int gpus = replicas * row.unit_gpus;
       if (!result.target || gpus < result.target->gpus ||
-          (gpus == result.target->gpus && row.tokens_per_s_per_gpu > result.rows[result.target->row].tokens_per_s_per_gpu))
+          (gpus == result.target->gpus &&
+           row.tokens_per_s_per_gpu > result.rows[result.target->row].tokens_per_s_per_gpu))
         result.target = TargetRatePlan{i, replicas, gpus};
     }
   }

@@ -54,9 +54,9 @@ struct PlanRow {
   double tpot_ms = 0;
   double tokens_per_s_per_user = 0;
   double tokens_per_s_per_gpu = 0;
-  double requests_per_s = 0;    // one replica (worker or xPyD unit)
-  int unit_gpus = 0;            // GPUs of one replica
-  double memory_gib = 0;        // per GPU of the (decode) worker at this batch
+  double requests_per_s = 0; // one replica (worker or xPyD unit)
+  int unit_gpus = 0;         // GPUs of one replica
+  double memory_gib = 0;     // per GPU of the (decode) worker at this batch
   std::uint8_t sources = 0;
   bool meets_sla = false;
 };
@@ -68,13 +68,13 @@ struct TargetRatePlan {
 };
 
 struct PlanResult {
-  std::vector<PlanRow> rows;               // every feasible configuration estimated
-  std::vector<std::size_t> pareto;         // frontier over all modes, fastest per user first
-  std::optional<std::size_t> best;         // most tokens/s/GPU meeting the SLA
-  std::optional<std::size_t> closest;      // smallest worst SLA overshoot, when nothing meets it
-  std::optional<TargetRatePlan> target;    // fewest GPUs sustaining --target-rate
-  std::size_t evaluations = 0;             // configurations estimated
-  std::size_t memory_infeasible = 0;       // configurations dropped by the memory check
+  std::vector<PlanRow> rows;            // every feasible configuration estimated
+  std::vector<std::size_t> pareto;      // frontier over all modes, fastest per user first
+  std::optional<std::size_t> best;      // most tokens/s/GPU meeting the SLA
+  std::optional<std::size_t> closest;   // smallest worst SLA overshoot, when nothing meets it
+  std::optional<TargetRatePlan> target; // fewest GPUs sustaining --target-rate
+  std::size_t evaluations = 0;          // configurations estimated
+  std::size_t memory_infeasible = 0;    // configurations dropped by the memory check
   std::size_t worker_layouts = 0;
   double seconds = 0;
 };

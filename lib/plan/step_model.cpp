@@ -46,11 +46,15 @@ expert_parallel_imbalance(int experts, int ep, double alpha) {
   return hottest / (total / ep);
 }
 
-StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db,
-                     ParallelConfig parallel, ServingPrecision precision, double moe_power_law_alpha)
-    : m_model(model), m_system(system), m_db(db), m_parallel(parallel), m_precision(precision),
-      m_gemm_kind(gemm_kind(precision.weights, precision.activations)),
-      m_kv_dtype(precision_name(precision.kv_cache)) {
+StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
+                     ServingPrecision precision, double moe_power_law_alpha)
+    : m_model(model)
+    , m_system(system)
+    , m_db(db)
+    , m_parallel(parallel)
+    , m_precision(precision)
+    , m_gemm_kind(gemm_kind(precision.weights, precision.activations))
+    , m_kv_dtype(precision_name(precision.kv_cache)) {
   if (model.is_moe())
     m_imbalance = expert_parallel_imbalance(model.experts, parallel.ep, moe_power_law_alpha);
 }
@@ -146,9 +150,9 @@ StepModel::attention(const StepShape& s, double dp_share) const {
       const double rows = s.decode_requests * dp_share * s.tokens_per_decode;
       total += m_db.gemm("bf16", rows * heads_local, m.kv_lora_rank, m.qk_nope_head_dim);
       const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
-      const OpCost cost = attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent,
-                                                m.kv_lora_rank, latent, bytes_per_element(m_precision.kv_cache),
-                                                s.tokens_per_decode);
+      const OpCost cost =
+          attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent, m.kv_lora_rank, latent,
+                                bytes_per_element(m_precision.kv_cache), s.tokens_per_decode);
       total += roofline_estimate(m_system, OpClass::memory, cost, m_system.peak_flops("bf16"));
       total += m_db.gemm("bf16", rows * heads_local, m.v_head_dim, m.kv_lora_rank);
     }

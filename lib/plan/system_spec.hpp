@@ -13,10 +13,10 @@ namespace optkit::plan {
 
 // Fractions of peak that real kernels reach when no measurement says otherwise.
 struct DefaultEfficiency {
-  double gemm = 0.70;          // large matrix products vs dense tensor peak
-  double attention = 0.50;     // prefill attention vs dense tensor peak
-  double memory = 0.80;        // memory-bound kernels vs HBM bandwidth
-  double communication = 0.80; // collectives vs per-direction link bandwidth
+  double gemm = 0.70;              // large matrix products vs dense tensor peak
+  double attention = 0.50;         // prefill attention vs dense tensor peak
+  double memory = 0.80;            // memory-bound kernels vs HBM bandwidth
+  double communication = 0.80;     // collectives vs per-direction link bandwidth
   double kernel_overhead_us = 4.0; // launch and tail per kernel
 };
 

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# optkit plan, black-box: the issue's acceptance commands (JSON Pareto rows with source labels,
+# --emit vllm flags matching the chosen row, --ttft 1 → exit 1 naming the closest), memory
+# feasibility, target-rate sizing, perf databases, plots, and exit 2 for every kind of bad input.
+source "$(dirname "$0")/lib.sh"
+: "${OPTKIT_SOURCE_DIR:?}"
+
+py() { python3 -c "$1" <<<"$OUT"; }
+
+acceptance=(plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --tpot 20)
+run "${acceptance[@]}" --format json
+expect_rc 0
+py '
+import json, sys
+d = json.load(sys.stdin)
+assert d["pareto"], "no Pareto rows"
+for row in d["pareto"]:
+    assert row["sources"] in ("measured", "interpolated", "extrapolated", "roofline") or "+" in row["sources"], row
+    assert row["memory_gib_per_gpu"] <= 140.4, row
+best = d["best"]
+assert best["meets_sla"] and best["ttft_ms"] <= 1200 and best["tpot_ms"] <= 20, best
+assert all(r["tokens_per_s_per_gpu"] <= best["tokens_per_s_per_gpu"] + 1e-9 for r in d["pareto"] if r["meets_sla"])
+assert d["search"]["evaluations"] > 1000
+' || fail "plan JSON: $OUT"
+best_tp=$(py 'import json,sys; b=json.load(sys.stdin)["best"]; print(b["decode"]["parallel"] if b["mode"]=="disagg" else b["parallel"])')
+best_batch=$(py 'import json,sys; print(json.load(sys.stdin)["best"]["batch"])')
+[ "$(sql "SELECT status FROM runs WHERE command = 'plan' ORDER BY id DESC LIMIT 1")" = "succeeded" ] ||
+  fail "plan run not archived as succeeded"
+[ "$(sql "SELECT COUNT(*) FROM metrics WHERE name = 'tokens_per_s_per_gpu'")" = "1" ] || fail "metric not archived"
+
+# --emit vllm: the launch script's flags are the chosen row's.
+run "${acceptance[@]}" --emit vllm
+expect_rc 0
+expect_out_has "vllm serve meta-llama/Llama-3.1-70B-Instruct"
+tp=${best_tp#tp}; tp=${tp%%pp*}
+expect_out_has "--tensor-parallel-size $tp"
+expect_out_has "--max-num-seqs $best_batch"
+run "${acceptance[@]}" --emit sglang
+expect_rc 0
+expect_out_has "sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct"
+expect_out_has "--max-running-requests $best_batch"
+run "${acceptance[@]}" --emit trtllm --mode agg
+expect_rc 0
+expect_out_has "trtllm-serve meta-llama/Llama-3.1-70B-Instruct --backend pytorch"
+expect_out_has "free_gpu_memory_fraction: 0.90"
+
+# An SLA nothing meets: exit 1, naming the closest configuration and the missed term.
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1 --tpot 20
+expect_rc 1
+expect_err_has "no configuration meets TTFT <= 1 ms"
+expect_err_has "closest: "
+expect_err_has "misses --ttft 1"
+[ "$(sql "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" = "goal_not_met" ] || fail "unmet SLA not archived as goal_not_met"
+
+# Memory: 70B in bf16 cannot fit one 80 GB GPU — nothing is recommended.
+run plan --model llama-3.1-70b --system h100_sxm --gpus 1 --isl 1000 --osl 100
+expect_rc 1
+expect_err_has "no configuration of llama-3.1-70b fits 1 x h100_sxm"
+run plan --model llama-3.1-70b --system h100_sxm --gpus 2 --isl 1000 --osl 100 --mode static,agg,disagg --format csv
+expect_rc 0
+python3 -c '
+import csv, sys
+rows = list(csv.DictReader(sys.stdin))
+assert rows and all(float(r["mem_gib"]) <= 79.6 for r in rows), rows
+assert all(r["gpus"] == "2" for r in rows), rows
+' <<<"$OUT" || fail "memory-infeasible rows in the plan: $OUT"
+
+# --target-rate: the fewest GPUs that sustain the rate.
+run plan --model llama-3.1-8b --system h100_sxm --gpus 8 --isl 2000 --osl 200 --target-rate 40 --format json
+expect_rc 0
+py '
+import json, math, sys
+t = json.load(sys.stdin)["target_rate"]
+c = t["configuration"]
+assert t["gpus"] == t["replicas"] * c["gpus_per_replica"], t
+assert t["replicas"] * c["requests_per_s"] / c["replicas"] >= 40, t
+' || fail "target rate: $OUT"
+
+# A config.json folder, MoE routing skew, speculative decoding, fp8, and the SVG plot.
+mkdir -p "$SCRATCH/qwen"
+cat >"$SCRATCH/qwen/config.json" <<'JSON'
+{"architectures":["Qwen3MoeForCausalLM"],"num_hidden_layers":48,"hidden_size":2048,"num_attention_heads":32,
+ "num_key_value_heads":4,"head_dim":128,"intermediate_size":6144,"num_experts":128,"num_experts_per_tok":8,
+ "moe_intermediate_size":768,"vocab_size":151936,"max_position_embeddings":40960}
+JSON
+run plan --model "$SCRATCH/qwen" --system h100_sxm --gpus 4 --isl 2000 --osl 300 --weight-dtype fp8 --kv-dtype fp8 \
+  --spec-tokens 3 --moe-alpha 1.2 --plot "$SCRATCH/pareto.svg" --bench-profile "$SCRATCH/profile.yaml"
+expect_rc 0
+expect_out_has "best: "
+grep -q "<svg" "$SCRATCH/pareto.svg" || fail "no SVG written"
+grep -q "tokens/s/GPU" "$SCRATCH/pareto.svg" || fail "SVG lacks its axis"
+grep -q "input_tokens: 2000" "$SCRATCH/profile.yaml" || fail "bench profile lacks the workload"
+[ "$(sql "SELECT COUNT(*) FROM artifacts WHERE kind = 'plot'")" = "1" ] || fail "plot not archived"
+
+# A perf database: measured points are used and labelled.
+mkdir -p "$SCRATCH/db"
+printf 'kind,m,n,k,latency_us\nbf16,1,6144,4096,30\nbf16,512,6144,4096,90\n' >"$SCRATCH/db/gemm.csv"
+run plan --model llama-3.1-8b --system h100_sxm --gpus 1 --isl 1000 --osl 100 --perf-db "$SCRATCH/db" --format json
+expect_rc 0
+py '
+import json, sys
+d = json.load(sys.stdin)
+assert d["perf_database"]["points"] == 2, d["perf_database"]
+assert any("roofline" in r["sources"] and "+" in r["sources"] for r in d["pareto"]), d["pareto"][:2]
+' || fail "perf db labels: $OUT"
+printf 'kind,m,n,k,latency_us\nbf16,1,6144,4096,-3\n' >"$SCRATCH/db/gemm.csv"
+run plan --model llama-3.1-8b --system h100_sxm --gpus 1 --perf-db "$SCRATCH/db"
+expect_rc 2
+expect_err_has "$SCRATCH/db/gemm.csv:2: latency_us \"-3\" is not a positive number"
+
+# Bad input: exit 2 naming the value and what exists.
+run plan --model lama-3.1-70b --system h200_sxm
+expect_rc 2
+expect_err_has "did you mean llama-3.1-70b"
+expect_err_has "presets: llama-3.1-8b"
+run plan --model llama-3.1-8b --system h300
+expect_rc 2
+expect_err_has "--system h300: unknown system"
+expect_err_has "systems: a100_40g, a100_80g, a10g, b200, h100_sxm, h200_sxm, l4, l40s, t4, v100"
+run plan --model llama-3.1-8b --system h100_sxm --weight-dtype fp4
+expect_rc 2
+expect_err_has "--weight-dtype fp4: unknown number format"
+run plan --model llama-3.1-8b --system h100_sxm --isl 200000
+expect_rc 2
+expect_err_has "exceeds llama-3.1-8b's context of 131072 tokens"
+run plan --model llama-3.1-8b --system h100_sxm --mode fast
+expect_rc 2
+expect_err_has "--mode fast: unknown serving mode"
+run plan --model llama-3.1-8b --system h100_sxm --tpot 20 --speed 50
+expect_rc 2
+expect_err_has "--speed and --tpot"
+echo '{"architectures":["BertModel"]}' >"$SCRATCH/config.json"
+run plan --model "$SCRATCH/config.json" --system h100_sxm
+expect_rc 2
+expect_err_has "architecture BertModel is not supported by optkit plan; supported: LlamaForCausalLM"
+mkdir -p "$SCRATCH/data/profiles/systems" "$SCRATCH/data/recipes"
+sed 's/memory_gib: 79.6/memory_gb: 79.6/' "$OPTKIT_SOURCE_DIR/profiles/systems/h100_sxm.yaml" \
+  >"$SCRATCH/data/profiles/systems/h100_sxm.yaml"
+OPTKIT_DATA_DIR="$SCRATCH/data" run plan --model llama-3.1-8b --system h100_sxm
+expect_rc 2
+expect_err_has "h100_sxm.yaml:6:3"
+expect_err_has "memory_gib"
+echo "plan CLI tests passed"
