@@ -32,6 +32,11 @@ expected_experts_touched(double experts, double routed_tokens, double topk) {
   return experts * (1.0 - std::pow(per_token_miss, routed_tokens / std::max(topk, 1.0)));
 }
 
+double
+kv_element_bytes(const std::string& kv_dtype) {
+  return (kv_dtype == "fp8" || kv_dtype == "int8") ? 1.0 : 2.0;
+}
+
 std::optional<CollectiveOp>
 parse_collective(const std::string& name) {
   for (auto op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::all_to_all, CollectiveOp::p2p})
@@ -77,7 +82,7 @@ PerfDatabase::point_speed_of_light(const std::string& table, const std::vector<s
     return speed_of_light_us(gemm_cost(x, number(1), number(2), w, a), s.peak_flops(key[0]), bandwidth);
   }
   if (table == "attention_prefill" || table == "attention_decode") {
-    const double kv_bytes = (key[0] == "fp8" || key[0] == "int8") ? 1.0 : 2.0;
+    const double kv_bytes = kv_element_bytes(key[0]);
     const double heads = number(1), kv_heads = number(2), head_dim = number(3);
     const OpCost cost = table == "attention_prefill"
                             ? attention_prefill_cost(x, y, 0, heads, kv_heads, head_dim, head_dim, kv_bytes)
@@ -251,43 +256,38 @@ PerfDatabase::gemm(const std::string& kind, double m, double n, double k) const 
 }
 
 Estimate
-PerfDatabase::attention_prefill(const std::string& kv_dtype, int heads, int kv_heads, int head_dim, double batch,
-                                double seq, double prefix) const {
-  const double kv_bytes = (kv_dtype == "fp8" || kv_dtype == "int8") ? 1.0 : 2.0;
-  const OpCost cost = attention_prefill_cost(batch, seq, prefix, heads, kv_heads, head_dim, head_dim, kv_bytes);
+PerfDatabase::attention(const char* table, const std::string& kv_dtype, int heads, int kv_heads, int head_dim,
+                        double batch, double length, const OpCost& cost, OpClass op_class, bool shape_measured) const {
   const double peak = m_system->peak_flops("bf16");
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site =
-      m_grids.empty() ? nullptr
-                      : grid(make_key("attention_prefill", {kv_dtype, std::to_string(heads), std::to_string(kv_heads),
+  const UtilizationGrid* site = m_grids.empty()
+                                    ? nullptr
+                                    : grid(make_key(table, {kv_dtype, std::to_string(heads), std::to_string(kv_heads),
                                                             std::to_string(head_dim)}));
-  // Measured prefill has no cached prefix; a prefix keeps the utilization at (batch, seq).
-  Estimate estimate = answer(site, batch, seq, sol, OpClass::attention, cost, peak);
-  if (prefix > 0 && (estimate.sources & measured)) {
-    const GridAnswer found = site->query(batch, seq);
-    estimate = {sol / found.utilization, interpolated};
-  }
+  Estimate estimate = answer(site, batch, length, sol, op_class, cost, peak);
+  // A measured point of a different shape (a cached prefix, several tokens per sequence) lends
+  // its utilization, not its latency.
+  if (!shape_measured && (estimate.sources & measured))
+    estimate = {sol / site->query(batch, length).utilization, interpolated};
   return estimate;
+}
+
+Estimate
+PerfDatabase::attention_prefill(const std::string& kv_dtype, int heads, int kv_heads, int head_dim, double batch,
+                                double seq, double prefix) const {
+  const OpCost cost =
+      attention_prefill_cost(batch, seq, prefix, heads, kv_heads, head_dim, head_dim, kv_element_bytes(kv_dtype));
+  return attention("attention_prefill", kv_dtype, heads, kv_heads, head_dim, batch, seq, cost, OpClass::attention,
+                   prefix == 0);
 }
 
 Estimate
 PerfDatabase::attention_decode(const std::string& kv_dtype, int heads, int kv_heads, int head_dim, double batch,
                                double kv_len, double tokens_per_sequence) const {
-  const double kv_bytes = (kv_dtype == "fp8" || kv_dtype == "int8") ? 1.0 : 2.0;
   const OpCost cost = attention_decode_cost(batch, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
-                                            kv_bytes, tokens_per_sequence);
-  const double peak = m_system->peak_flops("bf16");
-  const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site =
-      m_grids.empty() ? nullptr
-                      : grid(make_key("attention_decode", {kv_dtype, std::to_string(heads), std::to_string(kv_heads),
-                                                           std::to_string(head_dim)}));
-  Estimate estimate = answer(site, batch, kv_len, sol, OpClass::memory, cost, peak);
-  if (tokens_per_sequence != 1 && (estimate.sources & measured)) {
-    const GridAnswer found = site->query(batch, kv_len);
-    estimate = {sol / found.utilization, interpolated};
-  }
-  return estimate;
+                                            kv_element_bytes(kv_dtype), tokens_per_sequence);
+  return attention("attention_decode", kv_dtype, heads, kv_heads, head_dim, batch, kv_len, cost, OpClass::memory,
+                   tokens_per_sequence == 1);
 }
 
 Estimate

@@ -66,6 +66,8 @@ private:
   const UtilizationGrid* gemm_site(const std::string& kind, double n, double k) const;
   Estimate answer(const UtilizationGrid* grid, double x, double y, double speed_of_light_us, OpClass op_class,
                   const OpCost& cost, double peak) const;
+  Estimate attention(const char* table, const std::string& kv_dtype, int heads, int kv_heads, int head_dim,
+                     double batch, double length, const OpCost& cost, OpClass op_class, bool shape_measured) const;
   double point_speed_of_light(const std::string& table, const std::vector<std::string>& key, double x, double y) const;
 };
 

@@ -151,8 +151,8 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
         continue;
       }
       ++c.result.evaluations;
-      Workload decode_only = r.workload;
-      const LatencyEstimate latency = estimate_static(model, decode_only, batch, r.speculation);
+      // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT part is the prefill pool's).
+      const LatencyEstimate latency = estimate_static(model, r.workload, batch, r.speculation);
       const double generation_ms = std::max(1.0, r.workload.osl - 1) * latency.tpot_ms;
       decodes.push_back(
           {parallel, batch, latency.tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch), latency.sources});
