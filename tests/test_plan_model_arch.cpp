@@ -71,3 +71,8 @@ TEST_CASE("a model folder's config.json") {
   CHECK(arch.tied_embeddings);
   CHECK(arch.head_dim == 64);
 }
+
+TEST_CASE("a number too large for JSON is bad input, not a crash (found by fuzz_hf_config)") {
+  CHECK_THROWS_WITH_AS(parse_hf_config(R"({"architectures": [22222222222222E22222222111117682]})", "c.json"),
+                       doctest::Contains("c.json: not valid JSON"), InputError);
+}

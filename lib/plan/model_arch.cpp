@@ -160,7 +160,7 @@ parse_hf_config(const std::string& json_text, const std::string& source) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) { // parse errors and number overflows alike
     throw InputError(source + ": not valid JSON: " + error.what());
   }
   if (!json.is_object())
