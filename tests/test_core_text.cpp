@@ -22,6 +22,7 @@ TEST_CASE("closest_match suggests plausible typos only") {
   CHECK(closest_match("jbos", keys) == "jobs");
   CHECK(closest_match("timeout", keys) == "timeout_s");
   CHECK(closest_match("max_attempt", keys) == "max_attempts");
+  CHECK(closest_match("h100", {"v100", "h100_sxm"}) == "h100_sxm"); // an extension beats a typo
   CHECK_FALSE(closest_match("completely_unrelated", keys).has_value());
 }
 

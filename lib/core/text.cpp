@@ -70,6 +70,12 @@ edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string>
 closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // "h100" means h100_sxm more often than v100: a name that extends the word at a separator
+  // beats any typo.
+  for (const auto& candidate : candidates)
+    if (candidate.size() > word.size() + 1 && candidate.starts_with(word) &&
+        std::string_view("_-.").find(candidate[word.size()]) != std::string_view::npos)
+      return candidate;
   const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
   std::optional<std::string> best;
   std::size_t best_distance = allowed + 1;

@@ -17,8 +17,9 @@ std::string_view trim(std::string_view text);
 // characters as one edit each (optimal string alignment), the usual shape of a typo.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
-// The candidate closest to `word` by edit distance, when it is close enough to be a plausible
-// typo (at most a third of the word's length, and at least 1 edit allowed); nullopt otherwise.
+// A candidate that extends `word` at a separator ("h100" → "h100_sxm"); else the candidate closest
+// to `word` by edit distance, when it is close enough to be a plausible typo (at most a third of
+// the word's length, and at least 1 edit allowed); nullopt otherwise.
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // "1.5 s", "2 min 03 s", "1 h 02 min": durations for people.

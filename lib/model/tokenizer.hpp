@@ -61,7 +61,8 @@ private:
   void encode_segment(std::string_view text, bool first_segment, std::vector<std::int32_t>& out) const;
   std::string decode_model_tokens(const std::vector<std::string>& tokens, bool first_chunk) const;
   const AddedToken* find_added(std::int32_t id) const;
-  // The raw bytes a BPE-model token stands for (byte-level mapping, <0xXX> byte fallback, ▁).
+  // The raw bytes a BPE-model token stands for (byte-level mapping, "<0x41>"-style byte fallback
+  // tokens, ▁ as a space).
   std::string model_token_bytes(const std::string& token) const;
 
   std::unique_ptr<BpeModel> m_model;

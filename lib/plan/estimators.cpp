@@ -32,19 +32,24 @@ estimate_static(const StepModel& model, const Workload& workload, double batch, 
   prefill.prefill_tokens = std::max(1.0, workload.isl - workload.prefix);
   prefill.prefix = workload.prefix;
   const Estimate ttft = model.step(prefill);
+  const Estimate tpot = estimate_generation(model, workload, batch, speculation, stride);
   out.ttft_ms = ttft.us / 1000.0;
-  out.sources = ttft.sources;
-  const double steps = workload.osl - 1;
-  if (steps <= 0)
-    return out;
-  double generation_us = 0;
-  for (double k = 0; k < steps; k += stride) {
-    const Estimate token = decode_token_time(model, batch, workload.isl + k + 1, speculation);
-    generation_us += token.us * std::min<double>(stride, steps - k);
-    out.sources |= token.sources;
-  }
-  out.tpot_ms = generation_us / steps / 1000.0;
+  out.tpot_ms = tpot.us / 1000.0;
+  out.sources = ttft.sources | tpot.sources;
   return out;
+}
+
+Estimate
+estimate_generation(const StepModel& model, const Workload& workload, double batch, const Speculation& speculation,
+                    int stride) {
+  const double steps = workload.osl - 1;
+  Estimate total;
+  if (steps <= 0)
+    return total;
+  for (double k = 0; k < steps; k += stride)
+    total +=
+        decode_token_time(model, batch, workload.isl + k + 1, speculation).scaled(std::min<double>(stride, steps - k));
+  return total.scaled(1.0 / steps);
 }
 
 bool

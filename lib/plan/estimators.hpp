@@ -36,6 +36,11 @@ struct LatencyEstimate {
 // Time per output token of a decode step with `batch` sequences at `kv_len`, speculation included.
 Estimate decode_token_time(const StepModel& model, double batch, double kv_len, const Speculation& speculation);
 
+// Algorithm 1's generation phase: mean time per output token over OSL - 1 decode steps at growing
+// KV length, sampled every `stride` tokens (what a disaggregated decode worker spends).
+Estimate estimate_generation(const StepModel& model, const Workload& workload, double batch,
+                             const Speculation& speculation, int stride = 32);
+
 // Algorithm 1: one batch prefilled together, then decoded in lock step; decode cost sampled every
 // `stride` tokens.
 LatencyEstimate estimate_static(const StepModel& model, const Workload& workload, double batch,

@@ -34,7 +34,7 @@ expected_experts_touched(double experts, double routed_tokens, double topk) {
 
 double
 kv_element_bytes(const std::string& kv_dtype) {
-  return (kv_dtype == "fp8" || kv_dtype == "int8") ? 1.0 : 2.0;
+  return bytes_per_element(parse_precision(kv_dtype, "kv_dtype"));
 }
 
 std::optional<CollectiveOp>
@@ -65,9 +65,9 @@ gemm_kind_bytes(const std::string& kind) {
   if (kind == "fp8" || kind == "int8")
     return {1.0, 1.0};
   if (kind == "w8a16")
-    return {1.0, 2.0};
+    return {bytes_per_element(Precision::int8), 2.0};
   if (kind == "w4a16")
-    return {0.5 + 2.0 / 128.0, 2.0};
+    return {bytes_per_element(Precision::int4), 2.0};
   return {2.0, 2.0};
 }
 
@@ -203,11 +203,11 @@ PerfDatabase::grid(const std::string& key) const {
 
 // A GEMM shape nobody measured borrows the utilization curve of the nearest measured (n, k) of the
 // same kind within two octaves on both axes (real model shapes are scattered, not a grid).
-const UtilizationGrid*
+PerfDatabase::GemmSite
 PerfDatabase::gemm_site(const std::string& kind, double n, double k) const {
   const std::string key = make_key("gemm", {kind, integer_text(n), integer_text(k)});
   if (const auto* exact = grid(key))
-    return exact;
+    return {exact, false};
   if (const auto it = m_nearest_gemm.find(key); it != m_nearest_gemm.end())
     return it->second;
   const UtilizationGrid* best = nullptr;
@@ -226,8 +226,8 @@ PerfDatabase::gemm_site(const std::string& kind, double n, double k) const {
       best = &site_grid;
     }
   }
-  m_nearest_gemm[key] = best;
-  return best;
+  m_nearest_gemm[key] = {best, best != nullptr};
+  return m_nearest_gemm[key];
 }
 
 Estimate
@@ -247,10 +247,9 @@ PerfDatabase::gemm(const std::string& kind, double m, double n, double k) const 
   const OpCost cost = gemm_cost(m, n, k, w, a);
   const double peak = m_system->peak_flops(kind);
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site = m_grids.empty() ? nullptr : gemm_site(kind, n, k);
-  Estimate estimate = answer(site, m, 0, sol, OpClass::gemm, cost, peak);
-  // A borrowed curve is never better than "extrapolated".
-  if (site != nullptr && site != grid(make_key("gemm", {kind, integer_text(n), integer_text(k)})))
+  const GemmSite site = m_grids.empty() ? GemmSite{} : gemm_site(kind, n, k);
+  Estimate estimate = answer(site.grid, m, 0, sol, OpClass::gemm, cost, peak);
+  if (site.borrowed) // a borrowed curve is never better than "extrapolated"
     estimate.sources = extrapolated;
   return estimate;
 }

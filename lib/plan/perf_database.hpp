@@ -56,14 +56,18 @@ public:
   void finish();
 
 private:
+  struct GemmSite {
+    const UtilizationGrid* grid = nullptr;
+    bool borrowed = false; // the curve of a neighbouring (n, k)
+  };
   const SystemSpec* m_system;
   std::filesystem::path m_directory;
   std::size_t m_points = 0;
   std::unordered_map<std::string, UtilizationGrid> m_grids; // "table|key fields"
-  mutable std::unordered_map<std::string, const UtilizationGrid*> m_nearest_gemm;
+  mutable std::unordered_map<std::string, GemmSite> m_nearest_gemm;
 
   const UtilizationGrid* grid(const std::string& key) const;
-  const UtilizationGrid* gemm_site(const std::string& kind, double n, double k) const;
+  GemmSite gemm_site(const std::string& kind, double n, double k) const;
   Estimate answer(const UtilizationGrid* grid, double x, double y, double speed_of_light_us, OpClass op_class,
                   const OpCost& cost, double peak) const;
   Estimate attention(const char* table, const std::string& kv_dtype, int heads, int kv_heads, int head_dim,

@@ -11,6 +11,19 @@ namespace optkit::plan {
 
 namespace {
 
+struct BatchRun {
+  int from, to, step;
+};
+
+std::vector<int>
+batch_schedule(std::initializer_list<BatchRun> runs) {
+  std::vector<int> batches;
+  for (const auto& run : runs)
+    for (int v = run.from; v <= run.to; v += run.step)
+      batches.push_back(v);
+  return batches;
+}
+
 std::vector<int>
 powers_of_two_up_to(int limit) {
   std::vector<int> values;
@@ -151,11 +164,12 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
         continue;
       }
       ++c.result.evaluations;
-      // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT part is the prefill pool's).
-      const LatencyEstimate latency = estimate_static(model, r.workload, batch, r.speculation);
-      const double generation_ms = std::max(1.0, r.workload.osl - 1) * latency.tpot_ms;
+      // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT is the prefill pool's).
+      const Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
+      const double tpot_ms = tpot.us / 1000.0;
+      const double generation_ms = std::max(1.0, r.workload.osl - 1) * tpot_ms;
       decodes.push_back(
-          {parallel, batch, latency.tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch), latency.sources});
+          {parallel, batch, tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch), tpot.sources});
     }
   }
   if (prefills.empty() || decodes.empty())
@@ -181,8 +195,7 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
       best_per_gpu = match.requests_per_s / match.gpus;
       // KV cache handed from the prefill to the decode worker, each GPU sending its shard.
       const int link_gpus = std::min(p->parallel.gpus(), d.parallel.gpus());
-      const int span = match.gpus;
-      const double bandwidth = c.system.link_bytes_per_s(span) * c.system.efficiency.communication * link_gpus;
+      const double bandwidth = c.system.link_bytes_per_s(match.gpus) * c.system.efficiency.communication * link_gpus;
       PlanRow row;
       row.mode = ServingMode::disaggregated;
       row.parallel = d.parallel;
@@ -237,40 +250,15 @@ parse_mode(const std::string& text) {
 
 const std::vector<int>&
 aggregated_batches() {
-  static const std::vector<int> batches = [] {
-    std::vector<int> b;
-    for (int v = 1; v <= 15; ++v)
-      b.push_back(v);
-    for (int v = 16; v <= 28; v += 4)
-      b.push_back(v);
-    for (int v = 32; v <= 56; v += 8)
-      b.push_back(v);
-    for (int v = 64; v <= 240; v += 16)
-      b.push_back(v);
-    for (int v = 256; v <= 480; v += 32)
-      b.push_back(v);
-    b.push_back(512);
-    b.push_back(1024);
-    return b;
-  }();
+  static const std::vector<int> batches = batch_schedule(
+      {{1, 15, 1}, {16, 28, 4}, {32, 56, 8}, {64, 240, 16}, {256, 480, 32}, {512, 512, 1}, {1024, 1024, 1}});
   return batches;
 }
 
 const std::vector<int>&
 decode_batches() {
-  static const std::vector<int> batches = [] {
-    std::vector<int> b;
-    for (int v = 1; v <= 15; ++v)
-      b.push_back(v);
-    for (int v = 16; v <= 30; v += 2)
-      b.push_back(v);
-    for (int v = 32; v <= 124; v += 4)
-      b.push_back(v);
-    for (int v = 128; v <= 504; v += 8)
-      b.push_back(v);
-    b.push_back(512);
-    return b;
-  }();
+  static const std::vector<int> batches =
+      batch_schedule({{1, 15, 1}, {16, 30, 2}, {32, 124, 4}, {128, 504, 8}, {512, 512, 1}});
   return batches;
 }
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <optional>
 
 namespace optkit::plan {
 
@@ -106,11 +105,7 @@ load_system(const std::filesystem::path& profiles_dir, const std::string& name) 
   if (!std::filesystem::exists(file)) {
     const auto names = list_systems(profiles_dir);
     std::string message = "--system " + name + ": unknown system";
-    // "h100" means h100_sxm more often than v100: a name that extends the input wins over a typo.
-    const auto extension =
-        std::find_if(names.begin(), names.end(), [&](const std::string& n) { return n.starts_with(name + "_"); });
-    const auto close = extension != names.end() ? std::optional<std::string>(*extension) : closest_match(name, names);
-    if (close)
+    if (const auto close = closest_match(name, names))
       message += " (did you mean " + *close + "?)";
     message += "; systems: " + join(names, ", ") + " (files in " + (profiles_dir / "systems").string() + ")";
     throw InputError(message);
