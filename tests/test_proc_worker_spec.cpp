@@ -31,3 +31,16 @@ TEST_CASE("malformed specs are input errors naming the file") {
   test::write_text(dir / "partial.json", R"({"run_id": 1})");
   CHECK_THROWS_WITH_AS(read_worker_spec(dir / "partial.json"), doctest::Contains("malformed worker spec"), InputError);
 }
+
+TEST_CASE("ids must be JSON integers in range (found by fuzz_worker_spec)") {
+  test::ScratchDir dir;
+  const std::string rest =
+      R"("trial_id":1,"trial_index":0,"attempt":1,"archive":"a","result_path":"r","gpu":null,"payload":{})";
+  test::write_text(dir / "huge.json", R"({"run_id":100000003120365132444,)" + rest + "}");
+  CHECK_THROWS_WITH_AS(read_worker_spec(dir / "huge.json"), doctest::Contains("\"run_id\" must be an integer"),
+                       InputError);
+  test::write_text(dir / "float.json", R"({"run_id":1.5,)" + rest + "}");
+  CHECK_THROWS_AS(read_worker_spec(dir / "float.json"), InputError);
+  test::write_text(dir / "ok.json", R"({"run_id":7,)" + rest + "}");
+  CHECK(read_worker_spec(dir / "ok.json").run_id == 7);
+}

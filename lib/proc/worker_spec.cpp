@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <fstream>
 
 namespace optkit::proc {
@@ -21,6 +22,22 @@ to_json(const WorkerSpec& spec) {
           {"payload", spec.payload}};
 }
 
+namespace {
+
+// nlohmann converts a float to an integer with a plain cast (undefined beyond the range), so ids
+// must be JSON integers that fit.
+std::int64_t
+integer_field(const nlohmann::json& doc, const char* key, std::int64_t maximum = INT64_MAX) {
+  const auto& value = doc.at(key);
+  const bool fits = value.is_number_unsigned() ? value.get<std::uint64_t>() <= std::uint64_t(maximum)
+                                               : value.is_number_integer() && value.get<std::int64_t>() <= maximum;
+  if (!fits)
+    throw InputError(fmt::format("\"{}\" must be an integer up to {}, got {}", key, maximum, value.dump()));
+  return value.get<std::int64_t>();
+}
+
+} // namespace
+
 WorkerSpec
 read_worker_spec(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -34,17 +51,17 @@ read_worker_spec(const std::filesystem::path& file) {
   }
   WorkerSpec spec;
   try {
-    spec.run_id = doc.at("run_id").get<std::int64_t>();
-    spec.trial_id = doc.at("trial_id").get<std::int64_t>();
-    spec.trial_index = doc.at("trial_index").get<std::int64_t>();
-    spec.attempt = doc.at("attempt").get<std::int64_t>();
+    spec.run_id = integer_field(doc, "run_id");
+    spec.trial_id = integer_field(doc, "trial_id");
+    spec.trial_index = integer_field(doc, "trial_index");
+    spec.attempt = integer_field(doc, "attempt");
     spec.archive = doc.at("archive").get<std::string>();
     spec.result_path = doc.at("result_path").get<std::string>();
     if (!doc.at("gpu").is_null()) {
-      spec.gpu = doc.at("gpu").get<int>();
+      spec.gpu = int(integer_field(doc, "gpu", INT32_MAX));
     }
     spec.payload = doc.at("payload");
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) { // nlohmann's errors and integer_field's alike
     throw InputError(fmt::format("--worker {}: malformed worker spec: {}", file.string(), e.what()));
   }
   return spec;
