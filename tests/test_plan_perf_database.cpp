@@ -112,6 +112,9 @@ TEST_CASE("malformed tables name the file and row") {
                        doctest::Contains("g.csv:2: 4 fields, expected 5"), InputError);
   CHECK_THROWS_WITH_AS(db.add_table(perf_tables()[4], "op,gpus,bytes,latency_us\nall_reduce,1,100,5\n", "c.csv"),
                        doctest::Contains("c.csv:2: a collective needs at least 2 gpus"), InputError);
+  CHECK_THROWS_WITH_AS(db.add_table(perf_tables()[4], "op,gpus,bytes,latency_us\np2p,4099400000,100,5\n", "c.csv"),
+                       doctest::Contains("c.csv:2: gpus \"4099400000\" must be a whole number up to 10^9"), InputError);
+  CHECK_THROWS_AS(db.add_table(perf_tables()[0], "kind,m,n,k,latency_us\nbf16,1.5,2,3,4\n", "g.csv"), InputError);
   CHECK_THROWS_WITH_AS(db.add_table(perf_tables()[5], "", "m.csv"), doctest::Contains("m.csv: empty table"),
                        InputError);
 }

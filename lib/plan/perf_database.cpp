@@ -160,6 +160,9 @@ PerfDatabase::add_table(const PerfTable& table, const std::string& text, const s
       if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(numbers[i]) || numbers[i] <= 0 ||
           numbers[i] > 1e15)
         throw InputError(where + column + " \"" + field + "\" is not a positive number");
+      // Shape and count columns are whole numbers that fit an int (they key the tables).
+      if (column != "latency_us" && column != "bytes" && (numbers[i] > 1e9 || numbers[i] != std::floor(numbers[i])))
+        throw InputError(where + column + " \"" + field + "\" must be a whole number up to 10^9");
     }
     const auto& first = fields[0];
     if (name == "gemm" && first != "bf16" && first != "fp16" && first != "fp8" && first != "int8" && first != "w8a16" &&
