@@ -29,11 +29,13 @@ optkit_find_header(yaml-cpp/yaml.h libyaml-cpp-dev)
 optkit_find_header(sqlite3.h libsqlite3-dev)
 optkit_find_header(boost/process.hpp libboost-dev)
 optkit_find_header(cblas.h libopenblas-dev)
+optkit_find_header(zstd.h libzstd-dev)
 
 optkit_find_static(OPTKIT_YAMLCPP_LIB yaml-cpp libyaml-cpp-dev)
 optkit_find_static(OPTKIT_SQLITE_LIB sqlite3 libsqlite3-dev)
 optkit_find_static(OPTKIT_BOOST_FS_LIB boost_filesystem libboost-filesystem-dev)
 optkit_find_static(OPTKIT_OPENBLAS_LIB openblas libopenblas-dev)
+optkit_find_static(OPTKIT_ZSTD_LIB zstd libzstd-dev)
 
 # OpenBLAS's LAPACK part is Fortran: its runtime comes from GCC's own archives.
 foreach(rt gfortran quadmath)
@@ -51,5 +53,5 @@ add_library(optkit_thirdparty INTERFACE)
 target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY
                            BOOST_ALLOW_DEPRECATED_HEADERS)
 target_link_libraries(optkit_thirdparty INTERFACE ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
-                      ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_FORTRAN_RUNTIME}
+                      ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_ZSTD_LIB} ${OPTKIT_FORTRAN_RUNTIME}
                       Threads::Threads ${CMAKE_DL_LIBS} m)

@@ -63,6 +63,7 @@ private:
 
 void register_runs(CLI::App& app, CommandRegistry& commands);
 void register_doctor(CLI::App& app, CommandRegistry& commands);
+void register_compress(CLI::App& app, CommandRegistry& commands);
 void register_eval(CLI::App& app, CommandRegistry& commands);
 void register_plan(CLI::App& app, CommandRegistry& commands);
 void register_internal_test(CLI::App& app, CommandRegistry& commands);

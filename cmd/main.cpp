@@ -82,6 +82,7 @@ main(int argc, char** argv) {
   add_global_flags(app, ctx.flags);
 
   cmd::CommandRegistry commands;
+  cmd::register_compress(app, commands);
   cmd::register_doctor(app, commands);
   cmd::register_eval(app, commands);
   cmd::register_plan(app, commands);

@@ -1,5 +1,9 @@
 #include "model/dtype.hpp"
 
+#include "core/error.hpp"
+
+#include <string>
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -148,6 +152,22 @@ element_as_float(DType type, const std::byte* data, std::size_t index) {
     return static_cast<float>(load<std::int64_t>(data, index));
   }
   return 0.0f;
+}
+
+std::vector<std::byte>
+encode_floats(std::span<const float> values, DType type) {
+  if (type != DType::f32 && type != DType::bf16 && type != DType::f16)
+    throw InputError("encode_floats: " + std::string(dtype_name(type)) + " is not a float storage type");
+  std::vector<std::byte> out(values.size() * dtype_size(type));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (type == DType::f32) {
+      std::memcpy(out.data() + 4 * i, &values[i], 4);
+    } else {
+      const std::uint16_t h = type == DType::bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
 }
 
 } // namespace optkit::model

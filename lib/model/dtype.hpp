@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
 
 namespace optkit::model {
 
@@ -24,6 +26,9 @@ float f16_to_float(std::uint16_t bits);
 std::uint16_t float_to_f16(float value);
 // OCP e4m3fn: bias 7, no infinities, 0x7f/0xff are NaN, max finite 448.
 float f8_e4m3_to_float(std::uint8_t bits);
+
+// fp32 values encoded as F32, BF16 or F16 bytes (round to nearest even).
+std::vector<std::byte> encode_floats(std::span<const float> values, DType type);
 
 // Reads element `index` of a buffer of `type` as fp32 (integer types convert exactly where they can).
 float element_as_float(DType type, const std::byte* data, std::size_t index);

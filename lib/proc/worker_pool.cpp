@@ -282,6 +282,7 @@ private:
     outcome.error = error;
     outcome.log = r.log;
     outcome.seconds = now - r.started;
+    outcome.trial_id = r.trial_id;
     if (!m_options.archive) {
       return;
     }

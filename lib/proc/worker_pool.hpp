@@ -51,6 +51,7 @@ struct WorkerOutcome {
   std::string child_message; // a failed child's own error message ("optkit: error: " removed)
   std::filesystem::path log; // the last attempt's log
   double seconds = 0;        // wall time of the last attempt
+  std::int64_t trial_id = 0; // the archive's row of the last attempt (0 without an archive)
   bool succeeded() const { return status == archive::TrialStatus::succeeded; }
 };
 

@@ -203,28 +203,10 @@ private:
   // Each pool thread takes blocks of W's rows one at a time, widens a block to fp32 in its own buffer
   // when W is not fp32, and multiplies it with single-threaded sgemm into its columns of y.
   void multiply_blas(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
-    const auto M = static_cast<blasint>(m), K = static_cast<blasint>(m_cols), N = static_cast<blasint>(m_rows);
-    const std::int64_t blocks = (m_rows + kGemmBlockRows - 1) / kGemmBlockRows;
-    pool.parallel_for(
-        blocks,
-        [&](std::int64_t b0, std::int64_t b1) {
-          thread_local std::vector<float> widened; // reused across calls: no page faults per block
-          for (std::int64_t b = b0; b < b1; ++b) {
-            const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, m_rows - r0);
-            const float* block = nullptr;
-            if constexpr (std::is_same_v<T, float>) {
-              block = m_data + r0 * m_cols;
-            } else {
-              widened.resize(static_cast<std::size_t>(n * m_cols));
-              for (std::int64_t r = 0; r < n; ++r)
-                row(r0 + r, widened.data() + r * m_cols);
-              block = widened.data();
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, block, K,
-                        0.0f, y + r0, N);
-          }
-        },
-        1);
+    if constexpr (std::is_same_v<T, float>)
+      multiply_fp32_rows(m_data, m_rows, m_cols, x, m, y, pool);
+    else
+      multiply_widened(*this, x, m, y, pool);
   }
 
   const T* m_data;
@@ -232,13 +214,84 @@ private:
   std::string m_format;
 };
 
-} // namespace
+// A weight computed in memory (calibration reconstructions, merged deltas), kept in fp32.
+class OwnedDenseWeight final : public LinearWeight {
+public:
+  OwnedDenseWeight(std::vector<float> data, std::int64_t rows, std::int64_t cols)
+      : m_data(std::move(data)), m_view(m_data.data(), rows, cols, "f32") {}
+  std::int64_t rows() const override { return m_view.rows(); }
+  std::int64_t cols() const override { return m_view.cols(); }
+  std::string format() const override { return m_view.format(); }
+  std::uint64_t storage_bytes() const override { return m_view.storage_bytes(); }
+  void row(std::int64_t r, float* out) const override { m_view.row(r, out); }
+  void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
+    m_view.multiply(x, m, y, pool);
+  }
 
-std::unique_ptr<LinearWeight>
-make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols) {
+private:
+  std::vector<float> m_data;
+  DenseWeight<float> m_view;
+};
+
+void
+use_single_threaded_blas() {
   // The runtime splits GEMMs across its own threads; OpenBLAS's threads would only compete.
   static std::once_flag single_threaded_blas;
   std::call_once(single_threaded_blas, [] { openblas_set_num_threads(1); });
+}
+
+} // namespace
+
+void
+multiply_fp32_rows(const float* w, std::int64_t rows, std::int64_t cols, const float* x, std::int64_t m, float* y,
+                   ThreadPool& pool) {
+  const auto M = static_cast<blasint>(m), K = static_cast<blasint>(cols), N = static_cast<blasint>(rows);
+  const std::int64_t blocks = (rows + kGemmBlockRows - 1) / kGemmBlockRows;
+  pool.parallel_for(
+      blocks,
+      [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+          const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, rows - r0);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K, w + r0 * cols,
+                      K, 0.0f, y + r0, N);
+        }
+      },
+      1);
+}
+
+void
+multiply_widened(const LinearWeight& weight, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
+  const std::int64_t rows = weight.rows(), cols = weight.cols();
+  const auto M = static_cast<blasint>(m), K = static_cast<blasint>(cols), N = static_cast<blasint>(rows);
+  const std::int64_t blocks = (rows + kGemmBlockRows - 1) / kGemmBlockRows;
+  pool.parallel_for(
+      blocks,
+      [&](std::int64_t b0, std::int64_t b1) {
+        thread_local std::vector<float> widened; // reused across calls: no page faults per block
+        for (std::int64_t b = b0; b < b1; ++b) {
+          const std::int64_t r0 = b * kGemmBlockRows, n = std::min(kGemmBlockRows, rows - r0);
+          widened.resize(static_cast<std::size_t>(n * cols));
+          for (std::int64_t r = 0; r < n; ++r)
+            weight.row(r0 + r, widened.data() + r * cols);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(n), K, 1.0f, x, K,
+                      widened.data(), K, 0.0f, y + r0, N);
+        }
+      },
+      1);
+}
+
+std::unique_ptr<LinearWeight>
+make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t cols) {
+  use_single_threaded_blas();
+  if (static_cast<std::int64_t>(data.size()) != rows * cols)
+    throw InputError("owned dense weight: " + std::to_string(data.size()) + " values for " + std::to_string(rows) +
+                     "x" + std::to_string(cols));
+  return std::make_unique<OwnedDenseWeight>(std::move(data), rows, cols);
+}
+
+std::unique_ptr<LinearWeight>
+make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols) {
+  use_single_threaded_blas();
   if (static_cast<std::uint64_t>(rows * cols) * model::dtype_size(dtype) != bytes.size())
     throw InputError("dense weight of " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
                      std::string(model::dtype_name(dtype)) + " does not match its " + std::to_string(bytes.size()) +

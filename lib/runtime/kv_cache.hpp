@@ -17,6 +17,7 @@ public:
   SequenceId add();
   void remove(SequenceId sequence);
   std::int64_t length(SequenceId sequence) const;
+  std::int64_t size() const { return static_cast<std::int64_t>(m_entries.size()); }
   // Makes room for `count` more positions and returns the first new position (throws InputError
   // past max_positions or for an unknown sequence). Commit with advance() after the layers ran.
   std::int64_t reserve(SequenceId sequence, std::int64_t count);

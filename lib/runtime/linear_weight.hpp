@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace optkit::runtime {
 
@@ -33,5 +34,14 @@ public:
 // W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it).
 std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<const std::byte> bytes, std::int64_t rows,
                                                 std::int64_t cols);
+
+// W computed in memory (calibration reconstructions, merged deltas), owned, fp32.
+std::unique_ptr<LinearWeight> make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t cols);
+
+// y = x · Wᵀ for any weight: blocks of rows decoded to fp32 with row(), one sgemm per block.
+void multiply_widened(const LinearWeight& weight, const float* x, std::int64_t m, float* y, ThreadPool& pool);
+// y = x · Wᵀ for a row-major fp32 W: one sgemm per block of rows, blocks split over the pool.
+void multiply_fp32_rows(const float* w, std::int64_t rows, std::int64_t cols, const float* x, std::int64_t m, float* y,
+                        ThreadPool& pool);
 
 } // namespace optkit::runtime

@@ -12,13 +12,43 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace optkit::runtime {
 
 struct RuntimeOptions {
   unsigned threads = 0; // 0: one per hardware thread
+  // A compressed delta (optkit compress delta) applied to the model folder, which must be the
+  // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
+  std::optional<std::filesystem::path> delta;
 };
+
+// Where a decoder layer's linear layers read their input: q/k/v share the normed hidden state,
+// o reads the attention output, gate/up share the post-attention normed state, down reads
+// silu(gate)·up.
+enum class LinearInput { attention_in, attention_out, mlp_in, mlp_hidden };
+
+// Sees every linear input of the layer run_layer() executes (compress calibration).
+class ActivationTap {
+public:
+  virtual ~ActivationTap() = default;
+  // x is [rows, cols] for `sequences` whole sequences.
+  virtual void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
+                       std::int64_t sequences) = 0;
+};
+
+// The linear layers of a decoder layer by their HF names, and which input each reads.
+struct LinearName {
+  const char* name; // "self_attn.q_proj", ...
+  LinearInput input;
+};
+inline constexpr LinearName kDecoderLinears[] = {
+    {"self_attn.q_proj", LinearInput::attention_in}, {"self_attn.k_proj", LinearInput::attention_in},
+    {"self_attn.v_proj", LinearInput::attention_in}, {"self_attn.o_proj", LinearInput::attention_out},
+    {"mlp.gate_proj", LinearInput::mlp_in},          {"mlp.up_proj", LinearInput::mlp_in},
+    {"mlp.down_proj", LinearInput::mlp_hidden}};
 
 class CpuTransformer final : public LanguageModel {
 public:
@@ -34,6 +64,17 @@ public:
   std::uint64_t weight_bytes() const;
   std::string weight_format() const { return m_lm_head->format(); }
 
+  // Layer-wise execution for calibration: whole sequences (lengths[i] tokens each, positions from
+  // 0) as rows of hidden states x, through one decoder layer, with `tap` seeing every linear input.
+  std::vector<float> embed(std::span<const TokenId> tokens) const;
+  void run_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+                 ActivationTap* tap = nullptr);
+  const LinearWeight& linear(std::int64_t layer, std::string_view name) const;
+  void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);
+  // The RMSNorm weight before attention (input_layernorm) or before the MLP.
+  std::vector<float>& norm_weight(std::int64_t layer, LinearInput input);
+  const model::WeightStore& weights() const { return *m_store; }
+
 private:
   struct Layer {
     std::vector<float> input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
@@ -48,8 +89,11 @@ private:
     std::vector<float> cos, sin;
   };
 
-  void attention_block(const Layer& layer, std::int64_t index, const BatchRows& rows, std::vector<float>& x);
-  void mlp_block(const Layer& layer, std::vector<float>& x);
+  void fill_rope(BatchRows& batch) const;
+  void attention_block(const Layer& layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
+                       std::vector<float>& x, ActivationTap* tap);
+  void mlp_block(const Layer& layer, std::vector<float>& x, ActivationTap* tap, std::int64_t sequences);
+  std::unique_ptr<LinearWeight>& linear_slot(std::int64_t layer, std::string_view name);
 
   model::ModelConfig m_config;
   std::unique_ptr<model::WeightStore> m_store;

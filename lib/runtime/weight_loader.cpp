@@ -1,6 +1,9 @@
 #include "runtime/weight_loader.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "quant/packing.hpp"
+#include "runtime/quantized_weight.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,10 +19,73 @@ check_shape(const model::TensorView& view, const std::vector<std::int64_t>& expe
                                  fmt::join(view.shape(), ", "), fmt::join(expected, ", ")));
 }
 
-} // namespace
+std::vector<float>
+read_floats(const model::TensorView& view) {
+  std::vector<float> out(view.element_count());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = view.at(i);
+  return out;
+}
 
 std::unique_ptr<LinearWeight>
-load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols) {
+load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
+                      std::int64_t cols, const quant::QuantizationConfig& q) {
+  const auto packed = store.find(prefix + ".weight_packed");
+  const auto plain = store.find(prefix + ".weight");
+  const auto scale = store.require(prefix + ".weight_scale");
+  QuantizedWeightSpec spec;
+  spec.rows = rows;
+  spec.cols = cols;
+  spec.bits = q.weights.bits;
+  spec.input_activations = q.input_activations;
+  if (packed.info) {
+    if (packed.dtype() != model::DType::i32)
+      throw InputError(fmt::format("tensor '{}' must be I32", packed.info->name));
+    check_shape(packed, {rows, quant::packed_words(cols, q.weights.bits)});
+    const auto shape = store.require(prefix + ".weight_shape");
+    if (shape.element_count() != 2 || shape.at(0) != static_cast<float>(rows) || shape.at(1) != static_cast<float>(cols))
+      throw InputError(fmt::format("tensor '{}' does not say [{}, {}]", shape.info->name, rows, cols));
+    spec.storage = QuantizedStorage::packed_int32;
+    spec.values = packed.bytes;
+  } else if (plain.info && (plain.dtype() == model::DType::i8 || plain.dtype() == model::DType::f8_e4m3)) {
+    check_shape(plain, {rows, cols});
+    spec.storage = plain.dtype() == model::DType::i8 ? QuantizedStorage::int8_values : QuantizedStorage::fp8_values;
+    spec.values = plain.bytes;
+  } else {
+    throw InputError(fmt::format("'{}' has a weight_scale but no weight_packed or I8/F8_E4M3 weight", prefix));
+  }
+  auto scales = read_floats(scale);
+  const auto& shape = scale.shape();
+  if (shape.size() == 1 && shape[0] == 1) { // per tensor
+    scales.assign(static_cast<std::size_t>(rows), scales.front());
+    spec.group_size = cols;
+  } else if (shape.size() == 2 && shape[0] == rows && shape[1] == 1) {
+    spec.group_size = cols;
+  } else if (shape.size() == 2 && shape[0] == rows && q.weights.group_size > 0 &&
+             shape[1] == (cols + q.weights.group_size - 1) / q.weights.group_size) {
+    spec.group_size = q.weights.group_size;
+  } else {
+    throw InputError(fmt::format("tensor '{}' has shape [{}], which fits neither a channel nor a group-{} scale of "
+                                 "[{}, {}]",
+                                 scale.info->name, fmt::join(shape, ", "), q.weights.group_size, rows, cols));
+  }
+  spec.scales = std::move(scales);
+  return make_quantized_weight(std::move(spec));
+}
+
+} // namespace
+
+std::optional<quant::QuantizationConfig>
+load_quantization_config(const std::filesystem::path& model_dir) {
+  const auto path = model_dir / "config.json";
+  return quant::read_quantization_config(read_json_file(path), path.string());
+}
+
+std::unique_ptr<LinearWeight>
+load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
+            const quant::QuantizationConfig* quantization) {
+  if (quantization && !quantization->ignores(prefix) && store.find(prefix + ".weight_scale").info)
+    return load_quantized_linear(store, prefix, rows, cols, *quantization);
   const auto view = store.require(prefix + ".weight");
   check_shape(view, {rows, cols});
   switch (view.dtype()) {
@@ -32,6 +98,31 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
                                  "BF16 or F16)",
                                  view.info->name, model::dtype_name(view.dtype())));
   }
+}
+
+std::unique_ptr<LinearWeight>
+merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta, const std::string& module) {
+  if (!delta.has_delta(module))
+    return base;
+  const auto rows = base->rows(), cols = base->cols();
+  auto merged = delta.decode_delta(module, rows, cols);
+  std::vector<float> row(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    base->row(r, row.data());
+    for (std::int64_t c = 0; c < cols; ++c)
+      merged[static_cast<std::size_t>(r * cols + c)] += row[static_cast<std::size_t>(c)];
+  }
+  return make_owned_dense_weight(std::move(merged), rows, cols);
+}
+
+std::vector<float>
+load_vector(const model::WeightStore& store, const quant::DeltaArtifact* delta, const std::string& name,
+            std::int64_t size) {
+  if (!delta || !delta->find(name).info)
+    return load_vector(store, name, size);
+  const auto view = delta->find(name);
+  check_shape(view, {size});
+  return read_floats(view);
 }
 
 std::vector<float>

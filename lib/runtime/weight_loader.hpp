@@ -3,7 +3,12 @@
 #pragma once
 
 #include "model/weight_store.hpp"
+#include "quant/compressed_tensors.hpp"
+#include "quant/delta_format.hpp"
 #include "runtime/linear_weight.hpp"
+
+#include <filesystem>
+#include <optional>
 
 #include <memory>
 #include <string>
@@ -11,10 +16,24 @@
 
 namespace optkit::runtime {
 
-// `<prefix>.weight` as a [rows, cols] linear layer.
+// The compressed-tensors quantization_config of a model folder's config.json, if any.
+std::optional<quant::QuantizationConfig> load_quantization_config(const std::filesystem::path& model_dir);
+
+// The [rows, cols] linear layer `prefix` (an HF module path): `<prefix>.weight` in F32/BF16/F16,
+// or, when `quantization` is given and does not ignore the module, its compressed-tensors
+// tensors (weight_packed + weight_scale + weight_shape, or an I8 / F8_E4M3 weight + weight_scale).
 std::unique_ptr<LinearWeight> load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
-                                          std::int64_t cols);
+                                          std::int64_t cols,
+                                          const quant::QuantizationConfig* quantization = nullptr);
+// W_base + Δ when the artifact holds a compressed delta for `module` (merged once, kept in fp32),
+// else `base` itself.
+std::unique_ptr<LinearWeight> merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta,
+                                          const std::string& module);
+
 // A 1-D tensor of `size` values (norm weights, biases) widened to fp32.
 std::vector<float> load_vector(const model::WeightStore& store, const std::string& name, std::int64_t size);
+// The same from the delta artifact when it carries the tensor (the variant's norms), else from `store`.
+std::vector<float> load_vector(const model::WeightStore& store, const quant::DeltaArtifact* delta,
+                               const std::string& name, std::int64_t size);
 
 } // namespace optkit::runtime

@@ -1,0 +1,139 @@
+// optkit compress — recipe-driven post-training quantization in parallel trials, writing
+// compressed-tensors models; `compress delta` — DeltaZip compression of a fine-tuned variant.
+#include "app_context.hpp"
+
+#include "compress/compress_run.hpp"
+#include "compress/recipe.hpp"
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "proc/worker_spec.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::cmd {
+
+namespace {
+
+struct CompressFlags {
+  std::string model, base, finetuned, recipe, calib, sampler, output, format, worker;
+  std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
+  std::uint64_t seed = 0;
+  unsigned threads = 0;
+  double timeout_s = 0;
+  bool list_recipes = false;
+};
+
+void
+add_common_options(CLI::App& app, CompressFlags& f) {
+  app.add_option("--recipe", f.recipe, "recipe name (see --list-recipes) or a recipe YAML file");
+  app.add_option("--calib", f.calib, "calibration text (paragraphs) or JSONL ({\"text\"} or {\"messages\"} rows)");
+  app.add_option("--samples", f.samples, "calibration samples per trial (default: the recipe's)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seq-len", f.seq_len, "tokens per calibration sample (default: the recipe's)")
+      ->check(CLI::Range(8, 1 << 20));
+  app.add_option("--sampler", f.sampler, "uniform, length or stratified (default: the recipe's)")
+      ->check(CLI::IsMember({"uniform", "length", "stratified"}));
+  app.add_option("--trials", f.trials, "independent compressions with distinct calibration subsets")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--jobs", f.jobs, "trials run at once (child processes)")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--seed", f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)")->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads per trial (0: hardware threads / jobs)");
+  app.add_option("--timeout", f.timeout_s, "seconds one trial may take (0: no limit)")->check(CLI::NonNegativeNumber);
+  app.add_option("-o,--output", f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
+  add_format_option(app, f.format);
+  app.add_option("--worker", f.worker, "internal: run as a worker child")->group("");
+}
+
+void
+run(AppContext& ctx, const CompressFlags& f, bool delta) {
+  if (f.recipe.empty())
+    throw InputError("--recipe NAME|FILE is required (optkit compress --list-recipes shows the bundled ones)");
+  compress::CompressOptions o;
+  if (delta) {
+    if (f.base.empty() || f.finetuned.empty())
+      throw InputError(f.base.empty() ? "--base DIR is required" : "--finetuned DIR is required");
+    o.model = f.finetuned;
+    o.base = f.base;
+  } else {
+    if (f.model.empty())
+      throw InputError("--model DIR is required");
+    o.model = f.model;
+  }
+  o.recipe = f.recipe;
+  if (!f.calib.empty())
+    o.calib = f.calib;
+  if (f.samples > 0)
+    o.samples = f.samples;
+  if (f.seq_len > 0)
+    o.sequence_length = f.seq_len;
+  if (!f.sampler.empty())
+    o.sampler = f.sampler == "length" ? compress::Sampler::length
+                : f.sampler == "stratified" ? compress::Sampler::stratified
+                                            : compress::Sampler::uniform;
+  o.trials = f.trials;
+  o.jobs = f.jobs;
+  o.seed = f.seed;
+  o.threads = f.threads;
+  o.output = f.output;
+  const auto result = compress::run_compress(
+      o, {executable_path(), ctx.worker_global_args(), &ctx.archive(), ctx.run_id, f.timeout_s, !ctx.flags.quiet});
+  const OutputFormat format = parse_output_format(f.format);
+  if (format == OutputFormat::json) {
+    auto out = compress::to_json(result);
+    out["run_id"] = ctx.run_id;
+    ctx.emit(out.dump(2) + "\n");
+    return;
+  }
+  if (format == OutputFormat::table)
+    ctx.emit(fmt::format("{} → {} (representative trial {} of {}, lowest calibration loss)\n", result.recipe,
+                         result.output.string(), result.representative, result.trials.size()));
+  ctx.emit(compress::compress_table(result).render(format, ctx.color_stdout()));
+}
+
+std::string
+recipe_listing() {
+  std::string out;
+  for (const auto& name : compress::bundled_recipe_names()) {
+    const auto r = compress::load_recipe(name);
+    out += fmt::format("{:<16} {}{}\n", name, r.delta ? "[delta] " : "", r.description);
+  }
+  out += "\nRecipe fields (YAML):\n" + compress::recipe_schema_help();
+  return out;
+}
+
+} // namespace
+
+void
+register_compress(CLI::App& app, CommandRegistry& commands) {
+  auto flags = std::make_shared<CompressFlags>();
+  CLI::App* compress = app.add_subcommand(
+      "compress", "Quantize a model with a recipe (GPTQ, SmoothQuant, RTN, FP8, 2:4) into compressed-tensors");
+  compress->require_subcommand(0, 1);
+  compress->add_option("--model", flags->model, "Hugging Face model folder to compress");
+  compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
+  add_common_options(*compress, *flags);
+  commands.add({"compress", compress,
+                [flags](AppContext& ctx) {
+                  if (!flags->worker.empty()) {
+                    compress::compress_worker(proc::read_worker_spec(flags->worker));
+                    return;
+                  }
+                  if (flags->list_recipes) {
+                    ctx.emit(recipe_listing());
+                    return;
+                  }
+                  run(ctx, *flags, false);
+                },
+                true, &flags->worker});
+
+  auto delta_flags = std::make_shared<CompressFlags>();
+  CLI::App* delta = compress->add_subcommand(
+      "delta", "Compress a fine-tuned variant as a 2:4 sparse low-bit delta against its base (DeltaZip)");
+  delta->add_option("--base", delta_flags->base, "the base model folder");
+  delta->add_option("--finetuned", delta_flags->finetuned, "the fine-tuned variant's folder (same architecture)");
+  add_common_options(*delta, *delta_flags);
+  commands.add({"compress delta", delta, [delta_flags](AppContext& ctx) { run(ctx, *delta_flags, true); }});
+}
+
+} // namespace optkit::cmd

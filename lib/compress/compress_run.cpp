@@ -1,0 +1,313 @@
+#include "compress/compress_run.hpp"
+
+#include "compress/calibration.hpp"
+#include "compress/checkpoint_writer.hpp"
+#include "compress/delta_writer.hpp"
+#include "compress/layerwise.hpp"
+#include "core/sha256.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "model/model_config.hpp"
+#include "model/weight_store.hpp"
+#include "proc/worker_pool.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <thread>
+#include <unistd.h>
+
+namespace optkit::compress {
+
+namespace {
+
+void
+validate_model_folder(const std::filesystem::path& dir, const char* flag) {
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
+  model::load_model_config(dir);
+  model::WeightStore weights(dir);
+  if (!std::filesystem::is_regular_file(dir / "tokenizer.json"))
+    throw InputError(fmt::format("{} {}: no tokenizer.json", flag, dir.string()));
+}
+
+void
+check_same_architecture(const std::filesystem::path& base, const std::filesystem::path& finetuned) {
+  const auto b = model::load_model_config(base), f = model::load_model_config(finetuned);
+  auto differs = [&](const char* what, auto x, auto y) {
+    if (x != y)
+      throw InputError(fmt::format("--finetuned {} is not a fine-tune of --base {}: {} {} vs {}", finetuned.string(),
+                                   base.string(), what, y, x));
+  };
+  differs("architecture", b.architecture_name, f.architecture_name);
+  differs("hidden_size", b.hidden_size, f.hidden_size);
+  differs("intermediate_size", b.intermediate_size, f.intermediate_size);
+  differs("num_hidden_layers", b.num_layers, f.num_layers);
+  differs("num_attention_heads", b.num_heads, f.num_heads);
+  differs("num_key_value_heads", b.num_kv_heads, f.num_kv_heads);
+  differs("vocab_size", b.vocab_size, f.vocab_size);
+}
+
+// The recipe with the command line's calibration overrides applied.
+Recipe
+resolved_recipe(const nlohmann::json& payload) {
+  auto recipe = load_recipe_file(payload.at("recipe_file").get<std::string>());
+  recipe.calibration.samples = payload.at("samples").get<std::int64_t>();
+  recipe.calibration.sequence_length = payload.at("sequence_length").get<std::int64_t>();
+  recipe.calibration.sampler = static_cast<Sampler>(payload.at("sampler").get<int>());
+  return recipe;
+}
+
+void
+summarize(CompressResult& result) {
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& t : result.trials)
+    if (t.succeeded)
+      for (const auto& [key, value] : t.metrics.items())
+        if (value.is_number())
+          values[key].push_back(value.get<double>());
+  result.summary = nlohmann::json::object();
+  for (const auto& [key, v] : values) {
+    double mean = 0, var = 0;
+    for (const double x : v)
+      mean += x;
+    mean /= static_cast<double>(v.size());
+    for (const double x : v)
+      var += (x - mean) * (x - mean);
+    const double std = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0.0;
+    result.summary[key] = {{"mean", mean}, {"std", std}, {"n", v.size()}};
+  }
+}
+
+double
+now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Removes the temporary folder unless released.
+struct TemporaryFolder {
+  std::filesystem::path path;
+  bool keep = false;
+  ~TemporaryFolder() {
+    std::error_code ec;
+    if (!keep)
+      std::filesystem::remove_all(path, ec);
+  }
+};
+
+} // namespace
+
+CompressResult
+run_compress(const CompressOptions& options, const CompressRunContext& context) {
+  const bool delta = options.base.has_value();
+  validate_model_folder(options.model, delta ? "--finetuned" : "--model");
+  if (delta) {
+    validate_model_folder(*options.base, "--base");
+    check_same_architecture(*options.base, options.model);
+  }
+  const auto recipe = load_recipe(options.recipe);
+  if (recipe.delta && !delta)
+    throw InputError(fmt::format("--recipe {} is a delta recipe: use optkit compress delta --base B --finetuned F",
+                                 recipe.name));
+  if (!recipe.delta && delta)
+    throw InputError(fmt::format("--recipe {} compresses whole models: use a delta recipe (delta_2of4_int4, "
+                                 "delta_2of4_int2) with compress delta",
+                                 recipe.name));
+  if (recipe.needs_calibration() && !options.calib)
+    throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
+  const auto samples = options.samples.value_or(recipe.calibration.samples);
+  const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
+  const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
+  if (recipe.needs_calibration())
+    read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
+  if (options.output.empty())
+    throw InputError("-o OUT is required (the folder to write)");
+  if (std::filesystem::exists(options.output))
+    throw InputError(fmt::format("-o {}: already exists (choose a new folder; optkit never overwrites a model)",
+                                 options.output.string()));
+  const auto parent = std::filesystem::absolute(options.output).parent_path();
+  std::filesystem::create_directories(parent);
+  TemporaryFolder temp{parent / fmt::format(".{}.optkit-tmp-{}", options.output.filename().string(), ::getpid())};
+  std::filesystem::create_directories(temp.path);
+
+  const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
+  const unsigned threads = options.threads > 0 ? options.threads
+                                               : std::max(1u, std::thread::hardware_concurrency() /
+                                                                  static_cast<unsigned>(jobs));
+  std::vector<proc::WorkerTask> tasks;
+  for (std::int64_t i = 0; i < options.trials; ++i) {
+    proc::WorkerTask task;
+    task.command = {"compress"};
+    task.payload = {{"model", std::filesystem::absolute(options.model).string()},
+                    {"recipe_file", std::filesystem::absolute(recipe.source).string()},
+                    {"samples", samples},
+                    {"sequence_length", sequence_length},
+                    {"sampler", static_cast<int>(sampler)},
+                    {"seed", options.seed + static_cast<std::uint64_t>(i)},
+                    {"trial", i},
+                    {"threads", threads},
+                    {"output", (temp.path / fmt::format("trial-{}", i)).string()}};
+    if (options.calib)
+      task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
+    if (delta)
+      task.payload["base"] = std::filesystem::absolute(*options.base).string();
+    task.params = {{"recipe", recipe.name}, {"seed", options.seed + static_cast<std::uint64_t>(i)},
+                   {"samples", samples},    {"sampler", std::string(sampler_name(sampler))}};
+    task.timeout_s = context.timeout_s;
+    tasks.push_back(std::move(task));
+  }
+  proc::PoolOptions pool;
+  pool.executable = context.executable;
+  pool.global_args = context.global_args;
+  pool.slots = static_cast<int>(jobs);
+  pool.archive = context.archive;
+  pool.run_id = context.run_id;
+  pool.work_dir = context.archive->run_directory(context.run_id);
+  pool.show_progress = context.show_progress;
+  pool.progress_label = "compress trials";
+  const auto outcomes = proc::WorkerPool(pool).run(tasks);
+
+  CompressResult result;
+  result.recipe = recipe.name;
+  result.output = options.output;
+  double best = 0;
+  std::optional<std::string> input_error;
+  for (const auto& o : outcomes) {
+    TrialSummary t;
+    t.trial = static_cast<std::int64_t>(o.task_index);
+    t.succeeded = o.succeeded();
+    t.error = o.succeeded() ? "" : (o.child_message.empty() ? o.error : o.child_message);
+    if (o.succeeded()) {
+      t.metrics = o.result.at("metrics");
+      const double loss = t.metrics.at("calibration_loss").get<double>();
+      if (result.representative < 0 || loss < best) {
+        best = loss;
+        result.representative = t.trial;
+      }
+      context.archive->transaction([&] {
+        for (const auto& [key, value] : t.metrics.items())
+          if (value.is_number())
+            context.archive->add_metric(context.run_id, o.trial_id, {key, value.get<double>(), "", {}});
+        std::int64_t step = 0;
+        for (const auto& layer : o.result.at("layers"))
+          context.archive->add_metric(context.run_id, o.trial_id,
+                                      {"layer_relative_error", layer.at("relative_error").get<double>(), "", step++});
+      });
+    } else if (o.exit_code == static_cast<int>(ExitCode::bad_input)) {
+      input_error = t.error;
+    }
+    result.trials.push_back(std::move(t));
+  }
+  if (result.representative < 0) {
+    if (input_error)
+      throw InputError(*input_error);
+    throw RuntimeFailure(fmt::format("every compression trial failed; first: {}", result.trials.front().error));
+  }
+  summarize(result);
+  std::filesystem::rename(temp.path / fmt::format("trial-{}", result.representative), options.output);
+  context.archive->transaction([&] {
+    for (const auto& [key, stats] : result.summary.items()) {
+      context.archive->add_metric(context.run_id, std::nullopt, {key + "_mean", stats.at("mean").get<double>(), "", {}});
+      context.archive->add_metric(context.run_id, std::nullopt, {key + "_std", stats.at("std").get<double>(), "", {}});
+    }
+    context.archive->add_metric(context.run_id, std::nullopt,
+                                {"representative_trial", static_cast<double>(result.representative), "", {}});
+    for (const auto& entry : std::filesystem::directory_iterator(options.output))
+      if (entry.is_regular_file())
+        context.archive->add_artifact(context.run_id, std::nullopt, entry.path(), delta ? "delta" : "model");
+  });
+  return result;
+}
+
+void
+compress_worker(const proc::WorkerSpec& spec) {
+  const auto& p = spec.payload;
+  const auto recipe = resolved_recipe(p);
+  const std::filesystem::path model_dir = p.at("model").get<std::string>();
+  const std::filesystem::path output = p.at("output").get<std::string>();
+  std::optional<std::filesystem::path> base;
+  if (p.contains("base"))
+    base = p.at("base").get<std::string>();
+  const auto started = now_seconds();
+  CalibrationSet calibration;
+  nlohmann::json calibration_report = nullptr;
+  if (recipe.needs_calibration()) {
+    const std::filesystem::path calib = p.at("calib").get<std::string>();
+    const auto docs = read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
+    calibration =
+        sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler, p.at("seed").get<std::uint64_t>());
+    calibration.source_sha256 = digest_file(calib).sha256;
+    calibration_report = {{"file", calib.string()},
+                          {"sha256", calibration.source_sha256},
+                          {"sampler", std::string(sampler_name(recipe.calibration.sampler))},
+                          {"seed", p.at("seed")},
+                          {"documents_available", calibration.documents},
+                          {"samples", calibration.samples.size()},
+                          {"tokens", calibration.tokens},
+                          {"document_ids", calibration.document_ids}};
+  }
+  LayerwiseOptions lw;
+  lw.model = model_dir;
+  lw.base = base;
+  lw.calibration = recipe.needs_calibration() ? &calibration : nullptr;
+  lw.threads = p.at("threads").get<unsigned>();
+  lw.progress = [](std::int64_t done, std::int64_t total) {
+    if (done % 7 == 0 || done == total)
+      log::info("compress: {}/{} linear layers", done, total);
+  };
+  const auto layers = compress_layers(recipe, lw);
+  nlohmann::json layer_rows = nlohmann::json::array();
+  for (const auto& r : layers.reports)
+    layer_rows.push_back({{"module", r.module},
+                          {"relative_error", r.relative_error},
+                          {"gptq_loss", r.gptq_loss},
+                          {"dampening", r.dampening},
+                          {"damping_attempts", r.damping_attempts}});
+  nlohmann::json report = {{"recipe", recipe.name},
+                           {"trial", p.at("trial")},
+                           {"calibration", calibration_report},
+                           {"calibration_loss", layers.calibration_loss},
+                           {"layers", layer_rows}};
+  std::filesystem::create_directories(output);
+  nlohmann::json metrics;
+  if (base) {
+    const auto written = write_delta_artifact(output, model_dir, *base, recipe, layers, report);
+    metrics = {{"output_bytes", written.artifact_bytes}, {"compression_ratio", written.compression_ratio}};
+  } else {
+    std::uint64_t source_fp16 = 0;
+    model::WeightStore store(model_dir);
+    for (const auto& name : store.names())
+      source_fp16 += store.require(name).element_count() * 2;
+    report["elapsed_s"] = now_seconds() - started;
+    const auto bytes = write_compressed_checkpoint(output, model_dir, recipe, layers, report);
+    metrics = {{"output_bytes", bytes},
+               {"compression_ratio", static_cast<double>(source_fp16) / static_cast<double>(std::max<std::uint64_t>(1, bytes))}};
+  }
+  metrics["calibration_loss"] = layers.calibration_loss;
+  metrics["seconds"] = now_seconds() - started;
+  metrics["calibration_tokens"] = calibration.tokens;
+  proc::write_worker_result(spec, {{"metrics", metrics}, {"layers", layer_rows}, {"calibration", calibration_report}});
+}
+
+nlohmann::json
+to_json(const CompressResult& r) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : r.trials)
+    trials.push_back({{"trial", t.trial}, {"succeeded", t.succeeded}, {"error", t.error}, {"metrics", t.metrics}});
+  return {{"recipe", r.recipe},
+          {"output", r.output.string()},
+          {"representative_trial", r.representative},
+          {"trials", trials},
+          {"summary", r.summary}};
+}
+
+Table
+compress_table(const CompressResult& r) {
+  Table table({"metric", "mean", "std", "trials"});
+  for (const auto& [key, stats] : r.summary.items())
+    table.add_row({key, fmt::format("{:.6g}", stats.at("mean").get<double>()),
+                   fmt::format("{:.3g}", stats.at("std").get<double>()), fmt::format("{}", stats.at("n").get<int>())});
+  return table;
+}
+
+} // namespace optkit::compress

@@ -1,0 +1,66 @@
+// `optkit compress` and `optkit compress delta` as recorded runs. The parent validates the inputs
+// (one error line before any child starts), runs N trials as isolated worker children — each with
+// its own calibration subset (seed + trial index) writing into a private temporary folder —
+// archives every trial's metrics, reports mean and standard deviation across trials, and keeps
+// the representative trial (lowest calibration loss) as the output folder, renamed into place
+// at the end so a failed or interrupted run leaves no partial output.
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "compress/recipe.hpp"
+#include "core/table.hpp"
+#include "proc/worker_spec.hpp"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::compress {
+
+struct CompressOptions {
+  std::filesystem::path model;               // the model (compress) or the fine-tuned variant (delta)
+  std::optional<std::filesystem::path> base; // delta mode
+  std::string recipe;                        // bundled name or YAML path
+  std::optional<std::filesystem::path> calib;
+  std::optional<std::int64_t> samples, sequence_length;
+  std::optional<Sampler> sampler;
+  std::int64_t trials = 1;
+  std::int64_t jobs = 1;
+  std::uint64_t seed = 0;
+  std::filesystem::path output;
+  unsigned threads = 0; // per trial; 0: hardware threads / jobs
+};
+
+struct CompressRunContext {
+  std::filesystem::path executable;
+  std::vector<std::string> global_args;
+  archive::RunArchive* archive = nullptr;
+  std::int64_t run_id = 0;
+  double timeout_s = 0;
+  bool show_progress = true;
+};
+
+struct TrialSummary {
+  std::int64_t trial = 0;
+  bool succeeded = false;
+  std::string error;
+  nlohmann::json metrics; // calibration_loss, output_bytes, compression_ratio, seconds, ...
+};
+
+struct CompressResult {
+  std::string recipe;
+  std::filesystem::path output;
+  std::vector<TrialSummary> trials;
+  std::int64_t representative = -1; // trial index kept as the output
+  nlohmann::json summary;            // mean / std of each metric across succeeded trials
+};
+
+CompressResult run_compress(const CompressOptions& options, const CompressRunContext& context);
+void compress_worker(const proc::WorkerSpec& spec);
+
+nlohmann::json to_json(const CompressResult& result);
+Table compress_table(const CompressResult& result);
+
+} // namespace optkit::compress

@@ -1,0 +1,145 @@
+#include "compress/delta_writer.hpp"
+
+#include "compress/checkpoint_writer.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "model/weight_store.hpp"
+#include "quant/compressed_tensors.hpp"
+#include "quant/delta_format.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+#include <set>
+
+namespace optkit::compress {
+
+namespace {
+
+struct OwnedTensors {
+  std::vector<model::TensorToWrite> tensors;
+  std::vector<std::unique_ptr<std::vector<std::byte>>> storage;
+  void add(std::string name, model::DType dtype, std::vector<std::int64_t> shape, std::span<const std::byte> bytes) {
+    storage.push_back(std::make_unique<std::vector<std::byte>>(bytes.begin(), bytes.end()));
+    tensors.push_back({std::move(name), dtype, std::move(shape), *storage.back()});
+  }
+};
+
+template <typename T>
+std::span<const std::byte>
+bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+void
+add_sparse_delta(OwnedTensors& out, const std::string& module, const std::vector<float>& q, const quant::QuantGrid& grid,
+                 model::DType scale_dtype) {
+  const auto enc = quant::encode_sparse_2_4(q, grid.rows, grid.cols, grid.args.bits);
+  out.add(module + ".delta_values", model::DType::i32,
+          {grid.rows, static_cast<std::int64_t>(enc.values.size()) / grid.rows}, bytes_of(enc.values));
+  out.add(module + ".delta_indices", model::DType::u8, {grid.rows, grid.cols / 8}, bytes_of(enc.indices));
+  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()}, model::encode_floats(grid.scale, scale_dtype));
+}
+
+// Δ pruned 2:4 by magnitude, then rounded to the recipe's grid.
+std::vector<float>
+magnitude_2_4(std::vector<float> delta) {
+  for (std::size_t g = 0; g + 4 <= delta.size(); g += 4) {
+    int order[4] = {0, 1, 2, 3};
+    std::sort(order, order + 4, [&](int a, int b) { return std::fabs(delta[g + static_cast<std::size_t>(a)]) <
+                                                           std::fabs(delta[g + static_cast<std::size_t>(b)]); });
+    delta[g + static_cast<std::size_t>(order[0])] = 0.0f;
+    delta[g + static_cast<std::size_t>(order[1])] = 0.0f;
+  }
+  return delta;
+}
+
+std::vector<float>
+read_floats(const model::TensorView& v) {
+  std::vector<float> out(v.element_count());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = v.at(i);
+  return out;
+}
+
+} // namespace
+
+DeltaWriteResult
+write_delta_artifact(const std::filesystem::path& directory, const std::filesystem::path& finetuned,
+                     const std::filesystem::path& base, const Recipe& recipe, const LayerwiseResult& result,
+                     nlohmann::json report) {
+  model::WeightStore variant(finetuned), base_store(base);
+  const auto probe = variant.require("model.layers.0.self_attn.q_proj.weight");
+  const auto scale_dtype = probe.dtype() == model::DType::f32 ? model::DType::f32 : probe.dtype();
+  OwnedTensors out;
+  std::set<std::string> done;
+  for (const auto& linear : result.linears) {
+    add_sparse_delta(out, linear.module, linear.matrix.q, *linear.matrix.grid, scale_dtype);
+    done.insert(linear.module + ".weight");
+  }
+  DeltaWriteResult written;
+  for (const auto& name : variant.names()) {
+    const auto view = variant.require(name);
+    written.uncompressed_bytes += view.element_count() * 2;
+    if (done.count(name))
+      continue;
+    const auto module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
+    const bool matrix = view.shape().size() == 2 && view.shape()[1] % 8 == 0;
+    const bool compressible = matrix && (module == "model.embed_tokens" || module == "lm_head");
+    bool ignored = false;
+    for (const auto& pattern : recipe.ignore)
+      if (quant::module_matches(pattern, module))
+        ignored = true;
+    if (compressible && !ignored) {
+      const auto b = base_store.find(name);
+      if (!b.info || b.shape() != view.shape())
+        throw InputError(fmt::format("{}: base {} has no matching tensor '{}'", base.string(), base.string(), name));
+      auto delta = read_floats(view);
+      const auto base_values = read_floats(b);
+      for (std::size_t i = 0; i < delta.size(); ++i)
+        delta[i] -= base_values[i];
+      const auto rows = view.shape()[0], cols = view.shape()[1];
+      const auto pruned = magnitude_2_4(std::move(delta));
+      const auto cm = quant::rtn(pruned, rows, cols, recipe.weights, scale_dtype);
+      std::vector<float> q = cm.q;
+      for (std::size_t i = 0; i < q.size(); ++i)
+        if (pruned[i] == 0.0f)
+          q[i] = 0.0f;
+      add_sparse_delta(out, module, q, *cm.grid, scale_dtype);
+      continue;
+    }
+    out.add(name, view.dtype(), view.shape(), view.bytes);
+  }
+  std::filesystem::create_directories(directory);
+  const auto file = quant::write_delta_tensors(directory, out.tensors, recipe.lossless == Lossless::zstd);
+  written.artifact_bytes = std::filesystem::file_size(directory / file);
+  written.compression_ratio =
+      static_cast<double>(written.uncompressed_bytes) / static_cast<double>(std::max<std::uint64_t>(1, written.artifact_bytes));
+  nlohmann::json config = {{"format", quant::kDeltaFormat},
+                           {"version", 1},
+                           {"tensors_file", file},
+                           {"bits", recipe.weights.bits},
+                           {"group_size", recipe.weights.group_size},
+                           {"sparsity", "2:4"},
+                           {"lossless", recipe.lossless == Lossless::zstd ? "zstd" : "none"},
+                           {"recipe", recipe.name},
+                           {"base", {{"path", std::filesystem::absolute(base).string()},
+                                     {"weights_sha256", quant::weights_sha256(base)}}},
+                           {"finetuned", {{"path", std::filesystem::absolute(finetuned).string()},
+                                          {"weights_sha256", quant::weights_sha256(finetuned)}}},
+                           {"artifact_bytes", written.artifact_bytes},
+                           {"finetuned_fp16_bytes", written.uncompressed_bytes},
+                           {"compression_ratio", written.compression_ratio}};
+  write_file_atomic(directory / "delta_config.json", config.dump(2) + "\n");
+  std::filesystem::copy_file(finetuned / "config.json", directory / "config.json");
+  copy_tokenizer_files(finetuned, directory);
+  std::filesystem::copy_file(recipe.source, directory / "recipe.yaml");
+  report["artifact_bytes"] = written.artifact_bytes;
+  report["compression_ratio"] = written.compression_ratio;
+  write_file_atomic(directory / "compression_report.json", report.dump(2) + "\n");
+  return written;
+}
+
+} // namespace optkit::compress

@@ -1,0 +1,249 @@
+#include "compress/layerwise.hpp"
+
+#include "core/error.hpp"
+#include "quant/blas_threads.hpp"
+#include "quant/compressed_tensors.hpp"
+#include "quant/hessian.hpp"
+#include "quant/smoothquant.hpp"
+#include "runtime/thread_pool.hpp"
+#include "runtime/transformer.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+#include <thread>
+
+namespace optkit::compress {
+
+namespace {
+
+using runtime::LinearInput;
+
+constexpr std::int64_t kChunkTokens = 8192; // activations of at most this many tokens at once
+
+int
+hardware_threads(unsigned requested) {
+  return static_cast<int>(requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Collects the Hessian of each linear input of one layer.
+class HessianTap final : public runtime::ActivationTap {
+public:
+  explicit HessianTap(int blas_threads) : m_blas_threads(blas_threads) {}
+  void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
+               std::int64_t sequences) override {
+    auto& h = m_hessians[input];
+    if (!h)
+      h = std::make_unique<quant::Hessian>(cols);
+    quant::ScopedBlasThreads threads(m_blas_threads);
+    h->add(x, rows, sequences);
+  }
+  quant::Hessian* find(LinearInput input) {
+    const auto it = m_hessians.find(input);
+    return it == m_hessians.end() ? nullptr : it->second.get();
+  }
+
+private:
+  int m_blas_threads;
+  std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
+};
+
+std::vector<float>
+weight_as_floats(const runtime::LinearWeight& w) {
+  std::vector<float> out(static_cast<std::size_t>(w.rows() * w.cols()));
+  for (std::int64_t r = 0; r < w.rows(); ++r)
+    w.row(r, out.data() + r * w.cols());
+  return out;
+}
+
+// Runs `layer` over all calibration sequences, a chunk of sequences at a time.
+void
+run_layer_chunked(runtime::CpuTransformer& model, std::int64_t layer, const std::vector<std::int64_t>& lengths,
+                  std::vector<float>& x, runtime::ActivationTap* tap) {
+  const auto hidden = model.config().hidden_size;
+  std::size_t first = 0;
+  std::int64_t offset = 0; // in tokens
+  while (first < lengths.size()) {
+    std::size_t last = first;
+    std::int64_t tokens = 0;
+    while (last < lengths.size() && (last == first || tokens + lengths[last] <= kChunkTokens))
+      tokens += lengths[last++];
+    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    model.run_layer(layer, std::span(lengths).subspan(first, last - first), chunk, tap);
+    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
+    offset += tokens;
+    first = last;
+  }
+}
+
+double
+relative_frobenius_error(const std::vector<float>& w, const std::vector<float>& recon) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const double e = static_cast<double>(w[i]) - static_cast<double>(recon[i]);
+    num += e * e;
+    den += static_cast<double>(w[i]) * static_cast<double>(w[i]);
+  }
+  return den > 0 ? num / den : 0;
+}
+
+model::DType
+scale_dtype_of(const runtime::CpuTransformer& model) {
+  const auto view = model.weights().find("model.layers.0.self_attn.q_proj.weight");
+  if (view.info && (view.dtype() == model::DType::bf16 || view.dtype() == model::DType::f16))
+    return view.dtype();
+  return model::DType::f32;
+}
+
+} // namespace
+
+bool
+recipe_targets(const Recipe& recipe, const std::string& module) {
+  bool targeted = false;
+  for (const auto& t : recipe.targets)
+    if (t == "Linear" || quant::module_matches(t, module))
+      targeted = true;
+  if (!targeted)
+    return false;
+  for (const auto& i : recipe.ignore)
+    if (quant::module_matches(i, module))
+      return false;
+  return true;
+}
+
+LayerwiseResult
+compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
+  const int threads = hardware_threads(options.threads);
+  runtime::CpuTransformer model(options.model, {options.threads});
+  std::unique_ptr<runtime::CpuTransformer> base;
+  if (options.base)
+    base = std::make_unique<runtime::CpuTransformer>(*options.base, runtime::RuntimeOptions{options.threads});
+  const auto& config = model.config();
+  const auto scale_dtype = scale_dtype_of(model);
+  runtime::ThreadPool pool(static_cast<unsigned>(threads));
+  const bool calibrated = recipe.needs_calibration();
+  if (calibrated && (!options.calibration || options.calibration->samples.empty()))
+    throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", recipe.name));
+
+  std::vector<std::int64_t> lengths;
+  std::vector<float> x;
+  if (calibrated)
+    for (const auto& sample : options.calibration->samples) {
+      lengths.push_back(static_cast<std::int64_t>(sample.size()));
+      const auto e = model.embed(sample);
+      x.insert(x.end(), e.begin(), e.end());
+    }
+
+  LayerwiseResult result;
+  double error_sum = 0;
+  const std::int64_t total = config.num_layers * static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
+  std::int64_t done = 0;
+  for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
+    HessianTap tap(threads);
+    if (calibrated) {
+      std::vector<float> scratch = x;
+      run_layer_chunked(model, layer, lengths, scratch, &tap);
+    }
+    // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up.
+    std::map<std::string, std::vector<float>> smoothing; // linear name → s of its input
+    if (recipe.smoothquant_alpha) {
+      for (const auto input : {LinearInput::attention_in, LinearInput::mlp_in}) {
+        auto* h = tap.find(input);
+        std::vector<std::vector<float>> weights;
+        std::vector<std::span<const float>> views;
+        std::vector<std::string> names;
+        for (const auto& l : runtime::kDecoderLinears)
+          if (l.input == input) {
+            weights.push_back(weight_as_floats(model.linear(layer, l.name)));
+            names.push_back(l.name);
+          }
+        for (const auto& w : weights)
+          views.emplace_back(w);
+        const auto s = quant::smoothing_factors(h->column_absmax(), views, h->cols(), *recipe.smoothquant_alpha);
+        auto& norm = model.norm_weight(layer, input);
+        for (std::size_t j = 0; j < norm.size(); ++j)
+          norm[j] /= s[j];
+        result.smoothed_norms[fmt::format("model.layers.{}.{}.weight", layer,
+                                          input == LinearInput::attention_in ? "input_layernorm"
+                                                                             : "post_attention_layernorm")] = norm;
+        for (std::size_t i = 0; i < names.size(); ++i) {
+          quant::scale_columns(weights[i], h->cols(), s);
+          const auto& old = model.linear(layer, names[i]);
+          model.replace_linear(layer, names[i],
+                               runtime::make_owned_dense_weight(std::move(weights[i]), old.rows(), old.cols()));
+        }
+        smoothing.emplace(input == LinearInput::attention_in ? "attention_in" : "mlp_in", s);
+      }
+    }
+    for (const auto& linear : runtime::kDecoderLinears) {
+      const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
+      if (options.progress)
+        options.progress(done++, total);
+      if (!recipe_targets(recipe, module))
+        continue;
+      const auto& current = model.linear(layer, linear.name);
+      const auto rows = current.rows(), cols = current.cols();
+      auto w = weight_as_floats(current);
+      std::vector<float> base_w;
+      if (base) {
+        const auto& b = base->linear(layer, linear.name);
+        if (b.rows() != rows || b.cols() != cols)
+          throw InputError(fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(),
+                                       b.cols()));
+        base_w = weight_as_floats(b);
+        for (std::size_t i = 0; i < w.size(); ++i)
+          w[i] -= base_w[i];
+      }
+      std::vector<float> h;
+      if (calibrated) {
+        auto* hessian = tap.find(linear.input);
+        h = hessian->matrix();
+        const char* key = linear.input == LinearInput::attention_in ? "attention_in"
+                          : linear.input == LinearInput::mlp_in     ? "mlp_in"
+                                                                    : nullptr;
+        if (key && smoothing.count(key))
+          quant::rescale_hessian(h, cols, smoothing.at(key));
+      }
+      quant::CompressedMatrix cm;
+      if (recipe.method == Method::gptq) {
+        quant::GptqOptions o;
+        o.block_size = recipe.block_size;
+        o.dampening = recipe.dampening;
+        o.act_order = recipe.act_order;
+        o.sparse_2_4 = recipe.sparse_2_4;
+        o.layer = module;
+        quant::ScopedBlasThreads blas(threads);
+        cm = quant::gptq(w, rows, cols, h, recipe.weights, scale_dtype, o, pool);
+      } else {
+        cm = quant::rtn(w, rows, cols, recipe.weights, scale_dtype);
+      }
+      LayerReport report;
+      report.module = module;
+      {
+        quant::ScopedBlasThreads blas(threads);
+        report.relative_error = calibrated ? quant::relative_output_error(w, cm.weight, rows, cols, h)
+                                           : relative_frobenius_error(w, cm.weight);
+      }
+      report.gptq_loss = cm.loss;
+      report.dampening = cm.dampening;
+      report.damping_attempts = cm.damping_attempts;
+      error_sum += report.relative_error;
+      result.reports.push_back(report);
+      std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
+      cm.weight = {};
+      if (base)
+        for (std::size_t i = 0; i < reconstruction.size(); ++i)
+          reconstruction[i] += base_w[i];
+      model.replace_linear(layer, linear.name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
+      result.linears.push_back({module, std::move(cm)});
+    }
+    if (calibrated)
+      run_layer_chunked(model, layer, lengths, x, nullptr);
+  }
+  if (options.progress)
+    options.progress(total, total);
+  result.calibration_loss = result.reports.empty() ? 0 : error_sum / static_cast<double>(result.reports.size());
+  return result;
+}
+
+} // namespace optkit::compress

@@ -1,0 +1,57 @@
+// Layer-wise sequential compression (OptiKit Algorithm 2's inner step; DeltaZip Algorithm 1).
+// Calibration samples are embedded once; then for each decoder layer in order: one pass through
+// the layer collects every linear input's Hessian (and per-channel activation maxima), SmoothQuant
+// folds its factors into the norm weights and the layers reading them, each targeted linear layer
+// is compressed (GPTQ / SparseGPT / RTN — on W, or on Δ = W_f − W_b in delta mode), the layer's
+// weights are replaced by their reconstructions (W_b + Δ̃ in delta mode), and a second pass
+// produces the next layer's inputs from the compressed layer. Memory: the hidden states of the
+// calibration set, one layer's Hessians, and the activations of one chunk of sequences.
+#pragma once
+
+#include "compress/calibration.hpp"
+#include "compress/recipe.hpp"
+#include "quant/gptq.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::compress {
+
+struct CompressedLinear {
+  std::string module; // HF path, e.g. model.layers.0.self_attn.q_proj
+  quant::CompressedMatrix matrix;
+};
+
+struct LayerReport {
+  std::string module;
+  double relative_error = 0; // ‖(W − Ŵ)X‖² / ‖WX‖² on the calibration inputs (Frobenius without them)
+  double gptq_loss = 0;
+  double dampening = 0;
+  int damping_attempts = 0;
+};
+
+struct LayerwiseResult {
+  std::vector<CompressedLinear> linears;
+  std::map<std::string, std::vector<float>> smoothed_norms; // tensor name → new norm weight
+  std::vector<LayerReport> reports;
+  double calibration_loss = 0; // mean relative output error over compressed layers
+};
+
+struct LayerwiseOptions {
+  std::filesystem::path model;
+  std::optional<std::filesystem::path> base; // delta mode: compress model − base
+  const CalibrationSet* calibration = nullptr;
+  unsigned threads = 0;
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
+};
+
+// Whether the recipe compresses `module` (targets Linear or a match, and not ignored).
+bool recipe_targets(const Recipe& recipe, const std::string& module);
+
+LayerwiseResult compress_layers(const Recipe& recipe, const LayerwiseOptions& options);
+
+} // namespace optkit::compress

@@ -1,0 +1,239 @@
+#include "compress/recipe.hpp"
+
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "core/text.hpp"
+#include "core/yaml_schema.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <memory>
+
+namespace optkit::compress {
+
+namespace {
+
+using config::Field;
+using config::Schema;
+using config::Type;
+
+Field
+field(std::string name, Type type, std::string help, std::vector<std::string> choices = {}) {
+  Field f{std::move(name), type, false, std::move(help)};
+  f.choices = std::move(choices);
+  return f;
+}
+
+Field
+bounded(std::string name, Type type, std::string help, double minimum, double maximum) {
+  Field f{std::move(name), type, false, std::move(help)};
+  f.minimum = minimum;
+  f.maximum = maximum;
+  return f;
+}
+
+Field
+object(std::string name, std::string help, Schema schema, bool required = false) {
+  Field f{std::move(name), Type::object, required, std::move(help)};
+  f.object = std::make_shared<const Schema>(std::move(schema));
+  return f;
+}
+
+Field
+string_list(std::string name, std::string help) {
+  Field f{std::move(name), Type::list, false, std::move(help)};
+  f.item = std::make_shared<const Field>(Field{"name", Type::string, true, "a module name, class name or re:<regex>"});
+  return f;
+}
+
+Schema
+quant_args_schema(const std::string& name) {
+  return Schema{name,
+                {bounded("num_bits", Type::integer, "bits per value (2-8 int, 8 float)", 2, 8),
+                 field("type", Type::string, "int or float (FP8 E4M3)", {"int", "float"}),
+                 field("symmetric", Type::boolean, "symmetric grid (zero point 0)"),
+                 field("strategy", Type::string, "which values share a scale", {"tensor", "channel", "group", "token"}),
+                 bounded("group_size", Type::integer, "input columns per scale (strategy group)", 1, 1 << 20),
+                 field("dynamic", Type::boolean, "scales computed at run time (activations)")}};
+}
+
+const Schema&
+recipe_schema() {
+  static const Schema schema = [] {
+    Schema scheme{"scheme",
+                  {object("weights", "how weights are quantized", quant_args_schema("weights"), true),
+                   object("input_activations", "dynamic activation quantization at run time",
+                          quant_args_schema("input_activations"))}};
+    Schema calibration{"calibration",
+                       {bounded("samples", Type::integer, "calibration samples per trial", 1, 1e6),
+                        bounded("sequence_length", Type::integer, "tokens per sample (longer ones are cut)", 8, 1e6),
+                        field("sampler", Type::string, "how samples are drawn",
+                              {"uniform", "length", "stratified"})}};
+    Schema layers{"layers",
+                  {string_list("targets", "modules to compress (Linear = every decoder linear layer)"),
+                   string_list("ignore", "modules left as they are (exact HF names or re:<regex>)")}};
+    Schema algorithm{"algorithm",
+                     {field("method", Type::string, "rtn (round to nearest) or gptq (Hessian-aware)", {"rtn", "gptq"}),
+                      bounded("block_size", Type::integer, "GPTQ columns per lazy batch update", 4, 1 << 16),
+                      bounded("dampening", Type::number, "fraction of mean(diag H) added to the diagonal", 0, 10),
+                      field("actorder", Type::string, "column order: static (by activation) or none",
+                            {"static", "none"}),
+                      field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
+    Schema smoothquant{"smoothquant",
+                       {bounded("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
+    return Schema{"recipe",
+                  {Field{"name", Type::string, true, "recipe name"},
+                   Field{"description", Type::string, true, "one line for people"},
+                   field("mode", Type::string, "model (compress a model) or delta (compress delta)",
+                         {"model", "delta"}),
+                   object("scheme", "quantization scheme (compressed-tensors QuantizationArgs)", scheme, true),
+                   object("calibration", "calibration data the recipe needs", calibration),
+                   object("layers", "which layers are compressed", layers),
+                   object("algorithm", "the compression algorithm", algorithm),
+                   object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
+                   field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
+  }();
+  return schema;
+}
+
+quant::QuantArgs
+args_from(const nlohmann::json& j, const std::string& where) {
+  auto a = quant::quant_args_from_json(j, where);
+  if (j.contains("strategy") && j.at("strategy") == "channel")
+    a.group_size = 0;
+  return a;
+}
+
+std::filesystem::path
+recipes_directory() {
+  return find_data_directory().path / "recipes";
+}
+
+} // namespace
+
+std::string_view
+sampler_name(Sampler sampler) {
+  switch (sampler) {
+  case Sampler::uniform:
+    return "uniform";
+  case Sampler::length:
+    return "length";
+  case Sampler::stratified:
+    return "stratified";
+  }
+  return "?";
+}
+
+Recipe
+load_recipe_file(const std::filesystem::path& file) {
+  const auto doc = config::load_yaml_file(file, recipe_schema());
+  const auto where = file.string();
+  Recipe r;
+  r.source = file;
+  r.document = doc;
+  r.name = doc.at("name").get<std::string>();
+  r.description = doc.at("description").get<std::string>();
+  r.delta = doc.value("mode", "model") == "delta";
+  const auto& scheme = doc.at("scheme");
+  r.weights = args_from(scheme.at("weights"), where + ": scheme.weights");
+  quant::validate(r.weights, false, where + ": scheme.weights");
+  if (scheme.contains("input_activations")) {
+    r.input_activations = args_from(scheme.at("input_activations"), where + ": scheme.input_activations");
+    quant::validate(*r.input_activations, true, where + ": scheme.input_activations");
+  }
+  if (doc.contains("layers")) {
+    const auto& layers = doc.at("layers");
+    if (layers.contains("targets"))
+      r.targets = layers.at("targets").get<std::vector<std::string>>();
+    if (layers.contains("ignore"))
+      r.ignore = layers.at("ignore").get<std::vector<std::string>>();
+  }
+  if (doc.contains("algorithm")) {
+    const auto& a = doc.at("algorithm");
+    r.method = a.value("method", "gptq") == "rtn" ? Method::rtn : Method::gptq;
+    r.block_size = a.value("block_size", r.block_size);
+    r.dampening = a.value("dampening", r.dampening);
+    r.act_order = a.value("actorder", "static") == "static";
+    r.sparse_2_4 = a.value("sparsity", "none") == "2:4";
+  }
+  if (doc.contains("smoothquant"))
+    r.smoothquant_alpha = doc.at("smoothquant").value("alpha", 0.8);
+  r.lossless = doc.value("lossless", "none") == "zstd" ? Lossless::zstd : Lossless::none;
+  if (doc.contains("calibration")) {
+    const auto& c = doc.at("calibration");
+    r.calibration.samples = c.value("samples", r.calibration.samples);
+    r.calibration.sequence_length = c.value("sequence_length", r.calibration.sequence_length);
+    const auto sampler = c.value("sampler", "uniform");
+    r.calibration.sampler = sampler == "length" ? Sampler::length
+                            : sampler == "stratified" ? Sampler::stratified
+                                                      : Sampler::uniform;
+  }
+  if (r.sparse_2_4 && r.act_order)
+    r.act_order = false; // 2:4 groups are consecutive input columns: the column order must stay
+  if (r.sparse_2_4 && r.method != Method::gptq)
+    throw InputError(fmt::format("{}: algorithm.sparsity 2:4 needs method gptq (SparseGPT)", where));
+  if (r.block_size % 4 != 0 && r.sparse_2_4)
+    throw InputError(fmt::format("{}: algorithm.block_size must be a multiple of 4 with 2:4 sparsity", where));
+  if (r.smoothquant_alpha && !r.input_activations)
+    throw InputError(fmt::format("{}: smoothquant only helps when activations are quantized "
+                                 "(add scheme.input_activations)",
+                                 where));
+  if (r.delta && r.input_activations)
+    throw InputError(fmt::format("{}: a delta recipe quantizes weights only (remove scheme.input_activations)", where));
+  if (r.delta && r.weights.is_fp8())
+    throw InputError(fmt::format("{}: delta recipes use integer weights", where));
+  if (!r.delta && r.lossless != Lossless::none)
+    throw InputError(fmt::format("{}: lossless applies to delta recipes only (mode: delta)", where));
+  if (r.weights.is_fp8() && r.method == Method::gptq)
+    throw InputError(fmt::format("{}: FP8 weights use method rtn (GPTQ targets integer grids)", where));
+  return r;
+}
+
+std::vector<std::string>
+bundled_recipe_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(recipes_directory()))
+    if (entry.path().extension() == ".yaml")
+      names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Recipe
+load_recipe(const std::string& name_or_path) {
+  const std::filesystem::path as_path(name_or_path);
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".yaml" ||
+      as_path.extension() == ".yml") {
+    if (!std::filesystem::is_regular_file(as_path))
+      throw InputError(fmt::format("--recipe {}: no such file", name_or_path));
+    return load_recipe_file(as_path);
+  }
+  const auto file = recipes_directory() / (name_or_path + ".yaml");
+  if (!std::filesystem::is_regular_file(file)) {
+    const auto names = bundled_recipe_names();
+    const auto closest = closest_match(name_or_path, names);
+    throw InputError(fmt::format("--recipe {}: unknown recipe{} (bundled: {}; or pass a YAML file)", name_or_path,
+                                 closest ? fmt::format(" (did you mean '{}'?)", *closest) : "",
+                                 fmt::join(names, ", ")));
+  }
+  return load_recipe_file(file);
+}
+
+std::string
+recipe_schema_help() {
+  std::string out;
+  std::function<void(const Schema&, const std::string&)> walk = [&](const Schema& s, const std::string& prefix) {
+    for (const auto& f : s.fields) {
+      out += fmt::format("  {}{} ({}{}): {}\n", prefix, f.name, config::type_name(f.type), f.required ? ", required" : "",
+                         f.help);
+      if (!f.choices.empty())
+        out += fmt::format("      one of: {}\n", fmt::join(f.choices, ", "));
+      if (f.object)
+        walk(*f.object, prefix + f.name + ".");
+    }
+  };
+  walk(recipe_schema(), "");
+  return out;
+}
+
+} // namespace optkit::compress

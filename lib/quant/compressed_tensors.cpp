@@ -1,0 +1,99 @@
+#include "quant/compressed_tensors.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+#include <regex>
+
+namespace optkit::quant {
+
+bool
+module_matches(const std::string& pattern, const std::string& name) {
+  if (pattern.starts_with("re:")) {
+    try {
+      return std::regex_search(name, std::regex(pattern.substr(3)), std::regex_constants::match_continuous);
+    } catch (const std::regex_error&) {
+      throw InputError(fmt::format("'{}' is not a valid regular expression", pattern));
+    }
+  }
+  return pattern == name;
+}
+
+bool
+QuantizationConfig::ignores(const std::string& module) const {
+  for (const auto& pattern : ignore)
+    if (module_matches(pattern, module))
+      return true;
+  return false;
+}
+
+std::string
+infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_activations) {
+  if (weights.is_fp8())
+    return "float-quantized";
+  if (!input_activations)
+    return "pack-quantized";
+  return "int-quantized";
+}
+
+nlohmann::json
+to_json(const QuantizationConfig& c) {
+  nlohmann::json group = {{"targets", c.targets}, {"weights", to_json(c.weights)}, {"output_activations", nullptr}};
+  group["input_activations"] = c.input_activations ? to_json(*c.input_activations) : nlohmann::json(nullptr);
+  return {{"quant_method", "compressed-tensors"},
+          {"format", c.format},
+          {"quantization_status", "compressed"},
+          {"config_groups", {{"group_0", group}}},
+          {"ignore", c.ignore},
+          {"kv_cache_scheme", nullptr},
+          {"sparsity_config", nlohmann::json::object()}};
+}
+
+std::optional<QuantizationConfig>
+read_quantization_config(const nlohmann::json& config_json, const std::string& source) {
+  const char* key = config_json.contains("quantization_config")  ? "quantization_config"
+                    : config_json.contains("compression_config") ? "compression_config"
+                                                                 : nullptr;
+  if (!key)
+    return std::nullopt;
+  const auto& q = config_json.at(key);
+  const auto where = fmt::format("{}: {}", source, key);
+  try {
+    if (!q.is_object() || q.value("quant_method", "") != "compressed-tensors")
+      throw InputError(fmt::format("{}: quant_method '{}' is not supported (optkit runs compressed-tensors "
+                                   "checkpoints)",
+                                   where, q.is_object() ? q.value("quant_method", "") : std::string()));
+    if (q.contains("sparsity_config") && q.at("sparsity_config").is_object() &&
+        q.at("sparsity_config").contains("format") && q.at("sparsity_config").at("format") != "dense")
+      throw InputError(fmt::format("{}: sparse storage formats are not supported (store 2:4 weights densely)", where));
+    const auto& groups = q.at("config_groups");
+    if (!groups.is_object() || groups.size() != 1)
+      throw InputError(fmt::format("{}: optkit's runtime reads exactly one config group, found {}", where,
+                                   groups.is_object() ? groups.size() : 0));
+    const auto& group = groups.begin().value();
+    QuantizationConfig c;
+    c.format = q.value("format", "");
+    if (group.is_object() && group.contains("format") && group.at("format").is_string())
+      c.format = group.at("format").get<std::string>();
+    if (c.format != "int-quantized" && c.format != "pack-quantized" && c.format != "float-quantized" &&
+        c.format != "naive-quantized")
+      throw InputError(fmt::format("{}: format '{}' is not supported (int-quantized, pack-quantized, float-quantized)",
+                                   where, c.format));
+    c.targets = group.at("targets").get<std::vector<std::string>>();
+    c.weights = quant_args_from_json(group.at("weights"), where + ".weights");
+    validate(c.weights, false, where + ".weights");
+    if (group.contains("input_activations") && !group.at("input_activations").is_null()) {
+      c.input_activations = quant_args_from_json(group.at("input_activations"), where + ".input_activations");
+      validate(*c.input_activations, true, where + ".input_activations");
+    }
+    if (q.contains("ignore") && q.at("ignore").is_array())
+      c.ignore = q.at("ignore").get<std::vector<std::string>>();
+    if (!c.weights.symmetric)
+      throw InputError(fmt::format("{}: asymmetric weights are not supported by optkit's runtime", where));
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+} // namespace optkit::quant

@@ -1,0 +1,44 @@
+// The `quantization_config` of a compressed-tensors checkpoint (what vLLM dispatches on): one
+// config group of Linear targets with weight and optional input-activation arguments, the
+// format (int-quantized, pack-quantized, float-quantized), the ignore list, and
+// `sparsity_config: {}` (current vLLM rejects any sparsity config with targets, so 2:4-pruned
+// weights are stored densely). Only long-standing keys are written: compressed-tensors validates
+// with extra="forbid", and a newer key breaks older vLLM.
+#pragma once
+
+#include "quant/quant_args.hpp"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::quant {
+
+struct QuantizationConfig {
+  std::string format; // int-quantized | pack-quantized | float-quantized
+  std::vector<std::string> targets = {"Linear"};
+  QuantArgs weights;
+  std::optional<QuantArgs> input_activations;
+  std::vector<std::string> ignore; // module names or re:<regex>
+
+  // Whether the module (an HF path such as model.layers.0.mlp.down_proj) is left unquantized.
+  bool ignores(const std::string& module) const;
+};
+
+// The format compressed-tensors infers: weight-only int → pack-quantized; int weights with
+// activations → int-quantized; float weights → float-quantized.
+std::string infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_activations);
+
+nlohmann::json to_json(const QuantizationConfig& config);
+
+// The config's quantization_config, nullopt when it has none. InputError (naming `source`) for a
+// quant_method other than compressed-tensors, several config groups, or arguments optkit's
+// runtime cannot run.
+std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json& config_json,
+                                                           const std::string& source);
+
+// Whether `name` matches an ignore/target entry: exact, or re:<regex> matched from the start.
+bool module_matches(const std::string& pattern, const std::string& name);
+
+} // namespace optkit::quant

@@ -1,0 +1,178 @@
+#include "quant/delta_format.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/sha256.hpp"
+#include "quant/packing.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <zstd.h>
+
+namespace optkit::quant {
+
+namespace {
+
+constexpr const char* kPlainFile = "delta.safetensors";
+constexpr const char* kZstdFile = "delta.safetensors.zst";
+constexpr std::uint64_t kMaxDecompressedBytes = 1ULL << 40;
+
+std::vector<std::byte>
+zstd_decompress(const std::string& compressed, const std::filesystem::path& source) {
+  const auto size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxDecompressedBytes)
+    throw InputError(fmt::format("{}: not a zstd frame with a known size (the file is damaged)", source.string()));
+  std::vector<std::byte> out(static_cast<std::size_t>(size));
+  const auto got = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(got) || got != out.size())
+    throw InputError(fmt::format("{}: zstd: {}", source.string(),
+                                 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame"));
+  return out;
+}
+
+} // namespace
+
+Sparse24Encoding
+encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols, int bits) {
+  if (cols % 8 != 0)
+    throw InputError(fmt::format("2:4 delta encoding needs in_features divisible by 8, not {}", cols));
+  const std::int64_t kept_cols = cols / 2;
+  std::vector<std::int8_t> kept(static_cast<std::size_t>(rows * kept_cols));
+  Sparse24Encoding out;
+  out.indices.assign(static_cast<std::size_t>(rows * cols / 8), 0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t g = 0; g < cols / 4; ++g) {
+      const float* v = q.data() + r * cols + g * 4;
+      int positions[2] = {-1, -1};
+      int found = 0;
+      for (int k = 0; k < 4; ++k)
+        if (v[k] != 0.0f) {
+          if (found == 2)
+            throw InputError(fmt::format("row {} columns {}-{} have more than 2 nonzero values (not 2:4)", r, g * 4,
+                                         g * 4 + 3));
+          positions[found++] = k;
+        }
+      for (int k = 0; k < 4 && found < 2; ++k)
+        if (k != positions[0])
+          positions[found++] = k;
+      std::sort(positions, positions + 2);
+      const auto nibble = static_cast<std::uint8_t>(positions[0] | (positions[1] << 2));
+      auto& byte = out.indices[static_cast<std::size_t>(r * cols / 8 + g / 2)];
+      byte = static_cast<std::uint8_t>(byte | (g % 2 == 0 ? nibble : nibble << 4));
+      for (int k = 0; k < 2; ++k)
+        kept[static_cast<std::size_t>(r * kept_cols + g * 2 + k)] = static_cast<std::int8_t>(v[positions[k]]);
+    }
+  out.values = pack_rows(kept, rows, kept_cols, bits);
+  return out;
+}
+
+void
+decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, std::int64_t cols, int bits,
+                      float* out) {
+  std::fill(out, out + cols, 0.0f);
+  for (std::int64_t g = 0; g < cols / 4; ++g) {
+    const auto byte = indices[g / 2];
+    const int nibble = g % 2 == 0 ? (byte & 0x0f) : (byte >> 4);
+    out[g * 4 + (nibble & 3)] = static_cast<float>(unpack_value(values, g * 2, bits));
+    out[g * 4 + ((nibble >> 2) & 3)] = static_cast<float>(unpack_value(values, g * 2 + 1, bits));
+  }
+}
+
+DeltaArtifact::DeltaArtifact(const std::filesystem::path& directory) : m_dir(directory) {
+  if (!std::filesystem::is_directory(directory))
+    throw InputError(fmt::format("--delta {}: not a directory (expected an optkit compress delta output)",
+                                 directory.string()));
+  m_config = read_json_file(directory / "delta_config.json", "an optkit delta artifact");
+  if (!m_config.is_object() || m_config.value("format", "") != kDeltaFormat || m_config.value("version", 0) != 1)
+    throw InputError(fmt::format("{}: not an {} v1 artifact", (directory / "delta_config.json").string(), kDeltaFormat));
+  const auto zst = directory / kZstdFile, plain = directory / kPlainFile;
+  if (std::filesystem::is_regular_file(zst)) {
+    m_bytes = zstd_decompress(read_input_file(zst, "delta tensors"), zst);
+  } else {
+    const auto text = read_input_file(plain, "delta tensors");
+    m_bytes.resize(text.size());
+    std::memcpy(m_bytes.data(), text.data(), text.size());
+  }
+  m_header = model::parse_safetensors(m_bytes, (directory / kPlainFile).string());
+}
+
+DeltaArtifact::~DeltaArtifact() = default;
+
+model::TensorView
+DeltaArtifact::find(const std::string& name) const {
+  for (const auto& t : m_header.tensors)
+    if (t.name == name)
+      return {&t, std::span(m_bytes).subspan(static_cast<std::size_t>(m_header.data_offset + t.begin),
+                                            static_cast<std::size_t>(t.end - t.begin))};
+  return {};
+}
+
+bool
+DeltaArtifact::has_delta(const std::string& module) const {
+  return find(module + ".delta_values").info != nullptr;
+}
+
+std::vector<float>
+DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const {
+  const auto values = find(module + ".delta_values");
+  const auto indices = find(module + ".delta_indices");
+  const auto scale = find(module + ".delta_scale");
+  if (!values.info || !indices.info || !scale.info)
+    throw InputError(fmt::format("{}: {} lacks delta_values, delta_indices or delta_scale", m_dir.string(), module));
+  const int bits = m_config.value("bits", 0);
+  if (bits < 2 || bits > 8 || 32 % bits != 0)
+    throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", m_dir.string(), bits));
+  const auto words = packed_words(cols / 2, bits);
+  if (cols % 8 != 0 || values.dtype() != model::DType::i32 || values.shape() != std::vector<std::int64_t>{rows, words} ||
+      indices.dtype() != model::DType::u8 || indices.shape() != std::vector<std::int64_t>{rows, cols / 8} ||
+      scale.shape().size() != 2 || scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
+    throw InputError(fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module,
+                                 rows, cols));
+  const auto groups = scale.shape()[1];
+  const auto group_size = (cols + groups - 1) / groups;
+  const auto* v = reinterpret_cast<const std::int32_t*>(values.bytes.data());
+  const auto* ix = reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = out.data() + r * cols;
+    decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, row);
+    for (std::int64_t c = 0; c < cols; ++c)
+      row[c] *= scale.at(static_cast<std::size_t>(r * groups + c / group_size));
+  }
+  return out;
+}
+
+std::string
+write_delta_tensors(const std::filesystem::path& directory, const std::vector<model::TensorToWrite>& tensors,
+                    bool zstd) {
+  const auto plain = directory / kPlainFile;
+  model::write_safetensors(plain, tensors);
+  if (!zstd)
+    return kPlainFile;
+  const auto raw = read_input_file(plain, "delta tensors");
+  std::string compressed(ZSTD_compressBound(raw.size()), '\0');
+  const auto size = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), 19);
+  if (ZSTD_isError(size))
+    throw RuntimeFailure(fmt::format("zstd: {}", ZSTD_getErrorName(size)));
+  compressed.resize(size);
+  write_file_atomic(directory / kZstdFile, compressed);
+  std::filesystem::remove(plain);
+  return kZstdFile;
+}
+
+std::string
+weights_sha256(const std::filesystem::path& model_dir) {
+  std::vector<std::string> entries;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir))
+    if (entry.path().extension() == ".safetensors")
+      entries.push_back(entry.path().filename().string() + ":" + digest_file(entry.path()).sha256);
+  std::sort(entries.begin(), entries.end());
+  std::string joined;
+  for (const auto& e : entries)
+    joined += e + "\n";
+  return sha256_hex(joined);
+}
+
+} // namespace optkit::quant

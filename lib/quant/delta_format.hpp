@@ -1,0 +1,75 @@
+// optkit's compressed-delta artifact (DeltaZip ΔCompress output): a folder with
+//   delta_config.json   format "optkit-delta" v1, lineage (base and fine-tuned weight hashes),
+//                       the recipe, the scheme, sizes and the compression ratio
+//   delta.safetensors   (or delta.safetensors.zst after the lossless zstd stage) holding, for
+//                       every compressed matrix P (linear layers, embeddings, lm_head), its 2:4
+//                       sparse quantized Δ = W_finetuned − W_base:
+//     P.delta_values   I32 [rows, words]    the two kept grid values of every 4 columns, packed
+//                                           like compressed-tensors (offset, LSB first)
+//     P.delta_indices  U8  [rows, cols/8]   per group of 4 a nibble: kept positions (2 bits each,
+//                                           first in the low bits); two groups per byte, the
+//                                           even group in the low nibble
+//     P.delta_scale    F32/BF16/F16 [rows, groups]  symmetric scales per group of input columns
+//   and the variant's own norm weights as they are, plus its config.json and tokenizer files.
+#pragma once
+
+#include "model/dtype.hpp"
+#include "model/safetensors.hpp"
+#include "model/safetensors_writer.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace optkit::quant {
+
+inline constexpr const char* kDeltaFormat = "optkit-delta";
+
+struct Sparse24Encoding {
+  std::vector<std::int32_t> values; // rows x packed_words(cols / 2, bits)
+  std::vector<std::uint8_t> indices; // rows x cols / 8
+};
+
+// q: [rows, cols] signed grid values, at most 2 nonzero in every aligned group of 4 (cols % 8 == 0).
+Sparse24Encoding encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols, int bits);
+// One row back to grid values (cols floats, zeros where pruned).
+void decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, std::int64_t cols, int bits,
+                           float* out);
+
+// A loaded artifact: the tensors file (decompressed into memory when it is .zst) and its config.
+class DeltaArtifact {
+public:
+  explicit DeltaArtifact(const std::filesystem::path& directory);
+  ~DeltaArtifact();
+  DeltaArtifact(const DeltaArtifact&) = delete;
+  DeltaArtifact& operator=(const DeltaArtifact&) = delete;
+
+  const nlohmann::json& config() const { return m_config; }
+  const std::filesystem::path& directory() const { return m_dir; }
+  // nullptr-info view when absent.
+  model::TensorView find(const std::string& name) const;
+  // Whether P has a compressed delta.
+  bool has_delta(const std::string& module) const;
+  // Δ of P as fp32 [rows, cols]; InputError when its tensors do not fit the shape.
+  std::vector<float> decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const;
+
+private:
+  std::filesystem::path m_dir;
+  nlohmann::json m_config;
+  std::vector<std::byte> m_bytes;
+  model::SafetensorsHeader m_header;
+};
+
+// Writes delta.safetensors (zstd-compressed to delta.safetensors.zst when `zstd`) into
+// `directory`; returns the file name.
+std::string write_delta_tensors(const std::filesystem::path& directory,
+                                const std::vector<model::TensorToWrite>& tensors, bool zstd);
+
+// A content hash of a model folder's weights: SHA-256 over each safetensors file's name and digest.
+std::string weights_sha256(const std::filesystem::path& model_dir);
+
+} // namespace optkit::quant

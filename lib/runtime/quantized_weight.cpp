@@ -1,0 +1,93 @@
+#include "runtime/quantized_weight.hpp"
+
+#include "core/error.hpp"
+#include "model/dtype.hpp"
+#include "quant/packing.hpp"
+#include "quant/quantizer.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::runtime {
+
+namespace {
+
+class QuantizedWeight final : public LinearWeight {
+public:
+  explicit QuantizedWeight(QuantizedWeightSpec spec) : m(std::move(spec)) {
+    m_groups = (m.cols + m.group_size - 1) / m.group_size;
+    m_words = quant::packed_words(m.cols, m.bits);
+  }
+
+  std::int64_t rows() const override { return m.rows; }
+  std::int64_t cols() const override { return m.cols; }
+  std::uint64_t storage_bytes() const override { return m.values.size() + m.scales.size() * 2; }
+  std::string format() const override {
+    switch (m.storage) {
+    case QuantizedStorage::int8_values:
+      return m.input_activations ? "int8 w8a8" : "int8";
+    case QuantizedStorage::packed_int32:
+      return fmt::format("int{} g{}", m.bits, m.group_size);
+    case QuantizedStorage::fp8_values:
+      return m.input_activations ? "fp8 w8a8" : "fp8";
+    }
+    return "?";
+  }
+
+  void row(std::int64_t r, float* out) const override {
+    const float* scales = m.scales.data() + r * m_groups;
+    switch (m.storage) {
+    case QuantizedStorage::int8_values: {
+      const auto* v = reinterpret_cast<const std::int8_t*>(m.values.data()) + r * m.cols;
+      for (std::int64_t c = 0; c < m.cols; ++c)
+        out[c] = static_cast<float>(v[c]) * scales[c / m.group_size];
+      break;
+    }
+    case QuantizedStorage::packed_int32: {
+      const auto* words = reinterpret_cast<const std::int32_t*>(m.values.data()) + r * m_words;
+      for (std::int64_t c = 0; c < m.cols; ++c)
+        out[c] = static_cast<float>(quant::unpack_value(words, c, m.bits)) * scales[c / m.group_size];
+      break;
+    }
+    case QuantizedStorage::fp8_values: {
+      const auto* v = reinterpret_cast<const std::uint8_t*>(m.values.data()) + r * m.cols;
+      for (std::int64_t c = 0; c < m.cols; ++c)
+        out[c] = model::f8_e4m3_to_float(v[c]) * scales[c / m.group_size];
+      break;
+    }
+    }
+  }
+
+  void multiply(const float* x, std::int64_t rows_x, float* y, ThreadPool& pool) const override {
+    if (!m.input_activations) {
+      multiply_widened(*this, x, rows_x, y, pool);
+      return;
+    }
+    std::vector<float> quantized(x, x + rows_x * m.cols);
+    quant::fake_quantize_activations(quantized.data(), rows_x, m.cols, *m.input_activations);
+    multiply_widened(*this, quantized.data(), rows_x, y, pool);
+  }
+
+private:
+  QuantizedWeightSpec m;
+  std::int64_t m_groups = 1, m_words = 0;
+};
+
+} // namespace
+
+std::unique_ptr<LinearWeight>
+make_quantized_weight(QuantizedWeightSpec spec) {
+  if (spec.group_size <= 0 || spec.rows <= 0 || spec.cols <= 0)
+    throw InputError("quantized weight: empty shape or group size");
+  const std::int64_t groups = (spec.cols + spec.group_size - 1) / spec.group_size;
+  if (static_cast<std::int64_t>(spec.scales.size()) != spec.rows * groups)
+    throw InputError(fmt::format("quantized weight: {} scales for {} rows x {} groups", spec.scales.size(), spec.rows,
+                                 groups));
+  const std::uint64_t expected = spec.storage == QuantizedStorage::packed_int32
+                                     ? static_cast<std::uint64_t>(spec.rows * quant::packed_words(spec.cols, spec.bits)) * 4
+                                     : static_cast<std::uint64_t>(spec.rows * spec.cols);
+  if (spec.values.size() != expected)
+    throw InputError(fmt::format("quantized weight: {} bytes of values, expected {}", spec.values.size(), expected));
+  return std::make_unique<QuantizedWeight>(std::move(spec));
+}
+
+} // namespace optkit::runtime
