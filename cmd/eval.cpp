@@ -15,7 +15,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   eval->require_subcommand(1);
 
   struct Flags {
-    std::string model, data, kl_base, format, worker;
+    std::string model, data, kl_base, delta, format, worker;
     std::int64_t ctx = 512, stride = 0, max_windows = 0;
     unsigned threads = 0;
     double timeout_s = 0;
@@ -30,6 +30,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   ppl->add_option("--stride", flags->stride, "tokens between window starts (default: --ctx)")
       ->check(CLI::Range(1, 1 << 20));
   ppl->add_option("--kl-base", flags->kl_base, "base model folder: adds KL(base || model), top-1 agreement and Δp");
+  ppl->add_option("--delta", flags->delta,
+                  "compressed delta (optkit compress delta) to apply to --model, which must be its base");
   ppl->add_option("--max-windows", flags->max_windows, "score at most this many windows (0: all)")
       ->check(CLI::NonNegativeNumber);
   ppl->add_option("--threads", flags->threads, "CPU threads (0: all hardware threads)")->capture_default_str();
@@ -54,6 +56,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   options.max_windows = flags->max_windows;
                   if (!flags->kl_base.empty())
                     options.kl_base = flags->kl_base;
+                  if (!flags->delta.empty())
+                    options.delta = flags->delta;
                   const auto result =
                       eval::run_perplexity(options, {executable_path(), ctx.worker_global_args(), &ctx.archive(),
                                                      ctx.run_id, flags->timeout_s, !ctx.flags.quiet});

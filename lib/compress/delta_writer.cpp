@@ -7,6 +7,7 @@
 #include "model/weight_store.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/delta_format.hpp"
+#include "quant/packing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -43,17 +44,17 @@ add_sparse_delta(OwnedTensors& out, const std::string& module, const std::vector
   out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()}, model::encode_floats(grid.scale, scale_dtype));
 }
 
-// Δ pruned 2:4 by magnitude, then rounded to the recipe's grid.
-std::vector<float>
-magnitude_2_4(std::vector<float> delta) {
-  for (std::size_t g = 0; g + 4 <= delta.size(); g += 4) {
-    int order[4] = {0, 1, 2, 3};
-    std::sort(order, order + 4, [&](int a, int b) { return std::fabs(delta[g + static_cast<std::size_t>(a)]) <
-                                                           std::fabs(delta[g + static_cast<std::size_t>(b)]); });
-    delta[g + static_cast<std::size_t>(order[0])] = 0.0f;
-    delta[g + static_cast<std::size_t>(order[1])] = 0.0f;
-  }
-  return delta;
+void
+add_dense_delta(OwnedTensors& out, const std::string& module, const quant::CompressedMatrix& cm,
+                model::DType scale_dtype) {
+  const auto& grid = *cm.grid;
+  std::vector<std::int8_t> values(cm.q.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::int8_t>(cm.q[i]);
+  const auto packed = quant::pack_rows(values, grid.rows, grid.cols, grid.args.bits);
+  out.add(module + ".delta_packed", model::DType::i32, {grid.rows, quant::packed_words(grid.cols, grid.args.bits)},
+          bytes_of(packed));
+  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()}, model::encode_floats(grid.scale, scale_dtype));
 }
 
 std::vector<float>
@@ -86,8 +87,7 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
     if (done.count(name))
       continue;
     const auto module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
-    const bool matrix = view.shape().size() == 2 && view.shape()[1] % 8 == 0;
-    const bool compressible = matrix && (module == "model.embed_tokens" || module == "lm_head");
+    const bool compressible = view.shape().size() == 2 && (module == "model.embed_tokens" || module == "lm_head");
     bool ignored = false;
     for (const auto& pattern : recipe.ignore)
       if (quant::module_matches(pattern, module))
@@ -100,14 +100,10 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
       const auto base_values = read_floats(b);
       for (std::size_t i = 0; i < delta.size(); ++i)
         delta[i] -= base_values[i];
-      const auto rows = view.shape()[0], cols = view.shape()[1];
-      const auto pruned = magnitude_2_4(std::move(delta));
-      const auto cm = quant::rtn(pruned, rows, cols, recipe.weights, scale_dtype);
-      std::vector<float> q = cm.q;
-      for (std::size_t i = 0; i < q.size(); ++i)
-        if (pruned[i] == 0.0f)
-          q[i] = 0.0f;
-      add_sparse_delta(out, module, q, *cm.grid, scale_dtype);
+      // No calibration reaches these (embedding rows are looked up; lm_head is not a decoder
+      // layer), so their Δ is rounded densely to the recipe's grid rather than pruned blind.
+      add_dense_delta(out, module, quant::rtn(delta, view.shape()[0], view.shape()[1], recipe.weights, scale_dtype),
+                      scale_dtype);
       continue;
     }
     out.add(name, view.dtype(), view.shape(), view.bytes);

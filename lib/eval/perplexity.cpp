@@ -58,7 +58,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   if (stride > ctx)
     throw InputError(fmt::format("--stride {} exceeds --ctx {}; windows would skip text", stride, ctx));
   const auto started = std::chrono::steady_clock::now();
-  runtime::CpuTransformer model(options.model, {options.threads});
+  runtime::CpuTransformer model(options.model, {options.threads, options.delta});
   if (ctx > model.config().max_position_embeddings)
     throw InputError(fmt::format("--ctx {} exceeds the model's max_position_embeddings {}", ctx,
                                  model.config().max_position_embeddings));

@@ -21,6 +21,7 @@ struct PerplexityOptions {
   std::int64_t ctx = 512;
   std::int64_t stride = 0; // 0: ctx (non-overlapping windows)
   std::optional<std::filesystem::path> kl_base;
+  std::optional<std::filesystem::path> delta; // a compressed delta applied to `model` (its base)
   unsigned threads = 0;
   std::int64_t max_windows = 0; // 0: all
 };

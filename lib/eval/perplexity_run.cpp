@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "model/model_config.hpp"
 #include "model/weight_store.hpp"
+#include "quant/delta_format.hpp"
 #include "proc/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -58,6 +59,8 @@ to_json(const PerplexityOptions& o) {
                       {"stride", o.stride},        {"threads", o.threads},    {"max_windows", o.max_windows}};
   if (o.kl_base)
     j["kl_base"] = o.kl_base->string();
+  if (o.delta)
+    j["delta"] = o.delta->string();
   return j;
 }
 
@@ -72,6 +75,8 @@ perplexity_options_from_json(const nlohmann::json& j) {
   o.max_windows = j.at("max_windows").get<std::int64_t>();
   if (j.contains("kl_base"))
     o.kl_base = j["kl_base"].get<std::string>();
+  if (j.contains("delta"))
+    o.delta = j["delta"].get<std::string>();
   return o;
 }
 
@@ -80,6 +85,8 @@ run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& con
   validate_model_folder(options.model, "--model");
   if (options.kl_base)
     validate_model_folder(*options.kl_base, "--kl-base");
+  if (options.delta)
+    quant::DeltaArtifact artifact(*options.delta); // a malformed artifact is one error line here
   if (!std::filesystem::is_regular_file(options.data))
     throw InputError(fmt::format("--data {}: no such file", options.data.string()));
   proc::WorkerTask task;

@@ -111,33 +111,40 @@ DeltaArtifact::find(const std::string& name) const {
 
 bool
 DeltaArtifact::has_delta(const std::string& module) const {
-  return find(module + ".delta_values").info != nullptr;
+  return find(module + ".delta_values").info != nullptr || find(module + ".delta_packed").info != nullptr;
 }
 
 std::vector<float>
 DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const {
-  const auto values = find(module + ".delta_values");
+  const auto dense = find(module + ".delta_packed");
+  const auto values = dense.info ? dense : find(module + ".delta_values");
   const auto indices = find(module + ".delta_indices");
   const auto scale = find(module + ".delta_scale");
-  if (!values.info || !indices.info || !scale.info)
-    throw InputError(fmt::format("{}: {} lacks delta_values, delta_indices or delta_scale", m_dir.string(), module));
+  if (!values.info || (!dense.info && !indices.info) || !scale.info)
+    throw InputError(fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale",
+                                 m_dir.string(), module));
   const int bits = m_config.value("bits", 0);
   if (bits < 2 || bits > 8 || 32 % bits != 0)
     throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", m_dir.string(), bits));
-  const auto words = packed_words(cols / 2, bits);
-  if (cols % 8 != 0 || values.dtype() != model::DType::i32 || values.shape() != std::vector<std::int64_t>{rows, words} ||
-      indices.dtype() != model::DType::u8 || indices.shape() != std::vector<std::int64_t>{rows, cols / 8} ||
+  const auto words = packed_words(dense.info ? cols : cols / 2, bits);
+  const bool indices_fit = dense.info || (cols % 8 == 0 && indices.dtype() == model::DType::u8 &&
+                                          indices.shape() == std::vector<std::int64_t>{rows, cols / 8});
+  if (!indices_fit || values.dtype() != model::DType::i32 || values.shape() != std::vector<std::int64_t>{rows, words} ||
       scale.shape().size() != 2 || scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
     throw InputError(fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module,
                                  rows, cols));
   const auto groups = scale.shape()[1];
   const auto group_size = (cols + groups - 1) / groups;
   const auto* v = reinterpret_cast<const std::int32_t*>(values.bytes.data());
-  const auto* ix = reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
+  const auto* ix = dense.info ? nullptr : reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = out.data() + r * cols;
-    decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, row);
+    if (dense.info)
+      for (std::int64_t c = 0; c < cols; ++c)
+        row[c] = static_cast<float>(unpack_value(v + r * words, c, bits));
+    else
+      decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, row);
     for (std::int64_t c = 0; c < cols; ++c)
       row[c] *= scale.at(static_cast<std::size_t>(r * groups + c / group_size));
   }

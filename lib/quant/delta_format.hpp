@@ -10,6 +10,9 @@
 //                                           first in the low bits); two groups per byte, the
 //                                           even group in the low nibble
 //     P.delta_scale    F32/BF16/F16 [rows, groups]  symmetric scales per group of input columns
+//   or, for matrices no calibration reaches (embeddings, lm_head), a dense quantized Δ:
+//     P.delta_packed   I32 [rows, words]    every grid value, packed the same way
+//     P.delta_scale    as above
 //   and the variant's own norm weights as they are, plus its config.json and tokenizer files.
 #pragma once
 
@@ -52,7 +55,7 @@ public:
   const std::filesystem::path& directory() const { return m_dir; }
   // nullptr-info view when absent.
   model::TensorView find(const std::string& name) const;
-  // Whether P has a compressed delta.
+  // Whether P has a compressed delta (2:4 sparse or dense).
   bool has_delta(const std::string& module) const;
   // Δ of P as fp32 [rows, cols]; InputError when its tensors do not fit the shape.
   std::vector<float> decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const;

@@ -102,9 +102,13 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
 
 std::unique_ptr<LinearWeight>
 merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta, const std::string& module) {
+  const auto rows = base->rows(), cols = base->cols();
+  if (const auto own = delta.find(module + ".weight"); own.info) { // the variant's tensor, stored whole
+    check_shape(own, {rows, cols});
+    return make_owned_dense_weight(read_floats(own), rows, cols);
+  }
   if (!delta.has_delta(module))
     return base;
-  const auto rows = base->rows(), cols = base->cols();
   auto merged = delta.decode_delta(module, rows, cols);
   std::vector<float> row(static_cast<std::size_t>(cols));
   for (std::int64_t r = 0; r < rows; ++r) {

@@ -25,8 +25,8 @@ std::optional<quant::QuantizationConfig> load_quantization_config(const std::fil
 std::unique_ptr<LinearWeight> load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
                                           std::int64_t cols,
                                           const quant::QuantizationConfig* quantization = nullptr);
-// W_base + Δ when the artifact holds a compressed delta for `module` (merged once, kept in fp32),
-// else `base` itself.
+// The variant's own `module` when the artifact stores it whole, W_base + Δ when it holds a
+// compressed delta for it (merged once, kept in fp32), else `base` itself.
 std::unique_ptr<LinearWeight> merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta,
                                           const std::string& module);
 
