@@ -1,0 +1,102 @@
+// Bundled recipes load and say what the issue asks of them; bad recipes are exit-2 errors that
+// name the file; calibration samplers are seeded, distinct across seeds and honour their strategy.
+#include "compress/calibration.hpp"
+#include "core/error.hpp"
+#include "compress/recipe.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace optkit;
+using compress::Sampler;
+
+TEST_CASE("the bundled recipes") {
+  const auto names = compress::bundled_recipe_names();
+  for (const char* n : {"int_w8a8", "int_w4a16", "w4a16_rtn", "fp8_dynamic", "sparse24_int4", "delta_2of4_int4",
+                        "delta_2of4_int2"})
+    CHECK(std::find(names.begin(), names.end(), n) != names.end());
+  const auto w8a8 = compress::load_recipe("int_w8a8");
+  CHECK(w8a8.smoothquant_alpha.has_value());
+  CHECK(w8a8.input_activations->strategy == quant::Strategy::token);
+  CHECK(w8a8.method == compress::Method::gptq);
+  const auto w4 = compress::load_recipe("int_w4a16");
+  CHECK(w4.weights.bits == 4);
+  CHECK(w4.weights.group_size == 128);
+  CHECK(!w4.input_activations);
+  CHECK(compress::load_recipe("fp8_dynamic").weights.is_fp8());
+  CHECK(!compress::load_recipe("fp8_dynamic").needs_calibration());
+  CHECK(compress::load_recipe("sparse24_int4").sparse_2_4);
+  const auto d2 = compress::load_recipe("delta_2of4_int2");
+  CHECK(d2.delta);
+  CHECK(d2.weights.bits == 2);
+  CHECK(d2.lossless == compress::Lossless::zstd);
+}
+
+TEST_CASE("recipe errors name the file and the fix") {
+  test::ScratchDir dir;
+  auto write = [&](const std::string& text) {
+    test::write_text(dir / "r.yaml", text);
+    return dir / "r.yaml";
+  };
+  CHECK_THROWS_WITH_AS(compress::load_recipe("int_w4a61"), doctest::Contains("did you mean 'int_w4a16'"), InputError);
+  const auto base = std::string("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 4, strategy: group, "
+                                "group_size: 128}\n");
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "algorithm: {metod: gptq}\n")),
+                       doctest::Contains("did you mean 'algorithm.method'"), InputError);
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "smoothquant: {alpha: 0.5}\n")),
+                       doctest::Contains("smoothquant only helps when activations are quantized"), InputError);
+  CHECK_THROWS_WITH_AS(
+      compress::load_recipe_file(write("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 4, strategy: group}\n")),
+      doctest::Contains("group needs group_size > 0"), InputError);
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "lossless: zstd\n")),
+                       doctest::Contains("lossless applies to delta recipes only"), InputError);
+}
+
+TEST_CASE("calibration samplers: seeded, without replacement, distinct subsets per seed") {
+  std::vector<std::vector<std::int32_t>> docs;
+  for (int i = 0; i < 40; ++i)
+    docs.push_back(std::vector<std::int32_t>(static_cast<std::size_t>(8 + i * 3), i % 7));
+  for (const auto sampler : {Sampler::uniform, Sampler::length, Sampler::stratified}) {
+    CAPTURE(compress::sampler_name(sampler));
+    const auto a = compress::sample_calibration(docs, 10, sampler, 1);
+    const auto again = compress::sample_calibration(docs, 10, sampler, 1);
+    const auto b = compress::sample_calibration(docs, 10, sampler, 2);
+    CHECK(a.document_ids == again.document_ids);
+    CHECK(a.document_ids != b.document_ids);
+    CHECK(std::set<std::int64_t>(a.document_ids.begin(), a.document_ids.end()).size() == 10);
+    CHECK(a.samples.size() == 10);
+  }
+  // Length-weighted draws favour long documents.
+  double uniform_tokens = 0, length_tokens = 0;
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    uniform_tokens += static_cast<double>(compress::sample_calibration(docs, 5, Sampler::uniform, seed).tokens);
+    length_tokens += static_cast<double>(compress::sample_calibration(docs, 5, Sampler::length, seed).tokens);
+  }
+  CHECK(length_tokens > 1.15 * uniform_tokens);
+  // Asking for more samples than documents takes them all.
+  CHECK(compress::sample_calibration(docs, 100, Sampler::uniform, 0).samples.size() == 40);
+}
+
+TEST_CASE("calibration files: paragraphs of text, JSONL rows, and clear errors") {
+  test::ScratchDir dir;
+  const auto model = test::testdata_dir() / "models" / "tiny-base";
+  test::write_text(dir / "c.txt", "First paragraph with enough words to be a document.\n\nSecond paragraph, also "
+                                  "long enough to count as one.\n\nshort\n");
+  CHECK(compress::read_calibration_documents(dir / "c.txt", model, 512).size() == 2);
+  test::write_text(dir / "c.jsonl", "{\"text\": \"a row of plain text that is long enough\"}\n"
+                                    "{\"messages\": [{\"role\": \"user\", \"content\": \"hello there\"}, "
+                                    "{\"role\": \"assistant\", \"content\": \"hi, how can I help?\"}]}\n");
+  const auto docs = compress::read_calibration_documents(dir / "c.jsonl", model, 512);
+  CHECK(docs.size() == 2);
+  CHECK(compress::read_calibration_documents(dir / "c.txt", model, 8).front().size() == 8);
+  test::write_text(dir / "bad.jsonl", "{\"text\": \"fine and long enough to keep\"}\n{\"txt\": 1}\n");
+  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "bad.jsonl", model, 512),
+                       doctest::Contains("bad.jsonl:2: a calibration row needs a string 'text'"), InputError);
+  test::write_text(dir / "empty.txt", "");
+  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "empty.txt", model, 512),
+                       doctest::Contains("no document of at least 8 tokens"), InputError);
+  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "missing.txt", model, 512),
+                       doctest::Contains("no such file"), InputError);
+}

@@ -1,0 +1,131 @@
+// GPTQ and SparseGPT 2:4 against an independent PyTorch implementation
+// (tests/oracles/gptq_reference.py wrote testdata/golden/gptq_cases.safetensors): same inputs,
+// same grid, the reconstructions must agree.
+#include "core/error.hpp"
+#include "model/safetensors.hpp"
+#include "quant/gptq.hpp"
+#include "quant/hessian.hpp"
+#include "runtime/thread_pool.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace optkit;
+using quant::NumberType;
+using quant::QuantArgs;
+using quant::Strategy;
+
+namespace {
+
+std::vector<float>
+tensor(const model::SafetensorsFile& file, const std::string& name) {
+  const auto view = file.find(name);
+  REQUIRE(view.info);
+  std::vector<float> out(view.element_count());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = view.at(i);
+  return out;
+}
+
+struct Agreement {
+  double equal_fraction = 0; // elements within 1e-5
+  double max_abs = 0;
+};
+
+Agreement
+compare(const std::vector<float>& a, const std::vector<float>& b) {
+  Agreement r;
+  std::size_t equal = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    equal += d <= 1e-5 ? 1 : 0;
+    r.max_abs = std::max(r.max_abs, d);
+  }
+  r.equal_fraction = static_cast<double>(equal) / static_cast<double>(a.size());
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("GPTQ and SparseGPT reconstructions agree with the PyTorch reference") {
+  const model::SafetensorsFile golden(test::testdata_dir() / "golden" / "gptq_cases.safetensors");
+  const auto x = tensor(golden, "X"), w = tensor(golden, "W");
+  const std::int64_t rows = 48, cols = 96, tokens = 400;
+  quant::Hessian hessian(cols);
+  hessian.add(x.data(), tokens, 4);
+  const auto h = hessian.matrix();
+  runtime::ThreadPool pool(2);
+  QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
+  QuantArgs int8{8, NumberType::integer, true, Strategy::channel, 0, false};
+  struct Case {
+    const char* name;
+    std::optional<QuantArgs> args;
+    bool act_order, sparse;
+  };
+  for (const Case c : {Case{"gptq_int4_g32", int4, false, false}, Case{"gptq_int4_g32_actorder", int4, true, false},
+                       Case{"gptq_int8_channel", int8, false, false}, Case{"sparsegpt_24", std::nullopt, false, true},
+                       Case{"sparsegpt_24_int4_g32", int4, false, true}}) {
+    CAPTURE(c.name);
+    quant::GptqOptions o;
+    o.block_size = 32;
+    o.act_order = c.act_order;
+    o.sparse_2_4 = c.sparse;
+    const auto got = quant::gptq(w, rows, cols, h, c.args, model::DType::bf16, o, pool);
+    const auto expected = tensor(golden, c.name);
+    const auto agreement = compare(got.weight, expected);
+    // fp32 on both sides in a different order: a value on a rounding boundary may land one grid
+    // step apart, and the error it propagates moves later columns slightly.
+    CHECK(agreement.equal_fraction >= 0.97);
+    const double ours = quant::relative_output_error(w, got.weight, rows, cols, h);
+    const double theirs = quant::relative_output_error(w, expected, rows, cols, h);
+    CHECK(ours == doctest::Approx(theirs).epsilon(0.02));
+    if (c.sparse)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t g = 0; g < cols; g += 4) {
+          int zeros = 0;
+          for (int k = 0; k < 4; ++k)
+            zeros += got.weight[static_cast<std::size_t>(r * cols + g + k)] == 0.0f ? 1 : 0;
+          CHECK(zeros >= 2);
+        }
+  }
+}
+
+TEST_CASE("GPTQ beats round-to-nearest on the calibration objective; the dead input is zeroed") {
+  const model::SafetensorsFile golden(test::testdata_dir() / "golden" / "gptq_cases.safetensors");
+  const auto x = tensor(golden, "X"), w = tensor(golden, "W");
+  quant::Hessian hessian(96);
+  hessian.add(x.data(), 400, 4);
+  const auto h = hessian.matrix();
+  runtime::ThreadPool pool(2);
+  QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
+  const auto g = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, {}, pool);
+  const auto r = quant::rtn(w, 48, 96, int4, model::DType::bf16);
+  CHECK(quant::relative_output_error(w, g.weight, 48, 96, h) < 0.7 * quant::relative_output_error(w, r.weight, 48, 96, h));
+  for (std::int64_t row = 0; row < 48; ++row)
+    CHECK(g.weight[static_cast<std::size_t>(row * 96 + 17)] == 0.0f);
+  CHECK(g.damping_attempts == 1);
+  // Grid values times the stored scale give the reconstruction exactly.
+  for (std::size_t i = 0; i < g.q.size(); ++i)
+    CHECK(g.q[i] * g.grid->scale_at(static_cast<std::int64_t>(i) / 96, static_cast<std::int64_t>(i) % 96) ==
+          g.weight[i]);
+}
+
+TEST_CASE("a Hessian that dampening cannot make positive definite is an error, never an RTN fall-back") {
+  runtime::ThreadPool pool(1);
+  // Negative definite: no dampening fraction of its (negative) mean diagonal helps.
+  std::vector<float> h = {-2, 0, 0, 0, 0, -1, 0, 0, 0, 0, -3, 0, 0, 0, 0, -1};
+  std::vector<float> w(8, 0.5f);
+  QuantArgs int4{4, NumberType::integer, true, Strategy::channel, 0, false};
+  quant::GptqOptions o;
+  o.layer = "model.layers.3.mlp.up_proj";
+  CHECK_THROWS_WITH_AS(quant::gptq(w, 2, 4, h, int4, model::DType::f32, o, pool),
+                       doctest::Contains("model.layers.3.mlp.up_proj: the calibration Hessian is not positive "
+                                         "definite even with dampening"),
+                       RuntimeFailure);
+  // A singular but positive semidefinite H succeeds once damped (a retry with more damping if needed).
+  std::vector<float> singular = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1};
+  const auto ok = quant::gptq(w, 2, 4, singular, int4, model::DType::f32, {}, pool);
+  CHECK(ok.damping_attempts >= 1);
+}

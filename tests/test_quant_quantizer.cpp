@@ -1,0 +1,118 @@
+// Golden vectors for the compressed-tensors grid: int4 packing, FP8 E4M3 encoding (clamp to ±448,
+// round half to even, subnormals), symmetric scales (/127.5, /7.5, /448) and round-half-even.
+#include "model/dtype.hpp"
+#include "quant/packing.hpp"
+#include "quant/quantizer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace optkit;
+using quant::NumberType;
+using quant::QuantArgs;
+using quant::Strategy;
+
+TEST_CASE("int4 packing matches compressed-tensors' pack_to_int32 test vector") {
+  const std::vector<std::int8_t> q = {-8, -7, -1, 0, 1, 2, 6, 7};
+  const auto words = quant::pack_rows(q, 1, 8, 4);
+  REQUIRE(words.size() == 1);
+  CHECK(static_cast<std::uint32_t>(words[0]) == 0xFEA98710u);
+  CHECK(words[0] == -22444272);
+  CHECK(quant::unpack_rows(words, 1, 8, 4) == q);
+}
+
+TEST_CASE("packing pads a row to whole words and unpacks what it packed") {
+  std::vector<std::int8_t> q;
+  for (int i = 0; i < 2 * 11; ++i)
+    q.push_back(static_cast<std::int8_t>((i * 5) % 16 - 8));
+  const auto words = quant::pack_rows(q, 2, 11, 4);
+  CHECK(words.size() == 4); // 11 values → 2 words per row
+  CHECK(quant::unpack_rows(words, 2, 11, 4) == q);
+  std::vector<std::int8_t> two = {-2, -1, 0, 1, 1, 0, -1, -2, -2, 1};
+  CHECK(quant::unpack_rows(quant::pack_rows(two, 1, 10, 2), 1, 10, 2) == two);
+  std::vector<std::int8_t> eight = {-128, -1, 0, 127, 5};
+  const auto w8 = quant::pack_rows(eight, 1, 5, 8);
+  CHECK(static_cast<std::uint32_t>(w8[0]) == 0xFF807F00u); // -128, -1, 0, 127 offset by 128: 0, 127, 128, 255
+  CHECK(quant::unpack_rows(w8, 1, 5, 8) == eight);
+}
+
+TEST_CASE("FP8 E4M3 encoding: exact values, round half to even, subnormals, saturation") {
+  CHECK(quant::float_to_f8_e4m3(448.0f) == 0x7e);
+  CHECK(quant::float_to_f8_e4m3(-448.0f) == 0xfe);
+  CHECK(quant::float_to_f8_e4m3(1.0f) == 0x38);
+  CHECK(quant::float_to_f8_e4m3(0.5f) == 0x30);
+  CHECK(quant::float_to_f8_e4m3(240.0f) == 0x77);
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -6)) == 0x08); // smallest normal
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -9)) == 0x01); // smallest subnormal
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -10)) == 0x00); // half of it: ties to even (0)
+  CHECK(quant::float_to_f8_e4m3(3 * std::ldexp(1.0f, -10)) == 0x02); // 1.5 units: ties to even (2)
+  CHECK(quant::float_to_f8_e4m3(1.0625f) == 0x38); // halfway 1.0 / 1.125 → even mantissa 0
+  CHECK(quant::float_to_f8_e4m3(1.1875f) == 0x3a); // halfway 1.125 / 1.25 → even mantissa 2
+  CHECK(quant::float_to_f8_e4m3(-0.0f) == 0x80);
+  CHECK(quant::float_to_f8_e4m3(464.0f) == 0x7e); // saturates (callers clamp first)
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7f) == 0x7f)
+      continue; // NaN
+    const float v = model::f8_e4m3_to_float(static_cast<std::uint8_t>(code));
+    if (v == 0.0f)
+      continue;
+    CHECK(quant::float_to_f8_e4m3(v) == code); // every finite code round-trips
+  }
+}
+
+TEST_CASE("FP8 quantization clamps to ±448 before the cast") {
+  QuantArgs fp8{8, NumberType::floating, true, Strategy::channel, 0, false};
+  CHECK(quant::quantize_value(1000.0f, 1.0f, 0.0f, fp8) == 448.0f);
+  CHECK(quant::quantize_value(-1000.0f, 1.0f, 0.0f, fp8) == -448.0f);
+  CHECK(quant::quantize_value(3.3f, 1.0f, 0.0f, fp8) == 3.25f);
+}
+
+TEST_CASE("symmetric scales are max|x| / ((qmax - qmin) / 2) and integers round half to even") {
+  QuantArgs int8{8, NumberType::integer, true, Strategy::channel, 0, false};
+  QuantArgs int4{4, NumberType::integer, true, Strategy::group, 2, false};
+  QuantArgs fp8{8, NumberType::floating, true, Strategy::channel, 0, false};
+  CHECK(quant::scale_for_range(-127.5f, 10.0f, int8, model::DType::f32).scale == doctest::Approx(1.0));
+  CHECK(quant::scale_for_range(-1.0f, 7.5f, int4, model::DType::f32).scale == doctest::Approx(1.0));
+  CHECK(quant::scale_for_range(0.0f, 448.0f, fp8, model::DType::f32).scale == doctest::Approx(1.0));
+  CHECK(quant::quantize_value(0.5f, 1.0f, 0.0f, int8) == 0.0f);
+  CHECK(quant::quantize_value(1.5f, 1.0f, 0.0f, int8) == 2.0f);
+  CHECK(quant::quantize_value(2.5f, 1.0f, 0.0f, int8) == 2.0f);
+  CHECK(quant::quantize_value(-200.0f, 1.0f, 0.0f, int8) == -128.0f); // clamp before rounding
+  // Scales are stored in the model dtype: BF16 keeps 8 significant bits.
+  const auto bf16 = quant::scale_for_range(0.0f, 1.0f, int8, model::DType::bf16).scale;
+  CHECK(bf16 == model::bf16_to_float(model::float_to_bf16(1.0f / 127.5f)));
+  // Asymmetric: scale (max - min) / 15, signed zero point.
+  QuantArgs asym = int4;
+  asym.symmetric = false;
+  const auto sz = quant::scale_for_range(-1.0f, 2.0f, asym, model::DType::f32);
+  CHECK(sz.scale == doctest::Approx(0.2));
+  CHECK(sz.zero == -3.0f); // round(-8 + 1/0.2)
+}
+
+TEST_CASE("group grids: one scale per row and group, a narrower last group allowed") {
+  QuantArgs int4{4, NumberType::integer, true, Strategy::group, 4, false};
+  const std::vector<float> w = {1, -2, 3, 7.5f, 0.75f, 0, 0, 0, -15, 1, 1, 1, 2, 2, 0, 0, 0, 0};
+  const auto g = quant::compute_grid(w, 2, 9, int4, model::DType::f32);
+  CHECK(g.groups() == 3);
+  CHECK(g.scale_at(0, 0) == doctest::Approx(1.0));
+  CHECK(g.scale_at(0, 5) == doctest::Approx(0.1));
+  CHECK(g.scale_at(0, 8) == doctest::Approx(2.0));
+  CHECK(g.scale_at(1, 8) == doctest::Approx(std::numeric_limits<float>::epsilon())); // all zero: eps
+}
+
+TEST_CASE("dynamic per-token activation quantization: int8 absmax/127 per row, FP8 absmax/448") {
+  QuantArgs int8{8, NumberType::integer, true, Strategy::token, 0, true};
+  std::vector<float> x = {127, 0.6f, -63.5f, 1, 0.004f, 0.002f};
+  quant::fake_quantize_activations(x.data(), 2, 3, int8);
+  CHECK(x[0] == 127.0f);
+  CHECK(x[1] == 1.0f);
+  CHECK(x[2] == -64.0f); // -63.5 → -64 (ties to even)
+  CHECK(x[3] == 1.0f);   // row 2 has its own scale 1/127
+  CHECK(x[4] == doctest::Approx(1.0f / 127 * 1));
+  QuantArgs fp8{8, NumberType::floating, true, Strategy::token, 0, true};
+  std::vector<float> y = {448, 3.3f};
+  quant::fake_quantize_activations(y.data(), 1, 2, fp8);
+  CHECK(y[1] == 3.25f);
+}
