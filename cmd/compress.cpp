@@ -36,13 +36,15 @@ add_common_options(CLI::App& app, CompressFlags& f) {
   app.add_option("--trials", f.trials, "independent compressions with distinct calibration subsets")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--jobs", f.jobs, "trials run at once (child processes)")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--jobs", f.jobs, "trials run at once (child processes)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_option("--seed", f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)")->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads per trial (0: hardware threads / jobs)");
   app.add_option("--timeout", f.timeout_s, "seconds one trial may take (0: no limit)")->check(CLI::NonNegativeNumber);
-  app.add_option("-o,--output", f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
+  app.add_option("-o,--output", f.output,
+                 "output folder (must not exist; written to a temporary folder, renamed at the end)");
   add_format_option(app, f.format);
-  app.add_option("--worker", f.worker, "internal: run as a worker child")->group("");
 }
 
 void
@@ -68,7 +70,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   if (f.seq_len > 0)
     o.sequence_length = f.seq_len;
   if (!f.sampler.empty())
-    o.sampler = f.sampler == "length" ? compress::Sampler::length
+    o.sampler = f.sampler == "length"       ? compress::Sampler::length
                 : f.sampler == "stratified" ? compress::Sampler::stratified
                                             : compress::Sampler::uniform;
   o.trials = f.trials;
@@ -113,6 +115,7 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   compress->add_option("--model", flags->model, "Hugging Face model folder to compress");
   compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
   add_common_options(*compress, *flags);
+  compress->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"compress", compress,
                 [flags](AppContext& ctx) {
                   if (!flags->worker.empty()) {

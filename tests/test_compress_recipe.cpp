@@ -1,8 +1,8 @@
 // Bundled recipes load and say what the issue asks of them; bad recipes are exit-2 errors that
 // name the file; calibration samplers are seeded, distinct across seeds and honour their strategy.
 #include "compress/calibration.hpp"
-#include "core/error.hpp"
 #include "compress/recipe.hpp"
+#include "core/error.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -14,8 +14,8 @@ using compress::Sampler;
 
 TEST_CASE("the bundled recipes") {
   const auto names = compress::bundled_recipe_names();
-  for (const char* n : {"int_w8a8", "int_w4a16", "w4a16_rtn", "fp8_dynamic", "sparse24_int4", "delta_2of4_int4",
-                        "delta_2of4_int2"})
+  for (const char* n :
+       {"int_w8a8", "int_w4a16", "w4a16_rtn", "fp8_dynamic", "sparse24_int4", "delta_2of4_int4", "delta_2of4_int2"})
     CHECK(std::find(names.begin(), names.end(), n) != names.end());
   const auto w8a8 = compress::load_recipe("int_w8a8");
   CHECK(w8a8.smoothquant_alpha.has_value());
@@ -47,9 +47,9 @@ TEST_CASE("recipe errors name the file and the fix") {
                        doctest::Contains("did you mean 'algorithm.method'"), InputError);
   CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "smoothquant: {alpha: 0.5}\n")),
                        doctest::Contains("smoothquant only helps when activations are quantized"), InputError);
-  CHECK_THROWS_WITH_AS(
-      compress::load_recipe_file(write("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 4, strategy: group}\n")),
-      doctest::Contains("group needs group_size > 0"), InputError);
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(
+                           write("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 4, strategy: group}\n")),
+                       doctest::Contains("group needs group_size > 0"), InputError);
   CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "lossless: zstd\n")),
                        doctest::Contains("lossless applies to delta recipes only"), InputError);
 }

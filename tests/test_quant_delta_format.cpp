@@ -8,8 +8,8 @@
 using namespace optkit;
 
 TEST_CASE("2:4 sparse encoding keeps two values and their positions per group of four") {
-  const std::vector<float> q = {0, -2, 0, 1, 1, 0, 0, -1, 0, 0, 0, 0, 1, 0, -2, 0, //
-                                -1, 0, 1, 0, 0, 0, 0, 1, 0, 1, -2, 0, 0, 0, 0, 0};
+  const std::vector<float> q = {0,  -2, 0, 1, 1, 0, 0, -1, 0, 0, 0,  0, 1, 0, -2, 0, //
+                                -1, 0,  1, 0, 0, 0, 0, 1,  0, 1, -2, 0, 0, 0, 0,  0};
   const auto enc = quant::encode_sparse_2_4(q, 2, 16, 2);
   CHECK(enc.indices.size() == 4);
   CHECK(enc.values.size() == 2); // 8 kept 2-bit values per row → one word

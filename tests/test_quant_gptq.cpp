@@ -102,7 +102,8 @@ TEST_CASE("GPTQ beats round-to-nearest on the calibration objective; the dead in
   QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
   const auto g = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, {}, pool);
   const auto r = quant::rtn(w, 48, 96, int4, model::DType::bf16);
-  CHECK(quant::relative_output_error(w, g.weight, 48, 96, h) < 0.7 * quant::relative_output_error(w, r.weight, 48, 96, h));
+  CHECK(quant::relative_output_error(w, g.weight, 48, 96, h) <
+        0.7 * quant::relative_output_error(w, r.weight, 48, 96, h));
   for (std::int64_t row = 0; row < 48; ++row)
     CHECK(g.weight[static_cast<std::size_t>(row * 96 + 17)] == 0.0f);
   CHECK(g.damping_attempts == 1);

@@ -44,12 +44,12 @@ TEST_CASE("FP8 E4M3 encoding: exact values, round half to even, subnormals, satu
   CHECK(quant::float_to_f8_e4m3(1.0f) == 0x38);
   CHECK(quant::float_to_f8_e4m3(0.5f) == 0x30);
   CHECK(quant::float_to_f8_e4m3(240.0f) == 0x77);
-  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -6)) == 0x08); // smallest normal
-  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -9)) == 0x01); // smallest subnormal
-  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -10)) == 0x00); // half of it: ties to even (0)
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -6)) == 0x08);      // smallest normal
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -9)) == 0x01);      // smallest subnormal
+  CHECK(quant::float_to_f8_e4m3(std::ldexp(1.0f, -10)) == 0x00);     // half of it: ties to even (0)
   CHECK(quant::float_to_f8_e4m3(3 * std::ldexp(1.0f, -10)) == 0x02); // 1.5 units: ties to even (2)
-  CHECK(quant::float_to_f8_e4m3(1.0625f) == 0x38); // halfway 1.0 / 1.125 → even mantissa 0
-  CHECK(quant::float_to_f8_e4m3(1.1875f) == 0x3a); // halfway 1.125 / 1.25 → even mantissa 2
+  CHECK(quant::float_to_f8_e4m3(1.0625f) == 0x38);                   // halfway 1.0 / 1.125 → even mantissa 0
+  CHECK(quant::float_to_f8_e4m3(1.1875f) == 0x3a);                   // halfway 1.125 / 1.25 → even mantissa 2
   CHECK(quant::float_to_f8_e4m3(-0.0f) == 0x80);
   CHECK(quant::float_to_f8_e4m3(464.0f) == 0x7e); // saturates (callers clamp first)
   for (int code = 0; code < 256; ++code) {

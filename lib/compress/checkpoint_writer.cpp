@@ -63,8 +63,7 @@ add_compressed_linear(TensorList& out, const CompressedLinear& linear, const std
     for (std::size_t i = 0; i < values.size(); ++i)
       values[i] = static_cast<std::int8_t>(m.q[i]);
     if (format == "pack-quantized") {
-      out.add_values(p + ".weight_packed", model::DType::i32,
-                     {m.rows, quant::packed_words(m.cols, grid.args.bits)},
+      out.add_values(p + ".weight_packed", model::DType::i32, {m.rows, quant::packed_words(m.cols, grid.args.bits)},
                      quant::pack_rows(values, m.rows, m.cols, grid.args.bits));
       out.add_values(p + ".weight_shape", model::DType::i64, {2}, std::vector<std::int64_t>{m.rows, m.cols});
     } else {
@@ -107,10 +106,10 @@ write_compressed_checkpoint(const std::filesystem::path& directory, const std::f
   config["quantization_config"] = quant::to_json(q);
 
   const auto scale_view = store.find("model.layers.0.self_attn.q_proj.weight");
-  const auto scale_dtype = scale_view.info && (scale_view.dtype() == model::DType::bf16 ||
-                                               scale_view.dtype() == model::DType::f16)
-                               ? scale_view.dtype()
-                               : model::DType::f32;
+  const auto scale_dtype =
+      scale_view.info && (scale_view.dtype() == model::DType::bf16 || scale_view.dtype() == model::DType::f16)
+          ? scale_view.dtype()
+          : model::DType::f32;
   TensorList out;
   std::set<std::string> replaced;
   for (const auto& linear : result.linears) {

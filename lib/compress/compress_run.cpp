@@ -4,10 +4,11 @@
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
 #include "compress/layerwise.hpp"
-#include "core/sha256.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/sha256.hpp"
 #include "model/model_config.hpp"
+#include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
 #include "proc/worker_pool.hpp"
 
@@ -20,16 +21,6 @@
 namespace optkit::compress {
 
 namespace {
-
-void
-validate_model_folder(const std::filesystem::path& dir, const char* flag) {
-  if (!std::filesystem::is_directory(dir))
-    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
-  model::load_model_config(dir);
-  model::WeightStore weights(dir);
-  if (!std::filesystem::is_regular_file(dir / "tokenizer.json"))
-    throw InputError(fmt::format("{} {}: no tokenizer.json", flag, dir.string()));
-}
 
 void
 check_same_architecture(const std::filesystem::path& base, const std::filesystem::path& finetuned) {
@@ -100,15 +91,15 @@ struct TemporaryFolder {
 CompressResult
 run_compress(const CompressOptions& options, const CompressRunContext& context) {
   const bool delta = options.base.has_value();
-  validate_model_folder(options.model, delta ? "--finetuned" : "--model");
+  model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
   if (delta) {
-    validate_model_folder(*options.base, "--base");
+    model::check_model_folder(*options.base, "--base");
     check_same_architecture(*options.base, options.model);
   }
   const auto recipe = load_recipe(options.recipe);
   if (recipe.delta && !delta)
-    throw InputError(fmt::format("--recipe {} is a delta recipe: use optkit compress delta --base B --finetuned F",
-                                 recipe.name));
+    throw InputError(
+        fmt::format("--recipe {} is a delta recipe: use optkit compress delta --base B --finetuned F", recipe.name));
   if (!recipe.delta && delta)
     throw InputError(fmt::format("--recipe {} compresses whole models: use a delta recipe (delta_2of4_int4, "
                                  "delta_2of4_int2) with compress delta",
@@ -131,9 +122,9 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   std::filesystem::create_directories(temp.path);
 
   const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
-  const unsigned threads = options.threads > 0 ? options.threads
-                                               : std::max(1u, std::thread::hardware_concurrency() /
-                                                                  static_cast<unsigned>(jobs));
+  const unsigned threads = options.threads > 0
+                               ? options.threads
+                               : std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(jobs));
   std::vector<proc::WorkerTask> tasks;
   for (std::int64_t i = 0; i < options.trials; ++i) {
     proc::WorkerTask task;
@@ -151,8 +142,10 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
     if (delta)
       task.payload["base"] = std::filesystem::absolute(*options.base).string();
-    task.params = {{"recipe", recipe.name}, {"seed", options.seed + static_cast<std::uint64_t>(i)},
-                   {"samples", samples},    {"sampler", std::string(sampler_name(sampler))}};
+    task.params = {{"recipe", recipe.name},
+                   {"seed", options.seed + static_cast<std::uint64_t>(i)},
+                   {"samples", samples},
+                   {"sampler", std::string(sampler_name(sampler))}};
     task.timeout_s = context.timeout_s;
     tasks.push_back(std::move(task));
   }
@@ -207,7 +200,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   std::filesystem::rename(temp.path / fmt::format("trial-{}", result.representative), options.output);
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
-      context.archive->add_metric(context.run_id, std::nullopt, {key + "_mean", stats.at("mean").get<double>(), "", {}});
+      context.archive->add_metric(context.run_id, std::nullopt,
+                                  {key + "_mean", stats.at("mean").get<double>(), "", {}});
       context.archive->add_metric(context.run_id, std::nullopt, {key + "_std", stats.at("std").get<double>(), "", {}});
     }
     context.archive->add_metric(context.run_id, std::nullopt,
@@ -234,8 +228,8 @@ compress_worker(const proc::WorkerSpec& spec) {
   if (recipe.needs_calibration()) {
     const std::filesystem::path calib = p.at("calib").get<std::string>();
     const auto docs = read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
-    calibration =
-        sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler, p.at("seed").get<std::uint64_t>());
+    calibration = sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler,
+                                     p.at("seed").get<std::uint64_t>());
     calibration.source_sha256 = digest_file(calib).sha256;
     calibration_report = {{"file", calib.string()},
                           {"sha256", calibration.source_sha256},
@@ -281,7 +275,8 @@ compress_worker(const proc::WorkerSpec& spec) {
     report["elapsed_s"] = now_seconds() - started;
     const auto bytes = write_compressed_checkpoint(output, model_dir, recipe, layers, report);
     metrics = {{"output_bytes", bytes},
-               {"compression_ratio", static_cast<double>(source_fp16) / static_cast<double>(std::max<std::uint64_t>(1, bytes))}};
+               {"compression_ratio",
+                static_cast<double>(source_fp16) / static_cast<double>(std::max<std::uint64_t>(1, bytes))}};
   }
   metrics["calibration_loss"] = layers.calibration_loss;
   metrics["seconds"] = now_seconds() - started;

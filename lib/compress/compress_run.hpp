@@ -9,6 +9,7 @@
 #include "archive/run_archive.hpp"
 #include "compress/recipe.hpp"
 #include "core/table.hpp"
+#include "proc/worker_pool.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <filesystem>
@@ -33,14 +34,7 @@ struct CompressOptions {
   unsigned threads = 0; // per trial; 0: hardware threads / jobs
 };
 
-struct CompressRunContext {
-  std::filesystem::path executable;
-  std::vector<std::string> global_args;
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-  double timeout_s = 0;
-  bool show_progress = true;
-};
+using CompressRunContext = proc::RunContext;
 
 struct TrialSummary {
   std::int64_t trial = 0;
@@ -54,7 +48,7 @@ struct CompressResult {
   std::filesystem::path output;
   std::vector<TrialSummary> trials;
   std::int64_t representative = -1; // trial index kept as the output
-  nlohmann::json summary;            // mean / std of each metric across succeeded trials
+  nlohmann::json summary;           // mean / std of each metric across succeeded trials
 };
 
 CompressResult run_compress(const CompressOptions& options, const CompressRunContext& context);

@@ -35,13 +35,14 @@ bytes_of(const std::vector<T>& v) {
 }
 
 void
-add_sparse_delta(OwnedTensors& out, const std::string& module, const std::vector<float>& q, const quant::QuantGrid& grid,
-                 model::DType scale_dtype) {
+add_sparse_delta(OwnedTensors& out, const std::string& module, const std::vector<float>& q,
+                 const quant::QuantGrid& grid, model::DType scale_dtype) {
   const auto enc = quant::encode_sparse_2_4(q, grid.rows, grid.cols, grid.args.bits);
   out.add(module + ".delta_values", model::DType::i32,
           {grid.rows, static_cast<std::int64_t>(enc.values.size()) / grid.rows}, bytes_of(enc.values));
   out.add(module + ".delta_indices", model::DType::u8, {grid.rows, grid.cols / 8}, bytes_of(enc.indices));
-  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()}, model::encode_floats(grid.scale, scale_dtype));
+  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
+          model::encode_floats(grid.scale, scale_dtype));
 }
 
 void
@@ -54,15 +55,8 @@ add_dense_delta(OwnedTensors& out, const std::string& module, const quant::Compr
   const auto packed = quant::pack_rows(values, grid.rows, grid.cols, grid.args.bits);
   out.add(module + ".delta_packed", model::DType::i32, {grid.rows, quant::packed_words(grid.cols, grid.args.bits)},
           bytes_of(packed));
-  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()}, model::encode_floats(grid.scale, scale_dtype));
-}
-
-std::vector<float>
-read_floats(const model::TensorView& v) {
-  std::vector<float> out(v.element_count());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = v.at(i);
-  return out;
+  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
+          model::encode_floats(grid.scale, scale_dtype));
 }
 
 } // namespace
@@ -96,8 +90,8 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
       const auto b = base_store.find(name);
       if (!b.info || b.shape() != view.shape())
         throw InputError(fmt::format("{}: base {} has no matching tensor '{}'", base.string(), base.string(), name));
-      auto delta = read_floats(view);
-      const auto base_values = read_floats(b);
+      auto delta = view.to_floats();
+      const auto base_values = b.to_floats();
       for (std::size_t i = 0; i < delta.size(); ++i)
         delta[i] -= base_values[i];
       // No calibration reaches these (embedding rows are looked up; lm_head is not a decoder
@@ -111,23 +105,23 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
   std::filesystem::create_directories(directory);
   const auto file = quant::write_delta_tensors(directory, out.tensors, recipe.lossless == Lossless::zstd);
   written.artifact_bytes = std::filesystem::file_size(directory / file);
-  written.compression_ratio =
-      static_cast<double>(written.uncompressed_bytes) / static_cast<double>(std::max<std::uint64_t>(1, written.artifact_bytes));
-  nlohmann::json config = {{"format", quant::kDeltaFormat},
-                           {"version", 1},
-                           {"tensors_file", file},
-                           {"bits", recipe.weights.bits},
-                           {"group_size", recipe.weights.group_size},
-                           {"sparsity", "2:4"},
-                           {"lossless", recipe.lossless == Lossless::zstd ? "zstd" : "none"},
-                           {"recipe", recipe.name},
-                           {"base", {{"path", std::filesystem::absolute(base).string()},
-                                     {"weights_sha256", quant::weights_sha256(base)}}},
-                           {"finetuned", {{"path", std::filesystem::absolute(finetuned).string()},
-                                          {"weights_sha256", quant::weights_sha256(finetuned)}}},
-                           {"artifact_bytes", written.artifact_bytes},
-                           {"finetuned_fp16_bytes", written.uncompressed_bytes},
-                           {"compression_ratio", written.compression_ratio}};
+  written.compression_ratio = static_cast<double>(written.uncompressed_bytes) /
+                              static_cast<double>(std::max<std::uint64_t>(1, written.artifact_bytes));
+  nlohmann::json config = {
+      {"format", quant::kDeltaFormat},
+      {"version", 1},
+      {"tensors_file", file},
+      {"bits", recipe.weights.bits},
+      {"group_size", recipe.weights.group_size},
+      {"sparsity", "2:4"},
+      {"lossless", recipe.lossless == Lossless::zstd ? "zstd" : "none"},
+      {"recipe", recipe.name},
+      {"base", {{"path", std::filesystem::absolute(base).string()}, {"weights_sha256", quant::weights_sha256(base)}}},
+      {"finetuned",
+       {{"path", std::filesystem::absolute(finetuned).string()}, {"weights_sha256", quant::weights_sha256(finetuned)}}},
+      {"artifact_bytes", written.artifact_bytes},
+      {"finetuned_fp16_bytes", written.uncompressed_bytes},
+      {"compression_ratio", written.compression_ratio}};
   write_file_atomic(directory / "delta_config.json", config.dump(2) + "\n");
   std::filesystem::copy_file(finetuned / "config.json", directory / "config.json");
   copy_tokenizer_files(finetuned, directory);

@@ -12,7 +12,7 @@
 namespace optkit::compress {
 
 struct DeltaWriteResult {
-  std::uint64_t artifact_bytes = 0;   // the tensors file as stored (after zstd when enabled)
+  std::uint64_t artifact_bytes = 0;     // the tensors file as stored (after zstd when enabled)
   std::uint64_t uncompressed_bytes = 0; // the fine-tuned model in fp16
   double compression_ratio = 0;
 };

@@ -188,8 +188,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       if (base) {
         const auto& b = base->linear(layer, linear.name);
         if (b.rows() != rows || b.cols() != cols)
-          throw InputError(fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(),
-                                       b.cols()));
+          throw InputError(
+              fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(), b.cols()));
         base_w = weight_as_floats(b);
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];

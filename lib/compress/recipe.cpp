@@ -67,31 +67,30 @@ recipe_schema() {
     Schema calibration{"calibration",
                        {bounded("samples", Type::integer, "calibration samples per trial", 1, 1e6),
                         bounded("sequence_length", Type::integer, "tokens per sample (longer ones are cut)", 8, 1e6),
-                        field("sampler", Type::string, "how samples are drawn",
-                              {"uniform", "length", "stratified"})}};
+                        field("sampler", Type::string, "how samples are drawn", {"uniform", "length", "stratified"})}};
     Schema layers{"layers",
                   {string_list("targets", "modules to compress (Linear = every decoder linear layer)"),
                    string_list("ignore", "modules left as they are (exact HF names or re:<regex>)")}};
-    Schema algorithm{"algorithm",
-                     {field("method", Type::string, "rtn (round to nearest) or gptq (Hessian-aware)", {"rtn", "gptq"}),
-                      bounded("block_size", Type::integer, "GPTQ columns per lazy batch update", 4, 1 << 16),
-                      bounded("dampening", Type::number, "fraction of mean(diag H) added to the diagonal", 0, 10),
-                      field("actorder", Type::string, "column order: static (by activation) or none",
-                            {"static", "none"}),
-                      field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
+    Schema algorithm{
+        "algorithm",
+        {field("method", Type::string, "rtn (round to nearest) or gptq (Hessian-aware)", {"rtn", "gptq"}),
+         bounded("block_size", Type::integer, "GPTQ columns per lazy batch update", 4, 1 << 16),
+         bounded("dampening", Type::number, "fraction of mean(diag H) added to the diagonal", 0, 10),
+         field("actorder", Type::string, "column order: static (by activation) or none", {"static", "none"}),
+         field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
     Schema smoothquant{"smoothquant",
                        {bounded("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
-    return Schema{"recipe",
-                  {Field{"name", Type::string, true, "recipe name"},
-                   Field{"description", Type::string, true, "one line for people"},
-                   field("mode", Type::string, "model (compress a model) or delta (compress delta)",
-                         {"model", "delta"}),
-                   object("scheme", "quantization scheme (compressed-tensors QuantizationArgs)", scheme, true),
-                   object("calibration", "calibration data the recipe needs", calibration),
-                   object("layers", "which layers are compressed", layers),
-                   object("algorithm", "the compression algorithm", algorithm),
-                   object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
-                   field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
+    return Schema{
+        "recipe",
+        {Field{"name", Type::string, true, "recipe name"},
+         Field{"description", Type::string, true, "one line for people"},
+         field("mode", Type::string, "model (compress a model) or delta (compress delta)", {"model", "delta"}),
+         object("scheme", "quantization scheme (compressed-tensors QuantizationArgs)", scheme, true),
+         object("calibration", "calibration data the recipe needs", calibration),
+         object("layers", "which layers are compressed", layers),
+         object("algorithm", "the compression algorithm", algorithm),
+         object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
+         field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
   }();
   return schema;
 }
@@ -164,7 +163,7 @@ load_recipe_file(const std::filesystem::path& file) {
     r.calibration.samples = c.value("samples", r.calibration.samples);
     r.calibration.sequence_length = c.value("sequence_length", r.calibration.sequence_length);
     const auto sampler = c.value("sampler", "uniform");
-    r.calibration.sampler = sampler == "length" ? Sampler::length
+    r.calibration.sampler = sampler == "length"       ? Sampler::length
                             : sampler == "stratified" ? Sampler::stratified
                                                       : Sampler::uniform;
   }
@@ -202,8 +201,7 @@ bundled_recipe_names() {
 Recipe
 load_recipe(const std::string& name_or_path) {
   const std::filesystem::path as_path(name_or_path);
-  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".yaml" ||
-      as_path.extension() == ".yml") {
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".yaml" || as_path.extension() == ".yml") {
     if (!std::filesystem::is_regular_file(as_path))
       throw InputError(fmt::format("--recipe {}: no such file", name_or_path));
     return load_recipe_file(as_path);
@@ -224,8 +222,8 @@ recipe_schema_help() {
   std::string out;
   std::function<void(const Schema&, const std::string&)> walk = [&](const Schema& s, const std::string& prefix) {
     for (const auto& f : s.fields) {
-      out += fmt::format("  {}{} ({}{}): {}\n", prefix, f.name, config::type_name(f.type), f.required ? ", required" : "",
-                         f.help);
+      out += fmt::format("  {}{} ({}{}): {}\n", prefix, f.name, config::type_name(f.type),
+                         f.required ? ", required" : "", f.help);
       if (!f.choices.empty())
         out += fmt::format("      one of: {}\n", fmt::join(f.choices, ", "));
       if (f.object)

@@ -3,27 +3,16 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "model/model_config.hpp"
+#include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
-#include "quant/delta_format.hpp"
 #include "proc/worker_pool.hpp"
+#include "quant/delta_format.hpp"
 
 #include <fmt/format.h>
 
 namespace optkit::eval {
 
 namespace {
-
-// Cheap checks in the parent, so bad input is one error line before any child starts: the
-// folder, config.json, every safetensors header (mapped, not read) and the tokenizer file.
-void
-validate_model_folder(const std::filesystem::path& dir, const char* flag) {
-  if (!std::filesystem::is_directory(dir))
-    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
-  model::load_model_config(dir);
-  model::WeightStore weights(dir);
-  if (!std::filesystem::is_regular_file(dir / "tokenizer.json"))
-    throw InputError(fmt::format("{}: no tokenizer.json (the model folder needs one to read text)", dir.string()));
-}
 
 void
 archive_metrics(archive::RunArchive& archive, std::int64_t run_id, const PerplexityResult& r) {
@@ -82,9 +71,9 @@ perplexity_options_from_json(const nlohmann::json& j) {
 
 PerplexityResult
 run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
-  validate_model_folder(options.model, "--model");
+  model::check_model_folder(options.model, "--model");
   if (options.kl_base)
-    validate_model_folder(*options.kl_base, "--kl-base");
+    model::check_model_folder(*options.kl_base, "--kl-base");
   if (options.delta)
     quant::DeltaArtifact artifact(*options.delta); // a malformed artifact is one error line here
   if (!std::filesystem::is_regular_file(options.data))

@@ -5,6 +5,7 @@
 #include "archive/run_archive.hpp"
 #include "core/table.hpp"
 #include "eval/perplexity.hpp"
+#include "proc/worker_pool.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <filesystem>
@@ -13,14 +14,7 @@
 
 namespace optkit::eval {
 
-struct PerplexityRunContext {
-  std::filesystem::path executable;
-  std::vector<std::string> global_args;
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-  double timeout_s = 0;
-  bool show_progress = true;
-};
+using PerplexityRunContext = proc::RunContext;
 
 // Parent side: validates the inputs, runs the worker, archives the metrics. Exit-2 failures of
 // the child come back as InputError with the child's message.

@@ -49,6 +49,13 @@ struct TensorView {
   const std::vector<std::int64_t>& shape() const { return info->shape; }
   std::uint64_t element_count() const { return info->element_count(); }
   float at(std::size_t index) const { return element_as_float(info->dtype, bytes.data(), index); }
+  // Every element widened to fp32.
+  std::vector<float> to_floats() const {
+    std::vector<float> out(element_count());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = at(i);
+    return out;
+  }
 };
 
 // A safetensors file mapped read-only into memory (zero copy) and validated on open.

@@ -70,6 +70,16 @@ struct PoolOptions {
   std::function<void(const WorkerOutcome&)> on_finished; // called as each task ends for good
 };
 
+// What the parent side of a recorded command needs to run its work in worker children.
+struct RunContext {
+  std::filesystem::path executable;     // optkit itself
+  std::vector<std::string> global_args; // --archive, -v ... for the children
+  archive::RunArchive* archive = nullptr;
+  std::int64_t run_id = 0;
+  double timeout_s = 0; // per child attempt, 0 = none
+  bool show_progress = true;
+};
+
 class WorkerPool {
 public:
   explicit WorkerPool(PoolOptions options);

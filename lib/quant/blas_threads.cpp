@@ -8,6 +8,8 @@ ScopedBlasThreads::ScopedBlasThreads(int threads) : m_previous(openblas_get_num_
   openblas_set_num_threads(threads);
 }
 
-ScopedBlasThreads::~ScopedBlasThreads() { openblas_set_num_threads(m_previous); }
+ScopedBlasThreads::~ScopedBlasThreads() {
+  openblas_set_num_threads(m_previous);
+}
 
 } // namespace optkit::quant

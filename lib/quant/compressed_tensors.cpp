@@ -40,12 +40,8 @@ nlohmann::json
 to_json(const QuantizationConfig& c) {
   nlohmann::json group = {{"targets", c.targets}, {"weights", to_json(c.weights)}, {"output_activations", nullptr}};
   group["input_activations"] = c.input_activations ? to_json(*c.input_activations) : nlohmann::json(nullptr);
-  return {{"quant_method", "compressed-tensors"},
-          {"format", c.format},
-          {"quantization_status", "compressed"},
-          {"config_groups", {{"group_0", group}}},
-          {"ignore", c.ignore},
-          {"kv_cache_scheme", nullptr},
+  return {{"quant_method", "compressed-tensors"},       {"format", c.format}, {"quantization_status", "compressed"},
+          {"config_groups", {{"group_0", group}}},      {"ignore", c.ignore}, {"kv_cache_scheme", nullptr},
           {"sparsity_config", nlohmann::json::object()}};
 }
 

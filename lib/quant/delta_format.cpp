@@ -19,20 +19,31 @@ constexpr const char* kPlainFile = "delta.safetensors";
 constexpr const char* kZstdFile = "delta.safetensors.zst";
 constexpr std::uint64_t kMaxDecompressedBytes = 1ULL << 40;
 
-std::vector<std::byte>
-zstd_decompress(const std::string& compressed, const std::filesystem::path& source) {
-  const auto size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxDecompressedBytes)
-    throw InputError(fmt::format("{}: not a zstd frame with a known size (the file is damaged)", source.string()));
-  std::vector<std::byte> out(static_cast<std::size_t>(size));
-  const auto got = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
-  if (ZSTD_isError(got) || got != out.size())
-    throw InputError(fmt::format("{}: zstd: {}", source.string(),
-                                 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame"));
-  return out;
+void
+check_config(const nlohmann::json& config, const std::string& source) {
+  if (!config.is_object() || config.value("format", "") != kDeltaFormat || config.value("version", 0) != 1 ||
+      !config.contains("bits") || !config.at("bits").is_number_integer() || !config.contains("base") ||
+      !config.at("base").is_object())
+    throw InputError(
+        fmt::format("{}: not an {} v1 artifact (format, version, bits and base are required)", source, kDeltaFormat));
 }
 
 } // namespace
+
+std::vector<std::byte>
+zstd_decompress(std::string_view compressed, const std::string& source, std::uint64_t max_bytes) {
+  const auto size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+    throw InputError(fmt::format("{}: not a zstd frame with a known size (the file is damaged)", source));
+  if (size > max_bytes)
+    throw InputError(
+        fmt::format("{}: the zstd frame claims {} bytes, more than the {} allowed", source, size, max_bytes));
+  std::vector<std::byte> out(static_cast<std::size_t>(size));
+  const auto got = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(got) || got != out.size())
+    throw InputError(fmt::format("{}: zstd: {}", source, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame"));
+  return out;
+}
 
 Sparse24Encoding
 encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols, int bits) {
@@ -50,8 +61,8 @@ encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols
       for (int k = 0; k < 4; ++k)
         if (v[k] != 0.0f) {
           if (found == 2)
-            throw InputError(fmt::format("row {} columns {}-{} have more than 2 nonzero values (not 2:4)", r, g * 4,
-                                         g * 4 + 3));
+            throw InputError(
+                fmt::format("row {} columns {}-{} have more than 2 nonzero values (not 2:4)", r, g * 4, g * 4 + 3));
           positions[found++] = k;
         }
       for (int k = 0; k < 4 && found < 2; ++k)
@@ -82,20 +93,25 @@ decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, s
 
 DeltaArtifact::DeltaArtifact(const std::filesystem::path& directory) : m_dir(directory) {
   if (!std::filesystem::is_directory(directory))
-    throw InputError(fmt::format("--delta {}: not a directory (expected an optkit compress delta output)",
-                                 directory.string()));
+    throw InputError(
+        fmt::format("--delta {}: not a directory (expected an optkit compress delta output)", directory.string()));
   m_config = read_json_file(directory / "delta_config.json", "an optkit delta artifact");
-  if (!m_config.is_object() || m_config.value("format", "") != kDeltaFormat || m_config.value("version", 0) != 1)
-    throw InputError(fmt::format("{}: not an {} v1 artifact", (directory / "delta_config.json").string(), kDeltaFormat));
+  check_config(m_config, (directory / "delta_config.json").string());
   const auto zst = directory / kZstdFile, plain = directory / kPlainFile;
   if (std::filesystem::is_regular_file(zst)) {
-    m_bytes = zstd_decompress(read_input_file(zst, "delta tensors"), zst);
+    m_bytes = zstd_decompress(read_input_file(zst, "delta tensors"), zst.string(), kMaxDecompressedBytes);
   } else {
     const auto text = read_input_file(plain, "delta tensors");
     m_bytes.resize(text.size());
     std::memcpy(m_bytes.data(), text.data(), text.size());
   }
   m_header = model::parse_safetensors(m_bytes, (directory / kPlainFile).string());
+}
+
+DeltaArtifact::DeltaArtifact(nlohmann::json config, std::vector<std::byte> tensors, const std::string& source)
+    : m_dir(source), m_config(std::move(config)), m_bytes(std::move(tensors)) {
+  check_config(m_config, source);
+  m_header = model::parse_safetensors(m_bytes, source);
 }
 
 DeltaArtifact::~DeltaArtifact() = default;
@@ -105,7 +121,7 @@ DeltaArtifact::find(const std::string& name) const {
   for (const auto& t : m_header.tensors)
     if (t.name == name)
       return {&t, std::span(m_bytes).subspan(static_cast<std::size_t>(m_header.data_offset + t.begin),
-                                            static_cast<std::size_t>(t.end - t.begin))};
+                                             static_cast<std::size_t>(t.end - t.begin))};
   return {};
 }
 
@@ -121,8 +137,8 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
   const auto indices = find(module + ".delta_indices");
   const auto scale = find(module + ".delta_scale");
   if (!values.info || (!dense.info && !indices.info) || !scale.info)
-    throw InputError(fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale",
-                                 m_dir.string(), module));
+    throw InputError(
+        fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale", m_dir.string(), module));
   const int bits = m_config.value("bits", 0);
   if (bits < 2 || bits > 8 || 32 % bits != 0)
     throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", m_dir.string(), bits));
@@ -131,8 +147,8 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
                                           indices.shape() == std::vector<std::int64_t>{rows, cols / 8});
   if (!indices_fit || values.dtype() != model::DType::i32 || values.shape() != std::vector<std::int64_t>{rows, words} ||
       scale.shape().size() != 2 || scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
-    throw InputError(fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module,
-                                 rows, cols));
+    throw InputError(
+        fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module, rows, cols));
   const auto groups = scale.shape()[1];
   const auto group_size = (cols + groups - 1) / groups;
   const auto* v = reinterpret_cast<const std::int32_t*>(values.bytes.data());

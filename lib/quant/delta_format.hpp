@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace optkit::quant {
@@ -33,7 +34,7 @@ namespace optkit::quant {
 inline constexpr const char* kDeltaFormat = "optkit-delta";
 
 struct Sparse24Encoding {
-  std::vector<std::int32_t> values; // rows x packed_words(cols / 2, bits)
+  std::vector<std::int32_t> values;  // rows x packed_words(cols / 2, bits)
   std::vector<std::uint8_t> indices; // rows x cols / 8
 };
 
@@ -47,6 +48,8 @@ void decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indic
 class DeltaArtifact {
 public:
   explicit DeltaArtifact(const std::filesystem::path& directory);
+  // From a delta_config.json and the (decompressed) tensors file; `source` names it in errors.
+  DeltaArtifact(nlohmann::json config, std::vector<std::byte> tensors, const std::string& source);
   ~DeltaArtifact();
   DeltaArtifact(const DeltaArtifact&) = delete;
   DeltaArtifact& operator=(const DeltaArtifact&) = delete;
@@ -66,6 +69,10 @@ private:
   std::vector<std::byte> m_bytes;
   model::SafetensorsHeader m_header;
 };
+
+// A zstd frame's content, refused (InputError naming `source`) when damaged, of unknown size or
+// larger than `max_bytes`.
+std::vector<std::byte> zstd_decompress(std::string_view compressed, const std::string& source, std::uint64_t max_bytes);
 
 // Writes delta.safetensors (zstd-compressed to delta.safetensors.zst when `zstd`) into
 // `directory`; returns the file name.

@@ -10,8 +10,8 @@
 #include <numeric>
 
 extern "C" {
-void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
-void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
+void spotri_(const char* uplo, const int* n, float* a, const int* lda, int* info);
 }
 
 namespace optkit::quant {
@@ -21,10 +21,10 @@ namespace {
 // Cholesky in place of a symmetric row-major matrix; LAPACK sees it column-major, so its lower
 // triangle is our upper one.
 bool
-cholesky_upper_rowmajor(std::vector<double>& a, int n) {
+cholesky_upper_rowmajor(std::vector<float>& a, int n) {
   int info = 0;
   const char lower = 'L';
-  dpotrf_(&lower, &n, a.data(), &n, &info);
+  spotrf_(&lower, &n, a.data(), &n, &info);
   return info == 0;
 }
 
@@ -47,15 +47,15 @@ inverse_cholesky_upper(std::span<const float> h, std::int64_t n64, double damp) 
   for (std::size_t i = 0; i < n; ++i)
     mean_diag += static_cast<double>(h[i * n + i]);
   mean_diag /= static_cast<double>(n);
-  std::vector<double> a(h.begin(), h.end());
+  std::vector<float> a(h.begin(), h.end());
   for (std::size_t i = 0; i < n; ++i)
-    a[i * n + i] += damp * mean_diag;
+    a[i * n + i] += static_cast<float>(damp * mean_diag);
   const int dim = static_cast<int>(n);
   if (!cholesky_upper_rowmajor(a, dim))
     return std::nullopt;
   int info = 0;
   const char lower = 'L';
-  dpotri_(&lower, &dim, a.data(), &dim, &info); // H⁻¹ in our upper triangle
+  spotri_(&lower, &dim, a.data(), &dim, &info); // H⁻¹ in our upper triangle
   if (info != 0)
     return std::nullopt;
   for (std::size_t i = 0; i < n; ++i)
@@ -63,11 +63,10 @@ inverse_cholesky_upper(std::span<const float> h, std::int64_t n64, double damp) 
       a[j * n + i] = a[i * n + j];
   if (!cholesky_upper_rowmajor(a, dim)) // H⁻¹ = UᵀU, U in our upper triangle
     return std::nullopt;
-  std::vector<float> u(n * n, 0.0f);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i; j < n; ++j)
-      u[i * n + j] = static_cast<float>(a[i * n + j]);
-  return u;
+    for (std::size_t j = 0; j < i; ++j)
+      a[i * n + j] = 0.0f;
+  return a;
 }
 
 CompressedMatrix
@@ -77,8 +76,8 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
       static_cast<std::int64_t>(hessian.size()) != cols * cols)
     throw InputError(fmt::format("{}: weight or Hessian size does not match [{}, {}]", o.layer, rows, cols));
   if (o.sparse_2_4 && (cols % 4 != 0 || o.block_size % 4 != 0 || o.act_order))
-    throw InputError(fmt::format("{}: 2:4 sparsity needs in_features and block_size divisible by 4 and no act-order",
-                                 o.layer));
+    throw InputError(
+        fmt::format("{}: 2:4 sparsity needs in_features and block_size divisible by 4 and no act-order", o.layer));
   const auto n = static_cast<std::size_t>(cols);
   CompressedMatrix out;
   out.rows = rows;
@@ -211,8 +210,8 @@ rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const Q
 }
 
 double
-relative_output_error(std::span<const float> weight, std::span<const float> recon, std::int64_t rows,
-                      std::int64_t cols, std::span<const float> h) {
+relative_output_error(std::span<const float> weight, std::span<const float> recon, std::int64_t rows, std::int64_t cols,
+                      std::span<const float> h) {
   std::vector<float> e(weight.size());
   for (std::size_t i = 0; i < e.size(); ++i)
     e[i] = weight[i] - recon[i];

@@ -9,7 +9,9 @@
 namespace optkit::quant {
 
 Hessian::Hessian(std::int64_t cols)
-    : m_cols(cols), m_sum(static_cast<std::size_t>(cols * cols), 0.0f), m_absmax(static_cast<std::size_t>(cols), 0.0f) {}
+    : m_cols(cols)
+    , m_sum(static_cast<std::size_t>(cols * cols), 0.0f)
+    , m_absmax(static_cast<std::size_t>(cols), 0.0f) {}
 
 void
 Hessian::add(const float* x, std::int64_t rows, std::int64_t sequences) {

@@ -10,8 +10,10 @@ namespace optkit::quant {
 
 namespace {
 
-constexpr std::array<std::pair<Strategy, std::string_view>, 4> kStrategies = {
-    {{Strategy::tensor, "tensor"}, {Strategy::channel, "channel"}, {Strategy::group, "group"}, {Strategy::token, "token"}}};
+constexpr std::array<std::pair<Strategy, std::string_view>, 4> kStrategies = {{{Strategy::tensor, "tensor"},
+                                                                               {Strategy::channel, "channel"},
+                                                                               {Strategy::group, "group"},
+                                                                               {Strategy::token, "token"}}};
 
 } // namespace
 

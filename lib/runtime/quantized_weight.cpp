@@ -80,11 +80,12 @@ make_quantized_weight(QuantizedWeightSpec spec) {
     throw InputError("quantized weight: empty shape or group size");
   const std::int64_t groups = (spec.cols + spec.group_size - 1) / spec.group_size;
   if (static_cast<std::int64_t>(spec.scales.size()) != spec.rows * groups)
-    throw InputError(fmt::format("quantized weight: {} scales for {} rows x {} groups", spec.scales.size(), spec.rows,
-                                 groups));
-  const std::uint64_t expected = spec.storage == QuantizedStorage::packed_int32
-                                     ? static_cast<std::uint64_t>(spec.rows * quant::packed_words(spec.cols, spec.bits)) * 4
-                                     : static_cast<std::uint64_t>(spec.rows * spec.cols);
+    throw InputError(
+        fmt::format("quantized weight: {} scales for {} rows x {} groups", spec.scales.size(), spec.rows, groups));
+  const std::uint64_t expected =
+      spec.storage == QuantizedStorage::packed_int32
+          ? static_cast<std::uint64_t>(spec.rows * quant::packed_words(spec.cols, spec.bits)) * 4
+          : static_cast<std::uint64_t>(spec.rows * spec.cols);
   if (spec.values.size() != expected)
     throw InputError(fmt::format("quantized weight: {} bytes of values, expected {}", spec.values.size(), expected));
   return std::make_unique<QuantizedWeight>(std::move(spec));

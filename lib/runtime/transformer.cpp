@@ -39,7 +39,7 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
                                    options.delta->string(), model_dir.string()));
   }
   auto load_module = [&](const std::string& module, std::int64_t rows, std::int64_t cols,
-                    const quant::QuantizationConfig* quantization_config) {
+                         const quant::QuantizationConfig* quantization_config) {
     auto w = load_linear(*m_store, module, rows, cols, quantization_config);
     return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
   };

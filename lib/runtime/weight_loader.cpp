@@ -19,17 +19,9 @@ check_shape(const model::TensorView& view, const std::vector<std::int64_t>& expe
                                  fmt::join(view.shape(), ", "), fmt::join(expected, ", ")));
 }
 
-std::vector<float>
-read_floats(const model::TensorView& view) {
-  std::vector<float> out(view.element_count());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = view.at(i);
-  return out;
-}
-
 std::unique_ptr<LinearWeight>
-load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
-                      std::int64_t cols, const quant::QuantizationConfig& q) {
+load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
+                      const quant::QuantizationConfig& q) {
   const auto packed = store.find(prefix + ".weight_packed");
   const auto plain = store.find(prefix + ".weight");
   const auto scale = store.require(prefix + ".weight_scale");
@@ -43,7 +35,8 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
       throw InputError(fmt::format("tensor '{}' must be I32", packed.info->name));
     check_shape(packed, {rows, quant::packed_words(cols, q.weights.bits)});
     const auto shape = store.require(prefix + ".weight_shape");
-    if (shape.element_count() != 2 || shape.at(0) != static_cast<float>(rows) || shape.at(1) != static_cast<float>(cols))
+    if (shape.element_count() != 2 || shape.at(0) != static_cast<float>(rows) ||
+        shape.at(1) != static_cast<float>(cols))
       throw InputError(fmt::format("tensor '{}' does not say [{}, {}]", shape.info->name, rows, cols));
     spec.storage = QuantizedStorage::packed_int32;
     spec.values = packed.bytes;
@@ -54,7 +47,7 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   } else {
     throw InputError(fmt::format("'{}' has a weight_scale but no weight_packed or I8/F8_E4M3 weight", prefix));
   }
-  auto scales = read_floats(scale);
+  auto scales = scale.to_floats();
   const auto& shape = scale.shape();
   if (shape.size() == 1 && shape[0] == 1) { // per tensor
     scales.assign(static_cast<std::size_t>(rows), scales.front());
@@ -105,7 +98,7 @@ merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delt
   const auto rows = base->rows(), cols = base->cols();
   if (const auto own = delta.find(module + ".weight"); own.info) { // the variant's tensor, stored whole
     check_shape(own, {rows, cols});
-    return make_owned_dense_weight(read_floats(own), rows, cols);
+    return make_owned_dense_weight(own.to_floats(), rows, cols);
   }
   if (!delta.has_delta(module))
     return base;
@@ -126,7 +119,7 @@ load_vector(const model::WeightStore& store, const quant::DeltaArtifact* delta, 
     return load_vector(store, name, size);
   const auto view = delta->find(name);
   check_shape(view, {size});
-  return read_floats(view);
+  return view.to_floats();
 }
 
 std::vector<float>

@@ -4,7 +4,9 @@ and SparseGPT papers and their reference code describe them), used as a test ora
 baseline of tests/perf/perf_gptq. Never a dependency of optkit.
 
   gptq_reference.py golden OUT.safetensors    writes small cases with expected reconstructions
-  gptq_reference.py time ROWS COLS TOKENS     times GPTQ int4 g128 on random data, prints JSON
+  gptq_reference.py time ROWS COLS TOKENS OUT.safetensors
+                                              times the Hessian and GPTQ int4 g128 (act-order) on
+                                              random data, prints JSON, saves W, H and Q for optkit
 """
 import json
 import resource
@@ -45,7 +47,7 @@ def gptq(W, H, bits, group, block=128, percdamp=0.01, actorder=False, sparse24=F
     H = H[perm][:, perm]
     damp = percdamp * torch.mean(torch.diag(H))
     H[range(cols), range(cols)] += damp
-    L = torch.linalg.cholesky(H.double())
+    L = torch.linalg.cholesky(H)
     Hinv = torch.cholesky_inverse(L)
     U = torch.linalg.cholesky(Hinv, upper=True).float()
     Q = torch.zeros_like(W)
@@ -114,24 +116,25 @@ def golden(path):
     write_safetensors(path, cases)
 
 
-def timing(rows, cols, tokens):
+def timing(rows, cols, tokens, out):
     torch.manual_seed(0)
-    torch.set_num_threads(torch.get_num_threads())
-    X = torch.randn(tokens, cols)
+    X = torch.randn(tokens, cols) @ (torch.eye(cols) + 0.05 * torch.randn(cols, cols))
     W = torch.randn(rows, cols) * 0.02
     t0 = time.perf_counter()
     H = 2.0 * X.T @ X / 128
     t1 = time.perf_counter()
+    del X
     Q = gptq(W, H, 4, 128, block=128, actorder=True)
     t2 = time.perf_counter()
     err = ((W - Q) @ H * (W - Q)).sum() / ((W @ H) * W).sum()
     print(json.dumps({"hessian_s": t1 - t0, "gptq_s": t2 - t1, "total_s": t2 - t0, "relative_error": float(err),
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "threads": torch.get_num_threads()}))
+    write_safetensors(out, {"W": W, "H": H, "Q": Q})
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "golden":
         golden(sys.argv[2])
     else:
-        timing(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        timing(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
