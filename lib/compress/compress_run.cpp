@@ -113,12 +113,14 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
   if (options.output.empty())
     throw InputError("-o OUT is required (the folder to write)");
-  if (std::filesystem::exists(options.output))
+  auto output = std::filesystem::absolute(options.output).lexically_normal();
+  if (output.filename().empty()) // "-o out/"
+    output = output.parent_path();
+  if (std::filesystem::exists(output))
     throw InputError(fmt::format("-o {}: already exists (choose a new folder; optkit never overwrites a model)",
                                  options.output.string()));
-  const auto parent = std::filesystem::absolute(options.output).parent_path();
-  std::filesystem::create_directories(parent);
-  TemporaryFolder temp{parent / fmt::format(".{}.optkit-tmp-{}", options.output.filename().string(), ::getpid())};
+  std::filesystem::create_directories(output.parent_path());
+  TemporaryFolder temp{output.parent_path() / fmt::format(".{}.optkit-tmp-{}", output.filename().string(), ::getpid())};
   std::filesystem::create_directories(temp.path);
 
   const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
@@ -197,7 +199,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     throw RuntimeFailure(fmt::format("every compression trial failed; first: {}", result.trials.front().error));
   }
   summarize(result);
-  std::filesystem::rename(temp.path / fmt::format("trial-{}", result.representative), options.output);
+  std::filesystem::rename(temp.path / fmt::format("trial-{}", result.representative), output);
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
       context.archive->add_metric(context.run_id, std::nullopt,
@@ -206,7 +208,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     }
     context.archive->add_metric(context.run_id, std::nullopt,
                                 {"representative_trial", static_cast<double>(result.representative), "", {}});
-    for (const auto& entry : std::filesystem::directory_iterator(options.output))
+    for (const auto& entry : std::filesystem::directory_iterator(output))
       if (entry.is_regular_file())
         context.archive->add_artifact(context.run_id, std::nullopt, entry.path(), delta ? "delta" : "model");
   });
