@@ -131,6 +131,23 @@ metrics_table(const RunDetail& detail) {
   return table;
 }
 
+MetricSummary
+summarize_values(const std::vector<double>& list) {
+  MetricSummary s;
+  s.count = list.size();
+  double sum = 0;
+  for (double v : list) {
+    sum += v;
+  }
+  s.mean = list.empty() ? std::nan("") : sum / static_cast<double>(list.size());
+  double squares = 0;
+  for (double v : list) {
+    squares += (v - s.mean) * (v - s.mean);
+  }
+  s.stddev = list.size() > 1 ? std::sqrt(squares / static_cast<double>(list.size() - 1)) : 0.0;
+  return s;
+}
+
 std::map<std::string, MetricSummary>
 summarize_metrics(const RunDetail& detail) {
   std::map<std::string, std::vector<double>> values;
@@ -144,19 +161,8 @@ summarize_metrics(const RunDetail& detail) {
   }
   std::map<std::string, MetricSummary> out;
   for (const auto& [name, list] : values) {
-    MetricSummary s;
+    MetricSummary s = summarize_values(list);
     s.unit = units[name];
-    s.count = list.size();
-    double sum = 0;
-    for (double v : list) {
-      sum += v;
-    }
-    s.mean = list.empty() ? std::nan("") : sum / static_cast<double>(list.size());
-    double squares = 0;
-    for (double v : list) {
-      squares += (v - s.mean) * (v - s.mean);
-    }
-    s.stddev = list.size() > 1 ? std::sqrt(squares / static_cast<double>(list.size() - 1)) : 0.0;
     out[name] = s;
   }
   return out;

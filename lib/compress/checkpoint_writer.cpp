@@ -18,30 +18,8 @@ namespace {
 
 constexpr std::uint64_t kMaxShardBytes = 5'000'000'000ULL; // transformers' save_pretrained default
 
-template <typename T>
-std::span<const std::byte>
-as_bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span(v));
-}
-
-// Owns the bytes of the tensors it hands to the safetensors writer.
-struct TensorList {
-  std::vector<model::TensorToWrite> tensors;
-  std::vector<std::unique_ptr<std::vector<std::byte>>> storage;
-
-  void add_owned(std::string name, model::DType dtype, std::vector<std::int64_t> shape, std::vector<std::byte> bytes) {
-    storage.push_back(std::make_unique<std::vector<std::byte>>(std::move(bytes)));
-    tensors.push_back({std::move(name), dtype, std::move(shape), *storage.back()});
-  }
-  template <typename T>
-  void add_values(std::string name, model::DType dtype, std::vector<std::int64_t> shape, const std::vector<T>& values) {
-    const auto bytes = as_bytes_of(values);
-    add_owned(std::move(name), dtype, std::move(shape), std::vector<std::byte>(bytes.begin(), bytes.end()));
-  }
-};
-
 void
-add_compressed_linear(TensorList& out, const CompressedLinear& linear, const std::string& format,
+add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, const std::string& format,
                       model::DType scale_dtype) {
   const auto& m = linear.matrix;
   const auto& grid = *m.grid;
@@ -70,7 +48,7 @@ add_compressed_linear(TensorList& out, const CompressedLinear& linear, const std
       out.add_values(p + ".weight", model::DType::i8, {m.rows, m.cols}, values);
     }
   }
-  out.add_owned(p + ".weight_scale", scale_dtype, scale_shape, model::encode_floats(scales, scale_dtype));
+  out.add_bytes(p + ".weight_scale", scale_dtype, scale_shape, model::encode_floats(scales, scale_dtype));
 }
 
 } // namespace
@@ -105,12 +83,8 @@ write_compressed_checkpoint(const std::filesystem::path& directory, const std::f
   q.ignore = recipe.ignore;
   config["quantization_config"] = quant::to_json(q);
 
-  const auto scale_view = store.find("model.layers.0.self_attn.q_proj.weight");
-  const auto scale_dtype =
-      scale_view.info && (scale_view.dtype() == model::DType::bf16 || scale_view.dtype() == model::DType::f16)
-          ? scale_view.dtype()
-          : model::DType::f32;
-  TensorList out;
+  const auto scale_dtype = store.float_dtype();
+  model::TensorSet out;
   std::set<std::string> replaced;
   for (const auto& linear : result.linears) {
     add_compressed_linear(out, linear, q.format, scale_dtype);
@@ -121,12 +95,12 @@ write_compressed_checkpoint(const std::filesystem::path& directory, const std::f
       continue;
     const auto view = store.require(name);
     if (const auto it = result.smoothed_norms.find(name); it != result.smoothed_norms.end()) {
-      out.add_owned(name, view.dtype(), view.shape(), model::encode_floats(it->second, view.dtype()));
+      out.add_bytes(name, view.dtype(), view.shape(), model::encode_floats(it->second, view.dtype()));
       continue;
     }
-    out.tensors.push_back({name, view.dtype(), view.shape(), view.bytes});
+    out.add_view(name, view.dtype(), view.shape(), view.bytes);
   }
-  model::write_safetensors_sharded(directory, out.tensors, kMaxShardBytes);
+  model::write_safetensors_sharded(directory, out.tensors(), kMaxShardBytes);
   write_file_atomic(directory / "config.json", config.dump(2) + "\n");
   copy_tokenizer_files(source, directory);
   std::filesystem::copy_file(recipe.source, directory / "recipe.yaml");

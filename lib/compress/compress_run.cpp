@@ -1,5 +1,6 @@
 #include "compress/compress_run.hpp"
 
+#include "archive/run_report.hpp"
 #include "compress/calibration.hpp"
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
@@ -59,14 +60,8 @@ summarize(CompressResult& result) {
           values[key].push_back(value.get<double>());
   result.summary = nlohmann::json::object();
   for (const auto& [key, v] : values) {
-    double mean = 0, var = 0;
-    for (const double x : v)
-      mean += x;
-    mean /= static_cast<double>(v.size());
-    for (const double x : v)
-      var += (x - mean) * (x - mean);
-    const double std = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0.0;
-    result.summary[key] = {{"mean", mean}, {"std", std}, {"n", v.size()}};
+    const auto s = archive::summarize_values(v);
+    result.summary[key] = {{"mean", s.mean}, {"std", s.stddev}, {"n", s.count}};
   }
 }
 
@@ -270,10 +265,7 @@ compress_worker(const proc::WorkerSpec& spec) {
     const auto written = write_delta_artifact(output, model_dir, *base, recipe, layers, report);
     metrics = {{"output_bytes", written.artifact_bytes}, {"compression_ratio", written.compression_ratio}};
   } else {
-    std::uint64_t source_fp16 = 0;
-    model::WeightStore store(model_dir);
-    for (const auto& name : store.names())
-      source_fp16 += store.require(name).element_count() * 2;
+    const std::uint64_t source_fp16 = model::WeightStore(model_dir).element_count() * 2;
     report["elapsed_s"] = now_seconds() - started;
     const auto bytes = write_compressed_checkpoint(output, model_dir, recipe, layers, report);
     metrics = {{"output_bytes", bytes},

@@ -19,44 +19,29 @@ namespace optkit::compress {
 
 namespace {
 
-struct OwnedTensors {
-  std::vector<model::TensorToWrite> tensors;
-  std::vector<std::unique_ptr<std::vector<std::byte>>> storage;
-  void add(std::string name, model::DType dtype, std::vector<std::int64_t> shape, std::span<const std::byte> bytes) {
-    storage.push_back(std::make_unique<std::vector<std::byte>>(bytes.begin(), bytes.end()));
-    tensors.push_back({std::move(name), dtype, std::move(shape), *storage.back()});
-  }
-};
-
-template <typename T>
-std::span<const std::byte>
-bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span(v));
-}
-
 void
-add_sparse_delta(OwnedTensors& out, const std::string& module, const std::vector<float>& q,
+add_sparse_delta(model::TensorSet& out, const std::string& module, const std::vector<float>& q,
                  const quant::QuantGrid& grid, model::DType scale_dtype) {
   const auto enc = quant::encode_sparse_2_4(q, grid.rows, grid.cols, grid.args.bits);
-  out.add(module + ".delta_values", model::DType::i32,
-          {grid.rows, static_cast<std::int64_t>(enc.values.size()) / grid.rows}, bytes_of(enc.values));
-  out.add(module + ".delta_indices", model::DType::u8, {grid.rows, grid.cols / 8}, bytes_of(enc.indices));
-  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
-          model::encode_floats(grid.scale, scale_dtype));
+  out.add_values(module + ".delta_values", model::DType::i32,
+                 {grid.rows, static_cast<std::int64_t>(enc.values.size()) / grid.rows}, enc.values);
+  out.add_values(module + ".delta_indices", model::DType::u8, {grid.rows, grid.cols / 8}, enc.indices);
+  out.add_bytes(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
+                model::encode_floats(grid.scale, scale_dtype));
 }
 
 void
-add_dense_delta(OwnedTensors& out, const std::string& module, const quant::CompressedMatrix& cm,
+add_dense_delta(model::TensorSet& out, const std::string& module, const quant::CompressedMatrix& cm,
                 model::DType scale_dtype) {
   const auto& grid = *cm.grid;
   std::vector<std::int8_t> values(cm.q.size());
   for (std::size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<std::int8_t>(cm.q[i]);
-  const auto packed = quant::pack_rows(values, grid.rows, grid.cols, grid.args.bits);
-  out.add(module + ".delta_packed", model::DType::i32, {grid.rows, quant::packed_words(grid.cols, grid.args.bits)},
-          bytes_of(packed));
-  out.add(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
-          model::encode_floats(grid.scale, scale_dtype));
+  out.add_values(module + ".delta_packed", model::DType::i32,
+                 {grid.rows, quant::packed_words(grid.cols, grid.args.bits)},
+                 quant::pack_rows(values, grid.rows, grid.cols, grid.args.bits));
+  out.add_bytes(module + ".delta_scale", scale_dtype, {grid.rows, grid.groups()},
+                model::encode_floats(grid.scale, scale_dtype));
 }
 
 } // namespace
@@ -66,18 +51,17 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
                      const std::filesystem::path& base, const Recipe& recipe, const LayerwiseResult& result,
                      nlohmann::json report) {
   model::WeightStore variant(finetuned), base_store(base);
-  const auto probe = variant.require("model.layers.0.self_attn.q_proj.weight");
-  const auto scale_dtype = probe.dtype() == model::DType::f32 ? model::DType::f32 : probe.dtype();
-  OwnedTensors out;
+  const auto scale_dtype = variant.float_dtype();
+  model::TensorSet out;
   std::set<std::string> done;
   for (const auto& linear : result.linears) {
     add_sparse_delta(out, linear.module, linear.matrix.q, *linear.matrix.grid, scale_dtype);
     done.insert(linear.module + ".weight");
   }
   DeltaWriteResult written;
+  written.uncompressed_bytes = variant.element_count() * 2;
   for (const auto& name : variant.names()) {
     const auto view = variant.require(name);
-    written.uncompressed_bytes += view.element_count() * 2;
     if (done.count(name))
       continue;
     const auto module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
@@ -100,10 +84,10 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
                       scale_dtype);
       continue;
     }
-    out.add(name, view.dtype(), view.shape(), view.bytes);
+    out.add_view(name, view.dtype(), view.shape(), view.bytes);
   }
   std::filesystem::create_directories(directory);
-  const auto file = quant::write_delta_tensors(directory, out.tensors, recipe.lossless == Lossless::zstd);
+  const auto file = quant::write_delta_tensors(directory, out.tensors(), recipe.lossless == Lossless::zstd);
   written.artifact_bytes = std::filesystem::file_size(directory / file);
   written.compression_ratio = static_cast<double>(written.uncompressed_bytes) /
                               static_cast<double>(std::max<std::uint64_t>(1, written.artifact_bytes));

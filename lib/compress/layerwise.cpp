@@ -87,14 +87,6 @@ relative_frobenius_error(const std::vector<float>& w, const std::vector<float>& 
   return den > 0 ? num / den : 0;
 }
 
-model::DType
-scale_dtype_of(const runtime::CpuTransformer& model) {
-  const auto view = model.weights().find("model.layers.0.self_attn.q_proj.weight");
-  if (view.info && (view.dtype() == model::DType::bf16 || view.dtype() == model::DType::f16))
-    return view.dtype();
-  return model::DType::f32;
-}
-
 } // namespace
 
 bool
@@ -119,7 +111,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   if (options.base)
     base = std::make_unique<runtime::CpuTransformer>(*options.base, runtime::RuntimeOptions{options.threads});
   const auto& config = model.config();
-  const auto scale_dtype = scale_dtype_of(model);
+  const auto scale_dtype = model.weights().float_dtype();
   runtime::ThreadPool pool(static_cast<unsigned>(threads));
   const bool calibrated = recipe.needs_calibration();
   if (calibrated && (!options.calibration || options.calibration->samples.empty()))
@@ -145,7 +137,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       run_layer_chunked(model, layer, lengths, scratch, &tap);
     }
     // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up.
-    std::map<std::string, std::vector<float>> smoothing; // linear name → s of its input
+    std::map<LinearInput, std::vector<float>> smoothing; // s of each smoothed input
     if (recipe.smoothquant_alpha) {
       for (const auto input : {LinearInput::attention_in, LinearInput::mlp_in}) {
         auto* h = tap.find(input);
@@ -172,7 +164,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
           model.replace_linear(layer, names[i],
                                runtime::make_owned_dense_weight(std::move(weights[i]), old.rows(), old.cols()));
         }
-        smoothing.emplace(input == LinearInput::attention_in ? "attention_in" : "mlp_in", s);
+        smoothing.emplace(input, s);
       }
     }
     for (const auto& linear : runtime::kDecoderLinears) {
@@ -198,11 +190,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       if (calibrated) {
         auto* hessian = tap.find(linear.input);
         h = hessian->matrix();
-        const char* key = linear.input == LinearInput::attention_in ? "attention_in"
-                          : linear.input == LinearInput::mlp_in     ? "mlp_in"
-                                                                    : nullptr;
-        if (key && smoothing.count(key))
-          quant::rescale_hessian(h, cols, smoothing.at(key));
+        if (const auto it = smoothing.find(linear.input); it != smoothing.end())
+          quant::rescale_hessian(h, cols, it->second);
       }
       quant::CompressedMatrix cm;
       if (recipe.method == Method::gptq) {

@@ -75,7 +75,7 @@ run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& con
   if (options.kl_base)
     model::check_model_folder(*options.kl_base, "--kl-base");
   if (options.delta)
-    quant::DeltaArtifact artifact(*options.delta); // a malformed artifact is one error line here
+    quant::read_delta_config(*options.delta); // the child reads the tensors
   if (!std::filesystem::is_regular_file(options.data))
     throw InputError(fmt::format("--data {}: no such file", options.data.string()));
   proc::WorkerTask task;

@@ -95,4 +95,15 @@ write_safetensors_sharded(const std::filesystem::path& directory, const std::vec
   return names;
 }
 
+void
+TensorSet::add_view(std::string name, DType dtype, std::vector<std::int64_t> shape, std::span<const std::byte> bytes) {
+  m_tensors.push_back({std::move(name), dtype, std::move(shape), bytes});
+}
+
+void
+TensorSet::add_bytes(std::string name, DType dtype, std::vector<std::int64_t> shape, std::vector<std::byte> bytes) {
+  m_storage.push_back(std::make_unique<std::vector<std::byte>>(std::move(bytes)));
+  m_tensors.push_back({std::move(name), dtype, std::move(shape), *m_storage.back()});
+}
+
 } // namespace optkit::model

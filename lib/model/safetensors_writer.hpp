@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,24 @@ struct TensorToWrite {
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;
   std::span<const std::byte> bytes; // must be shape x dtype size long
+};
+
+// Tensors to write: views of bytes that outlive the set (a mapped file's tensors) and values
+// computed in memory, whose bytes the set owns.
+class TensorSet {
+public:
+  void add_view(std::string name, DType dtype, std::vector<std::int64_t> shape, std::span<const std::byte> bytes);
+  void add_bytes(std::string name, DType dtype, std::vector<std::int64_t> shape, std::vector<std::byte> bytes);
+  template <typename T>
+  void add_values(std::string name, DType dtype, std::vector<std::int64_t> shape, const std::vector<T>& values) {
+    const auto bytes = std::as_bytes(std::span(values));
+    add_bytes(std::move(name), dtype, std::move(shape), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  const std::vector<TensorToWrite>& tensors() const { return m_tensors; }
+
+private:
+  std::vector<TensorToWrite> m_tensors;
+  std::vector<std::unique_ptr<std::vector<std::byte>>> m_storage; // stable addresses for the spans
 };
 
 // One file. `metadata` is merged over {"format": "pt"}.

@@ -67,4 +67,21 @@ WeightStore::names() const {
   return out;
 }
 
+std::uint64_t
+WeightStore::element_count() const {
+  std::uint64_t total = 0;
+  for (const auto& shard : m_shards)
+    for (const auto& t : shard->header().tensors)
+      total += t.element_count();
+  return total;
+}
+
+DType
+WeightStore::float_dtype() const {
+  const auto probe = find("model.layers.0.self_attn.q_proj.weight");
+  if (probe.info && (probe.dtype() == DType::bf16 || probe.dtype() == DType::f16))
+    return probe.dtype();
+  return DType::f32;
+}
+
 } // namespace optkit::model

@@ -22,6 +22,11 @@ public:
   // Throws InputError naming the folder and tensor when absent.
   TensorView require(const std::string& name) const;
   std::vector<std::string> names() const;
+  // Elements over every tensor (fp16 size = 2 bytes each).
+  std::uint64_t element_count() const;
+  // The float dtype the model's weights are stored in (BF16 or F16; F32 otherwise), which
+  // compressed-tensors also uses for scales.
+  DType float_dtype() const;
   const std::vector<std::filesystem::path>& files() const { return m_files; }
 
 private:

@@ -91,12 +91,18 @@ decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, s
   }
 }
 
-DeltaArtifact::DeltaArtifact(const std::filesystem::path& directory) : m_dir(directory) {
+nlohmann::json
+read_delta_config(const std::filesystem::path& directory) {
   if (!std::filesystem::is_directory(directory))
     throw InputError(
         fmt::format("--delta {}: not a directory (expected an optkit compress delta output)", directory.string()));
-  m_config = read_json_file(directory / "delta_config.json", "an optkit delta artifact");
-  check_config(m_config, (directory / "delta_config.json").string());
+  auto config = read_json_file(directory / "delta_config.json", "an optkit delta artifact");
+  check_config(config, (directory / "delta_config.json").string());
+  return config;
+}
+
+DeltaArtifact::DeltaArtifact(const std::filesystem::path& directory)
+    : m_dir(directory), m_config(read_delta_config(directory)) {
   const auto zst = directory / kZstdFile, plain = directory / kPlainFile;
   if (std::filesystem::is_regular_file(zst)) {
     m_bytes = zstd_decompress(read_input_file(zst, "delta tensors"), zst.string(), kMaxDecompressedBytes);
@@ -106,23 +112,28 @@ DeltaArtifact::DeltaArtifact(const std::filesystem::path& directory) : m_dir(dir
     std::memcpy(m_bytes.data(), text.data(), text.size());
   }
   m_header = model::parse_safetensors(m_bytes, (directory / kPlainFile).string());
+  for (const auto& t : m_header.tensors)
+    m_index.emplace(t.name, &t);
 }
 
 DeltaArtifact::DeltaArtifact(nlohmann::json config, std::vector<std::byte> tensors, const std::string& source)
     : m_dir(source), m_config(std::move(config)), m_bytes(std::move(tensors)) {
   check_config(m_config, source);
   m_header = model::parse_safetensors(m_bytes, source);
+  for (const auto& t : m_header.tensors)
+    m_index.emplace(t.name, &t);
 }
 
 DeltaArtifact::~DeltaArtifact() = default;
 
 model::TensorView
 DeltaArtifact::find(const std::string& name) const {
-  for (const auto& t : m_header.tensors)
-    if (t.name == name)
-      return {&t, std::span(m_bytes).subspan(static_cast<std::size_t>(m_header.data_offset + t.begin),
-                                             static_cast<std::size_t>(t.end - t.begin))};
-  return {};
+  const auto it = m_index.find(name);
+  if (it == m_index.end())
+    return {};
+  const auto& t = *it->second;
+  return {&t, std::span(m_bytes).subspan(static_cast<std::size_t>(m_header.data_offset + t.begin),
+                                         static_cast<std::size_t>(t.end - t.begin))};
 }
 
 bool

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -68,7 +69,12 @@ private:
   nlohmann::json m_config;
   std::vector<std::byte> m_bytes;
   model::SafetensorsHeader m_header;
+  std::map<std::string, const model::TensorInfo*, std::less<>> m_index;
 };
+
+// delta_config.json of an artifact folder, checked (InputError naming the file when it is not an
+// optkit-delta v1 config) without reading the tensors.
+nlohmann::json read_delta_config(const std::filesystem::path& directory);
 
 // A zstd frame's content, refused (InputError naming `source`) when damaged, of unknown size or
 // larger than `max_bytes`.

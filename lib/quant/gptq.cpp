@@ -215,7 +215,7 @@ relative_output_error(std::span<const float> weight, std::span<const float> reco
   std::vector<float> e(weight.size());
   for (std::size_t i = 0; i < e.size(); ++i)
     e[i] = weight[i] - recon[i];
-  auto quadratic = [&](const std::vector<float>& m) {
+  auto quadratic = [&](std::span<const float> m) {
     std::vector<float> mh(m.size());
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
                 static_cast<int>(cols), 1.0f, m.data(), static_cast<int>(cols), h.data(), static_cast<int>(cols), 0.0f,
@@ -225,7 +225,7 @@ relative_output_error(std::span<const float> weight, std::span<const float> reco
       total += static_cast<double>(m[i]) * static_cast<double>(mh[i]);
     return total;
   };
-  const double denom = quadratic(std::vector<float>(weight.begin(), weight.end()));
+  const double denom = quadratic(weight);
   return denom > 0 ? quadratic(e) / denom : 0.0;
 }
 

@@ -194,21 +194,14 @@ CpuTransformer::run_layer(std::int64_t layer, std::span<const std::int64_t> leng
 
 std::unique_ptr<LinearWeight>&
 CpuTransformer::linear_slot(std::int64_t layer, std::string_view name) {
+  static constexpr std::pair<std::string_view, std::unique_ptr<LinearWeight> Layer::*> kSlots[] = {
+      {"self_attn.q_proj", &Layer::q}, {"self_attn.k_proj", &Layer::k}, {"self_attn.v_proj", &Layer::v},
+      {"self_attn.o_proj", &Layer::o}, {"mlp.gate_proj", &Layer::gate}, {"mlp.up_proj", &Layer::up},
+      {"mlp.down_proj", &Layer::down}};
   auto& l = m_layers.at(static_cast<std::size_t>(layer));
-  if (name == "self_attn.q_proj")
-    return l.q;
-  if (name == "self_attn.k_proj")
-    return l.k;
-  if (name == "self_attn.v_proj")
-    return l.v;
-  if (name == "self_attn.o_proj")
-    return l.o;
-  if (name == "mlp.gate_proj")
-    return l.gate;
-  if (name == "mlp.up_proj")
-    return l.up;
-  if (name == "mlp.down_proj")
-    return l.down;
+  for (const auto& [slot_name, member] : kSlots)
+    if (slot_name == name)
+      return l.*member;
   throw InputError(fmt::format("no linear layer '{}' in a decoder layer", name));
 }
 

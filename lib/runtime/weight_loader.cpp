@@ -115,9 +115,9 @@ merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delt
 std::vector<float>
 load_vector(const model::WeightStore& store, const quant::DeltaArtifact* delta, const std::string& name,
             std::int64_t size) {
-  if (!delta || !delta->find(name).info)
+  const auto view = delta ? delta->find(name) : model::TensorView{};
+  if (!view.info)
     return load_vector(store, name, size);
-  const auto view = delta->find(name);
   check_shape(view, {size});
   return view.to_floats();
 }
