@@ -4,9 +4,63 @@
 #include "app_context.hpp"
 
 #include "core/error.hpp"
+#include "core/resource_paths.hpp"
 #include "plan/plan_run.hpp"
+#include "plan/profile_run.hpp"
+#include "proc/worker_spec.hpp"
 
 namespace optkit::cmd {
+
+namespace {
+
+void
+register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
+  struct Flags {
+    plan::ProfileOptions options;
+    double timeout_s = 0;
+    std::string format, worker;
+  };
+  auto flags = std::make_shared<Flags>();
+  plan::ProfileOptions& o = flags->options;
+  CLI::App* profile = plan_app.add_subcommand(
+      "profile", "Measure the perf database of this GPU (GEMMs, attention, memory) for later plans");
+  profile->add_option("--system", o.system, "the system these GPUs are (profiles/systems/<name>.yaml)");
+  profile->add_option("--model", o.models,
+                      "measure this model's shapes (preset or config.json; repeatable; "
+                      "default: every preset)");
+  profile->add_option("--out", o.out, "database folder (default: profiles/perf/<system>)");
+  profile->add_flag("--replace", o.replace, "measure again over an existing database folder");
+  profile->add_flag("--quick", o.quick, "a few points per shape (minutes, for a first look)");
+  profile->add_flag("--dry-run", o.dry_run, "list what would be measured; needs no GPU");
+  profile->add_option("--gpu", o.gpu, "which GPU to measure on")->capture_default_str();
+  profile->add_option("--timeout", flags->timeout_s, "seconds the measuring child may take (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  add_format_option(*profile, flags->format);
+  profile->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
+  commands.add({"plan profile", profile,
+                [flags](AppContext& ctx) {
+                  if (!flags->worker.empty()) {
+                    plan::profile_worker(proc::read_worker_spec(flags->worker));
+                    return;
+                  }
+                  if (flags->options.system.empty())
+                    throw InputError("--system NAME is required (optkit plan --help lists the systems)");
+                  const auto run =
+                      plan::run_profile(flags->options, {executable_path(), ctx.worker_global_args(), &ctx.archive(),
+                                                         ctx.run_id, flags->timeout_s, !ctx.flags.quiet});
+                  const OutputFormat format = parse_output_format(flags->format);
+                  if (format == OutputFormat::json) {
+                    auto out = plan::to_json(run);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n");
+                    return;
+                  }
+                  ctx.emit(plan::profile_table(run).render(format, ctx.color_stdout()));
+                },
+                true, &flags->worker});
+}
+
+} // namespace
 
 void
 register_plan(CLI::App& app, CommandRegistry& commands) {
@@ -19,6 +73,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan::PlanOptions& o = flags->options;
   CLI::App* plan_app = app.add_subcommand(
       "plan", "Predict the best serving configuration (parallelism, batch, aggregated or disaggregated) without a GPU");
+  plan_app->require_subcommand(0, 1);
   plan_app->add_option("--model", o.model, "preset name (see --list-models) or a Hugging Face config.json / folder");
   plan_app->add_option("--system", o.system, "GPU system: a profiles/systems/<name>.yaml (see --list-systems)");
   plan_app->add_option("--gpus", o.gpus, "GPUs to deploy on")->capture_default_str();
@@ -89,6 +144,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                     ctx.emit(plan::plan_summary(run));
                   ctx.emit(plan::pareto_table(run).render(format, ctx.color_stdout()));
                 }});
+  register_plan_profile(*plan_app, commands);
 }
 
 } // namespace optkit::cmd

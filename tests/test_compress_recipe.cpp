@@ -52,6 +52,8 @@ TEST_CASE("recipe errors name the file and the fix") {
                        doctest::Contains("group needs group_size > 0"), InputError);
   CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "lossless: zstd\n")),
                        doctest::Contains("lossless applies to delta recipes only"), InputError);
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "mode: delta\nalgorithm: {method: gptq}\n")),
+                       doctest::Contains("set algorithm.sparsity: \"2:4\""), InputError);
 }
 
 TEST_CASE("calibration samplers: seeded, without replacement, distinct subsets per seed") {

@@ -179,6 +179,9 @@ load_recipe_file(const std::filesystem::path& file) {
                                  where));
   if (r.delta && r.input_activations)
     throw InputError(fmt::format("{}: a delta recipe quantizes weights only (remove scheme.input_activations)", where));
+  if (r.delta && !r.sparse_2_4)
+    throw InputError(
+        fmt::format("{}: the delta format stores 2:4-sparse deltas: set algorithm.sparsity: \"2:4\"", where));
   if (r.delta && r.weights.is_fp8())
     throw InputError(fmt::format("{}: delta recipes use integer weights", where));
   if (!r.delta && r.lossless != Lossless::none)

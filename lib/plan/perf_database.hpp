@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,10 @@ struct PerfTable {
   std::vector<const char*> columns;
 };
 const std::vector<PerfTable>& perf_tables();
+
+// The (table, key) sites lookups asked for, e.g. {"gemm", {"bf16", "6144", "4096"}}: the shapes
+// `optkit plan profile` measures so that later plans find them measured.
+using PerfSites = std::set<std::pair<std::string, std::vector<std::string>>>;
 
 class PerfDatabase {
 public:
@@ -54,6 +59,8 @@ public:
   // Adds one measured point (the loader and tests use it); call finish() after the last.
   void add_point(const std::string& table, const std::vector<std::string>& key, double x, double y, double latency_us);
   void finish();
+  // Every later lookup adds its GEMM, attention or MoE site to `sink` (nullptr stops recording).
+  void record_sites(PerfSites* sink) { m_sites = sink; }
 
 private:
   struct GemmSite {
@@ -65,6 +72,7 @@ private:
   std::size_t m_points = 0;
   std::unordered_map<std::string, UtilizationGrid> m_grids; // "table|key fields"
   mutable std::unordered_map<std::string, GemmSite> m_nearest_gemm;
+  PerfSites* m_sites = nullptr;
 
   const UtilizationGrid* grid(const std::string& key) const;
   GemmSite gemm_site(const std::string& kind, double n, double k) const;

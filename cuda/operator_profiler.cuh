@@ -1,0 +1,43 @@
+// Times serving operators on one CUDA device for `optkit plan profile`: matrix products through
+// cuBLASLt (loaded at run time, like the driver, so the binary keeps no CUDA library dependency),
+// the project's own split-KV decode attention kernel, prefill attention as cuBLASLt batched
+// products around the project's causal softmax kernel, and a copy kernel. Plain C++ interface:
+// callers need no CUDA headers. Every figure is in microseconds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace optkit::cuda {
+
+class OperatorProfiler {
+public:
+  // Opens device `device` (of those CUDA_VISIBLE_DEVICES shows) and cuBLASLt; throws
+  // std::runtime_error naming what is missing.
+  explicit OperatorProfiler(int device);
+  ~OperatorProfiler();
+  OperatorProfiler(const OperatorProfiler&) = delete;
+  OperatorProfiler& operator=(const OperatorProfiler&) = delete;
+
+  std::string device_name() const;
+  int compute_capability() const; // major × 10 + minor
+  std::uint64_t memory_bytes() const;
+
+  // kind: bf16, fp16, fp8 (E4M3 inputs, BF16 output; compute capability ≥ 8.9) or int8 (INT32
+  // output). Y[m, n] = X[m, k] · W[n, k]ᵀ, the layout of a linear layer.
+  bool supports_gemm(const std::string& kind) const;
+  double gemm_us(const std::string& kind, int m, int n, int k);
+  // Causal self-attention over `seq` new tokens per sequence, BF16, GQA (heads a multiple of kv_heads).
+  double attention_prefill_us(int batch, int seq, int heads, int kv_heads, int head_dim);
+  // One new token per sequence attending to `kv_len` cached tokens (BF16 cache), head_dim ≤ 256.
+  double attention_decode_us(int batch, int kv_len, int heads, int kv_heads, int head_dim);
+  // Device-to-device copy of `bytes` (reads and writes that many bytes each).
+  double copy_us(std::uint64_t bytes);
+
+private:
+  struct State;
+  std::unique_ptr<State> m_state;
+};
+
+} // namespace optkit::cuda

@@ -1,0 +1,87 @@
+#include "plan/profile_tables.hpp"
+
+#include "core/error.hpp"
+#include "plan/perf_database.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace optkit::plan {
+
+namespace {
+
+std::string
+header(const char* file) {
+  for (const auto& table : perf_tables())
+    if (std::string(table.file) == file)
+      return fmt::format("{}\n", fmt::join(table.columns, ","));
+  throw std::logic_error(std::string("no perf table ") + file);
+}
+
+} // namespace
+
+MeasuredTables
+measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
+              const std::function<void(std::size_t done, std::size_t total)>& progress) {
+  MeasuredTables out;
+  const std::string origin = fmt::format("# measured by optkit plan profile on {}\n", timer.device_name());
+  std::string gemm, prefill, decode, memory;
+  std::size_t done = 0, failures_in_a_row = 0;
+  // Runs one measurement; false (and a recorded failure) when the device refused the point.
+  auto attempt = [&](const std::string& what, const auto& measure) {
+    if (progress)
+      progress(done, sweep.points());
+    ++done;
+    try {
+      measure();
+      ++out.measured;
+      failures_in_a_row = 0;
+    } catch (const std::exception& e) {
+      out.failures.push_back(what + ": " + e.what());
+      if (++failures_in_a_row >= 20)
+        throw RuntimeFailure(fmt::format("plan profile: 20 points failed in a row, the last {}: {}", what, e.what()));
+    }
+  };
+  for (const auto& g : sweep.gemms) {
+    const auto what = fmt::format("gemm {} m={} n={} k={}", g.kind, g.m, g.n, g.k);
+    if (!timer.supports_gemm(g.kind)) {
+      out.failures.push_back(what + ": " + timer.device_name() + " has no such product");
+      ++done;
+      continue;
+    }
+    attempt(what, [&] {
+      const double us = timer.gemm_us(g.kind, g.m, g.n, g.k);
+      gemm += fmt::format("{},{},{},{},{:.3f}\n", g.kind, g.m, g.n, g.k, us);
+      auto& best = out.best_tflops[g.kind];
+      best = std::max(best, 2.0 * g.m * double(g.n) * g.k / us / 1e6);
+    });
+  }
+  for (const auto& a : sweep.attention) {
+    const auto what = fmt::format("attention_{} heads={} kv_heads={} head_dim={} batch={} length={}",
+                                  a.prefill ? "prefill" : "decode", a.heads, a.kv_heads, a.head_dim, a.batch, a.length);
+    attempt(what, [&] {
+      const double us = a.prefill ? timer.attention_prefill_us(a.batch, a.length, a.heads, a.kv_heads, a.head_dim)
+                                  : timer.attention_decode_us(a.batch, a.length, a.heads, a.kv_heads, a.head_dim);
+      (a.prefill ? prefill : decode) +=
+          fmt::format("{},{},{},{},{},{},{:.3f}\n", a.kv_dtype, a.heads, a.kv_heads, a.head_dim, a.batch, a.length, us);
+    });
+  }
+  for (const auto bytes : sweep.copy_bytes)
+    attempt(fmt::format("copy {} bytes", bytes), [&] {
+      const double us = timer.copy_us(bytes);
+      memory += fmt::format("{},{:.3f}\n", 2 * bytes, us); // read + written
+      out.best_copy_gbs = std::max(out.best_copy_gbs, 2.0 * double(bytes) / us / 1e3);
+    });
+  if (progress)
+    progress(done, sweep.points());
+  for (const auto& [file, rows] : {std::pair<const char*, std::string*>{"gemm.csv", &gemm},
+                                   {"attention_prefill.csv", &prefill},
+                                   {"attention_decode.csv", &decode},
+                                   {"memory.csv", &memory}})
+    if (!rows->empty())
+      out.csv[file] = origin + header(file) + *rows;
+  return out;
+}
+
+} // namespace optkit::plan
