@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace optkit::cuda {
@@ -352,6 +353,14 @@ struct OperatorProfiler::State {
     return b.data;
   }
 
+  // How many copies of a `bytes`-sized operand, and how far apart, make a rotation that overflows
+  // L2 twice over: each layer of a real step streams its own weights and cache from HBM.
+  std::pair<std::size_t, std::size_t> rotation(std::size_t bytes) const {
+    const std::size_t stride = (bytes + 255) / 256 * 256;
+    const std::size_t l2 = static_cast<std::size_t>(std::max(properties.l2CacheSize, 1 << 20));
+    return {std::clamp<std::size_t>((2 * l2 + stride - 1) / stride, 1, 64), stride};
+  }
+
   // Median over 7 measurements of the mean time of a batch of launches (about 2 ms each).
   template <class Launch> double time_us(Launch&& launch) {
     launch();
@@ -462,10 +471,13 @@ OperatorProfiler::gemm_us(const std::string& kind, int m, int n, int k) {
   }
   const Operand a{in, k, n, k}, b{in, k, m, k}, d{out, n, m, n};
   LtMatmul product(s.lt, s.handle, compute, scale, CUBLAS_OP_T, CUBLAS_OP_N, a, b, d, State::kWorkspaceBytes, 1.0f);
-  void* wa = s.buffer(0, std::size_t(n) * k * in_bytes);
+  const auto rotation = s.rotation(std::size_t(n) * k * in_bytes);
+  const std::size_t copies = rotation.first, stride = rotation.second;
+  auto* weights = static_cast<char*>(s.buffer(0, copies * stride));
   void* xb = s.buffer(1, std::size_t(k) * m * in_bytes);
   void* yd = s.buffer(2, std::size_t(n) * m * out_bytes);
-  return s.time_us([&] { product.run(wa, xb, yd, s.workspace, s.stream); });
+  std::size_t next = 0;
+  return s.time_us([&] { product.run(weights + (next++ % copies) * stride, xb, yd, s.workspace, s.stream); });
 }
 
 double
@@ -516,9 +528,11 @@ OperatorProfiler::attention_decode_us(int batch, int kv_len, int heads, int kv_h
   const int split_len = (kv_len + splits - 1) / splits;
   const std::size_t kv_bytes = std::size_t(batch) * kv_heads * kv_len * head_dim * 2;
   const std::size_t q_bytes = std::size_t(batch) * heads * head_dim * 2;
+  const auto rotation = s.rotation(kv_bytes);
+  const std::size_t copies = rotation.first, stride = rotation.second;
   auto* q = static_cast<const bf16*>(s.buffer(0, q_bytes));
-  auto* k = static_cast<const bf16*>(s.buffer(1, kv_bytes));
-  auto* v = static_cast<const bf16*>(s.buffer(2, kv_bytes));
+  auto* k = static_cast<const char*>(s.buffer(1, copies * stride));
+  auto* v = static_cast<const char*>(s.buffer(2, copies * stride));
   auto* out = static_cast<bf16*>(s.buffer(3, q_bytes));
   auto* acc = static_cast<float*>(s.buffer(4, std::size_t(blocks) * splits * head_dim * 4));
   auto* ml = static_cast<float*>(s.buffer(5, std::size_t(blocks) * splits * 2 * 4));
@@ -526,9 +540,12 @@ OperatorProfiler::attention_decode_us(int batch, int kv_len, int heads, int kv_h
   const dim3 partial_grid(static_cast<unsigned>(heads), static_cast<unsigned>(batch), static_cast<unsigned>(splits));
   const dim3 combine_grid(static_cast<unsigned>(heads), static_cast<unsigned>(batch));
   const unsigned combine_threads = static_cast<unsigned>((head_dim + 31) / 32 * 32);
+  std::size_t next = 0;
   return s.time_us([&] {
-    decode_attention_partial<<<partial_grid, 32 * kDecodeWarps, 0, s.stream>>>(q, k, v, acc, ml, heads, kv_heads,
-                                                                               head_dim, kv_len, split_len, scale);
+    const std::size_t offset = (next++ % copies) * stride;
+    decode_attention_partial<<<partial_grid, 32 * kDecodeWarps, 0, s.stream>>>(
+        q, reinterpret_cast<const bf16*>(k + offset), reinterpret_cast<const bf16*>(v + offset), acc, ml, heads,
+        kv_heads, head_dim, kv_len, split_len, scale);
     decode_attention_combine<<<combine_grid, combine_threads, 0, s.stream>>>(acc, ml, out, heads, head_dim, splits);
   });
 }
