@@ -146,15 +146,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     task.timeout_s = context.timeout_s;
     tasks.push_back(std::move(task));
   }
-  proc::PoolOptions pool;
-  pool.executable = context.executable;
-  pool.global_args = context.global_args;
+  auto pool = proc::pool_options(context, "compress trials");
   pool.slots = static_cast<int>(jobs);
-  pool.archive = context.archive;
-  pool.run_id = context.run_id;
-  pool.work_dir = context.archive->run_directory(context.run_id);
-  pool.show_progress = context.show_progress;
-  pool.progress_label = "compress trials";
   const auto outcomes = proc::WorkerPool(pool).run(tasks);
 
   CompressResult result;

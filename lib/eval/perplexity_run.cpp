@@ -83,15 +83,7 @@ run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& con
   task.payload = to_json(options);
   task.params = task.payload;
   task.timeout_s = context.timeout_s;
-  proc::PoolOptions pool;
-  pool.executable = context.executable;
-  pool.global_args = context.global_args;
-  pool.archive = context.archive;
-  pool.run_id = context.run_id;
-  pool.work_dir = context.archive->run_directory(context.run_id);
-  pool.show_progress = context.show_progress;
-  pool.progress_label = "perplexity";
-  const auto outcome = proc::WorkerPool(pool).run({task}).front();
+  const auto outcome = proc::WorkerPool(proc::pool_options(context, "perplexity")).run({task}).front();
   if (!outcome.succeeded()) {
     if (outcome.exit_code == static_cast<int>(ExitCode::bad_input))
       throw InputError(outcome.child_message.empty() ? outcome.error : outcome.child_message);

@@ -264,10 +264,14 @@ PerfDatabase::attention(const char* table, const std::string& kv_dtype, int head
                         double batch, double length, const OpCost& cost, OpClass op_class, bool shape_measured) const {
   const double peak = m_system->peak_flops("bf16");
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  std::vector<std::string> key = {kv_dtype, std::to_string(heads), std::to_string(kv_heads), std::to_string(head_dim)};
-  if (m_sites != nullptr)
-    m_sites->insert({table, key});
-  const UtilizationGrid* site = m_grids.empty() ? nullptr : grid(make_key(table, key));
+  const UtilizationGrid* site = nullptr;
+  if (m_sites != nullptr || !m_grids.empty()) { // the roofline path builds no key
+    std::vector<std::string> key = {kv_dtype, std::to_string(heads), std::to_string(kv_heads),
+                                    std::to_string(head_dim)};
+    if (m_sites != nullptr)
+      m_sites->insert({table, key});
+    site = grid(make_key(table, key));
+  }
   Estimate estimate = answer(site, batch, length, sol, op_class, cost, peak);
   // A measured point of a different shape (a cached prefix, several tokens per sequence) lends
   // its utilization, not its latency.
@@ -302,11 +306,14 @@ PerfDatabase::moe(const std::string& kind, int hidden, int inter, int topk, int 
   const OpCost cost = moe_cost(routed, hidden, inter, expected_experts_touched(experts, routed, topk), w, a);
   const double peak = m_system->peak_flops(kind);
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  std::vector<std::string> key = {kind, std::to_string(hidden), std::to_string(inter), std::to_string(topk),
-                                  std::to_string(experts)};
-  if (m_sites != nullptr)
-    m_sites->insert({"moe", key});
-  const UtilizationGrid* site = m_grids.empty() ? nullptr : grid(make_key("moe", key));
+  const UtilizationGrid* site = nullptr;
+  if (m_sites != nullptr || !m_grids.empty()) {
+    std::vector<std::string> key = {kind, std::to_string(hidden), std::to_string(inter), std::to_string(topk),
+                                    std::to_string(experts)};
+    if (m_sites != nullptr)
+      m_sites->insert({"moe", key});
+    site = grid(make_key("moe", key));
+  }
   Estimate estimate = answer(site, tokens * imbalance, 0, sol, OpClass::gemm, cost, peak);
   if (imbalance != 1.0 && (estimate.sources & measured))
     estimate.sources = interpolated;

@@ -67,15 +67,8 @@ run_profile(const ProfileOptions& options, const proc::RunContext& context) {
     task.payload = {{"sweep", to_json(run.sweep)}, {"directory", staging.string()}};
     task.params = {{"system", system.name}, {"points", run.sweep.points()}, {"gpu", options.gpu}};
     task.timeout_s = context.timeout_s;
-    proc::PoolOptions pool;
-    pool.executable = context.executable;
-    pool.global_args = context.global_args;
-    pool.archive = context.archive;
-    pool.run_id = context.run_id;
+    auto pool = proc::pool_options(context, "plan profile");
     pool.gpus = {options.gpu};
-    pool.work_dir = context.archive->run_directory(context.run_id);
-    pool.show_progress = context.show_progress;
-    pool.progress_label = "plan profile";
     const auto outcome = proc::WorkerPool(pool).run({task}).front();
     if (!outcome.succeeded())
       throw RuntimeFailure(outcome.child_message.empty() ? fmt::format("plan profile worker failed: {} (log: {})",

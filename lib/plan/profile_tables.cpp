@@ -27,8 +27,9 @@ measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
   MeasuredTables out;
   const std::string origin = fmt::format("# measured by optkit plan profile on {}\n", timer.device_name());
   std::string gemm, prefill, decode, memory;
-  std::size_t done = 0, failures_in_a_row = 0;
-  // Runs one measurement; false (and a recorded failure) when the device refused the point.
+  std::size_t done = 0;
+  // Runs one measurement. A point the device refuses (no algorithm, out of memory) is recorded
+  // and skipped, unless a small copy fails after it too: then the device itself is gone.
   auto attempt = [&](const std::string& what, const auto& measure) {
     if (progress)
       progress(done, sweep.points());
@@ -36,11 +37,15 @@ measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
     try {
       measure();
       ++out.measured;
-      failures_in_a_row = 0;
     } catch (const std::exception& e) {
       out.failures.push_back(what + ": " + e.what());
-      if (++failures_in_a_row >= 20)
-        throw RuntimeFailure(fmt::format("plan profile: 20 points failed in a row, the last {}: {}", what, e.what()));
+      try {
+        timer.copy_us(1u << 20);
+      } catch (const std::exception& probe) {
+        throw RuntimeFailure(fmt::format("plan profile: the device stopped working at {} ({}; a 1 MiB copy then "
+                                         "failed too: {})",
+                                         what, e.what(), probe.what()));
+      }
     }
   };
   for (const auto& g : sweep.gemms) {

@@ -21,7 +21,7 @@ struct MeasuredTables {
 };
 
 // Points are measured in sweep order; a point that throws is recorded in `failures` and skipped
-// (RuntimeFailure after 20 failures in a row: the device is no longer usable).
+// (RuntimeFailure when a 1 MiB copy fails after it as well: the device is no longer usable).
 MeasuredTables measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
                              const std::function<void(std::size_t done, std::size_t total)>& progress = {});
 

@@ -80,6 +80,10 @@ struct RunContext {
   bool show_progress = true;
 };
 
+// Pool options for a recorded command's children: its executable, global flags, archive, run
+// and per-run log folder; `label` names the progress line.
+PoolOptions pool_options(const RunContext& context, std::string label);
+
 class WorkerPool {
 public:
   explicit WorkerPool(PoolOptions options);
