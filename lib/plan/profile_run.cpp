@@ -18,8 +18,10 @@ namespace {
 
 std::filesystem::path
 output_directory(const ProfileOptions& options, const SystemSpec& system) {
-  if (!options.out.empty())
-    return std::filesystem::absolute(options.out);
+  if (!options.out.empty()) {
+    auto out = std::filesystem::absolute(options.out).lexically_normal();
+    return out.has_filename() ? out : out.parent_path(); // "db/" names db itself
+  }
   return find_data_directory().path / "profiles" / "perf" / system.name;
 }
 
@@ -75,6 +77,11 @@ run_profile(const ProfileOptions& options, const proc::RunContext& context) {
                                                                        outcome.error, outcome.log.string())
                                                          : outcome.child_message);
     run.measured = outcome.result;
+    if (run.measured.at("measured").get<std::size_t>() == 0)
+      throw RuntimeFailure(fmt::format("plan profile: the device measured no point (first refusal: {})",
+                                       run.measured.at("failures").empty()
+                                           ? std::string("none")
+                                           : run.measured.at("failures").front().get<std::string>()));
     // The tables must load exactly as a plan will read them.
     try {
       PerfDatabase::load(staging, system);
