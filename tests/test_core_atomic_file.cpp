@@ -59,3 +59,24 @@ TEST_CASE("a StagedDirectory never merges into an existing output") {
   std::filesystem::create_directory(dir / "model");
   CHECK_THROWS_WITH_AS(StagedDirectory(dir / "model"), doctest::Contains("already exists"), InputError);
 }
+
+TEST_CASE("a replacing StagedDirectory swaps the old folder out only on commit") {
+  test::ScratchDir dir;
+  std::filesystem::create_directory(dir / "db");
+  test::write_text(dir / "db" / "old.csv", "old");
+  {
+    StagedDirectory staged(dir / "db", ExistingDestination::replace);
+    test::write_text(staged.path() / "new.csv", "new");
+    CHECK(test::read_text(dir / "db" / "old.csv") == "old"); // untouched until commit
+    staged.commit();
+  }
+  CHECK(test::read_text(dir / "db" / "new.csv") == "new");
+  CHECK_FALSE(std::filesystem::exists(dir / "db" / "old.csv"));
+  CHECK(entries(dir.path()) == 1); // the old folder is gone, not left aside
+  {
+    StagedDirectory abandoned(dir / "db", ExistingDestination::replace);
+    test::write_text(abandoned.path() / "partial.csv", "half");
+  }
+  CHECK(test::read_text(dir / "db" / "new.csv") == "new");
+  CHECK(entries(dir.path()) == 1);
+}

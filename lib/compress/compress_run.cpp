@@ -5,6 +5,8 @@
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
 #include "compress/layerwise.hpp"
+#include "core/atomic_file.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/sha256.hpp"
@@ -13,11 +15,9 @@
 #include "model/weight_store.hpp"
 #include "proc/worker_pool.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <thread>
-#include <unistd.h>
 
 namespace optkit::compress {
 
@@ -65,21 +65,14 @@ summarize(CompressResult& result) {
   }
 }
 
-double
-now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// The trials wrote into staged/trial-<i>: the kept one's files become the staged folder itself.
+void
+keep_only_trial(const std::filesystem::path& staged, std::int64_t kept, std::int64_t trials) {
+  for (const auto& entry : std::filesystem::directory_iterator(staged / fmt::format("trial-{}", kept)))
+    std::filesystem::rename(entry.path(), staged / entry.path().filename());
+  for (std::int64_t i = 0; i < trials; ++i)
+    std::filesystem::remove_all(staged / fmt::format("trial-{}", i));
 }
-
-// Removes the temporary folder unless released.
-struct TemporaryFolder {
-  std::filesystem::path path;
-  bool keep = false;
-  ~TemporaryFolder() {
-    std::error_code ec;
-    if (!keep)
-      std::filesystem::remove_all(path, ec);
-  }
-};
 
 } // namespace
 
@@ -114,9 +107,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   if (std::filesystem::exists(output))
     throw InputError(fmt::format("-o {}: already exists (choose a new folder; optkit never overwrites a model)",
                                  options.output.string()));
-  std::filesystem::create_directories(output.parent_path());
-  TemporaryFolder temp{output.parent_path() / fmt::format(".{}.optkit-tmp-{}", output.filename().string(), ::getpid())};
-  std::filesystem::create_directories(temp.path);
+  StagedDirectory staged(output);
 
   const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
   const unsigned threads = options.threads > 0
@@ -134,7 +125,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"seed", options.seed + static_cast<std::uint64_t>(i)},
                     {"trial", i},
                     {"threads", threads},
-                    {"output", (temp.path / fmt::format("trial-{}", i)).string()}};
+                    {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
     if (delta)
@@ -187,7 +178,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     throw RuntimeFailure(fmt::format("every compression trial failed; first: {}", result.trials.front().error));
   }
   summarize(result);
-  std::filesystem::rename(temp.path / fmt::format("trial-{}", result.representative), output);
+  keep_only_trial(staged.path(), result.representative, options.trials);
+  staged.commit();
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
       context.archive->add_metric(context.run_id, std::nullopt,
@@ -212,7 +204,7 @@ compress_worker(const proc::WorkerSpec& spec) {
   std::optional<std::filesystem::path> base;
   if (p.contains("base"))
     base = p.at("base").get<std::string>();
-  const auto started = now_seconds();
+  const auto started = SystemClock::instance().monotonic_seconds();
   CalibrationSet calibration;
   nlohmann::json calibration_report = nullptr;
   if (recipe.needs_calibration()) {
@@ -259,14 +251,14 @@ compress_worker(const proc::WorkerSpec& spec) {
     metrics = {{"output_bytes", written.artifact_bytes}, {"compression_ratio", written.compression_ratio}};
   } else {
     const std::uint64_t source_fp16 = model::WeightStore(model_dir).element_count() * 2;
-    report["elapsed_s"] = now_seconds() - started;
+    report["elapsed_s"] = SystemClock::instance().monotonic_seconds() - started;
     const auto bytes = write_compressed_checkpoint(output, model_dir, recipe, layers, report);
     metrics = {{"output_bytes", bytes},
                {"compression_ratio",
                 static_cast<double>(source_fp16) / static_cast<double>(std::max<std::uint64_t>(1, bytes))}};
   }
   metrics["calibration_loss"] = layers.calibration_loss;
-  metrics["seconds"] = now_seconds() - started;
+  metrics["seconds"] = SystemClock::instance().monotonic_seconds() - started;
   metrics["calibration_tokens"] = calibration.tokens;
   proc::write_worker_result(spec, {{"metrics", metrics}, {"layers", layer_rows}, {"calibration", calibration_report}});
 }

@@ -65,9 +65,10 @@ write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   fsync_directory(path.parent_path());
 }
 
-StagedDirectory::StagedDirectory(std::filesystem::path destination) : m_destination(std::move(destination)) {
+StagedDirectory::StagedDirectory(std::filesystem::path destination, ExistingDestination existing)
+    : m_destination(std::move(destination)), m_replace(existing == ExistingDestination::replace) {
   std::error_code ec;
-  if (std::filesystem::exists(m_destination, ec)) {
+  if (!m_replace && std::filesystem::exists(m_destination, ec)) {
     throw InputError(fmt::format("{} already exists; remove it or choose another output path", m_destination.string()));
   }
   const auto parent = m_destination.parent_path();
@@ -92,12 +93,25 @@ StagedDirectory::~StagedDirectory() {
 
 void
 StagedDirectory::commit() {
+  std::error_code ec;
+  std::filesystem::path replaced; // the old destination, moved aside until the new one is in place
+  if (m_replace && std::filesystem::exists(m_destination, ec)) {
+    replaced = m_destination.parent_path() /
+               fmt::format(".{}.replaced.{}", m_destination.filename().string(), unique_suffix());
+    if (::rename(m_destination.c_str(), replaced.c_str()) != 0)
+      throw RuntimeFailure(fmt::format("cannot move {} aside: {}", m_destination.string(), errno_text(errno)));
+  }
   if (::rename(m_staging.c_str(), m_destination.c_str()) != 0) {
+    const int err = errno;
+    if (!replaced.empty())
+      ::rename(replaced.c_str(), m_destination.c_str()); // put the old one back
     throw RuntimeFailure(fmt::format("cannot move {} into place at {}: {}", m_staging.string(), m_destination.string(),
-                                     errno_text(errno)));
+                                     errno_text(err)));
   }
   m_committed = true;
   fsync_directory(m_destination.parent_path());
+  if (!replaced.empty())
+    std::filesystem::remove_all(replaced, ec);
 }
 
 } // namespace optkit

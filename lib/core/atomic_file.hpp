@@ -11,12 +11,18 @@ namespace optkit {
 // Throws RuntimeFailure naming the path on any error; `path` is then untouched.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
+// What a StagedDirectory does about a destination that already exists.
+enum class ExistingDestination {
+  refuse, // InputError at construction: outputs are never merged into
+  replace // commit() swaps the old folder out and removes it
+};
+
 // A directory under construction: created as a hidden temporary sibling of `destination`,
 // renamed to `destination` by commit(), removed with its contents if never committed.
 class StagedDirectory {
 public:
-  // Fails with InputError if `destination` already exists (we never merge into a stale output).
-  explicit StagedDirectory(std::filesystem::path destination);
+  explicit StagedDirectory(std::filesystem::path destination,
+                           ExistingDestination existing = ExistingDestination::refuse);
   ~StagedDirectory();
   StagedDirectory(const StagedDirectory&) = delete;
   StagedDirectory& operator=(const StagedDirectory&) = delete;
@@ -28,6 +34,7 @@ public:
 private:
   std::filesystem::path m_destination;
   std::filesystem::path m_staging;
+  bool m_replace = false;
   bool m_committed = false;
 };
 

@@ -17,24 +17,23 @@ namespace optkit::plan {
 namespace {
 
 std::filesystem::path
-output_directory(const ProfileOptions& options, const SystemSpec& system) {
+output_directory(const ProfileOptions& options, const DataDirectory& data, const SystemSpec& system) {
   if (!options.out.empty()) {
     auto out = std::filesystem::absolute(options.out).lexically_normal();
     return out.has_filename() ? out : out.parent_path(); // "db/" names db itself
   }
-  return find_data_directory().path / "profiles" / "perf" / system.name;
+  return data.path / "profiles" / "perf" / system.name;
 }
 
 void
 archive_results(archive::RunArchive& archive, std::int64_t run_id, const ProfileRun& run) {
-  const auto& m = run.measured;
+  const auto& m = *run.measured;
   archive.transaction([&] {
-    archive.add_metric(run_id, std::nullopt, {"points_measured", m.at("measured").get<double>(), "points", {}});
-    archive.add_metric(run_id, std::nullopt,
-                       {"points_failed", static_cast<double>(m.at("failures").size()), "points", {}});
-    archive.add_metric(run_id, std::nullopt, {"best_copy_bandwidth", m.at("best_copy_gbs").get<double>(), "GB/s", {}});
-    for (const auto& [kind, tflops] : m.at("best_tflops").items())
-      archive.add_metric(run_id, std::nullopt, {"best_gemm_" + kind, tflops.get<double>(), "TFLOP/s", {}});
+    archive.add_metric(run_id, std::nullopt, {"points_measured", static_cast<double>(m.measured), "points", {}});
+    archive.add_metric(run_id, std::nullopt, {"points_failed", static_cast<double>(m.failures.size()), "points", {}});
+    archive.add_metric(run_id, std::nullopt, {"best_copy_bandwidth", m.best_copy_gbs, "GB/s", {}});
+    for (const auto& [kind, tflops] : m.best_tflops)
+      archive.add_metric(run_id, std::nullopt, {"best_gemm_" + kind, tflops, "TFLOP/s", {}});
     for (const auto& table : perf_tables())
       if (std::filesystem::exists(run.output / table.file))
         archive.add_artifact(run_id, std::nullopt, run.output / table.file, "perf-table");
@@ -57,52 +56,42 @@ run_profile(const ProfileOptions& options, const proc::RunContext& context) {
   if (options.dry_run)
     return run;
 
-  const auto output = output_directory(options, system);
-  if (std::filesystem::exists(output) && !std::filesystem::is_empty(output) && !options.replace)
+  const auto output = output_directory(options, data, system);
+  const bool exists = std::filesystem::exists(output);
+  if (exists && !std::filesystem::is_empty(output) && !options.replace)
     throw InputError(
         fmt::format("--out {}: already holds a perf database; pass --replace to measure it again", output.string()));
-  const auto staging = output.parent_path() / fmt::format(".{}.profile-{}", output.filename().string(), context.run_id);
-  std::filesystem::create_directories(staging);
+  StagedDirectory staged(output, exists ? ExistingDestination::replace : ExistingDestination::refuse);
+  proc::WorkerTask task;
+  task.command = {"plan", "profile"};
+  task.payload = {{"sweep", to_json(run.sweep)}, {"directory", staged.path().string()}};
+  task.params = {{"system", system.name}, {"points", run.sweep.points()}, {"gpu", options.gpu}};
+  task.timeout_s = context.timeout_s;
+  auto pool = proc::pool_options(context, "plan profile");
+  pool.gpus = {options.gpu};
+  const auto outcome = proc::WorkerPool(pool).run({task}).front();
+  if (!outcome.succeeded())
+    throw RuntimeFailure(outcome.child_message.empty() ? fmt::format("plan profile worker failed: {} (log: {})",
+                                                                     outcome.error, outcome.log.string())
+                                                       : outcome.child_message);
+  const auto report = profile_report_from_json(outcome.result);
+  if (report.measured == 0)
+    throw RuntimeFailure(fmt::format("plan profile: the device measured no point (first refusal: {})",
+                                     report.failures.empty() ? std::string("none") : report.failures.front()));
+  // The tables must load exactly as a plan will read them.
   try {
-    proc::WorkerTask task;
-    task.command = {"plan", "profile"};
-    task.payload = {{"sweep", to_json(run.sweep)}, {"directory", staging.string()}};
-    task.params = {{"system", system.name}, {"points", run.sweep.points()}, {"gpu", options.gpu}};
-    task.timeout_s = context.timeout_s;
-    auto pool = proc::pool_options(context, "plan profile");
-    pool.gpus = {options.gpu};
-    const auto outcome = proc::WorkerPool(pool).run({task}).front();
-    if (!outcome.succeeded())
-      throw RuntimeFailure(outcome.child_message.empty() ? fmt::format("plan profile worker failed: {} (log: {})",
-                                                                       outcome.error, outcome.log.string())
-                                                         : outcome.child_message);
-    run.measured = outcome.result;
-    if (run.measured.at("measured").get<std::size_t>() == 0)
-      throw RuntimeFailure(fmt::format("plan profile: the device measured no point (first refusal: {})",
-                                       run.measured.at("failures").empty()
-                                           ? std::string("none")
-                                           : run.measured.at("failures").front().get<std::string>()));
-    // The tables must load exactly as a plan will read them.
-    try {
-      PerfDatabase::load(staging, system);
-    } catch (const InputError& e) {
-      throw RuntimeFailure(std::string("plan profile wrote a table the planner rejects: ") + e.what());
-    }
-    nlohmann::json manifest = run.measured;
-    manifest["system"] = system.name;
-    manifest["optkit"] = build_info().version;
-    manifest["measured_at"] = iso8601_utc(SystemClock::instance().wall_ms());
-    manifest["skipped_sites"] = run.sweep.skipped;
-    write_file_atomic(staging / "profile.json", manifest.dump(2) + "\n");
-    if (std::filesystem::exists(output))
-      std::filesystem::remove_all(output);
-    std::filesystem::create_directories(output.parent_path());
-    std::filesystem::rename(staging, output);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove_all(staging, ignored);
-    throw;
+    PerfDatabase::load(staged.path(), system);
+  } catch (const InputError& e) {
+    throw RuntimeFailure(std::string("plan profile wrote a table the planner rejects: ") + e.what());
   }
+  auto manifest = to_json(report);
+  manifest["system"] = system.name;
+  manifest["optkit"] = build_info().version;
+  manifest["measured_at"] = iso8601_utc(SystemClock::instance().wall_ms());
+  manifest["skipped_sites"] = run.sweep.skipped;
+  write_file_atomic(staged.path() / "profile.json", manifest.dump(2) + "\n");
+  staged.commit();
+  run.measured = report;
   run.output = output;
   archive_results(*context.archive, context.run_id, run);
   return run;
@@ -120,11 +109,7 @@ profile_worker(const proc::WorkerSpec& spec) {
   });
   for (const auto& [file, text] : tables.csv)
     write_file_atomic(directory / file, text);
-  proc::write_worker_result(spec, {{"device", timer->device_name()},
-                                   {"measured", tables.measured},
-                                   {"failures", tables.failures},
-                                   {"best_tflops", tables.best_tflops},
-                                   {"best_copy_gbs", tables.best_copy_gbs}});
+  proc::write_worker_result(spec, to_json(tables));
 }
 
 Table
@@ -132,13 +117,13 @@ profile_table(const ProfileRun& run) {
   Table table({"item", "value"});
   table.add_row({"system", run.system});
   table.add_row({"sweep", sweep_summary(run.sweep)});
-  if (!run.measured.is_null()) {
-    table.add_row({"device", run.measured.at("device").get<std::string>()});
-    table.add_row({"measured points", fmt::format("{}", run.measured.at("measured").get<std::size_t>())});
-    table.add_row({"failed points", fmt::format("{}", run.measured.at("failures").size())});
-    for (const auto& [kind, tflops] : run.measured.at("best_tflops").items())
-      table.add_row({"best " + kind + " GEMM", fmt::format("{:.0f} TFLOP/s", tflops.get<double>())});
-    table.add_row({"best copy", fmt::format("{:.0f} GB/s", run.measured.at("best_copy_gbs").get<double>())});
+  if (const auto& m = run.measured) {
+    table.add_row({"device", m->device});
+    table.add_row({"measured points", fmt::format("{}", m->measured)});
+    table.add_row({"failed points", fmt::format("{}", m->failures.size())});
+    for (const auto& [kind, tflops] : m->best_tflops)
+      table.add_row({"best " + kind + " GEMM", fmt::format("{:.0f} TFLOP/s", tflops)});
+    table.add_row({"best copy", fmt::format("{:.0f} GB/s", m->best_copy_gbs)});
     table.add_row({"written to", run.output.string()});
   }
   std::map<std::string, std::size_t> reasons; // sites left out, counted by why
@@ -155,7 +140,7 @@ to_json(const ProfileRun& run) {
           {"sweep", {{"points", run.sweep.points()}, {"summary", sweep_summary(run.sweep)}}},
           {"skipped_sites", run.sweep.skipped},
           {"output", run.output.empty() ? nlohmann::json() : nlohmann::json(run.output.string())},
-          {"measured", run.measured}};
+          {"measured", run.measured ? to_json(*run.measured) : nlohmann::json()}};
 }
 
 } // namespace optkit::plan

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,8 @@ struct ProfileOptions {
 struct ProfileRun {
   std::string system;
   ProfileSweep sweep;
-  std::filesystem::path output; // empty on a dry run
-  nlohmann::json measured;      // the child's report (device, points, failures, peak rates)
+  std::filesystem::path output;          // empty on a dry run
+  std::optional<ProfileReport> measured; // none on a dry run
 };
 
 ProfileRun run_profile(const ProfileOptions& options, const proc::RunContext& context);

@@ -30,11 +30,11 @@ PerfSites
 collect_sites(const SweepOptions& options, const SystemSpec& system) {
   const auto models = options.models.empty() ? model_presets() : options.models;
   PerfSites sites;
+  PerfDatabase db(system); // empty: every lookup takes the roofline path, and is recorded
+  db.record_sites(&sites);
   for (const auto& name : models) {
     const ModelArch model = resolve_model(name);
     for (const auto& precision : swept_precisions()) {
-      PerfDatabase db(system);
-      db.record_sites(&sites);
       PlanRequest request{.model = model, .gpus = std::max(8, system.gpus_per_node)};
       request.precision = precision;
       request.modes = {ServingMode::static_batching, ServingMode::aggregated, ServingMode::disaggregated};

@@ -25,7 +25,8 @@ MeasuredTables
 measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
               const std::function<void(std::size_t done, std::size_t total)>& progress) {
   MeasuredTables out;
-  const std::string origin = fmt::format("# measured by optkit plan profile on {}\n", timer.device_name());
+  out.device = timer.device_name();
+  const std::string origin = fmt::format("# measured by optkit plan profile on {}\n", out.device);
   std::string gemm, prefill, decode, memory;
   std::size_t done = 0;
   // Runs one measurement. A point the device refuses (no algorithm, out of memory) is recorded
@@ -51,7 +52,7 @@ measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
   for (const auto& g : sweep.gemms) {
     const auto what = fmt::format("gemm {} m={} n={} k={}", g.kind, g.m, g.n, g.k);
     if (!timer.supports_gemm(g.kind)) {
-      out.failures.push_back(what + ": " + timer.device_name() + " has no such product");
+      out.failures.push_back(what + ": " + out.device + " has no such product");
       ++done;
       continue;
     }
@@ -87,6 +88,22 @@ measure_sweep(const ProfileSweep& sweep, OperatorTimer& timer,
     if (!rows->empty())
       out.csv[file] = origin + header(file) + *rows;
   return out;
+}
+
+nlohmann::json
+to_json(const ProfileReport& r) {
+  return {{"device", r.device},
+          {"measured", r.measured},
+          {"failures", r.failures},
+          {"best_tflops", r.best_tflops},
+          {"best_copy_gbs", r.best_copy_gbs}};
+}
+
+ProfileReport
+profile_report_from_json(const nlohmann::json& j) {
+  return {j.at("device").get<std::string>(), j.at("measured").get<std::size_t>(),
+          j.at("failures").get<std::vector<std::string>>(), j.at("best_tflops").get<std::map<std::string, double>>(),
+          j.at("best_copy_gbs").get<double>()};
 }
 
 } // namespace optkit::plan

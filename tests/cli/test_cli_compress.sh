@@ -54,6 +54,7 @@ expect_eq "$(header "$out" lm_head.weight)" "BF16 [2048, 192]"
 for f in tokenizer.json tokenizer_config.json recipe.yaml compression_report.json; do
   [ -f "$out/$f" ] || fail "compressed model lacks $f"
 done
+[ -z "$(find "$out" -maxdepth 1 -name 'trial-*')" ] || fail "the other trials' folders were left in $out"
 expect_eq "$(sql "SELECT count(*) FROM trials WHERE run_id=$run_id AND status='succeeded'")" 3
 expect_eq "$(sql "SELECT count(DISTINCT trial_id) FROM metrics WHERE run_id=$run_id AND name='calibration_loss'")" 3
 [ "$(sql "SELECT count(*) FROM metrics WHERE run_id=$run_id AND name='layer_relative_error'")" -eq 84 ] ||
@@ -61,7 +62,7 @@ expect_eq "$(sql "SELECT count(DISTINCT trial_id) FROM metrics WHERE run_id=$run
 run runs show "$run_id"
 expect_rc 0
 expect_out_has "calibration_loss"
-ls -a "$SCRATCH" | grep -q optkit-tmp && fail "temporary trial folders were left behind"
+ls -a "$SCRATCH" | grep -q "\.partial\." && fail "temporary trial folders were left behind"
 ppl_of "$models/tiny-base" english
 base=$PPL
 ppl_of "$out" english
@@ -104,7 +105,7 @@ expect_err_has "different base"
 failed_run() {
   expect_eq "$(sql "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" "$1"
   [ -e "$SCRATCH/bad" ] && fail "a failed compress left $SCRATCH/bad behind"
-  ls -a "$SCRATCH" | grep -q optkit-tmp && fail "a failed compress left its temporary folder"
+  ls -a "$SCRATCH" | grep -q "\.partial\." && fail "a failed compress left its temporary folder"
   return 0
 }
 run compress --model "$models/tiny-base" --recipe int_w4a61 --calib "$calib" -o "$SCRATCH/bad"

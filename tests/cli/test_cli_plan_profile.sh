@@ -26,11 +26,11 @@ run plan profile --system h100_sxm --model llama-3.1-8b --quick --gpu 99 --out "
 expect_rc 3
 expect_err_has "plan profile needs a CUDA GPU"
 [ ! -e "$SCRATCH/db" ] || fail "a failed profile left $SCRATCH/db behind"
-[ -z "$(find "$SCRATCH" -maxdepth 1 -name '.db.profile-*')" ] || fail "a failed profile left its staging folder"
+[ -z "$(find "$SCRATCH" -maxdepth 1 -name '.db*')" ] || fail "a failed profile left its staging folder"
 expect_eq "$(sql "SELECT status FROM runs WHERE command = 'plan profile' ORDER BY id DESC LIMIT 1")" "failed"
 run plan profile --system h100_sxm --model llama-3.1-8b --quick --gpu 99 --out "$SCRATCH/db2/"
 expect_rc 3
-[ -z "$(find "$SCRATCH" -maxdepth 2 -name '*profile-*')" ] || fail "--out DIR/ left a staging folder"
+[ -z "$(find "$SCRATCH" -maxdepth 2 -name '.db2*')" ] || fail "--out DIR/ left a staging folder"
 
 mkdir -p "$SCRATCH/existing" && echo "kind,m,n,k,latency_us" >"$SCRATCH/existing/gemm.csv"
 run plan profile --system h100_sxm --model llama-3.1-8b --quick --out "$SCRATCH/existing"
