@@ -55,7 +55,10 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
   model::TensorSet out;
   std::set<std::string> done;
   for (const auto& linear : result.linears) {
-    add_sparse_delta(out, linear.module, linear.matrix.q, *linear.matrix.grid, scale_dtype);
+    if (linear.sparse_2_4)
+      add_sparse_delta(out, linear.module, linear.matrix.q, *linear.matrix.grid, scale_dtype);
+    else
+      add_dense_delta(out, linear.module, linear.matrix, scale_dtype);
     done.insert(linear.module + ".weight");
   }
   DeltaWriteResult written;
@@ -78,8 +81,8 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
       const auto base_values = b.to_floats();
       for (std::size_t i = 0; i < delta.size(); ++i)
         delta[i] -= base_values[i];
-      // No calibration reaches these (embedding rows are looked up; lm_head is not a decoder
-      // layer), so their Δ is rounded densely to the recipe's grid rather than pruned blind.
+      // Embedding rows are looked up, so no calibration reaches them (nor an LM head tied to
+      // them): their Δ is rounded densely to the recipe's grid rather than pruned blind.
       add_dense_delta(out, module, quant::rtn(delta, view.shape()[0], view.shape()[1], recipe.weights, scale_dtype),
                       scale_dtype);
       continue;

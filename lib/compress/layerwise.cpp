@@ -77,7 +77,7 @@ run_layer_chunked(runtime::CpuTransformer& model, std::int64_t layer, const std:
 }
 
 double
-relative_frobenius_error(const std::vector<float>& w, const std::vector<float>& recon) {
+relative_frobenius_error(std::span<const float> w, std::span<const float> recon) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < w.size(); ++i) {
     const double e = static_cast<double>(w[i]) - static_cast<double>(recon[i]);
@@ -85,6 +85,46 @@ relative_frobenius_error(const std::vector<float>& w, const std::vector<float>& 
     den += static_cast<double>(w[i]) * static_cast<double>(w[i]);
   }
   return den > 0 ? num / den : 0;
+}
+
+// One matrix to compress: W (or Δ) [rows, cols], the Hessian of its inputs (empty: uncalibrated).
+struct MatrixJob {
+  std::string module;
+  std::span<const float> w;
+  std::int64_t rows, cols;
+  const std::vector<float>& hessian;
+  bool sparse_2_4;
+  model::DType scale_dtype;
+};
+
+// Compresses by the recipe's method (GPTQ / SparseGPT, or RTN) and appends the layer's report.
+CompressedLinear
+compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, runtime::ThreadPool& pool,
+                std::vector<LayerReport>& reports) {
+  quant::ScopedBlasThreads blas(threads);
+  CompressedLinear out{job.module, {}, job.sparse_2_4};
+  if (recipe.method == Method::gptq) {
+    quant::GptqOptions o;
+    o.block_size = recipe.block_size;
+    o.dampening = recipe.dampening;
+    o.act_order = recipe.act_order;
+    o.sparse_2_4 = job.sparse_2_4;
+    o.layer = job.module;
+    out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, recipe.weights, job.scale_dtype, o, pool);
+  } else {
+    out.matrix = quant::rtn(job.w, job.rows, job.cols, recipe.weights, job.scale_dtype);
+  }
+  const auto& cm = out.matrix;
+  LayerReport report;
+  report.module = job.module;
+  report.relative_error = job.hessian.empty()
+                              ? relative_frobenius_error(job.w, cm.weight)
+                              : quant::relative_output_error(job.w, cm.weight, job.rows, job.cols, job.hessian);
+  report.gptq_loss = cm.loss;
+  report.dampening = cm.dampening;
+  report.damping_attempts = cm.damping_attempts;
+  reports.push_back(report);
+  return out;
 }
 
 } // namespace
@@ -193,41 +233,37 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         if (const auto it = smoothing.find(linear.input); it != smoothing.end())
           quant::rescale_hessian(h, cols, it->second);
       }
-      quant::CompressedMatrix cm;
-      if (recipe.method == Method::gptq) {
-        quant::GptqOptions o;
-        o.block_size = recipe.block_size;
-        o.dampening = recipe.dampening;
-        o.act_order = recipe.act_order;
-        o.sparse_2_4 = recipe.sparse_2_4;
-        o.layer = module;
-        quant::ScopedBlasThreads blas(threads);
-        cm = quant::gptq(w, rows, cols, h, recipe.weights, scale_dtype, o, pool);
-      } else {
-        cm = quant::rtn(w, rows, cols, recipe.weights, scale_dtype);
-      }
-      LayerReport report;
-      report.module = module;
-      {
-        quant::ScopedBlasThreads blas(threads);
-        report.relative_error = calibrated ? quant::relative_output_error(w, cm.weight, rows, cols, h)
-                                           : relative_frobenius_error(w, cm.weight);
-      }
-      report.gptq_loss = cm.loss;
-      report.dampening = cm.dampening;
-      report.damping_attempts = cm.damping_attempts;
-      error_sum += report.relative_error;
-      result.reports.push_back(report);
+      auto compressed = compress_matrix(recipe, {module, w, rows, cols, h, recipe.sparse_2_4, scale_dtype}, threads,
+                                        pool, result.reports);
+      error_sum += result.reports.back().relative_error;
+      auto& cm = compressed.matrix;
       std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
       cm.weight = {};
       if (base)
         for (std::size_t i = 0; i < reconstruction.size(); ++i)
           reconstruction[i] += base_w[i];
       model.replace_linear(layer, linear.name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
-      result.linears.push_back({module, std::move(cm)});
+      result.linears.push_back(std::move(compressed));
     }
     if (calibrated)
       run_layer_chunked(model, layer, lengths, x, nullptr);
+  }
+  if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
+    quant::Hessian hessian(config.hidden_size);
+    {
+      quant::ScopedBlasThreads blas(threads);
+      const auto normed = model.final_norm(x);
+      hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / config.hidden_size,
+                  static_cast<std::int64_t>(lengths.size()));
+    }
+    auto delta = weight_as_floats(model.lm_head());
+    const auto base_w = weight_as_floats(base->lm_head());
+    for (std::size_t i = 0; i < delta.size(); ++i)
+      delta[i] -= base_w[i];
+    result.linears.push_back(compress_matrix(
+        recipe, {"lm_head", delta, config.vocab_size, config.hidden_size, hessian.matrix(), false, scale_dtype},
+        threads, pool, result.reports));
+    error_sum += result.reports.back().relative_error;
   }
   if (options.progress)
     options.progress(total, total);

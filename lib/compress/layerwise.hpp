@@ -4,7 +4,9 @@
 // folds its factors into the norm weights and the layers reading them, each targeted linear layer
 // is compressed (GPTQ / SparseGPT / RTN — on W, or on Δ = W_f − W_b in delta mode), the layer's
 // weights are replaced by their reconstructions (W_b + Δ̃ in delta mode), and a second pass
-// produces the next layer's inputs from the compressed layer. Memory: the hidden states of the
+// produces the next layer's inputs from the compressed layer. In delta mode the LM head's Δ is
+// then compressed densely by GPTQ on the final-normed outputs of the compressed layers (its
+// input), as the delta format stores the head densely. Memory: the hidden states of the
 // calibration set, one layer's Hessians, and the activations of one chunk of sequences.
 #pragma once
 
@@ -24,6 +26,7 @@ namespace optkit::compress {
 struct CompressedLinear {
   std::string module; // HF path, e.g. model.layers.0.self_attn.q_proj
   quant::CompressedMatrix matrix;
+  bool sparse_2_4 = false; // pruned 2:4 (the delta format stores it compactly) or dense
 };
 
 struct LayerReport {

@@ -4,6 +4,7 @@
 #include "runtime/kernels.hpp"
 #include "runtime/weight_loader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -135,13 +136,23 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     r += n;
   }
   const auto out_count = static_cast<std::int64_t>(out_rows.size());
-  std::vector<float> normed(static_cast<std::size_t>(out_count * hidden));
+  std::vector<float> last(static_cast<std::size_t>(out_count * hidden));
   for (std::int64_t i = 0; i < out_count; ++i)
-    rms_norm(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, m_final_norm.data(), hidden, c.rms_norm_eps,
-             normed.data() + i * hidden);
+    std::copy_n(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, hidden, last.data() + i * hidden);
+  const auto normed = final_norm(last);
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
   m_lm_head->multiply(normed.data(), out_count, logits.data(), m_pool);
   return logits;
+}
+
+std::vector<float>
+CpuTransformer::final_norm(std::span<const float> x) const {
+  const auto hidden = m_config.hidden_size;
+  std::vector<float> normed(x.size());
+  for (std::size_t r = 0; r < x.size() / static_cast<std::size_t>(hidden); ++r)
+    rms_norm(x.data() + static_cast<std::int64_t>(r) * hidden, m_final_norm.data(), hidden, m_config.rms_norm_eps,
+             normed.data() + static_cast<std::int64_t>(r) * hidden);
+  return normed;
 }
 
 void

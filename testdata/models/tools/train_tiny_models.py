@@ -31,6 +31,12 @@ LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
 VOCAB_SIZE = 2048
 HELDOUT_BYTES = 24000
+LIMITS = {"english": 1_400_000, "code": 600_000, "licenses": 300_000, "glosses": 600_000, "quotes": 600_000}
+# Pre-training mixture of the base: mostly English prose, and some of every variant's domain, as a
+# real base model has seen some code, licences and quotations before anyone fine-tunes it.
+BASE_MIXTURE = {"english": 0.6, "code": 0.1, "licenses": 0.1, "glosses": 0.1, "quotes": 0.1}
+BASE_LR = 3e-3
+FINETUNE_LR = 2e-4  # a fine-tune moves the weights far less than pre-training did (1/15 of the base's peak)
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
     "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"
@@ -200,22 +206,28 @@ def model_config(vocab_size):
     }
 
 
-def batches(ids, seq, batch, generator):
-    data = torch.tensor(ids)
+def batches(corpora, weights, seq, batch, generator):
+    """Random windows; each window's corpus drawn with the given weights."""
+    data = [torch.tensor(ids) for ids in corpora]
+    p = torch.tensor(weights, dtype=torch.float64)
     while True:
-        starts = torch.randint(0, len(data) - seq - 1, (batch,), generator=generator)
-        chunk = torch.stack([data[s : s + seq + 1] for s in starts.tolist()])
+        which = torch.multinomial(p, batch, replacement=True, generator=generator).tolist()
+        windows = []
+        for c in which:
+            s = int(torch.randint(0, len(data[c]) - seq - 1, (1,), generator=generator))
+            windows.append(data[c][s : s + seq + 1])
+        chunk = torch.stack(windows)
         yield chunk[:, :-1], chunk[:, 1:]
 
 
-def train(cfg, W, ids, steps, lr, seed, label):
+def train(cfg, W, corpora, weights, steps, lr, seed, label):
     params = {k: v.clone().requires_grad_(True) for k, v in W.items()}
     decay = [p for k, p in params.items() if p.dim() == 2]
     no_decay = [p for k, p in params.items() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=lr, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(seed)
-    stream = batches(ids, 128, 16, gen)
+    stream = batches(corpora, weights, 128, 16, gen)
     warmup = max(1, steps // 20)
     start = time.time()
     for step in range(steps):
@@ -252,24 +264,46 @@ def save_model(path, cfg_dict, W, tok, tok_cfg):
             f.write("\n")
 
 
+def committed_tokenizer():
+    """vocab and merges of the committed tokenizer.json, as train_bpe returns them."""
+    with open(os.path.join(MODELS, "tiny-base", "tokenizer.json"), encoding="utf-8") as f:
+        model = json.load(f)["model"]
+    return model["vocab"], [tuple(m.split(" ")) for m in model["merges"]]
+
+
+def relative_delta(W, base):
+    """||W_f - W_b|| / ||W_b|| over all matrices: how far a fine-tune moved from the base."""
+    num = sum(float((W[k] - base[k]).pow(2).sum()) for k in W if W[k].dim() == 2)
+    den = sum(float(base[k].pow(2).sum()) for k in W if W[k].dim() == 2)
+    return math.sqrt(num / den)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="few steps, for checking the script")
     ap.add_argument("--base-steps", type=int, default=1500)
     ap.add_argument("--finetune-steps", type=int, default=300)
+    ap.add_argument("--keep-tokenizer", action="store_true",
+                    help="reuse the committed tokenizer.json and held-out texts instead of rebuilding them "
+                         "(the code corpus depends on the machine's /usr/include)")
     args = ap.parse_args()
     if args.quick:
         args.base_steps, args.finetune_steps = 10, 5
     torch.manual_seed(0)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    limits = {"english": 1_400_000, "code": 600_000, "licenses": 300_000, "glosses": 600_000, "quotes": 600_000}
-    split = {d: split_domain(fn(), limits[d]) for d, fn in DOMAINS.items()}
-    os.makedirs(CORPORA, exist_ok=True)
-    for d, (_, held) in split.items():
-        with open(os.path.join(CORPORA, f"{d}.heldout.txt"), "w") as f:
-            f.write(held)
-    tok_text = split["english"][0] + "".join(split[d][0][:150_000] for d in VARIANTS)
-    vocab, merges = train_bpe(tok_text, VOCAB_SIZE - 256 - len(SPECIALS))
+    split = {d: split_domain(fn(), LIMITS[d]) for d, fn in DOMAINS.items()}
+    if args.keep_tokenizer:
+        vocab, merges = committed_tokenizer()
+        for d in split:
+            with open(os.path.join(CORPORA, f"{d}.heldout.txt"), encoding="utf-8") as f:
+                split[d] = (split[d][0], f.read())
+    else:
+        os.makedirs(CORPORA, exist_ok=True)
+        for d, (_, held) in split.items():
+            with open(os.path.join(CORPORA, f"{d}.heldout.txt"), "w") as f:
+                f.write(held)
+        tok_text = split["english"][0] + "".join(split[d][0][:150_000] for d in VARIANTS)
+        vocab, merges = train_bpe(tok_text, VOCAB_SIZE - 256 - len(SPECIALS))
     print(f"tokenizer: {len(vocab)} entries, {len(merges)} merges", flush=True)
     vocab_size = len(vocab) + len(SPECIALS)
     tok = tokenizer_json(vocab, merges)
@@ -281,24 +315,26 @@ def main():
                "chat_template": CHAT_TEMPLATE}
     cfg = ref.Config(cfg_dict)
     tokens = {d: (encode(tr, vocab, merges), encode(he, vocab, merges)) for d, (tr, he) in split.items()}
-    base = train(cfg, ref.init_weights(cfg, torch.Generator().manual_seed(1)), tokens["english"][0],
-                 args.base_steps, 3e-3, 2, "base")
+    base = train(cfg, ref.init_weights(cfg, torch.Generator().manual_seed(1)), [tokens[d][0] for d in BASE_MIXTURE],
+                 list(BASE_MIXTURE.values()), args.base_steps, BASE_LR, 2, "base")
     base = {k: v.to(torch.bfloat16).float() for k, v in base.items()}
     save_model(os.path.join(MODELS, "tiny-base"), cfg_dict, base, tok, tok_cfg)
     report = {"params": sum(v.numel() for v in base.values()), "vocab_size": vocab_size, "merges": len(merges),
-              "base_steps": args.base_steps, "finetune_steps": args.finetune_steps, "batch": 16, "seq": 128,
+              "base_steps": args.base_steps, "base_mixture": BASE_MIXTURE, "base_lr": BASE_LR,
+              "finetune_steps": args.finetune_steps, "finetune_lr": FINETUNE_LR, "batch": 16, "seq": 128,
               "train_tokens": {d: len(t[0]) for d, t in tokens.items()},
-              "heldout_tokens": {d: len(t[1]) for d, t in tokens.items()}, "perplexity": {}}
+              "heldout_tokens": {d: len(t[1]) for d, t in tokens.items()}, "perplexity": {}, "relative_delta": {}}
     report["perplexity"]["tiny-base"] = {d: perplexity(cfg, base, t[1]) for d, t in tokens.items()}
     for i, (domain, name) in enumerate(VARIANTS.items()):
-        W = train(cfg, base, tokens[domain][0], args.finetune_steps, 1e-3, 10 + i, name)
+        W = train(cfg, base, [tokens[domain][0]], [1.0], args.finetune_steps, FINETUNE_LR, 10 + i, name)
         W = {k: v.to(torch.bfloat16).float() for k, v in W.items()}
         unchanged = [k for k in W if torch.equal(W[k], base[k])]
         if unchanged:
             raise SystemExit(f"{name}: weights not updated by fine-tuning: {unchanged}")
         save_model(os.path.join(MODELS, name), dict(cfg_dict), W, tok, tok_cfg)
         report["perplexity"][name] = {d: perplexity(cfg, W, t[1]) for d, t in tokens.items()}
-        print(name, report["perplexity"][name], flush=True)
+        report["relative_delta"][name] = relative_delta(W, base)
+        print(name, report["perplexity"][name], report["relative_delta"][name], flush=True)
     with open(os.path.join(MODELS, "training_report.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
