@@ -92,7 +92,7 @@ struct MatrixJob {
   std::string module;
   std::span<const float> w;
   std::int64_t rows, cols;
-  const std::vector<float>& hessian;
+  std::span<const float> hessian;
   bool sparse_2_4;
   model::DType scale_dtype;
 };
@@ -260,9 +260,10 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     const auto base_w = weight_as_floats(base->lm_head());
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_w[i];
-    result.linears.push_back(compress_matrix(
-        recipe, {"lm_head", delta, config.vocab_size, config.hidden_size, hessian.matrix(), false, scale_dtype},
-        threads, pool, result.reports));
+    const auto h = hessian.matrix();
+    result.linears.push_back(
+        compress_matrix(recipe, {"lm_head", delta, config.vocab_size, config.hidden_size, h, false, scale_dtype},
+                        threads, pool, result.reports));
     error_sum += result.reports.back().relative_error;
   }
   if (options.progress)
