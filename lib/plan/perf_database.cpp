@@ -204,6 +204,17 @@ PerfDatabase::grid(const std::string& key) const {
   return it == m_grids.end() ? nullptr : &it->second;
 }
 
+template <typename KeyFields>
+const UtilizationGrid*
+PerfDatabase::site_grid(const char* table, const KeyFields& key) const {
+  if (m_sites == nullptr && m_grids.empty())
+    return nullptr;
+  const std::vector<std::string> fields = key();
+  if (m_sites != nullptr)
+    m_sites->insert({table, fields});
+  return grid(make_key(table, fields));
+}
+
 // A GEMM shape nobody measured borrows the utilization curve of the nearest measured (n, k) of the
 // same kind within two octaves on both axes (real model shapes are scattered, not a grid).
 PerfDatabase::GemmSite
@@ -264,14 +275,10 @@ PerfDatabase::attention(const char* table, const std::string& kv_dtype, int head
                         double batch, double length, const OpCost& cost, OpClass op_class, bool shape_measured) const {
   const double peak = m_system->peak_flops("bf16");
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site = nullptr;
-  if (m_sites != nullptr || !m_grids.empty()) { // the roofline path builds no key
-    std::vector<std::string> key = {kv_dtype, std::to_string(heads), std::to_string(kv_heads),
+  const UtilizationGrid* site = site_grid(table, [&] {
+    return std::vector<std::string>{kv_dtype, std::to_string(heads), std::to_string(kv_heads),
                                     std::to_string(head_dim)};
-    if (m_sites != nullptr)
-      m_sites->insert({table, key});
-    site = grid(make_key(table, key));
-  }
+  });
   Estimate estimate = answer(site, batch, length, sol, op_class, cost, peak);
   // A measured point of a different shape (a cached prefix, several tokens per sequence) lends
   // its utilization, not its latency.
@@ -306,14 +313,10 @@ PerfDatabase::moe(const std::string& kind, int hidden, int inter, int topk, int 
   const OpCost cost = moe_cost(routed, hidden, inter, expected_experts_touched(experts, routed, topk), w, a);
   const double peak = m_system->peak_flops(kind);
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
-  const UtilizationGrid* site = nullptr;
-  if (m_sites != nullptr || !m_grids.empty()) {
-    std::vector<std::string> key = {kind, std::to_string(hidden), std::to_string(inter), std::to_string(topk),
+  const UtilizationGrid* site = site_grid("moe", [&] {
+    return std::vector<std::string>{kind, std::to_string(hidden), std::to_string(inter), std::to_string(topk),
                                     std::to_string(experts)};
-    if (m_sites != nullptr)
-      m_sites->insert({"moe", key});
-    site = grid(make_key("moe", key));
-  }
+  });
   Estimate estimate = answer(site, tokens * imbalance, 0, sol, OpClass::gemm, cost, peak);
   if (imbalance != 1.0 && (estimate.sources & measured))
     estimate.sources = interpolated;

@@ -75,6 +75,9 @@ private:
   PerfSites* m_sites = nullptr;
 
   const UtilizationGrid* grid(const std::string& key) const;
+  // The measured grid of a site (nullptr: none), recording the site when recording. `key()`
+  // builds its fields only then, so roofline-only lookups build no strings.
+  template <typename KeyFields> const UtilizationGrid* site_grid(const char* table, const KeyFields& key) const;
   GemmSite gemm_site(const std::string& kind, double n, double k) const;
   Estimate answer(const UtilizationGrid* grid, double x, double y, double speed_of_light_us, OpClass op_class,
                   const OpCost& cost, double peak) const;

@@ -4,7 +4,6 @@
 #include "runtime/kernels.hpp"
 #include "runtime/weight_loader.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -136,10 +135,10 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     r += n;
   }
   const auto out_count = static_cast<std::int64_t>(out_rows.size());
-  std::vector<float> last(static_cast<std::size_t>(out_count * hidden));
+  std::vector<float> normed(static_cast<std::size_t>(out_count * hidden));
   for (std::int64_t i = 0; i < out_count; ++i)
-    std::copy_n(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, hidden, last.data() + i * hidden);
-  const auto normed = final_norm(last);
+    rms_norm(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, m_final_norm.data(), hidden, c.rms_norm_eps,
+             normed.data() + i * hidden);
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
   m_lm_head->multiply(normed.data(), out_count, logits.data(), m_pool);
   return logits;

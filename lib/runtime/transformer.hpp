@@ -73,8 +73,8 @@ public:
   void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);
   // The RMSNorm weight before attention (input_layernorm) or before the MLP.
   std::vector<float>& norm_weight(std::int64_t layer, LinearInput input);
-  // After the last layer: the final RMSNorm of rows of x (the LM head's input), and the LM head
-  // itself (the embedding when the two are tied).
+  // For calibration after the last layer: the final RMSNorm of rows of x (the LM head's input),
+  // and the LM head itself (the embedding when the two are tied).
   std::vector<float> final_norm(std::span<const float> x) const;
   const LinearWeight& lm_head() const { return *m_lm_head; }
   const model::WeightStore& weights() const { return *m_store; }
