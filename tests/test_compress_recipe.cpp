@@ -32,6 +32,8 @@ TEST_CASE("the bundled recipes") {
   CHECK(d2.delta);
   CHECK(d2.weights.bits == 2);
   CHECK(d2.lossless == compress::Lossless::zstd);
+  CHECK(d2.weights.levels == quant::Levels::midrise);
+  CHECK(w4.weights.levels == quant::Levels::midtread);
 }
 
 TEST_CASE("recipe errors name the file and the fix") {
@@ -54,6 +56,15 @@ TEST_CASE("recipe errors name the file and the fix") {
                        doctest::Contains("lossless applies to delta recipes only"), InputError);
   CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "mode: delta\nalgorithm: {method: gptq}\n")),
                        doctest::Contains("set algorithm.sparsity: \"2:4\""), InputError);
+  const auto midrise = std::string("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 2, strategy: group, "
+                                   "group_size: 64, levels: midrise}\n");
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(midrise)),
+                       doctest::Contains("midrise is for delta recipes only"), InputError);
+  const auto asymmetric = std::string("name: x\ndescription: y\nmode: delta\nalgorithm: {sparsity: \"2:4\"}\n"
+                                      "scheme:\n  weights: {num_bits: 2, strategy: group, group_size: 64, "
+                                      "symmetric: false, levels: midrise}\n");
+  CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(asymmetric)),
+                       doctest::Contains("levels midrise needs symmetric integer weights"), InputError);
 }
 
 TEST_CASE("calibration samplers: seeded, without replacement, distinct subsets per seed") {

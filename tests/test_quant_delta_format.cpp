@@ -1,7 +1,9 @@
 // The 2:4 delta encoding round-trips, and compressed-tensors configs come back as they were written.
 #include "core/error.hpp"
+#include "model/safetensors_writer.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/delta_format.hpp"
+#include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,19 +12,58 @@ using namespace optkit;
 TEST_CASE("2:4 sparse encoding keeps two values and their positions per group of four") {
   const std::vector<float> q = {0,  -2, 0, 1, 1, 0, 0, -1, 0, 0, 0,  0, 1, 0, -2, 0, //
                                 -1, 0,  1, 0, 0, 0, 0, 1,  0, 1, -2, 0, 0, 0, 0,  0};
-  const auto enc = quant::encode_sparse_2_4(q, 2, 16, 2);
+  // Row 0's third group keeps two zeros (a mid-rise grid's ½·s); row 1's last keeps 0 and 1.
+  const std::vector<std::uint8_t> kept = {0, 1, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, //
+                                          1, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0};
+  const auto enc = quant::encode_sparse_2_4(q, kept, 2, 16, 2);
   CHECK(enc.indices.size() == 4);
   CHECK(enc.values.size() == 2); // 8 kept 2-bit values per row → one word
   CHECK((enc.indices[0] & 0x0f) == (1 | (3 << 2)));
   CHECK((enc.indices[0] >> 4) == (0 | (3 << 2)));
-  for (std::int64_t r = 0; r < 2; ++r) {
-    std::vector<float> row(16);
-    quant::decode_sparse_2_4_row(enc.values.data() + r, enc.indices.data() + r * 2, 16, 2, row.data());
-    for (std::int64_t c = 0; c < 16; ++c)
-      CHECK(row[static_cast<std::size_t>(c)] == q[static_cast<std::size_t>(r * 16 + c)]);
-  }
-  std::vector<float> dense(16, 1.0f);
-  CHECK_THROWS_AS(quant::encode_sparse_2_4(dense, 1, 16, 4), InputError);
+  CHECK((enc.indices[1] & 0x0f) == (0 | (1 << 2)));
+  for (const float offset : {0.0f, 0.5f})
+    for (std::int64_t r = 0; r < 2; ++r) {
+      std::vector<float> row(16);
+      quant::decode_sparse_2_4_row(enc.values.data() + r, enc.indices.data() + r * 2, 16, 2, offset, row.data());
+      for (std::int64_t c = 0; c < 16; ++c) {
+        const auto i = static_cast<std::size_t>(r * 16 + c);
+        CHECK(row[static_cast<std::size_t>(c)] == (kept[i] ? q[i] + offset : 0.0f));
+      }
+    }
+  std::vector<std::uint8_t> three = kept;
+  three[0] = 1;
+  CHECK_THROWS_WITH_AS(quant::encode_sparse_2_4(q, three, 2, 16, 2), doctest::Contains("row 0 columns 0-3"),
+                       InputError);
+  std::vector<std::uint8_t> one = kept;
+  one[1] = 0;
+  CHECK_THROWS_AS(quant::encode_sparse_2_4(q, one, 2, 16, 2), InputError);
+}
+
+TEST_CASE("an artifact's levels decide what a stored value means, and a bad one is refused") {
+  // One 2:4 row of 8 columns, int2, scale 2: kept values q = -2 and 1, then 0 and -1.
+  const std::vector<float> q = {-2, 0, 0, 1, 0, 0, 0, -1};
+  const std::vector<std::uint8_t> kept = {1, 0, 0, 1, 1, 0, 0, 1};
+  const auto enc = quant::encode_sparse_2_4(q, kept, 1, 8, 2);
+  model::TensorSet tensors;
+  tensors.add_values("m.delta_values", model::DType::i32, {1, 1}, enc.values);
+  tensors.add_values("m.delta_indices", model::DType::u8, {1, 1}, enc.indices);
+  tensors.add_values("m.delta_scale", model::DType::f32, {1, 1}, std::vector<float>{2.0f});
+  test::ScratchDir dir;
+  model::write_safetensors(dir.path() / "delta.safetensors", tensors.tensors());
+  const auto text = test::read_text(dir.path() / "delta.safetensors");
+  const auto* begin = reinterpret_cast<const std::byte*>(text.data());
+  const std::vector<std::byte> bytes(begin, begin + text.size());
+  auto decode = [&](const nlohmann::json& levels) {
+    nlohmann::json config = {
+        {"format", "optkit-delta"}, {"version", 1}, {"bits", 2}, {"base", nlohmann::json::object()}};
+    if (!levels.is_null())
+      config["levels"] = levels;
+    return quant::DeltaArtifact(config, bytes, "test").decode_delta("m", 1, 8);
+  };
+  CHECK(decode(nullptr) == std::vector<float>{-4, 0, 0, 2, 0, 0, 0, -2});
+  CHECK(decode("midtread") == std::vector<float>{-4, 0, 0, 2, 0, 0, 0, -2});
+  CHECK(decode("midrise") == std::vector<float>{-3, 0, 0, 3, 1, 0, 0, -1});
+  CHECK_THROWS_WITH_AS(decode("nf2"), doctest::Contains("levels must be"), InputError);
 }
 
 TEST_CASE("quantization_config: the keys vLLM reads, and a round trip through the reader") {

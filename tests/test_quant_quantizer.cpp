@@ -1,5 +1,6 @@
 // Golden vectors for the compressed-tensors grid: int4 packing, FP8 E4M3 encoding (clamp to ±448,
 // round half to even, subnormals), symmetric scales (/127.5, /7.5, /448) and round-half-even.
+#include "core/error.hpp"
 #include "model/dtype.hpp"
 #include "quant/packing.hpp"
 #include "quant/quantizer.hpp"
@@ -89,6 +90,35 @@ TEST_CASE("symmetric scales are max|x| / ((qmax - qmin) / 2) and integers round 
   const auto sz = quant::scale_for_range(-1.0f, 2.0f, asym, model::DType::f32);
   CHECK(sz.scale == doctest::Approx(0.2));
   CHECK(sz.zero == -3.0f); // round(-8 + 1/0.2)
+}
+
+TEST_CASE("a mid-rise int2 grid has the levels ±½s and ±1.5s, ±max|x| at the ends, and no zero") {
+  QuantArgs int2{2, NumberType::integer, true, Strategy::group, 4, false};
+  int2.levels = quant::Levels::midrise;
+  const auto sz = quant::scale_for_range(-1.0f, 3.0f, int2, model::DType::f32);
+  CHECK(sz.scale == doctest::Approx(2.0)); // 3 / 1.5
+  CHECK(sz.zero == -0.5f);
+  auto level = [&](float x) { return quant::fake_quantize(x, sz.scale, sz.zero, int2); };
+  CHECK(level(3.0f) == 3.0f);
+  CHECK(level(2.1f) == 3.0f);
+  CHECK(level(1.9f) == 1.0f);
+  CHECK(level(0.1f) == 1.0f);
+  CHECK(level(-0.1f) == -1.0f);
+  CHECK(level(-3.0f) == -3.0f);
+  CHECK(level(-9.0f) == -3.0f); // clamped: the grid is symmetric, unlike mid-tread's -2s..s
+  CHECK(level(0.0f) == 1.0f);   // -½ rounds half to even, to 0: the level +½s
+  QuantArgs tread = int2;
+  tread.levels = quant::Levels::midtread;
+  const auto t = quant::scale_for_range(-1.0f, 3.0f, tread, model::DType::f32);
+  CHECK(quant::fake_quantize(3.0f, t.scale, t.zero, tread) == 2.0f); // mid-tread clips +max to +s
+  CHECK_THROWS_AS(quant::validate(
+                      [] {
+                        QuantArgs a{2, NumberType::integer, false, Strategy::group, 4, false};
+                        a.levels = quant::Levels::midrise;
+                        return a;
+                      }(),
+                      false, "w"),
+                  InputError);
 }
 
 TEST_CASE("group grids: one scale per row and group, a narrower last group allowed") {

@@ -20,9 +20,10 @@ namespace optkit::compress {
 namespace {
 
 void
-add_sparse_delta(model::TensorSet& out, const std::string& module, const std::vector<float>& q,
-                 const quant::QuantGrid& grid, model::DType scale_dtype) {
-  const auto enc = quant::encode_sparse_2_4(q, grid.rows, grid.cols, grid.args.bits);
+add_sparse_delta(model::TensorSet& out, const std::string& module, const quant::CompressedMatrix& cm,
+                 model::DType scale_dtype) {
+  const auto& grid = *cm.grid;
+  const auto enc = quant::encode_sparse_2_4(cm.q, cm.kept, grid.rows, grid.cols, grid.args.bits);
   out.add_values(module + ".delta_values", model::DType::i32,
                  {grid.rows, static_cast<std::int64_t>(enc.values.size()) / grid.rows}, enc.values);
   out.add_values(module + ".delta_indices", model::DType::u8, {grid.rows, grid.cols / 8}, enc.indices);
@@ -56,7 +57,7 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
   std::set<std::string> done;
   for (const auto& linear : result.linears) {
     if (linear.sparse_2_4)
-      add_sparse_delta(out, linear.module, linear.matrix.q, *linear.matrix.grid, scale_dtype);
+      add_sparse_delta(out, linear.module, linear.matrix, scale_dtype);
     else
       add_dense_delta(out, linear.module, linear.matrix, scale_dtype);
     done.insert(linear.module + ".weight");
@@ -100,6 +101,7 @@ write_delta_artifact(const std::filesystem::path& directory, const std::filesyst
       {"tensors_file", file},
       {"bits", recipe.weights.bits},
       {"group_size", recipe.weights.group_size},
+      {"levels", quant::levels_name(recipe.weights.levels)},
       {"sparsity", "2:4"},
       {"lossless", recipe.lossless == Lossless::zstd ? "zstd" : "none"},
       {"recipe", recipe.name},

@@ -54,7 +54,11 @@ quant_args_schema(const std::string& name) {
                  field("symmetric", Type::boolean, "symmetric grid (zero point 0)"),
                  field("strategy", Type::string, "which values share a scale", {"tensor", "channel", "group", "token"}),
                  bounded("group_size", Type::integer, "input columns per scale (strategy group)", 1, 1 << 20),
-                 field("dynamic", Type::boolean, "scales computed at run time (activations)")}};
+                 field("dynamic", Type::boolean, "scales computed at run time (activations)"),
+                 field("levels", Type::string,
+                       "midtread (q·s, zero representable; what vLLM loads) or midrise ((q+½)·s, no zero level; "
+                       "delta recipes)",
+                       {"midtread", "midrise"})}};
 }
 
 const Schema&
@@ -100,6 +104,8 @@ args_from(const nlohmann::json& j, const std::string& where) {
   auto a = quant::quant_args_from_json(j, where);
   if (j.contains("strategy") && j.at("strategy") == "channel")
     a.group_size = 0;
+  if (j.contains("levels"))
+    a.levels = *quant::parse_levels(j.at("levels").get<std::string>()); // the schema checked the choice
   return a;
 }
 
@@ -182,6 +188,10 @@ load_recipe_file(const std::filesystem::path& file) {
   if (r.delta && !r.sparse_2_4)
     throw InputError(
         fmt::format("{}: the delta format stores 2:4-sparse deltas: set algorithm.sparsity: \"2:4\"", where));
+  if (!r.delta && r.weights.levels == quant::Levels::midrise)
+    throw InputError(fmt::format("{}: scheme.weights.levels midrise is for delta recipes only (compressed-tensors "
+                                 "and vLLM use midtread grids)",
+                                 where));
   if (r.delta && r.weights.is_fp8())
     throw InputError(fmt::format("{}: delta recipes use integer weights", where));
   if (!r.delta && r.lossless != Lossless::none)

@@ -5,6 +5,7 @@
 #include "core/input_file.hpp"
 #include "core/sha256.hpp"
 #include "quant/packing.hpp"
+#include "quant/quant_args.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -26,6 +27,9 @@ check_config(const nlohmann::json& config, const std::string& source) {
       !config.at("base").is_object())
     throw InputError(
         fmt::format("{}: not an {} v1 artifact (format, version, bits and base are required)", source, kDeltaFormat));
+  if (config.contains("levels") &&
+      (!config.at("levels").is_string() || !parse_levels(config.at("levels").get<std::string>())))
+    throw InputError(fmt::format("{}: levels must be \"midtread\" or \"midrise\"", source));
 }
 
 } // namespace
@@ -46,34 +50,38 @@ zstd_decompress(std::string_view compressed, const std::string& source, std::uin
 }
 
 Sparse24Encoding
-encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols, int bits) {
+encode_sparse_2_4(std::span<const float> q, std::span<const std::uint8_t> kept_mask, std::int64_t rows,
+                  std::int64_t cols, int bits) {
   if (cols % 8 != 0)
     throw InputError(fmt::format("2:4 delta encoding needs in_features divisible by 8, not {}", cols));
+  if (q.size() != static_cast<std::size_t>(rows * cols) || kept_mask.size() != q.size())
+    throw InputError(fmt::format("2:4 delta encoding: values or mask do not fit [{}, {}]", rows, cols));
   const std::int64_t kept_cols = cols / 2;
   std::vector<std::int8_t> kept(static_cast<std::size_t>(rows * kept_cols));
   Sparse24Encoding out;
   out.indices.assign(static_cast<std::size_t>(rows * cols / 8), 0);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t g = 0; g < cols / 4; ++g) {
-      const float* v = q.data() + r * cols + g * 4;
+      const auto first = static_cast<std::size_t>(r * cols + g * 4);
       int positions[2] = {-1, -1};
+      float values[2] = {0.0f, 0.0f};
       int found = 0;
       for (int k = 0; k < 4; ++k)
-        if (v[k] != 0.0f) {
+        if (kept_mask[first + static_cast<std::size_t>(k)] != 0) {
           if (found == 2)
-            throw InputError(
-                fmt::format("row {} columns {}-{} have more than 2 nonzero values (not 2:4)", r, g * 4, g * 4 + 3));
+            break;
+          values[found] = q[first + static_cast<std::size_t>(k)];
           positions[found++] = k;
         }
-      for (int k = 0; k < 4 && found < 2; ++k)
-        if (k != positions[0])
-          positions[found++] = k;
-      std::sort(positions, positions + 2);
+      if (found != 2 || std::count(kept_mask.begin() + static_cast<std::ptrdiff_t>(first),
+                                   kept_mask.begin() + static_cast<std::ptrdiff_t>(first) + 4, 0) != 2)
+        throw InputError(
+            fmt::format("row {} columns {}-{} do not keep exactly 2 values (not 2:4)", r, g * 4, g * 4 + 3));
       const auto nibble = static_cast<std::uint8_t>(positions[0] | (positions[1] << 2));
       auto& byte = out.indices[static_cast<std::size_t>(r * cols / 8 + g / 2)];
       byte = static_cast<std::uint8_t>(byte | (g % 2 == 0 ? nibble : nibble << 4));
       for (int k = 0; k < 2; ++k)
-        kept[static_cast<std::size_t>(r * kept_cols + g * 2 + k)] = static_cast<std::int8_t>(v[positions[k]]);
+        kept[static_cast<std::size_t>(r * kept_cols + g * 2 + k)] = static_cast<std::int8_t>(values[k]);
     }
   out.values = pack_rows(kept, rows, kept_cols, bits);
   return out;
@@ -81,13 +89,13 @@ encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols
 
 void
 decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, std::int64_t cols, int bits,
-                      float* out) {
+                      float offset, float* out) {
   std::fill(out, out + cols, 0.0f);
   for (std::int64_t g = 0; g < cols / 4; ++g) {
     const auto byte = indices[g / 2];
     const int nibble = g % 2 == 0 ? (byte & 0x0f) : (byte >> 4);
-    out[g * 4 + (nibble & 3)] = static_cast<float>(unpack_value(values, g * 2, bits));
-    out[g * 4 + ((nibble >> 2) & 3)] = static_cast<float>(unpack_value(values, g * 2 + 1, bits));
+    out[g * 4 + (nibble & 3)] = static_cast<float>(unpack_value(values, g * 2, bits)) + offset;
+    out[g * 4 + ((nibble >> 2) & 3)] = static_cast<float>(unpack_value(values, g * 2 + 1, bits)) + offset;
   }
 }
 
@@ -160,6 +168,8 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
       scale.shape().size() != 2 || scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
     throw InputError(
         fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module, rows, cols));
+  const bool midrise = parse_levels(m_config.value("levels", "midtread")) == Levels::midrise;
+  const float offset = midrise ? 0.5f : 0.0f;
   const auto groups = scale.shape()[1];
   const auto group_size = (cols + groups - 1) / groups;
   const auto* v = reinterpret_cast<const std::int32_t*>(values.bytes.data());
@@ -169,9 +179,9 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
     float* row = out.data() + r * cols;
     if (dense.info)
       for (std::int64_t c = 0; c < cols; ++c)
-        row[c] = static_cast<float>(unpack_value(v + r * words, c, bits));
+        row[c] = static_cast<float>(unpack_value(v + r * words, c, bits)) + offset;
     else
-      decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, row);
+      decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, offset, row);
     for (std::int64_t c = 0; c < cols; ++c)
       row[c] *= scale.at(static_cast<std::size_t>(r * groups + c / group_size));
   }

@@ -1,6 +1,8 @@
 // optkit's compressed-delta artifact (DeltaZip ΔCompress output): a folder with
 //   delta_config.json   format "optkit-delta" v1, lineage (base and fine-tuned weight hashes),
-//                       the recipe, the scheme, sizes and the compression ratio
+//                       the recipe, the scheme, sizes and the compression ratio; "levels":
+//                       "midrise" when a stored value q means (q + ½)·scale, "midtread" (or
+//                       absent) when it means q·scale
 //   delta.safetensors   (or delta.safetensors.zst after the lossless zstd stage) holding, for
 //                       every compressed matrix P (linear layers, embeddings, lm_head), its 2:4
 //                       sparse quantized Δ = W_finetuned − W_base:
@@ -39,11 +41,13 @@ struct Sparse24Encoding {
   std::vector<std::uint8_t> indices; // rows x cols / 8
 };
 
-// q: [rows, cols] signed grid values, at most 2 nonzero in every aligned group of 4 (cols % 8 == 0).
-Sparse24Encoding encode_sparse_2_4(std::span<const float> q, std::int64_t rows, std::int64_t cols, int bits);
-// One row back to grid values (cols floats, zeros where pruned).
+// q: [rows, cols] signed grid values; kept: the 2:4 mask, exactly 2 of every aligned group of 4
+// set (cols % 8 == 0), as SparseGPT 2:4 leaves it.
+Sparse24Encoding encode_sparse_2_4(std::span<const float> q, std::span<const std::uint8_t> kept, std::int64_t rows,
+                                   std::int64_t cols, int bits);
+// One row back: q + offset at the kept positions (offset ½ on a mid-rise grid), 0 where pruned.
 void decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, std::int64_t cols, int bits,
-                           float* out);
+                           float offset, float* out);
 
 // A loaded artifact: the tensors file (decompressed into memory when it is .zst) and its config.
 class DeltaArtifact {

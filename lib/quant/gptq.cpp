@@ -124,6 +124,7 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
 
   std::vector<float> q_values(w.size(), 0.0f); // grid values (permuted order)
   std::vector<float> recon(w.size(), 0.0f);    // reconstruction (permuted order)
+  std::vector<std::uint8_t> kept(o.sparse_2_4 ? w.size() : 0, 1);
   std::vector<double> row_loss(static_cast<std::size_t>(rows), 0.0);
   const std::int64_t block = std::max<std::int64_t>(1, o.block_size);
   std::vector<float> err(static_cast<std::size_t>(rows * block));
@@ -152,7 +153,9 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
           float rec = x, qv = 0.0f;
           if (o.sparse_2_4 && pruned[(i - i1) % 4]) {
             rec = 0.0f;
-            qv = out.grid ? out.grid->zero_at(r, c) : 0.0f; // dequantizes to exactly 0
+            kept[static_cast<std::size_t>(r * cols + i)] = 0;
+            if (out.grid && out.grid->args.levels == Levels::midtread)
+              qv = out.grid->zero_at(r, c); // dequantizes to exactly 0
           } else if (out.grid) {
             const float s = out.grid->scale_at(r, c), z = out.grid->zero_at(r, c);
             qv = quantize_value(x, s, z, out.grid->args);
@@ -179,12 +182,15 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
   out.weight.resize(w.size());
   if (out.grid)
     out.q.resize(w.size());
+  out.kept.resize(kept.size());
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::size_t j = 0; j < n; ++j) {
       const auto src = static_cast<std::size_t>(r) * n + j, dst = static_cast<std::size_t>(r) * n + perm[j];
       out.weight[dst] = recon[src];
       if (!out.q.empty())
         out.q[dst] = q_values[src];
+      if (!out.kept.empty())
+        out.kept[dst] = kept[src];
     }
   return out;
 }

@@ -33,15 +33,17 @@ struct GptqOptions {
   std::string layer;            // names the layer in errors
 };
 
-// A compressed [rows, cols] weight: the grid values (q, original column order; 0 where pruned),
-// the grid, and the reconstructed fp32 weight the next layers are calibrated on.
+// A compressed [rows, cols] weight: the grid values (q, original column order; where pruned, the
+// grid value of 0 — or 0 on a mid-rise grid, which has no zero level), the 2:4 mask, the grid,
+// and the reconstructed fp32 weight the next layers are calibrated on.
 struct CompressedMatrix {
   std::int64_t rows = 0, cols = 0;
-  std::optional<QuantGrid> grid; // absent: pruned only, values kept in fp32
-  std::vector<float> q;          // rows x cols grid values: integers or FP8 values (empty: no grid)
-  std::vector<float> weight;     // reconstruction, rows x cols
-  double loss = 0;               // Σ (w - q)² / d² / 2 (GPTQ's own objective), 0 for RTN
-  double dampening = 0;          // the dampening fraction that succeeded
+  std::optional<QuantGrid> grid;  // absent: pruned only, values kept in fp32
+  std::vector<float> q;           // rows x cols grid values: integers or FP8 values (empty: no grid)
+  std::vector<std::uint8_t> kept; // 2:4 only: rows x cols, 1 where the value is kept, 0 where pruned
+  std::vector<float> weight;      // reconstruction, rows x cols
+  double loss = 0;                // Σ (w - q)² / d² / 2 (GPTQ's own objective), 0 for RTN
+  double dampening = 0;           // the dampening fraction that succeeded
   int damping_attempts = 0;
 };
 

@@ -15,6 +15,27 @@ constexpr std::array<std::pair<Strategy, std::string_view>, 4> kStrategies = {{{
                                                                                {Strategy::group, "group"},
                                                                                {Strategy::token, "token"}}};
 
+constexpr std::array<std::pair<Levels, std::string_view>, 2> kLevels = {
+    {{Levels::midtread, "midtread"}, {Levels::midrise, "midrise"}}};
+
+template <typename Enum, std::size_t N>
+std::string_view
+name_in(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
+  for (const auto& [v, name] : table)
+    if (v == value)
+      return name;
+  return "?";
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum>
+value_in(const std::array<std::pair<Enum, std::string_view>, N>& table, std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (n == name)
+      return v;
+  return std::nullopt;
+}
+
 } // namespace
 
 float
@@ -29,18 +50,22 @@ QuantArgs::qmax() const {
 
 std::string_view
 strategy_name(Strategy strategy) {
-  for (const auto& [s, name] : kStrategies)
-    if (s == strategy)
-      return name;
-  return "?";
+  return name_in(kStrategies, strategy);
 }
 
 std::optional<Strategy>
 parse_strategy(std::string_view name) {
-  for (const auto& [s, n] : kStrategies)
-    if (n == name)
-      return s;
-  return std::nullopt;
+  return value_in(kStrategies, name);
+}
+
+std::string_view
+levels_name(Levels levels) {
+  return name_in(kLevels, levels);
+}
+
+std::optional<Levels>
+parse_levels(std::string_view name) {
+  return value_in(kLevels, name);
 }
 
 void
@@ -68,6 +93,8 @@ validate(const QuantArgs& a, bool activations, const std::string& where) {
     fail("weights cannot use the token strategy");
   if (a.is_fp8() && !a.symmetric)
     fail("FP8 quantization is symmetric");
+  if (a.levels == Levels::midrise && (activations || a.is_fp8() || !a.symmetric))
+    fail("levels midrise needs symmetric integer weights");
 }
 
 nlohmann::json

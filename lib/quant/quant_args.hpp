@@ -14,6 +14,11 @@ namespace optkit::quant {
 
 enum class NumberType { integer, floating };
 enum class Strategy { tensor, channel, group, token };
+// Where a symmetric integer grid puts its levels. Mid-tread (compressed-tensors, what vLLM
+// loads): q·s for q in [qmin, qmax], zero representable, one level more on the negative side.
+// Mid-rise (optkit's delta format only): (q + ½)·s, no zero level, symmetric, so every level
+// carries a value — for the kept values of a 2:4 mask, whose zeros the mask already stores.
+enum class Levels { midtread, midrise };
 
 struct QuantArgs {
   int bits = 8;
@@ -22,6 +27,7 @@ struct QuantArgs {
   Strategy strategy = Strategy::channel;
   std::int64_t group_size = 0; // > 0 only with the group strategy
   bool dynamic = false;        // scales computed per call from the data (activations)
+  Levels levels = Levels::midtread;
 
   // The representable range: [-2^(b-1), 2^(b-1)-1] for integers, ±448 for FP8 E4M3.
   float qmin() const;
@@ -31,6 +37,8 @@ struct QuantArgs {
 
 std::string_view strategy_name(Strategy strategy);
 std::optional<Strategy> parse_strategy(std::string_view name);
+std::string_view levels_name(Levels levels);
+std::optional<Levels> parse_levels(std::string_view name);
 
 // Checks the combination the way compressed-tensors validates it (token needs dynamic, group
 // needs group_size > 0, float means 8-bit E4M3, ...); `where` names it in the InputError.

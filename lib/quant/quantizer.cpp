@@ -32,6 +32,8 @@ scale_for_range(float lo, float hi, const QuantArgs& args, model::DType scale_dt
     const float absmax = std::max(std::fabs(lo), std::fabs(hi));
     out.scale = round_to_dtype(std::max(absmax / ((qmax - qmin) / 2.0f), eps), scale_dtype);
     out.scale = std::max(out.scale, eps);
+    if (args.levels == Levels::midrise)
+      out.zero = -0.5f; // (q + ½)·s: the outermost levels are ±absmax
   } else {
     out.scale = round_to_dtype(std::max((hi - lo) / (qmax - qmin), eps), scale_dtype);
     out.scale = std::max(out.scale, eps);

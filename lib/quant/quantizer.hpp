@@ -2,7 +2,8 @@
 // qmin) / 2) (int8: /127.5, int4: /7.5, FP8: /448), asymmetric scale (max - min) / (qmax - qmin)
 // with a signed zero point, 0 always representable, scales clamped to >= fp32 epsilon and rounded
 // to the dtype they are stored in; values divided by the scale, clamped to [qmin, qmax] before
-// rounding half to even (integers) or casting to E4M3 (FP8).
+// rounding half to even (integers) or casting to E4M3 (FP8). A mid-rise grid (optkit's delta
+// format) has the symmetric scale and zero point -½: levels (q + ½)·s, ±max|x| at the ends.
 #pragma once
 
 #include "model/dtype.hpp"
@@ -21,7 +22,7 @@ struct QuantGrid {
   std::int64_t rows = 0, cols = 0;
   std::int64_t group_size = 0; // columns per group (cols for channel and tensor)
   std::vector<float> scale;    // rows x groups()
-  std::vector<float> zero;     // rows x groups(); all 0 when symmetric
+  std::vector<float> zero;     // rows x groups(); all 0 when symmetric (-½ when mid-rise)
 
   std::int64_t groups() const { return (cols + group_size - 1) / group_size; }
   std::int64_t group_of(std::int64_t col) const { return col / group_size; }

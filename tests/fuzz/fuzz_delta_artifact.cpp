@@ -22,8 +22,11 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       const auto* begin = reinterpret_cast<const std::byte*>(rest.data());
       tensors.assign(begin, begin + rest.size());
     }
-    const nlohmann::json config = {
-        {"format", "optkit-delta"}, {"version", 1}, {"bits", bits}, {"base", nlohmann::json::object()}};
+    const nlohmann::json config = {{"format", "optkit-delta"},
+                                   {"version", 1},
+                                   {"bits", bits},
+                                   {"levels", (data[0] & 0x40) != 0 ? "midrise" : "midtread"},
+                                   {"base", nlohmann::json::object()}};
     const optkit::quant::DeltaArtifact artifact(config, std::move(tensors), "fuzz/delta.safetensors");
     for (const auto& suffix : {std::string(".delta_values"), std::string(".delta_packed")}) {
       for (int probe = 0; probe < 2; ++probe) {

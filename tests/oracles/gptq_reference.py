@@ -30,11 +30,14 @@ def grid(w, bits, group):
     return scales, qmin, qmax
 
 
-def quantize(x, s, qmin, qmax):
+def quantize(x, s, qmin, qmax, midrise=False):
+    """Mid-tread levels q*s, or mid-rise levels (q + 1/2)*s (no zero level)."""
+    if midrise:
+        return (torch.round(torch.clamp(x / s - 0.5, qmin, qmax)) + 0.5) * s
     return torch.round(torch.clamp(x / s, qmin, qmax)) * s
 
 
-def gptq(W, H, bits, group, block=128, percdamp=0.01, actorder=False, sparse24=False):
+def gptq(W, H, bits, group, block=128, percdamp=0.01, actorder=False, sparse24=False, midrise=False):
     W = W.clone().float()
     H = H.clone().float()
     rows, cols = W.shape
@@ -67,7 +70,7 @@ def gptq(W, H, bits, group, block=128, percdamp=0.01, actorder=False, sparse24=F
             d = U1[i, i]
             if bits:
                 s = scales[:, perm[i1 + i] // group]
-                q = quantize(w, s, qmin, qmax)
+                q = quantize(w, s, qmin, qmax, midrise)
             else:
                 q = w.clone()
             if sparse24:
@@ -113,6 +116,7 @@ def golden(path):
     cases["gptq_int8_channel"] = gptq(W, H, 8, cols, block=32)
     cases["sparsegpt_24"] = gptq(W, H, 0, cols, block=32, sparse24=True)
     cases["sparsegpt_24_int4_g32"] = gptq(W, H, 4, 32, block=32, sparse24=True)
+    cases["sparsegpt_24_int2_g32_midrise"] = gptq(W, H, 2, 32, block=32, sparse24=True, midrise=True)
     write_safetensors(path, cases)
 
 
