@@ -1,6 +1,7 @@
 #include "core/build_info.hpp"
 
 #include "core/build_config.hpp"
+#include "core/git_commit.hpp"
 
 #include <cblas.h>
 #include <fmt/format.h>
