@@ -63,18 +63,18 @@ encode_sparse_2_4(std::span<const float> q, std::span<const std::uint8_t> kept_m
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t g = 0; g < cols / 4; ++g) {
       const auto first = static_cast<std::size_t>(r * cols + g * 4);
-      int positions[2] = {-1, -1};
+      int positions[2] = {0, 0};
       float values[2] = {0.0f, 0.0f};
       int found = 0;
       for (int k = 0; k < 4; ++k)
         if (kept_mask[first + static_cast<std::size_t>(k)] != 0) {
-          if (found == 2)
-            break;
-          values[found] = q[first + static_cast<std::size_t>(k)];
-          positions[found++] = k;
+          if (found < 2) {
+            values[found] = q[first + static_cast<std::size_t>(k)];
+            positions[found] = k;
+          }
+          ++found;
         }
-      if (found != 2 || std::count(kept_mask.begin() + static_cast<std::ptrdiff_t>(first),
-                                   kept_mask.begin() + static_cast<std::ptrdiff_t>(first) + 4, 0) != 2)
+      if (found != 2)
         throw InputError(
             fmt::format("row {} columns {}-{} do not keep exactly 2 values (not 2:4)", r, g * 4, g * 4 + 3));
       const auto nibble = static_cast<std::uint8_t>(positions[0] | (positions[1] << 2));
