@@ -50,7 +50,7 @@ endforeach()
 find_package(Threads REQUIRED)
 
 add_library(optkit_thirdparty INTERFACE)
-target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY
+target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY JSON_DIAGNOSTICS=1
                            BOOST_ALLOW_DEPRECATED_HEADERS)
 target_link_libraries(optkit_thirdparty INTERFACE ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
                       ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_ZSTD_LIB} ${OPTKIT_FORTRAN_RUNTIME}

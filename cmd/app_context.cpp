@@ -1,6 +1,7 @@
 #include "app_context.hpp"
 
 #include "core/atomic_file.hpp"
+#include "core/resource_paths.hpp"
 #include "core/text.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,11 @@ AppContext::archive() {
 bool
 AppContext::color_stdout() const {
   return settings.color && ::isatty(STDOUT_FILENO);
+}
+
+archive::RunContext
+AppContext::run_context(double timeout_s) {
+  return {executable_path(), worker_global_args(), &archive(), run_id, timeout_s, !flags.quiet};
 }
 
 std::vector<std::string>

@@ -3,7 +3,7 @@
 // one register_<command>() function that only wires flags to lib/.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/settings.hpp"
 
 #include <CLI/CLI.hpp>
@@ -32,6 +32,9 @@ public:
   std::int64_t run_id = 0; // the run recorded for this invocation (0 when none)
 
   archive::RunArchive& archive();
+  // What library entry points need to record this run and start its worker children, each
+  // attempt limited to `timeout_s` (0: none).
+  archive::RunContext run_context(double timeout_s);
   // Tables get colour only on a terminal and when settings allow it.
   bool color_stdout() const;
   // Flags a worker child needs so it logs and archives like its parent.

@@ -78,8 +78,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   o.seed = f.seed;
   o.threads = f.threads;
   o.output = f.output;
-  const auto result = compress::run_compress(
-      o, {executable_path(), ctx.worker_global_args(), &ctx.archive(), ctx.run_id, f.timeout_s, !ctx.flags.quiet});
+  const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));
   const OutputFormat format = parse_output_format(f.format);
   if (format == OutputFormat::json) {
     auto out = compress::to_json(result);

@@ -33,9 +33,7 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
                     proc::write_worker_result(spec, doctor::run_probes());
                     return;
                   }
-                  const auto report =
-                      doctor::run_doctor(ctx.settings, ctx.archive(), ctx.run_id,
-                                         {executable_path(), ctx.worker_global_args(), flags->timeout_s});
+                  const auto report = doctor::run_doctor(ctx.settings, ctx.run_context(flags->timeout_s));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     ctx.emit(nlohmann::json({{"run_id", ctx.run_id},

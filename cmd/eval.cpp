@@ -58,9 +58,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                     options.kl_base = flags->kl_base;
                   if (!flags->delta.empty())
                     options.delta = flags->delta;
-                  const auto result =
-                      eval::run_perplexity(options, {executable_path(), ctx.worker_global_args(), &ctx.archive(),
-                                                     ctx.run_id, flags->timeout_s, !ctx.flags.quiet});
+                  const auto result = eval::run_perplexity(options, ctx.run_context(flags->timeout_s));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     auto out = eval::to_json(result);

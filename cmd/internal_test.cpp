@@ -2,8 +2,7 @@
 #include "app_context.hpp"
 
 #include "core/error.hpp"
-#include "core/resource_paths.hpp"
-#include "proc/test_tasks.hpp"
+#include "selftest/test_tasks.hpp"
 
 #include <fmt/format.h>
 
@@ -27,28 +26,22 @@ register_internal_test(CLI::App& app, CommandRegistry& commands) {
                 [flags](AppContext& ctx) {
                   if (!flags->worker.empty()) {
                     const auto spec = proc::read_worker_spec(flags->worker);
-                    proc::write_worker_result(spec, proc::run_test_task(spec));
+                    proc::write_worker_result(spec, selftest::run_test_task(spec));
                     return;
                   }
                   if (flags->tasks.empty()) {
                     throw InputError("internal-test: --tasks FILE is required");
                   }
-                  proc::PoolOptions pool;
-                  pool.executable = executable_path();
-                  pool.global_args = ctx.worker_global_args();
+                  proc::PoolOptions pool = archive::pool_options(ctx.run_context(0), "internal-test");
                   pool.slots = flags->jobs > 0 ? flags->jobs : ctx.settings.workers.jobs;
                   pool.gpus = flags->gpus.empty() ? ctx.settings.workers.gpus : flags->gpus;
-                  pool.archive = &ctx.archive();
-                  pool.run_id = ctx.run_id;
-                  pool.work_dir = ctx.archive().run_directory(ctx.run_id);
-                  pool.progress_label = "internal-test";
-                  const auto outcomes = proc::WorkerPool(pool).run(proc::read_test_tasks(flags->tasks));
+                  const auto outcomes = proc::WorkerPool(pool).run(selftest::read_test_tasks(flags->tasks));
                   nlohmann::json out = nlohmann::json::array();
                   std::size_t failed = 0;
                   for (const auto& o : outcomes) {
                     failed += o.succeeded() ? 0u : 1u;
                     out.push_back({{"task", o.task_index},
-                                   {"status", archive::to_string(o.status)},
+                                   {"status", proc::to_string(o.status)},
                                    {"attempts", o.attempts},
                                    {"exit_code", o.exit_code ? nlohmann::json(*o.exit_code) : nlohmann::json()},
                                    {"signal", o.signal ? nlohmann::json(*o.signal) : nlohmann::json()},

@@ -45,9 +45,7 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
                   }
                   if (flags->options.system.empty())
                     throw InputError("--system NAME is required (optkit plan --help lists the systems)");
-                  const auto run =
-                      plan::run_profile(flags->options, {executable_path(), ctx.worker_global_args(), &ctx.archive(),
-                                                         ctx.run_id, flags->timeout_s, !ctx.flags.quiet});
+                  const auto run = plan::run_profile(flags->options, ctx.run_context(flags->timeout_s));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     auto out = plan::to_json(run);

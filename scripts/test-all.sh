@@ -15,6 +15,7 @@ git ls-files -z '*.cpp' '*.hpp' '*.cu' '*.cuh' | xargs -0 clang-format --dry-run
 step "Release build (-Werror) and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPTKIT_WERROR=ON
 cmake --build build
+cmake --build build --target optkit_graph # the lib/ layering: no cycle, no undeclared edge
 ctest --test-dir build -j"$jobs" --output-on-failure
 
 step "ASan+UBSan Debug build and tests"

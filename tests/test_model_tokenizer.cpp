@@ -105,6 +105,18 @@ TEST_CASE("unsupported tokenizer.json parts are refused by name") {
   CHECK_THROWS_WITH_AS(Tokenizer::parse("{", "t.json"), doctest::Contains("t.json: not valid JSON"), InputError);
 }
 
+TEST_CASE("a field of the wrong type is bad input naming the file and the field, not an internal error") {
+  auto j = with_byte_tokens(sentencepiece_json());
+  j["post_processor"]["single"][0]["SpecialToken"]["id"] = 7; // a token name must be a string
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"),
+                       doctest::Contains("t.json: field /post_processor/single/0/SpecialToken/id: type must be string"),
+                       InputError);
+  j = with_byte_tokens(sentencepiece_json());
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", 5}};
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("t.json: field /pre_tokenizer"),
+                       InputError);
+}
+
 TEST_CASE("the test models' byte-level tokenizer round-trips text and splits on special tokens") {
   const auto tok = Tokenizer::load_folder(test::testdata_dir() / "models" / "tiny-base");
   const std::string text = "Debian's apt-get installs 1234 packages.\n\n\tcaf\u00e9 \U0001F600";

@@ -1,14 +1,18 @@
 #include "proc/worker_pool.hpp"
 
+#include "archive/run_archive.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "support/gated_clock.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
-#include <chrono>
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <csignal>
-#include <thread>
+#include <functional>
 
 using namespace optkit;
 using namespace optkit::proc;
@@ -25,7 +29,7 @@ struct PoolFixture {
     o.executable = test::optkit_binary();
     o.global_args = {"--archive", (dir / "a.db").string(), "--no-color"};
     o.slots = slots;
-    o.archive = &archive;
+    o.recorder = &archive;
     o.run_id = run_id;
     o.work_dir = dir / "work";
     o.show_progress = false;
@@ -43,9 +47,12 @@ task(nlohmann::json payload) {
   return t;
 }
 
-double
-seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// True once every file exists.
+std::function<bool()>
+all_exist(std::vector<std::filesystem::path> files) {
+  return [files = std::move(files)] {
+    return std::all_of(files.begin(), files.end(), [](const auto& f) { return std::filesystem::exists(f); });
+  };
 }
 
 } // namespace
@@ -85,29 +92,27 @@ TEST_CASE_FIXTURE(PoolFixture, "a second pool in the same run continues the tria
   CHECK(std::filesystem::exists(dir / "work" / "trial-0001" / "attempt-1.log"));
 }
 
-TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 one-second tasks on 2 slots take about 2 s") {
-  std::vector<WorkerTask> tasks(4, task({{"task", "sleep"}, {"seconds", 1.0}}));
-  const auto start = std::chrono::steady_clock::now();
+TEST_CASE_FIXTURE(PoolFixture, "slots bound concurrency: 4 tasks on 2 slots run two at a time, never three") {
+  std::filesystem::create_directories(dir / "present");
+  std::vector<WorkerTask> tasks(4, task({{"task", "rendezvous"}, {"dir", (dir / "present").string()}, {"expect", 2}}));
   const auto outcomes = WorkerPool(options(2)).run(tasks);
-  const double elapsed = seconds_since(start);
-  CHECK(elapsed >= 2.0);
-  CHECK(elapsed < 3.9); // serial would be >= 4 s
   for (const auto& o : outcomes) {
-    CHECK(o.succeeded());
+    REQUIRE(o.succeeded());
+    CHECK(o.result["most_at_once"] == 2); // each met a partner (parallel) and saw no third (bounded)
   }
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed within timeout + grace") {
-  WorkerTask hang = task({{"task", "hang"}});
+  WorkerTask hang = task({{"task", "hang"}, {"ready_file", (dir / "ready").string()}});
   hang.timeout_s = 0.5;
   hang.grace_s = 0.5;
-  const auto start = std::chrono::steady_clock::now();
-  const auto outcome = WorkerPool(options()).run({hang}).front();
-  const double elapsed = seconds_since(start);
-  CHECK(outcome.status == archive::TrialStatus::timed_out);
+  test::GatedClock clock(all_exist({dir / "ready"})); // SIGTERM only once the child ignores it
+  PoolOptions o = options();
+  o.clock = &clock;
+  const auto outcome = WorkerPool(o).run({hang}).front();
+  CHECK(outcome.status == TrialStatus::timed_out);
   CHECK(outcome.signal == SIGKILL);
-  CHECK(elapsed >= 1.0);
-  CHECK(elapsed < 1.0 + 0.75); // timeout + grace + polling and start-up slack
+  CHECK(outcome.seconds >= 1.0); // timeout + grace passed in the pool's time before SIGKILL
   CHECK(outcome.error.find("timed out after") != std::string::npos);
   const auto detail = archive.load_run(run_id);
   CHECK(detail.trials.front().status == "timed_out");
@@ -118,14 +123,16 @@ TEST_CASE_FIXTURE(PoolFixture, "a hung child that ignores SIGTERM is killed with
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a child that honours SIGTERM stops at the timeout without needing SIGKILL") {
-  WorkerTask slow = task({{"task", "sleep"}, {"seconds", 30.0}});
+  WorkerTask slow = task({{"task", "sleep"}, {"seconds", 600.0}});
   slow.timeout_s = 0.3;
-  slow.grace_s = 5;
-  const auto start = std::chrono::steady_clock::now();
-  const auto outcome = WorkerPool(options()).run({slow}).front();
-  CHECK(outcome.status == archive::TrialStatus::timed_out);
+  slow.grace_s = 1e6; // SIGKILL would come only after this long in the pool's time
+  test::GatedClock clock;
+  PoolOptions o = options();
+  o.clock = &clock;
+  const auto outcome = WorkerPool(o).run({slow}).front();
+  CHECK(outcome.status == TrialStatus::timed_out);
   CHECK(outcome.signal == SIGTERM);
-  CHECK(seconds_since(start) < 2.0);
+  CHECK(outcome.seconds < 1e6);
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then recorded failed with signal and log") {
@@ -133,7 +140,7 @@ TEST_CASE_FIXTURE(PoolFixture, "a crashing child is retried as configured, then 
   crash.retry.max_attempts = 3;
   crash.retry.retry_on_signal = true;
   const auto outcome = WorkerPool(options()).run({crash}).front();
-  CHECK(outcome.status == archive::TrialStatus::failed);
+  CHECK(outcome.status == TrialStatus::failed);
   CHECK(outcome.attempts == 3);
   CHECK(outcome.signal == SIGABRT);
   CHECK(outcome.error.find("SIGABRT") != std::string::npos);
@@ -177,12 +184,18 @@ TEST_CASE_FIXTURE(PoolFixture, "transient exit codes are retried with backoff un
   flaky.retry.retry_on_signal = true;
   flaky.retry.backoff_initial_s = 0.2;
   flaky.retry.backoff_factor = 2;
-  const auto start = std::chrono::steady_clock::now();
-  const auto outcome = WorkerPool(options()).run({flaky}).front();
+  test::GatedClock clock;
+  PoolOptions o = options();
+  o.clock = &clock;
+  const auto outcome = WorkerPool(o).run({flaky}).front();
   CHECK(outcome.succeeded());
   CHECK(outcome.attempts == 3);
   CHECK(outcome.result["attempt"] == 3);
-  CHECK(seconds_since(start) >= 0.2 + 0.4); // backoff before attempts 2 and 3
+  CHECK(clock.monotonic_seconds() >= 0.2 + 0.4); // backoff before attempts 2 and 3
+  const auto detail = archive.load_run(run_id);
+  REQUIRE(detail.events.size() == 2);
+  CHECK(detail.events[0].message.find("retrying in 0.2 s") != std::string::npos);
+  CHECK(detail.events[1].message.find("retrying in 0.4 s") != std::string::npos);
 }
 
 TEST_CASE("backoff grows geometrically and is capped") {
@@ -210,11 +223,17 @@ TEST_CASE_FIXTURE(PoolFixture, "each child gets its own GPU through CUDA_VISIBLE
 
 TEST_CASE_FIXTURE(PoolFixture, "a timeout kills the worker's whole process tree") {
   std::filesystem::create_directories(dir / "pids");
-  WorkerTask tree = task({{"task", "spawn-tree"}, {"children", 3}, {"pid_dir", (dir / "pids").string()}});
+  WorkerTask tree = task({{"task", "spawn-tree"},
+                          {"children", 3},
+                          {"pid_dir", (dir / "pids").string()},
+                          {"ready_file", (dir / "ready").string()}});
   tree.timeout_s = 1.0;
   tree.grace_s = 0.3;
-  const auto outcome = WorkerPool(options()).run({tree}).front();
-  CHECK(outcome.status == archive::TrialStatus::timed_out);
+  test::GatedClock clock(all_exist({dir / "ready"})); // the timeout comes after every grandchild started
+  PoolOptions o = options();
+  o.clock = &clock;
+  const auto outcome = WorkerPool(o).run({tree}).front();
+  CHECK(outcome.status == TrialStatus::timed_out);
   std::vector<pid_t> pids;
   for (const auto& entry : std::filesystem::directory_iterator(dir / "pids")) {
     pids.push_back(static_cast<pid_t>(std::stol(entry.path().filename().string())));
@@ -222,32 +241,37 @@ TEST_CASE_FIXTURE(PoolFixture, "a timeout kills the worker's whole process tree"
   CHECK(pids.size() == 4);
   for (const pid_t pid : pids) {
     CAPTURE(pid);
-    CHECK(test::wait_until([&] { return test::process_gone(pid); }, 2.0));
+    // SIGKILL went to the group before run() returned; orphans are reaped by init in its own time.
+    CHECK(test::wait_until([&] { return test::process_gone(pid); }, 60.0));
   }
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "an interrupt stops every child, records them interrupted and throws Interrupted") {
-  std::vector<WorkerTask> tasks(3, task({{"task", "hang"}}));
-  std::thread interrupter([] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    request_interrupt(SIGINT);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS(WorkerPool(options(3)).run(tasks), Interrupted);
-  interrupter.join();
+  std::vector<WorkerTask> tasks;
+  std::vector<std::filesystem::path> ready;
+  for (int i = 0; i < 3; ++i) {
+    ready.push_back(dir / fmt::format("ready-{}", i));
+    tasks.push_back(task({{"task", "hang"}, {"ready_file", ready.back().string()}}));
+  }
+  test::GatedClock clock(all_exist(ready));
+  clock.on_open([] { request_interrupt(SIGINT); }); // Ctrl-C once all three are running
+  PoolOptions o = options(3);
+  o.clock = &clock;
+  CHECK_THROWS_AS(WorkerPool(o).run(tasks), Interrupted);
   reset_interrupt();
-  CHECK(seconds_since(start) < 0.5 + 1.0 + 0.75); // grace_s is 1
+  CHECK(clock.monotonic_seconds() >= 1.0); // SIGKILL only after grace_s (1 s) of the pool's time
   const auto detail = archive.load_run(run_id);
   REQUIRE(detail.trials.size() == 3);
   for (const auto& t : detail.trials) {
     CHECK(t.status == "interrupted");
+    CHECK(t.signal == SIGKILL); // they ignore SIGTERM
   }
   CHECK(detail.events.size() == 3);
 }
 
 TEST_CASE_FIXTURE(PoolFixture, "a child that exits 0 without a result is a failure, not a success") {
   const auto outcome = WorkerPool(options()).run({task({{"task", "exit"}, {"code", 0}})}).front();
-  CHECK(outcome.status == archive::TrialStatus::failed);
+  CHECK(outcome.status == TrialStatus::failed);
   CHECK(outcome.error.find("without writing a valid result") != std::string::npos);
 }
 
@@ -261,6 +285,6 @@ TEST_CASE_FIXTURE(PoolFixture, "an executable that cannot start fails the task w
   PoolOptions o = options();
   o.executable = dir / "no-such-binary";
   const auto outcome = WorkerPool(o).run({task({{"task", "echo"}})}).front();
-  CHECK(outcome.status == archive::TrialStatus::failed);
+  CHECK(outcome.status == TrialStatus::failed);
   CHECK(outcome.error.find("no-such-binary") != std::string::npos);
 }

@@ -2,10 +2,10 @@
 // (tests/oracles/gptq_reference.py wrote testdata/golden/gptq_cases.safetensors): same inputs,
 // same grid, the reconstructions must agree.
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "model/safetensors.hpp"
 #include "quant/gptq.hpp"
 #include "quant/hessian.hpp"
-#include "runtime/thread_pool.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -56,7 +56,7 @@ TEST_CASE("GPTQ and SparseGPT reconstructions agree with the PyTorch reference")
   quant::Hessian hessian(cols);
   hessian.add(x.data(), tokens, 4);
   const auto h = hessian.matrix();
-  runtime::ThreadPool pool(2);
+  ThreadPool pool(2);
   QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
   QuantArgs int8{8, NumberType::integer, true, Strategy::channel, 0, false};
   QuantArgs int2_midrise{2, NumberType::integer, true, Strategy::group, 32, false};
@@ -107,7 +107,7 @@ TEST_CASE("GPTQ beats round-to-nearest on the calibration objective; the dead in
   quant::Hessian hessian(96);
   hessian.add(x.data(), 400, 4);
   const auto h = hessian.matrix();
-  runtime::ThreadPool pool(2);
+  ThreadPool pool(2);
   QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
   const auto g = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, {}, pool);
   const auto r = quant::rtn(w, 48, 96, int4, model::DType::bf16);
@@ -123,7 +123,7 @@ TEST_CASE("GPTQ beats round-to-nearest on the calibration objective; the dead in
 }
 
 TEST_CASE("a Hessian that dampening cannot make positive definite is an error, never an RTN fall-back") {
-  runtime::ThreadPool pool(1);
+  ThreadPool pool(1);
   // Negative definite: no dampening fraction of its (negative) mean diagonal helps.
   std::vector<float> h = {-2, 0, 0, 0, 0, -1, 0, 0, 0, 0, -3, 0, 0, 0, 0, -1};
   std::vector<float> w(8, 0.5f);

@@ -21,23 +21,6 @@ to_string(RunStatus status) {
   return "failed";
 }
 
-std::string
-to_string(TrialStatus status) {
-  switch (status) {
-  case TrialStatus::running:
-    return "running";
-  case TrialStatus::succeeded:
-    return "succeeded";
-  case TrialStatus::failed:
-    return "failed";
-  case TrialStatus::timed_out:
-    return "timed_out";
-  case TrialStatus::interrupted:
-    return "interrupted";
-  }
-  return "failed";
-}
-
 const std::vector<std::string>&
 run_status_names() {
   static const std::vector<std::string> names = {"running", "succeeded",   "goal_not_met",

@@ -1,6 +1,8 @@
 // Rows of the run archive as plain structs. Times are milliseconds since the Unix epoch.
 #pragma once
 
+#include "proc/trial_recorder.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -11,10 +13,12 @@
 namespace optkit::archive {
 
 enum class RunStatus { running, succeeded, goal_not_met, failed, interrupted };
-enum class TrialStatus { running, succeeded, failed, timed_out, interrupted };
+// Trials are the worker pool's attempts; the archive stores them in proc's vocabulary.
+using proc::TrialEnd;
+using proc::TrialStatus;
 
 std::string to_string(RunStatus status);
-std::string to_string(TrialStatus status);
+using proc::to_string;
 std::optional<RunStatus> parse_run_status(const std::string& text);
 const std::vector<std::string>& run_status_names();
 
@@ -54,14 +58,6 @@ struct TrialRecord {
   std::string error;
   std::int64_t started_at = 0;
   std::optional<std::int64_t> ended_at;
-};
-
-struct TrialEnd {
-  TrialStatus status = TrialStatus::succeeded;
-  std::optional<int> exit_code;
-  std::optional<int> signal;
-  nlohmann::json result; // null when none
-  std::string error;
 };
 
 struct MetricRecord {

@@ -15,12 +15,12 @@
 
 namespace optkit::archive {
 
-class RunArchive {
+class RunArchive final : public proc::TrialRecorder {
 public:
   // Opens or creates the archive at `path` (parent directories included) and migrates it.
   explicit RunArchive(const std::filesystem::path& path, const Clock& clock = SystemClock::instance());
 
-  const std::filesystem::path& path() const { return m_path; }
+  const std::filesystem::path& path() const override { return m_path; }
   int schema_version();
   // Directory for files that belong to a run (worker specs, logs): <archive stem>-runs/<id>/.
   std::filesystem::path run_directory(std::int64_t run_id) const;
@@ -32,15 +32,15 @@ public:
   void finish_run(std::int64_t run_id, RunStatus status, std::optional<int> exit_code, const std::string& error);
 
   std::int64_t begin_trial(std::int64_t run_id, std::int64_t trial_index, std::int64_t attempt,
-                           const nlohmann::json& params);
-  void finish_trial(std::int64_t trial_id, const TrialEnd& end);
+                           const nlohmann::json& params) override;
+  void finish_trial(std::int64_t trial_id, const TrialEnd& end) override;
 
   void add_metric(std::int64_t run_id, std::optional<std::int64_t> trial_id, const NewMetric& metric);
   // Hashes the file now; throws RuntimeFailure when it cannot be read.
   std::int64_t add_artifact(std::int64_t run_id, std::optional<std::int64_t> trial_id,
-                            const std::filesystem::path& file, const std::string& kind);
+                            const std::filesystem::path& file, const std::string& kind) override;
   void add_event(std::int64_t run_id, std::optional<std::int64_t> trial_id, const std::string& level,
-                 const std::string& kind, const std::string& message, const nlohmann::json& data = nullptr);
+                 const std::string& kind, const std::string& message, const nlohmann::json& data = nullptr) override;
 
   std::vector<RunRecord> list_runs(const RunFilter& filter);
   std::optional<RunRecord> find_run(std::int64_t run_id);

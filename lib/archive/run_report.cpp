@@ -1,6 +1,7 @@
 #include "archive/run_report.hpp"
 
 #include "core/clock.hpp"
+#include "core/statistics.hpp"
 #include "core/text.hpp"
 
 #include <fmt/format.h>
@@ -131,23 +132,6 @@ metrics_table(const RunDetail& detail) {
   return table;
 }
 
-MetricSummary
-summarize_values(const std::vector<double>& list) {
-  MetricSummary s;
-  s.count = list.size();
-  double sum = 0;
-  for (double v : list) {
-    sum += v;
-  }
-  s.mean = list.empty() ? std::nan("") : sum / static_cast<double>(list.size());
-  double squares = 0;
-  for (double v : list) {
-    squares += (v - s.mean) * (v - s.mean);
-  }
-  s.stddev = list.size() > 1 ? std::sqrt(squares / static_cast<double>(list.size() - 1)) : 0.0;
-  return s;
-}
-
 std::map<std::string, MetricSummary>
 summarize_metrics(const RunDetail& detail) {
   std::map<std::string, std::vector<double>> values;
@@ -161,9 +145,8 @@ summarize_metrics(const RunDetail& detail) {
   }
   std::map<std::string, MetricSummary> out;
   for (const auto& [name, list] : values) {
-    MetricSummary s = summarize_values(list);
-    s.unit = units[name];
-    out[name] = s;
+    const SampleSummary sample = summarize(list);
+    out[name] = {.unit = units[name], .count = sample.count, .mean = sample.mean, .stddev = sample.stddev};
   }
   return out;
 }

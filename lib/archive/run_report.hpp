@@ -27,9 +27,6 @@ struct MetricSummary {
   double stddev = 0; // sample standard deviation, 0 for a single value
 };
 
-// Count, mean and sample standard deviation of values (mean NaN when empty).
-MetricSummary summarize_values(const std::vector<double>& values);
-
 // Mean and spread of each metric name over the run's finite values.
 std::map<std::string, MetricSummary> summarize_metrics(const RunDetail& detail);
 

@@ -1,6 +1,5 @@
 #include "compress/compress_run.hpp"
 
-#include "archive/run_report.hpp"
 #include "compress/calibration.hpp"
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
@@ -10,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/sha256.hpp"
+#include "core/statistics.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
@@ -60,7 +60,7 @@ summarize(CompressResult& result) {
           values[key].push_back(value.get<double>());
   result.summary = nlohmann::json::object();
   for (const auto& [key, v] : values) {
-    const auto s = archive::summarize_values(v);
+    const auto s = optkit::summarize(v);
     result.summary[key] = {{"mean", s.mean}, {"std", s.stddev}, {"n", s.count}};
   }
 }
@@ -137,7 +137,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     task.timeout_s = context.timeout_s;
     tasks.push_back(std::move(task));
   }
-  auto pool = proc::pool_options(context, "compress trials");
+  auto pool = archive::pool_options(context, "compress trials");
   pool.slots = static_cast<int>(jobs);
   const auto outcomes = proc::WorkerPool(pool).run(tasks);
 
@@ -145,12 +145,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   result.recipe = recipe.name;
   result.output = options.output;
   double best = 0;
-  std::optional<std::string> input_error;
+  const proc::WorkerOutcome* first_failure = nullptr; // a bad-input failure outranks the others
   for (const auto& o : outcomes) {
     TrialSummary t;
     t.trial = static_cast<std::int64_t>(o.task_index);
     t.succeeded = o.succeeded();
-    t.error = o.succeeded() ? "" : (o.child_message.empty() ? o.error : o.child_message);
+    t.error = o.succeeded() ? "" : o.failure_message();
     if (o.succeeded()) {
       t.metrics = o.result.at("metrics");
       const double loss = t.metrics.at("calibration_loss").get<double>();
@@ -167,16 +167,14 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
           context.archive->add_metric(context.run_id, o.trial_id,
                                       {"layer_relative_error", layer.at("relative_error").get<double>(), "", step++});
       });
-    } else if (o.exit_code == static_cast<int>(ExitCode::bad_input)) {
-      input_error = t.error;
+    } else if (!first_failure || (o.exit_code == static_cast<int>(ExitCode::bad_input) &&
+                                  first_failure->exit_code != static_cast<int>(ExitCode::bad_input))) {
+      first_failure = &o;
     }
     result.trials.push_back(std::move(t));
   }
-  if (result.representative < 0) {
-    if (input_error)
-      throw InputError(*input_error);
-    throw RuntimeFailure(fmt::format("every compression trial failed; first: {}", result.trials.front().error));
-  }
+  if (result.representative < 0)
+    proc::throw_worker_failure(*first_failure, "every compression trial failed; first");
   summarize(result);
   keep_only_trial(staged.path(), result.representative, options.trials);
   staged.commit();

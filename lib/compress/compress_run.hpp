@@ -6,10 +6,9 @@
 // at the end so a failed or interrupted run leaves no partial output.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "compress/recipe.hpp"
 #include "core/table.hpp"
-#include "proc/worker_pool.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <filesystem>
@@ -34,7 +33,7 @@ struct CompressOptions {
   unsigned threads = 0; // per trial; 0: hardware threads / jobs
 };
 
-using CompressRunContext = proc::RunContext;
+using CompressRunContext = archive::RunContext;
 
 struct TrialSummary {
   std::int64_t trial = 0;

@@ -1,11 +1,11 @@
 #include "compress/layerwise.hpp"
 
+#include "core/blas_threads.hpp"
 #include "core/error.hpp"
-#include "quant/blas_threads.hpp"
+#include "core/thread_pool.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
-#include "runtime/thread_pool.hpp"
 #include "runtime/transformer.hpp"
 
 #include <cmath>
@@ -35,7 +35,7 @@ public:
     auto& h = m_hessians[input];
     if (!h)
       h = std::make_unique<quant::Hessian>(cols);
-    quant::ScopedBlasThreads threads(m_blas_threads);
+    ScopedBlasThreads threads(m_blas_threads);
     h->add(x, rows, sequences);
   }
   quant::Hessian* find(LinearInput input) {
@@ -99,9 +99,9 @@ struct MatrixJob {
 
 // Compresses by the recipe's method (GPTQ / SparseGPT, or RTN) and appends the layer's report.
 CompressedLinear
-compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, runtime::ThreadPool& pool,
+compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadPool& pool,
                 std::vector<LayerReport>& reports) {
-  quant::ScopedBlasThreads blas(threads);
+  ScopedBlasThreads blas(threads);
   CompressedLinear out{job.module, {}, job.sparse_2_4};
   if (recipe.method == Method::gptq) {
     quant::GptqOptions o;
@@ -152,7 +152,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     base = std::make_unique<runtime::CpuTransformer>(*options.base, runtime::RuntimeOptions{options.threads});
   const auto& config = model.config();
   const auto scale_dtype = model.weights().float_dtype();
-  runtime::ThreadPool pool(static_cast<unsigned>(threads));
+  ThreadPool pool(static_cast<unsigned>(threads));
   const bool calibrated = recipe.needs_calibration();
   if (calibrated && (!options.calibration || options.calibration->samples.empty()))
     throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", recipe.name));
@@ -251,7 +251,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
     quant::Hessian hessian(config.hidden_size);
     {
-      quant::ScopedBlasThreads blas(threads);
+      ScopedBlasThreads blas(threads);
       const auto normed = model.final_norm(x);
       hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / config.hidden_size,
                   static_cast<std::int64_t>(lengths.size()));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 namespace optkit {
 
@@ -17,6 +18,11 @@ std::int64_t
 SystemClock::wall_ms() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+void
+SystemClock::sleep_for(double seconds) const {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 const SystemClock&

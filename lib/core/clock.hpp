@@ -16,12 +16,15 @@ public:
   virtual double monotonic_seconds() const = 0;
   // Milliseconds since the Unix epoch (UTC).
   virtual std::int64_t wall_ms() const = 0;
+  // Waits `seconds` on this clock: a real sleep on the system clock, a jump in fake time.
+  virtual void sleep_for(double seconds) const = 0;
 };
 
 class SystemClock final : public Clock {
 public:
   double monotonic_seconds() const override;
   std::int64_t wall_ms() const override;
+  void sleep_for(double seconds) const override;
   static const SystemClock& instance();
 };
 
@@ -29,10 +32,13 @@ class FakeClock final : public Clock {
 public:
   double monotonic_seconds() const override { return m_seconds; }
   std::int64_t wall_ms() const override { return m_epoch_ms + static_cast<std::int64_t>(m_seconds * 1000.0); }
+  // Time moves by exactly the requested amount, at once: a loop that sleeps on a FakeClock runs
+  // in virtual time.
+  void sleep_for(double seconds) const override { m_seconds += seconds; }
   void advance(double seconds) { m_seconds += seconds; }
 
 private:
-  double m_seconds = 0.0;
+  mutable double m_seconds = 0.0;
   std::int64_t m_epoch_ms = 1'700'000'000'000;
 };
 

@@ -114,7 +114,9 @@ Report::failures() const {
 }
 
 Report
-run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options) {
+run_doctor(const Settings& settings, const archive::RunContext& context) {
+  archive::RunArchive& archive = *context.archive;
+  const std::int64_t run_id = context.run_id;
   Report report;
   const BuildInfo& build = build_info();
   report.checks.push_back(
@@ -128,14 +130,9 @@ run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t 
   proc::WorkerTask task;
   task.command = {"doctor"};
   task.payload = {{"probe", "all"}};
-  task.timeout_s = options.worker_timeout_s;
+  task.timeout_s = context.timeout_s;
   task.grace_s = 5;
-  proc::PoolOptions pool;
-  pool.executable = options.executable;
-  pool.global_args = options.global_args;
-  pool.archive = &archive;
-  pool.run_id = run_id;
-  pool.work_dir = archive.run_directory(run_id);
+  proc::PoolOptions pool = archive::pool_options(context, "doctor");
   pool.show_progress = false;
   pool.gpus = settings.workers.gpus;
   const proc::WorkerOutcome outcome = proc::WorkerPool(pool).run({task}).front();

@@ -4,7 +4,7 @@
 // each). Every figure is measured, recorded as metrics of the doctor's run.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/settings.hpp"
 #include "core/table.hpp"
 
@@ -28,13 +28,8 @@ struct Report {
   std::size_t failures() const;
 };
 
-struct Options {
-  std::filesystem::path executable;     // optkit itself, for the worker child
-  std::vector<std::string> global_args; // passed to the child
-  double worker_timeout_s = 300;
-};
-
-Report run_doctor(const Settings& settings, archive::RunArchive& archive, std::int64_t run_id, const Options& options);
+// The probing worker child runs under context.timeout_s.
+Report run_doctor(const Settings& settings, const archive::RunContext& context);
 
 Table report_table(const Report& report);
 std::string to_string(CheckStatus status);

@@ -1,6 +1,6 @@
 #include "doctor/probes.hpp"
 
-#include "core/gpu_probe.hpp"
+#include "doctor/gpu_probe.hpp"
 
 #include <cblas.h>
 

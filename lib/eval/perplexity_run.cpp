@@ -83,12 +83,9 @@ run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& con
   task.payload = to_json(options);
   task.params = task.payload;
   task.timeout_s = context.timeout_s;
-  const auto outcome = proc::WorkerPool(proc::pool_options(context, "perplexity")).run({task}).front();
-  if (!outcome.succeeded()) {
-    if (outcome.exit_code == static_cast<int>(ExitCode::bad_input))
-      throw InputError(outcome.child_message.empty() ? outcome.error : outcome.child_message);
-    throw RuntimeFailure(fmt::format("perplexity worker failed: {} (log: {})", outcome.error, outcome.log.string()));
-  }
+  const auto outcome = proc::WorkerPool(archive::pool_options(context, "perplexity")).run({task}).front();
+  if (!outcome.succeeded())
+    proc::throw_worker_failure(outcome, "perplexity worker failed");
   const auto result = perplexity_result_from_json(outcome.result);
   archive_metrics(*context.archive, context.run_id, result);
   return result;

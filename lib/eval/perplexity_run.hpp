@@ -2,10 +2,9 @@
 // child; the parent archives its figures as metrics and renders them for people or programs.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "eval/perplexity.hpp"
-#include "proc/worker_pool.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <filesystem>
@@ -14,7 +13,7 @@
 
 namespace optkit::eval {
 
-using PerplexityRunContext = proc::RunContext;
+using PerplexityRunContext = archive::RunContext;
 
 // Parent side: validates the inputs, runs the worker, archives the metrics. Exit-2 failures of
 // the child come back as InputError with the child's message.

@@ -131,7 +131,7 @@ ChatTemplate
 load_chat_template(const std::filesystem::path& model_dir) {
   const auto path = model_dir / "tokenizer_config.json";
   const auto config = read_json_file(path, "chat formatting needs the model's tokenizer_config.json");
-  if (!config.contains("chat_template") || !config["chat_template"].is_string())
+  if (!config.is_object() || !config.contains("chat_template") || !config["chat_template"].is_string())
     throw InputError(path.string() + ": has no chat_template string; the model cannot be chat-formatted");
   const auto format = recognise_chat_format(config["chat_template"].get<std::string>());
   if (!format)

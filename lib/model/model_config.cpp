@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_fields.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -104,8 +105,10 @@ ModelConfig::parameter_count() const {
   return num_layers * layer + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
 }
 
+namespace {
+
 ModelConfig
-parse_model_config(const json& config, const std::string& source) {
+model_config_fields(const json& config, const std::string& source) {
   if (!config.is_object())
     throw InputError(source + ": not a JSON object");
   if (!config.contains("architectures") || !config["architectures"].is_array() || config["architectures"].empty() ||
@@ -165,10 +168,17 @@ parse_model_config(const json& config, const std::string& source) {
   return c;
 }
 
+} // namespace
+
+ModelConfig
+parse_model_config(const json& config, const std::string& source) {
+  return read_json_fields(source, [&] { return model_config_fields(config, source); });
+}
+
 ModelConfig
 load_model_config(const std::filesystem::path& model_dir) {
   const auto path = model_dir / "config.json";
-  return parse_model_config(read_json_file(path, "is --model a Hugging Face model folder?"), path.string());
+  return parse_model_config(read_json_file(path, "is it a Hugging Face model folder?"), path.string());
 }
 
 std::vector<double>

@@ -2,11 +2,13 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_fields.hpp"
 #include "model/unicode.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
+#include <functional>
 
 namespace optkit::model {
 
@@ -44,16 +46,24 @@ u32(const json& node, const std::string& source, const char* what) {
   return decode_utf8(node.get<std::string>());
 }
 
-// The steps of a pipeline stage: none when null or absent, the list of a "Sequence", else the
-// one step itself.
-std::vector<json>
+// A member of the document, or null when absent. A reference into the document, never a copy,
+// so an error about it names its full path.
+const json&
+member(const json& doc, const char* key) {
+  static const json none;
+  return doc.contains(key) ? doc[key] : none;
+}
+
+// The steps of a pipeline stage (references into the document): none when null or absent, the
+// list of a "Sequence", else the one step itself.
+std::vector<std::reference_wrapper<const json>>
 pipeline_steps(const json& doc, const char* stage, const char* sequence_key) {
-  if (!doc.contains(stage) || doc[stage].is_null())
+  const auto& node = member(doc, stage);
+  if (node.is_null())
     return {};
-  const auto& node = doc[stage];
   if (type_of(node) == "Sequence" && node.contains(sequence_key) && node[sequence_key].is_array())
     return {node[sequence_key].begin(), node[sequence_key].end()};
-  return {node};
+  return {std::cref(node)};
 }
 
 void
@@ -101,7 +111,8 @@ Tokenizer::load_folder(const std::filesystem::path& model_dir) {
   const auto config_path = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     const auto config = read_json_file(config_path);
-    if (config.contains("clean_up_tokenization_spaces") && config["clean_up_tokenization_spaces"].is_boolean())
+    if (config.is_object() && config.contains("clean_up_tokenization_spaces") &&
+        config["clean_up_tokenization_spaces"].is_boolean())
       tokenizer.m_clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
   }
   return tokenizer;
@@ -117,10 +128,15 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
   }
   if (!doc.is_object())
     throw InputError(source + ": not a JSON object");
+  return read_json_fields(source, [&] { return from_document(doc, source); });
+}
+
+Tokenizer
+Tokenizer::from_document(const nlohmann::json& doc, const std::string& source) {
   const auto fail = [&](const std::string& what) { throw InputError(source + ": " + what); };
   Tokenizer t;
 
-  const auto& model = doc.contains("model") ? doc["model"] : json();
+  const auto& model = member(doc, "model");
   const auto model_type = type_of(model);
   if (model_type != "BPE" && !(model_type.empty() && model.is_object() && model.contains("merges")))
     fail("tokenizer model '" + model_type + "' is not supported (supported: BPE)");
@@ -139,7 +155,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
   for (const auto& a : t.m_added)
     t.m_added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
 
-  for (const auto& n : pipeline_steps(doc, "normalizer", "normalizers")) {
+  for (const json& n : pipeline_steps(doc, "normalizer", "normalizers")) {
     const auto type = type_of(n);
     if (type == "NFC")
       t.m_normalizer.push_back({NormalizerStep::Kind::nfc, {}, {}});
@@ -154,7 +170,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
            "' is not supported (supported: NFC, Prepend, Replace with a string pattern, Sequence)");
   }
 
-  for (const auto& p : pipeline_steps(doc, "pre_tokenizer", "pretokenizers")) {
+  for (const json& p : pipeline_steps(doc, "pre_tokenizer", "pretokenizers")) {
     const auto type = type_of(p);
     if (type == "ByteLevel") {
       t.m_byte_level = true;
@@ -191,7 +207,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
   if (t.m_split && !t.m_byte_level)
     fail("a regex split without ByteLevel is not supported");
 
-  const auto& decoder = doc.contains("decoder") ? doc["decoder"] : json();
+  const auto& decoder = member(doc, "decoder");
   const auto decoder_type = type_of(decoder);
   if (decoder_type == "ByteLevel") {
     if (!t.m_byte_level)
@@ -213,7 +229,7 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
     fail("decoder '" + decoder_type + "' is not supported (supported: ByteLevel, Metaspace, Sequence)");
   }
 
-  const auto& post = doc.contains("post_processor") ? doc["post_processor"] : json();
+  const auto& post = member(doc, "post_processor");
   const auto post_type = type_of(post);
   if (post_type == "TemplateProcessing") {
     if (!post.contains("single") || !post["single"].is_array())

@@ -7,6 +7,8 @@
 #include "model/bpe_model.hpp"
 #include "model/pre_tokenizer_split.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -58,6 +60,8 @@ private:
   };
 
   Tokenizer() = default;
+  // The pipeline a parsed tokenizer.json describes; JSON-library errors escape to parse().
+  static Tokenizer from_document(const nlohmann::json& doc, const std::string& source);
   void encode_segment(std::string_view text, bool first_segment, std::vector<std::int32_t>& out) const;
   std::string decode_model_tokens(const std::vector<std::string>& tokens, bool first_chunk) const;
   const AddedToken* find_added(std::int32_t id) const;

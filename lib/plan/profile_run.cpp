@@ -43,7 +43,7 @@ archive_results(archive::RunArchive& archive, std::int64_t run_id, const Profile
 } // namespace
 
 ProfileRun
-run_profile(const ProfileOptions& options, const proc::RunContext& context) {
+run_profile(const ProfileOptions& options, const archive::RunContext& context) {
   const auto data = find_data_directory();
   const SystemSpec system = load_system(data.path / "profiles", options.system);
   ProfileRun run;
@@ -67,13 +67,11 @@ run_profile(const ProfileOptions& options, const proc::RunContext& context) {
   task.payload = {{"sweep", to_json(run.sweep)}, {"directory", staged.path().string()}};
   task.params = {{"system", system.name}, {"points", run.sweep.points()}, {"gpu", options.gpu}};
   task.timeout_s = context.timeout_s;
-  auto pool = proc::pool_options(context, "plan profile");
+  auto pool = archive::pool_options(context, "plan profile");
   pool.gpus = {options.gpu};
   const auto outcome = proc::WorkerPool(pool).run({task}).front();
   if (!outcome.succeeded())
-    throw RuntimeFailure(outcome.child_message.empty() ? fmt::format("plan profile worker failed: {} (log: {})",
-                                                                     outcome.error, outcome.log.string())
-                                                       : outcome.child_message);
+    proc::throw_worker_failure(outcome, "plan profile worker failed");
   const auto report = profile_report_from_json(outcome.result);
   if (report.measured == 0)
     throw RuntimeFailure(fmt::format("plan profile: the device measured no point (first refusal: {})",

@@ -3,10 +3,10 @@
 // them in place (profiles/perf/<system>/ or --out) all at once, with a profile.json manifest.
 #pragma once
 
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "plan/profile_sweep.hpp"
 #include "plan/profile_tables.hpp"
-#include "proc/worker_pool.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <nlohmann/json.hpp>
@@ -35,7 +35,7 @@ struct ProfileRun {
   std::optional<ProfileReport> measured; // none on a dry run
 };
 
-ProfileRun run_profile(const ProfileOptions& options, const proc::RunContext& context);
+ProfileRun run_profile(const ProfileOptions& options, const archive::RunContext& context);
 void profile_worker(const proc::WorkerSpec& spec);
 
 Table profile_table(const ProfileRun& run);

@@ -15,7 +15,6 @@
 #include <csignal>
 #include <deque>
 #include <fstream>
-#include <thread>
 
 namespace optkit::proc {
 
@@ -60,8 +59,8 @@ last_log_line(const std::filesystem::path& log) {
 }
 
 bool
-is_transient(const RetryPolicy& policy, archive::TrialStatus status, const ExitStatus& exit) {
-  if (status == archive::TrialStatus::timed_out) {
+is_transient(const RetryPolicy& policy, TrialStatus status, const ExitStatus& exit) {
+  if (status == TrialStatus::timed_out) {
     return policy.retry_on_timeout;
   }
   if (exit.signal) {
@@ -75,6 +74,7 @@ class PoolRun {
 public:
   PoolRun(const PoolOptions& options, const std::vector<WorkerTask>& tasks)
       : m_options(options)
+      , m_clock(options.clock ? *options.clock : SystemClock::instance())
       , m_tasks(tasks)
       , m_outcomes(tasks.size())
       , m_free_gpus(options.gpus.begin(), options.gpus.end())
@@ -92,13 +92,12 @@ public:
   }
 
   std::vector<WorkerOutcome> run() {
-    const Clock& clock = SystemClock::instance();
     while (!m_pending.empty() || !m_running.empty()) {
       if (interrupt_requested()) {
         stop_all();
         throw Interrupted(fmt::format("interrupted by signal {}; stopped {} worker(s)", interrupt_signal(), m_stopped));
       }
-      const double now = clock.monotonic_seconds();
+      const double now = m_clock.monotonic_seconds();
       launch_due(now);
       for (std::size_t i = 0; i < m_running.size();) {
         if (check(m_running[i], now)) {
@@ -107,7 +106,7 @@ public:
           ++i;
         }
       }
-      std::this_thread::sleep_for(std::chrono::duration<double>(m_options.poll_interval_s));
+      m_clock.sleep_for(m_options.poll_interval_s);
     }
     m_progress.finish();
     return m_outcomes;
@@ -148,14 +147,14 @@ private:
       r.gpu = m_free_gpus.front();
       m_free_gpus.pop_front();
     }
-    if (m_options.archive) {
-      r.trial_id = m_options.archive->begin_trial(m_options.run_id, trial_index, pending.attempt, task.params);
+    if (m_options.recorder) {
+      r.trial_id = m_options.recorder->begin_trial(m_options.run_id, trial_index, pending.attempt, task.params);
     }
     WorkerSpec spec{m_options.run_id,
                     r.trial_id,
                     trial_index,
                     pending.attempt,
-                    m_options.archive ? m_options.archive->path().string() : std::string(),
+                    m_options.recorder ? m_options.recorder->path().string() : std::string(),
                     r.result_path,
                     r.gpu,
                     task.payload};
@@ -178,7 +177,7 @@ private:
       r.child = std::make_unique<ChildProcess>(m_options.executable, args, r.log, env);
     } catch (const RuntimeFailure& e) {
       release_gpu(r);
-      finish_trial(r, archive::TrialStatus::failed, ExitStatus{}, e.what(), now);
+      finish_trial(r, TrialStatus::failed, ExitStatus{}, e.what(), now);
       m_outcomes[r.task_index].error = e.what();
       final(r.task_index);
       return;
@@ -210,26 +209,26 @@ private:
     r.child->signal_group(SIGKILL);
     release_gpu(r);
 
-    archive::TrialStatus status = archive::TrialStatus::succeeded;
+    TrialStatus status = TrialStatus::succeeded;
     std::string error;
     nlohmann::json result;
     if (r.term_sent) {
-      status = archive::TrialStatus::timed_out;
+      status = TrialStatus::timed_out;
       error = fmt::format("timed out after {} ({})", format_duration(task.timeout_s), describe(*exit));
     } else if (exit->exit_code == 0) {
       std::ifstream in(r.result_path);
       result = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json(nullptr);
       if (result.is_null() || result.is_discarded()) {
-        status = archive::TrialStatus::failed;
+        status = TrialStatus::failed;
         result = nullptr;
         error = "worker exited 0 without writing a valid result";
       }
     } else {
-      status = archive::TrialStatus::failed;
+      status = TrialStatus::failed;
       error = describe(*exit);
     }
     std::string child_message;
-    if (status != archive::TrialStatus::succeeded) {
+    if (status != TrialStatus::succeeded) {
       const std::string last = last_log_line(r.log);
       if (!last.empty()) {
         error += ": " + last;
@@ -241,7 +240,7 @@ private:
 
     WorkerOutcome& outcome = m_outcomes[r.task_index];
     outcome.child_message = child_message;
-    if (status != archive::TrialStatus::succeeded && r.attempt < task.retry.max_attempts &&
+    if (status != TrialStatus::succeeded && r.attempt < task.retry.max_attempts &&
         is_transient(task.retry, status, *exit)) {
       const double delay = task.retry.backoff_before(r.attempt + 1);
       note(r, "retry",
@@ -251,10 +250,10 @@ private:
       return true;
     }
     outcome.result = result;
-    if (status != archive::TrialStatus::succeeded) {
-      note(r, "trial_" + archive::to_string(status),
-           fmt::format("trial {} {} after {} attempt(s): {} (log: {})", trial_number(r), archive::to_string(status),
-                       r.attempt, error, r.log.string()));
+    if (status != TrialStatus::succeeded) {
+      note(r, "trial_" + to_string(status),
+           fmt::format("trial {} {} after {} attempt(s): {} (log: {})", trial_number(r), to_string(status), r.attempt,
+                       error, r.log.string()));
     }
     final(r.task_index);
     return true;
@@ -267,13 +266,13 @@ private:
   // A warning for the person at the terminal, and the same line as an event in the archive.
   void note(const RunningAttempt& r, const std::string& kind, const std::string& message) {
     log::warn("{}", message);
-    if (m_options.archive) {
-      m_options.archive->add_event(m_options.run_id, r.trial_id, "warn", kind, message);
+    if (m_options.recorder) {
+      m_options.recorder->add_event(m_options.run_id, r.trial_id, "warn", kind, message);
     }
   }
 
-  void finish_trial(const RunningAttempt& r, archive::TrialStatus status, const ExitStatus& exit,
-                    const std::string& error, double now, const nlohmann::json& result = nullptr) {
+  void finish_trial(const RunningAttempt& r, TrialStatus status, const ExitStatus& exit, const std::string& error,
+                    double now, const nlohmann::json& result = nullptr) {
     WorkerOutcome& outcome = m_outcomes[r.task_index];
     outcome.status = status;
     outcome.attempts = r.attempt;
@@ -283,14 +282,14 @@ private:
     outcome.log = r.log;
     outcome.seconds = now - r.started;
     outcome.trial_id = r.trial_id;
-    if (!m_options.archive) {
+    if (!m_options.recorder) {
       return;
     }
-    archive::TrialEnd end{status, exit.exit_code, exit.signal, result, error};
-    m_options.archive->finish_trial(r.trial_id, end);
+    TrialEnd end{status, exit.exit_code, exit.signal, result, error};
+    m_options.recorder->finish_trial(r.trial_id, end);
     std::error_code ec;
     if (std::filesystem::exists(r.log, ec)) {
-      m_options.archive->add_artifact(m_options.run_id, r.trial_id, r.log, "log");
+      m_options.recorder->add_artifact(m_options.run_id, r.trial_id, r.log, "log");
     }
   }
 
@@ -312,28 +311,27 @@ private:
   // SIGTERM to every group, the longest grace period of the running tasks (cut short by a second
   // interrupt), then SIGKILL; every attempt is recorded as interrupted.
   void stop_all() {
-    const Clock& clock = SystemClock::instance();
     double grace = 0;
     for (auto& r : m_running) {
       r.child->signal_group(SIGTERM);
       grace = std::max(grace, m_tasks[r.task_index].grace_s);
     }
     const int interrupts = interrupt_count();
-    const double deadline = clock.monotonic_seconds() + grace;
-    while (clock.monotonic_seconds() < deadline && interrupt_count() == interrupts) {
+    const double deadline = m_clock.monotonic_seconds() + grace;
+    while (m_clock.monotonic_seconds() < deadline && interrupt_count() == interrupts) {
       const bool all_done = std::all_of(m_running.begin(), m_running.end(),
                                         [](RunningAttempt& r) { return r.child->poll().has_value(); });
       if (all_done) {
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      m_clock.sleep_for(m_options.poll_interval_s);
     }
-    const double now = clock.monotonic_seconds();
+    const double now = m_clock.monotonic_seconds();
     for (auto& r : m_running) {
       r.child->signal_group(SIGKILL);
       const ExitStatus exit = r.child->wait();
       release_gpu(r);
-      finish_trial(r, archive::TrialStatus::interrupted, exit, "interrupted", now);
+      finish_trial(r, TrialStatus::interrupted, exit, "interrupted", now);
       note(r, "interrupted",
            fmt::format("trial {} attempt {}: stopped ({})", trial_number(r), r.attempt, describe(exit)));
       ++m_stopped;
@@ -343,6 +341,7 @@ private:
   }
 
   const PoolOptions& m_options;
+  const Clock& m_clock;
   const std::vector<WorkerTask>& m_tasks;
   std::vector<WorkerOutcome> m_outcomes;
   std::deque<int> m_free_gpus;
@@ -368,17 +367,12 @@ WorkerPool::run(const std::vector<WorkerTask>& tasks) {
   return PoolRun(m_options, tasks).run();
 }
 
-PoolOptions
-pool_options(const RunContext& context, std::string label) {
-  PoolOptions pool;
-  pool.executable = context.executable;
-  pool.global_args = context.global_args;
-  pool.archive = context.archive;
-  pool.run_id = context.run_id;
-  pool.work_dir = context.archive->run_directory(context.run_id);
-  pool.show_progress = context.show_progress;
-  pool.progress_label = std::move(label);
-  return pool;
+void
+throw_worker_failure(const WorkerOutcome& outcome, std::string_view what) {
+  if (outcome.exit_code == static_cast<int>(ExitCode::bad_input)) {
+    throw InputError(outcome.failure_message());
+  }
+  throw RuntimeFailure(fmt::format("{}: {} (log: {})", what, outcome.error, outcome.log.string()));
 }
 
 } // namespace optkit::proc

@@ -5,7 +5,8 @@
 // of every child on Ctrl-C/SIGTERM.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "core/clock.hpp"
+#include "proc/trial_recorder.hpp"
 #include "proc/worker_spec.hpp"
 
 #include <nlohmann/json.hpp>
@@ -42,7 +43,7 @@ struct WorkerTask {
 
 struct WorkerOutcome {
   std::size_t task_index = 0;
-  archive::TrialStatus status = archive::TrialStatus::failed;
+  TrialStatus status = TrialStatus::failed;
   int attempts = 0;
   std::optional<int> exit_code;
   std::optional<int> signal;
@@ -52,37 +53,31 @@ struct WorkerOutcome {
   std::filesystem::path log; // the last attempt's log
   double seconds = 0;        // wall time of the last attempt
   std::int64_t trial_id = 0; // the archive's row of the last attempt (0 without an archive)
-  bool succeeded() const { return status == archive::TrialStatus::succeeded; }
+  bool succeeded() const { return status == TrialStatus::succeeded; }
+  // The child's own message when it left one, else the pool's description of the failure.
+  std::string failure_message() const { return child_message.empty() ? error : child_message; }
 };
 
+// The one translation of a failed worker into the error its parent command raises: a child that
+// exited with the bad-input code reported the user's mistake, which stays an InputError with the
+// child's message; anything else is a RuntimeFailure "<what>: <why> (log: <file>)".
+[[noreturn]] void throw_worker_failure(const WorkerOutcome& outcome, std::string_view what);
+
 struct PoolOptions {
-  std::filesystem::path executable;       // optkit itself
-  std::vector<std::string> global_args;   // flags placed before the subcommand (--archive, -v ...)
-  int slots = 1;                          // concurrent children
-  std::vector<int> gpus;                  // when set, each child gets one; concurrency ≤ gpus.size()
-  archive::RunArchive* archive = nullptr; // trials, logs and events are recorded here
+  std::filesystem::path executable;     // optkit itself
+  std::vector<std::string> global_args; // flags placed before the subcommand (--archive, -v ...)
+  int slots = 1;                        // concurrent children
+  std::vector<int> gpus;                // when set, each child gets one; concurrency ≤ gpus.size()
+  TrialRecorder* recorder = nullptr;    // trials, logs and events are recorded here (the run archive)
   std::int64_t run_id = 0;
   std::int64_t first_trial_index = 0; // trial index of tasks[0]; offsets a second pool in the same run
   std::filesystem::path work_dir;     // specs, results and logs: work_dir/trial-N/attempt-M.*
   double poll_interval_s = 0.01;
+  const Clock* clock = nullptr; // timeouts, grace periods and backoff; nullptr: the system clock
   bool show_progress = true;
   std::string progress_label = "workers";
   std::function<void(const WorkerOutcome&)> on_finished; // called as each task ends for good
 };
-
-// What the parent side of a recorded command needs to run its work in worker children.
-struct RunContext {
-  std::filesystem::path executable;     // optkit itself
-  std::vector<std::string> global_args; // --archive, -v ... for the children
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-  double timeout_s = 0; // per child attempt, 0 = none
-  bool show_progress = true;
-};
-
-// Pool options for a recorded command's children: its executable, global flags, archive, run
-// and per-run log folder; `label` names the progress line.
-PoolOptions pool_options(const RunContext& context, std::string label);
 
 class WorkerPool {
 public:

@@ -1,6 +1,7 @@
 #include "quant/compressed_tensors.hpp"
 
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 
 #include <fmt/format.h>
 #include <regex>
@@ -88,7 +89,7 @@ read_quantization_config(const nlohmann::json& config_json, const std::string& s
       throw InputError(fmt::format("{}: asymmetric weights are not supported by optkit's runtime", where));
     return c;
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: {}", where, e.what()));
+    throw InputError(describe_json_error(where, e));
   }
 }
 

@@ -3,6 +3,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_fields.hpp"
 #include "core/sha256.hpp"
 #include "quant/packing.hpp"
 #include "quant/quant_args.hpp"
@@ -102,10 +103,10 @@ decode_sparse_2_4_row(const std::int32_t* values, const std::uint8_t* indices, s
 nlohmann::json
 read_delta_config(const std::filesystem::path& directory) {
   if (!std::filesystem::is_directory(directory))
-    throw InputError(
-        fmt::format("--delta {}: not a directory (expected an optkit compress delta output)", directory.string()));
+    throw InputError(fmt::format("{}: not a directory (expected an optkit compress delta output)", directory.string()));
   auto config = read_json_file(directory / "delta_config.json", "an optkit delta artifact");
-  check_config(config, (directory / "delta_config.json").string());
+  const auto source = (directory / "delta_config.json").string();
+  read_json_fields(source, [&] { check_config(config, source); });
   return config;
 }
 

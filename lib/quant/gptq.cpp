@@ -1,7 +1,7 @@
 #include "quant/gptq.hpp"
 
 #include "core/error.hpp"
-#include "runtime/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <algorithm>
 #include <cblas.h>
@@ -71,7 +71,7 @@ inverse_cholesky_upper(std::span<const float> h, std::int64_t n64, double damp) 
 
 CompressedMatrix
 gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<const float> hessian,
-     const std::optional<QuantArgs>& args, model::DType scale_dtype, const GptqOptions& o, runtime::ThreadPool& pool) {
+     const std::optional<QuantArgs>& args, model::DType scale_dtype, const GptqOptions& o, ThreadPool& pool) {
   if (static_cast<std::int64_t>(weight.size()) != rows * cols ||
       static_cast<std::int64_t>(hessian.size()) != cols * cols)
     throw InputError(fmt::format("{}: weight or Hessian size does not match [{}, {}]", o.layer, rows, cols));

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace optkit::runtime {
+namespace optkit {
 class ThreadPool;
 }
 
@@ -51,7 +51,7 @@ struct CompressedMatrix {
 // H + dampening·mean(diag H)·I is not positive definite after every retry (never falls back to RTN).
 CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols,
                       std::span<const float> hessian, const std::optional<QuantArgs>& args, model::DType scale_dtype,
-                      const GptqOptions& options, runtime::ThreadPool& pool);
+                      const GptqOptions& options, ThreadPool& pool);
 
 // Round to nearest on the static grid (no calibration).
 CompressedMatrix rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,

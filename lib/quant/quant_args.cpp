@@ -1,6 +1,7 @@
 #include "quant/quant_args.hpp"
 
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 
 #include <array>
 #include <fmt/format.h>
@@ -140,7 +141,7 @@ quant_args_from_json(const nlohmann::json& j, const std::string& where) {
     if (a.group_size == -1)
       a.group_size = 0;
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: {}", where, e.what()));
+    throw InputError(describe_json_error(where, e));
   }
   return a;
 }

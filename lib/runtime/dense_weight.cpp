@@ -5,7 +5,7 @@
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"
-#include "runtime/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <algorithm>
 #include <cblas.h>

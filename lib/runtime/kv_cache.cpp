@@ -46,8 +46,7 @@ KvCache::reserve(SequenceId sequence, std::int64_t count) {
   auto& e = entry(sequence);
   if (e.length + count > m_max_positions)
     throw InputError("sequence of " + std::to_string(e.length + count) +
-                     " tokens exceeds the model's max_position_embeddings " + std::to_string(m_max_positions) +
-                     " (use a smaller --ctx)");
+                     " tokens exceeds the model's max_position_embeddings " + std::to_string(m_max_positions));
   const auto needed = static_cast<std::size_t>((e.length + count) * m_kv_dim);
   for (std::int64_t l = 0; l < m_layers; ++l) {
     auto& k = e.keys[static_cast<std::size_t>(l)];

@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
-namespace optkit::runtime {
-
+namespace optkit {
 class ThreadPool;
+}
+
+namespace optkit::runtime {
 
 class LinearWeight {
 public:

@@ -34,7 +34,7 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     delta = std::make_unique<quant::DeltaArtifact>(*options.delta);
     const auto expected = delta->config().at("base").value("weights_sha256", "");
     if (expected != quant::weights_sha256(model_dir))
-      throw InputError(fmt::format("--delta {} was compressed against a different base than {} (weights SHA-256 "
+      throw InputError(fmt::format("delta {} was compressed against a different base than {} (weights SHA-256 "
                                    "differs); pass the base it names in delta_config.json",
                                    options.delta->string(), model_dir.string()));
   }

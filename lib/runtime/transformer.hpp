@@ -3,12 +3,12 @@
 // activations, multi-threaded. Batches sequences of different lengths and phases in one pass.
 #pragma once
 
+#include "core/thread_pool.hpp"
 #include "model/model_config.hpp"
 #include "model/weight_store.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/language_model.hpp"
 #include "runtime/linear_weight.hpp"
-#include "runtime/thread_pool.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -115,7 +115,7 @@ pool_round_trip_seconds(const std::filesystem::path& dir, const std::filesystem:
   proc::PoolOptions options;
   options.executable = exe;
   options.global_args = {"--archive", (dir / "pool.db").string(), "-q"};
-  options.archive = &archive;
+  options.recorder = &archive;
   options.run_id = archive.begin_run({"perf", nlohmann::json::array(), nlohmann::json::object()});
   options.work_dir = dir / "work";
   options.show_progress = false;

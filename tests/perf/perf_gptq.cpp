@@ -5,11 +5,11 @@
 // same shape and its GPTQ on Python's very W and H, so the two reconstruction errors are
 // comparable. Prints seconds, the ratio and peak memory; asserts nothing.
 //   perf_gptq [ROWS COLS TOKENS]   (default 4096 4096 262144 = 128 sequences x 2048 tokens)
+#include "core/blas_threads.hpp"
+#include "core/thread_pool.hpp"
 #include "model/safetensors.hpp"
-#include "quant/blas_threads.hpp"
 #include "quant/gptq.hpp"
 #include "quant/hessian.hpp"
-#include "runtime/thread_pool.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -84,7 +84,7 @@ main(int argc, char** argv) {
     for (auto& v : x)
       v = normal(rng);
     quant::Hessian h(cols);
-    quant::ScopedBlasThreads blas(threads);
+    ScopedBlasThreads blas(threads);
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t chunk = 8192; // as the layer-wise pipeline feeds it
     for (std::int64_t t = 0; t < tokens; t += chunk)
@@ -95,11 +95,11 @@ main(int argc, char** argv) {
   const model::SafetensorsFile file(reference);
   const auto w = tensor(file, "W"), h = tensor(file, "H"), q_torch = tensor(file, "Q");
   std::filesystem::remove(reference);
-  runtime::ThreadPool pool(static_cast<unsigned>(threads));
+  ThreadPool pool(static_cast<unsigned>(threads));
   quant::QuantArgs int4{4, quant::NumberType::integer, true, quant::Strategy::group, 128, false};
   quant::GptqOptions options;
   options.act_order = true;
-  quant::ScopedBlasThreads blas(threads);
+  ScopedBlasThreads blas(threads);
   const auto start = std::chrono::steady_clock::now();
   const auto result = quant::gptq(w, rows, cols, h, int4, model::DType::bf16, options, pool);
   const double gptq_s = seconds_since(start);

@@ -4,8 +4,8 @@
 // run with the same threads. Prints figures; asserts nothing.
 //   perf_runtime [--preset llama-3.2-1b] [--dtype BF16|F32] [--threads N] [--prefill 128] [--decode-steps 8]
 //                [--dir /tmp/...]
+#include "core/thread_pool.hpp"
 #include "model/random_model.hpp"
-#include "runtime/thread_pool.hpp"
 #include "runtime/transformer.hpp"
 
 #include <chrono>
@@ -31,7 +31,7 @@ double
 stream_copy_gbps(unsigned threads) {
   const std::size_t n = std::size_t{1} << 27; // 512 MiB per array of floats
   std::vector<float> a(n, 1.0f), c(n, 0.0f);
-  runtime::ThreadPool pool(threads);
+  ThreadPool pool(threads);
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
     const double t0 = now();
@@ -51,7 +51,7 @@ gemv_gbps(model::DType dtype, unsigned threads) {
   std::vector<std::byte> w(static_cast<std::size_t>(rows * cols) * model::dtype_size(dtype), std::byte{0x3c});
   const auto weight = runtime::make_dense_weight(dtype, w, rows, cols);
   std::vector<float> x(static_cast<std::size_t>(cols), 0.5f), y(static_cast<std::size_t>(rows));
-  runtime::ThreadPool pool(threads);
+  ThreadPool pool(threads);
   double best = 1e30;
   for (int rep = 0; rep < 10; ++rep) {
     const double t0 = now();

@@ -1,12 +1,13 @@
 // The CUDA side: what the probe reports, and the first kernel against a CPU reference on every
 // visible device. Without a device ctest reports this file as skipped (SKIPPED: below).
-#include "core/gpu_probe.hpp"
+#include "doctor/gpu_probe.hpp"
 
 #include "core/build_info.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace optkit;
+using namespace optkit::doctor;
 
 TEST_CASE("the GPU probe is honest about what was compiled in") {
   const GpuProbe probe = probe_gpus();

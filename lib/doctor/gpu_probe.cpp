@@ -1,4 +1,4 @@
-#include "core/gpu_probe.hpp"
+#include "doctor/gpu_probe.hpp"
 
 #include "core/build_config.hpp"
 
@@ -9,7 +9,7 @@
 #include "vector_add.cuh"
 #endif
 
-namespace optkit {
+namespace optkit::doctor {
 
 GpuProbe
 probe_gpus() {
@@ -63,4 +63,4 @@ run_kernel_self_test(int device) {
   return test;
 }
 
-} // namespace optkit
+} // namespace optkit::doctor

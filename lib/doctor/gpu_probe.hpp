@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace optkit {
+namespace optkit::doctor {
 
 struct GpuDevice {
   int index = 0;
@@ -39,4 +39,4 @@ struct KernelSelfTest {
 // Runs the first CUDA kernel (axpy) on `device` against a CPU reference.
 KernelSelfTest run_kernel_self_test(int device);
 
-} // namespace optkit
+} // namespace optkit::doctor

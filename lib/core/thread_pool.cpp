@@ -1,9 +1,9 @@
-#include "runtime/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-namespace optkit::runtime {
+namespace optkit {
 
 namespace {
 
@@ -130,4 +130,4 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
     std::rethrow_exception(error);
 }
 
-} // namespace optkit::runtime
+} // namespace optkit

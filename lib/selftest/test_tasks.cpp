@@ -1,9 +1,12 @@
-#include "proc/test_tasks.hpp"
+#include "selftest/test_tasks.hpp"
 
 #include "archive/run_archive.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
 
 #include <chrono>
 #include <csignal>
@@ -13,7 +16,7 @@
 #include <thread>
 #include <unistd.h>
 
-namespace optkit::proc {
+namespace optkit::selftest {
 namespace {
 
 [[noreturn]] void
@@ -24,31 +27,70 @@ sleep_forever() {
 }
 
 void
-write_pid_file(const std::filesystem::path& dir) {
-  std::ofstream(dir / std::to_string(::getpid())) << ::getpid() << '\n';
+write_pid_file(const std::filesystem::path& dir, pid_t pid) {
+  std::ofstream(dir / std::to_string(pid)) << pid << '\n';
+}
+
+// Tells a waiting test that this child is set up (signal handlers installed, children started):
+// the file appears complete, by rename, only after everything before this call has happened.
+void
+report_ready(const proc::WorkerSpec& spec) {
+  const std::string ready = spec.payload.value("ready_file", "");
+  if (ready.empty()) {
+    return;
+  }
+  const std::string partial = ready + ".partial";
+  std::ofstream(partial) << ::getpid() << '\n';
+  std::filesystem::rename(partial, ready);
+}
+
+// Holds a slot until `expect` children hold one at the same time (each marks itself with a file in
+// `dir`), and reports the most it saw: a direct measure of the pool's concurrency, with no clock.
+nlohmann::json
+rendezvous(const proc::WorkerSpec& spec) {
+  const std::filesystem::path dir = spec.payload.at("dir").get<std::string>();
+  const std::size_t expect = spec.payload.value("expect", std::size_t{2});
+  const auto mine = dir / std::to_string(::getpid());
+  std::ofstream(mine) << ::getpid() << '\n';
+  const auto present = [&] {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+  };
+  std::size_t most = present();
+  while (most < expect) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    most = std::max(most, present());
+  }
+  // Everyone expected is here; look a little longer for an extra one the pool should not have started.
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    most = std::max(most, present());
+  }
+  std::filesystem::remove(mine);
+  return {{"most_at_once", most}};
 }
 
 nlohmann::json
-spawn_tree(const WorkerSpec& spec) {
+spawn_tree(const proc::WorkerSpec& spec) {
   const std::filesystem::path pid_dir = spec.payload.at("pid_dir").get<std::string>();
   const int children = spec.payload.value("children", 2);
-  write_pid_file(pid_dir);
+  write_pid_file(pid_dir, ::getpid());
   for (int i = 0; i < children; ++i) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       std::signal(SIGTERM, SIG_IGN); // only SIGKILL of the whole group can stop these
-      write_pid_file(pid_dir);
       sleep_forever();
     }
+    write_pid_file(pid_dir, pid);
   }
   std::cout << "spawned " << children << " grandchildren" << std::endl;
+  report_ready(spec);
   sleep_forever();
 }
 
 // Writes `trials` trials with `metrics` metrics each, one transaction per trial, and prints the
 // id of every committed trial so a test can check that none of them is lost after a SIGKILL.
 nlohmann::json
-write_archive(const WorkerSpec& spec) {
+write_archive(const proc::WorkerSpec& spec) {
   archive::RunArchive archive(spec.archive);
   const int trials = spec.payload.value("trials", 500);
   const int metrics = spec.payload.value("metrics", 3);
@@ -70,7 +112,7 @@ write_archive(const WorkerSpec& spec) {
 } // namespace
 
 nlohmann::json
-run_test_task(const WorkerSpec& spec) {
+run_test_task(const proc::WorkerSpec& spec) {
   const std::string task = spec.payload.value("task", "");
   if (task == "echo") {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -87,6 +129,7 @@ run_test_task(const WorkerSpec& spec) {
   if (task == "hang") {
     std::signal(SIGTERM, SIG_IGN);
     std::cout << "hanging, ignoring SIGTERM" << std::endl;
+    report_ready(spec);
     sleep_forever();
   }
   if (task == "crash") {
@@ -107,6 +150,9 @@ run_test_task(const WorkerSpec& spec) {
     }
     return {{"attempt", spec.attempt}};
   }
+  if (task == "rendezvous") {
+    return rendezvous(spec);
+  }
   if (task == "spawn-tree") {
     return spawn_tree(spec);
   }
@@ -116,16 +162,16 @@ run_test_task(const WorkerSpec& spec) {
   throw InputError(fmt::format("internal-test: unknown task '{}'", task));
 }
 
-std::vector<WorkerTask>
+std::vector<proc::WorkerTask>
 read_test_tasks(const std::filesystem::path& file) {
   std::ifstream in(file);
   const nlohmann::json doc = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
   if (!doc.is_array()) {
     throw InputError(fmt::format("--tasks {}: expected a JSON array of tasks", file.string()));
   }
-  std::vector<WorkerTask> tasks;
+  std::vector<proc::WorkerTask> tasks;
   for (const auto& t : doc) {
-    WorkerTask task;
+    proc::WorkerTask task;
     task.command = {"internal-test"};
     task.payload = t.at("payload");
     task.params = {{"task", task.payload.value("task", "")}};
@@ -141,4 +187,4 @@ read_test_tasks(const std::filesystem::path& file) {
   return tasks;
 }
 
-} // namespace optkit::proc
+} // namespace optkit::selftest

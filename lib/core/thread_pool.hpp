@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace optkit::runtime {
+namespace optkit {
 
 class ThreadPool {
 public:
@@ -48,4 +48,4 @@ private:
   std::exception_ptr m_error; // guarded by m_mutex
 };
 
-} // namespace optkit::runtime
+} // namespace optkit

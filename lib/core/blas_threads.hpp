@@ -3,7 +3,7 @@
 // run from one thread and want every core.
 #pragma once
 
-namespace optkit::quant {
+namespace optkit {
 
 class ScopedBlasThreads {
 public:
@@ -16,4 +16,4 @@ private:
   int m_previous;
 };
 
-} // namespace optkit::quant
+} // namespace optkit

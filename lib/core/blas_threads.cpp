@@ -1,8 +1,8 @@
-#include "quant/blas_threads.hpp"
+#include "core/blas_threads.hpp"
 
 #include <cblas.h>
 
-namespace optkit::quant {
+namespace optkit {
 
 ScopedBlasThreads::ScopedBlasThreads(int threads) : m_previous(openblas_get_num_threads()) {
   openblas_set_num_threads(threads);
@@ -12,4 +12,4 @@ ScopedBlasThreads::~ScopedBlasThreads() {
   openblas_set_num_threads(m_previous);
 }
 
-} // namespace optkit::quant
+} // namespace optkit
