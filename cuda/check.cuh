@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <stdexcept>
 #include <string>
 
 namespace optkit::cuda {
@@ -11,6 +12,13 @@ namespace optkit::cuda {
 inline std::string
 error_text(cudaError_t err) {
   return err == cudaSuccess ? std::string("ok") : std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+}
+
+// Throws std::runtime_error "<what>: <CUDA error>" unless `err` is cudaSuccess.
+inline void
+check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + error_text(err));
 }
 
 } // namespace optkit::cuda

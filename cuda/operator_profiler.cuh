@@ -1,9 +1,11 @@
-// Times serving operators on one CUDA device for `optkit plan profile`: matrix products through
-// cuBLASLt (loaded at run time, like the driver, so the binary keeps no CUDA library dependency),
-// the project's own split-KV decode attention kernel, prefill attention as cuBLASLt batched
-// products around the project's causal softmax kernel, and a copy kernel. Plain C++ interface:
-// callers need no CUDA headers. Every figure is in microseconds.
+// Times serving operators on one CUDA device for `optkit plan profile` — the timing harness over
+// the operations in their own files: cuBLASLt products (gemm.cuh), split-KV decode attention
+// (decode_attention.cuh), prefill attention as batched products around the causal softmax
+// (prefill_softmax.cuh), and a copy kernel (copy.cuh). Plain C++ interface: callers need no CUDA
+// headers. Every figure is in microseconds.
 #pragma once
+
+#include "gemm_kind.cuh"
 
 #include <cstdint>
 #include <memory>
@@ -24,10 +26,9 @@ public:
   int compute_capability() const; // major × 10 + minor
   std::uint64_t memory_bytes() const;
 
-  // kind: bf16, fp16, fp8 (E4M3 inputs, BF16 output; compute capability ≥ 8.9) or int8 (INT32
-  // output). Y[m, n] = X[m, k] · W[n, k]ᵀ, the layout of a linear layer.
-  bool supports_gemm(const std::string& kind) const;
-  double gemm_us(const std::string& kind, int m, int n, int k);
+  // Y[m, n] = X[m, k] · W[n, k]ᵀ, the layout of a linear layer; fp8 needs compute capability ≥ 8.9.
+  bool supports_gemm(GemmKind kind) const;
+  double gemm_us(GemmKind kind, int m, int n, int k);
   // Causal self-attention over `seq` new tokens per sequence, BF16, GQA (heads a multiple of kv_heads).
   double attention_prefill_us(int batch, int seq, int heads, int kv_heads, int head_dim);
   // One new token per sequence attending to `kv_len` cached tokens (BF16 cache), head_dim ≤ 256.

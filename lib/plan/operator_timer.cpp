@@ -18,8 +18,16 @@ class CudaOperatorTimer final : public OperatorTimer {
 public:
   explicit CudaOperatorTimer(int device) : m_profiler(device) {}
   std::string device_name() const override { return m_profiler.device_name(); }
-  bool supports_gemm(const std::string& kind) const override { return m_profiler.supports_gemm(kind); }
-  double gemm_us(const std::string& kind, int m, int n, int k) override { return m_profiler.gemm_us(kind, m, n, k); }
+  bool supports_gemm(const std::string& kind) const override {
+    const auto gemm = cuda::parse_gemm_kind(kind);
+    return gemm && m_profiler.supports_gemm(*gemm);
+  }
+  double gemm_us(const std::string& kind, int m, int n, int k) override {
+    const auto gemm = cuda::parse_gemm_kind(kind);
+    if (!gemm)
+      throw std::runtime_error("no CUDA GEMM of kind '" + kind + "' (bf16, fp16, fp8, int8)");
+    return m_profiler.gemm_us(*gemm, m, n, k);
+  }
   double attention_prefill_us(int batch, int seq, int heads, int kv_heads, int head_dim) override {
     return m_profiler.attention_prefill_us(batch, seq, heads, kv_heads, head_dim);
   }

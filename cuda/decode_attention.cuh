@@ -1,0 +1,35 @@
+// Split-KV decode attention: one new token per sequence attends to its cached keys and values
+// (BF16, GQA). Pass 1 runs an online softmax over slices of the cache in parallel; pass 2 merges
+// the slices. The split count fills the GPU even at batch 1.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace optkit::cuda {
+
+constexpr int kDecodeAttentionMaxHeadDim = 256;
+
+struct DecodeAttentionShape {
+  int batch, heads, kv_heads, head_dim, kv_len;
+};
+
+// How the cache is sliced: enough blocks to fill every SM twice, slices of at least 256 positions.
+struct DecodeSplits {
+  int splits, split_len;
+};
+DecodeSplits plan_decode_splits(const DecodeAttentionShape& shape, int multiprocessors);
+
+// Scratch the two passes share, in floats.
+std::size_t decode_attention_partial_floats(const DecodeAttentionShape& shape, const DecodeSplits& splits);
+std::size_t decode_attention_stats_floats(const DecodeAttentionShape& shape, const DecodeSplits& splits);
+
+// q: [batch, heads, head_dim]; k, v: [batch, kv_heads, kv_len, head_dim]; out: [batch, heads,
+// head_dim]; partial and stats: the scratch above. heads a multiple of kv_heads, head_dim ≤ 256.
+void launch_decode_attention(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* out,
+                             float* partial, float* stats, const DecodeAttentionShape& shape,
+                             const DecodeSplits& splits, float scale, cudaStream_t stream);
+
+} // namespace optkit::cuda
