@@ -121,12 +121,4 @@ missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error)
   return fmt::format("'{}' needs a command: {}; run '{} --help'", path, join(choices, ", "), path);
 }
 
-CLI::Option*
-add_format_option(CLI::App& app, std::string& target, const std::string& default_value) {
-  target = default_value;
-  return app.add_option("--format", target, "output format")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
-      ->capture_default_str();
-}
-
 } // namespace optkit::cmd

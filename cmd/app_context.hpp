@@ -5,6 +5,7 @@
 
 #include "archive/run_context.hpp"
 #include "core/settings.hpp"
+#include "shared_options.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -76,8 +77,5 @@ nlohmann::json resolved_options(const CLI::App* app);
 
 // One line for a mistyped or missing subcommand, naming the choices at that level.
 std::string missing_subcommand_message(const CLI::App& app, const CLI::RequiredError& error);
-
-// Adds `--format table|json|csv` bound to `target`.
-CLI::Option* add_format_option(CLI::App& app, std::string& target, const std::string& default_value = "table");
 
 } // namespace optkit::cmd

@@ -39,11 +39,10 @@ add_common_options(CLI::App& app, CompressFlags& f) {
   app.add_option("--jobs", f.jobs, "trials run at once (child processes)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--seed", f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)")->capture_default_str();
-  app.add_option("--threads", f.threads, "CPU threads per trial (0: hardware threads / jobs)");
-  app.add_option("--timeout", f.timeout_s, "seconds one trial may take (0: no limit)")->check(CLI::NonNegativeNumber);
-  app.add_option("-o,--output", f.output,
-                 "output folder (must not exist; written to a temporary folder, renamed at the end)");
+  add_seed_option(app, f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)");
+  add_threads_option(app, f.threads);
+  add_timeout_option(app, f.timeout_s);
+  add_output_option(app, f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
   add_format_option(app, f.format);
 }
 

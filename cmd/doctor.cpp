@@ -22,9 +22,7 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
   CLI::App* doctor = app.add_subcommand(
       "doctor", "Check this installation: archive, data files, config, worker processes, BLAS, CUDA devices");
   add_format_option(*doctor, flags->format);
-  doctor->add_option("--timeout", flags->timeout_s, "seconds the probing worker child may take")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_timeout_option(*doctor, flags->timeout_s);
   doctor->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"doctor", doctor,
                 [flags](AppContext& ctx) {

@@ -34,9 +34,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   "compressed delta (optkit compress delta) to apply to --model, which must be its base");
   ppl->add_option("--max-windows", flags->max_windows, "score at most this many windows (0: all)")
       ->check(CLI::NonNegativeNumber);
-  ppl->add_option("--threads", flags->threads, "CPU threads (0: all hardware threads)")->capture_default_str();
-  ppl->add_option("--timeout", flags->timeout_s, "seconds the evaluation may take (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+  add_threads_option(*ppl, flags->threads);
+  add_timeout_option(*ppl, flags->timeout_s);
   add_format_option(*ppl, flags->format);
   ppl->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"eval perplexity", ppl,

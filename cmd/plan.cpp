@@ -28,13 +28,13 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
   profile->add_option("--model", o.models,
                       "measure this model's shapes (preset or config.json; repeatable; "
                       "default: every preset)");
-  profile->add_option("--out", o.out, "database folder (default: profiles/perf/<system>)");
+  // --out is the spelling before -o/--output was shared by every command; still accepted.
+  add_output_option(*profile, o.out, "database folder (default: profiles/perf/<system>)", "--out");
   profile->add_flag("--replace", o.replace, "measure again over an existing database folder");
   profile->add_flag("--quick", o.quick, "a few points per shape (minutes, for a first look)");
   profile->add_flag("--dry-run", o.dry_run, "list what would be measured; needs no GPU");
   profile->add_option("--gpu", o.gpu, "which GPU to measure on")->capture_default_str();
-  profile->add_option("--timeout", flags->timeout_s, "seconds the measuring child may take (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+  add_timeout_option(*profile, flags->timeout_s);
   add_format_option(*profile, flags->format);
   profile->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"plan profile", profile,

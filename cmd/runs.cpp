@@ -92,7 +92,7 @@ register_runs(CLI::App& app, CommandRegistry& commands) {
   exporter->add_option("--format", flags->format, "json: the whole run; csv: one row per metric")
       ->check(CLI::IsMember({"json", "csv"}))
       ->default_str("json");
-  exporter->add_option("-o,--output", flags->output, "write to this file (atomically) instead of stdout");
+  add_output_option(*exporter, flags->output, "write to this file (atomically) instead of stdout");
   commands.add({"runs export", exporter,
                 [flags](AppContext& ctx) {
                   const auto detail = ctx.archive().load_run(ctx.archive().resolve_run(flags->refs.front()));

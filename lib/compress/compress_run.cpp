@@ -78,6 +78,11 @@ keep_only_trial(const std::filesystem::path& staged, std::int64_t kept, std::int
 
 CompressResult
 run_compress(const CompressOptions& options, const CompressRunContext& context) {
+  // The entry point checks its own ranges: a server or a flow calls it without the CLI's checks.
+  if (options.trials < 1 || options.trials > 1000)
+    throw InputError(fmt::format("--trials {}: run between 1 and 1000 trials", options.trials));
+  if (options.jobs < 1)
+    throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
   const bool delta = options.base.has_value();
   model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
   if (delta) {

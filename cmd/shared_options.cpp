@@ -1,0 +1,41 @@
+#include "shared_options.hpp"
+
+namespace optkit::cmd {
+
+CLI::Option*
+add_output_option(CLI::App& app, std::string& target, const std::string& what, const std::string& old_spelling) {
+  return app.add_option(old_spelling.empty() ? "-o,--output" : "-o,--output," + old_spelling, target, what);
+}
+
+CLI::Option*
+add_threads_option(CLI::App& app, unsigned& target) {
+  return app
+      .add_option("--threads", target,
+                  "CPU threads each worker child uses (0: the hardware threads shared among the children running "
+                  "at once)")
+      ->capture_default_str();
+}
+
+CLI::Option*
+add_timeout_option(CLI::App& app, double& target) {
+  return app
+      .add_option("--timeout", target,
+                  "seconds each worker child may run before it is stopped (SIGTERM, then SIGKILL; 0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+CLI::Option*
+add_seed_option(CLI::App& app, std::uint64_t& target, const std::string& what) {
+  return app.add_option("--seed", target, what)->capture_default_str();
+}
+
+CLI::Option*
+add_format_option(CLI::App& app, std::string& target, const std::string& default_value) {
+  target = default_value;
+  return app.add_option("--format", target, "output format")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+}
+
+} // namespace optkit::cmd

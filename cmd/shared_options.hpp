@@ -1,0 +1,27 @@
+// The flags several commands share, defined once so each has one spelling and one meaning
+// everywhere (llama.cpp's habit of one option table per tool).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace optkit::cmd {
+
+// -o/--output PATH: where the command writes its result; `what` says what is written there.
+// `old_spelling` ("--out") keeps a command's earlier name for the flag working.
+CLI::Option* add_output_option(CLI::App& app, std::string& target, const std::string& what,
+                               const std::string& old_spelling = "");
+// --threads N: CPU threads each worker child uses; 0 divides the hardware threads among the
+// children that run at once.
+CLI::Option* add_threads_option(CLI::App& app, unsigned& target);
+// --timeout SECONDS: how long each worker child attempt may run before it is stopped (SIGTERM, a
+// grace period, SIGKILL); 0 means no limit. `target` holds the command's default.
+CLI::Option* add_timeout_option(CLI::App& app, double& target);
+// --seed N: the seed of the command's random draws; the same seed repeats the same run.
+CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& target, const std::string& what);
+// --format table|json|csv bound to `target`.
+CLI::Option* add_format_option(CLI::App& app, std::string& target, const std::string& default_value = "table");
+
+} // namespace optkit::cmd
