@@ -65,7 +65,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     plan::PlanOptions options;
     double ttft = 0, tpot = 0, speed = 0, memory_fraction = 0, target_rate = 0;
-    std::string format;
+    std::string engine = "vllm", format;
   };
   auto flags = std::make_shared<Flags>();
   plan::PlanOptions& o = flags->options;
@@ -81,8 +81,9 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan_app->add_option("--ttft", flags->ttft, "SLA: largest time to first token, ms (default 2000)");
   plan_app->add_option("--tpot", flags->tpot, "SLA: largest time per output token, ms (default 30)");
   plan_app->add_option("--speed", flags->speed, "SLA: least tokens/s per user (instead of --tpot)");
-  plan_app->add_option("--engine", o.engine, "serving engine whose memory rules apply: vllm, sglang, trtllm")
-      ->capture_default_str();
+  plan_app->add_option("--engine", flags->engine,
+                       "serving engine whose memory rules apply: vllm, sglang, trtllm (default: the --emit engine, "
+                       "else vllm)");
   plan_app->add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
   plan_app->add_option("--act-dtype", o.activation_dtype,
                        "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
@@ -124,8 +125,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                     options.memory_fraction = flags->memory_fraction;
                   if (given("--target-rate"))
                     options.target_rate = flags->target_rate;
-                  if (!options.emit.empty() && !given("--engine"))
-                    options.engine = options.emit;
+                  if (given("--engine"))
+                    options.engine = flags->engine;
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto run = plan::run_plan(options, {&ctx.archive(), ctx.run_id});
                   if (!options.emit.empty()) {

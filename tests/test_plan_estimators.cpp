@@ -11,6 +11,7 @@
 #include <cmath>
 
 using namespace optkit;
+using namespace optkit::perf;
 using namespace optkit::plan;
 
 namespace {
@@ -163,6 +164,21 @@ TEST_CASE("the search meets the SLA it reports, and --target-rate sizes the clus
   const PlanRow& sized = result.rows[result.target->row];
   CHECK(sized.requests_per_s * result.target->replicas >= 30);
   CHECK(result.target->gpus == result.target->replicas * sized.unit_gpus);
+
+  // Selection is separate from enumeration: re-selecting the same rows under a looser SLA needs no
+  // new estimate, and picks what a fresh search under that SLA picks.
+  PlanResult reselected = enumerate_configurations(request, h200, PerfDatabase(h200));
+  CHECK(reselected.rows.size() == result.rows.size());
+  CHECK(!reselected.best);
+  request.tpot_limit_ms = 40;
+  select_configurations(request, reselected);
+  const PlanResult fresh = search(request, h200, PerfDatabase(h200));
+  REQUIRE(reselected.best);
+  REQUIRE(fresh.best);
+  CHECK(*reselected.best == *fresh.best);
+  CHECK(reselected.rows[*reselected.best].tokens_per_s_per_gpu > best.tokens_per_s_per_gpu);
+  CHECK(reselected.pareto == fresh.pareto);
+  request.tpot_limit_ms = 20;
 
   // The vLLM launch script carries the row's parallelism and batch.
   const std::string script =

@@ -2,7 +2,7 @@
 // names those it cannot measure), survives its JSON hand-off to the child, and the tables a
 // timer's figures become load back as a perf database whose lookups return them as measured.
 #include "core/error.hpp"
-#include "plan/perf_database.hpp"
+#include "perf/perf_database.hpp"
 #include "plan/profile_sweep.hpp"
 #include "plan/profile_tables.hpp"
 #include "support/test_support.hpp"
@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 using namespace optkit;
+using namespace optkit::perf;
 using namespace optkit::plan;
 
 namespace {

@@ -14,36 +14,36 @@ Speculation::tokens_per_step() const {
   return (1.0 - std::pow(acceptance, draft_tokens + 1)) / (1.0 - acceptance);
 }
 
-Estimate
-decode_token_time(const StepModel& model, double batch, double kv_len, const Speculation& speculation) {
+perf::Estimate
+decode_token_time(const perf::StepModel& model, double batch, double kv_len, const Speculation& speculation) {
   if (!speculation.enabled())
     return model.decode_interval(batch, kv_len);
-  Estimate step = model.decode_interval(batch, kv_len, speculation.draft_tokens + 1);
+  perf::Estimate step = model.decode_interval(batch, kv_len, speculation.draft_tokens + 1);
   step += model.decode_interval(batch, kv_len).scaled(speculation.draft_cost * speculation.draft_tokens);
   return step.scaled(1.0 / speculation.tokens_per_step());
 }
 
 LatencyEstimate
-estimate_static(const StepModel& model, const Workload& workload, double batch, const Speculation& speculation,
+estimate_static(const perf::StepModel& model, const Workload& workload, double batch, const Speculation& speculation,
                 int stride) {
   LatencyEstimate out;
-  StepShape prefill;
+  perf::StepShape prefill;
   prefill.prefill_requests = batch;
   prefill.prefill_tokens = std::max(1.0, workload.isl - workload.prefix);
   prefill.prefix = workload.prefix;
-  const Estimate ttft = model.step(prefill);
-  const Estimate tpot = estimate_generation(model, workload, batch, speculation, stride);
+  const perf::Estimate ttft = model.step(prefill);
+  const perf::Estimate tpot = estimate_generation(model, workload, batch, speculation, stride);
   out.ttft_ms = ttft.us / 1000.0;
   out.tpot_ms = tpot.us / 1000.0;
   out.sources = ttft.sources | tpot.sources;
   return out;
 }
 
-Estimate
-estimate_generation(const StepModel& model, const Workload& workload, double batch, const Speculation& speculation,
-                    int stride) {
+perf::Estimate
+estimate_generation(const perf::StepModel& model, const Workload& workload, double batch,
+                    const Speculation& speculation, int stride) {
   const double steps = workload.osl - 1;
-  Estimate total;
+  perf::Estimate total;
   if (steps <= 0)
     return total;
   for (double k = 0; k < steps; k += stride)
@@ -53,7 +53,7 @@ estimate_generation(const StepModel& model, const Workload& workload, double bat
 }
 
 bool
-estimate_aggregated(const StepModel& model, const Workload& workload, double batch, double ctx_tokens,
+estimate_aggregated(const perf::StepModel& model, const Workload& workload, double batch, double ctx_tokens,
                     const Speculation& speculation, LatencyEstimate& out) {
   const double isl = std::max(1.0, workload.isl - workload.prefix);
   const double osl = workload.osl;
@@ -80,7 +80,7 @@ estimate_aggregated(const StepModel& model, const Workload& workload, double bat
   // Step 3: latency of a mixed step and of a generation-only step. A mixed step's prompt tokens
   // are whole prompts, or one chunk of a longer prompt (chunked prefill).
   const double kv_mid = workload.isl + osl / 2.0;
-  StepShape mix;
+  perf::StepShape mix;
   if (ctx_tokens >= isl) {
     mix.prefill_requests = ctx_tokens / isl;
     mix.prefill_tokens = isl;
@@ -95,8 +95,8 @@ estimate_aggregated(const StepModel& model, const Workload& workload, double bat
   const double tokens_per_step = speculation.tokens_per_step();
   if (speculation.enabled())
     mix.tokens_per_decode = speculation.draft_tokens + 1;
-  const Estimate mix_latency = model.step(mix);
-  const Estimate gen_latency = decode_token_time(model, batch, kv_mid, speculation);
+  const perf::Estimate mix_latency = model.step(mix);
+  const perf::Estimate gen_latency = decode_token_time(model, batch, kv_mid, speculation);
   // Step 4: TTFT with the seed's piecewise-linear queueing correction.
   const double correction = std::min(2.0 + (total_ctx_steps - 3.0) / 20.0, 4.0);
   out.ttft_ms = mix_latency.us / 1000.0 * std::ceil(isl / ctx_tokens) * correction;

@@ -2,7 +2,7 @@
 // decoding. Times are milliseconds; every result carries the source labels of its steps.
 #pragma once
 
-#include "plan/step_model.hpp"
+#include "perf/step_model.hpp"
 
 #include <cstdint>
 
@@ -34,21 +34,22 @@ struct LatencyEstimate {
 };
 
 // Time per output token of a decode step with `batch` sequences at `kv_len`, speculation included.
-Estimate decode_token_time(const StepModel& model, double batch, double kv_len, const Speculation& speculation);
+perf::Estimate decode_token_time(const perf::StepModel& model, double batch, double kv_len,
+                                 const Speculation& speculation);
 
 // Algorithm 1's generation phase: mean time per output token over OSL - 1 decode steps at growing
 // KV length, sampled every `stride` tokens (what a disaggregated decode worker spends).
-Estimate estimate_generation(const StepModel& model, const Workload& workload, double batch,
-                             const Speculation& speculation, int stride = 32);
+perf::Estimate estimate_generation(const perf::StepModel& model, const Workload& workload, double batch,
+                                   const Speculation& speculation, int stride = 32);
 
 // Algorithm 1: one batch prefilled together, then decoded in lock step; decode cost sampled every
 // `stride` tokens.
-LatencyEstimate estimate_static(const StepModel& model, const Workload& workload, double batch,
+LatencyEstimate estimate_static(const perf::StepModel& model, const Workload& workload, double batch,
                                 const Speculation& speculation, int stride = 32);
 
 // Algorithm 2: continuous batching with `ctx_tokens` prompt tokens per mixed step. Returns false
 // when the batch cannot hold the context requests plus one decode slot (Alg. 2 line 17).
-bool estimate_aggregated(const StepModel& model, const Workload& workload, double batch, double ctx_tokens,
+bool estimate_aggregated(const perf::StepModel& model, const Workload& workload, double batch, double ctx_tokens,
                          const Speculation& speculation, LatencyEstimate& out);
 
 // Algorithm 3's rate matching for one prefill and one decode candidate.

@@ -11,7 +11,7 @@ namespace {
 
 struct Worker {
   std::string role; // "" (aggregated), "prefill", "decode"
-  ParallelConfig parallel;
+  perf::ParallelConfig parallel;
   int batch = 0;
   int max_tokens = 0;
 };
@@ -25,10 +25,10 @@ gpu_list(int first, int count) {
 }
 
 std::string
-kv_dtype_flag(Precision kv, Engine engine) {
-  if (kv == Precision::fp8)
-    return engine == Engine::sglang ? "fp8_e4m3" : "fp8";
-  if (kv == Precision::int8)
+kv_dtype_flag(perf::Precision kv, perf::Engine engine) {
+  if (kv == perf::Precision::fp8)
+    return engine == perf::Engine::sglang ? "fp8_e4m3" : "fp8";
+  if (kv == perf::Precision::int8)
     return "int8";
   return "auto";
 }
@@ -36,9 +36,9 @@ kv_dtype_flag(Precision kv, Engine engine) {
 std::string
 quantization_note(const PlanRequest& request) {
   switch (request.precision.weights) {
-  case Precision::int8:
+  case perf::Precision::int8:
     return "# weights int8: serve a checkpoint compressed with `optkit compress --recipe int_w8a8`\n";
-  case Precision::int4:
+  case perf::Precision::int4:
     return "# weights int4: serve a checkpoint compressed with `optkit compress --recipe int_w4a16`\n";
   default:
     return "";
@@ -58,8 +58,8 @@ vllm_command(const Worker& w, const LaunchContext& c, int port) {
   cmd += fmt::format(" \\\n    --max-num-seqs {} --max-num-batched-tokens {} --max-model-len {}", w.batch, w.max_tokens,
                      int(r.workload.isl + r.workload.osl));
   cmd += fmt::format(" \\\n    --gpu-memory-utilization {:.2f} --kv-cache-dtype {}", r.memory_fraction,
-                     kv_dtype_flag(r.precision.kv_cache, Engine::vllm));
-  if (r.precision.weights == Precision::fp8)
+                     kv_dtype_flag(r.precision.kv_cache, perf::Engine::vllm));
+  if (r.precision.weights == perf::Precision::fp8)
     cmd += " --quantization fp8";
   if (r.speculation.enabled())
     cmd += fmt::format(" \\\n    --speculative-config '{{\"method\":\"eagle\",\"num_speculative_tokens\":{}}}'",
@@ -84,8 +84,8 @@ sglang_command(const Worker& w, const LaunchContext& c, int port) {
   cmd += fmt::format(" \\\n    --max-running-requests {} --chunked-prefill-size {} --context-length {}", w.batch,
                      w.max_tokens, int(r.workload.isl + r.workload.osl));
   cmd += fmt::format(" \\\n    --mem-fraction-static {:.2f} --kv-cache-dtype {}", r.memory_fraction,
-                     kv_dtype_flag(r.precision.kv_cache, Engine::sglang));
-  if (r.precision.weights == Precision::fp8)
+                     kv_dtype_flag(r.precision.kv_cache, perf::Engine::sglang));
+  if (r.precision.weights == perf::Precision::fp8)
     cmd += " --quantization fp8";
   if (r.speculation.enabled())
     cmd += fmt::format(" \\\n    --speculative-algorithm EAGLE --speculative-num-steps {} --speculative-eagle-topk 1 "
@@ -103,7 +103,7 @@ trtllm_options_yaml(const Worker& w, const LaunchContext& c) {
   yaml += fmt::format("enable_attention_dp: {}\n", w.parallel.dp > 1 ? "true" : "false");
   yaml += fmt::format("enable_chunked_prefill: false\n");
   yaml += "kv_cache_config:\n";
-  yaml += fmt::format("  dtype: {}\n", kv_dtype_flag(r.precision.kv_cache, Engine::trtllm));
+  yaml += fmt::format("  dtype: {}\n", kv_dtype_flag(r.precision.kv_cache, perf::Engine::trtllm));
   yaml += fmt::format("  free_gpu_memory_fraction: {:.2f}\n", r.memory_fraction);
   yaml += fmt::format("cuda_graph_config:\n  max_batch_size: {}\n", w.batch);
   if (r.speculation.enabled())
@@ -168,9 +168,9 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
                         osl, describe(row, r.model.is_moe()));
   script += fmt::format("# predicted: TTFT {:.1f} ms, TPOT {:.2f} ms, {:.1f} tokens/s/user, {:.1f} tokens/s/GPU ({})\n",
                         row.ttft_ms, row.tpot_ms, row.tokens_per_s_per_user, row.tokens_per_s_per_gpu,
-                        source_names(row.sources));
+                        perf::source_names(row.sources));
   script += quantization_note(r);
-  if (c.engine == Engine::vllm && r.model.is_moe() && row.parallel.ep > 1 &&
+  if (c.engine == perf::Engine::vllm && r.model.is_moe() && row.parallel.ep > 1 &&
       row.parallel.ep != row.parallel.tp * row.parallel.dp)
     script += "# note: vLLM's expert-parallel size is always tp x dp; this row's ep differs\n";
   script += "set -euo pipefail\n";
@@ -182,9 +182,9 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
     first_gpu += w.parallel.gpus();
     if (!w.role.empty())
       script += fmt::format("# {} worker\n", w.role);
-    if (c.engine == Engine::vllm)
+    if (c.engine == perf::Engine::vllm)
       script += env + vllm_command(w, c, port) + " &\n";
-    else if (c.engine == Engine::sglang)
+    else if (c.engine == perf::Engine::sglang)
       script += env + sglang_command(w, c, port) + " &\n";
     else {
       const std::string options = fmt::format("extra-llm-api-options-{}.yaml", i);
@@ -205,7 +205,7 @@ bench_profile_yaml(const PlanRow& row, const LaunchContext& c, std::int64_t run_
   const int concurrency =
       row.mode == ServingMode::disaggregated ? row.batch * row.decode_workers * row.replicas : row.batch * row.replicas;
   std::string yaml = fmt::format("# Serving profile for optkit bench, written by optkit plan (run {}).\n", run_id);
-  yaml += fmt::format("name: plan-{}-{}\n", r.model.name, engine_name(c.engine));
+  yaml += fmt::format("name: plan-{}-{}\n", r.model.name, perf::engine_name(c.engine));
   yaml += fmt::format("model: {}\n", c.model_reference);
   yaml += fmt::format("workload:\n  input_tokens: {}\n  output_tokens: {}\n  prefix_tokens: {}\n", int(r.workload.isl),
                       int(r.workload.osl), int(r.workload.prefix));
@@ -215,7 +215,7 @@ bench_profile_yaml(const PlanRow& row, const LaunchContext& c, std::int64_t run_
   yaml += fmt::format("predicted:\n  configuration: \"{}\"\n  ttft_ms: {:.2f}\n  tpot_ms: {:.3f}\n"
                       "  tokens_per_s_per_user: {:.2f}\n  tokens_per_s_per_gpu: {:.2f}\n  sources: {}\n",
                       describe(row, r.model.is_moe()), row.ttft_ms, row.tpot_ms, row.tokens_per_s_per_user,
-                      row.tokens_per_s_per_gpu, source_names(row.sources));
+                      row.tokens_per_s_per_gpu, perf::source_names(row.sources));
   return yaml;
 }
 

@@ -4,7 +4,7 @@
 // that checks the prediction.
 #pragma once
 
-#include "plan/memory_model.hpp"
+#include "perf/memory_model.hpp"
 #include "plan/search.hpp"
 
 #include <string>
@@ -15,7 +15,7 @@ struct LaunchContext {
   std::string model_reference; // HF id for a preset, the folder for a config.json
   std::string system_name;
   const PlanRequest* request = nullptr;
-  Engine engine = Engine::vllm;
+  perf::Engine engine = perf::Engine::vllm;
 };
 
 // The Hugging Face repository a preset names ("llama-3.1-70b" → "meta-llama/Llama-3.1-70B-Instruct").

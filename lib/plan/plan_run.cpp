@@ -19,7 +19,7 @@ namespace {
 PlanRequest
 build_request(const PlanOptions& o) {
   PlanRequest r;
-  r.model = resolve_model(o.model);
+  r.model = perf::resolve_model(o.model);
   if (o.gpus < 1 || o.gpus > 4096)
     throw InputError("--gpus " + std::to_string(o.gpus) + ": use 1 to 4096");
   r.gpus = o.gpus;
@@ -31,21 +31,21 @@ build_request(const PlanOptions& o) {
   if (r.model.max_context > 0 && o.isl + o.osl > r.model.max_context)
     throw InputError(fmt::format("--isl + --osl = {:g} exceeds {}'s context of {} tokens", o.isl + o.osl, r.model.name,
                                  r.model.max_context));
-  r.engine = parse_engine(o.engine, "--engine");
-  r.precision.weights = parse_precision(o.weight_dtype, "--weight-dtype");
-  r.precision.kv_cache = parse_precision(o.kv_dtype, "--kv-dtype");
-  if (r.precision.kv_cache == Precision::int4)
+  r.engine = perf::parse_engine(o.engine.value_or(o.emit.empty() ? "vllm" : o.emit), "--engine");
+  r.precision.weights = perf::parse_precision(o.weight_dtype, "--weight-dtype");
+  r.precision.kv_cache = perf::parse_precision(o.kv_dtype, "--kv-dtype");
+  if (r.precision.kv_cache == perf::Precision::int4)
     throw InputError("--kv-dtype int4: KV caches are bf16, fp16, fp8 or int8");
   if (o.activation_dtype.empty()) {
     // W8A8 schemes quantize activations too; int4 is weight-only.
-    const Precision w = r.precision.weights;
-    r.precision.activations = (w == Precision::fp8 || w == Precision::int8) ? w : Precision::bf16;
+    const perf::Precision w = r.precision.weights;
+    r.precision.activations = (w == perf::Precision::fp8 || w == perf::Precision::int8) ? w : perf::Precision::bf16;
   } else {
-    r.precision.activations = parse_precision(o.activation_dtype, "--act-dtype");
-    if (r.precision.activations == Precision::int4)
+    r.precision.activations = perf::parse_precision(o.activation_dtype, "--act-dtype");
+    if (r.precision.activations == perf::Precision::int4)
       throw InputError("--act-dtype int4: activations are bf16, fp16, fp8 or int8");
   }
-  r.memory_fraction = o.memory_fraction.value_or(default_memory_fraction(r.engine));
+  r.memory_fraction = o.memory_fraction.value_or(perf::default_memory_fraction(r.engine));
   if (!(r.memory_fraction > 0 && r.memory_fraction <= 1))
     throw InputError("--memory-fraction must be in (0, 1]");
   r.ttft_limit_ms = o.ttft_ms.value_or(2000);
@@ -121,7 +121,7 @@ row_json(const PlanRow& row, const PlanRequest& r) {
       {"requests_per_s", row.requests_per_s * row.replicas},
       {"memory_gib_per_gpu", row.memory_gib},
       {"meets_sla", row.meets_sla},
-      {"sources", source_names(row.sources)},
+      {"sources", perf::source_names(row.sources)},
   };
   if (row.mode == ServingMode::aggregated)
     j["ctx_tokens"] = row.ctx_tokens;
@@ -151,19 +151,19 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
   PlanRun run;
   run.request = build_request(options);
   const auto data = find_data_directory();
-  run.system = load_system(data.path / "profiles", options.system);
+  run.system = perf::load_system(data.path / "profiles", options.system);
   std::filesystem::path db_dir = options.perf_db.empty() ? data.path / "profiles" / "perf" / run.system.name
                                                          : std::filesystem::path(options.perf_db);
   if (!options.perf_db.empty() && !std::filesystem::is_directory(db_dir))
     throw InputError("--perf-db " + options.perf_db + ": no such directory; give a folder `optkit plan profile` wrote");
-  PerfDatabase db(run.system);
+  perf::PerfDatabase db(run.system);
   if (std::filesystem::is_directory(db_dir)) {
-    db = PerfDatabase::load(db_dir, run.system);
+    db = perf::PerfDatabase::load(db_dir, run.system);
     run.perf_db_directory = db_dir.string();
     run.perf_db_points = db.points();
   }
   if (!options.emit.empty())
-    parse_engine(options.emit, "--emit");
+    perf::parse_engine(options.emit, "--emit");
   run.model_reference =
       std::filesystem::exists(options.model) ? options.model : preset_repository(run.request.model.name);
 
@@ -232,7 +232,7 @@ pareto_table(const PlanRun& run) {
                    std::round(row.tpot_ms * 100) / 100, std::round(row.tokens_per_s_per_user * 10) / 10,
                    std::round(row.tokens_per_s_per_gpu * 10) / 10,
                    std::round(row.requests_per_s * row.replicas * 100) / 100, std::round(row.memory_gib * 10) / 10,
-                   row.meets_sla ? "yes" : "no", source_names(row.sources)});
+                   row.meets_sla ? "yes" : "no", perf::source_names(row.sources)});
   }
   return table;
 }
@@ -249,10 +249,10 @@ to_json(const PlanRun& run) {
   out["system"] = {{"name", run.system.name}, {"gpu", run.system.gpu_name}, {"gpus", r.gpus}};
   out["workload"] = {{"isl", r.workload.isl}, {"osl", r.workload.osl}, {"prefix", r.workload.prefix}};
   out["sla"] = {{"ttft_ms", r.ttft_limit_ms}, {"tpot_ms", r.tpot_limit_ms}};
-  out["engine"] = engine_name(r.engine);
-  out["precision"] = {{"weights", precision_name(r.precision.weights)},
-                      {"activations", precision_name(r.precision.activations)},
-                      {"kv_cache", precision_name(r.precision.kv_cache)}};
+  out["engine"] = perf::engine_name(r.engine);
+  out["precision"] = {{"weights", perf::precision_name(r.precision.weights)},
+                      {"activations", perf::precision_name(r.precision.activations)},
+                      {"kv_cache", perf::precision_name(r.precision.kv_cache)}};
   out["perf_database"] = {
       {"directory", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
       {"points", run.perf_db_points}};
@@ -282,7 +282,7 @@ plan_summary(const PlanRun& run) {
   const PlanResult& result = run.result;
   std::string text =
       fmt::format("{} on {} x {} ({}), ISL {:g} / OSL {:g}, engine {}, SLA {}\n", r.model.name, r.gpus, run.system.name,
-                  run.system.gpu_name, r.workload.isl, r.workload.osl, engine_name(r.engine), sla_text(r));
+                  run.system.gpu_name, r.workload.isl, r.workload.osl, perf::engine_name(r.engine), sla_text(r));
   text += fmt::format("searched {} configurations ({} dropped: out of memory) in {:.3f} s; perf data: {}\n",
                       result.evaluations, result.memory_infeasible, result.seconds,
                       run.perf_db_directory.empty()
@@ -302,7 +302,7 @@ plan_summary(const PlanRun& run) {
 
 std::string
 emit_launch(const PlanRun& run, const std::string& engine) {
-  LaunchContext launch{run.model_reference, run.system.name, &run.request, parse_engine(engine, "--emit")};
+  LaunchContext launch{run.model_reference, run.system.name, &run.request, perf::parse_engine(engine, "--emit")};
   PlanRow row = chosen_row(run);
   if (run.result.target)
     row.replicas = run.result.target->replicas;

@@ -21,7 +21,7 @@ struct PlanOptions {
   int gpus = 8;
   double isl = 4000, osl = 1000, prefix = 0;
   std::optional<double> ttft_ms, tpot_ms, speed; // SLA (defaults: TTFT 2000 ms, TPOT 30 ms)
-  std::string engine = "vllm";
+  std::optional<std::string> engine;             // whose memory rules apply; default: the --emit engine, else vllm
   std::string weight_dtype = "bf16", activation_dtype, kv_dtype = "bf16";
   std::optional<double> memory_fraction;
   std::string modes = "agg,disagg";
@@ -37,7 +37,7 @@ struct PlanOptions {
 
 struct PlanRun {
   PlanRequest request;
-  SystemSpec system;
+  perf::SystemSpec system;
   std::string perf_db_directory; // "" when none: roofline only
   std::size_t perf_db_points = 0;
   PlanResult result;

@@ -6,8 +6,8 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/resource_paths.hpp"
-#include "plan/perf_database.hpp"
-#include "plan/system_spec.hpp"
+#include "perf/perf_database.hpp"
+#include "perf/system_spec.hpp"
 
 #include <fmt/format.h>
 #include <map>
@@ -17,7 +17,7 @@ namespace optkit::plan {
 namespace {
 
 std::filesystem::path
-output_directory(const ProfileOptions& options, const DataDirectory& data, const SystemSpec& system) {
+output_directory(const ProfileOptions& options, const DataDirectory& data, const perf::SystemSpec& system) {
   if (!options.out.empty()) {
     auto out = std::filesystem::absolute(options.out).lexically_normal();
     return out.has_filename() ? out : out.parent_path(); // "db/" names db itself
@@ -34,7 +34,7 @@ archive_results(archive::RunArchive& archive, std::int64_t run_id, const Profile
     archive.add_metric(run_id, std::nullopt, {"best_copy_bandwidth", m.best_copy_gbs, "GB/s", {}});
     for (const auto& [kind, tflops] : m.best_tflops)
       archive.add_metric(run_id, std::nullopt, {"best_gemm_" + kind, tflops, "TFLOP/s", {}});
-    for (const auto& table : perf_tables())
+    for (const auto& table : perf::perf_tables())
       if (std::filesystem::exists(run.output / table.file))
         archive.add_artifact(run_id, std::nullopt, run.output / table.file, "perf-table");
   });
@@ -45,7 +45,7 @@ archive_results(archive::RunArchive& archive, std::int64_t run_id, const Profile
 ProfileRun
 run_profile(const ProfileOptions& options, const archive::RunContext& context) {
   const auto data = find_data_directory();
-  const SystemSpec system = load_system(data.path / "profiles", options.system);
+  const perf::SystemSpec system = perf::load_system(data.path / "profiles", options.system);
   ProfileRun run;
   run.system = system.name;
   SweepOptions sweep_options;
@@ -78,7 +78,7 @@ run_profile(const ProfileOptions& options, const archive::RunContext& context) {
                                      report.failures.empty() ? std::string("none") : report.failures.front()));
   // The tables must load exactly as a plan will read them.
   try {
-    PerfDatabase::load(staged.path(), system);
+    perf::PerfDatabase::load(staged.path(), system);
   } catch (const InputError& e) {
     throw RuntimeFailure(std::string("plan profile wrote a table the planner rejects: ") + e.what());
   }

@@ -1,8 +1,8 @@
 #include "plan/profile_sweep.hpp"
 
 #include "core/error.hpp"
-#include "plan/model_arch.hpp"
-#include "plan/perf_database.hpp"
+#include "perf/model_arch.hpp"
+#include "perf/perf_database.hpp"
 #include "plan/search.hpp"
 
 #include <fmt/format.h>
@@ -14,26 +14,28 @@ namespace {
 
 // Precisions whose matrix products the local kernels can time (KV cache in BF16: the attention
 // kernels are BF16), plus int4 weights so their sites are listed as skipped rather than forgotten.
-const std::vector<ServingPrecision>&
+const std::vector<perf::ServingPrecision>&
 swept_precisions() {
-  static const std::vector<ServingPrecision> precisions = {
-      {Precision::bf16, Precision::bf16, Precision::bf16}, {Precision::fp8, Precision::fp8, Precision::bf16},
-      {Precision::int8, Precision::int8, Precision::bf16}, {Precision::int4, Precision::bf16, Precision::bf16},
-      {Precision::fp8, Precision::fp8, Precision::fp8},
+  static const std::vector<perf::ServingPrecision> precisions = {
+      {perf::Precision::bf16, perf::Precision::bf16, perf::Precision::bf16},
+      {perf::Precision::fp8, perf::Precision::fp8, perf::Precision::bf16},
+      {perf::Precision::int8, perf::Precision::int8, perf::Precision::bf16},
+      {perf::Precision::int4, perf::Precision::bf16, perf::Precision::bf16},
+      {perf::Precision::fp8, perf::Precision::fp8, perf::Precision::fp8},
   };
   return precisions;
 }
 
 // Runs the planner's own search for each model and precision against an empty database that
 // records every site it looks up: the profile measures exactly what plans ask for.
-PerfSites
-collect_sites(const SweepOptions& options, const SystemSpec& system) {
-  const auto models = options.models.empty() ? model_presets() : options.models;
-  PerfSites sites;
-  PerfDatabase db(system); // empty: every lookup takes the roofline path, and is recorded
+perf::PerfSites
+collect_sites(const SweepOptions& options, const perf::SystemSpec& system) {
+  const auto models = options.models.empty() ? perf::model_presets() : options.models;
+  perf::PerfSites sites;
+  perf::PerfDatabase db(system); // empty: every lookup takes the roofline path, and is recorded
   db.record_sites(&sites);
   for (const auto& name : models) {
-    const ModelArch model = resolve_model(name);
+    const perf::ModelArch model = perf::resolve_model(name);
     for (const auto& precision : swept_precisions()) {
       PlanRequest request{.model = model, .gpus = std::max(8, system.gpus_per_node)};
       request.precision = precision;
@@ -52,7 +54,7 @@ number(const std::string& text) {
 } // namespace
 
 ProfileSweep
-build_profile_sweep(const SweepOptions& options, const SystemSpec& system) {
+build_profile_sweep(const SweepOptions& options, const perf::SystemSpec& system) {
   const std::vector<int> tokens =
       options.quick ? std::vector<int>{1, 16, 256, 4096}
                     : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};

@@ -4,7 +4,7 @@
 // kernels cannot measure are listed with the reason, so the database says what it lacks.
 #pragma once
 
-#include "plan/system_spec.hpp"
+#include "perf/system_spec.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -43,7 +43,7 @@ struct SweepOptions {
 };
 
 // InputError for an unknown model (naming the presets).
-ProfileSweep build_profile_sweep(const SweepOptions& options, const SystemSpec& system);
+ProfileSweep build_profile_sweep(const SweepOptions& options, const perf::SystemSpec& system);
 
 nlohmann::json to_json(const ProfileSweep& sweep);
 ProfileSweep profile_sweep_from_json(const nlohmann::json& j);

@@ -1,7 +1,7 @@
 #include "plan/profile_tables.hpp"
 
 #include "core/error.hpp"
-#include "plan/perf_database.hpp"
+#include "perf/perf_database.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@ namespace {
 
 std::string
 header(const char* file) {
-  for (const auto& table : perf_tables())
+  for (const auto& table : perf::perf_tables())
     if (std::string(table.file) == file)
       return fmt::format("{}\n", fmt::join(table.columns, ","));
   throw std::logic_error(std::string("no perf table ") + file);

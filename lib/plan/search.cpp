@@ -34,16 +34,15 @@ powers_of_two_up_to(int limit) {
 
 struct Context {
   const PlanRequest& request;
-  const SystemSpec& system;
-  const PerfDatabase& db;
+  const perf::SystemSpec& system;
+  const perf::PerfDatabase& db;
   PlanResult& result;
 
-  bool meets(double ttft, double tpot) const { return ttft <= request.ttft_limit_ms && tpot <= request.tpot_limit_ms; }
-  MemoryBudget budget(const ParallelConfig& parallel, double step_tokens, double sequence_tokens) const {
-    return memory_budget(request.model, system, parallel, request.precision, request.engine, request.memory_fraction,
-                         step_tokens, sequence_tokens);
+  perf::MemoryBudget budget(const perf::ParallelConfig& parallel, double step_tokens, double sequence_tokens) const {
+    return perf::memory_budget(request.model, system, parallel, request.precision, request.engine,
+                               request.memory_fraction, step_tokens, sequence_tokens);
   }
-  void add_worker_row(PlanRow row, const LatencyEstimate& latency, const MemoryBudget& memory) {
+  void add_worker_row(PlanRow row, const LatencyEstimate& latency, const perf::MemoryBudget& memory) {
     const double osl = request.workload.osl;
     row.ttft_ms = latency.ttft_ms;
     row.tpot_ms = latency.tpot_ms;
@@ -56,7 +55,6 @@ struct Context {
     row.tokens_per_s_per_gpu = row.requests_per_s * osl / row.unit_gpus;
     row.tokens_per_s_per_user = latency.tpot_ms > 0 ? 1000.0 / latency.tpot_ms : 0;
     row.memory_gib = memory.used_gib(row.batch);
-    row.meets_sla = meets(row.ttft_ms, row.tpot_ms);
     result.rows.push_back(row);
   }
 };
@@ -65,7 +63,7 @@ std::vector<double>
 context_budgets(const PlanRequest& request) {
   const double isl = std::max(1.0, request.workload.isl - request.workload.prefix);
   std::vector<double> budgets = {isl, 2 * isl};
-  if (request.engine != Engine::trtllm)
+  if (request.engine != perf::Engine::trtllm)
     for (double chunk : {512.0, 1024.0, 2048.0, 4096.0, 8192.0})
       if (chunk < isl)
         budgets.push_back(chunk);
@@ -73,14 +71,14 @@ context_budgets(const PlanRequest& request) {
 }
 
 void
-search_worker_modes(Context& c, const ParallelConfig& parallel, bool static_mode, bool aggregated) {
+search_worker_modes(Context& c, const perf::ParallelConfig& parallel, bool static_mode, bool aggregated) {
   const PlanRequest& r = c.request;
-  const StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
+  const perf::StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
   const double sequence = r.workload.isl + r.workload.osl;
   const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
   if (static_mode)
     for (int batch : aggregated_batches()) {
-      const MemoryBudget memory = c.budget(parallel, batch * isl, sequence);
+      const perf::MemoryBudget memory = c.budget(parallel, batch * isl, sequence);
       if (!memory.fits(batch)) {
         ++c.result.memory_infeasible;
         continue;
@@ -94,7 +92,7 @@ search_worker_modes(Context& c, const ParallelConfig& parallel, bool static_mode
     }
   if (aggregated)
     for (double ctx : context_budgets(r)) {
-      const MemoryBudget memory = c.budget(parallel, ctx + 1024, sequence);
+      const perf::MemoryBudget memory = c.budget(parallel, ctx + 1024, sequence);
       for (int batch : aggregated_batches()) {
         if (batch > 1 && ctx > isl * batch)
           continue; // more prompt budget than the batch has prompts
@@ -117,14 +115,14 @@ search_worker_modes(Context& c, const ParallelConfig& parallel, bool static_mode
 }
 
 struct PrefillCandidate {
-  ParallelConfig parallel;
+  perf::ParallelConfig parallel;
   int batch = 0;
   double ttft_ms = 0;
   double requests_per_s = 0;
   std::uint8_t sources = 0;
 };
 struct DecodeCandidate {
-  ParallelConfig parallel;
+  perf::ParallelConfig parallel;
   int batch = 0;
   double tpot_ms = 0;
   double requests_per_s = 0;
@@ -133,7 +131,7 @@ struct DecodeCandidate {
 };
 
 void
-search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
+search_disaggregated(Context& c, const std::vector<perf::ParallelConfig>& layouts) {
   const PlanRequest& r = c.request;
   const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
   std::vector<PrefillCandidate> prefills;
@@ -141,23 +139,23 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
   for (const auto& parallel : layouts) {
     if (parallel.gpus() >= r.gpus)
       continue; // a unit needs at least one prefill and one decode worker
-    const StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
+    const perf::StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
     for (int batch : {1, 2, 4, 8}) {
-      const MemoryBudget memory = c.budget(parallel, batch * isl, r.workload.isl);
+      const perf::MemoryBudget memory = c.budget(parallel, batch * isl, r.workload.isl);
       if (!memory.fits(batch)) {
         ++c.result.memory_infeasible;
         continue;
       }
       ++c.result.evaluations;
-      StepShape shape;
+      perf::StepShape shape;
       shape.prefill_requests = batch;
       shape.prefill_tokens = isl;
       shape.prefix = r.workload.prefix;
-      const Estimate step = model.step(shape);
+      const perf::Estimate step = model.step(shape);
       const double ttft = step.us / 1000.0;
       prefills.push_back({parallel, batch, ttft, batch / ttft * 1000.0, step.sources});
     }
-    const MemoryBudget memory = c.budget(parallel, 1024, r.workload.isl + r.workload.osl);
+    const perf::MemoryBudget memory = c.budget(parallel, 1024, r.workload.isl + r.workload.osl);
     for (int batch : decode_batches()) {
       if (!memory.fits(batch)) {
         ++c.result.memory_infeasible;
@@ -165,7 +163,7 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
       }
       ++c.result.evaluations;
       // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT is the prefill pool's).
-      const Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
+      const perf::Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
       const double tpot_ms = tpot.us / 1000.0;
       const double generation_ms = std::max(1.0, r.workload.osl - 1) * tpot_ms;
       decodes.push_back(
@@ -183,7 +181,7 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
   if (eligible.empty())
     eligible.push_back(&*std::min_element(prefills.begin(), prefills.end(),
                                           [](const auto& a, const auto& b) { return a.ttft_ms < b.ttft_ms; }));
-  const double kv_bytes = kv_cache_bytes(r.model, r.precision, r.workload.isl);
+  const double kv_bytes = perf::kv_cache_bytes(r.model, r.precision, r.workload.isl);
   for (const auto& d : decodes) {
     PlanRow best_row;
     double best_per_gpu = 0;
@@ -214,7 +212,6 @@ search_disaggregated(Context& c, const std::vector<ParallelConfig>& layouts) {
       row.tokens_per_s_per_user = 1000.0 / d.tpot_ms;
       row.memory_gib = d.memory_gib;
       row.sources = std::uint8_t(p->sources | d.sources);
-      row.meets_sla = c.meets(row.ttft_ms, row.tpot_ms);
       best_row = row;
     }
     if (best_row.unit_gpus > 0)
@@ -262,9 +259,9 @@ decode_batches() {
   return batches;
 }
 
-std::vector<ParallelConfig>
-worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus) {
-  std::vector<ParallelConfig> layouts;
+std::vector<perf::ParallelConfig>
+worker_layouts(const perf::ModelArch& model, const perf::SystemSpec& system, int max_gpus) {
+  std::vector<perf::ParallelConfig> layouts;
   for (int tp : powers_of_two_up_to(std::min(system.gpus_per_node, max_gpus))) {
     if (model.heads % tp != 0)
       continue;
@@ -277,7 +274,7 @@ worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus) {
           continue;
         const std::vector<int> eps = model.is_moe() ? powers_of_two_up_to(tp * dp) : std::vector<int>{1};
         for (int ep : eps) {
-          ParallelConfig p{tp, pp, dp, ep};
+          perf::ParallelConfig p{tp, pp, dp, ep};
           if (model.is_moe() && (model.experts % ep != 0 || model.moe_intermediate % p.moe_tp() != 0))
             continue;
           layouts.push_back(p);
@@ -287,25 +284,8 @@ worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus) {
   return layouts;
 }
 
-std::vector<std::size_t>
-pareto_front(const std::vector<PlanRow>& rows, std::vector<std::size_t> indices) {
-  std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
-    if (rows[a].tokens_per_s_per_user != rows[b].tokens_per_s_per_user)
-      return rows[a].tokens_per_s_per_user > rows[b].tokens_per_s_per_user;
-    return rows[a].tokens_per_s_per_gpu > rows[b].tokens_per_s_per_gpu;
-  });
-  std::vector<std::size_t> front;
-  double best_throughput = -1;
-  for (std::size_t i : indices)
-    if (rows[i].tokens_per_s_per_gpu > best_throughput) {
-      best_throughput = rows[i].tokens_per_s_per_gpu;
-      front.push_back(i);
-    }
-  return front;
-}
-
 PlanResult
-search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase& db) {
+enumerate_configurations(const PlanRequest& request, const perf::SystemSpec& system, const perf::PerfDatabase& db) {
   const auto start = std::chrono::steady_clock::now();
   PlanResult result;
   Context context{request, system, db, result};
@@ -318,38 +298,15 @@ search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase&
     search_worker_modes(context, parallel, wants(ServingMode::static_batching), wants(ServingMode::aggregated));
   if (wants(ServingMode::disaggregated))
     search_disaggregated(context, layouts);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
 
-  std::vector<std::size_t> all(result.rows.size());
-  for (std::size_t i = 0; i < all.size(); ++i)
-    all[i] = i;
-  result.pareto = pareto_front(result.rows, all);
-  double best_throughput = -1, closest_overshoot = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < result.rows.size(); ++i) {
-    const PlanRow& row = result.rows[i];
-    if (row.meets_sla && row.tokens_per_s_per_gpu > best_throughput) {
-      best_throughput = row.tokens_per_s_per_gpu;
-      result.best = i;
-    }
-    const double overshoot = std::max(row.ttft_ms / request.ttft_limit_ms, row.tpot_ms / request.tpot_limit_ms);
-    if (overshoot < closest_overshoot) {
-      closest_overshoot = overshoot;
-      result.closest = i;
-    }
-  }
-  if (request.target_requests_per_s) {
-    const double target = *request.target_requests_per_s;
-    for (std::size_t i = 0; i < result.rows.size(); ++i) {
-      const PlanRow& row = result.rows[i];
-      if (!row.meets_sla || row.requests_per_s <= 0)
-        continue;
-      const int replicas = int(std::ceil(target / row.requests_per_s - 1e-9));
-      const int gpus = replicas * row.unit_gpus;
-      if (!result.target || gpus < result.target->gpus ||
-          (gpus == result.target->gpus &&
-           row.tokens_per_s_per_gpu > result.rows[result.target->row].tokens_per_s_per_gpu))
-        result.target = TargetRatePlan{i, replicas, gpus};
-    }
-  }
+PlanResult
+search(const PlanRequest& request, const perf::SystemSpec& system, const perf::PerfDatabase& db) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanResult result = enumerate_configurations(request, system, db);
+  select_configurations(request, result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -5,11 +5,11 @@
 // under the SLA and, when nothing meets it, the closest one.
 #pragma once
 
+#include "perf/memory_model.hpp"
+#include "perf/model_arch.hpp"
+#include "perf/perf_database.hpp"
+#include "perf/system_spec.hpp"
 #include "plan/estimators.hpp"
-#include "plan/memory_model.hpp"
-#include "plan/model_arch.hpp"
-#include "plan/perf_database.hpp"
-#include "plan/system_spec.hpp"
 
 #include <optional>
 #include <string>
@@ -22,11 +22,11 @@ std::string mode_name(ServingMode mode); // "static", "agg", "disagg"
 ServingMode parse_mode(const std::string& text);
 
 struct PlanRequest {
-  ModelArch model;
+  perf::ModelArch model;
   int gpus = 8;
   Workload workload;
-  Engine engine = Engine::vllm;
-  ServingPrecision precision;
+  perf::Engine engine = perf::Engine::vllm;
+  perf::ServingPrecision precision;
   double memory_fraction = 0.9;
   double ttft_limit_ms = 2000;
   double tpot_limit_ms = 30;
@@ -39,12 +39,12 @@ struct PlanRequest {
 
 struct PlanRow {
   ServingMode mode = ServingMode::aggregated;
-  ParallelConfig parallel; // the aggregated/static worker, or the decode worker
-  int batch = 0;           // sequences in flight per worker (decode batch for disagg)
-  int ctx_tokens = 0;      // aggregated: prompt tokens per mixed step
-  int replicas = 0;        // workers (agg/static) or xPyD units (disagg) on `gpus`
+  perf::ParallelConfig parallel; // the aggregated/static worker, or the decode worker
+  int batch = 0;                 // sequences in flight per worker (decode batch for disagg)
+  int ctx_tokens = 0;            // aggregated: prompt tokens per mixed step
+  int replicas = 0;              // workers (agg/static) or xPyD units (disagg) on `gpus`
   // Disaggregated only.
-  ParallelConfig prefill_parallel;
+  perf::ParallelConfig prefill_parallel;
   int prefill_batch = 0;
   int prefill_workers = 0;
   int decode_workers = 0;
@@ -58,7 +58,7 @@ struct PlanRow {
   int unit_gpus = 0;         // GPUs of one replica
   double memory_gib = 0;     // per GPU of the (decode) worker at this batch
   std::uint8_t sources = 0;
-  bool meets_sla = false;
+  bool meets_sla = false; // set by select_configurations
 };
 
 struct TargetRatePlan {
@@ -80,12 +80,21 @@ struct PlanResult {
 };
 
 // Worker layouts with at most `max_gpus` GPUs (dividing it) that the model's shapes allow.
-std::vector<ParallelConfig> worker_layouts(const ModelArch& model, const SystemSpec& system, int max_gpus);
+std::vector<perf::ParallelConfig> worker_layouts(const perf::ModelArch& model, const perf::SystemSpec& system,
+                                                 int max_gpus);
 // AIConfigurator's batch schedules: aggregated 1…1024, disaggregated decode 1…512.
 const std::vector<int>& aggregated_batches();
 const std::vector<int>& decode_batches();
 
-PlanResult search(const PlanRequest& request, const SystemSpec& system, const PerfDatabase& db);
+// Enumeration: every worker layout × batch × mode the request allows, memory-infeasible ones
+// counted and dropped, the rest estimated into `rows` (nothing selected yet).
+PlanResult enumerate_configurations(const PlanRequest& request, const perf::SystemSpec& system,
+                                    const perf::PerfDatabase& db);
+// Selection among enumerated rows (selection.cpp): the Pareto frontier, the best under the SLA, the
+// closest when none meets it, the fewest GPUs sustaining the target rate.
+void select_configurations(const PlanRequest& request, PlanResult& result);
+// Both, timed.
+PlanResult search(const PlanRequest& request, const perf::SystemSpec& system, const perf::PerfDatabase& db);
 
 // The Pareto-optimal subset of `indices` (more tokens/s/GPU at no less tokens/s/user).
 std::vector<std::size_t> pareto_front(const std::vector<PlanRow>& rows, std::vector<std::size_t> indices);

@@ -15,6 +15,7 @@
 #include <vector>
 
 using namespace optkit;
+using namespace optkit::perf;
 using namespace optkit::plan;
 
 namespace {

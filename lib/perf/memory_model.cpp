@@ -1,11 +1,11 @@
-#include "plan/memory_model.hpp"
+#include "perf/memory_model.hpp"
 
 #include "core/error.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 Engine
 parse_engine(const std::string& text, const std::string& flag) {
@@ -91,4 +91,4 @@ memory_budget(const ModelArch& m, const SystemSpec& system, const ParallelConfig
   return budget;
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 enum class Precision { bf16, fp16, fp8, int8, int4 };
 
@@ -26,4 +26,4 @@ struct ServingPrecision {
   Precision kv_cache = Precision::bf16;
 };
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -5,19 +5,22 @@
 // utilization) → roofline with default efficiencies when nothing was measured for the shape.
 #pragma once
 
-#include "plan/estimate.hpp"
-#include "plan/roofline.hpp"
-#include "plan/system_spec.hpp"
-#include "plan/utilization_grid.hpp"
+#include "perf/estimate.hpp"
+#include "perf/roofline.hpp"
+#include "perf/system_spec.hpp"
+#include "perf/utilization_grid.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 // The tables and their columns, in the order a file's header must list them.
 struct PerfTable {
@@ -30,6 +33,8 @@ const std::vector<PerfTable>& perf_tables();
 // `optkit plan profile` measures so that later plans find them measured.
 using PerfSites = std::set<std::pair<std::string, std::vector<std::string>>>;
 
+// Lookups are safe from many threads at once (a simulator or tuner prices steps concurrently);
+// loading, add_* and finish() are not, and happen before the first lookup.
 class PerfDatabase {
 public:
   explicit PerfDatabase(const SystemSpec& system) : m_system(&system) {}
@@ -71,8 +76,16 @@ private:
   std::filesystem::path m_directory;
   std::size_t m_points = 0;
   std::unordered_map<std::string, UtilizationGrid> m_grids; // "table|key fields"
-  mutable std::unordered_map<std::string, GemmSite> m_nearest_gemm;
+  // GEMM shapes without a curve of their own → the neighbouring curve they borrow, found once.
+  struct NearestGemmCache {
+    std::shared_mutex mutex;
+    std::unordered_map<std::string, GemmSite> sites;
+  };
+  std::unique_ptr<NearestGemmCache> m_nearest_gemm = std::make_unique<NearestGemmCache>();
   PerfSites* m_sites = nullptr;
+  std::unique_ptr<std::mutex> m_sites_mutex = std::make_unique<std::mutex>();
+
+  void record_site(const char* table, const std::vector<std::string>& fields) const;
 
   const UtilizationGrid* grid(const std::string& key) const;
   // The measured grid of a site (nullptr: none), recording the site when recording. `key()`
@@ -89,4 +102,4 @@ private:
 // Weight and activation bytes of a GEMM kind.
 std::pair<double, double> gemm_kind_bytes(const std::string& kind);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

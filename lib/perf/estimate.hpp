@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 enum SourceLabel : std::uint8_t {
   measured = 1,     // a point of the perf database, returned verbatim
@@ -29,4 +29,4 @@ struct Estimate {
 // "measured+interpolated", in the order of the enum; "none" for an empty set.
 std::string source_names(std::uint8_t sources);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

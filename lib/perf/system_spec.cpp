@@ -1,4 +1,4 @@
-#include "plan/system_spec.hpp"
+#include "perf/system_spec.hpp"
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <memory>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 namespace {
 
@@ -161,4 +161,4 @@ load_system_file(const std::filesystem::path& file) {
   return spec;
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 struct ModelArch {
   std::string name;
@@ -62,4 +62,4 @@ ModelArch parse_hf_config(const std::string& json_text, const std::string& sourc
 
 std::vector<std::string> plannable_architectures();
 
-} // namespace optkit::plan
+} // namespace optkit::perf

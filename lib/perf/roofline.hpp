@@ -3,12 +3,12 @@
 // utilization of these times; with no data, default efficiencies stand in for measurements.
 #pragma once
 
-#include "plan/estimate.hpp"
-#include "plan/system_spec.hpp"
+#include "perf/estimate.hpp"
+#include "perf/system_spec.hpp"
 
 #include <string>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 struct OpCost {
   double flops = 0;
@@ -42,4 +42,4 @@ Estimate roofline_collective(const SystemSpec& system, CollectiveOp op, double b
 
 std::string collective_name(CollectiveOp op);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -1,10 +1,10 @@
-#include "plan/precision.hpp"
+#include "perf/precision.hpp"
 
 #include "core/error.hpp"
 
 #include <array>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 namespace {
 constexpr std::array<std::string_view, 5> names = {"bf16", "fp16", "fp8", "int8", "int4"};
@@ -54,4 +54,4 @@ gemm_kind(Precision weights, Precision activations) {
   return std::string(precision_name(activations));
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -3,13 +3,13 @@
 // divides by. Read from profiles/systems/<name>.yaml (figures and their sources in the file).
 #pragma once
 
-#include "plan/precision.hpp"
+#include "perf/precision.hpp"
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 // Fractions of peak that real kernels reach when no measurement says otherwise.
 struct DefaultEfficiency {
@@ -57,4 +57,4 @@ std::vector<std::string> list_systems(const std::filesystem::path& profiles_dir)
 SystemSpec load_system(const std::filesystem::path& profiles_dir, const std::string& name);
 SystemSpec load_system_file(const std::filesystem::path& file);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -4,11 +4,11 @@
 // axis values) and holds the nearest boundary utilization beyond it.
 #pragma once
 
-#include "plan/estimate.hpp"
+#include "perf/estimate.hpp"
 
 #include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 struct GridAnswer {
   double utilization = 0;  // speed-of-light time / real time
@@ -37,4 +37,4 @@ private:
   double at(std::size_t ix, std::size_t iy) const { return m_utilization[ix * m_ys.size() + iy]; }
 };
 
-} // namespace optkit::plan
+} // namespace optkit::perf

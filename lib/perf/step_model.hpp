@@ -5,16 +5,18 @@
 // Each operator's latency comes from the perf database, so every step carries its source labels.
 #pragma once
 
-#include "plan/estimate.hpp"
-#include "plan/model_arch.hpp"
-#include "plan/parallel_config.hpp"
-#include "plan/perf_database.hpp"
-#include "plan/precision.hpp"
-#include "plan/system_spec.hpp"
+#include "perf/estimate.hpp"
+#include "perf/model_arch.hpp"
+#include "perf/parallel_config.hpp"
+#include "perf/perf_database.hpp"
+#include "perf/precision.hpp"
+#include "perf/system_spec.hpp"
 
 #include <array>
+#include <mutex>
+#include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 // The work of one step on one worker.
 struct StepShape {
@@ -26,6 +28,27 @@ struct StepShape {
   int tokens_per_decode = 1;   // > 1 when verifying speculative drafts
 };
 
+// One sequence's share of a step: `new_tokens` processed on top of `cached_tokens` already in its
+// KV cache.
+struct SequenceWork {
+  double new_tokens = 0;
+  double cached_tokens = 0;
+};
+
+// A step as a scheduler or simulator sees it: the sequences in it, each with its own length.
+struct StepBatch {
+  std::vector<SequenceWork> prefills; // prompt chunks
+  std::vector<double> decode_kv_lens; // cached tokens each decoding sequence attends to
+  int tokens_per_decode = 1;
+};
+
+// The uniform StepShape doing the same work as `batch`: the same tokens through every linear layer,
+// the same causal-attention FLOPs over the prefills (Σ nᵢ·(cᵢ + (nᵢ + 1)/2), so one long prompt
+// costs more than two halves), the same KV bytes read by the decodes (Σ kvᵢ). What is not
+// conserved: the prefills' KV bytes, where the work-equivalent prefix stands for the real ones.
+StepShape equivalent_shape(const StepBatch& batch);
+
+// Thread-safe: concurrent callers may price steps on one model.
 class StepModel {
 public:
   StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
@@ -33,6 +56,7 @@ public:
 
   // Latency of one step through every pipeline stage (µs).
   Estimate step(const StepShape& shape) const;
+  Estimate step(const StepBatch& batch) const { return step(equivalent_shape(batch)); }
   // Interval between a decoding sequence's tokens with `batch` sequences in flight: with pipeline
   // stages the batch is split into pp micro-batches that keep every stage busy.
   Estimate decode_interval(double batch, double kv_len, int tokens_per_decode = 1) const;
@@ -57,10 +81,12 @@ private:
     double logit_rows = -1;
     Estimate dense_layer, moe_layer, head;
   };
+  mutable std::mutex m_memo_mutex;
   mutable std::array<LinearMemo, 4> m_memo;
   mutable std::size_t m_memo_next = 0;
 
-  const LinearMemo& linear_part(double tokens_per_rank, double logit_rows) const;
+  LinearMemo linear_part(double tokens_per_rank, double logit_rows) const;
+  LinearMemo price_linear_part(double tokens_per_rank, double logit_rows) const;
   Estimate attention(const StepShape& shape, double dp_share) const;
 };
 
@@ -69,4 +95,4 @@ private:
 // shuffled order. α = 0: balanced (1.0).
 double expert_parallel_imbalance(int experts, int ep, double alpha);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -1,10 +1,10 @@
-#include "plan/utilization_grid.hpp"
+#include "perf/utilization_grid.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 namespace {
 
@@ -115,4 +115,4 @@ UtilizationGrid::query(double x, double y) const {
   return answer;
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

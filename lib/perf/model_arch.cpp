@@ -1,4 +1,4 @@
-#include "plan/model_arch.hpp"
+#include "perf/model_arch.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -10,7 +10,7 @@
 #include <cctype>
 #include <utility>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 namespace {
 
@@ -242,4 +242,4 @@ resolve_model(const std::string& name_or_path) {
   return arch;
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

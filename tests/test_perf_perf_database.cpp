@@ -2,7 +2,7 @@
 // utilization space, extrapolation beyond them, roofline where nothing was measured; and the
 // loader's one-line errors for malformed tables.
 #include "core/error.hpp"
-#include "plan/perf_database.hpp"
+#include "perf/perf_database.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include <cmath>
 
 using namespace optkit;
-using namespace optkit::plan;
+using namespace optkit::perf;
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "plan/roofline.hpp"
+#include "perf/roofline.hpp"
 
 #include <algorithm>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 std::string
 source_names(std::uint8_t sources) {
@@ -110,4 +110,4 @@ collective_name(CollectiveOp op) {
   return "?";
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

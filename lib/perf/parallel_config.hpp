@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 struct ParallelConfig {
   int tp = 1; // tensor parallel (attention heads, dense FFN)
@@ -17,4 +17,4 @@ struct ParallelConfig {
   std::string label(bool moe) const;
 };
 
-} // namespace optkit::plan
+} // namespace optkit::perf

@@ -1,4 +1,4 @@
-#include "plan/step_model.hpp"
+#include "perf/step_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 std::string
 ParallelConfig::label(bool moe) const {
@@ -46,6 +46,30 @@ expert_parallel_imbalance(int experts, int ep, double alpha) {
   return hottest / (total / ep);
 }
 
+StepShape
+equivalent_shape(const StepBatch& batch) {
+  StepShape shape;
+  shape.tokens_per_decode = batch.tokens_per_decode;
+  if (!batch.prefills.empty()) {
+    double tokens = 0, attention_work = 0;
+    for (const SequenceWork& s : batch.prefills) {
+      tokens += s.new_tokens;
+      attention_work += s.new_tokens * (s.cached_tokens + (s.new_tokens + 1.0) / 2.0);
+    }
+    shape.prefill_requests = double(batch.prefills.size());
+    shape.prefill_tokens = tokens / shape.prefill_requests;
+    // n̄·(prefix + (n̄ + 1)/2) = mean attention work; ≥ 0 since the mean of squares ≥ the square of the mean.
+    if (shape.prefill_tokens > 0)
+      shape.prefix = std::max(0.0, attention_work / tokens - (shape.prefill_tokens + 1.0) / 2.0);
+  }
+  if (!batch.decode_kv_lens.empty()) {
+    shape.decode_requests = double(batch.decode_kv_lens.size());
+    shape.kv_len =
+        std::accumulate(batch.decode_kv_lens.begin(), batch.decode_kv_lens.end(), 0.0) / shape.decode_requests;
+  }
+  return shape;
+}
+
 StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
                      ServingPrecision precision, double moe_power_law_alpha)
     : m_model(model)
@@ -59,14 +83,25 @@ StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const Per
     m_imbalance = expert_parallel_imbalance(model.experts, parallel.ep, moe_power_law_alpha);
 }
 
-const StepModel::LinearMemo&
+StepModel::LinearMemo
 StepModel::linear_part(double t, double logit_rows) const {
-  for (const auto& memo : m_memo)
-    if (memo.tokens == t && memo.logit_rows == logit_rows)
-      return memo;
-  LinearMemo& memo = m_memo[m_memo_next];
+  {
+    const std::lock_guard lock(m_memo_mutex);
+    for (const auto& memo : m_memo)
+      if (memo.tokens == t && memo.logit_rows == logit_rows)
+        return memo;
+  }
+  // Priced outside the lock: two threads may both price a new token count; both get the same.
+  const LinearMemo memo = price_linear_part(t, logit_rows);
+  const std::lock_guard lock(m_memo_mutex);
+  m_memo[m_memo_next] = memo;
   m_memo_next = (m_memo_next + 1) % m_memo.size();
-  memo = LinearMemo{};
+  return memo;
+}
+
+StepModel::LinearMemo
+StepModel::price_linear_part(double t, double logit_rows) const {
+  LinearMemo memo;
   memo.tokens = t;
   memo.logit_rows = logit_rows;
 
@@ -177,7 +212,7 @@ StepModel::step(const StepShape& s) const {
   const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
   const double tokens_per_rank = tokens * dp_share;
   const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
-  const LinearMemo& linear = linear_part(tokens_per_rank, logit_rows);
+  const LinearMemo linear = linear_part(tokens_per_rank, logit_rows);
   const Estimate attention_per_layer = attention(s, dp_share);
 
   const double dense_layers = m.is_moe() ? m.dense_layers : m.layers;
@@ -201,4 +236,4 @@ StepModel::decode_interval(double batch, double kv_len, int tokens_per_decode) c
   return step(shape);
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

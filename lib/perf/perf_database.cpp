@@ -1,4 +1,4 @@
-#include "plan/perf_database.hpp"
+#include "perf/perf_database.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 namespace {
 
@@ -112,7 +112,7 @@ void
 PerfDatabase::finish() {
   for (auto& [key, grid] : m_grids)
     grid.finish();
-  m_nearest_gemm.clear();
+  m_nearest_gemm->sites.clear();
 }
 
 PerfDatabase
@@ -210,9 +210,16 @@ PerfDatabase::site_grid(const char* table, const KeyFields& key) const {
   if (m_sites == nullptr && m_grids.empty())
     return nullptr;
   const std::vector<std::string> fields = key();
-  if (m_sites != nullptr)
-    m_sites->insert({table, fields});
+  record_site(table, fields);
   return grid(make_key(table, fields));
+}
+
+void
+PerfDatabase::record_site(const char* table, const std::vector<std::string>& fields) const {
+  if (m_sites == nullptr)
+    return;
+  const std::lock_guard lock(*m_sites_mutex);
+  m_sites->insert({table, fields});
 }
 
 // A GEMM shape nobody measured borrows the utilization curve of the nearest measured (n, k) of the
@@ -222,8 +229,11 @@ PerfDatabase::gemm_site(const std::string& kind, double n, double k) const {
   const std::string key = make_key("gemm", {kind, integer_text(n), integer_text(k)});
   if (const auto* exact = grid(key))
     return {exact, false};
-  if (const auto it = m_nearest_gemm.find(key); it != m_nearest_gemm.end())
-    return it->second;
+  {
+    const std::shared_lock lock(m_nearest_gemm->mutex);
+    if (const auto it = m_nearest_gemm->sites.find(key); it != m_nearest_gemm->sites.end())
+      return it->second;
+  }
   const UtilizationGrid* best = nullptr;
   double best_distance = 8.0; // (2 octaves)² on each axis at most
   const std::string prefix = "gemm|" + kind + "|";
@@ -240,8 +250,10 @@ PerfDatabase::gemm_site(const std::string& kind, double n, double k) const {
       best = &site_grid;
     }
   }
-  m_nearest_gemm[key] = {best, best != nullptr};
-  return m_nearest_gemm[key];
+  const GemmSite site{best, best != nullptr};
+  const std::unique_lock lock(m_nearest_gemm->mutex);
+  m_nearest_gemm->sites.emplace(key, site);
+  return site;
 }
 
 Estimate
@@ -262,7 +274,7 @@ PerfDatabase::gemm(const std::string& kind, double m, double n, double k) const 
   const double peak = m_system->peak_flops(kind);
   const double sol = speed_of_light_us(cost, peak, m_system->memory_bandwidth_gbs * 1e9);
   if (m_sites != nullptr)
-    m_sites->insert({"gemm", {kind, integer_text(n), integer_text(k)}});
+    record_site("gemm", {kind, integer_text(n), integer_text(k)});
   const GemmSite site = m_grids.empty() ? GemmSite{} : gemm_site(kind, n, k);
   Estimate estimate = answer(site.grid, m, 0, sol, OpClass::gemm, cost, peak);
   if (site.borrowed) // a borrowed curve is never better than "extrapolated"
@@ -344,4 +356,4 @@ PerfDatabase::memory(double bytes) const {
   return answer(m_grids.empty() ? nullptr : grid("memory"), bytes, 0, sol, OpClass::memory, cost, 1);
 }
 
-} // namespace optkit::plan
+} // namespace optkit::perf

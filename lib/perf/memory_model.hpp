@@ -6,14 +6,14 @@
 // never recommended (the failure AIConfigurator issue #1396 traced to a skipped check).
 #pragma once
 
-#include "plan/model_arch.hpp"
-#include "plan/parallel_config.hpp"
-#include "plan/precision.hpp"
-#include "plan/system_spec.hpp"
+#include "perf/model_arch.hpp"
+#include "perf/parallel_config.hpp"
+#include "perf/precision.hpp"
+#include "perf/system_spec.hpp"
 
 #include <string>
 
-namespace optkit::plan {
+namespace optkit::perf {
 
 enum class Engine { vllm, sglang, trtllm };
 Engine parse_engine(const std::string& text, const std::string& flag);
@@ -46,4 +46,4 @@ MemoryBudget memory_budget(const ModelArch& model, const SystemSpec& system, con
 // KV-cache bytes of one sequence's `tokens` over all layers (what disaggregation moves).
 double kv_cache_bytes(const ModelArch& model, const ServingPrecision& precision, double tokens);
 
-} // namespace optkit::plan
+} // namespace optkit::perf

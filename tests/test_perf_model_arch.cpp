@@ -1,13 +1,13 @@
 // Model presets against the parameter counts their publishers state (an independent oracle for
 // the shapes and for the counting), and config.json parsing with its errors.
 #include "core/error.hpp"
-#include "plan/model_arch.hpp"
+#include "perf/model_arch.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace optkit;
-using namespace optkit::plan;
+using namespace optkit::perf;
 
 TEST_CASE("presets match the published parameter counts") {
   struct Published {
