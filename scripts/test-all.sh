@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds optkit and runs every test: the clang-format check, a Release build with warnings as
-# errors and its full suite, the same suite under AddressSanitizer + UndefinedBehaviorSanitizer,
+# errors and its full suite, the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+# (built with the portable CPU kernels, so both kernel paths pass the suite),
 # and each libFuzzer target for OPTKIT_FUZZ_SECONDS (default 60) seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,8 @@ cmake --build build --target optkit_graph # the lib/ layering: no cycle, no unde
 ctest --test-dir build -j"$jobs" --output-on-failure
 
 step "ASan+UBSan Debug build and tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOPTKIT_SANITIZE=ON -DOPTKIT_WERROR=ON
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOPTKIT_SANITIZE=ON -DOPTKIT_WERROR=ON \
+  -DOPTKIT_PORTABLE_KERNELS=ON # the portable kernels, so the suite runs both paths
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure

@@ -5,13 +5,15 @@
 #include "model/tokenizer.hpp"
 #include "model/unicode.hpp"
 #include "support/test_support.hpp"
+#include "support/tokenizer_fixtures.hpp"
 
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 using namespace optkit;
 using namespace optkit::model;
+using optkit::test::sentencepiece_json;
+using optkit::test::with_byte_tokens;
 
 namespace {
 
@@ -21,36 +23,6 @@ pieces(SplitPattern p, const std::u32string& text) {
   for (const auto v : split_text(p, text))
     out.push_back(encode_utf8(v));
   return out;
-}
-
-nlohmann::json
-sentencepiece_json() {
-  return {
-      {"model",
-       {{"type", "BPE"},
-        {"byte_fallback", true},
-        {"vocab", {{"<unk>", 0}, {"\u2581", 1}, {"h", 2}, {"i", 3}, {"hi", 4}, {"\u2581hi", 5}}},
-        {"merges", {"h i", "\u2581 hi"}}}},
-      {"normalizer",
-       {{"type", "Sequence"},
-        {"normalizers",
-         {{{"type", "Prepend"}, {"prepend", "\u2581"}},
-          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}}},
-      {"decoder",
-       {{"type", "Sequence"},
-        {"decoders",
-         {{{"type", "Replace"}}, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, {{"type", "Strip"}, {"start", 1}}}}}},
-      {"added_tokens", {{{"id", 262}, {"content", "<s>"}, {"special", true}}}},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}}}}};
-}
-
-nlohmann::json
-with_byte_tokens(nlohmann::json j) {
-  for (int b = 0; b < 256; ++b)
-    j["model"]["vocab"][fmt::format("<0x{:02X}>", b)] = 6 + b;
-  return j;
 }
 
 } // namespace

@@ -98,45 +98,48 @@ TEST_CASE("one batched pass over prompts of different lengths matches the refere
 }
 
 TEST_CASE("prefill of half a prompt then batched decode of the rest matches the reference") {
-  for (const char* name : kModels) {
-    CAPTURE(name);
-    const auto dir = test::testdata_dir() / "models" / name;
-    CpuTransformer model(dir, {.threads = 2});
-    const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
-    auto prompts = read_oracle(dir);
-    std::erase_if(prompts, [](const OraclePrompt& p) { return p.ids.size() < 4; });
-    REQUIRE(prompts.size() >= 2);
-    std::vector<SequenceId> seqs;
-    std::vector<std::size_t> done;
-    for (const auto& p : prompts) {
-      seqs.push_back(model.add_sequence());
-      done.push_back(p.ids.size() / 2);
-      const SequenceInput in{seqs.back(), std::span(p.ids).first(done.back()), false};
-      const auto last = model.forward({&in, 1});
-      CHECK(relative_error(last, p.logits, done.back() - 1, 1, vocab) <= 1e-3);
-    }
-    for (bool more = true; more;) {
-      more = false;
-      std::vector<SequenceInput> step;
-      std::vector<std::size_t> which;
-      for (std::size_t i = 0; i < prompts.size(); ++i)
-        if (done[i] < prompts[i].ids.size()) {
-          step.push_back({seqs[i], std::span(prompts[i].ids).subspan(done[i], 1), false});
-          which.push_back(i);
+  // KV blocks of 3 tokens put block boundaries (and sliding-window starts) inside every prompt.
+  for (const std::int64_t block_tokens : {3, 16})
+    for (const char* name : kModels) {
+      CAPTURE(name);
+      CAPTURE(block_tokens);
+      const auto dir = test::testdata_dir() / "models" / name;
+      CpuTransformer model(dir, {.threads = 2, .kv_cache = {.block_tokens = block_tokens}});
+      const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+      auto prompts = read_oracle(dir);
+      std::erase_if(prompts, [](const OraclePrompt& p) { return p.ids.size() < 4; });
+      REQUIRE(prompts.size() >= 2);
+      std::vector<SequenceId> seqs;
+      std::vector<std::size_t> done;
+      for (const auto& p : prompts) {
+        seqs.push_back(model.add_sequence());
+        done.push_back(p.ids.size() / 2);
+        const SequenceInput in{seqs.back(), std::span(p.ids).first(done.back()), false};
+        const auto last = model.forward({&in, 1});
+        CHECK(relative_error(last, p.logits, done.back() - 1, 1, vocab) <= 1e-3);
+      }
+      for (bool more = true; more;) {
+        more = false;
+        std::vector<SequenceInput> step;
+        std::vector<std::size_t> which;
+        for (std::size_t i = 0; i < prompts.size(); ++i)
+          if (done[i] < prompts[i].ids.size()) {
+            step.push_back({seqs[i], std::span(prompts[i].ids).subspan(done[i], 1), false});
+            which.push_back(i);
+          }
+        if (step.empty())
+          break;
+        more = true;
+        const auto logits = model.forward(step);
+        for (std::size_t k = 0; k < which.size(); ++k) {
+          const auto i = which[k];
+          const std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(k * vocab),
+                                       logits.begin() + static_cast<std::ptrdiff_t>((k + 1) * vocab));
+          CHECK(relative_error(row, prompts[i].logits, done[i], 1, vocab) <= 1e-3);
+          ++done[i];
         }
-      if (step.empty())
-        break;
-      more = true;
-      const auto logits = model.forward(step);
-      for (std::size_t k = 0; k < which.size(); ++k) {
-        const auto i = which[k];
-        const std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(k * vocab),
-                                     logits.begin() + static_cast<std::ptrdiff_t>((k + 1) * vocab));
-        CHECK(relative_error(row, prompts[i].logits, done[i], 1, vocab) <= 1e-3);
-        ++done[i];
       }
     }
-  }
 }
 
 TEST_CASE("forward refuses a token outside the vocabulary and a sequence past its maximum length") {
@@ -148,4 +151,34 @@ TEST_CASE("forward refuses a token outside the vocabulary and a sequence past it
   const std::vector<TokenId> too_long(257, 1);
   const SequenceInput in2{model.add_sequence(), too_long, false};
   CHECK_THROWS_WITH_AS(model.forward({&in2, 1}), doctest::Contains("max_position_embeddings"), InputError);
+}
+
+TEST_CASE(
+    "a KV budget refuses the batch that would overflow it, changing nothing, and admits it once blocks are free") {
+  const auto dir = test::testdata_dir() / "models" / "oracle" / "llama-tied";
+  const CpuTransformer probe(dir, {.threads = 1, .kv_cache = {.block_tokens = 4}});
+  const std::uint64_t block = probe.kv_cache().block_bytes();
+  CpuTransformer model(dir, {.threads = 1, .kv_cache = {.budget_bytes = 5 * block, .block_tokens = 4}});
+  REQUIRE(model.kv_cache().capacity_blocks() == 5);
+  const std::vector<TokenId> twelve(12, 1), eight(8, 2);
+  const auto a = model.add_sequence(), b = model.add_sequence();
+  const SequenceInput first{a, twelve, false};
+  model.forward({&first, 1});
+  CHECK(model.kv_cache().used_blocks() == 3);
+  CHECK(model.kv_cache().free_blocks() == 2);
+  // b's 8 tokens fit (2 blocks) but a's one more token would need a 4th block for a: 3 > 2 free.
+  const SequenceInput both[] = {{b, eight, false}, {a, std::span(twelve).first(1), false}};
+  CHECK_THROWS_AS(model.forward(both), KvCacheFull);
+  CHECK(model.sequence_length(a) == 12);
+  CHECK(model.sequence_length(b) == 0);
+  CHECK(model.kv_cache().used_blocks() == 3);
+  const SequenceInput just_b{b, eight, false};
+  model.forward({&just_b, 1});
+  CHECK(model.kv_cache().free_blocks() == 0);
+  model.remove_sequence(a);
+  CHECK(model.kv_cache().free_blocks() == 3);
+  const SequenceInput one_more{b, std::span(twelve).first(1), false};
+  CHECK(model.forward({&one_more, 1}).size() == static_cast<std::size_t>(model.config().vocab_size));
+  CHECK(model.sequence_length(b) == 9);
+  CHECK(model.kv_cache().used_blocks() == 3);
 }

@@ -6,7 +6,7 @@
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
-#include "runtime/transformer.hpp"
+#include "runtime/layerwise_model.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -58,7 +58,7 @@ weight_as_floats(const runtime::LinearWeight& w) {
 
 // Runs `layer` over all calibration sequences, a chunk of sequences at a time.
 void
-run_layer_chunked(runtime::CpuTransformer& model, std::int64_t layer, const std::vector<std::int64_t>& lengths,
+run_layer_chunked(runtime::LayerwiseModel& model, std::int64_t layer, const std::vector<std::int64_t>& lengths,
                   std::vector<float>& x, runtime::ActivationTap* tap) {
   const auto hidden = model.config().hidden_size;
   std::size_t first = 0;
@@ -146,10 +146,10 @@ recipe_targets(const Recipe& recipe, const std::string& module) {
 LayerwiseResult
 compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const int threads = hardware_threads(options.threads);
-  runtime::CpuTransformer model(options.model, {options.threads});
-  std::unique_ptr<runtime::CpuTransformer> base;
+  runtime::LayerwiseModel model(options.model, options.threads);
+  std::unique_ptr<runtime::LayerwiseModel> base;
   if (options.base)
-    base = std::make_unique<runtime::CpuTransformer>(*options.base, runtime::RuntimeOptions{options.threads});
+    base = std::make_unique<runtime::LayerwiseModel>(*options.base, options.threads);
   const auto& config = model.config();
   const auto scale_dtype = model.weights().float_dtype();
   ThreadPool pool(static_cast<unsigned>(threads));

@@ -9,6 +9,28 @@ namespace {
 
 constexpr auto kSpin = std::chrono::microseconds(100);
 
+// Tells the core this thread is spinning (frees the pipeline for its sibling hyperthread).
+inline void
+cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// The pool whose loop this thread is running, so a loop body that starts a loop of its own on the
+// same pool runs it inline instead of waiting for itself.
+thread_local const ThreadPool* t_running_pool = nullptr;
+
+struct RunningPool {
+  const ThreadPool* previous;
+  explicit RunningPool(const ThreadPool* pool) : previous(t_running_pool) { t_running_pool = pool; }
+  ~RunningPool() { t_running_pool = previous; }
+  RunningPool(const RunningPool&) = delete;
+  RunningPool& operator=(const RunningPool&) = delete;
+};
+
 std::pair<std::int64_t, std::int64_t>
 part(std::int64_t count, unsigned parts, unsigned index) {
   const std::int64_t base = count / parts, extra = count % parts;
@@ -24,7 +46,7 @@ spin_until(Done done) {
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline)
       return false;
-    __builtin_ia32_pause();
+    cpu_relax();
   }
   return true;
 }
@@ -61,6 +83,7 @@ ThreadPool::worker_loop(unsigned index) {
       return;
     seen = m_generation.load(std::memory_order_acquire);
     try {
+      const RunningPool running(this);
       run_share(index);
     } catch (...) {
       std::lock_guard lock(m_mutex);
@@ -95,10 +118,13 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
                          std::int64_t chunk) {
   if (count <= 0)
     return;
-  if (m_workers.empty() || count == 1) {
+  if (m_workers.empty() || count == 1 || t_running_pool == this) {
     body(0, count);
     return;
   }
+  // One loop at a time: a second caller waits here until the first's loop has finished.
+  const std::lock_guard call(m_call_mutex);
+  const RunningPool running(this);
   {
     std::lock_guard lock(m_mutex);
     m_body = &body;

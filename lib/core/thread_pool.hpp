@@ -1,4 +1,6 @@
-// A fixed set of worker threads for data-parallel loops in the CPU runtime.
+// A fixed set of worker threads for data-parallel loops in the CPU runtime. Any number of threads
+// may call parallel_for at once: their loops run one after another, each on all the workers; a
+// loop body that calls parallel_for on the same pool runs that inner loop on its own thread.
 #pragma once
 
 #include <atomic>
@@ -35,6 +37,7 @@ private:
   // Workers and the caller spin briefly before sleeping: a decode step issues ~10 loops per
   // layer, and a condition-variable wake-up per loop would cost a tenth of the step.
   std::vector<std::thread> m_workers;
+  std::mutex m_call_mutex; // held by the caller whose loop the workers are running
   std::mutex m_mutex;
   std::condition_variable m_wake;
   std::condition_variable m_done;

@@ -34,16 +34,21 @@ silu_multiply(float* gate, const float* up, std::int64_t n) {
 }
 
 void
-attend(const float* query, const float* keys, const float* values, std::int64_t stride, std::int64_t offset,
-       std::int64_t first, std::int64_t position, std::int64_t head_dim, float scale, float* scores, float* out) {
+attend(const float* query, const KvRows& cache, std::int64_t offset, std::int64_t first, std::int64_t position,
+       std::int64_t head_dim, float scale, float* scores, float* out) {
+  // Block by block, so the inner loops walk contiguous rows.
+  const std::int64_t bt = cache.block_tokens, stride = cache.stride;
   float max_score = -INFINITY;
-  for (std::int64_t t = first; t <= position; ++t) {
-    const float* k = keys + t * stride + offset;
-    float s = 0.0f;
-    for (std::int64_t d = 0; d < head_dim; ++d)
-      s += query[d] * k[d];
-    scores[t] = s * scale;
-    max_score = std::max(max_score, scores[t]);
+  for (std::int64_t block = first / bt; block <= position / bt; ++block) {
+    const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
+    const float* k = cache.key_blocks[block] + (t0 - block * bt) * stride + offset;
+    for (std::int64_t t = t0; t <= t1; ++t, k += stride) {
+      float s = 0.0f;
+      for (std::int64_t d = 0; d < head_dim; ++d)
+        s += query[d] * k[d];
+      scores[t] = s * scale;
+      max_score = std::max(max_score, scores[t]);
+    }
   }
   float total = 0.0f;
   for (std::int64_t t = first; t <= position; ++t) {
@@ -51,11 +56,14 @@ attend(const float* query, const float* keys, const float* values, std::int64_t 
     total += scores[t];
   }
   std::fill(out, out + head_dim, 0.0f);
-  for (std::int64_t t = first; t <= position; ++t) {
-    const float p = scores[t] / total;
-    const float* v = values + t * stride + offset;
-    for (std::int64_t d = 0; d < head_dim; ++d)
-      out[d] += p * v[d];
+  for (std::int64_t block = first / bt; block <= position / bt; ++block) {
+    const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
+    const float* v = cache.value_blocks[block] + (t0 - block * bt) * stride + offset;
+    for (std::int64_t t = t0; t <= t1; ++t, v += stride) {
+      const float p = scores[t] / total;
+      for (std::int64_t d = 0; d < head_dim; ++d)
+        out[d] += p * v[d];
+    }
   }
 }
 

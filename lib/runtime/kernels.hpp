@@ -16,10 +16,22 @@ void apply_rope(float* head, std::int64_t head_dim, const float* cos, const floa
 // gate = silu(gate) * up, elementwise over n.
 void silu_multiply(float* gate, const float* up, std::int64_t n);
 
-// Causal attention of one query head at absolute position `position` over cached keys/values of
-// positions [first, position] (rows of `stride` floats; the head's slice starts at `offset`).
-// Writes head_dim outputs; `scores` needs position + 1 floats of scratch.
-void attend(const float* query, const float* keys, const float* values, std::int64_t stride, std::int64_t offset,
-            std::int64_t first, std::int64_t position, std::int64_t head_dim, float scale, float* scores, float* out);
+// One sequence's cached key and value rows in one layer, kept in blocks of `block_tokens` rows of
+// `stride` floats: position p's key row is key_blocks[p / block_tokens] + (p % block_tokens)·stride.
+struct KvRows {
+  float* const* key_blocks;
+  float* const* value_blocks;
+  std::int64_t block_tokens;
+  std::int64_t stride;
+
+  float* key(std::int64_t p) const { return key_blocks[p / block_tokens] + (p % block_tokens) * stride; }
+  float* value(std::int64_t p) const { return value_blocks[p / block_tokens] + (p % block_tokens) * stride; }
+};
+
+// Causal attention of one query head at absolute position `position` over the cached rows of
+// positions [first, position] (the head's slice of a row starts at `offset`). Writes head_dim
+// outputs; `scores` needs position + 1 floats of scratch.
+void attend(const float* query, const KvRows& cache, std::int64_t offset, std::int64_t first, std::int64_t position,
+            std::int64_t head_dim, float scale, float* scores, float* out);
 
 } // namespace optkit::runtime

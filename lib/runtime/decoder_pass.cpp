@@ -1,0 +1,155 @@
+#include "runtime/decoder_pass.hpp"
+
+#include "runtime/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace optkit::runtime {
+
+namespace {
+
+void
+add_bias(float* y, const std::vector<float>& bias, std::int64_t rows) {
+  const auto n = static_cast<std::int64_t>(bias.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i)
+      y[r * n + i] += bias[static_cast<std::size_t>(i)];
+}
+
+} // namespace
+
+float*
+DecoderPass::Buffer::get(std::size_t size) {
+  if (size > capacity) {
+    data = std::make_unique_for_overwrite<float[]>(size);
+    capacity = size;
+  }
+  return data.get();
+}
+
+void
+DecoderPass::fill_rope(BatchRows& batch) const {
+  const auto& inv_freq = m_weights->inverse_frequencies();
+  const auto rows = batch.position.size();
+  const auto half = static_cast<std::size_t>(m_weights->config().head_dim / 2);
+  batch.cos.resize(rows * half);
+  batch.sin.resize(batch.cos.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(batch.position[r]) * inv_freq[i];
+      batch.cos[r * half + i] = std::cos(angle);
+      batch.sin[r * half + i] = std::sin(angle);
+    }
+}
+
+void
+DecoderPass::run_layer(std::int64_t layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
+                       std::vector<float>& x, ActivationTap* tap) {
+  const auto& weights = m_weights->layer(layer);
+  attention(weights, cache, cache_layer, rows, x, tap);
+  mlp(weights, x, tap, cache.size());
+}
+
+void
+DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::int64_t index, const BatchRows& batch,
+                       std::vector<float>& x, ActivationTap* tap) {
+  const auto& c = m_weights->config();
+  ThreadPool& pool = *m_pool;
+  const auto rows = static_cast<std::int64_t>(batch.position.size());
+  const auto hidden = c.hidden_size, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
+  const auto n = [&](std::int64_t width) { return static_cast<std::size_t>(rows * width); };
+  float* h = m_normed.get(x.size());
+  pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    for (std::int64_t r = a; r < b; ++r)
+      rms_norm(x.data() + r * hidden, layer.input_norm.data(), hidden, c.rms_norm_eps, h + r * hidden);
+  });
+  const auto sequences = cache.size();
+  if (tap)
+    tap->observe(LinearInput::attention_in, h, rows, hidden, sequences);
+  float* q = m_q.get(n(q_dim));
+  float* k = m_k.get(n(kv_dim));
+  float* v = m_v.get(n(kv_dim));
+  layer.q->multiply(h, rows, q, pool);
+  layer.k->multiply(h, rows, k, pool);
+  layer.v->multiply(h, rows, v, pool);
+  if (c.qkv_bias) {
+    add_bias(q, layer.q_bias, rows);
+    add_bias(k, layer.k_bias, rows);
+    add_bias(v, layer.v_bias, rows);
+  }
+  const std::int64_t half = hd / 2;
+  pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    for (std::int64_t r = a; r < b; ++r) {
+      const float* cos = batch.cos.data() + r * half;
+      const float* sin = batch.sin.data() + r * half;
+      for (std::int64_t head = 0; head < c.num_heads; ++head) {
+        float* qh = q + r * q_dim + head * hd;
+        if (c.qk_norm)
+          rms_norm(qh, layer.q_norm.data(), hd, c.rms_norm_eps, qh);
+        apply_rope(qh, hd, cos, sin);
+      }
+      for (std::int64_t head = 0; head < c.num_kv_heads; ++head) {
+        float* kh = k + r * kv_dim + head * hd;
+        if (c.qk_norm)
+          rms_norm(kh, layer.k_norm.data(), hd, c.rms_norm_eps, kh);
+        apply_rope(kh, hd, cos, sin);
+      }
+    }
+  });
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto pos = batch.position[static_cast<std::size_t>(r)];
+    const KvRows cached = cache.rows(batch.sequence[static_cast<std::size_t>(r)], index);
+    std::copy_n(k + r * kv_dim, kv_dim, cached.key(pos));
+    std::copy_n(v + r * kv_dim, kv_dim, cached.value(pos));
+  }
+  float* attended = m_attended.get(n(q_dim));
+  const std::int64_t group = c.num_heads / c.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  pool.parallel_for(rows * c.num_heads, [&](std::int64_t a, std::int64_t b) {
+    thread_local std::vector<float> scores;
+    for (std::int64_t job = a; job < b; ++job) {
+      const std::int64_t r = job / c.num_heads, head = job % c.num_heads;
+      const auto pos = batch.position[static_cast<std::size_t>(r)];
+      const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
+      scores.resize(std::max(scores.size(), static_cast<std::size_t>(pos + 1)));
+      attend(q + r * q_dim + head * hd, cache.rows(batch.sequence[static_cast<std::size_t>(r)], index),
+             (head / group) * hd, first, pos, hd, scale, scores.data(), attended + r * q_dim + head * hd);
+    }
+  });
+  if (tap)
+    tap->observe(LinearInput::attention_out, attended, rows, q_dim, sequences);
+  float* projected = m_projected.get(x.size());
+  layer.o->multiply(attended, rows, projected, pool);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] += projected[i];
+}
+
+void
+DecoderPass::mlp(const DecoderLayerWeights& layer, std::vector<float>& x, ActivationTap* tap, std::int64_t sequences) {
+  const auto& c = m_weights->config();
+  ThreadPool& pool = *m_pool;
+  const auto hidden = c.hidden_size, inter = c.intermediate_size;
+  const auto rows = static_cast<std::int64_t>(x.size()) / hidden;
+  float* h = m_normed.get(x.size());
+  pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+    for (std::int64_t r = a; r < b; ++r)
+      rms_norm(x.data() + r * hidden, layer.post_norm.data(), hidden, c.rms_norm_eps, h + r * hidden);
+  });
+  if (tap)
+    tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
+  float* gate = m_gate.get(static_cast<std::size_t>(rows * inter));
+  float* up = m_up.get(static_cast<std::size_t>(rows * inter));
+  layer.gate->multiply(h, rows, gate, pool);
+  layer.up->multiply(h, rows, up, pool);
+  pool.parallel_for(
+      rows, [&](std::int64_t a, std::int64_t b) { silu_multiply(gate + a * inter, up + a * inter, (b - a) * inter); });
+  if (tap)
+    tap->observe(LinearInput::mlp_hidden, gate, rows, inter, sequences);
+  float* down = m_projected.get(x.size());
+  layer.down->multiply(gate, rows, down, pool);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] += down[i];
+}
+
+} // namespace optkit::runtime

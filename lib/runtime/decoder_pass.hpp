@@ -1,0 +1,82 @@
+// One pass of activation rows through decoder layers: RMSNorm, q/k/v projections (+ bias, q/k
+// norm), RoPE, grouped-query attention over the KV cache, the output projection, SwiGLU. The
+// step's intermediate buffers live here and are reused from layer to layer and step to step, so
+// a decode step allocates nothing once the largest batch has been seen.
+#pragma once
+
+#include "core/thread_pool.hpp"
+#include "runtime/decoder_weights.hpp"
+#include "runtime/kv_cache.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace optkit::runtime {
+
+// Where a decoder layer's linear layers read their input: q/k/v share the normed hidden state,
+// o reads the attention output, gate/up share the post-attention normed state, down reads
+// silu(gate)·up.
+enum class LinearInput { attention_in, attention_out, mlp_in, mlp_hidden };
+
+// Sees every linear input of a layer (compress calibration).
+class ActivationTap {
+public:
+  virtual ~ActivationTap() = default;
+  // x is [rows, cols] for `sequences` whole sequences.
+  virtual void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
+                       std::int64_t sequences) = 0;
+};
+
+// The linear layers of a decoder layer by their HF names, and which input each reads.
+struct LinearName {
+  const char* name; // "self_attn.q_proj", ...
+  LinearInput input;
+};
+inline constexpr LinearName kDecoderLinears[] = {
+    {"self_attn.q_proj", LinearInput::attention_in}, {"self_attn.k_proj", LinearInput::attention_in},
+    {"self_attn.v_proj", LinearInput::attention_in}, {"self_attn.o_proj", LinearInput::attention_out},
+    {"mlp.gate_proj", LinearInput::mlp_in},          {"mlp.up_proj", LinearInput::mlp_in},
+    {"mlp.down_proj", LinearInput::mlp_hidden}};
+
+// What each activation row of a pass is: its sequence, its position, and the RoPE cos/sin of that
+// position (head_dim / 2 each), computed once for all layers.
+struct BatchRows {
+  std::vector<SequenceId> sequence;
+  std::vector<std::int64_t> position;
+  std::vector<float> cos, sin;
+
+  void clear() {
+    sequence.clear();
+    position.clear();
+  }
+};
+
+class DecoderPass {
+public:
+  DecoderPass(const DecoderWeights& weights, ThreadPool& pool) : m_weights(&weights), m_pool(&pool) {}
+
+  // Fills rows.cos/sin from rows.position.
+  void fill_rope(BatchRows& rows) const;
+  // x (rows × hidden) through layer `layer`, whose keys and values go to `cache` layer `cache_layer`.
+  void run_layer(std::int64_t layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
+                 std::vector<float>& x, ActivationTap* tap);
+
+private:
+  // Grown as needed, never shrunk, never zeroed: every use writes before it reads.
+  struct Buffer {
+    std::unique_ptr<float[]> data;
+    std::size_t capacity = 0;
+    float* get(std::size_t size);
+  };
+
+  void attention(const DecoderLayerWeights& layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
+                 std::vector<float>& x, ActivationTap* tap);
+  void mlp(const DecoderLayerWeights& layer, std::vector<float>& x, ActivationTap* tap, std::int64_t sequences);
+
+  const DecoderWeights* m_weights;
+  ThreadPool* m_pool;
+  Buffer m_normed, m_q, m_k, m_v, m_attended, m_projected, m_gate, m_up;
+};
+
+} // namespace optkit::runtime

@@ -1,0 +1,91 @@
+#include "runtime/decoder_weights.hpp"
+
+#include "core/error.hpp"
+#include "runtime/weight_loader.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::runtime {
+
+DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
+                               const std::optional<std::filesystem::path>& delta_dir)
+    : m_config(model::load_model_config(model_dir)), m_store(std::make_unique<model::WeightStore>(model_dir)) {
+  const auto& c = m_config;
+  const auto quantization = load_quantization_config(model_dir);
+  const auto* q = quantization ? &*quantization : nullptr;
+  std::unique_ptr<quant::DeltaArtifact> delta;
+  if (delta_dir) {
+    delta = std::make_unique<quant::DeltaArtifact>(*delta_dir);
+    const auto expected = delta->config().at("base").value("weights_sha256", "");
+    if (expected != quant::weights_sha256(model_dir))
+      throw InputError(fmt::format("delta {} was compressed against a different base than {} (weights SHA-256 "
+                                   "differs); use the base it names in delta_config.json",
+                                   delta_dir->string(), model_dir.string()));
+  }
+  auto load_module = [&](const std::string& module, std::int64_t rows, std::int64_t cols,
+                         const quant::QuantizationConfig* quantization_config) {
+    auto w = load_linear(*m_store, module, rows, cols, quantization_config);
+    return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
+  };
+  auto load_norm = [&](const std::string& name, std::int64_t size) {
+    return load_vector(*m_store, delta.get(), name, size);
+  };
+  m_embedding = load_module("model.embed_tokens", c.vocab_size, c.hidden_size, nullptr);
+  if (c.tie_word_embeddings && !m_store->find("lm_head.weight").info) {
+    m_lm_head = m_embedding.get();
+  } else {
+    m_lm_head_owned = load_module("lm_head", c.vocab_size, c.hidden_size, q);
+    m_lm_head = m_lm_head_owned.get();
+  }
+  m_final_norm = load_norm("model.norm.weight", c.hidden_size);
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const auto p = fmt::format("model.layers.{}.", i);
+    DecoderLayerWeights l;
+    l.input_norm = load_norm(p + "input_layernorm.weight", c.hidden_size);
+    l.post_norm = load_norm(p + "post_attention_layernorm.weight", c.hidden_size);
+    l.q = load_module(p + "self_attn.q_proj", c.q_dim(), c.hidden_size, q);
+    l.k = load_module(p + "self_attn.k_proj", c.kv_dim(), c.hidden_size, q);
+    l.v = load_module(p + "self_attn.v_proj", c.kv_dim(), c.hidden_size, q);
+    l.o = load_module(p + "self_attn.o_proj", c.hidden_size, c.q_dim(), q);
+    if (c.qkv_bias) {
+      l.q_bias = load_norm(p + "self_attn.q_proj.bias", c.q_dim());
+      l.k_bias = load_norm(p + "self_attn.k_proj.bias", c.kv_dim());
+      l.v_bias = load_norm(p + "self_attn.v_proj.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      l.q_norm = load_norm(p + "self_attn.q_norm.weight", c.head_dim);
+      l.k_norm = load_norm(p + "self_attn.k_norm.weight", c.head_dim);
+    }
+    l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
+    l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
+    l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
+    m_layers.push_back(std::move(l));
+  }
+  for (const double f : model::rope_inverse_frequencies(c))
+    m_inv_freq.push_back(static_cast<float>(f));
+}
+
+std::unique_ptr<LinearWeight>&
+DecoderWeights::linear(std::int64_t layer, std::string_view name) {
+  static constexpr std::pair<std::string_view, std::unique_ptr<LinearWeight> DecoderLayerWeights::*> kSlots[] = {
+      {"self_attn.q_proj", &DecoderLayerWeights::q}, {"self_attn.k_proj", &DecoderLayerWeights::k},
+      {"self_attn.v_proj", &DecoderLayerWeights::v}, {"self_attn.o_proj", &DecoderLayerWeights::o},
+      {"mlp.gate_proj", &DecoderLayerWeights::gate}, {"mlp.up_proj", &DecoderLayerWeights::up},
+      {"mlp.down_proj", &DecoderLayerWeights::down}};
+  auto& l = this->layer(layer);
+  for (const auto& [slot_name, member] : kSlots)
+    if (slot_name == name)
+      return l.*member;
+  throw InputError(fmt::format("no linear layer '{}' in a decoder layer", name));
+}
+
+std::uint64_t
+DecoderWeights::streamed_bytes() const {
+  std::uint64_t total = m_lm_head->storage_bytes();
+  for (const auto& l : m_layers)
+    for (const auto* w : {l.q.get(), l.k.get(), l.v.get(), l.o.get(), l.gate.get(), l.up.get(), l.down.get()})
+      total += w->storage_bytes();
+  return total;
+}
+
+} // namespace optkit::runtime

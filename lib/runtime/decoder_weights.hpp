@@ -1,0 +1,58 @@
+// A decoder-only model's weights as the CPU runtime holds them: the config, the mapped tensors,
+// per layer the norms, biases and the seven LinearWeights, the final norm, the embedding and the
+// LM head (the embedding itself when tied). Loaded once; inference (CpuTransformer) and
+// layer-wise calibration (LayerwiseModel) both run over it.
+#pragma once
+
+#include "model/model_config.hpp"
+#include "model/weight_store.hpp"
+#include "runtime/linear_weight.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace optkit::runtime {
+
+struct DecoderLayerWeights {
+  std::vector<float> input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+  std::unique_ptr<LinearWeight> q, k, v, o, gate, up, down;
+};
+
+class DecoderWeights {
+public:
+  // `delta`: a compressed delta (optkit compress delta) whose base is `model_dir`, merged on load
+  // (W_base + Δ, the variant's norms taken from the delta).
+  DecoderWeights(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta);
+
+  const model::ModelConfig& config() const { return m_config; }
+  const model::WeightStore& store() const { return *m_store; }
+  const DecoderLayerWeights& layer(std::int64_t index) const { return m_layers.at(static_cast<std::size_t>(index)); }
+  DecoderLayerWeights& layer(std::int64_t index) { return m_layers.at(static_cast<std::size_t>(index)); }
+  const std::vector<float>& final_norm() const { return m_final_norm; }
+  const LinearWeight& embedding() const { return *m_embedding; }
+  const LinearWeight& lm_head() const { return *m_lm_head; }
+  // RoPE inverse frequencies (head_dim / 2), llama3 scaling applied.
+  const std::vector<float>& inverse_frequencies() const { return m_inv_freq; }
+  // The slot of a decoder layer's linear layer by its HF name ("self_attn.q_proj", ...).
+  std::unique_ptr<LinearWeight>& linear(std::int64_t layer, std::string_view name);
+  const LinearWeight& linear(std::int64_t layer, std::string_view name) const {
+    return *const_cast<DecoderWeights*>(this)->linear(layer, name);
+  }
+  // Bytes of weights a decode step streams (all linear layers and the LM head).
+  std::uint64_t streamed_bytes() const;
+
+private:
+  model::ModelConfig m_config;
+  std::unique_ptr<model::WeightStore> m_store;
+  std::vector<DecoderLayerWeights> m_layers;
+  std::vector<float> m_final_norm;
+  std::unique_ptr<LinearWeight> m_embedding;
+  std::unique_ptr<LinearWeight> m_lm_head_owned;
+  const LinearWeight* m_lm_head = nullptr;
+  std::vector<float> m_inv_freq;
+};
+
+} // namespace optkit::runtime

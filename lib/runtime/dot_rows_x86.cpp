@@ -1,0 +1,150 @@
+// AVX2 + FMA + F16C row-dot kernels (x86-64 builds only; see dot_rows.hpp). OPTKIT_CPU_BASELINE=1
+// in the environment selects the portable loops on such a CPU (the tests run the oracle
+// comparison both ways).
+#include "runtime/dot_rows.hpp"
+
+#include <algorithm>
+#include <cpuid.h>
+#include <cstdlib>
+#include <immintrin.h>
+#include <string_view>
+
+namespace optkit::runtime {
+
+namespace {
+
+#define OPTKIT_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+OPTKIT_AVX2 inline __m256
+load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+OPTKIT_AVX2 inline __m256
+load8(const Bf16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+OPTKIT_AVX2 inline __m256
+load8(const F16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+OPTKIT_AVX2 inline float
+horizontal_sum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+// y[0, r] for r in [r0, r1): one activation row (decode at batch 1), four independent
+// accumulators so the loop is bound by loading W, not by FMA latency.
+template <typename T>
+OPTKIT_AVX2 void
+dot_rows_avx2_single(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, float* y) {
+  const std::int64_t wide_end = cols - cols % 32, vec_end = cols - cols % 8;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* wr = w + r * cols;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    std::int64_t c = 0;
+    for (; c < wide_end; c += 32) {
+      a0 = _mm256_fmadd_ps(load8(wr + c), _mm256_loadu_ps(x + c), a0);
+      a1 = _mm256_fmadd_ps(load8(wr + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+      a2 = _mm256_fmadd_ps(load8(wr + c + 16), _mm256_loadu_ps(x + c + 16), a2);
+      a3 = _mm256_fmadd_ps(load8(wr + c + 24), _mm256_loadu_ps(x + c + 24), a3);
+    }
+    for (; c < vec_end; c += 8)
+      a0 = _mm256_fmadd_ps(load8(wr + c), _mm256_loadu_ps(x + c), a0);
+    float s = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; c < cols; ++c)
+      s += to_float(wr[c]) * x[c];
+    y[r] = s;
+  }
+}
+
+// y[i, r] for r in [r0, r1), i in [0, m): dot(x[i], W[r]), four activation rows per pass over a
+// row of W (which stays in L1 between passes).
+template <typename T>
+OPTKIT_AVX2 void
+dot_rows_avx2(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+              std::int64_t ldy) {
+  if (m == 1) {
+    dot_rows_avx2_single(w, cols, r0, r1, x, y);
+    return;
+  }
+  const std::int64_t vec_end = cols - cols % 8;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* wr = w + r * cols;
+    for (std::int64_t i0 = 0; i0 < m; i0 += 4) {
+      const std::int64_t n = std::min<std::int64_t>(4, m - i0);
+      const float* x0 = x + i0 * cols;
+      const float* x1 = x0 + (n > 1 ? cols : 0);
+      const float* x2 = x0 + (n > 2 ? 2 * cols : 0);
+      const float* x3 = x0 + (n > 3 ? 3 * cols : 0);
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (std::int64_t c = 0; c < vec_end; c += 8) {
+        const __m256 wv = load8(wr + c);
+        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + c), a0);
+        a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + c), a1);
+        a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x2 + c), a2);
+        a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x3 + c), a3);
+      }
+      float s[4] = {horizontal_sum(a0), horizontal_sum(a1), horizontal_sum(a2), horizontal_sum(a3)};
+      for (std::int64_t c = vec_end; c < cols; ++c) {
+        const float wv = to_float(wr[c]);
+        s[0] += wv * x0[c];
+        s[1] += wv * x1[c];
+        s[2] += wv * x2[c];
+        s[3] += wv * x3[c];
+      }
+      for (std::int64_t k = 0; k < n; ++k)
+        y[(i0 + k) * ldy + r] = s[k];
+    }
+  }
+}
+
+bool
+cpu_has_avx2() {
+  static const bool has = [] {
+    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
+    if (baseline && std::string_view(baseline) == "1")
+      return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+template <typename T>
+void
+dispatch(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+         std::int64_t ldy) {
+  if (cpu_has_avx2())
+    dot_rows_avx2(w, cols, r0, r1, x, m, y, ldy);
+  else
+    dot_rows_loops(w, cols, r0, r1, x, m, y, ldy);
+}
+
+} // namespace
+
+void
+dot_rows(const float* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+         std::int64_t ldy) {
+  dispatch(w, cols, r0, r1, x, m, y, ldy);
+}
+void
+dot_rows(const Bf16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+         std::int64_t ldy) {
+  dispatch(w, cols, r0, r1, x, m, y, ldy);
+}
+void
+dot_rows(const F16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+         std::int64_t ldy) {
+  dispatch(w, cols, r0, r1, x, m, y, ldy);
+}
+
+const char*
+dot_rows_kernel() {
+  return cpu_has_avx2() ? "avx2" : "portable";
+}
+
+} // namespace optkit::runtime
