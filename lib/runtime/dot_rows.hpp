@@ -31,12 +31,10 @@ to_float(F16 v) {
   return model::f16_to_float(v.bits);
 }
 
-void dot_rows(const float* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m,
-              float* y, std::int64_t ldy);
-void dot_rows(const Bf16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m,
-              float* y, std::int64_t ldy);
-void dot_rows(const F16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m,
-              float* y, std::int64_t ldy);
+// Defined (and instantiated for float, Bf16 and F16) by the build's kernel file.
+template <typename T>
+void dot_rows(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+              std::int64_t ldy);
 
 // The kernel dot_rows runs on this build and CPU: "avx2" or "portable".
 const char* dot_rows_kernel();

@@ -4,21 +4,18 @@
 
 namespace optkit::runtime {
 
+template <typename T>
 void
-dot_rows(const float* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
+dot_rows(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
          std::int64_t ldy) {
   dot_rows_loops(w, cols, r0, r1, x, m, y, ldy);
 }
-void
-dot_rows(const Bf16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
-         std::int64_t ldy) {
-  dot_rows_loops(w, cols, r0, r1, x, m, y, ldy);
-}
-void
-dot_rows(const F16* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
-         std::int64_t ldy) {
-  dot_rows_loops(w, cols, r0, r1, x, m, y, ldy);
-}
+template void dot_rows(const float*, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                       std::int64_t);
+template void dot_rows(const Bf16*, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                       std::int64_t);
+template void dot_rows(const F16*, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                       std::int64_t);
 
 const char*
 dot_rows_kernel() {

@@ -6,6 +6,7 @@
 //                [--dir /tmp/...]
 #include "core/thread_pool.hpp"
 #include "model/random_model.hpp"
+#include "runtime/dot_rows.hpp"
 #include "runtime/transformer.hpp"
 
 #include <chrono>
@@ -160,7 +161,7 @@ main(int argc, char** argv) {
     copies.push_back(stream_copy_gbps(threads));
   }
   const double copy = *std::max_element(copies.begin(), copies.end());
-  fmt::print("model {}, {} threads\n", preset, threads);
+  fmt::print("model {}, {} threads, row-dot kernel {}\n", preset, threads, runtime::dot_rows_kernel());
   fmt::print("STREAM-style copy: {:.1f} GB/s best of {} measurements ({:.1f} .. {:.1f})\n", copy, copies.size(),
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
