@@ -97,9 +97,13 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
       }
     }
   });
+  // Each row's block table looked up once, not once per head.
+  m_row_cache.clear();
+  for (std::int64_t r = 0; r < rows; ++r)
+    m_row_cache.push_back(cache.rows(batch.sequence[static_cast<std::size_t>(r)], index));
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto pos = batch.position[static_cast<std::size_t>(r)];
-    const KvRows cached = cache.rows(batch.sequence[static_cast<std::size_t>(r)], index);
+    const KvRows& cached = m_row_cache[static_cast<std::size_t>(r)];
     std::copy_n(k + r * kv_dim, kv_dim, cached.key(pos));
     std::copy_n(v + r * kv_dim, kv_dim, cached.value(pos));
   }
@@ -113,8 +117,8 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
       const auto pos = batch.position[static_cast<std::size_t>(r)];
       const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
       scores.resize(std::max(scores.size(), static_cast<std::size_t>(pos + 1)));
-      attend(q + r * q_dim + head * hd, cache.rows(batch.sequence[static_cast<std::size_t>(r)], index),
-             (head / group) * hd, first, pos, hd, scale, scores.data(), attended + r * q_dim + head * hd);
+      attend(q + r * q_dim + head * hd, m_row_cache[static_cast<std::size_t>(r)], (head / group) * hd, first, pos, hd,
+             scale, scores.data(), attended + r * q_dim + head * hd);
     }
   });
   if (tap)

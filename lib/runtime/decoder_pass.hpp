@@ -77,6 +77,7 @@ private:
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;
   Buffer m_normed, m_q, m_k, m_v, m_attended, m_projected, m_gate, m_up;
+  std::vector<KvRows> m_row_cache; // each row's cached keys/values in the layer being run
 };
 
 } // namespace optkit::runtime
