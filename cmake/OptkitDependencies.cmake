@@ -1,6 +1,8 @@
 # Third-party libraries, all from Debian 12 packages (scripts/install-deps.sh). Every library that
-# Debian ships as an archive is linked statically so the binary carries no shared third-party
-# dependency; spdlog and fmt ship no archive and are used header-only.
+# Debian ships as an archive is linked statically; spdlog and fmt ship no archive and are used
+# header-only. Oniguruma (the regex engine Hugging Face tokenizers compile their patterns with) is
+# the one exception: Debian 12 ships it only as a shared library (libonig5), so it is linked
+# dynamically and the binary needs libonig5 at run time.
 
 set(OPTKIT_INSTALL_HINT "run scripts/install-deps.sh")
 
@@ -30,12 +32,17 @@ optkit_find_header(sqlite3.h libsqlite3-dev)
 optkit_find_header(boost/process.hpp libboost-dev)
 optkit_find_header(cblas.h libopenblas-dev)
 optkit_find_header(zstd.h libzstd-dev)
+optkit_find_header(oniguruma.h libonig-dev)
 
 optkit_find_static(OPTKIT_YAMLCPP_LIB yaml-cpp libyaml-cpp-dev)
 optkit_find_static(OPTKIT_SQLITE_LIB sqlite3 libsqlite3-dev)
 optkit_find_static(OPTKIT_BOOST_FS_LIB boost_filesystem libboost-filesystem-dev)
 optkit_find_static(OPTKIT_OPENBLAS_LIB openblas libopenblas-dev)
 optkit_find_static(OPTKIT_ZSTD_LIB zstd libzstd-dev)
+find_library(OPTKIT_ONIG_LIB NAMES onig)
+if(NOT OPTKIT_ONIG_LIB)
+  message(FATAL_ERROR "libonig not found (Debian package libonig-dev); ${OPTKIT_INSTALL_HINT}")
+endif()
 
 # OpenBLAS's LAPACK part is Fortran: its runtime comes from GCC's own archives.
 foreach(rt gfortran quadmath)
@@ -53,5 +60,5 @@ add_library(optkit_thirdparty INTERFACE)
 target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY JSON_DIAGNOSTICS=1
                            BOOST_ALLOW_DEPRECATED_HEADERS)
 target_link_libraries(optkit_thirdparty INTERFACE ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
-                      ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_ZSTD_LIB} ${OPTKIT_FORTRAN_RUNTIME}
+                      ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_ZSTD_LIB} ${OPTKIT_ONIG_LIB} ${OPTKIT_FORTRAN_RUNTIME}
                       Threads::Threads ${CMAKE_DL_LIBS} m)

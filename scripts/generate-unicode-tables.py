@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Generates lib/model/unicode_tables.cpp from Python's unicodedata: the letter (L*) and number (N*)
-ranges the pre-tokenizer regexes use, and the canonical decomposition, combining class and
-composition tables NFC needs. Run from the repository root; the output is committed."""
+"""Generates lib/model/unicode_tables.cpp from Python's unicodedata: the letter (L*), number (N*),
+punctuation (P*), mark (M*), non-spacing mark (Mn) and other (C*) ranges the tokenizer components use; the
+canonical decomposition, combining class and composition tables NFC/NFD need; the full
+compatibility decompositions NFKC/NFKD add; and the per-character lowercase mapping. Run from the repository root; the output is committed."""
 import sys
 import unicodedata
 
@@ -27,6 +28,22 @@ def category(prefix):
 def main():
     letters = ranges(category("L"))
     numbers = ranges(category("N"))
+    punctuation = ranges(category("P"))
+    nonspacing_marks = ranges(category("Mn"))
+    marks = ranges(category("M"))
+    others = ranges(category("C"))
+    compat = []  # (cp, full NFKD expansion) where it differs from the canonical one
+    for cp in range(MAX):
+        c = chr(cp)
+        k = unicodedata.normalize("NFKD", c)
+        if k != unicodedata.normalize("NFD", c):
+            compat.append((cp, [ord(x) for x in k]))
+    lower = []
+    for cp in range(MAX):
+        lo = chr(cp).lower()
+        if lo != chr(cp):
+            assert len(lo) <= 2
+            lower.append((cp, ord(lo[0]), ord(lo[1]) if len(lo) > 1 else 0))
     ccc = [(cp, unicodedata.combining(chr(cp))) for cp in range(MAX) if unicodedata.combining(chr(cp))]
     decomp = []
     for cp in range(MAX):
@@ -54,6 +71,28 @@ def main():
 
     emit_ranges("letters", letters)
     emit_ranges("numbers", numbers)
+    emit_ranges("punctuation", punctuation)
+    emit_ranges("nonspacing_marks", nonspacing_marks)
+    emit_ranges("marks", marks)
+    emit_ranges("others", others)
+    out.append("const CompatDecomposition compat_decompositions[] = {")
+    offset = 0
+    for cp, parts in compat:
+        out.append(f"    {{0x{cp:x}, {offset}, {len(parts)}}},")
+        offset += len(parts)
+    out.append("};")
+    out.append(f"const std::size_t compat_decompositions_count = {len(compat)};")
+    out.append("const char32_t compat_expansions[] = {")
+    flat = [x for _, parts in compat for x in parts]
+    for i in range(0, len(flat), 12):
+        out.append("    " + " ".join(f"0x{x:x}," for x in flat[i:i + 12]))
+    out.append("};")
+    out.append("")
+    out.append("const CaseMapping lowercase[] = {")
+    out.extend(f"    {{0x{a:x}, 0x{b:x}, 0x{c:x}}}," for a, b, c in lower)
+    out.append("};")
+    out.append(f"const std::size_t lowercase_count = {len(lower)};")
+    out.append("")
     out.append("const CombiningClass combining_classes[] = {")
     out.extend(f"    {{0x{cp:x}, {c}}}," for cp, c in ccc)
     out.append("};")

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3
   doctest-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-  libopenblas-dev gfortran libzstd-dev
+  libopenblas-dev gfortran libzstd-dev libonig-dev
   clang clang-format libclang-rt-14-dev
   procps util-linux man-db python3 nodejs
 )

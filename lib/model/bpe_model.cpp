@@ -2,7 +2,9 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <queue>
 
 namespace optkit::model {
@@ -33,8 +35,8 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& source) {
       fail(fmt::format("model.{} must be a string or null", key));
     return model[key].get<std::string>();
   };
-  if (!string_or_null("continuing_subword_prefix").empty() || !string_or_null("end_of_word_suffix").empty())
-    fail("BPE with continuing_subword_prefix / end_of_word_suffix is not supported");
+  m_prefix = string_or_null("continuing_subword_prefix");
+  m_suffix = string_or_null("end_of_word_suffix");
   if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].get<double>() != 0.0)
     fail("BPE dropout is not supported (it makes encoding random)");
   m_fuse_unk = model.value("fuse_unk", false);
@@ -43,17 +45,13 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& source) {
   if (!model.contains("vocab") || !model["vocab"].is_object())
     fail("model.vocab must be an object of token -> id");
   for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > 10'000'000)
-      fail(fmt::format("model.vocab id of '{}' must be a non-negative integer", token));
-    const auto i = static_cast<std::int32_t>(id.get<std::int64_t>());
-    m_vocab.emplace(token, i);
-    if (static_cast<std::size_t>(i) >= m_tokens.size())
-      m_tokens.resize(static_cast<std::size_t>(i) + 1);
-    m_tokens[static_cast<std::size_t>(i)] = token;
+    if (!id.is_number_integer())
+      fail(fmt::format("model.vocab id of '{}' must be an integer", token));
+    m_vocabulary.add(token, id.get<std::int64_t>(), source);
   }
   const auto unk = string_or_null("unk_token");
   if (!unk.empty()) {
-    if (const auto id = find(unk))
+    if (const auto id = m_vocabulary.find(unk))
       m_unk = *id;
     else
       fail("model.unk_token '" + unk + "' is not in the vocabulary");
@@ -76,61 +74,85 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& source) {
     } else {
       fail(fmt::format("merge {} is neither \"a b\" nor [\"a\", \"b\"]", rank));
     }
-    const auto a = find(left), b = find(right), merged = find(left + right);
+    // The merged token drops the right side's continuing-subword prefix ("a" + "##b" -> "ab").
+    const auto joined =
+        left + (!m_prefix.empty() && right.starts_with(m_prefix) ? right.substr(m_prefix.size()) : right);
+    const auto a = m_vocabulary.find(left), b = m_vocabulary.find(right), merged = m_vocabulary.find(joined);
     if (!a || !b || !merged)
       fail(fmt::format("merge {} ('{}' + '{}') uses a token missing from the vocabulary", rank, left, right));
     m_merges.emplace(pair_key(*a, *b), Merge{rank, *merged});
     ++rank;
   }
   for (int b = 0; b < 256; ++b) {
-    const auto id = find(fmt::format("<0x{:02X}>", b));
+    const auto id = m_vocabulary.find(byte_fallback_token(static_cast<std::uint8_t>(b)));
     m_byte_tokens[b] = id.value_or(-1);
-    if (m_byte_fallback && !id)
-      fail(fmt::format("byte_fallback is on but the vocabulary has no <0x{:02X}> token", b));
   }
 }
 
-std::optional<std::int32_t>
-BpeModel::find(std::string_view token) const {
-  const auto it = m_vocab.find(std::string(token));
-  return it == m_vocab.end() ? std::nullopt : std::optional(it->second);
-}
-
-const std::string&
-BpeModel::token(std::int32_t id) const {
-  static const std::string empty;
-  return id >= 0 && static_cast<std::size_t>(id) < m_tokens.size() ? m_tokens[static_cast<std::size_t>(id)] : empty;
+std::string
+BpeModel::describe() const {
+  std::string text = "BPE";
+  if (m_byte_fallback)
+    text += " with byte fallback";
+  if (m_ignore_merges)
+    text += ", ignore_merges";
+  if (!m_prefix.empty())
+    text += ", continuing_subword_prefix '" + m_prefix + "'";
+  if (!m_suffix.empty())
+    text += ", end_of_word_suffix '" + m_suffix + "'";
+  return text;
 }
 
 void
 BpeModel::initial_symbols(std::string_view word, std::vector<std::int32_t>& ids) const {
-  bool last_was_unk = false;
+  // Hugging Face merge_word: one symbol per character (with the prefix on all but the first and
+  // the suffix on the last); a character outside the vocabulary becomes its byte tokens (byte
+  // fallback, when every byte has one) or the unknown token, consecutive ones fused if fuse_unk.
+  bool pending_unk = false;
+  const bool affixes = !m_prefix.empty() || !m_suffix.empty();
+  std::string symbol;
   for (std::size_t i = 0; i < word.size();) {
     const std::size_t n = std::min(utf8_length(static_cast<unsigned char>(word[i])), word.size() - i);
-    const auto piece = word.substr(i, n);
+    std::string_view piece = word.substr(i, n);
+    if (affixes) {
+      symbol.assign(i > 0 ? m_prefix : std::string());
+      symbol.append(piece);
+      if (i + n == word.size())
+        symbol.append(m_suffix);
+      piece = symbol;
+    }
     i += n;
-    if (const auto id = find(piece)) {
+    if (const auto id = m_vocabulary.find(piece)) {
+      if (pending_unk)
+        ids.push_back(*m_unk);
+      pending_unk = false;
       ids.push_back(*id);
-      last_was_unk = false;
-    } else if (m_byte_fallback) {
+      continue;
+    }
+    if (m_byte_fallback && std::all_of(piece.begin(), piece.end(),
+                                       [&](char c) { return m_byte_tokens[static_cast<unsigned char>(c)] >= 0; })) {
+      if (pending_unk)
+        ids.push_back(*m_unk);
+      pending_unk = false;
       for (const char c : piece)
         ids.push_back(m_byte_tokens[static_cast<unsigned char>(c)]);
-      last_was_unk = false;
-    } else if (m_unk) {
-      if (!(m_fuse_unk && last_was_unk))
-        ids.push_back(*m_unk);
-      last_was_unk = true;
-    } else {
+      continue;
+    }
+    if (!m_unk)
       throw InputError("text contains '" + std::string(piece) +
                        "', which this tokenizer cannot encode (no such token, no byte fallback, no unk_token)");
-    }
+    if (pending_unk && !m_fuse_unk)
+      ids.push_back(*m_unk);
+    pending_unk = true;
   }
+  if (pending_unk)
+    ids.push_back(*m_unk);
 }
 
 void
 BpeModel::encode_word(std::string_view word, std::vector<std::int32_t>& out) const {
   if (m_ignore_merges)
-    if (const auto id = find(word)) {
+    if (const auto id = m_vocabulary.find(word)) {
       out.push_back(*id);
       return;
     }

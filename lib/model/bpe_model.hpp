@@ -1,10 +1,14 @@
-// The BPE model of tokenizer.json: a vocabulary, ranked merges, byte fallback, unknown token.
-// Merging follows the Hugging Face order: repeatedly the lowest-ranked adjacent pair, leftmost
-// first, in O(n log n) with a heap.
+// The BPE model of tokenizer.json: a vocabulary, ranked merges, byte fallback, an unknown token
+// (optionally fused), ignore_merges, continuing_subword_prefix and end_of_word_suffix. Merging
+// follows the Hugging Face order: repeatedly the lowest-ranked adjacent pair, leftmost first, in
+// O(n log n) with a heap.
 #pragma once
 
+#include "model/token_model.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,20 +17,13 @@
 
 namespace optkit::model {
 
-class BpeModel {
+class BpeModel : public TokenModel {
 public:
-  // `model` is tokenizer.json's "model" object; `source` names the file in errors.
   BpeModel(const nlohmann::json& model, const std::string& source);
 
-  // Appends the ids of one pre-tokenized word (UTF-8) to `out`.
-  void encode_word(std::string_view word, std::vector<std::int32_t>& out) const;
-
-  std::optional<std::int32_t> find(std::string_view token) const;
-  // The token text; empty for ids not in the BPE vocabulary.
-  const std::string& token(std::int32_t id) const;
-  std::int32_t max_id() const { return static_cast<std::int32_t>(m_tokens.size()) - 1; }
+  void encode_word(std::string_view word, std::vector<std::int32_t>& out) const override;
+  std::string describe() const override;
   bool byte_fallback() const { return m_byte_fallback; }
-  std::size_t size() const { return m_vocab.size(); }
 
 private:
   struct Merge {
@@ -38,13 +35,13 @@ private:
   }
   void initial_symbols(std::string_view word, std::vector<std::int32_t>& ids) const;
 
-  std::unordered_map<std::string, std::int32_t> m_vocab;
-  std::vector<std::string> m_tokens;
   std::unordered_map<std::uint64_t, Merge> m_merges;
   std::optional<std::int32_t> m_unk;
   bool m_fuse_unk = false;
   bool m_byte_fallback = false;
   bool m_ignore_merges = false;
+  std::string m_prefix; // continuing_subword_prefix
+  std::string m_suffix; // end_of_word_suffix
   std::int32_t m_byte_tokens[256];
 };
 

@@ -18,7 +18,7 @@ is_newline(char32_t c) {
 }
 
 bool
-is_other(char32_t c) { // [^\s\p{L}\p{N}]
+is_symbol_or_punctuation(char32_t c) { // [^\s\p{L}\p{N}]
   return !is_whitespace(c) && !is_letter(c) && !is_number(c);
 }
 
@@ -70,8 +70,8 @@ match_gpt2(std::u32string_view t, std::size_t i) {
     return run(t, j, is_letter);
   if (is_number(t[j]))
     return run(t, j, is_number);
-  if (is_other(t[j]))
-    return run(t, j, is_other);
+  if (is_symbol_or_punctuation(t[j]))
+    return run(t, j, is_symbol_or_punctuation);
   return whitespace_end(t, i);
 }
 
@@ -90,9 +90,9 @@ match_llama3(std::u32string_view t, std::size_t i, std::size_t max_digits) {
       ++j;
     return j;
   }
-  const std::size_t p = (c == ' ' && i + 1 < t.size() && is_other(t[i + 1])) ? i + 1 : i;
-  if (is_other(t[p]))
-    return run(t, run(t, p, is_other), is_newline);
+  const std::size_t p = (c == ' ' && i + 1 < t.size() && is_symbol_or_punctuation(t[i + 1])) ? i + 1 : i;
+  if (is_symbol_or_punctuation(t[p]))
+    return run(t, run(t, p, is_symbol_or_punctuation), is_newline);
   // c is whitespace: \s*[\r\n]+ ends after the run's last newline, if it has one
   const std::size_t end = run(t, i, is_whitespace);
   for (std::size_t k = end; k > i; --k)
@@ -125,6 +125,19 @@ split_pattern_name(SplitPattern pattern) {
     return "qwen2";
   }
   return "?";
+}
+
+std::string_view
+split_pattern_regex(SplitPattern pattern) {
+  switch (pattern) {
+  case SplitPattern::gpt2:
+    return kGpt2;
+  case SplitPattern::llama3:
+    return kLlama3;
+  case SplitPattern::qwen2:
+    return kQwen2;
+  }
+  return {};
 }
 
 std::vector<std::u32string_view>

@@ -6,99 +6,81 @@
 #include "model/unicode.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <fmt/format.h>
-#include <functional>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 namespace optkit::model {
 
 namespace {
 
 using nlohmann::json;
-constexpr char32_t kMetaspace = U'\u2581';
 
-struct ByteTable {
-  char32_t to_char[256];
-  ByteTable() {
-    int extra = 0;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-      to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++);
-    }
-  }
-};
-
-const ByteTable&
-byte_table() {
-  static const ByteTable table;
-  return table;
-}
-
-std::string
-type_of(const json& node) {
-  return node.is_object() && node.contains("type") && node["type"].is_string() ? node["type"].get<std::string>() : "";
-}
-
-std::u32string
-u32(const json& node, const std::string& source, const char* what) {
-  if (!node.is_string())
-    throw InputError(source + ": " + what + " must be a string");
-  return decode_utf8(node.get<std::string>());
-}
-
-// A member of the document, or null when absent. A reference into the document, never a copy,
-// so an error about it names its full path.
 const json&
 member(const json& doc, const char* key) {
   static const json none;
   return doc.contains(key) ? doc[key] : none;
 }
 
-// The steps of a pipeline stage (references into the document): none when null or absent, the
-// list of a "Sequence", else the one step itself.
-std::vector<std::reference_wrapper<const json>>
-pipeline_steps(const json& doc, const char* stage, const char* sequence_key) {
-  const auto& node = member(doc, stage);
-  if (node.is_null())
-    return {};
-  if (type_of(node) == "Sequence" && node.contains(sequence_key) && node[sequence_key].is_array())
-    return {node[sequence_key].begin(), node[sequence_key].end()};
-  return {std::cref(node)};
+std::size_t
+utf8_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
 }
 
-void
-replace_all(std::u32string& text, const std::u32string& from, const std::u32string& to) {
-  if (from.empty())
-    return;
-  std::u32string out;
-  for (std::size_t i = 0; i < text.size();) {
-    if (text.compare(i, from.size(), from) == 0) {
-      out += to;
-      i += from.size();
-    } else {
-      out.push_back(text[i++]);
-    }
-  }
-  text.swap(out);
+std::size_t
+previous_char_start(std::string_view text, std::size_t at) {
+  std::size_t start = at - 1;
+  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80)
+    --start;
+  return start;
+}
+
+// The character before byte `at` and the one at `at` (0 when none), for single_word and lstrip.
+char32_t
+char_before(std::string_view text, std::size_t at) {
+  if (at == 0)
+    return 0;
+  const std::size_t start = previous_char_start(text, at);
+  const auto decoded = decode_utf8(text.substr(start, at - start));
+  return decoded.empty() ? 0 : decoded[0];
+}
+
+char32_t
+char_at(std::string_view text, std::size_t at) {
+  if (at >= text.size())
+    return 0;
+  const auto decoded =
+      decode_utf8(text.substr(at, std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at)));
+  return decoded.empty() ? 0 : decoded[0];
+}
+
+bool
+word_char(char32_t c) {
+  return c == U'_' || is_letter(c) || is_number(c);
+}
+
+// transformers' fast Llama/Gemma tokenizers rebuild the special-token template from
+// tokenizer_config.json (add_bos_token defaults to true, add_eos_token to false).
+bool
+rebuilds_template(const std::string& tokenizer_class) {
+  for (const char* name : {"LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer", "CodeLlamaTokenizerFast",
+                           "GemmaTokenizer", "GemmaTokenizerFast"})
+    if (tokenizer_class == name)
+      return true;
+  return false;
+}
+
+std::string
+config_token(const json& config, const char* key) {
+  const auto& v = member(config, key);
+  if (v.is_string())
+    return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string())
+    return v["content"].get<std::string>();
+  return {};
 }
 
 } // namespace
-
-char32_t
-byte_to_char(std::uint8_t byte) {
-  return byte_table().to_char[byte];
-}
-
-std::optional<std::uint8_t>
-char_to_byte(char32_t code) {
-  if (code < 256 && byte_table().to_char[code] == code)
-    return static_cast<std::uint8_t>(code);
-  if (code >= 256 && code < 256 + 68)
-    for (int b = 0; b < 256; ++b)
-      if (byte_table().to_char[b] == code)
-        return static_cast<std::uint8_t>(b);
-  return std::nullopt;
-}
 
 Tokenizer
 Tokenizer::load(const std::filesystem::path& path) {
@@ -111,11 +93,32 @@ Tokenizer::load_folder(const std::filesystem::path& model_dir) {
   const auto config_path = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     const auto config = read_json_file(config_path);
-    if (config.is_object() && config.contains("clean_up_tokenization_spaces") &&
-        config["clean_up_tokenization_spaces"].is_boolean())
-      tokenizer.m_clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
+    if (config.is_object())
+      read_json_fields(config_path.string(), [&] { tokenizer.apply_config(config); });
   }
   return tokenizer;
+}
+
+void
+Tokenizer::apply_config(const nlohmann::json& config) {
+  if (config.contains("clean_up_tokenization_spaces") && config["clean_up_tokenization_spaces"].is_boolean())
+    m_clean_up_spaces = config["clean_up_tokenization_spaces"].get<bool>();
+  if (!rebuilds_template(config.value("tokenizer_class", std::string())))
+    return;
+  const bool add_bos = config.contains("add_bos_token") && config["add_bos_token"].is_boolean()
+                           ? config["add_bos_token"].get<bool>()
+                           : true;
+  const bool add_eos = config.contains("add_eos_token") && config["add_eos_token"].is_boolean()
+                           ? config["add_eos_token"].get<bool>()
+                           : false;
+  std::optional<std::int32_t> bos, eos;
+  if (add_bos && !(bos = token_id(config_token(config, "bos_token"))))
+    throw InputError("tokenizer_config.json: add_bos_token is true but bos_token '" +
+                     config_token(config, "bos_token") + "' is not a token of tokenizer.json");
+  if (add_eos && !(eos = token_id(config_token(config, "eos_token"))))
+    throw InputError("tokenizer_config.json: add_eos_token is true but eos_token '" +
+                     config_token(config, "eos_token") + "' is not a token of tokenizer.json");
+  m_post_processor = PostProcessor::bos_eos(bos, eos);
 }
 
 Tokenizer
@@ -133,142 +136,58 @@ Tokenizer::parse(std::string_view json_text, const std::string& source) {
 
 Tokenizer
 Tokenizer::from_document(const nlohmann::json& doc, const std::string& source) {
-  const auto fail = [&](const std::string& what) { throw InputError(source + ": " + what); };
   Tokenizer t;
+  t.m_model = make_token_model(member(doc, "model"), source);
+  t.m_normalizer = Normalizer::from_json(member(doc, "normalizer"), source);
+  t.m_pre_tokenizer = PreTokenizer::from_json(member(doc, "pre_tokenizer"), source);
+  t.m_decoder = TokenDecoder::from_json(member(doc, "decoder"), source);
 
-  const auto& model = member(doc, "model");
-  const auto model_type = type_of(model);
-  if (model_type != "BPE" && !(model_type.empty() && model.is_object() && model.contains("merges")))
-    fail("tokenizer model '" + model_type + "' is not supported (supported: BPE)");
-  t.m_model = std::make_unique<BpeModel>(model, source);
-
-  if (doc.contains("added_tokens") && doc["added_tokens"].is_array())
-    for (const auto& a : doc["added_tokens"]) {
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
-          !a["content"].is_string() || a["content"].get<std::string>().empty())
-        fail("each added_tokens entry needs an integer 'id' and a non-empty 'content'");
-      t.m_added.push_back({static_cast<std::int32_t>(a["id"].get<std::int64_t>()), a["content"].get<std::string>(),
-                           a.value("special", false), a.value("lstrip", false), a.value("rstrip", false)});
-    }
-  std::stable_sort(t.m_added.begin(), t.m_added.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
-  for (const auto& a : t.m_added)
-    t.m_added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
-
-  for (const json& n : pipeline_steps(doc, "normalizer", "normalizers")) {
-    const auto type = type_of(n);
-    if (type == "NFC")
-      t.m_normalizer.push_back({NormalizerStep::Kind::nfc, {}, {}});
-    else if (type == "Prepend")
-      t.m_normalizer.push_back(
-          {NormalizerStep::Kind::prepend, {}, u32(n.value("prepend", json()), source, "Prepend.prepend")});
-    else if (type == "Replace" && n.contains("pattern") && n["pattern"].contains("String"))
-      t.m_normalizer.push_back({NormalizerStep::Kind::replace, u32(n["pattern"]["String"], source, "Replace.pattern"),
-                                u32(n.value("content", json()), source, "Replace.content")});
-    else
-      fail("normalizer '" + type +
-           "' is not supported (supported: NFC, Prepend, Replace with a string pattern, Sequence)");
-  }
-
-  for (const json& p : pipeline_steps(doc, "pre_tokenizer", "pretokenizers")) {
-    const auto type = type_of(p);
-    if (type == "ByteLevel") {
-      t.m_byte_level = true;
-      t.m_byte_level_prefix_space = p.value("add_prefix_space", false);
-      if (p.value("use_regex", true)) {
-        if (t.m_split)
-          fail("pre_tokenizer has two regex splits");
-        t.m_split = SplitPattern::gpt2;
-      }
-    } else if (type == "Split") {
-      const auto regex = p.contains("pattern") && p["pattern"].contains("Regex") && p["pattern"]["Regex"].is_string()
-                             ? p["pattern"]["Regex"].get<std::string>()
-                             : std::string();
-      const auto pattern = recognise_split_pattern(regex);
-      if (!pattern || p.value("behavior", "") != "Isolated" || p.value("invert", false))
-        fail("pre_tokenizer Split with regex '" + regex +
-             "' is not supported (supported: the GPT-2, Llama-3 and Qwen2 patterns, behavior Isolated)");
-      if (t.m_split)
-        fail("pre_tokenizer has two regex splits");
-      t.m_split = pattern;
-    } else if (type == "Metaspace") {
-      t.m_metaspace = true;
-      if (p.value("replacement", "\u2581") != "\u2581")
-        fail("Metaspace replacement other than U+2581 is not supported");
-      t.m_metaspace_split = p.value("split", true);
-      const auto scheme = p.value("prepend_scheme", p.value("add_prefix_space", true) ? "always" : "never");
-      t.m_metaspace_prepend = scheme == "first"   ? PrependScheme::first
-                              : scheme == "never" ? PrependScheme::never
-                                                  : PrependScheme::always;
-    } else {
-      fail("pre_tokenizer '" + type + "' is not supported (supported: ByteLevel, Split, Metaspace, Sequence)");
-    }
-  }
-  if (t.m_split && !t.m_byte_level)
-    fail("a regex split without ByteLevel is not supported");
-
-  const auto& decoder = member(doc, "decoder");
-  const auto decoder_type = type_of(decoder);
-  if (decoder_type == "ByteLevel") {
-    if (!t.m_byte_level)
-      fail("ByteLevel decoder without a ByteLevel pre_tokenizer is not supported");
-  } else if (decoder_type == "Metaspace") {
-    t.m_decode_strip_space =
-        decoder.value("prepend_scheme", decoder.value("add_prefix_space", true) ? "always" : "never") != "never";
-  } else if (decoder_type == "Sequence" && decoder.contains("decoders")) {
-    for (const auto& d : decoder["decoders"]) {
-      const auto type = type_of(d);
-      if (type == "Strip" && d.value("start", 0) > 0)
-        t.m_decode_strip_space = true;
-      else if (type != "Replace" && type != "ByteFallback" && type != "Fuse" && type != "Strip")
-        fail("decoder '" + type +
-             "' is not supported (supported: ByteLevel, Metaspace, Sequence of Replace, "
-             "ByteFallback, Fuse, Strip)");
-    }
-  } else if (!decoder.is_null()) {
-    fail("decoder '" + decoder_type + "' is not supported (supported: ByteLevel, Metaspace, Sequence)");
-  }
-
-  // Post-processors that change ids: TemplateProcessing (at most one). ByteLevel only adjusts
-  // offsets, so a Sequence of the two (Llama-3.1/3.2/3.3) adds the template's special tokens.
-  const auto template_processing = [&](const json& post) {
-    if (!t.m_template.empty())
-      fail("post_processor has two TemplateProcessing steps");
-    if (!post.contains("single") || !post["single"].is_array())
-      fail("post_processor TemplateProcessing needs a 'single' template");
-    for (const auto& piece : post["single"]) {
-      if (piece.contains("Sequence")) {
-        t.m_template.push_back({true, 0});
-      } else if (piece.contains("SpecialToken") && piece["SpecialToken"].contains("id")) {
-        const auto name = piece["SpecialToken"]["id"].get<std::string>();
-        std::optional<std::int32_t> id;
-        if (post.contains("special_tokens") && post["special_tokens"].contains(name) &&
-            post["special_tokens"][name].contains("ids") && !post["special_tokens"][name]["ids"].empty())
-          id = post["special_tokens"][name]["ids"][0].get<std::int32_t>();
-        if (!id)
-          id = t.token_id(name);
-        if (!id)
-          fail("post_processor names special token '" + name + "', which the tokenizer does not have");
-        t.m_template.push_back({false, *id});
+  const auto& added = member(doc, "added_tokens");
+  if (!added.is_null() && !added.is_array())
+    throw InputError(source + ": added_tokens must be an array");
+  if (added.is_array())
+    for (const auto& a : added) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || a["id"].get<std::int64_t>() < 0 ||
+          !a.contains("content") || !a["content"].is_string() || a["content"].get<std::string>().empty())
+        throw InputError(source +
+                         ": each added_tokens entry needs a non-negative integer 'id' and a non-empty 'content'");
+      AddedToken token{static_cast<std::int32_t>(a["id"].get<std::int64_t>()), a["content"].get<std::string>()};
+      token.special = a.value("special", false);
+      token.lstrip = a.value("lstrip", false);
+      token.rstrip = a.value("rstrip", false);
+      token.single_word = a.value("single_word", false);
+      token.normalized = a.value("normalized", !token.special);
+      t.m_added.push_back(token);
+      if (token.normalized && !t.m_normalizer.empty()) {
+        token.content = t.m_normalizer.apply(token.content);
+        if (!token.content.empty())
+          t.m_match_norm.push_back(std::move(token));
       } else {
-        fail("post_processor template piece " + piece.dump() + " is not understood");
+        t.m_match_raw.push_back(std::move(token));
       }
     }
+  const auto longest_first = [](const AddedToken& a, const AddedToken& b) {
+    return a.content.size() > b.content.size();
   };
-  for (const json& post : pipeline_steps(doc, "post_processor", "processors")) {
-    const auto post_type = type_of(post);
-    if (post_type == "TemplateProcessing")
-      template_processing(post);
-    else if (post_type != "ByteLevel")
-      fail("post_processor '" + post_type +
-           "' is not supported (supported: TemplateProcessing, ByteLevel, Sequence of them)");
+  std::stable_sort(t.m_match_raw.begin(), t.m_match_raw.end(), longest_first);
+  std::stable_sort(t.m_match_norm.begin(), t.m_match_norm.end(), longest_first);
+  for (std::size_t i = 0; i < t.m_match_raw.size(); ++i)
+    t.m_raw_by_byte[static_cast<unsigned char>(t.m_match_raw[i].content[0])].push_back(i);
+  for (std::size_t i = 0; i < t.m_match_norm.size(); ++i)
+    t.m_norm_by_byte[static_cast<unsigned char>(t.m_match_norm[i].content[0])].push_back(i);
+  for (std::size_t i = 0; i < t.m_added.size(); ++i) {
+    t.m_added_by_id.emplace(t.m_added[i].id, i);
+    t.m_added_by_content.emplace(t.m_added[i].content, t.m_added[i].id);
   }
+
+  t.m_post_processor = PostProcessor::from_json(member(doc, "post_processor"), source,
+                                                [&t](std::string_view name) { return t.token_id(name); });
   return t;
 }
 
 std::int64_t
 Tokenizer::vocab_size() const {
-  std::int64_t size = m_model->max_id() + 1;
+  std::int64_t size = m_model->vocabulary().max_id() + 1;
   for (const auto& a : m_added)
     size = std::max<std::int64_t>(size, a.id + 1);
   return size;
@@ -276,215 +195,160 @@ Tokenizer::vocab_size() const {
 
 std::optional<std::int32_t>
 Tokenizer::token_id(std::string_view token) const {
-  for (const auto& a : m_added)
-    if (a.content == token)
-      return a.id;
-  return m_model->find(token);
+  if (const auto it = m_added_by_content.find(token); it != m_added_by_content.end())
+    return it->second;
+  return m_model->vocabulary().find(token);
 }
 
 const AddedToken*
 Tokenizer::find_added(std::int32_t id) const {
-  const auto it = std::find_if(m_added.begin(), m_added.end(), [&](const AddedToken& a) { return a.id == id; });
-  return it == m_added.end() ? nullptr : &*it;
+  const auto it = m_added_by_id.find(id);
+  return it == m_added_by_id.end() ? nullptr : &m_added[it->second];
 }
 
 std::string
 Tokenizer::token_text(std::int32_t id) const {
   if (const auto* added = find_added(id))
     return added->content;
-  return m_model->token(id);
-}
-
-std::string
-Tokenizer::model_token_bytes(const std::string& token) const {
-  std::string bytes;
-  if (m_byte_level) {
-    for (const char32_t c : decode_utf8(token)) {
-      if (const auto b = char_to_byte(c))
-        bytes.push_back(static_cast<char>(*b));
-      else
-        append_utf8(bytes, c);
-    }
-    return bytes;
-  }
-  unsigned value = 0;
-  if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
-      std::sscanf(token.c_str() + 3, "%2X", &value) == 1)
-    return std::string(1, static_cast<char>(value));
-  for (const char32_t c : decode_utf8(token))
-    append_utf8(bytes, c == kMetaspace ? U' ' : c);
-  return bytes;
+  return m_model->vocabulary().token(id);
 }
 
 std::string
 Tokenizer::token_bytes(std::int32_t id) const {
   if (const auto* added = find_added(id))
     return added->content;
-  return model_token_bytes(m_model->token(id));
+  const auto& token = m_model->vocabulary().token(id);
+  if (m_pre_tokenizer.byte_level() || m_decoder.byte_level())
+    if (auto bytes = byte_level_bytes(token))
+      return *bytes;
+  if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>') {
+    const auto value = std::stoi(token.substr(3, 2), nullptr, 16);
+    return std::string(1, static_cast<char>(value));
+  }
+  std::string bytes = token;
+  for (std::size_t at = bytes.find("\u2581"); at != std::string::npos; at = bytes.find("\u2581", at + 1))
+    bytes.replace(at, 3, " ");
+  return bytes;
+}
+
+TokenizerComponents
+Tokenizer::components() const {
+  TokenizerComponents c{m_normalizer.component_names(), m_pre_tokenizer.component_names(),
+                        m_post_processor.component_names(), m_decoder.component_names(), m_model->describe()};
+  c.added_tokens = m_added.size();
+  c.special_tokens = static_cast<std::size_t>(
+      std::count_if(m_added.begin(), m_added.end(), [](const AddedToken& a) { return a.special; }));
+  return c;
 }
 
 std::string
 Tokenizer::describe() const {
-  std::string kind =
-      m_byte_level ? "byte-level BPE" : (m_model->byte_fallback() ? "SentencePiece BPE with byte fallback" : "BPE");
-  if (m_split)
-    kind += fmt::format(", {} split", split_pattern_name(*m_split));
-  return fmt::format("{}, {} tokens", kind, vocab_size());
+  const auto c = components();
+  std::string text = c.model;
+  if (m_pre_tokenizer.byte_level())
+    text += ", byte-level";
+  for (const auto& step : c.pre_tokenizer)
+    if (step != "ByteLevel")
+      text += ", " + step;
+  return fmt::format("{}, {} tokens", text, vocab_size());
 }
 
-void
-Tokenizer::encode_segment(std::string_view text, bool first_segment, std::vector<std::int32_t>& out) const {
-  if (text.empty())
-    return;
-  std::u32string s = decode_utf8(text);
-  for (const auto& step : m_normalizer) {
-    switch (step.kind) {
-    case NormalizerStep::Kind::nfc:
-      s = to_nfc(s);
-      break;
-    case NormalizerStep::Kind::prepend:
-      if (!s.empty())
-        s = step.to + s;
-      break;
-    case NormalizerStep::Kind::replace:
-      replace_all(s, step.from, step.to);
-      break;
-    }
+std::vector<Tokenizer::Section>
+Tokenizer::split_added(std::string_view text, bool normalized) const {
+  const auto& tokens = normalized ? m_match_norm : m_match_raw;
+  const auto& by_byte = normalized ? m_norm_by_byte : m_raw_by_byte;
+  std::vector<Section> sections;
+  if (tokens.empty()) {
+    sections.push_back({text, nullptr});
+    return sections;
   }
-  std::vector<std::u32string> words;
-  if (m_metaspace) {
-    replace_all(s, U" ", std::u32string(1, kMetaspace));
-    const bool prepend =
-        m_metaspace_prepend == PrependScheme::always || (m_metaspace_prepend == PrependScheme::first && first_segment);
-    if (prepend && (s.empty() || s[0] != kMetaspace))
-      s.insert(s.begin(), kMetaspace);
-    if (m_metaspace_split) {
-      std::size_t start = 0;
-      for (std::size_t i = 1; i <= s.size(); ++i)
-        if (i == s.size() || s[i] == kMetaspace) {
-          words.push_back(s.substr(start, i - start));
-          start = i;
-        }
-    } else {
-      words.push_back(s);
-    }
-  } else {
-    if (m_byte_level_prefix_space && !s.empty() && !is_whitespace(s[0]))
-      s.insert(s.begin(), U' ');
-    if (m_split)
-      for (const auto piece : split_text(*m_split, s))
-        words.emplace_back(piece);
-    else
-      words.push_back(s);
-  }
-  std::string word;
-  for (const auto& w : words) {
-    if (w.empty())
-      continue;
-    word.clear();
-    if (m_byte_level) {
-      for (const char byte : encode_utf8(w))
-        append_utf8(word, byte_to_char(static_cast<std::uint8_t>(byte)));
-    } else {
-      word = encode_utf8(w);
-    }
-    m_model->encode_word(word, out);
-  }
-}
-
-std::vector<std::int32_t>
-Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
-  std::vector<std::int32_t> body;
   std::size_t segment_start = 0;
-  bool first_segment = true;
   for (std::size_t i = 0; i < text.size();) {
     const AddedToken* match = nullptr;
-    if (m_added_first_byte[static_cast<unsigned char>(text[i])])
-      for (const auto& a : m_added)
-        if (text.compare(i, a.content.size(), a.content) == 0) {
-          match = &a;
-          break;
-        }
+    for (const auto index : by_byte[static_cast<unsigned char>(text[i])]) {
+      const auto& a = tokens[index];
+      if (text.compare(i, a.content.size(), a.content) != 0)
+        continue;
+      if (a.single_word && (word_char(char_before(text, i)) || word_char(char_at(text, i + a.content.size()))))
+        continue;
+      match = &a;
+      break;
+    }
     if (!match) {
       ++i;
       continue;
     }
     std::size_t segment_end = i;
     if (match->lstrip)
-      while (segment_end > segment_start && is_whitespace(static_cast<unsigned char>(text[segment_end - 1])))
-        --segment_end;
-    encode_segment(text.substr(segment_start, segment_end - segment_start), first_segment, body);
-    first_segment = false;
-    body.push_back(match->id);
+      while (segment_end > segment_start && is_whitespace(char_before(text, segment_end)))
+        segment_end = previous_char_start(text, segment_end);
+    sections.push_back({text.substr(segment_start, segment_end - segment_start), nullptr});
+    sections.push_back({std::string_view(match->content), match});
     i += match->content.size();
     if (match->rstrip)
-      while (i < text.size() && is_whitespace(static_cast<unsigned char>(text[i])))
-        ++i;
+      while (i < text.size() && is_whitespace(char_at(text, i)))
+        i += utf8_length(static_cast<unsigned char>(text[i]));
     segment_start = i;
   }
-  encode_segment(text.substr(segment_start), first_segment, body);
-  if (!add_special_tokens || m_template.empty())
-    return body;
-  std::vector<std::int32_t> out;
-  for (const auto& piece : m_template) {
-    if (piece.is_sequence)
-      out.insert(out.end(), body.begin(), body.end());
-    else
-      out.push_back(piece.special_id);
-  }
-  return out;
+  sections.push_back({text.substr(segment_start), nullptr});
+  return sections;
 }
 
-std::string
-Tokenizer::decode_model_tokens(const std::vector<std::string>& tokens, bool first_chunk) const {
-  std::string bytes;
-  for (const auto& token : tokens)
-    bytes += model_token_bytes(token);
-  std::string out = repair_utf8(bytes);
-  if (!m_byte_level && first_chunk && m_decode_strip_space && !out.empty() && out[0] == ' ')
-    out.erase(0, 1);
-  return out;
+void
+Tokenizer::encode_text(std::string_view text, bool first_section, std::vector<std::int32_t>& out) const {
+  if (text.empty())
+    return;
+  const auto normalized = m_normalizer.apply(text);
+  std::vector<std::string> words;
+  bool first = first_section;
+  for (const auto& section : split_added(normalized, true)) {
+    if (section.added) {
+      out.push_back(section.added->id);
+    } else if (!section.text.empty()) {
+      words.clear();
+      m_pre_tokenizer.split(section.text, first, words);
+      for (const auto& word : words)
+        m_model->encode_word(word, out);
+    }
+    first = false;
+  }
+}
+
+std::vector<std::int32_t>
+Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<std::int32_t> body;
+  bool first = true;
+  for (const auto& section : split_added(text, false)) {
+    if (section.added)
+      body.push_back(section.added->id);
+    else
+      encode_text(section.text, first, body);
+    first = false;
+  }
+  if (!add_special_tokens || m_post_processor.empty())
+    return body;
+  return m_post_processor.apply(std::move(body));
 }
 
 std::string
 Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const {
-  std::string out;
-  std::vector<std::string> pending;
-  bool first_chunk = true;
-  const auto flush = [&] {
-    if (pending.empty())
-      return;
-    out += decode_model_tokens(pending, first_chunk);
-    first_chunk = false;
-    pending.clear();
-  };
+  std::vector<DecodedPiece> tokens;
+  tokens.reserve(ids.size());
   for (const auto id : ids) {
     if (const auto* added = find_added(id)) {
-      flush();
       if (!(skip_special_tokens && added->special))
-        out += added->content;
+        tokens.push_back({added->content, true});
       continue;
     }
-    const auto& token = m_model->token(id);
+    const auto& token = m_model->vocabulary().token(id);
     if (token.empty())
       throw InputError(fmt::format("token id {} is not in the tokenizer's vocabulary of {}", id, vocab_size()));
-    pending.push_back(token);
+    tokens.push_back({token, false});
   }
-  flush();
+  auto text = m_decoder.decode(std::move(tokens));
   if (m_clean_up_spaces)
-    for (const auto& [from, to] : std::initializer_list<std::pair<std::string_view, std::string_view>>{{" .", "."},
-                                                                                                       {" ?", "?"},
-                                                                                                       {" !", "!"},
-                                                                                                       {" ,", ","},
-                                                                                                       {" ' ", "'"},
-                                                                                                       {" n't", "n't"},
-                                                                                                       {" 'm", "'m"},
-                                                                                                       {" 's", "'s"},
-                                                                                                       {" 've", "'ve"},
-                                                                                                       {" 're", "'re"}})
-      for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size()))
-        out.replace(at, from.size(), to);
-  return out;
+    clean_up_tokenization(text);
+  return text;
 }
 
 } // namespace optkit::model

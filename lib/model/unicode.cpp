@@ -39,6 +39,14 @@ find_decomposition(char32_t code) {
   return it != table.end() && it->code == code ? &*it : nullptr;
 }
 
+const ud::CompatDecomposition*
+find_compat_decomposition(char32_t code) {
+  const std::span table(ud::compat_decompositions, ud::compat_decompositions_count);
+  const auto it = std::lower_bound(table.begin(), table.end(), code,
+                                   [](const ud::CompatDecomposition& e, char32_t c) { return e.code < c; });
+  return it != table.end() && it->code == code ? &*it : nullptr;
+}
+
 void
 decompose(char32_t code, std::u32string& out) {
   if (code >= kSBase && code < kSBase + kSCount) {
@@ -138,34 +146,39 @@ encode_utf8(std::u32string_view text) {
 
 std::string
 repair_utf8(std::string_view bytes) {
+  // Each maximal subpart of an ill-formed sequence becomes one U+FFFD (Unicode §3.9, what
+  // WHATWG's TextDecoder and Rust's from_utf8_lossy do).
   std::string out;
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
-    std::size_t length = 1;
     const auto b0 = static_cast<unsigned char>(bytes[i]);
-    if ((b0 & 0xe0) == 0xc0)
-      length = 2;
-    else if ((b0 & 0xf0) == 0xe0)
-      length = 3;
-    else if ((b0 & 0xf8) == 0xf0)
-      length = 4;
-    if (b0 >= 0x80 && i + length <= bytes.size()) {
-      try {
-        const auto decoded = decode_utf8(bytes.substr(i, length));
-        if (decoded.size() == 1) {
-          out.append(bytes.substr(i, length));
-          i += length;
-          continue;
-        }
-      } catch (const InputError&) {
-      }
-    } else if (b0 < 0x80) {
+    if (b0 < 0x80) {
       out.push_back(static_cast<char>(b0));
       ++i;
       continue;
     }
-    append_utf8(out, 0xfffd);
-    ++i;
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf; // allowed range of the second byte
+    if (b0 >= 0xc2 && b0 <= 0xdf)
+      length = 2;
+    else if (b0 >= 0xe0 && b0 <= 0xef)
+      length = 3, low = b0 == 0xe0 ? 0xa0 : 0x80, high = b0 == 0xed ? 0x9f : 0xbf;
+    else if (b0 >= 0xf0 && b0 <= 0xf4)
+      length = 4, low = b0 == 0xf0 ? 0x90 : 0x80, high = b0 == 0xf4 ? 0x8f : 0xbf;
+    std::size_t valid = 1;
+    while (length > 0 && valid < length && i + valid < bytes.size()) {
+      const auto b = static_cast<unsigned char>(bytes[i + valid]);
+      const bool ok = valid == 1 ? (b >= low && b <= high) : (b >= 0x80 && b <= 0xbf);
+      if (!ok)
+        break;
+      ++valid;
+    }
+    if (length > 0 && valid == length) {
+      out.append(bytes.substr(i, length));
+    } else {
+      append_utf8(out, 0xfffd);
+    }
+    i += valid;
   }
   return out;
 }
@@ -207,13 +220,21 @@ is_whitespace(char32_t code) {
   }
 }
 
+namespace {
+
+// Full decomposition (canonical, or compatibility too) followed by canonical ordering.
 std::u32string
-to_nfc(std::u32string_view text) {
-  if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x300; }))
-    return std::u32string(text); // nothing below U+0300 decomposes or combines
+decompose_and_order(std::u32string_view text, bool compatibility) {
   std::u32string decomposed;
-  for (const char32_t c : text)
+  decomposed.reserve(text.size());
+  for (const char32_t c : text) {
+    if (compatibility)
+      if (const auto* d = find_compat_decomposition(c)) {
+        decomposed.append(ud::compat_expansions + d->offset, d->length);
+        continue;
+      }
     decompose(c, decomposed);
+  }
   // canonical ordering: stable sort of each run of non-starters by combining class
   for (std::size_t i = 0; i < decomposed.size();) {
     if (combining_class(decomposed[i]) == 0) {
@@ -228,7 +249,11 @@ to_nfc(std::u32string_view text) {
                      [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
     i = j;
   }
-  // canonical composition
+  return decomposed;
+}
+
+std::u32string
+compose(const std::u32string& decomposed) {
   std::u32string out;
   std::size_t starter = std::u32string::npos;
   int last_class = -1;
@@ -251,6 +276,79 @@ to_nfc(std::u32string_view text) {
       last_class = 0;
   }
   return out;
+}
+
+bool
+all_ascii(std::u32string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x80; });
+}
+
+} // namespace
+
+std::u32string
+to_nfc(std::u32string_view text) {
+  if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x300; }))
+    return std::u32string(text); // nothing below U+0300 decomposes or combines
+  return compose(decompose_and_order(text, false));
+}
+
+std::u32string
+to_nfd(std::u32string_view text) {
+  if (all_ascii(text))
+    return std::u32string(text);
+  return decompose_and_order(text, false);
+}
+
+std::u32string
+to_nfkc(std::u32string_view text) {
+  if (all_ascii(text))
+    return std::u32string(text);
+  return compose(decompose_and_order(text, true));
+}
+
+std::u32string
+to_nfkd(std::u32string_view text) {
+  if (all_ascii(text))
+    return std::u32string(text);
+  return decompose_and_order(text, true);
+}
+
+bool
+is_punctuation(char32_t code) {
+  return in_ranges({ud::punctuation, ud::punctuation_count}, code);
+}
+
+bool
+is_mark(char32_t code) {
+  return in_ranges({ud::marks, ud::marks_count}, code);
+}
+
+bool
+is_nonspacing_mark(char32_t code) {
+  return in_ranges({ud::nonspacing_marks, ud::nonspacing_marks_count}, code);
+}
+
+bool
+is_other(char32_t code) {
+  return in_ranges({ud::others, ud::others_count}, code);
+}
+
+void
+append_lowercase(char32_t code, std::u32string& out) {
+  if (code < 0x80) {
+    out.push_back(code >= 'A' && code <= 'Z' ? code + 32 : code);
+    return;
+  }
+  const std::span table(ud::lowercase, ud::lowercase_count);
+  const auto it = std::lower_bound(table.begin(), table.end(), code,
+                                   [](const ud::CaseMapping& e, char32_t c) { return e.code < c; });
+  if (it == table.end() || it->code != code) {
+    out.push_back(code);
+    return;
+  }
+  out.push_back(it->first);
+  if (it->second)
+    out.push_back(it->second);
 }
 
 } // namespace optkit::model

@@ -1,5 +1,5 @@
-// The Unicode the tokenizers need: strict UTF-8 decoding, the \p{L} / \p{N} / \s classes of the
-// pre-tokenizer regexes, and NFC normalization.
+// The Unicode the tokenizers need: strict UTF-8 decoding, character classes (letters, numbers,
+// punctuation, marks, whitespace, "other"), the four normalization forms and lowercasing.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,19 @@ bool is_number(char32_t code);
 // The Unicode White_Space property (what \s means to the tokenizers' regex engine).
 bool is_whitespace(char32_t code);
 
-// Canonical composition (Unicode Normalization Form C).
+bool is_punctuation(char32_t code);     // general category P*
+bool is_mark(char32_t code);            // general category M* (Mn, Mc, Me)
+bool is_nonspacing_mark(char32_t code); // general category Mn
+bool is_other(char32_t code);           // general category C* (controls, format, unassigned, private use)
+
+// Unicode Normalization Forms C, D, KC and KD.
 std::u32string to_nfc(std::u32string_view text);
+std::u32string to_nfd(std::u32string_view text);
+std::u32string to_nfkc(std::u32string_view text);
+std::u32string to_nfkd(std::u32string_view text);
+
+// Appends the lowercase of one character (Unicode full case mapping, no context: what Rust's
+// char::to_lowercase gives, e.g. U+0130 -> "i\u0307").
+void append_lowercase(char32_t code, std::u32string& out);
 
 } // namespace optkit::model

@@ -22,10 +22,34 @@ struct Composition {
   char32_t first, second, composite;
 };
 
+// Full compatibility decomposition (NFKD) of `code`: compat_expansions[offset, offset + length).
+struct CompatDecomposition {
+  char32_t code;
+  std::uint32_t offset;
+  std::uint8_t length;
+};
+// Per-character lowercase (Unicode full case mapping; second = 0 when it is one code point).
+struct CaseMapping {
+  char32_t code, first, second;
+};
+
 extern const CodeRange letters[];
 extern const std::size_t letters_count;
 extern const CodeRange numbers[];
 extern const std::size_t numbers_count;
+extern const CodeRange punctuation[];
+extern const std::size_t punctuation_count;
+extern const CodeRange nonspacing_marks[];
+extern const std::size_t nonspacing_marks_count;
+extern const CodeRange marks[];
+extern const std::size_t marks_count;
+extern const CodeRange others[];
+extern const std::size_t others_count;
+extern const CompatDecomposition compat_decompositions[];
+extern const std::size_t compat_decompositions_count;
+extern const char32_t compat_expansions[];
+extern const CaseMapping lowercase[];
+extern const std::size_t lowercase_count;
 extern const CombiningClass combining_classes[];
 extern const std::size_t combining_classes_count;
 extern const Decomposition decompositions[];

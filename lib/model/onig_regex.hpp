@@ -1,0 +1,37 @@
+// A regular expression compiled by Oniguruma, the engine Hugging Face tokenizers compile
+// tokenizer.json patterns with (onig crate, default syntax, UTF-8), so a pattern means here what it
+// means there. Matching is bounded: a pattern that backtracks catastrophically on some text fails
+// with InputError instead of running for hours.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace optkit::model {
+
+class OnigRegex {
+public:
+  // Throws InputError naming `what` (e.g. "tokenizer.json: pre_tokenizer Split pattern") and
+  // Oniguruma's message when the pattern does not compile.
+  OnigRegex(std::string_view pattern, const std::string& what);
+  ~OnigRegex();
+  OnigRegex(const OnigRegex&) = delete;
+  OnigRegex& operator=(const OnigRegex&) = delete;
+
+  // The [start, end) byte ranges of the successive non-overlapping matches in `text` (valid
+  // UTF-8), as the onig crate's find_iter yields them: an empty match right where the previous
+  // match ended is skipped by advancing one character.
+  std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
+
+  // The pattern that matches `literal` exactly (every ASCII punctuation character escaped).
+  static std::string escape(std::string_view literal);
+
+private:
+  void* m_regex = nullptr; // OnigRegex (regex_t*); kept opaque so the header needs no oniguruma.h
+  std::string m_what;
+};
+
+} // namespace optkit::model
