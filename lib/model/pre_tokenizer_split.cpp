@@ -22,9 +22,11 @@ is_symbol_or_punctuation(char32_t c) { // [^\s\p{L}\p{N}]
   return !is_whitespace(c) && !is_letter(c) && !is_number(c);
 }
 
+// Case folding as Oniguruma's (?i:...) applies it to the contraction letters: ASCII, and the long
+// s (U+017F), which folds to 's'.
 char32_t
-lower_ascii(char32_t c) {
-  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+fold_case(char32_t c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c == 0x17F ? U's' : c;
 }
 
 // Length of a contraction at `i` ('s 't 're 've 'm 'll 'd), 0 if none.
@@ -32,7 +34,7 @@ std::size_t
 contraction(std::u32string_view t, std::size_t i, bool ignore_case) {
   if (t[i] != '\'' || i + 1 >= t.size())
     return 0;
-  const auto at = [&](std::size_t k) { return ignore_case ? lower_ascii(t[k]) : t[k]; };
+  const auto at = [&](std::size_t k) { return ignore_case ? fold_case(t[k]) : t[k]; };
   const char32_t a = at(i + 1);
   if (a == 's' || a == 't' || a == 'm' || a == 'd')
     return 2;
