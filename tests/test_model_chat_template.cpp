@@ -1,4 +1,6 @@
-// Chat formats: family recognition from real template text and the exact rendered prompts.
+// Chat templates executed: loading from tokenizer_config.json (string or named list) or
+// chat_template.jinja, the context transformers passes, and errors with the template's position.
+// (Byte-identity with @huggingface/jinja on real templates: tests/conformance/chat_template_conformance.mjs.)
 #include "core/error.hpp"
 #include "model/chat_template.hpp"
 #include "support/test_support.hpp"
@@ -7,39 +9,62 @@
 
 using namespace optkit;
 using namespace optkit::model;
+using Chat = std::vector<ChatMessage>;
 
-TEST_CASE("families are recognised from their markers and anything else is refused") {
-  CHECK(recognise_chat_format("{{ '<|start_header_id|>' + role + '<|end_header_id|>' }}{{ '<|eot_id|>' }}") ==
-        ChatFormat::llama3);
-  CHECK(recognise_chat_format("{{'<|im_start|>' + message.role}}{{'<|im_end|>'}}") == ChatFormat::chatml);
-  CHECK(recognise_chat_format("[INST] <<SYS>>\\n{{ system }}") == ChatFormat::llama2);
-  CHECK(recognise_chat_format("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == ChatFormat::mistral);
-  CHECK_FALSE(recognise_chat_format("{{ messages | tojson }}").has_value());
-}
-
-TEST_CASE("rendered prompts match each family's format") {
-  const std::vector<ChatMessage> chat{{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
-  CHECK(render_chat({ChatFormat::llama3, "<|begin_of_text|>", "<|eot_id|>"}, chat, true) ==
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
-        "Hello<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n");
-  CHECK(render_chat({ChatFormat::chatml, "", "<|im_end|>"}, chat, true) ==
-        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello"
-        "<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
-  CHECK(render_chat({ChatFormat::llama2, "<s>", "</s>"}, chat, true) ==
-        "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s><s>[INST] Bye [/INST]");
-  CHECK(render_chat({ChatFormat::mistral, "<s>", "</s>"}, chat, true) ==
-        "<s>[INST] Be brief.\n\nHi [/INST]Hello</s>[INST] Bye [/INST]");
-  CHECK_THROWS_WITH_AS(render_chat({ChatFormat::mistral, "<s>", "</s>"}, {{"assistant", "x"}}, false),
-                       doctest::Contains("alternating"), InputError);
-}
-
-TEST_CASE("the test models' tokenizer_config carries a llama3-family template") {
+TEST_CASE("the test models' template renders a Llama-3 prompt with the BOS token from tokenizer_config.json") {
   const auto t = load_chat_template(test::testdata_dir() / "models" / "tiny-base");
-  CHECK(t.format == ChatFormat::llama3);
-  CHECK(t.bos_token == "<|begin_of_text|>");
+  const std::vector<ChatMessage> chat{{"system", "Be brief."}, {"user", "Hi"}};
+  CHECK(render_chat(t, chat, true) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST_CASE("a list of named templates, chat_template.jinja, and a folder with none") {
   test::ScratchDir dir;
-  test::write_text(dir / "tokenizer_config.json", R"({"chat_template": "{{ messages | tojson }}"})");
-  CHECK_THROWS_WITH_AS(load_chat_template(dir.path()), doctest::Contains("not one optkit recognises"), InputError);
+  test::write_text(dir / "tokenizer_config.json",
+                   R"({"bos_token": {"content": "<s>"}, "chat_template": [
+                        {"name": "default", "template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"},
+                        {"name": "tool_use", "template": "{{ tools | length }} tools"}]})");
+  auto t = load_chat_template(dir.path());
+  CHECK(t.names == std::vector<std::string>{"default", "tool_use"});
+  CHECK(render_chat(t, Chat{{"user", "a"}, {"assistant", "b"}}, false) == "<s>ab");
+  t = load_chat_template(dir.path(), "tool_use");
+  CHECK(render_chat(t, nlohmann::ordered_json::array(), false, nlohmann::ordered_json::array({1, 2})) == "2 tools");
+  CHECK_THROWS_WITH_AS(load_chat_template(dir.path(), "rag"), doctest::Contains("no template named 'rag'"), InputError);
+
+  test::ScratchDir jinja_dir;
+  test::write_text(jinja_dir / "chat_template.jinja", "{{ messages[0].role }}|{{ add_generation_prompt }}\n");
+  CHECK(render_chat(load_chat_template(jinja_dir.path()), Chat{{"user", "x"}}, true) == "user|true");
+
+  test::ScratchDir empty;
+  CHECK_THROWS_WITH_AS(load_chat_template(empty.path()), doctest::Contains("has no chat template"), InputError);
+}
+
+TEST_CASE("template errors name the line and column; raise_exception reaches the caller") {
+  CHECK_THROWS_WITH_AS(parse_chat_template("ok\n{% for m in messages %}\n{{ m.content ", "t.jinja"),
+                       doctest::Contains("t.jinja:3:"), InputError);
+  CHECK_THROWS_WITH_AS(parse_chat_template("{% include 'other.jinja' %}", "t.jinja"),
+                       doctest::Contains("t.jinja:1:4: '{% include %}' is not supported"), InputError);
+  const auto t = parse_chat_template(
+      "{% if messages[0].role != 'user' %}{{ raise_exception('first message must be user') }}{% endif %}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(t, Chat{{"assistant", "x"}}, false), doctest::Contains("first message must be user"),
+                       InputError);
+}
+
+TEST_CASE("hostile templates are bounded: deep nesting, endless loops, runaway recursion, huge output") {
+  std::string deep;
+  for (int i = 0; i < 5000; ++i)
+    deep += "(";
+  CHECK_THROWS_WITH_AS(parse_chat_template("{{ " + deep + " }}", "t.jinja"), doctest::Contains("nesting deeper"),
+                       InputError);
+  const auto loop = parse_chat_template(
+      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(loop, Chat{}, false), doctest::Contains("steps"), InputError);
+  const auto recursion = parse_chat_template("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(recursion, Chat{}, false), doctest::Contains("recursed deeper"), InputError);
+  const auto big = parse_chat_template(
+      "{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+      "{{ ns.s }}",
+      "t.jinja");
+  CHECK_THROWS_AS(render_chat(big, Chat{}, false), InputError);
 }

@@ -1,7 +1,14 @@
-// Chat-template rendering for the common model families. tokenizer_config.json carries a Jinja
-// template; optkit recognises which family's format it is (by the markers the template emits) and
-// renders that format natively. An unrecognised template is an error, not a guess.
+// A model's chat template, executed: the Jinja text of tokenizer_config.json's chat_template (a
+// string, or a list of named templates of which "default" is used unless another is asked for) or
+// of chat_template.jinja beside it, rendered by optkit's Jinja interpreter with the context
+// transformers' apply_chat_template passes: messages, tools, add_generation_prompt and the special
+// tokens of tokenizer_config.json (bos_token, eos_token, ...). A template that uses a construct the
+// interpreter lacks fails at load with the template's line and column.
 #pragma once
+
+#include "jinja/template.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <optional>
@@ -10,28 +17,29 @@
 
 namespace optkit::model {
 
-enum class ChatFormat { llama3, llama2, mistral, chatml };
-
 struct ChatMessage {
-  std::string role; // system, user, assistant
+  std::string role; // system, user, assistant, tool
   std::string content;
 };
 
 struct ChatTemplate {
-  ChatFormat format = ChatFormat::chatml;
-  std::string bos_token; // as tokenizer_config.json names it ("" when none)
-  std::string eos_token;
+  jinja::Template jinja;
+  std::string source;             // e.g. "tokenizer_config.json chat_template" or "chat_template.jinja"
+  std::string name;               // the named template used ("default" when the file has one)
+  std::vector<std::string> names; // every named template the file offers
+  nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object(); // bos_token, eos_token, ... as text
 };
 
-// Recognises the family of a Jinja chat template; nullopt when it is none of the supported ones.
-std::optional<ChatFormat> recognise_chat_format(const std::string& jinja);
-std::string_view chat_format_name(ChatFormat format);
+// Throws InputError when the folder has no chat template or it does not parse.
+ChatTemplate load_chat_template(const std::filesystem::path& model_dir, const std::optional<std::string>& name = {});
+ChatTemplate parse_chat_template(const std::string& jinja_text, const std::string& source,
+                                 nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
 
-// Reads tokenizer_config.json of a model folder. Throws InputError when it has no chat_template
-// or the template is not recognised (naming the supported families).
-ChatTemplate load_chat_template(const std::filesystem::path& model_dir);
-
-// The prompt text, including the BOS token where the family writes it into the template.
+// The prompt text. `messages` and `tools` are as the OpenAI chat API carries them, parsed with
+// their keys in order (ordered_json), since templates write tool schemas back out with tojson.
+std::string render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                        const nlohmann::ordered_json& tools = nullptr,
+                        const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 
 } // namespace optkit::model

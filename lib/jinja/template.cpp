@@ -1,0 +1,1020 @@
+#include "jinja/template.hpp"
+
+#include "core/error.hpp"
+#include "jinja/lexer.hpp"
+#include "jinja/parser.hpp"
+#include "jinja/value.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace optkit::jinja {
+
+namespace {
+
+using Kind = Value::Kind;
+
+constexpr std::size_t kMaxOutput = 64u << 20;
+constexpr std::uint64_t kMaxSteps = 5'000'000;
+constexpr int kMaxCallDepth = 100;
+
+struct LoopControl {
+  enum class Kind { none, break_, continue_ } kind = Kind::none;
+};
+
+class Renderer {
+public:
+  explicit Renderer(const std::string& name) : m_name(name) { m_scopes.emplace_back(); }
+
+  void define(const std::string& key, Value value) { m_scopes.front()[key] = std::move(value); }
+
+  std::string render(const Body& body) {
+    std::string out;
+    LoopControl control;
+    run(body, out, control);
+    return out;
+  }
+
+private:
+  [[noreturn]] void fail(int line, int column, const std::string& what) const {
+    throw InputError(fmt::format("{}:{}:{}: {}", m_name, line, column, what));
+  }
+  [[noreturn]] void fail(const Expr& at, const std::string& what) const { fail(at.line, at.column, what); }
+
+  void step(const Expr& at) {
+    if (++m_steps > kMaxSteps)
+      fail(at, fmt::format("rendering took more than {} steps (a loop without end?)", kMaxSteps));
+  }
+
+  Value lookup(const std::string& name) const {
+    for (auto it = m_scopes.rbegin(); it != m_scopes.rend(); ++it)
+      if (const auto found = it->find(name); found != it->end())
+        return found->second;
+    return Value{};
+  }
+  void assign(const std::string& name, Value value) { m_scopes.back()[name] = std::move(value); }
+
+  // ---- statements ----
+
+  void run(const Body& body, std::string& out, LoopControl& control) {
+    for (const auto& s : body) {
+      if (control.kind != LoopControl::Kind::none)
+        return;
+      run(*s, out, control);
+      if (out.size() > kMaxOutput)
+        fail(s->line, s->column, "the rendered text exceeds 64 MiB");
+    }
+  }
+
+  void bind(const Expr& target, const Value& value) {
+    if (target.kind == Expr::Kind::name) {
+      assign(target.text, value);
+    } else if (target.kind == Expr::Kind::attribute) {
+      auto object = evaluate(*target.a);
+      if (!object.is(Kind::object))
+        fail(target, "cannot set an attribute on a " + object.type_name());
+      object.set(target.text, value);
+    } else {
+      if (!value.is(Kind::array) || value.array->size() != target.items.size())
+        fail(target, fmt::format("cannot unpack a {} into {} names", value.type_name(), target.items.size()));
+      for (std::size_t i = 0; i < target.items.size(); ++i)
+        assign(target.items[i]->text, (*value.array)[i]);
+    }
+  }
+
+  void run(const Stmt& s, std::string& out, LoopControl& control) {
+    switch (s.kind) {
+    case Stmt::Kind::text:
+      out += s.text;
+      return;
+    case Stmt::Kind::output:
+      out += evaluate(*s.expr).to_output();
+      return;
+    case Stmt::Kind::if_:
+      run(evaluate(*s.expr).truthy() ? s.body : s.otherwise, out, control);
+      return;
+    case Stmt::Kind::set:
+      if (s.expr) {
+        bind(*s.target, evaluate(*s.expr));
+      } else {
+        std::string captured;
+        LoopControl inner;
+        run(s.body, captured, inner);
+        bind(*s.target, Value::of(captured));
+      }
+      return;
+    case Stmt::Kind::for_:
+      run_for(s, out);
+      return;
+    case Stmt::Kind::macro:
+      assign(s.text, make_macro(s));
+      return;
+    case Stmt::Kind::call_block: {
+      // {% call m(args) %}body{% endcall %}: the macro sees the body as caller()
+      const Stmt* block = &s;
+      m_scopes.emplace_back();
+      assign("caller", Value::callable([this, block](std::vector<Value>&, Kwargs&) {
+               std::string text;
+               LoopControl inner;
+               run(block->body, text, inner);
+               return Value::of(text);
+             }));
+      out += evaluate(*s.expr).to_output();
+      m_scopes.pop_back();
+      return;
+    }
+    case Stmt::Kind::filter_block: {
+      std::string text;
+      LoopControl inner;
+      run(s.body, text, inner);
+      Expr at;
+      at.line = s.line;
+      at.column = s.column;
+      std::vector<Value> args;
+      Kwargs kwargs;
+      out += apply_filter(s.text, Value::of(text), args, kwargs, at).to_output();
+      return;
+    }
+    case Stmt::Kind::break_:
+      control.kind = LoopControl::Kind::break_;
+      return;
+    case Stmt::Kind::continue_:
+      control.kind = LoopControl::Kind::continue_;
+      return;
+    }
+  }
+
+  Array iterate(const Value& value, const Expr& at) {
+    if (value.is(Kind::array))
+      return *value.array;
+    if (value.is(Kind::object)) {
+      Array keys;
+      for (const auto& [k, v] : *value.object)
+        keys.push_back(Value::of(k));
+      return keys;
+    }
+    if (value.is(Kind::string)) {
+      Array chars;
+      for (std::size_t i = 0; i < value.string.size();) {
+        std::size_t n = 1;
+        const auto lead = static_cast<unsigned char>(value.string[i]);
+        n = lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : 4;
+        chars.push_back(Value::of(value.string.substr(i, n)));
+        i += n;
+      }
+      return chars;
+    }
+    if (value.is(Kind::undefined) || value.is(Kind::none))
+      return {};
+    fail(at, "cannot loop over a " + value.type_name());
+  }
+
+  void run_for(const Stmt& s, std::string& out) {
+    const auto items = iterate(evaluate(*s.expr), *s.expr);
+    m_scopes.emplace_back();
+    Array kept;
+    if (s.condition) {
+      for (const auto& item : items) {
+        bind(*s.target, item);
+        if (evaluate(*s.condition).truthy())
+          kept.push_back(item);
+      }
+    } else {
+      kept = items;
+    }
+    const auto n = static_cast<std::int64_t>(kept.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      step(*s.expr);
+      auto loop = Value::dict({{"index", Value::of(i + 1)},
+                               {"index0", Value::of(i)},
+                               {"revindex", Value::of(n - i)},
+                               {"revindex0", Value::of(n - i - 1)},
+                               {"first", Value::of(i == 0)},
+                               {"last", Value::of(i == n - 1)},
+                               {"length", Value::of(n)},
+                               {"previtem", i > 0 ? kept[static_cast<std::size_t>(i - 1)] : Value{}},
+                               {"nextitem", i + 1 < n ? kept[static_cast<std::size_t>(i + 1)] : Value{}}});
+      assign("loop", loop);
+      bind(*s.target, kept[static_cast<std::size_t>(i)]);
+      LoopControl control;
+      run(s.body, out, control);
+      if (control.kind == LoopControl::Kind::break_)
+        break;
+    }
+    if (n == 0) {
+      LoopControl control;
+      run(s.otherwise, out, control);
+    }
+    m_scopes.pop_back();
+  }
+
+  Value make_macro(const Stmt& s) {
+    const Stmt* macro = &s;
+    return Value::callable([this, macro](std::vector<Value>& args, Kwargs& kwargs) {
+      if (++m_call_depth > kMaxCallDepth)
+        fail(macro->line, macro->column, fmt::format("macro '{}' recursed deeper than {}", macro->text, kMaxCallDepth));
+      std::map<std::string, Value> frame;
+      for (std::size_t i = 0; i < macro->params.size(); ++i) {
+        if (i < args.size())
+          frame[macro->params[i]] = args[i];
+        else if (macro->defaults[i])
+          frame[macro->params[i]] = evaluate(*macro->defaults[i]);
+      }
+      for (auto& [key, value] : kwargs)
+        frame[key] = value;
+      m_scopes.push_back(std::move(frame));
+      std::string text;
+      LoopControl control;
+      run(macro->body, text, control);
+      m_scopes.pop_back();
+      --m_call_depth;
+      return Value::of(text);
+    });
+  }
+
+  // ---- expressions ----
+
+  Value evaluate(const Expr& e) {
+    step(e);
+    switch (e.kind) {
+    case Expr::Kind::literal_string:
+      return Value::of(e.text);
+    case Expr::Kind::literal_integer:
+      return Value::of(static_cast<std::int64_t>(std::stoll(e.text)));
+    case Expr::Kind::literal_float:
+      return Value::of_float(std::stod(e.text));
+    case Expr::Kind::literal_bool:
+      return Value::of(!e.text.empty());
+    case Expr::Kind::literal_none:
+      return Value::none();
+    case Expr::Kind::name:
+      return lookup(e.text);
+    case Expr::Kind::list:
+    case Expr::Kind::tuple: {
+      Array items;
+      for (const auto& item : e.items)
+        items.push_back(evaluate(*item));
+      auto v = Value::list(std::move(items));
+      v.is_tuple = e.kind == Expr::Kind::tuple;
+      return v;
+    }
+    case Expr::Kind::dict: {
+      auto v = Value::dict();
+      for (std::size_t i = 0; i + 1 < e.items.size(); i += 2)
+        v.set(evaluate(*e.items[i]).to_output(), evaluate(*e.items[i + 1]));
+      return v;
+    }
+    case Expr::Kind::attribute:
+      return member(evaluate(*e.a), e.text, e);
+    case Expr::Kind::subscript:
+      return subscript(evaluate(*e.a), evaluate(*e.b), e);
+    case Expr::Kind::slice:
+      return slice(evaluate(*e.a), e);
+    case Expr::Kind::call:
+      return call(e);
+    case Expr::Kind::filter: {
+      auto [args, kwargs] = arguments(e);
+      return apply_filter(e.text, evaluate(*e.a), args, kwargs, e);
+    }
+    case Expr::Kind::test: {
+      auto [args, kwargs] = arguments(e);
+      const bool result = apply_test(e.text, *e.a, args, e);
+      return Value::of(e.negated ? !result : result);
+    }
+    case Expr::Kind::unary: {
+      const auto v = evaluate(*e.a);
+      if (e.text == "not")
+        return Value::of(!v.truthy());
+      if (v.is(Kind::integer))
+        return Value::of(e.text == "-" ? -v.integer : v.integer);
+      if (v.is(Kind::floating))
+        return Value::of_float(e.text == "-" ? -v.floating : v.floating);
+      fail(e, fmt::format("unary {} on a {}", e.text, v.type_name()));
+    }
+    case Expr::Kind::ternary:
+      if (evaluate(*e.a).truthy())
+        return evaluate(*e.b);
+      return e.c ? evaluate(*e.c) : Value{};
+    case Expr::Kind::binary:
+      return binary(e);
+    }
+    fail(e, "unknown expression");
+  }
+
+  std::pair<std::vector<Value>, Kwargs> arguments(const Expr& e) {
+    std::vector<Value> args;
+    Kwargs kwargs;
+    const auto positional = e.items.size() - e.keywords.size();
+    for (std::size_t i = 0; i < e.items.size(); ++i) {
+      auto v = evaluate(*e.items[i]);
+      if (i < positional)
+        args.push_back(std::move(v));
+      else
+        kwargs.emplace_back(e.keywords[i - positional], std::move(v));
+    }
+    return {std::move(args), std::move(kwargs)};
+  }
+
+  static const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
+    for (const auto& [k, v] : kwargs)
+      if (k == name)
+        return &v;
+    return nullptr;
+  }
+  // Positional argument i, else keyword `name`, else fallback.
+  static Value arg(const std::vector<Value>& args, const Kwargs& kwargs, std::size_t i, std::string_view name,
+                   Value fallback = {}) {
+    if (i < args.size())
+      return args[i];
+    if (const auto* v = kwarg(kwargs, name))
+      return *v;
+    return fallback;
+  }
+
+  Value binary(const Expr& e) {
+    const auto& op = e.text;
+    if (op == "and") {
+      auto left = evaluate(*e.a);
+      return left.truthy() ? evaluate(*e.b) : left;
+    }
+    if (op == "or") {
+      auto left = evaluate(*e.a);
+      return left.truthy() ? left : evaluate(*e.b);
+    }
+    const auto left = evaluate(*e.a);
+    const auto right = evaluate(*e.b);
+    if (op == "~")
+      return bounded(left.to_output() + right.to_output(), e);
+    if (op == "==")
+      return Value::of(equal(left, right));
+    if (op == "!=")
+      return Value::of(!equal(left, right));
+    if (op == "in" || op == "not in") {
+      bool found = false;
+      if (right.is(Kind::string) && left.is(Kind::string))
+        found = right.string.find(left.string) != std::string::npos;
+      else if (right.is(Kind::array))
+        found = std::any_of(right.array->begin(), right.array->end(), [&](const Value& v) { return equal(v, left); });
+      else if (right.is(Kind::object))
+        found = left.is(Kind::string) && right.find(left.string);
+      else if (!right.is(Kind::undefined) && !right.is(Kind::none))
+        fail(e, fmt::format("'in' needs a string, list or dict on its right, not a {}", right.type_name()));
+      return Value::of(op == "in" ? found : !found);
+    }
+    if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+      int order = 0;
+      if (left.is_number() && right.is_number())
+        order = left.number() < right.number() ? -1 : left.number() > right.number() ? 1 : 0;
+      else if (left.is(Kind::string) && right.is(Kind::string))
+        order = left.string.compare(right.string);
+      else
+        fail(e, fmt::format("cannot compare a {} with a {}", left.type_name(), right.type_name()));
+      return Value::of(op == "<" ? order < 0 : op == ">" ? order > 0 : op == "<=" ? order <= 0 : order >= 0);
+    }
+    if (op == "+") {
+      if (left.is(Kind::string) && right.is(Kind::string))
+        return bounded(left.string + right.string, e);
+      if (left.is(Kind::array) && right.is(Kind::array)) {
+        Array items = *left.array;
+        items.insert(items.end(), right.array->begin(), right.array->end());
+        return Value::list(std::move(items));
+      }
+    }
+    if (left.is_number() && right.is_number()) {
+      const bool ints = left.is(Kind::integer) && right.is(Kind::integer);
+      const double a = left.number(), b = right.number();
+      if (op == "+")
+        return ints ? Value::of(left.integer + right.integer) : Value::of_float(a + b);
+      if (op == "-")
+        return ints ? Value::of(left.integer - right.integer) : Value::of_float(a - b);
+      if (op == "*")
+        return ints ? Value::of(left.integer * right.integer) : Value::of_float(a * b);
+      if (op == "/") {
+        if (b == 0)
+          fail(e, "division by zero");
+        return Value::of_float(a / b);
+      }
+      if (op == "//" || op == "%") {
+        if (b == 0)
+          fail(e, "division by zero");
+        if (ints) {
+          const auto q = static_cast<std::int64_t>(std::floor(a / b));
+          return op == "//" ? Value::of(q) : Value::of(left.integer - q * right.integer);
+        }
+        const double q = std::floor(a / b);
+        return op == "//" ? Value::of_float(q) : Value::of_float(a - q * b);
+      }
+      if (op == "**")
+        return ints && right.integer >= 0 ? Value::of(static_cast<std::int64_t>(std::pow(a, b)))
+                                          : Value::of_float(std::pow(a, b));
+    }
+    if (op == "*" && left.is(Kind::string) && right.is(Kind::integer)) {
+      std::string out;
+      for (std::int64_t i = 0; i < right.integer && out.size() <= kMaxOutput; ++i)
+        out += left.string;
+      return Value::of(out);
+    }
+    fail(e, fmt::format("'{}' is not defined for a {} and a {}", op, left.type_name(), right.type_name()));
+  }
+
+  Value bounded(std::string text, const Expr& at) const {
+    if (text.size() > kMaxOutput)
+      fail(at, "a string grew beyond 64 MiB");
+    return Value::of(std::move(text));
+  }
+
+  Value subscript(const Value& object, const Value& index, const Expr& at) {
+    if (object.is(Kind::array) && index.is(Kind::integer)) {
+      auto i = index.integer;
+      const auto n = static_cast<std::int64_t>(object.array->size());
+      if (i < 0)
+        i += n;
+      return i >= 0 && i < n ? (*object.array)[static_cast<std::size_t>(i)] : Value{};
+    }
+    if (object.is(Kind::string) && index.is(Kind::integer)) {
+      auto chars = iterate(object, at);
+      auto i = index.integer;
+      if (i < 0)
+        i += static_cast<std::int64_t>(chars.size());
+      return i >= 0 && i < static_cast<std::int64_t>(chars.size()) ? chars[static_cast<std::size_t>(i)] : Value{};
+    }
+    if (object.is(Kind::object) && index.is(Kind::string))
+      return member(object, index.string, at);
+    if (object.is(Kind::undefined) || object.is(Kind::none))
+      fail(at, "cannot subscript an undefined value");
+    return Value{};
+  }
+
+  Value slice(const Value& object, const Expr& e) {
+    const auto bound = [&](const ExprPtr& p) -> std::optional<std::int64_t> {
+      if (!p)
+        return std::nullopt;
+      const auto v = evaluate(*p);
+      if (v.is(Kind::none) || v.is(Kind::undefined))
+        return std::nullopt;
+      if (!v.is(Kind::integer))
+        fail(*p, "slice bounds must be integers");
+      return v.integer;
+    };
+    const auto start = bound(e.items[0]), stop = bound(e.items[1]), stride = bound(e.items[2]);
+    const std::int64_t step_by = stride.value_or(1);
+    if (step_by == 0)
+      fail(e, "slice step cannot be zero");
+    Array items = object.is(Kind::array) ? *object.array : iterate(object, e);
+    const auto n = static_cast<std::int64_t>(items.size());
+    const auto clamp = [&](std::optional<std::int64_t> v, std::int64_t fallback) {
+      if (!v)
+        return fallback;
+      auto x = *v < 0 ? *v + n : *v;
+      return step_by > 0 ? std::clamp<std::int64_t>(x, 0, n) : std::clamp<std::int64_t>(x, -1, n - 1);
+    };
+    const auto from = clamp(start, step_by > 0 ? 0 : n - 1);
+    const auto to = clamp(stop, step_by > 0 ? n : -1);
+    Array out;
+    for (auto i = from; step_by > 0 ? i < to : i > to; i += step_by)
+      out.push_back(items[static_cast<std::size_t>(i)]);
+    if (object.is(Kind::string)) {
+      std::string text;
+      for (const auto& c : out)
+        text += c.string;
+      return Value::of(text);
+    }
+    return Value::list(std::move(out));
+  }
+
+  // Attributes: dict members, then the methods of strings, dicts and lists.
+  Value member(const Value& object, const std::string& name, const Expr& at) {
+    if (object.is(Kind::object)) {
+      if (const auto* v = object.find(name))
+        return *v;
+      if (object.is_namespace)
+        return Value{};
+    }
+    if (object.is(Kind::array) && !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
+      return subscript(object, Value::of(static_cast<std::int64_t>(std::stoll(name))), at);
+    if (object.is(Kind::undefined) || object.is(Kind::none))
+      fail(at, fmt::format("cannot read '{}' of an undefined value", name));
+    if (auto method = bound_method(object, name); method.is(Kind::function))
+      return method;
+    return Value{};
+  }
+
+  Value bound_method(const Value& self, const std::string& name);
+  Value call(const Expr& e);
+  Value apply_filter(const std::string& name, const Value& value, std::vector<Value>& args, Kwargs& kwargs,
+                     const Expr& at);
+  bool apply_test(const std::string& name, const Expr& subject, std::vector<Value>& args, const Expr& at);
+
+  const std::string& m_name;
+  std::vector<std::map<std::string, Value>> m_scopes;
+  std::uint64_t m_steps = 0;
+  int m_call_depth = 0;
+};
+
+// ---- builtins ----
+
+std::string
+strip_chars(const std::string& s, const std::string& chars, bool left, bool right) {
+  const auto strip = [&](char c) {
+    return chars.empty() ? (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+                         : chars.find(c) != std::string::npos;
+  };
+  std::size_t begin = 0, end = s.size();
+  if (left)
+    while (begin < end && strip(s[begin]))
+      ++begin;
+  if (right)
+    while (end > begin && strip(s[end - 1]))
+      --end;
+  return s.substr(begin, end - begin);
+}
+
+std::string
+ascii_case(std::string s, bool upper) {
+  for (auto& c : s)
+    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
+                                : std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string
+title_case(const std::string& s) {
+  std::string out = s;
+  bool start = true;
+  for (auto& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalpha(u)) {
+      c = static_cast<char>(start ? std::toupper(u) : std::tolower(u));
+      start = false;
+    } else {
+      start = true;
+    }
+  }
+  return out;
+}
+
+Value
+Renderer::bound_method(const Value& self, const std::string& name) {
+  const auto method = [&](auto fn) { return Value::callable(fn); };
+  if (self.is(Kind::string)) {
+    const std::string s = self.string;
+    if (name == "upper" || name == "lower")
+      return method([s, name](std::vector<Value>&, Kwargs&) { return Value::of(ascii_case(s, name == "upper")); });
+    if (name == "title")
+      return method([s](std::vector<Value>&, Kwargs&) { return Value::of(title_case(s)); });
+    if (name == "capitalize")
+      return method([s](std::vector<Value>&, Kwargs&) {
+        auto out = ascii_case(s, false);
+        if (!out.empty())
+          out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+        return Value::of(out);
+      });
+    if (name == "strip" || name == "lstrip" || name == "rstrip")
+      return method([s, name](std::vector<Value>& args, Kwargs&) {
+        const auto chars = !args.empty() && args[0].is(Kind::string) ? args[0].string : std::string();
+        return Value::of(strip_chars(s, chars, name != "rstrip", name != "lstrip"));
+      });
+    if (name == "startswith" || name == "endswith")
+      return method([s, name](std::vector<Value>& args, Kwargs&) {
+        std::vector<std::string> options;
+        if (!args.empty() && args[0].is(Kind::array)) {
+          for (const auto& v : *args[0].array)
+            options.push_back(v.to_output());
+        } else if (!args.empty()) {
+          options.push_back(args[0].to_output());
+        }
+        return Value::of(std::any_of(options.begin(), options.end(), [&](const std::string& o) {
+          return name == "startswith" ? s.starts_with(o) : s.ends_with(o);
+        }));
+      });
+    if (name == "split")
+      return method([s](std::vector<Value>& args, Kwargs& kwargs) {
+        const auto sep = arg(args, kwargs, 0, "sep");
+        const auto limit = arg(args, kwargs, 1, "maxsplit", Value::of(std::int64_t{-1}));
+        std::int64_t remaining = limit.is(Kind::integer) ? limit.integer : -1;
+        Array parts;
+        if (sep.is(Kind::string) && !sep.string.empty()) {
+          std::size_t start = 0;
+          for (std::size_t at = s.find(sep.string); at != std::string::npos && remaining != 0;
+               at = s.find(sep.string, start), --remaining) {
+            parts.push_back(Value::of(s.substr(start, at - start)));
+            start = at + sep.string.size();
+          }
+          parts.push_back(Value::of(s.substr(start)));
+        } else { // split on runs of whitespace
+          std::size_t i = 0;
+          while (i < s.size()) {
+            while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
+              ++i;
+            if (i >= s.size())
+              break;
+            if (remaining == 0) {
+              parts.push_back(Value::of(strip_chars(s.substr(i), "", false, true)));
+              break;
+            }
+            std::size_t j = i;
+            while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j])))
+              ++j;
+            parts.push_back(Value::of(s.substr(i, j - i)));
+            --remaining;
+            i = j;
+          }
+        }
+        return Value::list(std::move(parts));
+      });
+    if (name == "replace")
+      return method([s](std::vector<Value>& args, Kwargs& kwargs) {
+        const auto from = arg(args, kwargs, 0, "old").to_output(), to = arg(args, kwargs, 1, "new").to_output();
+        const auto count = arg(args, kwargs, 2, "count", Value::of(std::int64_t{-1}));
+        std::string out = s;
+        std::int64_t left = count.is(Kind::integer) ? count.integer : -1;
+        if (from.empty())
+          return Value::of(out);
+        for (std::size_t at = out.find(from); at != std::string::npos && left != 0;
+             at = out.find(from, at + to.size()), --left)
+          out.replace(at, from.size(), to);
+        return Value::of(out);
+      });
+    if (name == "find")
+      return method([s](std::vector<Value>& args, Kwargs&) {
+        const auto at = s.find(args.empty() ? std::string() : args[0].to_output());
+        return Value::of(at == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(at));
+      });
+    if (name == "join")
+      return method([s](std::vector<Value>& args, Kwargs&) {
+        std::string out;
+        if (!args.empty() && args[0].is(Kind::array))
+          for (std::size_t i = 0; i < args[0].array->size(); ++i)
+            out += (i ? s : std::string()) + (*args[0].array)[i].to_output();
+        return Value::of(out);
+      });
+  }
+  if (self.is(Kind::object)) {
+    const auto object = self;
+    if (name == "items")
+      return method([object](std::vector<Value>&, Kwargs&) {
+        Array items;
+        for (const auto& [k, v] : *object.object) {
+          auto pair = Value::list({Value::of(k), v});
+          pair.is_tuple = true;
+          items.push_back(pair);
+        }
+        return Value::list(std::move(items));
+      });
+    if (name == "keys" || name == "values")
+      return method([object, name](std::vector<Value>&, Kwargs&) {
+        Array items;
+        for (const auto& [k, v] : *object.object)
+          items.push_back(name == "keys" ? Value::of(k) : v);
+        return Value::list(std::move(items));
+      });
+    if (name == "get")
+      return method([object](std::vector<Value>& args, Kwargs&) {
+        const auto* found = args.empty() ? nullptr : object.find(args[0].to_output());
+        return found ? *found : (args.size() > 1 ? args[1] : Value::none());
+      });
+  }
+  if (self.is(Kind::array) && name == "append") {
+    const auto list = self;
+    return method([list](std::vector<Value>& args, Kwargs&) {
+      for (auto& a : args)
+        list.array->push_back(a);
+      return Value::none();
+    });
+  }
+  return Value{};
+}
+
+Value
+Renderer::call(const Expr& e) {
+  auto [args, kwargs] = arguments(e);
+  if (e.a->kind == Expr::Kind::name) {
+    const auto& name = e.a->text;
+    const auto bound = lookup(name);
+    if (!bound.is(Kind::function)) {
+      if (name == "range") {
+        std::int64_t start = 0, stop = 0, by = 1;
+        if (args.size() == 1)
+          stop = args[0].integer;
+        else if (args.size() >= 2)
+          start = args[0].integer, stop = args[1].integer, by = args.size() > 2 ? args[2].integer : 1;
+        if (by == 0)
+          fail(e, "range() step cannot be zero");
+        if ((stop - start) / by > static_cast<std::int64_t>(kMaxSteps))
+          fail(e, "range() is too long");
+        Array items;
+        for (auto i = start; by > 0 ? i < stop : i > stop; i += by)
+          items.push_back(Value::of(i));
+        return Value::list(std::move(items));
+      }
+      if (name == "namespace" || name == "dict") {
+        auto ns = Value::dict();
+        ns.is_namespace = name == "namespace";
+        if (!args.empty() && args[0].is(Kind::object))
+          for (const auto& [k, v] : *args[0].object)
+            ns.set(k, v);
+        for (auto& [k, v] : kwargs)
+          ns.set(k, v);
+        return ns;
+      }
+      if (name == "raise_exception")
+        fail(e, "the template raised an error: " + (args.empty() ? std::string() : args[0].to_output()));
+      if (name == "strftime_now") {
+        const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+        std::tm local{};
+        localtime_r(&now, &local);
+        char buffer[256];
+        const auto format = args.empty() ? std::string("%Y-%m-%d") : args[0].to_output();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" // the template chooses the format, as strftime_now intends
+        const auto n = std::strftime(buffer, sizeof buffer, format.c_str(), &local);
+#pragma GCC diagnostic pop
+        return Value::of(std::string(buffer, n));
+      }
+      fail(e, fmt::format("'{}' is not a function the template defines or optkit provides", name));
+    }
+    return (*bound.function)(args, kwargs);
+  }
+  const auto callee = evaluate(*e.a);
+  if (!callee.is(Kind::function))
+    fail(e, "calling something that is not a function" +
+                (e.a->kind == Expr::Kind::attribute ? " ('" + e.a->text + "')" : std::string()));
+  return (*callee.function)(args, kwargs);
+}
+
+Value
+Renderer::apply_filter(const std::string& name, const Value& value, std::vector<Value>& args, Kwargs& kwargs,
+                       const Expr& at) {
+  if (name == "length" || name == "count") {
+    if (value.is(Kind::array))
+      return Value::of(static_cast<std::int64_t>(value.array->size()));
+    if (value.is(Kind::object))
+      return Value::of(static_cast<std::int64_t>(value.object->size()));
+    if (value.is(Kind::string))
+      return Value::of(static_cast<std::int64_t>(iterate(value, at).size()));
+    fail(at, "length of a " + value.type_name());
+  }
+  if (name == "default" || name == "d") {
+    const bool boolean = arg(args, kwargs, 1, "boolean", Value::of(false)).truthy();
+    const bool use_default = value.is(Kind::undefined) || (boolean && !value.truthy());
+    return use_default ? arg(args, kwargs, 0, "default_value", Value::of(std::string())) : value;
+  }
+  if (name == "tojson") {
+    const auto indent = arg(args, kwargs, 0, "indent");
+    return Value::of(to_json(value, indent.is(Kind::integer) ? static_cast<int>(indent.integer) : 0));
+  }
+  if (name == "string")
+    return Value::of(value.to_output());
+  if (name == "safe" || name == "e" || name == "escape")
+    return value;
+  if (name == "trim")
+    return Value::of(strip_chars(value.to_output(),
+                                 arg(args, kwargs, 0, "chars").is(Kind::string) ? arg(args, kwargs, 0, "chars").string
+                                                                                : std::string(),
+                                 true, true));
+  if (name == "upper" || name == "lower")
+    return Value::of(ascii_case(value.to_output(), name == "upper"));
+  if (name == "title")
+    return Value::of(title_case(value.to_output()));
+  if (name == "capitalize") {
+    auto s = ascii_case(value.to_output(), false);
+    if (!s.empty())
+      s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return Value::of(s);
+  }
+  if (name == "int") {
+    if (value.is(Kind::integer))
+      return value;
+    if (value.is(Kind::floating))
+      return Value::of(static_cast<std::int64_t>(value.floating));
+    try {
+      return Value::of(static_cast<std::int64_t>(std::stoll(value.to_output())));
+    } catch (const std::exception&) {
+      return arg(args, kwargs, 0, "default", Value::of(std::int64_t{0}));
+    }
+  }
+  if (name == "float") {
+    if (value.is_number())
+      return Value::of_float(value.number());
+    try {
+      return Value::of_float(std::stod(value.to_output()));
+    } catch (const std::exception&) {
+      return Value::of_float(0);
+    }
+  }
+  if (name == "abs")
+    return value.is(Kind::integer) ? Value::of(value.integer < 0 ? -value.integer : value.integer)
+                                   : Value::of_float(std::fabs(value.number()));
+  if (name == "list")
+    return Value::list(iterate(value, at));
+  if (name == "first" || name == "last") {
+    const auto items = iterate(value, at);
+    return items.empty() ? Value{} : (name == "first" ? items.front() : items.back());
+  }
+  if (name == "reverse") {
+    auto items = iterate(value, at);
+    std::reverse(items.begin(), items.end());
+    if (value.is(Kind::string)) {
+      std::string s;
+      for (const auto& c : items)
+        s += c.string;
+      return Value::of(s);
+    }
+    return Value::list(std::move(items));
+  }
+  if (name == "join") {
+    const auto separator = arg(args, kwargs, 0, "d", Value::of(std::string())).to_output();
+    const auto attribute = arg(args, kwargs, 1, "attribute");
+    std::string out;
+    const auto items = iterate(value, at);
+    for (std::size_t i = 0; i < items.size(); ++i)
+      out += (i ? separator : std::string()) +
+             (attribute.is(Kind::string) ? member(items[i], attribute.string, at) : items[i]).to_output();
+    return Value::of(out);
+  }
+  if (name == "items")
+    return (*bound_method(value, "items").function)(args, kwargs);
+  if (name == "unique") {
+    Array out;
+    for (const auto& item : iterate(value, at))
+      if (std::none_of(out.begin(), out.end(), [&](const Value& v) { return equal(v, item); }))
+        out.push_back(item);
+    return Value::list(std::move(out));
+  }
+  if (name == "sort") {
+    auto items = iterate(value, at);
+    const bool reverse = arg(args, kwargs, 0, "reverse", Value::of(false)).truthy();
+    const auto attribute = arg(args, kwargs, 2, "attribute");
+    const auto key = [&](const Value& v) { return attribute.is(Kind::string) ? member(v, attribute.string, at) : v; };
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      const auto a = key(x), b = key(y);
+      const bool less = a.is_number() && b.is_number() ? a.number() < b.number() : a.to_output() < b.to_output();
+      const bool greater = a.is_number() && b.is_number() ? a.number() > b.number() : a.to_output() > b.to_output();
+      return reverse ? greater : less;
+    });
+    return Value::list(std::move(items));
+  }
+  if (name == "selectattr" || name == "rejectattr" || name == "select" || name == "reject") {
+    const bool by_attribute = name == "selectattr" || name == "rejectattr";
+    const bool keep_if = name == "selectattr" || name == "select";
+    const auto attribute = by_attribute && !args.empty() ? args[0].to_output() : std::string();
+    const std::size_t test_at = by_attribute ? 1 : 0;
+    Array out;
+    for (const auto& item : iterate(value, at)) {
+      const auto subject = by_attribute ? (item.is(Kind::object) ? member(item, attribute, at) : Value{}) : item;
+      bool passes;
+      if (args.size() <= test_at) {
+        passes = subject.truthy();
+      } else {
+        Expr literal;
+        literal.kind = Expr::Kind::name;
+        literal.text = "\x01subject";
+        m_scopes.back()["\x01subject"] = subject;
+        std::vector<Value> test_args(args.begin() + static_cast<std::ptrdiff_t>(test_at) + 1, args.end());
+        passes = apply_test(args[test_at].to_output(), literal, test_args, at);
+        m_scopes.back().erase("\x01subject");
+      }
+      if (passes == keep_if)
+        out.push_back(item);
+    }
+    return Value::list(std::move(out));
+  }
+  if (name == "map") {
+    Array out;
+    const auto* attribute = kwarg(kwargs, "attribute");
+    for (const auto& item : iterate(value, at)) {
+      if (attribute) {
+        auto v = item.is(Kind::object) ? member(item, attribute->to_output(), at) : Value{};
+        if (v.is(Kind::undefined))
+          if (const auto* fallback = kwarg(kwargs, "default"))
+            v = *fallback;
+        out.push_back(v);
+      } else if (!args.empty()) {
+        std::vector<Value> rest(args.begin() + 1, args.end());
+        Kwargs none;
+        out.push_back(apply_filter(args[0].to_output(), item, rest, none, at));
+      } else {
+        fail(at, "map needs a filter name or attribute=");
+      }
+    }
+    return Value::list(std::move(out));
+  }
+  if (name == "replace") {
+    auto method = bound_method(Value::of(value.to_output()), "replace");
+    return (*method.function)(args, kwargs);
+  }
+  if (name == "indent") {
+    const auto width = arg(args, kwargs, 0, "width", Value::of(std::int64_t{4}));
+    const bool first = arg(args, kwargs, 1, "first", Value::of(false)).truthy();
+    const bool blank = arg(args, kwargs, 2, "blank", Value::of(false)).truthy();
+    const std::string pad = width.is(Kind::string)
+                                ? width.string
+                                : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.integer)), ' ');
+    const auto text = value.to_output();
+    std::string out;
+    std::size_t start = 0;
+    bool first_line = true;
+    while (true) {
+      const auto end = text.find('\n', start);
+      const auto line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if ((first_line ? first : true) && (blank || !line.empty()))
+        out += pad;
+      out += line;
+      if (end == std::string::npos)
+        break;
+      out += '\n';
+      start = end + 1;
+      first_line = false;
+    }
+    return Value::of(out);
+  }
+  if (name == "round") {
+    const auto precision = arg(args, kwargs, 0, "precision", Value::of(std::int64_t{0}));
+    const double scale = std::pow(10.0, static_cast<double>(precision.integer));
+    return Value::of_float(std::round(value.number() * scale) / scale);
+  }
+  if (name == "dictsort") {
+    auto items = *(*bound_method(value, "items").function)(args, kwargs).array;
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Value& a, const Value& b) { return (*a.array)[0].string < (*b.array)[0].string; });
+    return Value::list(std::move(items));
+  }
+  fail(at, fmt::format("filter '{}' is not supported", name));
+}
+
+bool
+Renderer::apply_test(const std::string& name, const Expr& subject, std::vector<Value>& args, const Expr& at) {
+  const auto value = evaluate(subject);
+  if (name == "defined")
+    return !value.is(Kind::undefined);
+  if (name == "undefined")
+    return value.is(Kind::undefined);
+  if (name == "none")
+    return value.is(Kind::none);
+  if (name == "string")
+    return value.is(Kind::string);
+  if (name == "number")
+    return value.is_number();
+  if (name == "integer")
+    return value.is(Kind::integer);
+  if (name == "float")
+    return value.is(Kind::floating);
+  if (name == "boolean")
+    return value.is(Kind::boolean);
+  if (name == "true" || name == "false")
+    return value.is(Kind::boolean) && value.boolean == (name == "true");
+  if (name == "mapping")
+    return value.is(Kind::object);
+  if (name == "sequence" || name == "iterable")
+    return value.is(Kind::array) || value.is(Kind::string) || (name == "iterable" && value.is(Kind::object));
+  if (name == "callable")
+    return value.is(Kind::function);
+  if (name == "odd" || name == "even")
+    return value.is(Kind::integer) && (value.integer % 2 != 0) == (name == "odd");
+  if (name == "lower" || name == "upper")
+    return value.is(Kind::string) && ascii_case(value.string, name == "upper") == value.string;
+  if (name == "equalto" || name == "eq" || name == "==" || name == "sameas")
+    return !args.empty() && equal(value, args[0]);
+  if (name == "ne" || name == "!=")
+    return args.empty() || !equal(value, args[0]);
+  if (name == "in") {
+    if (args.empty())
+      return false;
+    const auto& container = args[0];
+    if (container.is(Kind::array))
+      return std::any_of(container.array->begin(), container.array->end(),
+                         [&](const Value& v) { return equal(v, value); });
+    if (container.is(Kind::string))
+      return value.is(Kind::string) && container.string.find(value.string) != std::string::npos;
+    if (container.is(Kind::object))
+      return value.is(Kind::string) && container.find(value.string);
+    return false;
+  }
+  fail(at, fmt::format("test '{}' is not supported", name));
+}
+
+} // namespace
+
+Template
+Template::parse(std::string_view source, const std::string& name) {
+  Template t;
+  t.m_name = name;
+  t.m_body = std::make_shared<const Body>(jinja::parse(tokenize(source, name), name));
+  return t;
+}
+
+std::string
+Template::render(const nlohmann::ordered_json& context) const {
+  Renderer renderer(m_name);
+  if (context.is_object())
+    for (const auto& [key, value] : context.items())
+      renderer.define(key, Value::from_json(value));
+  return renderer.render(*m_body);
+}
+
+} // namespace optkit::jinja

