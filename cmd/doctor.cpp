@@ -17,12 +17,18 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
     std::string format;
     double timeout_s = 300;
     std::string worker;
+    std::string model;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* doctor = app.add_subcommand(
-      "doctor", "Check this installation: archive, data files, config, worker processes, BLAS, CUDA devices");
+      "doctor", "Check this installation: archive, data files, config, worker processes, BLAS, CUDA devices; "
+                "with --model, whether optkit understands a model folder");
   add_format_option(*doctor, flags->format);
   add_timeout_option(*doctor, flags->timeout_s);
+  doctor
+      ->add_option("--model", flags->model,
+                   "also check a model folder: config.json, tokenizer components, special tokens, chat template")
+      ->check(CLI::ExistingDirectory);
   doctor->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"doctor", doctor,
                 [flags](AppContext& ctx) {
@@ -31,7 +37,9 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
                     proc::write_worker_result(spec, doctor::run_probes());
                     return;
                   }
-                  const auto report = doctor::run_doctor(ctx.settings, ctx.run_context(flags->timeout_s));
+                  const auto report = doctor::run_doctor(
+                      ctx.settings, ctx.run_context(flags->timeout_s),
+                      flags->model.empty() ? std::nullopt : std::optional<std::filesystem::path>(flags->model));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     ctx.emit(nlohmann::json({{"run_id", ctx.run_id},

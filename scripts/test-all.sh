@@ -29,9 +29,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 step "libFuzzer targets, ${fuzz_seconds}s each"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPTKIT_FUZZ=ON \
   -DOPTKIT_TESTS=OFF -DOPTKIT_CUDA=OFF
-cmake --build build-fuzz --target fuzz_config_yaml fuzz_time_point fuzz_worker_spec fuzz_safetensors_header fuzz_tokenizer \
-  fuzz_perf_table fuzz_hf_config fuzz_delta_artifact
-for target in config_yaml time_point worker_spec safetensors_header tokenizer perf_table hf_config delta_artifact; do
+fuzz_targets=(config_yaml time_point worker_spec safetensors_header tokenizer pre_tokenizer chat_template perf_table
+              hf_config delta_artifact)
+cmake --build build-fuzz --target "${fuzz_targets[@]/#/fuzz_}"
+for target in "${fuzz_targets[@]}"; do
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"$target"/* "$corpus"/
   log="build-fuzz/fuzz_$target.log"

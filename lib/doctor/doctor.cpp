@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/text.hpp"
+#include "doctor/model_check.hpp"
 #include "proc/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -114,7 +115,8 @@ Report::failures() const {
 }
 
 Report
-run_doctor(const Settings& settings, const archive::RunContext& context) {
+run_doctor(const Settings& settings, const archive::RunContext& context,
+           const std::optional<std::filesystem::path>& model_dir) {
   archive::RunArchive& archive = *context.archive;
   const std::int64_t run_id = context.run_id;
   Report report;
@@ -126,6 +128,9 @@ run_doctor(const Settings& settings, const archive::RunContext& context) {
                            settings.config_file.empty() ? "no config file (built-in defaults)"
                                                         : settings.config_file.string() + " (valid)"});
   report.checks.push_back(check_data());
+  if (model_dir)
+    for (auto& check : check_model_folder(*model_dir))
+      report.checks.push_back(std::move(check));
 
   proc::WorkerTask task;
   task.command = {"doctor"};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the reference implementations from npm (at test time, never vendored; cached in the build
 # folder) and runs one conformance comparison.
-#   run_conformance.sh tokenizers|chat-templates TOOL BUILD_DIR SOURCE_DIR
+#   run_conformance.sh tokenizers|chat-templates|llama31-model TOOL BUILD_DIR SOURCE_DIR
 set -euo pipefail
 suite=$1 tool=$2 build=$3 source=$4
 prefix="$build/npm-reference-tokenizers"
@@ -26,6 +26,9 @@ fi
 case "$suite" in
 tokenizers) script=tokenizer_conformance.mjs ;;
 chat-templates) script=chat_template_conformance.mjs ;;
+llama31-model) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
+  exec bash "$source/tests/conformance/llama31_model.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
+    "$source/testdata" ;;
 *) echo "unknown suite $suite" >&2; exit 2 ;;
 esac
 exec node "$source/tests/conformance/$script" "$tool" "$prefix/node_modules" "$source/testdata" "${models[@]}"

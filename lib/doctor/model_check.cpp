@@ -1,0 +1,94 @@
+#include "doctor/model_check.hpp"
+
+#include "core/error.hpp"
+#include "model/chat_template.hpp"
+#include "model/model_config.hpp"
+#include "model/tokenizer.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace optkit::doctor {
+
+namespace {
+
+constexpr std::string_view kSample = "Hello, world! Numbers 12345, caf\u00e9 \u4e2d\u6587 \U0001F600 and  spaces.\n";
+
+std::string
+list_or_none(const std::vector<std::string>& names) {
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, " + "));
+}
+
+// The first `n` characters of a rendering, with newlines shown as \n, for a one-line detail.
+std::string
+preview(const std::string& text, std::size_t n = 160) {
+  std::string out;
+  for (const char c : text.substr(0, n))
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return text.size() > n ? out + "..." : out;
+}
+
+} // namespace
+
+std::vector<Check>
+check_model_folder(const std::filesystem::path& model_dir) {
+  std::vector<Check> checks;
+  try {
+    const auto config = model::load_model_config(model_dir);
+    checks.push_back({"model config", CheckStatus::ok,
+                      fmt::format("{}: {} layers, hidden {}, vocabulary {}", config.architecture_name,
+                                  config.num_layers, config.hidden_size, config.vocab_size)});
+  } catch (const InputError& e) {
+    checks.push_back({"model config", CheckStatus::fail, e.what()});
+  }
+
+  std::optional<model::Tokenizer> tokenizer;
+  try {
+    tokenizer = model::Tokenizer::load_folder(model_dir);
+    const auto c = tokenizer->components();
+    checks.push_back(
+        {"tokenizer", CheckStatus::ok,
+         fmt::format("model {}; normalizer {}; pre-tokenizer {}; post-processor {}; decoder {}; "
+                     "{} tokens ({} added, {} special)",
+                     c.model, list_or_none(c.normalizer), list_or_none(c.pre_tokenizer), list_or_none(c.post_processor),
+                     list_or_none(c.decoder), tokenizer->vocab_size(), c.added_tokens, c.special_tokens)});
+    const auto ids = tokenizer->encode(kSample, false);
+    const auto with_special = tokenizer->encode(kSample, true);
+    const auto decoded = tokenizer->decode(ids);
+    const bool round_trip = decoded == kSample;
+    checks.push_back({"tokenizer sample", round_trip ? CheckStatus::ok : CheckStatus::warn,
+                      fmt::format("{} bytes -> {} tokens ({} with special tokens); decode {}", kSample.size(),
+                                  ids.size(), with_special.size(),
+                                  round_trip ? "round-trips"
+                                             : "differs: \"" + preview(decoded) +
+                                                   "\" (a normalizer or decoder that drops information)")});
+  } catch (const InputError& e) {
+    checks.push_back({"tokenizer", CheckStatus::fail, e.what()});
+  }
+
+  try {
+    const auto chat = model::load_chat_template(model_dir);
+    std::vector<std::string> specials;
+    for (const auto& [key, value] : chat.special_tokens.items()) {
+      std::string entry = key + "=" + value.get<std::string>();
+      if (tokenizer) {
+        const auto id = tokenizer->token_id(value.get<std::string>());
+        entry += id ? fmt::format(" ({})", *id) : std::string(" (NOT a token)");
+      }
+      specials.push_back(entry);
+    }
+    checks.push_back({"special tokens", CheckStatus::ok, list_or_none(specials)});
+    const std::vector<model::ChatMessage> sample{{"system", "You are a helpful assistant."}, {"user", "Hi!"}};
+    const auto rendered = model::render_chat(chat, sample, true);
+    std::string detail = fmt::format(
+        "{}{}: ", chat.source, chat.names.empty() ? "" : fmt::format(" (templates: {})", fmt::join(chat.names, ", ")));
+    if (tokenizer)
+      detail += fmt::format("sample chat is {} tokens: ", tokenizer->encode(rendered, false).size());
+    checks.push_back({"chat template", CheckStatus::ok, detail + "\"" + preview(rendered) + "\""});
+  } catch (const InputError& e) {
+    checks.push_back({"chat template", CheckStatus::warn, e.what()});
+  }
+  return checks;
+}
+
+} // namespace optkit::doctor
