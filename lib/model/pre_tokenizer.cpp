@@ -121,13 +121,22 @@ rust_ascii_punctuation(char32_t c) {
   return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
 }
 
-std::string
-byte_level_chars(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size() * 2);
+// The byte-level characters of `bytes`, written into `out` (a buffer reused piece to piece).
+std::string_view
+byte_level_chars(std::string_view bytes, std::string& out) {
+  out.clear();
   for (const char byte : bytes)
     append_utf8(out, byte_to_char(static_cast<std::uint8_t>(byte)));
   return out;
+}
+
+// One reusable buffer per step and thread: pieces of one step are rewritten one at a time.
+std::string&
+step_buffer(std::size_t index) {
+  thread_local std::vector<std::string> buffers;
+  if (buffers.size() <= index)
+    buffers.resize(index + 1);
+  return buffers[index];
 }
 
 } // namespace
@@ -283,85 +292,96 @@ PreTokenizer::component_names() const {
 }
 
 void
-PreTokenizer::run_step(const Step& step, std::vector<Piece>& pieces) const {
-  std::vector<Piece> out;
-  out.reserve(pieces.size());
-  const auto keep = [&](const Piece& piece, const std::vector<MatchedPiece>& matched, SplitBehavior behavior) {
-    for (const auto& [start, end] : apply_split_behavior(matched, behavior))
-      out.push_back({piece.text.substr(start, end - start), piece.at_start && start == 0});
-  };
-  for (auto& piece : pieces) {
-    switch (step.kind) {
-    case Kind::regex: {
-      auto matched = step.fast    ? scanner_pieces(*step.fast, piece.text)
-                     : step.regex ? regex_pieces(*step.regex, piece.text)
-                                  : literal_pieces(piece.text, step.replacement);
-      if (step.invert)
-        for (auto& m : matched)
-          m.is_match = !m.is_match;
-      keep(piece, matched, step.behavior);
-      break;
-    }
-    case Kind::chars:
-      switch (step.chars) {
-      case CharClass::whitespace:
-        keep(piece, char_pieces(piece.text, [](char32_t c) { return is_whitespace(c); }), step.behavior);
-        break;
-      case CharClass::numeric:
-        keep(piece, char_pieces(piece.text, [](char32_t c) { return is_number(c); }), step.behavior);
-        break;
-      case CharClass::punctuation:
-        keep(piece, char_pieces(piece.text, [](char32_t c) { return rust_ascii_punctuation(c) || is_punctuation(c); }),
-             step.behavior);
-        break;
-      }
-      break;
-    case Kind::byte_level: {
-      if (step.add_prefix_space && !piece.text.starts_with(' '))
-        piece.text.insert(0, 1, ' ');
-      if (step.fast) {
-        for (const auto& [start, end] :
-             apply_split_behavior(scanner_pieces(*step.fast, piece.text), SplitBehavior::isolated))
-          out.push_back({byte_level_chars(std::string_view(piece.text).substr(start, end - start)),
-                         piece.at_start && start == 0});
-      } else if (!piece.text.empty()) {
-        out.push_back({byte_level_chars(piece.text), piece.at_start});
-      }
-      break;
-    }
-    case Kind::metaspace: {
-      std::string text;
-      text.reserve(piece.text.size() + 8);
-      for (const char c : piece.text) {
-        if (c == ' ')
-          text += step.replacement;
-        else
-          text.push_back(c);
-      }
-      const bool prepend =
-          step.prepend == Step::Prepend::always || (step.prepend == Step::Prepend::first && piece.at_start);
-      if (prepend && !text.starts_with(step.replacement))
-        text.insert(0, step.replacement);
-      Piece replaced{std::move(text), piece.at_start};
-      if (step.metaspace_split)
-        keep(replaced, literal_pieces(replaced.text, step.replacement), SplitBehavior::merged_with_next);
-      else if (!replaced.text.empty())
-        out.push_back(std::move(replaced));
-      break;
-    }
-    }
+PreTokenizer::run_from(std::size_t index, std::string_view piece, bool at_start, const WordSink& word) const {
+  if (index == m_steps.size()) {
+    if (!piece.empty())
+      word(piece);
+    return;
   }
-  pieces.swap(out);
+  const Step& step = m_steps[index];
+  const auto split_by = [&](const std::vector<MatchedPiece>& matched, SplitBehavior behavior) {
+    for (const auto& [start, end] : apply_split_behavior(matched, behavior))
+      run_from(index + 1, piece.substr(start, end - start), at_start && start == 0, word);
+  };
+  switch (step.kind) {
+  case Kind::regex: {
+    auto matched = step.fast    ? scanner_pieces(*step.fast, piece)
+                   : step.regex ? regex_pieces(*step.regex, piece)
+                                : literal_pieces(piece, step.replacement);
+    if (step.invert)
+      for (auto& m : matched)
+        m.is_match = !m.is_match;
+    split_by(matched, step.behavior);
+    return;
+  }
+  case Kind::chars:
+    switch (step.chars) {
+    case CharClass::whitespace:
+      split_by(char_pieces(piece, [](char32_t c) { return is_whitespace(c); }), step.behavior);
+      return;
+    case CharClass::numeric:
+      split_by(char_pieces(piece, [](char32_t c) { return is_number(c); }), step.behavior);
+      return;
+    case CharClass::punctuation:
+      split_by(char_pieces(piece, [](char32_t c) { return rust_ascii_punctuation(c) || is_punctuation(c); }),
+               step.behavior);
+      return;
+    }
+    return;
+  case Kind::byte_level: {
+    std::string prefixed;
+    if (step.add_prefix_space && !piece.starts_with(' ')) {
+      prefixed = " " + std::string(piece);
+      piece = prefixed;
+    }
+    auto& buffer = step_buffer(index);
+    if (!step.fast) {
+      if (!piece.empty())
+        run_from(index + 1, byte_level_chars(piece, buffer), at_start, word);
+      return;
+    }
+    // The GPT-2 split covers the whole text: every piece is a match, Isolated.
+    const auto matched = scanner_pieces(*step.fast, piece);
+    for (const auto& m : matched)
+      if (m.end > m.start)
+        run_from(index + 1, byte_level_chars(piece.substr(m.start, m.end - m.start), buffer), at_start && m.start == 0,
+                 word);
+    return;
+  }
+  case Kind::metaspace: {
+    std::string text;
+    text.reserve(piece.size() + 8);
+    for (const char c : piece) {
+      if (c == ' ')
+        text += step.replacement;
+      else
+        text.push_back(c);
+    }
+    const bool prepend = step.prepend == Step::Prepend::always || (step.prepend == Step::Prepend::first && at_start);
+    if (prepend && !std::string_view(text).starts_with(step.replacement))
+      text.insert(0, step.replacement);
+    if (!step.metaspace_split) {
+      if (!text.empty())
+        run_from(index + 1, text, at_start, word);
+      return;
+    }
+    const std::string_view view(text);
+    for (const auto& [start, end] :
+         apply_split_behavior(literal_pieces(view, step.replacement), SplitBehavior::merged_with_next))
+      run_from(index + 1, view.substr(start, end - start), at_start && start == 0, word);
+    return;
+  }
+  }
+}
+
+void
+PreTokenizer::split(std::string_view text, bool first_section, const WordSink& word) const {
+  run_from(0, text, first_section, word);
 }
 
 void
 PreTokenizer::split(std::string_view text, bool first_section, std::vector<std::string>& words) const {
-  std::vector<Piece> pieces{{std::string(text), first_section}};
-  for (const auto& step : m_steps)
-    run_step(step, pieces);
-  for (auto& piece : pieces)
-    if (!piece.text.empty())
-      words.push_back(std::move(piece.text));
+  split(text, first_section, [&](std::string_view w) { words.emplace_back(w); });
 }
 
 } // namespace optkit::model

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,8 +37,12 @@ public:
   // `node` is tokenizer.json's "pre_tokenizer" (null: none).
   static PreTokenizer from_json(const nlohmann::json& node, const std::string& source);
 
-  // Splits one normalized section of text (UTF-8) into the words the model encodes, appending to
-  // `words`. `first_section`: the section starts the input (Metaspace's prepend_scheme "first").
+  // Splits one normalized section of text (UTF-8) into the words the model encodes, handing each
+  // (non-empty) to `word` in order. `first_section`: the section starts the input (Metaspace's
+  // prepend_scheme "first"). Pieces flow through the steps one at a time, as views of the text
+  // until a step rewrites them, so no step materializes the whole section's pieces.
+  using WordSink = std::function<void(std::string_view)>;
+  void split(std::string_view text, bool first_section, const WordSink& word) const;
   void split(std::string_view text, bool first_section, std::vector<std::string>& words) const;
 
   // Whether a ByteLevel step maps bytes to printable characters (so model tokens are byte-level).
@@ -60,11 +65,8 @@ private:
     enum class Prepend { always, first, never } prepend = Prepend::always;
     bool metaspace_split = true;
   };
-  struct Piece {
-    std::string text;
-    bool at_start; // begins at offset 0 of the input's first section
-  };
-  void run_step(const Step& step, std::vector<Piece>& pieces) const;
+  // Runs steps[index...] on one piece; `at_start`: it begins at offset 0 of the input's first section.
+  void run_from(std::size_t index, std::string_view piece, bool at_start, const WordSink& word) const;
 
   std::vector<Step> m_steps;
   bool m_byte_level = false;

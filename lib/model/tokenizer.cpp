@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace optkit::model {
@@ -241,18 +240,6 @@ Tokenizer::components() const {
   return c;
 }
 
-std::string
-Tokenizer::describe() const {
-  const auto c = components();
-  std::string text = c.model;
-  if (m_pre_tokenizer.byte_level())
-    text += ", byte-level";
-  for (const auto& step : c.pre_tokenizer)
-    if (step != "ByteLevel")
-      text += ", " + step;
-  return fmt::format("{}, {} tokens", text, vocab_size());
-}
-
 std::vector<Tokenizer::Section>
 Tokenizer::split_added(std::string_view text, bool normalized) const {
   const auto& tokens = normalized ? m_match_norm : m_match_raw;
@@ -298,18 +285,18 @@ void
 Tokenizer::encode_text(std::string_view text, bool first_section, std::vector<std::int32_t>& out) const {
   if (text.empty())
     return;
-  const auto normalized = m_normalizer.apply(text);
-  std::vector<std::string> words;
+  std::string normalized;
+  if (!m_normalizer.empty()) {
+    normalized = m_normalizer.apply(text);
+    text = normalized;
+  }
+  const auto encode_word = [&](std::string_view word) { m_model->encode_word(word, out); };
   bool first = first_section;
-  for (const auto& section : split_added(normalized, true)) {
-    if (section.added) {
+  for (const auto& section : split_added(text, true)) {
+    if (section.added)
       out.push_back(section.added->id);
-    } else if (!section.text.empty()) {
-      words.clear();
-      m_pre_tokenizer.split(section.text, first, words);
-      for (const auto& word : words)
-        m_model->encode_word(word, out);
-    }
+    else if (!section.text.empty())
+      m_pre_tokenizer.split(section.text, first, encode_word);
     first = false;
   }
 }

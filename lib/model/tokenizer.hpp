@@ -38,7 +38,7 @@ struct AddedToken {
   bool single_word = false; // matched only when not inside a word
 };
 
-// What a tokenizer is made of, for `optkit doctor --model` and describe().
+// What a tokenizer is made of, for `optkit doctor --model`.
 struct TokenizerComponents {
   std::vector<std::string> normalizer, pre_tokenizer, post_processor, decoder;
   std::string model;
@@ -62,8 +62,6 @@ public:
   std::string token_text(std::int32_t id) const;
   // The bytes of text one token stands for (before UTF-8 repair), for bits-per-byte figures.
   std::string token_bytes(std::int32_t id) const;
-  // e.g. "BPE, byte-level, Split(llama3 pattern), 128256 tokens"
-  std::string describe() const;
   TokenizerComponents components() const;
   const std::vector<AddedToken>& added_tokens() const { return m_added; }
 
