@@ -837,8 +837,11 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
              (attribute.is(Kind::string) ? member(items[i], attribute.string, at) : items[i]).to_output();
     return Value::of(out);
   }
-  if (name == "items")
+  if (name == "items") {
+    if (!value.is(Kind::object))
+      fail(at, "items of a " + value.type_name() + " (it needs a dict)");
     return (*bound_method(value, "items").function)(args, kwargs);
+  }
   if (name == "unique") {
     Array out;
     for (const auto& item : iterate(value, at))
@@ -939,6 +942,8 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
     return Value::of_float(std::round(value.number() * scale) / scale);
   }
   if (name == "dictsort") {
+    if (!value.is(Kind::object))
+      fail(at, "dictsort of a " + value.type_name() + " (it needs a dict)");
     auto items = *(*bound_method(value, "items").function)(args, kwargs).array;
     std::stable_sort(items.begin(), items.end(),
                      [](const Value& a, const Value& b) { return (*a.array)[0].string < (*b.array)[0].string; });
