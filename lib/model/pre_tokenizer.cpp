@@ -305,6 +305,20 @@ PreTokenizer::run_from(std::size_t index, std::string_view piece, bool at_start,
   };
   switch (step.kind) {
   case Kind::regex: {
+    if (step.fast && step.behavior == SplitBehavior::isolated && !step.invert) {
+      // The common case (every byte-level tokenizer's split): scanner pieces straight to the next
+      // step, with no intermediate list of ranges.
+      const auto wide = decode_utf8(piece);
+      std::size_t at = 0;
+      for (const auto part : split_text(*step.fast, wide)) {
+        std::size_t bytes = 0;
+        for (const char32_t c : part)
+          bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        run_from(index + 1, piece.substr(at, bytes), at_start && at == 0, word);
+        at += bytes;
+      }
+      return;
+    }
     auto matched = step.fast    ? scanner_pieces(*step.fast, piece)
                    : step.regex ? regex_pieces(*step.regex, piece)
                                 : literal_pieces(piece, step.replacement);
