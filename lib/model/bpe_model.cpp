@@ -1,6 +1,7 @@
 #include "model/bpe_model.hpp"
 
 #include "core/error.hpp"
+#include "model/unicode.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -8,23 +9,6 @@
 #include <queue>
 
 namespace optkit::model {
-
-namespace {
-
-std::size_t
-utf8_length(unsigned char lead) {
-  if (lead < 0x80)
-    return 1;
-  if ((lead & 0xe0) == 0xc0)
-    return 2;
-  if ((lead & 0xf0) == 0xe0)
-    return 3;
-  if ((lead & 0xf8) == 0xf0)
-    return 4;
-  return 1;
-}
-
-} // namespace
 
 BpeModel::BpeModel(const nlohmann::json& model, const std::string& source) {
   const auto fail = [&](const std::string& what) { throw InputError(source + ": " + what); };
@@ -112,7 +96,7 @@ BpeModel::initial_symbols(std::string_view word, std::vector<std::int32_t>& ids)
   const bool affixes = !m_prefix.empty() || !m_suffix.empty();
   std::string symbol;
   for (std::size_t i = 0; i < word.size();) {
-    const std::size_t n = std::min(utf8_length(static_cast<unsigned char>(word[i])), word.size() - i);
+    const std::size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(word[i])), word.size() - i);
     std::string_view piece = word.substr(i, n);
     if (affixes) {
       symbol.assign(i > 0 ? m_prefix : std::string());

@@ -1,6 +1,7 @@
 #include "model/onig_regex.hpp"
 
 #include "core/error.hpp"
+#include "model/unicode.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -31,11 +32,6 @@ error_text(int code, OnigErrorInfo* info) {
   OnigUChar text[ONIG_MAX_ERROR_MESSAGE_LEN];
   const int length = info ? onig_error_code_to_str(text, code, info) : onig_error_code_to_str(text, code);
   return std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(std::max(length, 0)));
-}
-
-std::size_t
-utf8_char_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
 }
 
 } // namespace
@@ -78,7 +74,7 @@ OnigRegex::find_all(std::string_view text) const {
     const auto stop = static_cast<std::size_t>(region->end[0]);
     if (start == stop && last_match_end == stop) {
       // An empty match where the last match ended: step over one character and search again.
-      from += from < text.size() ? utf8_char_length(static_cast<unsigned char>(text[from])) : 1;
+      from += from < text.size() ? utf8_sequence_length(static_cast<unsigned char>(text[from])) : 1;
       continue;
     }
     matches.emplace_back(start, stop);

@@ -67,7 +67,7 @@ scanner_pieces(SplitPattern pattern, std::string_view text) {
   for (const auto piece : split_text(pattern, wide)) {
     std::size_t bytes = 0;
     for (const char32_t c : piece)
-      bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+      bytes += utf8_length(c);
     pieces.push_back({at, at + bytes, true});
     at += bytes;
   }
@@ -84,7 +84,7 @@ char_pieces(std::string_view text, Predicate matches) {
   const auto wide = decode_utf8(text);
   std::size_t at = 0, gap_start = 0;
   for (const char32_t c : wide) {
-    const std::size_t length = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    const std::size_t length = utf8_length(c);
     if (matches(c)) {
       if (gap_start < at)
         pieces.push_back({gap_start, at, false});
@@ -313,7 +313,7 @@ PreTokenizer::run_from(std::size_t index, std::string_view piece, bool at_start,
       for (const auto part : split_text(*step.fast, wide)) {
         std::size_t bytes = 0;
         for (const char32_t c : part)
-          bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+          bytes += utf8_length(c);
         run_from(index + 1, piece.substr(at, bytes), at_start && at == 0, word);
         at += bytes;
       }

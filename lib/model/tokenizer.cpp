@@ -22,11 +22,6 @@ member(const json& doc, const char* key) {
 }
 
 std::size_t
-utf8_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
-}
-
-std::size_t
 previous_char_start(std::string_view text, std::size_t at) {
   std::size_t start = at - 1;
   while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80)
@@ -48,8 +43,8 @@ char32_t
 char_at(std::string_view text, std::size_t at) {
   if (at >= text.size())
     return 0;
-  const auto decoded =
-      decode_utf8(text.substr(at, std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at)));
+  const auto decoded = decode_utf8(
+      text.substr(at, std::min(utf8_sequence_length(static_cast<unsigned char>(text[at])), text.size() - at)));
   return decoded.empty() ? 0 : decoded[0];
 }
 
@@ -274,7 +269,7 @@ Tokenizer::split_added(std::string_view text, bool normalized) const {
     i += match->content.size();
     if (match->rstrip)
       while (i < text.size() && is_whitespace(char_at(text, i)))
-        i += utf8_length(static_cast<unsigned char>(text[i]));
+        i += utf8_sequence_length(static_cast<unsigned char>(text[i]));
     segment_start = i;
   }
   sections.push_back({text.substr(segment_start), nullptr});

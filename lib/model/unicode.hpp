@@ -11,6 +11,16 @@ namespace optkit::model {
 // Throws InputError naming the byte offset of the first invalid sequence.
 std::u32string decode_utf8(std::string_view text);
 void append_utf8(std::string& out, char32_t code);
+// Bytes of the UTF-8 sequence a lead byte starts (1 for a stray continuation or invalid byte).
+inline std::size_t
+utf8_sequence_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
+}
+// Bytes `code` takes in UTF-8.
+inline std::size_t
+utf8_length(char32_t code) {
+  return code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+}
 std::string encode_utf8(std::u32string_view text);
 // Decodes what it can and replaces each invalid byte with U+FFFD (for decoding token bytes).
 std::string repair_utf8(std::string_view bytes);

@@ -1,6 +1,7 @@
 #include "model/unigram_model.hpp"
 
 #include "core/error.hpp"
+#include "model/unicode.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -12,11 +13,6 @@ namespace optkit::model {
 namespace {
 
 constexpr double kUnknownPenalty = 10.0;
-
-std::size_t
-utf8_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
-}
 
 } // namespace
 
@@ -61,7 +57,8 @@ UnigramModel::encode_word(std::string_view word, std::vector<std::int32_t>& out)
   best[0].reached = true;
   const double unknown_score = m_min_score - kUnknownPenalty;
   for (std::size_t start = 0; start < size;) {
-    const std::size_t char_length = std::min(utf8_length(static_cast<unsigned char>(word[start])), size - start);
+    const std::size_t char_length =
+        std::min(utf8_sequence_length(static_cast<unsigned char>(word[start])), size - start);
     const double base = best[start].score;
     bool single_char_piece = false;
     // Candidate pieces starting here, shortest first (a trie's common-prefix search order).
