@@ -19,7 +19,8 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
                  {"role": "tool", "content": "42"}],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]})");
   try {
-    const auto tmpl = optkit::jinja::Template::parse(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+    const auto tmpl =
+        optkit::jinja::Template::parse(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
     (void)tmpl.render(context);
   } catch (const optkit::InputError&) {
   }

@@ -26,7 +26,8 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto zero = rest.find('\0');
     if (zero == std::string_view::npos)
       return 0;
-    static const char* const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
+    static const char* const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
+                                            "Contiguous"};
     const int behavior = (data[0] & 7) % 5;
     const bool invert = (data[0] & 8) != 0;
     try {
