@@ -182,8 +182,10 @@ Value::to_output() const {
   case Kind::integer:
     return std::to_string(integer);
   case Kind::floating:
+    if (floating == 0)
+      return std::signbit(floating) ? "-0.0" : "0.0";
     if (floating == std::floor(floating) && std::fabs(floating) < 1e21)
-      return (std::signbit(floating) && floating == 0 ? "-" : "") + js_number(std::fabs(floating)) + ".0";
+      return js_number(floating) + ".0"; // a float that is whole prints as one: 2.0, -3.0
     return js_number(floating);
   case Kind::string:
     return string;
