@@ -6,6 +6,7 @@
 #include "model/unicode.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -215,7 +216,8 @@ Tokenizer::token_bytes(std::int32_t id) const {
   if (m_pre_tokenizer.byte_level() || m_decoder.byte_level())
     if (auto bytes = byte_level_bytes(token))
       return *bytes;
-  if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>') {
+  if (token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
+      std::isxdigit(static_cast<unsigned char>(token[3])) && std::isxdigit(static_cast<unsigned char>(token[4]))) {
     const auto value = std::stoi(token.substr(3, 2), nullptr, 16);
     return std::string(1, static_cast<char>(value));
   }
