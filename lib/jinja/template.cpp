@@ -20,7 +20,6 @@ namespace {
 using Kind = Value::Kind;
 
 constexpr std::size_t kMaxOutput = 64u << 20;
-constexpr std::uint64_t kMaxSteps = 5'000'000;
 constexpr int kMaxCallDepth = 100;
 
 struct LoopControl {
@@ -29,7 +28,9 @@ struct LoopControl {
 
 class Renderer {
 public:
-  explicit Renderer(const std::string& name) : m_name(name) { m_scopes.emplace_back(); }
+  Renderer(const std::string& name, std::uint64_t max_steps) : m_name(name), m_max_steps(max_steps) {
+    m_scopes.emplace_back();
+  }
 
   void define(const std::string& key, Value value) { m_scopes.front()[key] = std::move(value); }
 
@@ -47,8 +48,8 @@ private:
   [[noreturn]] void fail(const Expr& at, const std::string& what) const { fail(at.line, at.column, what); }
 
   void step(const Expr& at) {
-    if (++m_steps > kMaxSteps)
-      fail(at, fmt::format("rendering took more than {} steps (a loop without end?)", kMaxSteps));
+    if (++m_steps > m_max_steps)
+      fail(at, fmt::format("rendering took more than {} steps (a loop without end?)", m_max_steps));
   }
 
   Value lookup(const std::string& name) const {
@@ -512,6 +513,7 @@ private:
 
   const std::string& m_name;
   std::vector<std::map<std::string, Value>> m_scopes;
+  std::uint64_t m_max_steps;
   std::uint64_t m_steps = 0;
   int m_call_depth = 0;
 };
@@ -705,7 +707,7 @@ Renderer::call(const Expr& e) {
           start = args[0].integer, stop = args[1].integer, by = args.size() > 2 ? args[2].integer : 1;
         if (by == 0)
           fail(e, "range() step cannot be zero");
-        if ((stop - start) / by > static_cast<std::int64_t>(kMaxSteps))
+        if ((stop - start) / by > static_cast<std::int64_t>(m_max_steps))
           fail(e, "range() is too long");
         Array items;
         for (auto i = start; by > 0 ? i < stop : i > stop; i += by)
@@ -1014,8 +1016,8 @@ Template::parse(std::string_view source, const std::string& name) {
 }
 
 std::string
-Template::render(const nlohmann::ordered_json& context) const {
-  Renderer renderer(m_name);
+Template::render(const nlohmann::ordered_json& context, std::uint64_t max_steps) const {
+  Renderer renderer(m_name, max_steps);
   if (context.is_object())
     for (const auto& [key, value] : context.items())
       renderer.define(key, Value::from_json(value));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,7 +24,9 @@ public:
   // `context` keeps its keys' order (tojson writes dicts in insertion order, as Python does).
   // Throws InputError (with the position of the failing expression) for a runtime error, including
   // a raise_exception the template calls.
-  std::string render(const nlohmann::ordered_json& context) const;
+  // `max_steps` bounds the expressions and loop iterations evaluated.
+  static constexpr std::uint64_t kDefaultMaxSteps = 5'000'000;
+  std::string render(const nlohmann::ordered_json& context, std::uint64_t max_steps = kDefaultMaxSteps) const;
 
 private:
   std::string m_name;
