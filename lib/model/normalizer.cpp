@@ -173,17 +173,7 @@ Normalizer::apply_step(const Step& step, std::u32string& text) const {
     if (!step.regex) {
       replace_literal(text, step.text, step.content);
     } else {
-      const auto utf8 = encode_utf8(text);
-      std::string out;
-      const auto content = encode_utf8(step.content);
-      std::size_t last = 0;
-      for (const auto& [start, stop] : step.regex->find_all(utf8)) {
-        out.append(utf8, last, start - last);
-        out += content;
-        last = stop;
-      }
-      out.append(utf8, last);
-      text = decode_utf8(out);
+      text = decode_utf8(step.regex->replace_all(encode_utf8(text), encode_utf8(step.content)));
     }
     break;
   case Kind::bert: {

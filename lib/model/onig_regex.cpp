@@ -89,6 +89,19 @@ OnigRegex::find_all(std::string_view text) const {
 }
 
 std::string
+OnigRegex::replace_all(std::string_view text, std::string_view replacement) const {
+  std::string out;
+  std::size_t last = 0;
+  for (const auto& [start, end] : find_all(text)) {
+    out.append(text.substr(last, start - last));
+    out.append(replacement);
+    last = end;
+  }
+  out.append(text.substr(last));
+  return out;
+}
+
+std::string
 OnigRegex::escape(std::string_view literal) {
   std::string out;
   for (const char c : literal) {

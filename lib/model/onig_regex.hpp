@@ -26,6 +26,9 @@ public:
   // match ended is skipped by advancing one character.
   std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
 
+  // `text` with every match (as find_all finds them) replaced by `replacement`.
+  std::string replace_all(std::string_view text, std::string_view replacement) const;
+
   // The pattern that matches `literal` exactly (every ASCII punctuation character escaped).
   static std::string escape(std::string_view literal);
 

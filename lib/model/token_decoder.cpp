@@ -143,15 +143,7 @@ TokenDecoder::run_step(const Step& step, std::vector<DecodedPiece>& tokens) cons
       if (!step.regex) {
         replace_all(token.text, step.pattern, step.content);
       } else {
-        std::string replaced;
-        std::size_t last = 0;
-        for (const auto& [start, end] : step.regex->find_all(token.text)) {
-          replaced.append(token.text, last, start - last);
-          replaced += step.content;
-          last = end;
-        }
-        replaced.append(token.text, last);
-        token.text.swap(replaced);
+        token.text = step.regex->replace_all(token.text, step.content);
       }
     }
     return;
