@@ -111,7 +111,7 @@ private:
       s->kind = Stmt::Kind::for_;
       s->target = parse_target();
       expect_name("in");
-      s->expr = parse_ternary_free_or();
+      s->expr = parse_or(); // not parse_expression: a trailing "if" filters the loop, it is no ternary
       if (is_name("if")) {
         ++m_pos;
         s->condition = parse_expression();
@@ -250,9 +250,6 @@ private:
     }
     return value;
   }
-
-  // The iterable of a for loop stops before "if" (a loop filter, not a conditional expression).
-  ExprPtr parse_ternary_free_or() { return parse_or(); }
 
   ExprPtr binary(const Token& at, std::string op, ExprPtr left, ExprPtr right) {
     auto e = make(Expr::Kind::binary, at);

@@ -284,7 +284,7 @@ private:
     }
     case Expr::Kind::test: {
       auto [args, kwargs] = arguments(e);
-      const bool result = apply_test(e.text, *e.a, args, e);
+      const bool result = apply_test(e.text, evaluate(*e.a), args, e);
       return Value::of(e.negated ? !result : result);
     }
     case Expr::Kind::unary: {
@@ -509,7 +509,7 @@ private:
   Value call(const Expr& e);
   Value apply_filter(const std::string& name, const Value& value, std::vector<Value>& args, Kwargs& kwargs,
                      const Expr& at);
-  bool apply_test(const std::string& name, const Expr& subject, std::vector<Value>& args, const Expr& at);
+  bool apply_test(const std::string& name, const Value& value, std::vector<Value>& args, const Expr& at);
 
   const std::string& m_name;
   std::vector<std::map<std::string, Value>> m_scopes;
@@ -876,13 +876,8 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
       if (args.size() <= test_at) {
         passes = subject.truthy();
       } else {
-        Expr literal;
-        literal.kind = Expr::Kind::name;
-        literal.text = "\x01subject";
-        m_scopes.back()["\x01subject"] = subject;
         std::vector<Value> test_args(args.begin() + static_cast<std::ptrdiff_t>(test_at) + 1, args.end());
-        passes = apply_test(args[test_at].to_output(), literal, test_args, at);
-        m_scopes.back().erase("\x01subject");
+        passes = apply_test(args[test_at].to_output(), subject, test_args, at);
       }
       if (passes == keep_if)
         out.push_back(item);
@@ -955,8 +950,7 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
 }
 
 bool
-Renderer::apply_test(const std::string& name, const Expr& subject, std::vector<Value>& args, const Expr& at) {
-  const auto value = evaluate(subject);
+Renderer::apply_test(const std::string& name, const Value& value, std::vector<Value>& args, const Expr& at) {
   if (name == "defined")
     return !value.is(Kind::undefined);
   if (name == "undefined")

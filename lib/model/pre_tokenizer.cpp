@@ -226,7 +226,7 @@ PreTokenizer::from_json(const nlohmann::json& node, const std::string& source) {
             regex_step(type, is_regex ? pattern : OnigRegex::escape(pattern), behavior, invert, what + " pattern"));
       } else {
         Step step{Kind::regex, type};
-        step.replacement = pattern; // a literal: matched by plain search
+        step.literal = pattern;
         step.behavior = behavior;
         step.invert = invert;
         pre.m_steps.push_back(std::move(step));
@@ -321,7 +321,7 @@ PreTokenizer::run_from(std::size_t index, std::string_view piece, bool at_start,
     }
     auto matched = step.fast    ? scanner_pieces(*step.fast, piece)
                    : step.regex ? regex_pieces(*step.regex, piece)
-                                : literal_pieces(piece, step.replacement);
+                                : literal_pieces(piece, step.literal);
     if (step.invert)
       for (auto& m : matched)
         m.is_match = !m.is_match;

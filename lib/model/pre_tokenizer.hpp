@@ -61,6 +61,7 @@ private:
     SplitBehavior behavior = SplitBehavior::isolated;
     bool invert = false;
     bool add_prefix_space = false; // ByteLevel
+    std::string literal;           // regex kind without a regex: a Split string pattern, found by plain search
     std::string replacement;       // Metaspace (UTF-8 of one character)
     enum class Prepend { always, first, never } prepend = Prepend::always;
     bool metaspace_split = true;
