@@ -70,3 +70,22 @@ TEST_CASE("hostile templates are bounded: deep nesting, endless loops, runaway r
       "t.jinja");
   CHECK_THROWS_AS(render_chat(big, Chat{}, false), InputError);
 }
+
+TEST_CASE("numbers at the edges of 64 bits: literals that do not fit are errors, arithmetic that overflows is "
+          "floating point (Python would go to big integers), ranges near the limits count without overflow") {
+  CHECK_THROWS_WITH_AS(parse_chat_template("{{ 99999999999999999999 }}", "t.jinja"),
+                       doctest::Contains("t.jinja:1:4: integer literal '99999999999999999999' does not fit"),
+                       InputError);
+  const auto render = [](const std::string& source) {
+    return parse_chat_template(source, "t.jinja").jinja.render(nlohmann::ordered_json::object());
+  };
+  CHECK(render("{{ 9223372036854775807 + 1 }}") == "9223372036854775808.0");
+  CHECK(render("{{ (-9223372036854775807 - 1) // -1 }}") == "9223372036854775808.0");
+  CHECK(render("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 // -2 }} {{ 7 % -2 }}") == "-4 1 -4 -1");
+  CHECK(render("{{ [1, 2][99999999999] }}{{ (10.0 ** 300 * 10.0 ** 300) | int }}") == "0");
+  CHECK(render("{{ range(9223372036854775806, 9223372036854775807) | list }}") == "[9223372036854775806]");
+  CHECK(render("{{ range(5, -1, -2) | list }}") == "[5, 3, 1]");
+  CHECK_THROWS_WITH_AS(render("{{ range(-9223372036854775807, 9223372036854775807) }}"),
+                       doctest::Contains("range() is too long"), InputError);
+  CHECK_THROWS_AS(render("{{ 'x' | indent(9223372036854775807) }}"), InputError);
+}

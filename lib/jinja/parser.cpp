@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 
+#include <charconv>
+#include <cstdint>
 #include <fmt/format.h>
 
 namespace optkit::jinja {
@@ -455,6 +457,10 @@ private:
       return e;
     }
     case Token::Kind::integer: {
+      std::int64_t value = 0;
+      const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+      if (ec != std::errc{} || end != t.text.data() + t.text.size())
+        fail(t, fmt::format("integer literal '{}' does not fit in 64 bits", t.text));
       auto e = make(Expr::Kind::literal_integer, next());
       e->text = t.text;
       return e;

@@ -6,18 +6,32 @@
 #include "jinja/value.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace optkit::jinja {
 
 namespace {
 
 using Kind = Value::Kind;
+
+// A decimal index or literal as a 64-bit integer; nothing when it does not fit.
+std::optional<std::int64_t>
+parse_index(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    return std::nullopt;
+  return value;
+}
 
 constexpr std::size_t kMaxOutput = 64u << 20;
 constexpr int kMaxCallDepth = 100;
@@ -245,10 +259,10 @@ private:
     switch (e.kind) {
     case Expr::Kind::literal_string:
       return Value::of(e.text);
-    case Expr::Kind::literal_integer:
-      return Value::of(static_cast<std::int64_t>(std::stoll(e.text)));
-    case Expr::Kind::literal_float:
-      return Value::of_float(std::stod(e.text));
+    case Expr::Kind::literal_integer: // the parser checked that it fits
+      return Value::of(parse_index(e.text).value_or(0));
+    case Expr::Kind::literal_float: // strtod, not stod: 1e999 is inf as in Python, not an exception
+      return Value::of_float(std::strtod(e.text.c_str(), nullptr));
     case Expr::Kind::literal_bool:
       return Value::of(!e.text.empty());
     case Expr::Kind::literal_none:
@@ -389,12 +403,13 @@ private:
     if (left.is_number() && right.is_number()) {
       const bool ints = left.is(Kind::integer) && right.is(Kind::integer);
       const double a = left.number(), b = right.number();
+      std::int64_t r = 0;
       if (op == "+")
-        return ints ? Value::of(left.integer + right.integer) : Value::of_float(a + b);
+        return ints && !__builtin_add_overflow(left.integer, right.integer, &r) ? Value::of(r) : Value::of_float(a + b);
       if (op == "-")
-        return ints ? Value::of(left.integer - right.integer) : Value::of_float(a - b);
+        return ints && !__builtin_sub_overflow(left.integer, right.integer, &r) ? Value::of(r) : Value::of_float(a - b);
       if (op == "*")
-        return ints ? Value::of(left.integer * right.integer) : Value::of_float(a * b);
+        return ints && !__builtin_mul_overflow(left.integer, right.integer, &r) ? Value::of(r) : Value::of_float(a * b);
       if (op == "/") {
         if (b == 0)
           fail(e, "division by zero");
@@ -403,16 +418,21 @@ private:
       if (op == "//" || op == "%") {
         if (b == 0)
           fail(e, "division by zero");
-        if (ints) {
-          const auto q = static_cast<std::int64_t>(std::floor(a / b));
+        if (ints && !(left.integer == INT64_MIN && right.integer == -1)) {
+          // Python floors; C++ truncates toward zero
+          std::int64_t q = left.integer / right.integer;
+          if ((left.integer % right.integer != 0) && ((left.integer < 0) != (right.integer < 0)))
+            --q;
           return op == "//" ? Value::of(q) : Value::of(left.integer - q * right.integer);
         }
         const double q = std::floor(a / b);
         return op == "//" ? Value::of_float(q) : Value::of_float(a - q * b);
       }
-      if (op == "**")
-        return ints && right.integer >= 0 ? Value::of(static_cast<std::int64_t>(std::pow(a, b)))
-                                          : Value::of_float(std::pow(a, b));
+      if (op == "**") {
+        const double p = std::pow(a, b);
+        return ints && right.integer >= 0 && std::fabs(p) < 9.2e18 ? Value::of(static_cast<std::int64_t>(p))
+                                                                   : Value::of_float(p);
+      }
     }
     if (op == "*" && left.is(Kind::string) && right.is(Kind::integer)) {
       std::string out;
@@ -496,8 +516,10 @@ private:
       if (object.is_namespace)
         return Value{};
     }
-    if (object.is(Kind::array) && !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
-      return subscript(object, Value::of(static_cast<std::int64_t>(std::stoll(name))), at);
+    if (object.is(Kind::array) && !name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) {
+      const auto index = parse_index(name);
+      return index ? subscript(object, Value::of(*index), at) : Value{};
+    }
     if (object.is(Kind::undefined) || object.is(Kind::none))
       fail(at, fmt::format("cannot read '{}' of an undefined value", name));
     if (auto method = bound_method(object, name); method.is(Kind::function))
@@ -707,11 +729,16 @@ Renderer::call(const Expr& e) {
           start = args[0].integer, stop = args[1].integer, by = args.size() > 2 ? args[2].integer : 1;
         if (by == 0)
           fail(e, "range() step cannot be zero");
-        if ((stop - start) / by > static_cast<std::int64_t>(m_max_steps))
+        // range(-2**63, 2**63 - 1) has a span that overflows: it is too long either way
+        std::int64_t span = 0;
+        if (__builtin_sub_overflow(stop, start, &span))
+          fail(e, "range() is too long");
+        const std::int64_t count = span / by + (span % by != 0 ? 1 : 0);
+        if (count > static_cast<std::int64_t>(m_max_steps))
           fail(e, "range() is too long");
         Array items;
-        for (auto i = start; by > 0 ? i < stop : i > stop; i += by)
-          items.push_back(Value::of(i));
+        for (std::int64_t k = 0; k < count; ++k) // start + k*by stays between start and stop
+          items.push_back(Value::of(start + k * by));
         return Value::list(std::move(items));
       }
       if (name == "namespace" || name == "dict") {
@@ -792,8 +819,10 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
   if (name == "int") {
     if (value.is(Kind::integer))
       return value;
-    if (value.is(Kind::floating))
-      return Value::of(static_cast<std::int64_t>(value.floating));
+    if (value.is(Kind::floating)) // NaN and out-of-range values have no integer: take the default
+      return std::isfinite(value.floating) && std::fabs(value.floating) < 9.2e18
+                 ? Value::of(static_cast<std::int64_t>(value.floating))
+                 : arg(args, kwargs, 0, "default", Value::of(std::int64_t{0}));
     try {
       return Value::of(static_cast<std::int64_t>(std::stoll(value.to_output())));
     } catch (const std::exception&) {
@@ -810,8 +839,9 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
     }
   }
   if (name == "abs")
-    return value.is(Kind::integer) ? Value::of(value.integer < 0 ? -value.integer : value.integer)
-                                   : Value::of_float(std::fabs(value.number()));
+    return value.is(Kind::integer) && value.integer != INT64_MIN
+               ? Value::of(value.integer < 0 ? -value.integer : value.integer)
+               : Value::of_float(std::fabs(value.number()));
   if (name == "list")
     return Value::list(iterate(value, at));
   if (name == "first" || name == "last") {
@@ -912,6 +942,8 @@ Renderer::apply_filter(const std::string& name, const Value& value, std::vector<
     const auto width = arg(args, kwargs, 0, "width", Value::of(std::int64_t{4}));
     const bool first = arg(args, kwargs, 1, "first", Value::of(false)).truthy();
     const bool blank = arg(args, kwargs, 2, "blank", Value::of(false)).truthy();
+    if (width.is(Kind::integer) && width.integer > static_cast<std::int64_t>(kMaxOutput))
+      fail(at, "indent width is too large");
     const std::string pad = width.is(Kind::string)
                                 ? width.string
                                 : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.integer)), ' ');
