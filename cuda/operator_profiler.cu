@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -221,6 +222,81 @@ OperatorProfiler::attention_decode_us(int batch, int kv_len, int heads, int kv_h
     launch_decode_attention(q, reinterpret_cast<const bf16*>(k + offset), reinterpret_cast<const bf16*>(v + offset),
                             out, partial, stats, shape, splits, scale, s.stream);
   });
+}
+
+double
+OperatorProfiler::attention_decode_max_error(int batch, int kv_len, int heads, int kv_heads, int head_dim) {
+  if (head_dim > kDecodeAttentionMaxHeadDim || kv_heads <= 0 || heads % kv_heads != 0)
+    throw std::runtime_error("decode attention check: unsupported shape");
+  State& s = *m_state;
+  const DecodeAttentionShape shape{batch, heads, kv_heads, head_dim, kv_len};
+  const DecodeSplits splits = plan_decode_splits(shape, s.properties.multiProcessorCount);
+  const std::size_t q_count = std::size_t(batch) * heads * head_dim;
+  const std::size_t kv_count = std::size_t(batch) * kv_heads * kv_len * head_dim;
+  // Deterministic values in [-2, 2): scores spread enough that the softmax is not uniform.
+  std::uint32_t state = 12345;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f * 4.0f - 2.0f;
+  };
+  std::vector<bf16> q(q_count), k(kv_count), v(kv_count), out(q_count);
+  for (auto* values : {&q, &k, &v})
+    for (auto& x : *values)
+      x = __float2bfloat16(next());
+  bf16 *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;
+  float *partial = nullptr, *stats = nullptr;
+  const auto release = [&] {
+    for (void* p : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dout),
+                    static_cast<void*>(partial), static_cast<void*>(stats)})
+      cudaFree(p);
+  };
+  try {
+    check(cudaMalloc(&dq, q_count * 2), "cudaMalloc");
+    check(cudaMalloc(&dk, kv_count * 2), "cudaMalloc");
+    check(cudaMalloc(&dv, kv_count * 2), "cudaMalloc");
+    check(cudaMalloc(&dout, q_count * 2), "cudaMalloc");
+    check(cudaMalloc(&partial, decode_attention_partial_floats(shape, splits) * 4), "cudaMalloc");
+    check(cudaMalloc(&stats, decode_attention_stats_floats(shape, splits) * 4), "cudaMalloc");
+    check(cudaMemcpy(dq, q.data(), q_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(dk, k.data(), kv_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(dv, v.data(), kv_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    launch_decode_attention(dq, dk, dv, dout, partial, stats, shape, splits, scale, s.stream);
+    check(cudaStreamSynchronize(s.stream), "decode attention");
+    check(cudaMemcpy(out.data(), dout, q_count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+  double worst = 0;
+  std::vector<double> scores(static_cast<std::size_t>(kv_len));
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h) {
+      const int kvh = h / (heads / kv_heads);
+      const bf16* qh = &q[(std::size_t(b) * heads + h) * head_dim];
+      const std::size_t base = (std::size_t(b) * kv_heads + kvh) * std::size_t(kv_len) * head_dim;
+      double top = -INFINITY;
+      for (int p = 0; p < kv_len; ++p) {
+        double dot = 0;
+        for (int d = 0; d < head_dim; ++d)
+          dot += double(__bfloat162float(qh[d])) * double(__bfloat162float(k[base + std::size_t(p) * head_dim + d]));
+        scores[std::size_t(p)] = dot / std::sqrt(double(head_dim));
+        top = std::max(top, scores[std::size_t(p)]);
+      }
+      double sum = 0;
+      for (auto& x : scores)
+        sum += (x = std::exp(x - top));
+      for (int d = 0; d < head_dim; ++d) {
+        double expected = 0;
+        for (int p = 0; p < kv_len; ++p)
+          expected += scores[std::size_t(p)] * double(__bfloat162float(v[base + std::size_t(p) * head_dim + d]));
+        expected /= sum;
+        const double got = __bfloat162float(out[(std::size_t(b) * heads + h) * head_dim + d]);
+        worst = std::max(worst, std::fabs(got - expected));
+      }
+    }
+  return worst;
 }
 
 double

@@ -33,6 +33,9 @@ public:
   double attention_prefill_us(int batch, int seq, int heads, int kv_heads, int head_dim);
   // One new token per sequence attending to `kv_len` cached tokens (BF16 cache), head_dim ≤ 256.
   double attention_decode_us(int batch, int kv_len, int heads, int kv_heads, int head_dim);
+  // The decode attention kernel on random inputs against the same attention in double precision
+  // on the CPU: the largest absolute error of the BF16 output (≈ 1e-2 at most when it is right).
+  double attention_decode_max_error(int batch, int kv_len, int heads, int kv_heads, int head_dim);
   // Device-to-device copy of `bytes` (reads and writes that many bytes each).
   double copy_us(std::uint64_t bytes);
 

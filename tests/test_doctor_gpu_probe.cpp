@@ -21,7 +21,7 @@ TEST_CASE("the GPU probe is honest about what was compiled in") {
   CHECK((probe.devices.empty() != probe.error.empty()));
 }
 
-TEST_CASE("the axpy kernel matches the CPU on every visible device") {
+TEST_CASE("the axpy and decode attention kernels match the CPU on every visible device") {
   const GpuProbe probe = probe_gpus();
   if (probe.devices.empty()) {
     MESSAGE("SKIPPED: no CUDA device: " << probe.error);
@@ -34,5 +34,8 @@ TEST_CASE("the axpy kernel matches the CPU on every visible device") {
     CHECK(test.error.empty());
     CHECK(test.max_abs_error < 1e-5);
     CHECK(test.gigabytes_per_second > 0);
+    CHECK(test.decode_attention_error.empty());
+    CHECK(test.decode_attention_max_error < kDecodeAttentionTolerance);
+    MESSAGE("decode attention max error " << test.decode_attention_max_error);
   }
 }

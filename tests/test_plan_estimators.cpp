@@ -57,7 +57,8 @@ TEST_CASE("static decode of a dense model is bound by reading the weights") {
   // Doubling the batch barely moves a memory-bound step; tensor parallelism shortens it.
   CHECK(estimate_static(step, {1000, 129, 0}, 2, Speculation{}).tpot_ms < one.tpot_ms * 1.1);
   const StepModel tp2(model, h200, db, ParallelConfig{2, 1, 1, 1}, ServingPrecision{}, 0);
-  CHECK(estimate_static(tp2, {1000, 129, 0}, 1, Speculation{}).tpot_ms < one.tpot_ms * 0.7);
+  // (not halved: the norms and the all-reduce do not shrink with TP, and each kernel pays its launch)
+  CHECK(estimate_static(tp2, {1000, 129, 0}, 1, Speculation{}).tpot_ms < one.tpot_ms * 0.75);
   // Prefill of 1000 tokens is compute bound: about 2 · params · tokens FLOPs.
   const double prefill_ms = 2 * model.total_parameters() * 1000 / (989e12 * 0.7) * 1e3;
   CHECK(one.ttft_ms > prefill_ms * 0.9);

@@ -86,7 +86,7 @@ TEST_CASE("the sweep measures the shapes plans look up, and lists what it cannot
   }
   CHECK(decode_tp1);
   CHECK(prefill_tp8);
-  CHECK(sweep.copy_bytes.front() == (1u << 20));
+  CHECK(sweep.copy_bytes.front() == (1u << 12));
   CHECK_THROWS_AS(build_profile_sweep({.models = {"llama-9b"}}, system), InputError);
 
   const auto again = profile_sweep_from_json(to_json(sweep));

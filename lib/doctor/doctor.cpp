@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/text.hpp"
+#include "doctor/gpu_probe.hpp"
 #include "doctor/model_check.hpp"
 #include "proc/worker_pool.hpp"
 
@@ -88,6 +89,16 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
       status = err < 1e-5 ? CheckStatus::ok : CheckStatus::fail;
       detail += fmt::format("; axpy kernel max error {:.1e}, {:.0f} GB/s", err, bandwidth);
       archive.add_metric(run_id, std::nullopt, {fmt::format("cuda{}_axpy_bandwidth", index), bandwidth, "GB/s", {}});
+      const auto attention_error = kernel->value("decode_attention_error", std::string{});
+      const double attention_err = kernel->value("decode_attention_max_error", 0.0);
+      if (!attention_error.empty()) {
+        status = CheckStatus::fail;
+        detail += "; decode attention kernel failed: " + attention_error;
+      } else {
+        if (attention_err >= kDecodeAttentionTolerance)
+          status = CheckStatus::fail;
+        detail += fmt::format("; decode attention max error {:.1e}", attention_err);
+      }
     }
     report.checks.push_back({fmt::format("cuda:{}", index), status, detail});
   }

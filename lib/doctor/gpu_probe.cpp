@@ -6,6 +6,7 @@
 
 #if OPTKIT_HAVE_CUDA
 #include "device_query.cuh"
+#include "operator_profiler.cuh"
 #include "vector_add.cuh"
 #endif
 
@@ -56,6 +57,20 @@ run_kernel_self_test(int device) {
   test.error = check.error;
   test.max_abs_error = check.max_abs_error;
   test.gigabytes_per_second = check.gigabytes_per_second;
+  struct Shape {
+    int batch, kv_len, heads, kv_heads, head_dim;
+  };
+  const Shape shapes[] = {{1, 1000, 32, 8, 128}, {3, 77, 28, 4, 128},   {2, 513, 8, 8, 64}, {1, 300, 16, 2, 256},
+                          {2, 100, 12, 4, 96},   {1, 5000, 64, 8, 128}, {2, 1, 32, 8, 128}};
+  try {
+    cuda::OperatorProfiler profiler(device);
+    for (const Shape& x : shapes)
+      test.decode_attention_max_error =
+          std::max(test.decode_attention_max_error,
+                   profiler.attention_decode_max_error(x.batch, x.kv_len, x.heads, x.kv_heads, x.head_dim));
+  } catch (const std::exception& e) {
+    test.decode_attention_error = e.what();
+  }
 #else
   (void)device;
   test.error = "this optkit was built without CUDA";

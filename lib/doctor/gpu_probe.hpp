@@ -34,9 +34,17 @@ struct KernelSelfTest {
   std::string error;
   double max_abs_error = 0;
   double gigabytes_per_second = 0;
+  // The decode attention kernel plan profile times, over shapes that reach each of its paths
+  // (head_dim 64/128/256 grouped, 96 generic; GQA groups of 1 to 8; one to many splits).
+  std::string decode_attention_error; // empty when it ran
+  double decode_attention_max_error = 0;
 };
 
-// Runs the first CUDA kernel (axpy) on `device` against a CPU reference.
+// Largest BF16 output error a correct decode attention shows on the self-test's inputs.
+constexpr double kDecodeAttentionTolerance = 2e-2;
+
+// Runs the first CUDA kernel (axpy) and the decode attention kernel on `device` against CPU
+// references.
 KernelSelfTest run_kernel_self_test(int device);
 
 } // namespace optkit::doctor

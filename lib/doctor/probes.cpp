@@ -86,7 +86,9 @@ run_probes() {
                        {"ran", test.ran},
                        {"error", test.error},
                        {"max_abs_error", test.max_abs_error},
-                       {"gigabytes_per_second", test.gigabytes_per_second}});
+                       {"gigabytes_per_second", test.gigabytes_per_second},
+                       {"decode_attention_error", test.decode_attention_error},
+                       {"decode_attention_max_error", test.decode_attention_max_error}});
   }
   return {
       {"blas", {{"max_relative_error", blas.max_relative_error}, {"gflops", blas.gflops}, {"threads", blas.threads}}},

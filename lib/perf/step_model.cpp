@@ -129,8 +129,17 @@ StepModel::price_linear_part(double t, double logit_rows) const {
   }
   const double hidden_bytes = t * m.hidden * 2.0;
   attention_projections += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
-  // RMSNorms, residual adds, rotary embedding: a few passes over the hidden state.
-  attention_projections += m_db.memory(hidden_bytes * 8);
+  // The memory-bound kernels around attention, one table lookup each so that each pays its launch
+  // (what dominates them at small batches): the fused residual-add + RMSNorm (reads the hidden
+  // state and the residual, writes both), the rotary embedding over Q and K, and the write of the
+  // new K and V into the cache.
+  const double kv_local_heads = std::max(1.0, m.kv_heads / tp);
+  const double q_width =
+      m.is_mla() ? m.heads / tp * (m.qk_nope_head_dim + m.qk_rope_head_dim) : m.heads / tp * m.head_dim;
+  const double kv_width = m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : kv_local_heads * m.head_dim;
+  attention_projections += m_db.memory(hidden_bytes * 4);
+  attention_projections += m_db.memory(t * (q_width + kv_width) * 2.0 * 2);
+  attention_projections += m_db.memory(t * kv_width * (m.is_mla() ? 1 : 2) * 2.0);
 
   if (!m.is_moe() || m.dense_layers > 0) {
     const double inter_local = m.intermediate / tp;
@@ -138,10 +147,12 @@ StepModel::price_linear_part(double t, double logit_rows) const {
     memo.dense_layer += m_db.gemm(m_gemm_kind, t, 2 * inter_local, m.hidden);
     memo.dense_layer += m_db.gemm(m_gemm_kind, t, m.hidden, inter_local);
     memo.dense_layer += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
-    memo.dense_layer += m_db.memory(t * inter_local * 2.0 * 3);
+    memo.dense_layer += m_db.memory(hidden_bytes * 4);          // residual-add + RMSNorm
+    memo.dense_layer += m_db.memory(t * inter_local * 2.0 * 3); // SiLU(gate) · up
   }
   if (m.is_moe()) {
     memo.moe_layer = attention_projections;
+    memo.moe_layer += m_db.memory(hidden_bytes * 4);             // residual-add + RMSNorm
     memo.moe_layer += m_db.gemm("bf16", t, m.experts, m.hidden); // router
     const double worker_tokens = t * p.dp;
     if (p.ep > 1 || p.dp > 1) {

@@ -102,7 +102,9 @@ build_profile_sweep(const SweepOptions& options, const perf::SystemSpec& system)
         sweep.attention.push_back({prefill, key[0], heads, kv_heads, head_dim, batch, length});
       }
   }
-  for (std::uint64_t bytes = 1ull << 20; bytes <= (1ull << 32); bytes <<= options.quick ? 4 : 2)
+  // From 4 KiB, where a pass costs its launch and not its bytes (a decode step's norms and
+  // activations at batch 1), to 4 GiB.
+  for (std::uint64_t bytes = 1ull << 12; bytes <= (1ull << 32); bytes <<= options.quick ? 4 : 2)
     sweep.copy_bytes.push_back(bytes);
   sweep.skipped.push_back("collective: one GPU measures no collectives; plans use link bandwidth (roofline)");
   return sweep;

@@ -75,10 +75,8 @@ class Decoder:
         self.cos = torch.cat([freqs, freqs], dim=-1).cos().to(torch.bfloat16)
         self.sin = torch.cat([freqs, freqs], dim=-1).sin().to(torch.bfloat16)
 
-    def rope(self, x, positions):
+    def rope(self, x, cos, sin):
         # x: [B, heads, T, D]; rotate-half RoPE as Llama and Qwen use.
-        cos = self.cos[positions][None, None]
-        sin = self.sin[positions][None, None]
         half = x.shape[-1] // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return x * cos + rotated * sin
@@ -89,14 +87,16 @@ class Decoder:
         b, t = tokens.shape
         h, kvh, hd = s["heads"], s["kv_heads"], s["head_dim"]
         positions = torch.arange(start, start + t, device=tokens.device)
+        # gathered once per step, as engines do, not once per layer
+        cos, sin = self.cos[positions][None, None], self.sin[positions][None, None]
         x = F.embedding(tokens, self.embed)
         end = start + t
         for i, layer in enumerate(self.layers):
             y = F.rms_norm(x, (x.shape[-1],), layer["attn_norm"], 1e-5)
             qkv = F.linear(y, layer["qkv"], layer["qkv_bias"])
             q, k, v = qkv.split([h * hd, kvh * hd, kvh * hd], dim=-1)
-            q = self.rope(q.view(b, t, h, hd).transpose(1, 2), positions)
-            k = self.rope(k.view(b, t, kvh, hd).transpose(1, 2), positions)
+            q = self.rope(q.view(b, t, h, hd).transpose(1, 2), cos, sin)
+            k = self.rope(k.view(b, t, kvh, hd).transpose(1, 2), cos, sin)
             v = v.view(b, t, kvh, hd).transpose(1, 2)
             cache_k[i, :, :, start:end] = k
             cache_v[i, :, :, start:end] = v
