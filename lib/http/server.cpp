@@ -1,0 +1,507 @@
+#include "http/server.hpp"
+
+#include "core/error.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace optkit::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+std::string
+Request::path() const {
+  return target.substr(0, target.find('?'));
+}
+
+std::string
+Request::header(const std::string& lower_case_name) const {
+  const auto it = headers.find(lower_case_name);
+  return it == headers.end() ? std::string{} : it->second;
+}
+
+std::string
+error_body(int status, const std::string& message) {
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status == 429 ? "rate_limit_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  return nlohmann::json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}}.dump();
+}
+
+namespace {
+
+class Session;
+
+std::string
+status_line(int status) {
+  const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
+}
+
+// Response head; no content length means chunked.
+std::string
+response_head(int status, const std::string& content_type, const Headers& extra, bool keep_alive,
+              std::optional<std::size_t> content_length) {
+  std::string head = status_line(status);
+  if (!content_type.empty())
+    head += "Content-Type: " + content_type + "\r\n";
+  for (const auto& [name, value] : extra)
+    head += name + ": " + value + "\r\n";
+  head += content_length ? "Content-Length: " + std::to_string(*content_length) + "\r\n"
+                         : std::string("Transfer-Encoding: chunked\r\n");
+  head += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return head;
+}
+
+std::string
+chunk(const std::string& piece) {
+  char size[32];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+  std::string out(size, static_cast<std::size_t>(n));
+  out += piece;
+  out += "\r\n";
+  return out;
+}
+
+} // namespace
+
+struct Server::State : std::enable_shared_from_this<Server::State> {
+  ServerOptions options;
+  Handler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopped{false};
+  mutable std::mutex mutex;
+  std::vector<std::weak_ptr<Session>> sessions;
+  std::size_t live_sessions = 0;
+
+  State(ServerOptions o, Handler h)
+      : options(std::move(o))
+      , handler(std::move(h))
+      , ioc(std::max(1, options.threads))
+      , acceptor(net::make_strand(ioc)) {}
+
+  void accept();
+  std::vector<std::shared_ptr<Session>> snapshot();
+};
+
+namespace {
+
+class ExchangeImpl final : public Exchange {
+public:
+  explicit ExchangeImpl(std::weak_ptr<Session> session) : m_session(std::move(session)) {}
+
+  void respond(int status, const std::string& content_type, std::string body, const Headers& extra) override;
+  void start_stream(int status, const std::string& content_type, const Headers& extra) override;
+  bool send(std::string piece) override;
+  void finish() override;
+  bool cancelled() const override { return m_cancelled.load(); }
+  void on_cancel(std::function<void()> callback) override {
+    {
+      const std::lock_guard lock(m_mutex);
+      if (!m_cancelled.load()) {
+        m_callbacks.push_back(std::move(callback));
+        return;
+      }
+    }
+    callback();
+  }
+  // The connection went away (or the server is stopping) before the response was complete.
+  void cancel() {
+    std::vector<std::function<void()>> callbacks;
+    {
+      const std::lock_guard lock(m_mutex);
+      if (m_cancelled.exchange(true))
+        return;
+      callbacks.swap(m_callbacks);
+    }
+    for (auto& callback : callbacks)
+      callback();
+  }
+
+private:
+  enum class Phase { fresh, streaming, done };
+  void advance(Phase from, Phase to, const char* what) {
+    const std::lock_guard lock(m_mutex);
+    if (m_phase != from)
+      throw std::logic_error(std::string("http::Exchange: ") + what + " out of order");
+    m_phase = to;
+  }
+  template <class Work> void post(Work&& work);
+
+  std::weak_ptr<Session> m_session;
+  std::atomic<bool> m_cancelled{false};
+  std::mutex m_mutex;
+  Phase m_phase = Phase::fresh;
+  std::vector<std::function<void()>> m_callbacks;
+};
+
+// One connection: reads a request, hands it to the handler, writes what the exchange sends, and
+// reads the next request when the response is complete (keep-alive). All of its state is touched
+// on its strand only.
+class Session : public std::enable_shared_from_this<Session> {
+public:
+  Session(tcp::socket socket, std::shared_ptr<Server::State> server)
+      : m_stream(std::move(socket)), m_server(std::move(server)) {}
+  ~Session() {
+    const std::lock_guard lock(m_server->mutex);
+    --m_server->live_sessions;
+  }
+
+  auto executor() { return m_stream.get_executor(); }
+  void run() {
+    net::dispatch(executor(), [self = shared_from_this()] { self->read_request(); });
+  }
+
+  // The exchange's output, on the strand.
+  void write_response(int status, const std::string& content_type, std::string body, const Headers& extra) {
+    auto bytes = response_head(status, content_type, extra, keep_alive(), body.size());
+    bytes += body;
+    enqueue(std::move(bytes), true);
+  }
+  void write_stream_head(int status, const std::string& content_type, const Headers& extra) {
+    enqueue(response_head(status, content_type, extra, keep_alive(), std::nullopt), false);
+  }
+  void write_chunk(std::string piece) { enqueue(chunk(piece), false); }
+  void write_last_chunk() { enqueue("0\r\n\r\n", true); }
+
+  // The server is stopping: close now when idle, else after the response in flight.
+  void close_when_idle() {
+    m_keep_alive = false;
+    if (!m_exchange)
+      close();
+  }
+  void close() {
+    if (m_closed)
+      return;
+    m_closed = true;
+    if (m_exchange)
+      m_exchange->cancel();
+    beast::error_code ignored;
+    m_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    m_stream.socket().close(ignored);
+  }
+
+private:
+  bool keep_alive() const { return m_keep_alive && !m_server->stopping.load(); }
+
+  void read_request() {
+    if (m_closed)
+      return;
+    m_parser.emplace();
+    m_parser->header_limit(
+        static_cast<std::uint32_t>(std::min<std::size_t>(m_server->options.max_header_bytes, UINT32_MAX)));
+    m_parser->body_limit(m_server->options.max_body_bytes);
+    m_stream.expires_after(m_server->options.idle_timeout);
+    bhttp::async_read_header(m_stream, m_buffer, *m_parser,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec)
+      return on_read_error(ec);
+    const auto expect = m_parser->get()[bhttp::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      // curl sends this before bodies over 1 KiB and waits for the go-ahead
+      m_continue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(m_stream, net::buffer(m_continue),
+                       [self = shared_from_this()](beast::error_code e, std::size_t) {
+                         if (e)
+                           return self->close();
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    m_stream.expires_after(m_server->options.idle_timeout);
+    bhttp::async_read(m_stream, m_buffer, *m_parser,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit)
+      return reject(413, "request body is larger than the server's limit of " +
+                             std::to_string(m_server->options.max_body_bytes) + " bytes");
+    if (ec == bhttp::error::header_limit)
+      return reject(431, "request headers are larger than the server's limit of " +
+                             std::to_string(m_server->options.max_header_bytes) + " bytes");
+    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+        ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
+      return reject(400, "malformed HTTP request: " + ec.message());
+    close(); // end of stream, timeout, reset, or the server closing us
+  }
+
+  void reject(int status, const std::string& message) {
+    m_keep_alive = false;
+    const auto body = error_body(status, message);
+    enqueue(response_head(status, "application/json", {}, false, body.size()) + body, true);
+  }
+
+  void on_request(beast::error_code ec) {
+    if (ec)
+      return on_read_error(ec);
+    m_stream.expires_never();
+    auto& message = m_parser->get();
+    Request request;
+    request.method = std::string(message.method_string());
+    request.target = std::string(message.target());
+    for (const auto& field : message) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      request.headers[name] = std::string(field.value());
+    }
+    request.body = std::move(message.body());
+    m_keep_alive = message.keep_alive();
+    m_exchange = std::make_shared<ExchangeImpl>(weak_from_this());
+    watch_for_disconnect();
+    const auto exchange = m_exchange;
+    try {
+      m_server->handler(request, exchange);
+    } catch (const std::exception& e) {
+      try {
+        exchange->respond(500, "application/json", error_body(500, e.what()), {});
+      } catch (const std::logic_error&) {
+        exchange->cancel(); // a stream was already started: all we can do is drop it
+        close();
+      }
+    }
+  }
+
+  // While a request is being answered, a read-readiness wait tells a closed connection (readable
+  // with nothing to read) from a pipelined next request (readable with bytes).
+  void watch_for_disconnect() {
+    m_watching = true;
+    m_stream.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      self->m_watching = false;
+      if (ec == net::error::operation_aborted) {
+        if (self->m_resume_read) {
+          self->m_resume_read = false;
+          self->read_request();
+        }
+        return;
+      }
+      beast::error_code available_ec;
+      const std::size_t available = self->m_stream.socket().available(available_ec);
+      if (ec || available_ec || available == 0)
+        self->close(); // the client is gone: cancel its request
+    });
+  }
+
+  void enqueue(std::string bytes, bool last) {
+    if (m_closed)
+      return;
+    m_queue.push_back(std::move(bytes));
+    m_last_queued = m_last_queued || last;
+    if (!m_writing)
+      write_next();
+  }
+
+  void write_next() {
+    if (m_queue.empty()) {
+      m_writing = false;
+      if (m_last_queued)
+        after_response();
+      return;
+    }
+    m_writing = true;
+    m_out.clear();
+    while (!m_queue.empty()) { // coalesce what the engine produced meanwhile into one write
+      m_out += m_queue.front();
+      m_queue.pop_front();
+    }
+    m_stream.expires_after(m_server->options.idle_timeout);
+    net::async_write(m_stream, net::buffer(m_out), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec)
+        return self->close();
+      self->m_stream.expires_never();
+      self->write_next();
+    });
+  }
+
+  void after_response() {
+    m_last_queued = false;
+    m_exchange.reset();
+    if (!keep_alive())
+      return close();
+    if (m_watching) {
+      m_resume_read = true;
+      beast::error_code ignored;
+      m_stream.socket().cancel(ignored); // the watch completes with operation_aborted, then reads
+      return;
+    }
+    read_request();
+  }
+
+  beast::tcp_stream m_stream;
+  beast::flat_buffer m_buffer;
+  std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
+  std::shared_ptr<Server::State> m_server;
+  std::shared_ptr<ExchangeImpl> m_exchange;
+  std::deque<std::string> m_queue;
+  std::string m_out, m_continue;
+  bool m_writing = false, m_last_queued = false, m_keep_alive = false, m_watching = false, m_resume_read = false,
+       m_closed = false;
+};
+
+template <class Work>
+void
+ExchangeImpl::post(Work&& work) {
+  if (const auto session = m_session.lock())
+    net::post(session->executor(), [session, work = std::forward<Work>(work)]() mutable { work(*session); });
+}
+
+void
+ExchangeImpl::respond(int status, const std::string& content_type, std::string body, const Headers& extra) {
+  advance(Phase::fresh, Phase::done, "respond()");
+  post([status, content_type, body = std::move(body), extra](Session& s) mutable {
+    s.write_response(status, content_type, std::move(body), extra);
+  });
+}
+
+void
+ExchangeImpl::start_stream(int status, const std::string& content_type, const Headers& extra) {
+  advance(Phase::fresh, Phase::streaming, "start_stream()");
+  post([status, content_type, extra](Session& s) { s.write_stream_head(status, content_type, extra); });
+}
+
+bool
+ExchangeImpl::send(std::string piece) {
+  if (m_cancelled.load())
+    return false;
+  {
+    const std::lock_guard lock(m_mutex);
+    if (m_phase != Phase::streaming)
+      throw std::logic_error("http::Exchange: send() outside a stream");
+  }
+  if (!piece.empty()) // an empty chunk would end the stream
+    post([piece = std::move(piece)](Session& s) mutable { s.write_chunk(std::move(piece)); });
+  return true;
+}
+
+void
+ExchangeImpl::finish() {
+  advance(Phase::streaming, Phase::done, "finish()");
+  post([](Session& s) { s.write_last_chunk(); });
+}
+
+} // namespace
+
+void
+Server::State::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    if (self->stopping.load())
+      return;
+    if (!ec) {
+      auto session = std::make_shared<Session>(std::move(socket), self);
+      {
+        const std::lock_guard lock(self->mutex);
+        ++self->live_sessions;
+        std::erase_if(self->sessions, [](const auto& weak) { return weak.expired(); });
+        self->sessions.push_back(session);
+      }
+      session->run();
+    }
+    self->accept(); // errors such as too many open files: keep accepting
+  });
+}
+
+std::vector<std::shared_ptr<Session>>
+Server::State::snapshot() {
+  const std::lock_guard lock(mutex);
+  std::vector<std::shared_ptr<Session>> alive;
+  for (const auto& weak : sessions)
+    if (auto session = weak.lock())
+      alive.push_back(std::move(session));
+  return alive;
+}
+
+Server::Server(ServerOptions options, Handler handler)
+    : m_state(std::make_shared<State>(std::move(options), std::move(handler))) {
+  State& s = *m_state;
+  const std::string where = s.options.host + ":" + std::to_string(s.options.port);
+  try {
+    const auto address = net::ip::make_address(s.options.host);
+    const tcp::endpoint endpoint(address, static_cast<unsigned short>(s.options.port));
+    s.acceptor.open(endpoint.protocol());
+    s.acceptor.set_option(net::socket_base::reuse_address(true));
+    s.acceptor.bind(endpoint);
+    s.acceptor.listen(net::socket_base::max_listen_connections);
+  } catch (const boost::system::system_error& e) {
+    throw RuntimeFailure("cannot listen on " + where + ": " + e.code().message() +
+                         (e.code() == net::error::address_in_use ? " (pick another --port, or 0 for a free one)" : ""));
+  }
+}
+
+Server::~Server() {
+  stop(std::chrono::milliseconds(0));
+}
+
+int
+Server::port() const {
+  beast::error_code ec;
+  const auto endpoint = m_state->acceptor.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+void
+Server::start() {
+  State& s = *m_state;
+  s.accept();
+  for (int i = 0; i < std::max(1, s.options.threads); ++i)
+    s.threads.emplace_back([state = m_state] { state->ioc.run(); });
+}
+
+void
+Server::stop(std::chrono::milliseconds grace) {
+  State& s = *m_state;
+  if (s.stopped.exchange(true))
+    return;
+  s.stopping = true;
+  net::post(s.acceptor.get_executor(), [state = m_state] {
+    beast::error_code ignored;
+    state->acceptor.close(ignored);
+  });
+  for (const auto& session : s.snapshot())
+    net::post(session->executor(), [session] { session->close_when_idle(); });
+  const auto wait_until_closed = [&](std::chrono::steady_clock::time_point deadline) {
+    while (open_connections() > 0 && std::chrono::steady_clock::now() < deadline && !s.threads.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  wait_until_closed(std::chrono::steady_clock::now() + grace);
+  for (const auto& session : s.snapshot())
+    net::post(session->executor(), [session] { session->close(); });
+  wait_until_closed(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  s.ioc.stop();
+  for (auto& thread : s.threads)
+    if (thread.joinable())
+      thread.join();
+  s.threads.clear();
+}
+
+std::size_t
+Server::open_connections() const {
+  const std::lock_guard lock(m_state->mutex);
+  return m_state->live_sessions;
+}
+
+} // namespace optkit::http

@@ -1,0 +1,84 @@
+// An asynchronous HTTP/1.1 server (Boost.Beast on Asio) for optkit's OpenAI-compatible endpoints:
+// keep-alive, chunked streaming for Server-Sent Events, caps on header and body size, an idle
+// timeout, cancellation when a client goes away, and a graceful stop. Request handlers answer
+// through an Exchange they may keep and complete later, from any thread (an engine thread
+// streaming tokens, say).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace optkit::http {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method;                         // "GET", "POST", ...
+  std::string target;                         // path and query as sent
+  std::map<std::string, std::string> headers; // names in lower case
+  std::string body;
+
+  std::string path() const;                                     // target without its query
+  std::string header(const std::string& lower_case_name) const; // empty when absent
+};
+
+// The answer to one request. Exactly one of respond() or start_stream() … finish(). Thread-safe;
+// it may outlive the connection, in which case what it sends goes nowhere and cancelled() is true.
+class Exchange {
+public:
+  virtual ~Exchange() = default;
+  virtual void respond(int status, const std::string& content_type, std::string body, const Headers& extra = {}) = 0;
+  // Headers now (Transfer-Encoding: chunked); then send() pieces, then finish().
+  virtual void start_stream(int status, const std::string& content_type, const Headers& extra = {}) = 0;
+  virtual bool send(std::string piece) = 0; // false once the client is gone
+  virtual void finish() = 0;
+  // True once the client disconnected, a write failed or the server stopped: stop working on it.
+  virtual bool cancelled() const = 0;
+  // Runs `callback` once when the exchange is cancelled (at once if it already is), on an I/O
+  // thread: keep it short (flag the request, wake its engine).
+  virtual void on_cancel(std::function<void()> callback) = 0;
+};
+
+using Handler = std::function<void(const Request&, const std::shared_ptr<Exchange>&)>;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0; // 0: a free port, see Server::port()
+  std::size_t max_header_bytes = std::size_t{16} << 10;
+  std::size_t max_body_bytes = std::size_t{8} << 20;
+  std::chrono::milliseconds idle_timeout{60'000}; // reading a request, and between requests
+  int threads = 1;
+};
+
+// JSON error body in the shape OpenAI clients parse: {"error": {"message", "type", "code"}}.
+std::string error_body(int status, const std::string& message);
+
+class Server {
+public:
+  // Binds and listens at once (throws RuntimeFailure naming the address when it cannot).
+  Server(ServerOptions options, Handler handler);
+  ~Server(); // stop(0)
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const;
+  // Serves on options.threads threads until stop().
+  void start();
+  // Stops accepting, lets the requests in flight finish for up to `grace`, then cancels what is
+  // left, closes every connection and joins the threads. Idempotent.
+  void stop(std::chrono::milliseconds grace);
+  std::size_t open_connections() const;
+
+  struct State;
+
+private:
+  std::shared_ptr<State> m_state;
+};
+
+} // namespace optkit::http

@@ -1,0 +1,271 @@
+// lib/http's server and client together on loopback: keep-alive, caps, streaming, a client that
+// goes away, handler errors, a graceful stop, and what raw bytes a server must survive. Servers
+// bind 127.0.0.1 on a free port. No test waits on a speed: each waits for an event, with a
+// deadline far beyond it.
+#include "core/error.hpp"
+#include "http/client.hpp"
+#include "http/server.hpp"
+#include "http/sse.hpp"
+
+#include <boost/asio.hpp>
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+using namespace optkit;
+using namespace optkit::http;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Waits for `done` to hold, polling; false after `limit` (a deadline, not an expected duration).
+template <class Condition>
+bool
+eventually(Condition done, std::chrono::milliseconds limit = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+Url
+local(const Server& server) {
+  return parse_url("http://127.0.0.1:" + std::to_string(server.port()));
+}
+
+// Sends raw bytes on a fresh connection and returns everything the server answers until it closes.
+std::string
+raw_exchange(int port, const std::string& bytes) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket socket(ioc);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  boost::asio::write(socket, boost::asio::buffer(bytes));
+  std::string answer;
+  char buffer[4096];
+  boost::system::error_code ec;
+  while (!ec) {
+    const auto n = socket.read_some(boost::asio::buffer(buffer), ec);
+    answer.append(buffer, n);
+  }
+  return answer;
+}
+
+} // namespace
+
+TEST_CASE("URLs: host, port, prefix; what is not a plain-HTTP URL is refused by name") {
+  const Url url = parse_url("http://127.0.0.1:8000/v1/");
+  CHECK(url.host == "127.0.0.1");
+  CHECK(url.port == 8000);
+  CHECK(url.prefix == "/v1");
+  CHECK(parse_url("http://localhost").port == 80);
+  CHECK(parse_url("http://[::1]:9000").host == "::1");
+  CHECK_THROWS_WITH_AS(parse_url("https://api.openai.com/v1"), doctest::Contains("no TLS"), InputError);
+  CHECK_THROWS_WITH_AS(parse_url("localhost:8000"), doctest::Contains("'localhost:8000'"), InputError);
+  CHECK_THROWS_WITH_AS(parse_url("http://h:99999"), doctest::Contains("port '99999'"), InputError);
+  CHECK_THROWS_AS(parse_url("http://:80"), InputError);
+}
+
+TEST_CASE("requests and responses on one kept-alive connection; bodies and headers arrive intact") {
+  Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    const nlohmann::json echo = {{"method", request.method},
+                                 {"path", request.path()},
+                                 {"target", request.target},
+                                 {"auth", request.header("authorization")},
+                                 {"body", request.body}};
+    exchange->respond(200, "application/json", echo.dump(), {{"X-Request-Id", "r1"}});
+  });
+  server.start();
+  ClientOptions options;
+  options.headers = {{"Authorization", "Bearer k"}};
+  Client client(parse_url("http://127.0.0.1:" + std::to_string(server.port()) + "/v1"), options);
+  for (int i = 0; i < 3; ++i) {
+    const std::string body = std::string(100'000, 'x') + std::to_string(i);
+    const Response r = client.request("POST", "/completions?x=1", body);
+    CHECK(r.status == 200);
+    CHECK(r.headers.at("x-request-id") == "r1");
+    const auto echo = nlohmann::json::parse(r.body);
+    CHECK(echo["method"] == "POST");
+    CHECK(echo["path"] == "/v1/completions");
+    CHECK(echo["target"] == "/v1/completions?x=1");
+    CHECK(echo["auth"] == "Bearer k");
+    CHECK(echo["body"] == body);
+  }
+  CHECK(server.open_connections() == 1); // one connection served all three
+  CHECK(client.request("GET", "/models").status == 200);
+  server.stop(1s);
+}
+
+TEST_CASE("caps: a body over the limit is 413, headers over it 431, garbage 400; the server keeps serving") {
+  ServerOptions options;
+  options.max_body_bytes = 1000;
+  options.max_header_bytes = 2000;
+  Server server(options, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", "ok");
+  });
+  server.start();
+  Client client(local(server));
+  const Response big = client.request("POST", "/v1/completions", std::string(5000, 'x'));
+  CHECK(big.status == 413);
+  CHECK(nlohmann::json::parse(big.body)["error"]["message"].get<std::string>().find("limit of 1000 bytes") !=
+        std::string::npos);
+  ClientOptions huge_headers;
+  huge_headers.headers = {{"X-Big", std::string(5000, 'h')}};
+  Client client2(local(server), huge_headers);
+  CHECK(client2.request("GET", "/health").status == 431);
+  const std::string garbage = raw_exchange(server.port(), "NOT HTTP AT ALL\r\n\r\n");
+  CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(client.request("GET", "/health").body == "ok");
+}
+
+TEST_CASE("Expect: 100-continue gets its go-ahead, as curl waits for") {
+  Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", request.body);
+  });
+  server.start();
+  const std::string answer = raw_exchange(server.port(), "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: "
+                                                         "100-continue\r\nConnection: close\r\n\r\nhello");
+  CHECK(answer.rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK", 0) == 0);
+  CHECK(answer.substr(answer.size() - 5) == "hello");
+}
+
+TEST_CASE("a stream written from another thread arrives as server-sent events, in order, to the end") {
+  std::vector<std::thread> workers;
+  Server server({}, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    workers.emplace_back([exchange] {
+      for (int i = 0; i < 200; ++i)
+        exchange->send(format_sse_event(nlohmann::json{{"i", i}}.dump()));
+      exchange->send(format_sse_event("[DONE]"));
+      exchange->finish();
+    });
+  });
+  server.start();
+  Client client(local(server));
+  for (int round = 0; round < 2; ++round) { // and the connection is reusable after a stream
+    std::vector<std::string> data;
+    SseParser parser;
+    const Response r = client.stream("POST", "/v1/chat/completions", "{}", [&](std::string_view piece) {
+      parser.feed(piece, [&](const SseEvent& e) { data.push_back(e.data); });
+      return true;
+    });
+    CHECK(r.status == 200);
+    CHECK(r.headers.at("content-type") == "text/event-stream");
+    REQUIRE(data.size() == 201);
+    for (int i = 0; i < 200; ++i)
+      CHECK(nlohmann::json::parse(data[std::size_t(i)])["i"] == i);
+    CHECK(data.back() == "[DONE]");
+  }
+  for (auto& worker : workers)
+    worker.join();
+  server.stop(1s);
+}
+
+TEST_CASE("a client that goes away mid-stream cancels its request at once, and its connection closes") {
+  std::atomic<bool> cancelled{false};
+  std::thread worker;
+  Server server({}, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->on_cancel([&] { cancelled = true; });
+    exchange->start_stream(200, "text/event-stream");
+    worker = std::thread([exchange] {
+      while (exchange->send(format_sse_event("token")))
+        std::this_thread::sleep_for(1ms);
+    });
+  });
+  server.start();
+  {
+    Client client(local(server));
+    int pieces = 0;
+    client.stream("POST", "/v1/completions", "{}", [&](std::string_view) { return ++pieces < 3; });
+  }
+  CHECK(eventually([&] { return cancelled.load(); }));
+  worker.join(); // send() turned false: the generating thread stopped
+  CHECK(eventually([&] { return server.open_connections() == 0; }));
+  server.stop(1s);
+}
+
+TEST_CASE("a handler that throws answers 500 with the message; a handler's misuse is caught") {
+  Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    if (request.path() == "/twice") {
+      exchange->respond(200, "text/plain", "first");
+      CHECK_THROWS_AS(exchange->respond(200, "text/plain", "second"), std::logic_error);
+      return;
+    }
+    throw std::runtime_error("engine exploded");
+  });
+  server.start();
+  Client client(local(server));
+  const Response r = client.request("GET", "/x");
+  CHECK(r.status == 500);
+  CHECK(nlohmann::json::parse(r.body)["error"]["message"] == "engine exploded");
+  CHECK(client.request("GET", "/twice").body == "first");
+}
+
+TEST_CASE("stop: finishes what is in flight within the grace, cancels the rest, closes idle connections") {
+  std::mutex mutex;
+  std::condition_variable started_cv;
+  bool started = false;
+  std::shared_ptr<Exchange> endless;
+  Server server({}, [&](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    if (request.path() == "/endless") {
+      exchange->start_stream(200, "text/event-stream");
+      const std::lock_guard lock(mutex);
+      endless = exchange;
+      started = true;
+      started_cv.notify_all();
+      return;
+    }
+    exchange->respond(200, "text/plain", "ok");
+  });
+  server.start();
+  Client idle(local(server));
+  CHECK(idle.request("GET", "/a").status == 200); // a kept-alive, idle connection
+  std::atomic<bool> stream_ended{false};
+  std::thread reader([&] {
+    Client client(local(server));
+    try {
+      client.stream("GET", "/endless", {}, [](std::string_view) { return true; });
+    } catch (const RuntimeFailure&) {
+    }
+    stream_ended = true;
+  });
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(started_cv.wait_for(lock, 20s, [&] { return started; }));
+  }
+  std::atomic<bool> cancelled{false};
+  endless->on_cancel([&] { cancelled = true; });
+  const Url url = local(server);
+  server.stop(50ms); // the endless stream never finishes: it is cancelled after the grace
+  CHECK(cancelled.load());
+  CHECK(endless->cancelled());
+  CHECK_FALSE(endless->send("late"));
+  reader.join();
+  CHECK(stream_ended.load());
+  CHECK(server.open_connections() == 0);
+  CHECK_THROWS_AS(Client(url).request("GET", "/a"), RuntimeFailure); // no longer accepting
+}
+
+TEST_CASE("an idle connection is closed after the idle timeout; a busy port is named") {
+  ServerOptions options;
+  options.idle_timeout = 100ms;
+  Server server(options, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", "ok");
+  });
+  server.start();
+  // Connects and says nothing: the read of the server's answer ends when it closes the socket.
+  CHECK(raw_exchange(server.port(), "").empty());
+  CHECK(eventually([&] { return server.open_connections() == 0; }));
+  ServerOptions same;
+  same.port = server.port();
+  const std::string expected = "cannot listen on 127.0.0.1:" + std::to_string(server.port());
+  CHECK_THROWS_WITH_AS(Server(same, [](const Request&, const std::shared_ptr<Exchange>&) {}),
+                       doctest::Contains(expected.c_str()), RuntimeFailure);
+}
