@@ -1,8 +1,8 @@
 // Plan's static-batching estimates against ground truth measured on the GPU the perf database was
-// measured on: testdata/plan/static_batching_h100_sxm.json (PyTorch, made by
-// testdata/plan/tools/measure_static_batching.py) and profiles/perf/h100_sxm (optkit plan profile),
-// both taken on one H100 SXM on the same day. The test fails when plan's mean absolute percentage
-// error grows past what it was when the data were committed — any change to the step model, the
+// measured on: testdata/plan/static_batching_<system>.json (PyTorch, made by
+// testdata/plan/tools/measure_static_batching.py) and profiles/perf/<system> (optkit plan
+// profile), both taken on one H100 SXM, and on one H200, on the same day. The test fails when plan's mean absolute
+// percentage error grows past what it was when the data were committed — any change to the step model, the
 // interpolation or the estimators is measured against reality here, not against itself.
 #include "perf/model_arch.hpp"
 #include "perf/perf_database.hpp"
@@ -26,8 +26,14 @@ using namespace optkit::plan;
 namespace {
 
 // MAPE (%) when the data were committed; the test fails when the model drifts away from them.
-constexpr double kTtftMapeCommitted = 13.8;
-constexpr double kTpotMapeCommitted = 8.7;
+// (H200 TPOT misses the 10 % goal: optkit's decode attention kernel, which plan profile times,
+// reaches 0.8 TB/s for GQA groups of 5-8 heads against 2.3 TB/s for groups of 4, while PyTorch's
+// flash kernels stay fast, so Qwen2.5-7B's decode steps at large batch x length are overestimated.)
+struct Committed {
+  const char* system;
+  double ttft_mape, tpot_mape;
+};
+constexpr Committed kCommitted[] = {{"h100_sxm", 13.8, 8.7}, {"h200_sxm", 10.5, 12.7}};
 
 struct Errors {
   double ttft_sum = 0, tpot_sum = 0;
@@ -38,51 +44,56 @@ struct Errors {
 
 } // namespace
 
-TEST_CASE("plan's static-batching TTFT and TPOT against PyTorch on the H100 the perf database came from") {
-  const auto profiles = test::testdata_dir().parent_path() / "profiles";
-  const SystemSpec h100 = load_system(profiles, "h100_sxm");
-  const PerfDatabase db = PerfDatabase::load(profiles / "perf" / "h100_sxm", h100);
-  std::ifstream in(test::testdata_dir() / "plan" / "static_batching_h100_sxm.json");
-  REQUIRE(in);
-  const auto truth = nlohmann::json::parse(in);
-  REQUIRE(truth.at("points").size() >= 20);
+TEST_CASE("plan's static-batching TTFT and TPOT against PyTorch on the GPUs the perf databases came from") {
+  for (const Committed& committed : kCommitted) {
+    CAPTURE(committed.system);
+    const auto profiles = test::testdata_dir().parent_path() / "profiles";
+    const SystemSpec system = load_system(profiles, committed.system);
+    const PerfDatabase db = PerfDatabase::load(profiles / "perf" / committed.system, system);
+    std::ifstream in(test::testdata_dir() / "plan" / (std::string("static_batching_") + committed.system + ".json"));
+    REQUIRE(in);
+    const auto truth = nlohmann::json::parse(in);
+    REQUIRE(truth.at("points").size() >= 20);
 
-  std::map<std::string, ModelArch> models;
-  for (const auto& [name, shape] : truth.at("shapes").items()) {
-    // The script carries the shapes by hand: they must be the preset's.
-    const ModelArch arch = resolve_model(name);
-    CHECK(shape.at("layers").get<int>() == arch.layers);
-    CHECK(shape.at("hidden").get<int>() == arch.hidden);
-    CHECK(shape.at("heads").get<int>() == arch.heads);
-    CHECK(shape.at("kv_heads").get<int>() == arch.kv_heads);
-    CHECK(shape.at("head_dim").get<int>() == arch.head_dim);
-    CHECK(shape.at("intermediate").get<int>() == arch.intermediate);
-    CHECK(shape.at("vocab").get<int>() == arch.vocab);
-    models.emplace(name, arch);
-  }
+    std::map<std::string, ModelArch> models;
+    for (const auto& [name, shape] : truth.at("shapes").items()) {
+      // The script carries the shapes by hand: they must be the preset's.
+      const ModelArch arch = resolve_model(name);
+      CHECK(shape.at("layers").get<int>() == arch.layers);
+      CHECK(shape.at("hidden").get<int>() == arch.hidden);
+      CHECK(shape.at("heads").get<int>() == arch.heads);
+      CHECK(shape.at("kv_heads").get<int>() == arch.kv_heads);
+      CHECK(shape.at("head_dim").get<int>() == arch.head_dim);
+      CHECK(shape.at("intermediate").get<int>() == arch.intermediate);
+      CHECK(shape.at("vocab").get<int>() == arch.vocab);
+      models.emplace(name, arch);
+    }
 
-  Errors all;
-  std::string table = "model          batch   isl  osl   TTFT ms (plan / torch)   TPOT ms (plan / torch)  sources\n";
-  for (const auto& p : truth.at("points")) {
-    const auto& model = models.at(p.at("model").get<std::string>());
-    const StepModel step(model, h100, db, ParallelConfig{}, ServingPrecision{}, 0);
-    const Workload workload{p.at("isl").get<double>(), p.at("osl").get<double>(), 0};
-    const double batch = p.at("batch").get<double>();
-    const LatencyEstimate e = estimate_static(step, workload, batch, Speculation{});
-    const double ttft = p.at("ttft_ms").get<double>(), tpot = p.at("tpot_ms").get<double>();
-    // Every operator of these models was measured: nothing may fall back to the roofline.
-    CHECK((e.sources & roofline) == 0);
-    all.ttft_sum += std::fabs(e.ttft_ms - ttft) / ttft;
-    all.tpot_sum += std::fabs(e.tpot_ms - tpot) / tpot;
-    ++all.points;
-    table += fmt::format("{:<13} {:>6} {:>5} {:>4}   {:>9.2f} / {:<9.2f}   {:>8.3f} / {:<8.3f}   {}\n",
-                         p.at("model").get<std::string>(), batch, workload.isl, workload.osl, e.ttft_ms, ttft,
-                         e.tpot_ms, tpot, source_names(e.sources));
+    Errors all;
+    std::string table = "model          batch   isl  osl   TTFT ms (plan / torch)   TPOT ms (plan / torch)  sources\n";
+    for (const auto& p : truth.at("points")) {
+      const auto& model = models.at(p.at("model").get<std::string>());
+      const StepModel step(model, system, db, ParallelConfig{}, ServingPrecision{}, 0);
+      const Workload workload{p.at("isl").get<double>(), p.at("osl").get<double>(), 0};
+      const double batch = p.at("batch").get<double>();
+      const LatencyEstimate e = estimate_static(step, workload, batch, Speculation{});
+      const double ttft = p.at("ttft_ms").get<double>(), tpot = p.at("tpot_ms").get<double>();
+      // Every operator of these models was measured: nothing may fall back to the roofline.
+      CHECK((e.sources & roofline) == 0);
+      all.ttft_sum += std::fabs(e.ttft_ms - ttft) / ttft;
+      all.tpot_sum += std::fabs(e.tpot_ms - tpot) / tpot;
+      ++all.points;
+      table += fmt::format("{:<13} {:>6} {:>5} {:>4}   {:>9.2f} / {:<9.2f}   {:>8.3f} / {:<8.3f}   {}\n",
+                           p.at("model").get<std::string>(), batch, workload.isl, workload.osl, e.ttft_ms, ttft,
+                           e.tpot_ms, tpot, source_names(e.sources));
+    }
+    MESSAGE(std::string(committed.system) << " (" << truth.at("device").get<std::string>() << ")\n"
+                                          << table
+                                          << fmt::format("MAPE over {} points: TTFT {:.1f} %, TPOT {:.1f} %",
+                                                         all.points, all.ttft_mape(), all.tpot_mape()));
+    // The figures when the data were committed, plus a little room for harmless rounding changes.
+    // (Goals: TTFT <= 20 %, TPOT <= 10 %, AIConfigurator's own 16.9-22 % and 7.8 %.)
+    CHECK(all.ttft_mape() <= committed.ttft_mape + 0.5);
+    CHECK(all.tpot_mape() <= committed.tpot_mape + 0.5);
   }
-  MESSAGE(table << fmt::format("MAPE over {} points: TTFT {:.1f} %, TPOT {:.1f} %", all.points, all.ttft_mape(),
-                               all.tpot_mape()));
-  // The figures when the data were committed, plus a little room for harmless rounding changes.
-  // (Goals: TTFT <= 20 %, TPOT <= 10 %, AIConfigurator's own 16.9-22 % and 7.8 %.)
-  CHECK(all.ttft_mape() <= kTtftMapeCommitted + 0.5);
-  CHECK(all.tpot_mape() <= kTpotMapeCommitted + 0.5);
 }
