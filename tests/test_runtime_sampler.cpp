@@ -37,6 +37,16 @@ TEST_CASE("top-k and top-p cut the tail") {
     CHECK(k.next(logits) < 2);
     CHECK(p.next(logits) < 2);
   }
+  // min-p 0.25: 0.15 / 0.5 = 0.3 stays, 0.05 / 0.5 = 0.1 goes
+  Sampler m({1.0f, 0, 1.0f, 7, 0.25f});
+  bool saw_third = false;
+  for (int i = 0; i < 4000; ++i) {
+    const auto t = m.next(logits);
+    CHECK(t < 3);
+    saw_third = saw_third || t == 2;
+  }
+  CHECK(saw_third);
+  CHECK_THROWS_AS(Sampler({1.0f, 0, 1.0f, 0, 1.5f}), InputError);
   CHECK_THROWS_AS(Sampler({-1.0f, 0, 1.0f, 0}), InputError);
   CHECK_THROWS_AS(Sampler({1.0f, 0, 0.0f, 0}), InputError);
 }

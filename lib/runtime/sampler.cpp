@@ -21,6 +21,8 @@ Sampler::Sampler(SamplingParams params) : m_params(params), m_rng(params.seed) {
     throw InputError("top_p must be in (0, 1], got " + std::to_string(params.top_p));
   if (params.top_k < 0)
     throw InputError("top_k must be >= 0, got " + std::to_string(params.top_k));
+  if (params.min_p < 0.0f || params.min_p > 1.0f)
+    throw InputError("min_p must be in [0, 1], got " + std::to_string(params.min_p));
 }
 
 TokenId
@@ -47,6 +49,13 @@ Sampler::next(std::span<const float> logits) {
     probs[i] = std::exp(static_cast<double>(logits[static_cast<std::size_t>(order[i])] - top) /
                         static_cast<double>(m_params.temperature));
     total += probs[i];
+  }
+  if (m_params.min_p > 0.0f) { // probs[0] is the top token's, exp(0) = 1
+    std::size_t cut = 1;
+    while (cut < keep && probs[cut] >= static_cast<double>(m_params.min_p))
+      ++cut;
+    keep = cut;
+    total = std::accumulate(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(keep), 0.0);
   }
   if (m_params.top_p < 1.0f) {
     double cumulative = 0.0;

@@ -1,5 +1,5 @@
 // Picks the next token from a row of logits: greedy (temperature 0), or seeded sampling with
-// temperature, top-k and top-p (nucleus) filtering, applied in that order as vLLM does.
+// temperature, then min-p, top-k and top-p (nucleus) filtering, in vLLM's order.
 #pragma once
 
 #include "runtime/language_model.hpp"
@@ -15,6 +15,7 @@ struct SamplingParams {
   std::int64_t top_k = 0;   // 0: all tokens
   float top_p = 1.0f;       // 1: no nucleus cut
   std::uint64_t seed = 0;
+  float min_p = 0.0f; // drop tokens below min_p × the most likely token's probability
 };
 
 class Sampler {

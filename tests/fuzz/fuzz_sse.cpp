@@ -4,6 +4,7 @@
 // the writer parses to the same data.
 #include "http/sse.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,7 @@ parse(std::string_view text, std::size_t split) {
   std::vector<optkit::http::SseEvent> events;
   optkit::http::SseParser parser(1 << 16);
   const auto collect = [&](const optkit::http::SseEvent& e) { events.push_back(e); };
+  split = std::min(split, text.size());
   try {
     parser.feed(text.substr(0, split), collect);
     parser.feed(text.substr(split), collect);
@@ -36,7 +38,7 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::size_t split = data[0] % size;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   const auto whole = parse(text, text.size());
-  const auto split_events = parse(text, std::min(split, text.size()));
+  const auto split_events = parse(text, split);
   if (whole.size() != split_events.size())
     __builtin_trap();
   for (std::size_t i = 0; i < whole.size(); ++i)
