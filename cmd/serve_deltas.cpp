@@ -1,0 +1,76 @@
+// optkit serve-deltas — an OpenAI-compatible server over optkit's runtime with continuous batching.
+#include "app_context.hpp"
+
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "serve/serve_run.hpp"
+
+#include <csignal>
+#include <cstdio>
+
+namespace optkit::cmd {
+
+void
+register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
+  CLI::App* serve =
+      app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
+  struct Flags {
+    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory;
+    int port = 8000, max_num_seqs = 256;
+    std::int64_t max_num_batched_tokens = 2048;
+    unsigned threads = 0;
+    double shutdown_grace_s = 5;
+  };
+  auto flags = std::make_shared<Flags>();
+  serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
+  serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
+  serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
+  serve->add_option("--port", flags->port, "port to bind (0: a free one, printed on stderr)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  serve->add_option("--api-key", flags->api_key, "require 'Authorization: Bearer KEY' (default: $OPTKIT_API_KEY)")
+      ->envname("OPTKIT_API_KEY");
+  serve->add_option("--max-num-seqs", flags->max_num_seqs, "most sequences in one engine step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-num-batched-tokens", flags->max_num_batched_tokens,
+                   "most tokens in one engine step (prompt chunks and decodes together)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
+  serve->add_option("--kv-cache-memory", flags->kv_cache_memory,
+                    "KV cache budget, e.g. 2GiB (default: max-num-seqs full contexts, at most 4 GiB)");
+  serve
+      ->add_option("--shutdown-grace", flags->shutdown_grace_s,
+                   "seconds streams in flight may take to finish after SIGTERM or Ctrl-C")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  add_threads_option(*serve, flags->threads);
+  commands.add({"serve-deltas", serve, [flags](AppContext&) {
+                  serve::ServeOptions options;
+                  options.base = flags->base;
+                  options.served_model_name = flags->name;
+                  options.host = flags->host;
+                  options.port = flags->port;
+                  options.api_key = flags->api_key;
+                  options.engine.max_num_seqs = flags->max_num_seqs;
+                  options.engine.max_num_batched_tokens = flags->max_num_batched_tokens;
+                  if (!flags->kv_cache_memory.empty())
+                    options.kv_cache_bytes = serve::parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
+                  options.threads = flags->threads;
+                  options.shutdown_grace = std::chrono::milliseconds(static_cast<long>(flags->shutdown_grace_s * 1000));
+                  const auto summary = serve::run_serve(options, [&](int port) {
+                    std::fprintf(stderr, "optkit serve-deltas: listening on http://%s:%d\n", flags->host.c_str(), port);
+                    std::fflush(stderr);
+                  });
+                  std::fprintf(
+                      stderr,
+                      "optkit serve-deltas: stopped after %lld engine steps; tokens: %lld prompt, %lld generated\n",
+                      static_cast<long long>(summary.stats.steps), static_cast<long long>(summary.stats.prompt_tokens),
+                      static_cast<long long>(summary.stats.generated_tokens));
+                  if (summary.signal == SIGINT)
+                    throw Interrupted("serve-deltas: interrupted");
+                }});
+}
+
+} // namespace optkit::cmd

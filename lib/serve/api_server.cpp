@@ -1,0 +1,258 @@
+#include "serve/api_server.hpp"
+
+#include "core/error.hpp"
+#include "serve/openai_protocol.hpp"
+#include "serve/text_stream.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+
+namespace optkit::serve {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+void
+send_json(const std::shared_ptr<http::Exchange>& exchange, int status, const json& body) {
+  exchange->respond(status, "application/json", body.dump());
+}
+
+void
+send_error(const std::shared_ptr<http::Exchange>& exchange, int status, const std::string& message,
+           const std::string& param = {}) {
+  auto body = json::parse(http::error_body(status, message));
+  if (!param.empty())
+    body["error"]["param"] = param;
+  send_json(exchange, status, body);
+}
+
+std::string
+sse(const json& data) {
+  return "data: " + data.dump() + "\n\n";
+}
+
+// One generation in flight: turns the engine's tokens into text, chunks and the final response.
+// Everything here runs on the engine thread (the sink); the exchange is thread-safe.
+class Generation {
+public:
+  Generation(Engine& engine, const model::Tokenizer& tokenizer, ApiRequest request, ResponseIdentity who,
+             std::shared_ptr<http::Exchange> exchange)
+      : m_engine(engine)
+      , m_text(tokenizer, request.stop)
+      , m_request(std::move(request))
+      , m_who(std::move(who))
+      , m_exchange(std::move(exchange)) {}
+
+  void begin_stream() {
+    m_exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    if (m_request.endpoint == Endpoint::chat) // the role delta comes first
+      m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", true, nullptr, m_request.include_usage)));
+  }
+
+  void set_id(RequestId id) { m_id = id; }
+
+  void on_output(const StepOutput& out) {
+    if (m_done)
+      return;
+    m_usage.prompt_tokens = out.prompt_tokens;
+    m_usage.completion_tokens = out.generated_tokens;
+    if (out.finish == FinishReason::cancelled || out.finish == FinishReason::error) {
+      m_done = true;
+      if (m_exchange->cancelled())
+        return; // the client is gone: nothing to say
+      const std::string message =
+          out.finish == FinishReason::error ? "generation failed: " + out.error : "the server is shutting down";
+      if (m_request.stream) {
+        m_exchange->send(sse(json::parse(http::error_body(out.finish == FinishReason::error ? 500 : 503, message))));
+        m_exchange->send("data: [DONE]\n\n");
+        m_exchange->finish();
+      } else {
+        send_error(m_exchange, out.finish == FinishReason::error ? 500 : 503, message);
+      }
+      return;
+    }
+    std::string text;
+    bool stopped = false;
+    // A token that ended the request by being EOS or a stop token is not part of the text.
+    if (out.token && out.finish != FinishReason::stop) {
+      auto piece = m_text.push(*out.token);
+      text = std::move(piece.text);
+      stopped = piece.stopped;
+    }
+    const char* finish = nullptr;
+    if (stopped) {
+      finish = "stop";
+      m_engine.cancel(m_id); // a stop string: the engine frees the sequence at its next step
+    } else if (out.finish != FinishReason::none) {
+      text += m_text.finish();
+      finish = finish_reason_name(out.finish);
+    }
+    if (m_request.stream) {
+      if (!text.empty())
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, text, false, nullptr, m_request.include_usage)));
+      if (finish != nullptr) {
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", false, finish, m_request.include_usage)));
+        if (m_request.include_usage)
+          m_exchange->send(sse(usage_chunk(m_request.endpoint, m_who, m_usage)));
+        m_exchange->send("data: [DONE]\n\n");
+        m_exchange->finish();
+      }
+    } else if (finish != nullptr) {
+      send_json(m_exchange, 200, response_body(m_request.endpoint, m_who, m_text.text(), finish, m_usage));
+    }
+    m_done = finish != nullptr;
+  }
+
+private:
+  Engine& m_engine;
+  TextStream m_text;
+  ApiRequest m_request;
+  ResponseIdentity m_who;
+  std::shared_ptr<http::Exchange> m_exchange;
+  RequestId m_id = 0;
+  Usage m_usage;
+  bool m_done = false;
+};
+
+} // namespace
+
+ApiServer::ApiServer(http::ServerOptions http, ApiOptions options)
+    : m_options(std::move(options))
+    , m_http(std::move(http),
+             [this](const http::Request& r, const std::shared_ptr<http::Exchange>& e) { handle(r, e); }) {}
+
+ApiServer::~ApiServer() {
+  m_http.stop(std::chrono::milliseconds(0));
+}
+
+void
+ApiServer::attach(Engine& engine, ServedModel model) {
+  m_model = std::move(model);
+  m_engine.store(&engine);
+}
+
+void
+ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+  const std::string path = request.path();
+  if (path == "/health") {
+    if (m_engine.load() == nullptr)
+      return send_error(exchange, 503, "the model is still loading");
+    return exchange->respond(200, "text/plain", "");
+  }
+  if (!m_options.api_key.empty() && request.header("authorization") != "Bearer " + m_options.api_key)
+    return send_error(exchange, 401, "a valid API key is required: send 'Authorization: Bearer <key>'");
+  if (path == "/version")
+    return send_json(exchange, 200, {{"version", m_options.version}});
+  Engine* engine = m_engine.load();
+  if (engine == nullptr)
+    return send_error(exchange, 503, "the model is still loading; poll /health");
+  const auto method_is = [&](const char* method) {
+    if (request.method == method)
+      return true;
+    send_error(exchange, 405, path + " takes " + method + ", not " + request.method);
+    return false;
+  };
+  try {
+    if (path == "/v1/models") {
+      if (!method_is("GET"))
+        return;
+      const json card = {{"id", m_model.name},
+                         {"object", "model"},
+                         {"created", 0},
+                         {"owned_by", "optkit"},
+                         {"root", m_model.root},
+                         {"parent", nullptr},
+                         {"max_model_len", m_model.max_model_len}};
+      return send_json(exchange, 200, {{"object", "list"}, {"data", json::array({card})}});
+    }
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+      if (!method_is("POST"))
+        return;
+      return generate(path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, request, exchange);
+    }
+    if (path == "/tokenize" || path == "/detokenize") {
+      if (!method_is("POST"))
+        return;
+      json body;
+      try {
+        body = json::parse(request.body);
+      } catch (const json::parse_error& e) {
+        throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
+      }
+      if (path == "/tokenize") {
+        if (!body.is_object() || !body.contains("prompt") || !body["prompt"].is_string())
+          throw BadRequest("'prompt' must be a string", "prompt");
+        const bool special = !body.contains("add_special_tokens") || body["add_special_tokens"] == true;
+        const auto tokens = m_model.tokenizer->encode(body["prompt"].get<std::string>(), special);
+        return send_json(exchange, 200,
+                         {{"count", tokens.size()}, {"max_model_len", m_model.max_model_len}, {"tokens", tokens}});
+      }
+      if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+        throw BadRequest("'tokens' must be a list of token ids", "tokens");
+      std::vector<std::int32_t> ids;
+      for (const auto& t : body["tokens"]) {
+        if (!t.is_number_integer() || t.get<std::int64_t>() < 0 ||
+            t.get<std::int64_t>() >= m_model.tokenizer->vocab_size())
+          throw BadRequest("'tokens' holds " + t.dump() + ", not a token id of this model", "tokens");
+        ids.push_back(t.get<std::int32_t>());
+      }
+      return send_json(exchange, 200, {{"prompt", m_model.tokenizer->decode(ids)}});
+    }
+    send_error(exchange, 404, "no route " + request.method + " " + path);
+  } catch (const BadRequest& e) {
+    send_error(exchange, 400, e.what(), e.param);
+  }
+}
+
+void
+ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+  Engine& engine = *m_engine.load();
+  ApiRequest api = parse_api_request(endpoint, request.body);
+  if (!api.model.empty() && api.model != m_model.name)
+    return send_error(exchange, 404, "the model '" + api.model + "' does not exist; served: " + m_model.name, "model");
+  std::vector<TokenId> prompt;
+  try {
+    if (endpoint == Endpoint::chat) {
+      if (!m_model.chat_template)
+        throw BadRequest("this model has no chat template (tokenizer_config.json chat_template or "
+                         "chat_template.jinja); use /v1/completions",
+                         "messages");
+      const std::string text = model::render_chat(*m_model.chat_template, api.messages, true, api.tools);
+      prompt = m_model.tokenizer->encode(text, false); // the template wrote the special tokens
+    } else if (const auto* text = std::get_if<std::string>(&api.prompt)) {
+      prompt = m_model.tokenizer->encode(*text, true);
+    } else {
+      prompt = std::get<std::vector<TokenId>>(api.prompt);
+    }
+  } catch (const InputError& e) {
+    throw BadRequest(e.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
+  }
+  const auto prompt_len = static_cast<std::int64_t>(prompt.size());
+  api.generation.max_tokens = api.max_tokens.value_or(std::max<std::int64_t>(1, m_model.max_model_len - prompt_len));
+  const auto who = new_identity(endpoint, m_model.name);
+  auto generation = std::make_shared<Generation>(engine, *m_model.tokenizer, api, who, exchange);
+  const bool stream = api.stream;
+  RequestId id = 0;
+  {
+    // The sink may run before submit returns: it waits on this lock until the stream's head is
+    // out and the id is known. submit() validates first, so a request that cannot run is a 400.
+    auto mutex = std::make_shared<std::mutex>();
+    const std::lock_guard lock(*mutex);
+    try {
+      id = engine.submit(std::move(prompt), api.generation, [generation, mutex](const StepOutput& out) {
+        const std::lock_guard guard(*mutex);
+        generation->on_output(out);
+      });
+    } catch (const InputError& e) {
+      return send_error(exchange, 400, e.what());
+    }
+    generation->set_id(id);
+    if (stream)
+      generation->begin_stream();
+  }
+  exchange->on_cancel([&engine, id] { engine.cancel(id); });
+}
+
+} // namespace optkit::serve

@@ -1,0 +1,54 @@
+// The OpenAI-compatible routes of serve-deltas over lib/http: /v1/completions and
+// /v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize, /health (503 until
+// the engine is attached), /version; an API key on every route but /health; OpenAI error bodies.
+#pragma once
+
+#include "http/server.hpp"
+#include "model/chat_template.hpp"
+#include "model/tokenizer.hpp"
+#include "serve/engine.hpp"
+#include "serve/openai_protocol.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace optkit::serve {
+
+struct ServedModel {
+  std::string name; // what clients put in "model"
+  std::string root; // the model folder
+  std::shared_ptr<const model::Tokenizer> tokenizer;
+  std::optional<model::ChatTemplate> chat_template; // none: chat requests are refused with 400
+  std::int64_t max_model_len = 0;
+};
+
+struct ApiOptions {
+  std::string api_key; // empty: no key required
+  std::string version;
+};
+
+class ApiServer {
+public:
+  // Listens at once (so /health can answer 503 while the model loads).
+  ApiServer(http::ServerOptions http, ApiOptions options);
+  ~ApiServer();
+  int port() const { return m_http.port(); }
+  void start() { m_http.start(); }
+  // The engine and model are ready: generation routes open. Both must outlive the server.
+  void attach(Engine& engine, ServedModel model);
+  // Stops accepting, lets streams finish for `grace`, cancels the rest.
+  void stop(std::chrono::milliseconds grace) { m_http.stop(grace); }
+
+private:
+  void handle(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+  void generate(Endpoint endpoint, const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+
+  ApiOptions m_options;
+  std::atomic<Engine*> m_engine{nullptr};
+  ServedModel m_model;
+  http::Server m_http;
+};
+
+} // namespace optkit::serve

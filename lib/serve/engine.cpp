@@ -1,0 +1,367 @@
+#include "serve/engine.hpp"
+
+#include "core/error.hpp"
+#include "runtime/kv_cache.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace optkit::serve {
+
+const char*
+finish_reason_name(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::stop:
+    return "stop";
+  case FinishReason::length:
+    return "length";
+  case FinishReason::cancelled:
+    return "cancelled";
+  case FinishReason::error:
+    return "error";
+  case FinishReason::none:
+    break;
+  }
+  return "";
+}
+
+struct Engine::Active {
+  RequestId id = 0;
+  std::vector<TokenId> tokens; // the prompt, then every generated token
+  std::int64_t prompt_len = 0;
+  std::int64_t generated = 0;
+  std::int64_t computed = 0; // tokens whose keys and values are in the cache
+  std::optional<runtime::SequenceId> sequence;
+  GenerationParams params;
+  runtime::Sampler sampler;
+  OutputSink sink;
+  Clock::time_point arrival, scheduled, first_token;
+
+  Active(GenerationParams p) : params(std::move(p)), sampler(params.sampling) {}
+
+  StepOutput output(FinishReason finish) const {
+    StepOutput out;
+    out.finish = finish;
+    out.prompt_tokens = prompt_len;
+    out.generated_tokens = generated;
+    out.arrival = arrival;
+    out.scheduled = scheduled;
+    out.first_token = first_token;
+    if (finish != FinishReason::none)
+      out.finished = Clock::now();
+    return out;
+  }
+};
+
+Engine::Engine(std::unique_ptr<runtime::LanguageModel> model, const runtime::KvCache& kv, EngineOptions options)
+    : m_model(std::move(model)), m_kv(kv), m_options(options) {
+  if (m_options.max_num_seqs < 1)
+    throw InputError("max_num_seqs must be at least 1, got " + std::to_string(m_options.max_num_seqs));
+  if (m_options.max_num_batched_tokens < 1)
+    throw InputError("max_num_batched_tokens must be at least 1, got " +
+                     std::to_string(m_options.max_num_batched_tokens));
+  m_thread = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  stop();
+}
+
+RequestId
+Engine::submit(std::vector<TokenId> prompt, GenerationParams params, OutputSink sink) {
+  const auto& config = m_model->config();
+  if (prompt.empty())
+    throw InputError("the prompt is empty");
+  if (params.max_tokens < 1)
+    throw InputError("max_tokens must be at least 1, got " + std::to_string(params.max_tokens));
+  if (params.min_tokens < 0 || params.min_tokens > params.max_tokens)
+    throw InputError("min_tokens must be between 0 and max_tokens (" + std::to_string(params.max_tokens) + "), got " +
+                     std::to_string(params.min_tokens));
+  for (const TokenId t : prompt)
+    if (t < 0 || t >= config.vocab_size)
+      throw InputError("prompt token " + std::to_string(t) + " is outside the vocabulary (0.." +
+                       std::to_string(config.vocab_size - 1) + ")");
+  const std::int64_t total = static_cast<std::int64_t>(prompt.size()) + params.max_tokens;
+  if (total > config.max_position_embeddings)
+    throw InputError("the prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
+                     std::to_string(params.max_tokens) + ") exceeds the model's context of " +
+                     std::to_string(config.max_position_embeddings) + " tokens");
+  if (const auto capacity = m_kv.capacity_blocks()) {
+    const std::int64_t blocks = (total + m_kv.block_tokens() - 1) / m_kv.block_tokens();
+    if (blocks > *capacity)
+      throw InputError("the prompt plus max_tokens needs " + std::to_string(blocks) +
+                       " KV cache blocks and the cache " + "holds " + std::to_string(*capacity) +
+                       " (raise the KV cache memory or lower max_tokens)");
+  }
+  if (!params.seeded) {
+    static thread_local std::mt19937_64 seeds{std::random_device{}()};
+    params.sampling.seed = seeds();
+  }
+  auto request = std::make_unique<Active>(std::move(params)); // the sampler validates its parameters
+  request->prompt_len = static_cast<std::int64_t>(prompt.size());
+  request->tokens = std::move(prompt);
+  request->sink = std::move(sink);
+  request->arrival = Clock::now();
+  const std::lock_guard lock(m_mutex);
+  if (m_stopping)
+    throw RuntimeFailure("the engine is stopping");
+  request->id = m_next_id++;
+  const RequestId id = request->id;
+  m_incoming.push_back(std::move(request));
+  m_wake.notify_one();
+  return id;
+}
+
+void
+Engine::cancel(RequestId id) {
+  const std::lock_guard lock(m_mutex);
+  m_cancelled.insert(id);
+  m_wake.notify_one();
+}
+
+void
+Engine::stop() {
+  {
+    const std::lock_guard lock(m_mutex);
+    m_stopping = true;
+    m_wake.notify_one();
+  }
+  if (m_thread.joinable())
+    m_thread.join();
+}
+
+EngineStats
+Engine::stats() const {
+  const std::lock_guard lock(m_mutex);
+  return m_stats;
+}
+
+void
+Engine::finish(Active& request, FinishReason reason) {
+  if (request.sequence) {
+    m_model->remove_sequence(*request.sequence);
+    request.sequence.reset();
+  }
+  if (reason == FinishReason::cancelled)
+    request.sink(request.output(reason));
+}
+
+void
+Engine::preempt(Active& request) {
+  // Recompute: the blocks go back now; on readmission the prompt and what was generated so far
+  // are prefilled again, and generation continues (the sampler keeps its state).
+  m_model->remove_sequence(*request.sequence);
+  request.sequence.reset();
+  request.computed = 0;
+}
+
+void
+Engine::loop() {
+  while (true) {
+    std::unordered_set<RequestId> cancelled;
+    {
+      std::unique_lock lock(m_mutex);
+      m_wake.wait(lock, [&] {
+        return m_stopping || !m_incoming.empty() || !m_cancelled.empty() || !m_running.empty() || !m_waiting.empty();
+      });
+      while (!m_incoming.empty()) {
+        m_waiting.push_back(std::move(m_incoming.front()));
+        m_incoming.pop_front();
+      }
+      cancelled.swap(m_cancelled);
+      if (m_stopping) {
+        lock.unlock();
+        for (auto& r : m_running)
+          finish(*r, FinishReason::cancelled);
+        for (auto& r : m_waiting)
+          finish(*r, FinishReason::cancelled);
+        m_running.clear();
+        m_waiting.clear();
+        return;
+      }
+    }
+    const auto drop = [&](auto& queue) {
+      for (auto it = queue.begin(); it != queue.end();)
+        if (cancelled.count((*it)->id)) {
+          finish(**it, FinishReason::cancelled);
+          it = queue.erase(it);
+        } else {
+          ++it;
+        }
+    };
+    drop(m_running);
+    drop(m_waiting);
+    bool progressed = false;
+    try {
+      progressed = step();
+    } catch (const std::exception& e) {
+      // The model failed: every request in flight ends with the reason; the engine goes on.
+      for (auto* queue : {&m_running}) {
+        for (auto& r : *queue) {
+          auto out = r->output(FinishReason::error);
+          out.error = e.what();
+          if (r->sequence) {
+            m_model->remove_sequence(*r->sequence);
+            r->sequence.reset();
+          }
+          r->sink(out);
+        }
+        queue->clear();
+      }
+    }
+    {
+      const std::lock_guard lock(m_mutex);
+      m_stats.running = static_cast<std::int64_t>(m_running.size());
+      m_stats.waiting = static_cast<std::int64_t>(m_waiting.size() + m_incoming.size());
+      m_stats.kv_used_blocks = m_kv.used_blocks();
+      m_stats.kv_capacity_blocks = m_kv.capacity_blocks();
+    }
+    if (!progressed && m_running.empty() && !m_waiting.empty()) {
+      // Nothing could be admitted with nothing running: only possible if the cache is held
+      // elsewhere. Wait for a change rather than spin.
+      std::unique_lock lock(m_mutex);
+      m_wake.wait_for(lock, std::chrono::milliseconds(10));
+    }
+  }
+}
+
+bool
+Engine::step() {
+  struct Planned {
+    Active* request;
+    std::int64_t tokens;
+    bool samples; // the chunk reaches the end of what is known: its logits give the next token
+  };
+  std::vector<Planned> plan;
+  std::int64_t budget = m_options.max_num_batched_tokens;
+  std::optional<std::int64_t> free = m_kv.free_blocks();
+  std::int64_t preempted = 0;
+
+  // Running sequences first, in admission order; when the cache is short, the latest admitted
+  // gives its blocks back (and goes to the front of the queue).
+  for (std::size_t i = 0; i < m_running.size() && budget > 0;) {
+    Active& request = *m_running[i];
+    const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size()) - request.computed;
+    const std::int64_t n = std::min(pending, budget);
+    std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
+    bool self_preempted = false;
+    while (free && need > *free) {
+      auto victim = std::move(m_running.back());
+      m_running.pop_back();
+      preempt(*victim);
+      ++preempted;
+      const bool self = victim.get() == &request;
+      m_waiting.push_front(std::move(victim));
+      free = m_kv.free_blocks();
+      if (self) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted)
+      break; // everything after it was preempted too
+    plan.push_back({&request, n, n == pending});
+    budget -= n;
+    if (free)
+      *free -= need;
+    ++i;
+  }
+  // Then waiting requests, first come first served, while there is room.
+  while (!m_waiting.empty() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs) {
+    Active& request = *m_waiting.front();
+    const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size());
+    const std::int64_t n = std::min(pending, budget);
+    const std::int64_t need = (n + m_kv.block_tokens() - 1) / m_kv.block_tokens();
+    if (free && need > *free)
+      break;
+    request.sequence = m_model->add_sequence();
+    if (request.scheduled == Clock::time_point{})
+      request.scheduled = Clock::now();
+    plan.push_back({&request, n, n == pending});
+    budget -= n;
+    if (free)
+      *free -= need;
+    m_running.push_back(std::move(m_waiting.front()));
+    m_waiting.pop_front();
+  }
+  if (plan.empty()) {
+    if (preempted > 0) {
+      const std::lock_guard lock(m_mutex);
+      m_stats.preemptions += preempted;
+    }
+    return false;
+  }
+
+  std::vector<runtime::SequenceInput> inputs;
+  inputs.reserve(plan.size());
+  std::int64_t prompt_tokens = 0;
+  for (const Planned& p : plan) {
+    const auto* first = p.request->tokens.data() + p.request->computed;
+    inputs.push_back(
+        {*p.request->sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), false});
+    if (p.request->computed < p.request->prompt_len)
+      prompt_tokens += std::min(p.tokens, p.request->prompt_len - p.request->computed);
+  }
+  const std::vector<float> logits = m_model->forward(inputs);
+  const auto& config = m_model->config();
+  const auto vocab = static_cast<std::size_t>(config.vocab_size);
+
+  std::int64_t generated = 0;
+  std::vector<Active*> done;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    Active& request = *plan[i].request;
+    request.computed += plan[i].tokens;
+    if (!plan[i].samples)
+      continue;
+    std::span<const float> row(logits.data() + i * vocab, vocab);
+    std::vector<float> masked;
+    const bool suppress = request.generated < request.params.min_tokens;
+    if (suppress) { // no EOS or stop token before min_tokens
+      masked.assign(row.begin(), row.end());
+      const auto block = [&](std::int64_t t) {
+        if (t >= 0 && static_cast<std::size_t>(t) < vocab)
+          masked[static_cast<std::size_t>(t)] = -std::numeric_limits<float>::infinity();
+      };
+      for (const auto t : config.eos_token_ids)
+        block(t);
+      for (const auto t : request.params.stop_token_ids)
+        block(t);
+      row = masked;
+    }
+    const TokenId token = request.sampler.next(row);
+    request.tokens.push_back(token);
+    ++request.generated;
+    ++generated;
+    if (request.generated == 1)
+      request.first_token = Clock::now();
+    const bool eos = !request.params.ignore_eos && std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(),
+                                                             token) != config.eos_token_ids.end();
+    const bool stop_token = std::find(request.params.stop_token_ids.begin(), request.params.stop_token_ids.end(),
+                                      token) != request.params.stop_token_ids.end();
+    FinishReason reason = FinishReason::none;
+    if (eos || stop_token)
+      reason = FinishReason::stop;
+    else if (request.generated >= request.params.max_tokens ||
+             static_cast<std::int64_t>(request.tokens.size()) >= config.max_position_embeddings)
+      reason = FinishReason::length;
+    auto out = request.output(reason);
+    out.token = token;
+    request.sink(out);
+    if (reason != FinishReason::none)
+      done.push_back(&request);
+  }
+  for (Active* request : done) {
+    finish(*request, FinishReason::stop);
+    std::erase_if(m_running, [&](const auto& r) { return r.get() == request; });
+  }
+  const std::lock_guard lock(m_mutex);
+  m_stats.steps += 1;
+  m_stats.preemptions += preempted;
+  m_stats.prompt_tokens += prompt_tokens;
+  m_stats.generated_tokens += generated;
+  return true;
+}
+
+} // namespace optkit::serve

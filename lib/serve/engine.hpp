@@ -1,0 +1,119 @@
+// The continuous-batching engine serve-deltas runs (vLLM's iteration-level scheduling on optkit's
+// runtime): every step the running sequences each get their next token or prompt chunk, waiting
+// requests are admitted first come, first served while --max-num-seqs and the per-step token
+// budget (--max-num-batched-tokens, so long prompts are prefilled in chunks between decodes)
+// allow and the paged KV cache has blocks for them, and when blocks run out the latest admitted
+// sequence is preempted and later recomputed. One engine thread owns the model; requests arrive
+// and are cancelled from any thread, and their tokens are handed to each request's sink on the
+// engine thread.
+#pragma once
+
+#include "runtime/language_model.hpp"
+#include "runtime/sampler.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace optkit::runtime {
+class KvCache;
+}
+
+namespace optkit::serve {
+
+using runtime::TokenId;
+using RequestId = std::uint64_t;
+using Clock = std::chrono::steady_clock;
+
+struct EngineOptions {
+  int max_num_seqs = 256;                     // sequences in one step (vLLM max_num_seqs)
+  std::int64_t max_num_batched_tokens = 2048; // tokens in one step, prompt chunks and decodes together
+};
+
+struct GenerationParams {
+  std::int64_t max_tokens = 16;
+  std::int64_t min_tokens = 0; // EOS and stop tokens are suppressed until this many are generated
+  bool ignore_eos = false;
+  runtime::SamplingParams sampling; // a random seed is drawn when none is given
+  bool seeded = false;
+  std::vector<TokenId> stop_token_ids; // besides the model's EOS
+};
+
+// error: the model failed (out of memory, say); every request in flight ends with it.
+enum class FinishReason { none, stop, length, cancelled, error };
+const char* finish_reason_name(FinishReason reason); // "stop", "length", "cancelled", "error"; "" for none
+
+// What one step produced for one request; the last call has finish != none.
+struct StepOutput {
+  std::optional<TokenId> token; // none on a cancellation or an error
+  std::string error;            // what failed, with FinishReason::error
+  FinishReason finish = FinishReason::none;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t generated_tokens = 0;
+  Clock::time_point arrival, scheduled, first_token, finished;
+};
+using OutputSink = std::function<void(const StepOutput&)>;
+
+struct EngineStats {
+  std::int64_t running = 0, waiting = 0;
+  std::int64_t preemptions = 0, steps = 0;
+  std::int64_t prompt_tokens = 0, generated_tokens = 0;
+  std::int64_t kv_used_blocks = 0;
+  std::optional<std::int64_t> kv_capacity_blocks;
+};
+
+class Engine {
+public:
+  // `kv` is the model's cache (for admission by free blocks); it must outlive the engine.
+  Engine(std::unique_ptr<runtime::LanguageModel> model, const runtime::KvCache& kv, EngineOptions options);
+  ~Engine(); // stop()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Throws InputError, naming the limit, when it can never run: an empty
+  // prompt, prompt + max_tokens beyond the model's context, or more KV blocks than the cache has.
+  RequestId submit(std::vector<TokenId> prompt, GenerationParams params, OutputSink sink);
+  // Stops a request at the next step boundary (its sink gets finish = cancelled); unknown or
+  // finished ids are ignored. Its KV blocks are freed then.
+  void cancel(RequestId id);
+  // Cancels everything and joins the engine thread. Idempotent.
+  void stop();
+
+  EngineStats stats() const;
+  const model::ModelConfig& config() const { return m_model->config(); }
+
+private:
+  struct Active;
+  void loop();
+  bool step();
+  void finish(Active& request, FinishReason reason);
+  void preempt(Active& request);
+
+  std::unique_ptr<runtime::LanguageModel> m_model;
+  const runtime::KvCache& m_kv;
+  EngineOptions m_options;
+
+  mutable std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::deque<std::unique_ptr<Active>> m_incoming;
+  std::unordered_set<RequestId> m_cancelled;
+  bool m_stopping = false;
+  RequestId m_next_id = 1;
+  EngineStats m_stats; // under m_mutex
+
+  // Engine-thread state.
+  std::deque<std::unique_ptr<Active>> m_waiting;
+  std::vector<std::unique_ptr<Active>> m_running; // in admission order
+  std::thread m_thread;
+};
+
+} // namespace optkit::serve

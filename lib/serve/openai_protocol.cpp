@@ -1,0 +1,281 @@
+#include "serve/openai_protocol.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+namespace optkit::serve {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char*
+type_name(const json& v) {
+  return v.is_null()      ? "null"
+         : v.is_boolean() ? "boolean"
+         : v.is_number()  ? "number"
+         : v.is_string()  ? "string"
+         : v.is_array()   ? "array"
+                          : "object";
+}
+
+[[noreturn]] void
+wrong_type(const std::string& field, const char* expected, const json& v) {
+  throw BadRequest("'" + field + "' must be " + expected + ", got " + type_name(v), field);
+}
+
+double
+number(const json& body, const std::string& field, double fallback, double low, double high) {
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null())
+    return fallback;
+  if (!it->is_number())
+    wrong_type(field, "a number", *it);
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < low || v > high)
+    throw BadRequest("'" + field + "' must be between " + json(low).dump() + " and " + json(high).dump() + ", got " +
+                         it->dump(),
+                     field);
+  return v;
+}
+
+std::optional<std::int64_t>
+integer(const json& body, const std::string& field, std::int64_t low, std::int64_t high) {
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_number_integer() && !(it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()))
+    wrong_type(field, "an integer", *it);
+  const double v = it->get<double>();
+  if (v < static_cast<double>(low) || v > static_cast<double>(high))
+    throw BadRequest("'" + field + "' must be between " + std::to_string(low) + " and " + std::to_string(high) +
+                         ", got " + it->dump(),
+                     field);
+  return static_cast<std::int64_t>(v);
+}
+
+bool
+boolean(const json& body, const std::string& field, bool fallback) {
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null())
+    return fallback;
+  if (!it->is_boolean())
+    wrong_type(field, "true or false", *it);
+  return it->get<bool>();
+}
+
+// A feature left out is refused by name rather than silently ignored.
+void
+refuse_unless(const json& body, const std::string& field, const json& harmless) {
+  const auto it = body.find(field);
+  if (it != body.end() && !it->is_null() && *it != harmless)
+    throw BadRequest("'" + field + "' is not supported by optkit serve-deltas yet; leave it out", field);
+}
+
+std::vector<TokenId>
+token_ids(const json& v, const std::string& field) {
+  std::vector<TokenId> ids;
+  for (const auto& t : v) {
+    if (!t.is_number_integer())
+      throw BadRequest("'" + field + "' must be a string or a list of token ids, found " + std::string(type_name(t)) +
+                           " in the list",
+                       field);
+    const auto id = t.get<std::int64_t>();
+    if (id < 0 || id > INT32_MAX)
+      throw BadRequest("'" + field + "' holds token id " + std::to_string(id) + ", outside the vocabulary", field);
+    ids.push_back(static_cast<TokenId>(id));
+  }
+  return ids;
+}
+
+} // namespace
+
+ApiRequest
+parse_api_request(Endpoint endpoint, const std::string& text) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object())
+    throw BadRequest(std::string("the body must be a JSON object, got ") + type_name(body));
+  ApiRequest r;
+  r.endpoint = endpoint;
+  if (const auto it = body.find("model"); it != body.end() && !it->is_null()) {
+    if (!it->is_string())
+      wrong_type("model", "a string", *it);
+    r.model = it->get<std::string>();
+  }
+  if (endpoint == Endpoint::completions) {
+    const auto it = body.find("prompt");
+    if (it == body.end() || it->is_null())
+      throw BadRequest("'prompt' is required", "prompt");
+    if (it->is_string()) {
+      r.prompt = it->get<std::string>();
+    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      r.prompt = (*it)[0].get<std::string>();
+    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_array()) {
+      r.prompt = token_ids((*it)[0], "prompt");
+    } else if (it->is_array() && !it->empty() && (*it)[0].is_string()) {
+      throw BadRequest("'prompt' lists several prompts; send one request per prompt", "prompt");
+    } else if (it->is_array()) {
+      r.prompt = token_ids(*it, "prompt");
+    } else {
+      wrong_type("prompt", "a string or a list of token ids", *it);
+    }
+    r.max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
+    if (!r.max_tokens)
+      r.max_tokens = 16; // the OpenAI completions default vLLM keeps
+    refuse_unless(body, "echo", false);
+    refuse_unless(body, "logprobs", json(nullptr));
+    refuse_unless(body, "suffix", json(nullptr));
+    refuse_unless(body, "best_of", 1);
+  } else {
+    const auto it = body.find("messages");
+    if (it == body.end() || !it->is_array() || it->empty())
+      throw BadRequest("'messages' must be a non-empty list of {role, content}", "messages");
+    for (const auto& m : *it)
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        throw BadRequest("each of 'messages' needs a string 'role'", "messages");
+    r.messages = *it;
+    if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null())
+      r.tools = *tools;
+    r.max_tokens = integer(body, "max_completion_tokens", 1, INT32_MAX);
+    if (!r.max_tokens)
+      r.max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
+    refuse_unless(body, "logprobs", false);
+    refuse_unless(body, "top_logprobs", json(nullptr));
+  }
+  refuse_unless(body, "n", 1);
+  refuse_unless(body, "presence_penalty", 0);
+  refuse_unless(body, "frequency_penalty", 0);
+  refuse_unless(body, "repetition_penalty", 1);
+  refuse_unless(body, "logit_bias", json(nullptr));
+
+  auto& g = r.generation;
+  g.sampling.temperature = static_cast<float>(number(body, "temperature", 1.0, 0.0, 100.0));
+  g.sampling.top_p = static_cast<float>(number(body, "top_p", 1.0, 1e-9, 1.0));
+  const auto top_k = integer(body, "top_k", -1, INT32_MAX);
+  g.sampling.top_k = top_k && *top_k > 0 ? *top_k : 0; // -1 and 0: every token, as vLLM reads them
+  g.sampling.min_p = static_cast<float>(number(body, "min_p", 0.0, 0.0, 1.0));
+  if (const auto seed = integer(body, "seed", INT64_MIN, INT64_MAX)) {
+    g.sampling.seed = static_cast<std::uint64_t>(*seed);
+    g.seeded = true;
+  }
+  g.ignore_eos = boolean(body, "ignore_eos", false);
+  g.min_tokens = integer(body, "min_tokens", 0, INT32_MAX).value_or(0);
+  if (const auto it = body.find("stop"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      r.stop.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      for (const auto& s : *it) {
+        if (!s.is_string())
+          wrong_type("stop", "a string or a list of strings", *it);
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or a list of strings", *it);
+    }
+  }
+  if (const auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
+    if (!it->is_array())
+      wrong_type("stop_token_ids", "a list of token ids", *it);
+    g.stop_token_ids = token_ids(*it, "stop_token_ids");
+  }
+  r.stream = boolean(body, "stream", false);
+  if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object())
+      wrong_type("stream_options", "an object", *it);
+    r.include_usage = boolean(*it, "include_usage", false);
+  }
+  return r;
+}
+
+ResponseIdentity
+new_identity(Endpoint endpoint, const std::string& model) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  ResponseIdentity who;
+  who.id = std::string(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + hex;
+  who.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  who.model = model;
+  return who;
+}
+
+namespace {
+
+json
+usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"completion_tokens", usage.completion_tokens}};
+}
+
+json
+head(Endpoint endpoint, const ResponseIdentity& who, const char* object) {
+  (void)endpoint;
+  return {{"id", who.id}, {"object", object}, {"created", who.created}, {"model", who.model}};
+}
+
+json
+reason(const char* finish_reason) {
+  return finish_reason == nullptr ? json(nullptr) : json(finish_reason);
+}
+
+} // namespace
+
+json
+response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, const char* finish_reason,
+              const Usage& usage) {
+  const bool chat = endpoint == Endpoint::chat;
+  json out = head(endpoint, who, chat ? "chat.completion" : "text_completion");
+  json choice = {{"index", 0}};
+  if (chat)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = reason(finish_reason);
+  out["choices"] = json::array({choice});
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json
+stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
+             const char* finish_reason, bool include_usage) {
+  const bool chat = endpoint == Endpoint::chat;
+  json out = head(endpoint, who, chat ? "chat.completion.chunk" : "text_completion");
+  json choice = {{"index", 0}};
+  if (chat) {
+    json delta = json::object();
+    if (first)
+      delta["role"] = "assistant";
+    if (!text.empty() || (first && finish_reason == nullptr))
+      delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = reason(finish_reason);
+  out["choices"] = json::array({choice});
+  if (include_usage)
+    out["usage"] = nullptr;
+  return out;
+}
+
+json
+usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage) {
+  json out = head(endpoint, who, endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
+  out["choices"] = json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+} // namespace optkit::serve

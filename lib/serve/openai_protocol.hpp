@@ -1,0 +1,65 @@
+// The OpenAI request and response bodies serve-deltas speaks, as vLLM serves them: parsing with a
+// 400-worthy message naming the field for every malformed value, and the JSON of responses and
+// stream chunks (role delta first, one finish_reason chunk, the include_usage tail chunk).
+#pragma once
+
+#include "serve/engine.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace optkit::serve {
+
+// A request that cannot be served as sent: HTTP 400 with this message.
+class BadRequest : public std::runtime_error {
+public:
+  BadRequest(std::string message, std::string field = {})
+      : std::runtime_error(std::move(message)), param(std::move(field)) {}
+  std::string param; // the offending field, for the error body
+};
+
+enum class Endpoint { completions, chat };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model; // empty: the base model
+  // completions: text or token ids; chat: the messages as sent (rendered by the chat template)
+  std::variant<std::string, std::vector<TokenId>> prompt;
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;           // null when absent
+  std::optional<std::int64_t> max_tokens; // none: 16 for completions, the rest of the context for chat
+  GenerationParams generation;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// Throws BadRequest naming the field for a value of the wrong type or range, or a feature this
+// server does not implement (n > 1, logprobs, echo, penalties), rather than ignoring it.
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& body);
+
+struct Usage {
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+// One response id and creation time per request, stable across its chunks.
+struct ResponseIdentity {
+  std::string id;
+  std::int64_t created = 0;
+  std::string model;
+};
+ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
+
+nlohmann::ordered_json response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text,
+                                     const char* finish_reason, const Usage& usage);
+// A stream chunk carrying `text` (and, for chat, the role on the first); finish_reason null until
+// the last. With include_usage every chunk carries "usage": null, as OpenAI documents.
+nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
+                                    const char* finish_reason, bool include_usage);
+nlohmann::ordered_json usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage);
+
+} // namespace optkit::serve

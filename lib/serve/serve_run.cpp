@@ -1,0 +1,107 @@
+#include "serve/serve_run.hpp"
+
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/log.hpp"
+#include "model/model_config.hpp"
+#include "runtime/kv_cache.hpp"
+#include "runtime/transformer.hpp"
+#include "serve/api_server.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <thread>
+
+namespace optkit::serve {
+
+std::uint64_t
+parse_byte_size(const std::string& text, const std::string& flag) {
+  std::size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  for (auto& c : unit)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb")
+    scale = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb")
+    scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb")
+    scale = 1024.0 * 1024 * 1024;
+  if (end == 0 || scale == 0 || !std::isfinite(value) || value <= 0 || value * scale > 1e18)
+    throw InputError(flag + " '" + text + "': expected a size such as 4GiB, 512MiB or a number of bytes");
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+ServeSummary
+run_serve(const ServeOptions& options, const std::function<void(int)>& on_listening) {
+  if (!std::filesystem::is_directory(options.base))
+    throw InputError("--base " + options.base.string() + ": no such model folder");
+  install_interrupt_handlers();
+  http::ServerOptions http;
+  http.host = options.host;
+  http.port = options.port;
+  http.max_body_bytes = options.max_body_bytes;
+  http.threads = 1;
+  ApiOptions api;
+  api.api_key = options.api_key;
+  api.version = build_info().version;
+  ApiServer server(http, api); // listening now: /health answers 503 while the model loads
+  ServeSummary summary;
+  summary.port = server.port();
+  server.start();
+  log::info("serve-deltas: listening on http://{}:{} (loading {})", options.host, summary.port, options.base.string());
+  if (on_listening)
+    on_listening(summary.port);
+
+  auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(options.base));
+  runtime::RuntimeOptions runtime_options;
+  runtime_options.threads = options.threads;
+  const auto config = model::load_model_config(options.base);
+  const std::uint64_t per_token = static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float);
+  runtime_options.kv_cache.budget_bytes =
+      options.kv_cache_bytes > 0
+          ? options.kv_cache_bytes
+          : std::min<std::uint64_t>(std::uint64_t{4} << 30,
+                                    per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
+                                        static_cast<std::uint64_t>(options.engine.max_num_seqs));
+  auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
+  const runtime::KvCache& kv = transformer->kv_cache();
+  Engine engine(std::move(transformer), kv, options.engine);
+
+  ServedModel served;
+  served.name = options.served_model_name.empty() ? options.base.filename().string() : options.served_model_name;
+  if (served.name.empty())
+    served.name = options.base.parent_path().filename().string();
+  served.root = options.base.string();
+  served.tokenizer = tokenizer;
+  served.max_model_len = config.max_position_embeddings;
+  try {
+    served.chat_template = model::load_chat_template(options.base);
+  } catch (const InputError& e) {
+    log::warn("serve-deltas: {}; /v1/chat/completions will answer 400", e.what());
+  }
+  server.attach(engine, served);
+  log::info("serve-deltas: serving '{}' ({} KV blocks of {} tokens)", served.name, kv.capacity_blocks().value_or(0),
+            kv.block_tokens());
+
+  while (!interrupt_requested())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  summary.signal = interrupt_signal();
+  log::info("serve-deltas: stopping (signal {}), finishing streams for up to {} ms", summary.signal,
+            options.shutdown_grace.count());
+  server.stop(interrupt_count() > 1 ? std::chrono::milliseconds(0) : options.shutdown_grace);
+  engine.stop();
+  summary.stats = engine.stats();
+  return summary;
+}
+
+} // namespace optkit::serve

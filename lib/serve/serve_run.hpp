@@ -1,0 +1,41 @@
+// `optkit serve-deltas`: loads the base model, starts the engine and the OpenAI-compatible
+// server, and serves until SIGTERM or Ctrl-C, then stops gracefully (in-flight streams get a
+// grace period, then are cancelled).
+#pragma once
+
+#include "serve/engine.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace optkit::serve {
+
+struct ServeOptions {
+  std::filesystem::path base;
+  std::string served_model_name; // default: the folder's name
+  std::string host = "127.0.0.1";
+  int port = 8000; // 0: a free port (reported on stderr and through on_listening)
+  std::string api_key;
+  EngineOptions engine;
+  std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
+  unsigned threads = 0;             // runtime threads (0: one per core)
+  std::size_t max_body_bytes = std::size_t{32} << 20;
+  std::chrono::milliseconds shutdown_grace{5000};
+};
+
+struct ServeSummary {
+  int port = 0;
+  int signal = 0; // what stopped it
+  EngineStats stats;
+};
+
+// Parses "4GiB", "512MiB", "1.5G", "1000000" (bytes). Throws InputError naming `flag`.
+std::uint64_t parse_byte_size(const std::string& text, const std::string& flag);
+
+// Serves until an interrupt; `on_listening(port)` runs once the port is bound (before loading).
+ServeSummary run_serve(const ServeOptions& options, const std::function<void(int)>& on_listening = {});
+
+} // namespace optkit::serve
