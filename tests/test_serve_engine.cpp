@@ -1,0 +1,240 @@
+// The continuous-batching engine against the runtime it runs on: whatever the batching does —
+// many requests at once, prompts split into chunks by a small token budget, sequences preempted
+// and recomputed when the KV cache is short — each request's greedy tokens are those of the same
+// prompt decoded alone, one token at a time, on a plain CpuTransformer.
+#include "core/error.hpp"
+#include "runtime/kv_cache.hpp"
+#include "runtime/sampler.hpp"
+#include "runtime/transformer.hpp"
+#include "serve/engine.hpp"
+#include "serve/text_stream.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using namespace optkit;
+using namespace optkit::serve;
+using runtime::TokenId;
+
+namespace {
+
+std::filesystem::path
+tiny_base() {
+  return test::testdata_dir() / "models" / "tiny-base";
+}
+
+// Greedy decoding of one prompt alone, the reference.
+std::vector<TokenId>
+greedy_alone(const std::vector<TokenId>& prompt, int count) {
+  runtime::CpuTransformer model(tiny_base(), {.threads = 2});
+  const auto seq = model.add_sequence();
+  std::vector<TokenId> out;
+  std::vector<TokenId> next = prompt;
+  for (int i = 0; i < count; ++i) {
+    const runtime::SequenceInput input{seq, next, false};
+    const auto logits = model.forward(std::span(&input, 1));
+    out.push_back(runtime::argmax(logits));
+    next = {out.back()};
+  }
+  return out;
+}
+
+struct Collected {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<RequestId, std::vector<TokenId>> tokens;
+  std::map<RequestId, FinishReason> finish;
+
+  OutputSink sink_for(std::shared_ptr<RequestId> id) {
+    return [this, id](const StepOutput& out) {
+      const std::lock_guard lock(mutex);
+      if (out.token)
+        tokens[*id].push_back(*out.token);
+      if (out.finish != FinishReason::none) {
+        finish[*id] = out.finish;
+        cv.notify_all();
+      }
+    };
+  }
+  bool wait_for(std::size_t finished) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(120), [&] { return finish.size() >= finished; });
+  }
+};
+
+struct EngineUnderTest {
+  std::unique_ptr<Engine> engine;
+  explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0) {
+    runtime::RuntimeOptions runtime_options{.threads = 2};
+    runtime_options.kv_cache.budget_bytes = kv_budget;
+    auto model = std::make_unique<runtime::CpuTransformer>(tiny_base(), runtime_options);
+    const runtime::KvCache& kv = model->kv_cache();
+    engine = std::make_unique<Engine>(std::move(model), kv, options);
+  }
+  // Submits with the id known to the sink before any output arrives.
+  RequestId submit(Collected& c, std::vector<TokenId> prompt, GenerationParams params) {
+    auto id = std::make_shared<RequestId>(0);
+    const std::lock_guard lock(c.mutex); // the sink takes this lock: it waits for the id
+    *id = engine->submit(std::move(prompt), params, c.sink_for(id));
+    return *id;
+  }
+};
+
+// The engine publishes its stats after each step, a moment after the sinks ran.
+bool
+blocks_return(const Engine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (engine.stats().kv_used_blocks != 0) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+GenerationParams
+greedy(int max_tokens) {
+  GenerationParams p;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.seeded = true;
+  return p;
+}
+
+std::vector<TokenId>
+prompt_of(int length, int salt) {
+  std::vector<TokenId> p;
+  for (int i = 0; i < length; ++i)
+    p.push_back(static_cast<TokenId>((i * 37 + salt * 101) % 2000 + 10));
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("batched, chunked and preempted requests decode exactly as each prompt alone") {
+  const int count = 12;
+  std::vector<std::vector<TokenId>> prompts;
+  for (int r = 0; r < 6; ++r)
+    prompts.push_back(prompt_of(5 + r * 23, r));
+  std::vector<std::vector<TokenId>> expected;
+  for (const auto& p : prompts)
+    expected.push_back(greedy_alone(p, count));
+
+  SUBCASE("ample budget") {
+    EngineUnderTest t({256, 2048});
+    Collected c;
+    std::vector<RequestId> ids;
+    for (const auto& p : prompts)
+      ids.push_back(t.submit(c, p, greedy(count)));
+    REQUIRE(c.wait_for(prompts.size()));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      CAPTURE(i);
+      CHECK(c.tokens[ids[i]] == expected[i]);
+      CHECK(c.finish[ids[i]] == FinishReason::length);
+    }
+  }
+  SUBCASE("a 16-token step budget: prompts prefilled in chunks between decodes") {
+    EngineUnderTest t({4, 16});
+    Collected c;
+    std::vector<RequestId> ids;
+    for (const auto& p : prompts)
+      ids.push_back(t.submit(c, p, greedy(count)));
+    REQUIRE(c.wait_for(prompts.size()));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      CHECK(c.tokens[ids[i]] == expected[i]);
+  }
+  SUBCASE("a KV cache too small for all of them at once: preemption and recompute") {
+    // 12 blocks of 16 tokens; the longest request needs 8 (5 + 5·23 + 12 = 132 tokens).
+    runtime::KvCache probe(4, 64, 1024, {0, 16});
+    EngineUnderTest t({256, 2048}, probe.block_bytes() * 12);
+    Collected c;
+    std::vector<RequestId> ids;
+    for (const auto& p : prompts)
+      ids.push_back(t.submit(c, p, greedy(count)));
+    REQUIRE(c.wait_for(prompts.size()));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      CHECK(c.tokens[ids[i]] == expected[i]);
+    CHECK(t.engine->stats().preemptions > 0);
+    CHECK(blocks_return(*t.engine)); // every block came back
+  }
+}
+
+TEST_CASE("EOS ends a request unless ignored or before min_tokens; stop token ids end it too") {
+  const auto prompt = prompt_of(8, 3);
+  const auto reference = greedy_alone(prompt, 6);
+  EngineUnderTest t({256, 2048});
+  Collected c;
+  GenerationParams stop_at_third = greedy(6);
+  stop_at_third.stop_token_ids = {reference[2]};
+  const auto a = t.submit(c, prompt, stop_at_third);
+  GenerationParams late = stop_at_third;
+  late.min_tokens = 3; // the stop token is masked for the first three: a different third token
+  const auto b = t.submit(c, prompt, late);
+  REQUIRE(c.wait_for(2));
+  CHECK(c.tokens[a] == std::vector<TokenId>(reference.begin(), reference.begin() + 3));
+  CHECK(c.finish[a] == FinishReason::stop);
+  CHECK(c.tokens[b].size() >= 3);
+  CHECK(c.tokens[b][2] != reference[2]);
+}
+
+TEST_CASE("cancel frees the sequence at the next step; requests that can never run are refused by name") {
+  EngineUnderTest t({256, 2048});
+  Collected c;
+  const auto id = t.submit(c, prompt_of(10, 1), greedy(900));
+  t.engine->cancel(id);
+  REQUIRE(c.wait_for(1));
+  CHECK(c.finish[id] == FinishReason::cancelled);
+  CHECK(c.tokens[id].size() < 900);
+  CHECK(blocks_return(*t.engine));
+  CHECK_THROWS_WITH_AS(t.engine->submit({}, greedy(4), {}), doctest::Contains("empty"), InputError);
+  CHECK_THROWS_WITH_AS(t.engine->submit(prompt_of(1000, 1), greedy(100), {}),
+                       doctest::Contains("exceeds the model's context of 1024"), InputError);
+  CHECK_THROWS_WITH_AS(t.engine->submit({5000}, greedy(4), {}), doctest::Contains("outside the vocabulary"),
+                       InputError);
+  GenerationParams bad = greedy(4);
+  bad.sampling.top_p = 0;
+  CHECK_THROWS_AS(t.engine->submit({5}, bad, {}), InputError);
+}
+
+TEST_CASE("stopping the engine cancels what is queued and running") {
+  EngineUnderTest t({1, 2048});
+  Collected c;
+  for (int i = 0; i < 3; ++i)
+    t.submit(c, prompt_of(10, i), greedy(900));
+  t.engine->stop();
+  CHECK(c.finish.size() == 3);
+  for (const auto& [id, reason] : c.finish)
+    CHECK(reason == FinishReason::cancelled);
+}
+
+TEST_CASE("stop strings end the text before them, even when split across tokens, and never leak") {
+  const auto tokenizer = model::Tokenizer::load_folder(tiny_base());
+  const std::string text = "The quick brown fox jumps over the lazy dog. The end.";
+  const auto ids = tokenizer.encode(text, false);
+  for (const std::string stop : {"fox", "over the", "dog. The", "zebra", "."}) {
+    CAPTURE(stop);
+    TextStream stream(tokenizer, {stop, "never matches"});
+    std::string sent;
+    bool stopped = false;
+    for (const auto id : ids) {
+      auto piece = stream.push(id);
+      sent += piece.text;
+      CHECK(sent.find(stop) == std::string::npos); // not even the stop string itself
+      if (piece.stopped) {
+        stopped = true;
+        break;
+      }
+    }
+    if (!stopped)
+      sent += stream.finish();
+    const auto at = text.find(stop);
+    CHECK(stopped == (at != std::string::npos));
+    CHECK(sent == (at == std::string::npos ? text : text.substr(0, at)));
+  }
+}
