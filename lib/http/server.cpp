@@ -253,6 +253,7 @@ private:
 
   void reject(int status, const std::string& message) {
     m_keep_alive = false;
+    m_linger = true; // the client may still be sending the body we refused
     const auto body = error_body(status, message);
     enqueue(response_head(status, "application/json", {}, false, body.size()) + body, true);
   }
@@ -341,6 +342,8 @@ private:
   void after_response() {
     m_last_queued = false;
     m_exchange.reset();
+    if (m_linger)
+      return linger();
     if (!keep_alive())
       return close();
     if (m_watching) {
@@ -352,15 +355,35 @@ private:
     read_request();
   }
 
+  // After refusing a request whose body is still arriving: stop sending, read and discard what
+  // comes (up to a bound) so the client can finish its write and read the refusal, then close.
+  // Closing at once would reset the connection, and most clients would report a broken pipe
+  // instead of the 413 (the lingering close of nginx and Apache).
+  void linger() {
+    beast::error_code ignored;
+    m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    m_drain.resize(64 * 1024);
+    drain(std::size_t{256} << 20);
+  }
+  void drain(std::size_t budget) {
+    m_stream.expires_after(std::chrono::seconds(5));
+    m_stream.async_read_some(net::buffer(m_drain),
+                             [self = shared_from_this(), budget](beast::error_code ec, std::size_t n) {
+                               if (ec || n >= budget)
+                                 return self->close();
+                               self->drain(budget - n);
+                             });
+  }
+
   beast::tcp_stream m_stream;
   beast::flat_buffer m_buffer;
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
   std::shared_ptr<Server::State> m_server;
   std::shared_ptr<ExchangeImpl> m_exchange;
   std::deque<std::string> m_queue;
-  std::string m_out, m_continue;
+  std::string m_out, m_continue, m_drain;
   bool m_writing = false, m_last_queued = false, m_keep_alive = false, m_watching = false, m_resume_read = false,
-       m_closed = false;
+       m_closed = false, m_linger = false;
 };
 
 template <class Work>

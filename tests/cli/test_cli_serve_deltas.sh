@@ -1,0 +1,89 @@
+# optkit serve-deltas as a black box over HTTP, with Python's http.client as an independent client:
+# bad requests get clear 4xx answers and the server keeps serving; an oversized body is 413; a
+# prompt beyond the context is 400 naming the limit; Ctrl-C exits 130, SIGTERM exits 0, and the
+# run is archived.
+. "$(dirname "$0")/lib.sh"
+
+base="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
+server=""
+# A failed expectation must not leave a server holding ctest's output pipe open.
+trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+start_server() {
+  "$OPTKIT" serve-deltas --base "$base" --port 0 --threads 1 "$@" >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
+  server=$!
+  port=""
+  for _ in $(seq 1 3000); do
+    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$' || true)
+    [ -n "$port" ] && grep -q "serving 'tiny-base'" "$SCRATCH/server.log" && return 0
+    kill -0 "$server" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
+    sleep 0.02
+  done
+  fail "serve-deltas did not come up: $(cat "$SCRATCH/server.log")"
+}
+
+# http METHOD PATH BODY: prints "STATUS BODY".
+http() {
+  python3 - "$port" "$1" "$2" "${3-}" <<'PY'
+import http.client, sys
+port, method, path, body = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+c.request(method, path, body=body.encode() if body else None, headers={"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, r.read().decode())
+PY
+}
+
+start_server --max-num-seqs 4
+out=$(http GET /health) && [ "${out%% *}" = 200 ] || fail "health: $out"
+
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 4')
+[[ $out == 400* && $out == *"not valid JSON"* ]] || fail "malformed JSON: $out"
+out=$(http POST /v1/completions '{"prompt": 42}')
+[[ $out == 400* && $out == *"'prompt' must be"* ]] || fail "wrong type: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
+[[ $out == 400* && $out == *"context of 1024 tokens"* ]] || fail "huge max_tokens: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "n": 3}')
+[[ $out == 400* && $out == *"'n' is not supported"* ]] || fail "n > 1: $out"
+out=$(http POST /v1/chat/completions '{"messages": []}')
+[[ $out == 400* && $out == *"'messages'"* ]] || fail "empty messages: $out"
+out=$(http GET /v1/completions '')
+[[ $out == 405* ]] || fail "GET on a POST route: $out"
+out=$(http GET /nowhere '')
+[[ $out == 404* ]] || fail "unknown route: $out"
+out=$(python3 - "$port" <<'PY'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+body = b'{"prompt": "' + b"x" * (40 << 20) + b'"}'
+try:
+    c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+    print(c.getresponse().status)
+except (BrokenPipeError, ConnectionResetError):
+    print("reset")
+PY
+)
+[ "$out" = 413 ] || fail "a 40 MiB body: $out"
+# Still serving, and the answer is right.
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 3, "temperature": 0, "ignore_eos": true}')
+[[ $out == 200* && $out == *'"completion_tokens":3'* ]] || fail "after the bad requests: $out"
+out=$(http POST /tokenize '{"prompt": "Hello world"}')
+[[ $out == 200* && $out == *'"tokens":['* ]] || fail "tokenize: $out"
+
+kill -INT "$server"
+wait "$server"
+RC=$?
+[ "$RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RC: $(cat "$SCRATCH/server.log")"
+
+start_server
+kill -TERM "$server"
+wait "$server"
+RC=$?
+[ "$RC" -eq 0 ] || fail "SIGTERM: expected exit 0, got $RC: $(cat "$SCRATCH/server.log")"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE command = 'serve-deltas'")" = 2 ] || fail "serve-deltas runs not archived"
+
+run serve-deltas --base "$SCRATCH/nowhere"
+expect_rc 2
+expect_err_has "--base $SCRATCH/nowhere: no such model folder"
+run serve-deltas --base "$base" --kv-cache-memory lots
+expect_rc 2
+expect_err_has "--kv-cache-memory 'lots'"
