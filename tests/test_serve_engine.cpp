@@ -126,8 +126,8 @@ TEST_CASE("batched, chunked and preempted requests decode exactly as each prompt
   for (const auto& p : prompts)
     expected.push_back(greedy_alone(p, count));
 
-  SUBCASE("ample budget") {
-    EngineUnderTest t({256, 2048});
+  // Submits every prompt at once and checks each request's tokens against its reference.
+  const auto serve_all = [&](EngineUnderTest& t) {
     Collected c;
     std::vector<RequestId> ids;
     for (const auto& p : prompts)
@@ -138,28 +138,20 @@ TEST_CASE("batched, chunked and preempted requests decode exactly as each prompt
       CHECK(c.tokens[ids[i]] == expected[i]);
       CHECK(c.finish[ids[i]] == FinishReason::length);
     }
+  };
+  SUBCASE("ample budget") {
+    EngineUnderTest t({256, 2048});
+    serve_all(t);
   }
   SUBCASE("a 16-token step budget: prompts prefilled in chunks between decodes") {
     EngineUnderTest t({4, 16});
-    Collected c;
-    std::vector<RequestId> ids;
-    for (const auto& p : prompts)
-      ids.push_back(t.submit(c, p, greedy(count)));
-    REQUIRE(c.wait_for(prompts.size()));
-    for (std::size_t i = 0; i < ids.size(); ++i)
-      CHECK(c.tokens[ids[i]] == expected[i]);
+    serve_all(t);
   }
   SUBCASE("a KV cache too small for all of them at once: preemption and recompute") {
-    // 12 blocks of 16 tokens; the longest request needs 8 (5 + 5·23 + 12 = 132 tokens).
+    // 12 blocks of 16 tokens; the longest request needs 9 (5 + 5·23 + 12 = 132 tokens).
     runtime::KvCache probe(4, 64, 1024, {0, 16});
     EngineUnderTest t({256, 2048}, probe.block_bytes() * 12);
-    Collected c;
-    std::vector<RequestId> ids;
-    for (const auto& p : prompts)
-      ids.push_back(t.submit(c, p, greedy(count)));
-    REQUIRE(c.wait_for(prompts.size()));
-    for (std::size_t i = 0; i < ids.size(); ++i)
-      CHECK(c.tokens[ids[i]] == expected[i]);
+    serve_all(t);
     CHECK(t.engine->stats().preemptions > 0);
     CHECK(blocks_return(*t.engine)); // every block came back
   }

@@ -37,9 +37,10 @@ sse(const json& data) {
 // Everything here runs on the engine thread (the sink); the exchange is thread-safe.
 class Generation {
 public:
-  Generation(Engine& engine, const model::Tokenizer& tokenizer, ApiRequest request, ResponseIdentity who,
-             std::shared_ptr<http::Exchange> exchange)
+  Generation(Engine& engine, ServeMetrics& metrics, const model::Tokenizer& tokenizer, ApiRequest request,
+             ResponseIdentity who, std::shared_ptr<http::Exchange> exchange)
       : m_engine(engine)
+      , m_metrics(metrics)
       , m_text(tokenizer, request.stop)
       , m_request(std::move(request))
       , m_who(std::move(who))
@@ -56,6 +57,7 @@ public:
   void on_output(const StepOutput& out) {
     if (m_done)
       return;
+    record(out);
     m_usage.prompt_tokens = out.prompt_tokens;
     m_usage.completion_tokens = out.generated_tokens;
     if (out.finish == FinishReason::cancelled || out.finish == FinishReason::error) {
@@ -85,6 +87,10 @@ public:
     if (stopped) {
       finish = "stop";
       m_engine.cancel(m_id); // a stop string: the engine frees the sequence at its next step
+      auto last = out;
+      last.finish = FinishReason::stop;
+      last.finished = Clock::now();
+      finished(last);
     } else if (out.finish != FinishReason::none) {
       text += m_text.finish();
       finish = finish_reason_name(out.finish);
@@ -106,7 +112,25 @@ public:
   }
 
 private:
+  // Latencies for /metrics: the gap since the previous token, and at the end TTFT and e2e.
+  void record(const StepOutput& out) {
+    if (out.token) {
+      const auto now = Clock::now();
+      if (m_last_token != Clock::time_point{})
+        m_metrics.inter_token(std::chrono::duration<double>(now - m_last_token).count());
+      m_last_token = now;
+    }
+    if (out.finish != FinishReason::none)
+      finished(out);
+  }
+  void finished(const StepOutput& last) {
+    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    const double ttft = last.first_token == Clock::time_point{} ? -1 : seconds(last.first_token - last.arrival);
+    m_metrics.request_finished(last, ttft, seconds(last.finished - last.arrival));
+  }
+
   Engine& m_engine;
+  ServeMetrics& m_metrics;
   TextStream m_text;
   ApiRequest m_request;
   ResponseIdentity m_who;
@@ -114,6 +138,7 @@ private:
   RequestId m_id = 0;
   Usage m_usage;
   bool m_done = false;
+  Clock::time_point m_last_token;
 };
 
 } // namespace
@@ -130,6 +155,7 @@ ApiServer::~ApiServer() {
 void
 ApiServer::attach(Engine& engine, ServedModel model) {
   m_model = std::move(model);
+  m_metrics = std::make_unique<ServeMetrics>(m_model.name);
   m_engine.store(&engine);
 }
 
@@ -155,6 +181,11 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
     return false;
   };
   try {
+    if (path == "/metrics") {
+      if (!method_is("GET"))
+        return;
+      return exchange->respond(200, "text/plain; version=0.0.4; charset=utf-8", m_metrics->render(engine->stats()));
+    }
     if (path == "/v1/models") {
       if (!method_is("GET"))
         return;
@@ -232,7 +263,7 @@ ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   api.generation.max_tokens = api.max_tokens.value_or(std::max<std::int64_t>(1, m_model.max_model_len - prompt_len));
   const auto who = new_identity(endpoint, m_model.name);
-  auto generation = std::make_shared<Generation>(engine, *m_model.tokenizer, api, who, exchange);
+  auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange);
   const bool stream = api.stream;
   RequestId id = 0;
   {

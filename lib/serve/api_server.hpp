@@ -1,12 +1,13 @@
 // The OpenAI-compatible routes of serve-deltas over lib/http: /v1/completions and
-// /v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize, /health (503 until
-// the engine is attached), /version; an API key on every route but /health; OpenAI error bodies.
+// /v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize, /metrics, /health
+// (503 until the engine is attached), /version; an API key on every route but /health; OpenAI error bodies.
 #pragma once
 
 #include "http/server.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 #include "serve/engine.hpp"
+#include "serve/metrics.hpp"
 #include "serve/openai_protocol.hpp"
 
 #include <atomic>
@@ -48,6 +49,7 @@ private:
   ApiOptions m_options;
   std::atomic<Engine*> m_engine{nullptr};
   ServedModel m_model;
+  std::unique_ptr<ServeMetrics> m_metrics;
   http::Server m_http;
 };
 

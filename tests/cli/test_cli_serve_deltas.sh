@@ -66,6 +66,26 @@ PY
 # Still serving, and the answer is right.
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 3, "temperature": 0, "ignore_eos": true}')
 [[ $out == 200* && $out == *'"completion_tokens":3'* ]] || fail "after the bad requests: $out"
+# /metrics parses as Prometheus parses it, with per-model series that saw the request above.
+# (Debian's python3-prometheus-client: Debian's interpreter, whatever python3 is first on PATH.)
+/usr/bin/python3 - "$port" <<'PY' || fail "/metrics"
+import sys, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=60).read().decode()
+families = {f.name: f for f in text_string_to_metric_families(text)}
+def value(family, sample, **labels):
+    for s in families[family].samples:
+        if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    raise SystemExit(f"no {sample} {labels} in {family}: {text}")
+assert value("optkit:generation_tokens", "optkit:generation_tokens_total", model_name="tiny-base") >= 3
+assert value("optkit:request_success", "optkit:request_success_total", finished_reason="length") >= 1
+assert value("optkit:time_to_first_token_seconds", "optkit:time_to_first_token_seconds_count") >= 1
+assert value("optkit:time_to_first_token_seconds", "optkit:time_to_first_token_seconds_bucket", le="+Inf") >= 1
+assert value("optkit:inter_token_latency_seconds", "optkit:inter_token_latency_seconds_count") >= 2
+assert 0 <= value("optkit:kv_cache_usage_perc", "optkit:kv_cache_usage_perc") <= 1
+assert families["optkit:time_to_first_token_seconds"].type == "histogram"
+PY
 out=$(http POST /tokenize '{"prompt": "Hello world"}')
 [[ $out == 200* && $out == *'"tokens":['* ]] || fail "tokenize: $out"
 

@@ -1,0 +1,35 @@
+// libFuzzer target: arbitrary bytes as the body of /v1/completions and /v1/chat/completions.
+// Properties: parsing either accepts or throws BadRequest (never another exception, a crash or a
+// hang), and what it accepts is in range — what the engine is then handed cannot be invalid.
+#include "serve/openai_protocol.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+extern "C" int
+LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0)
+    return 0;
+  using optkit::serve::Endpoint;
+  const Endpoint endpoint = data[0] % 2 == 0 ? Endpoint::completions : Endpoint::chat;
+  const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    const auto request = optkit::serve::parse_api_request(endpoint, body);
+    const auto& s = request.generation.sampling;
+    if (!(s.temperature >= 0) || !(s.top_p > 0 && s.top_p <= 1) || s.top_k < 0 || !(s.min_p >= 0 && s.min_p <= 1))
+      __builtin_trap();
+    if (request.max_tokens && *request.max_tokens < 1)
+      __builtin_trap();
+    if (request.generation.min_tokens < 0)
+      __builtin_trap();
+    if (endpoint == Endpoint::chat && (!request.messages.is_array() || request.messages.empty()))
+      __builtin_trap();
+    (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model), "text", "stop",
+                                       {1, 2})
+        .dump();
+  } catch (const optkit::serve::BadRequest&) {
+  }
+  return 0;
+}
