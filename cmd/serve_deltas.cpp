@@ -20,6 +20,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     std::int64_t max_num_batched_tokens = 2048;
     unsigned threads = 0;
     double shutdown_grace_s = 5;
+    bool mock = false;
+    double mock_step_ms = 0;
   };
   auto flags = std::make_shared<Flags>();
   serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
@@ -45,6 +47,12 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                    "seconds streams in flight may take to finish after SIGTERM or Ctrl-C")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  serve->add_flag("--mock", flags->mock,
+                  "compute nothing: emit a fixed token cycle through the real engine and HTTP path (overhead "
+                  "measurements, a stand-in server for tests)");
+  serve->add_option("--mock-step-ms", flags->mock_step_ms, "with --mock: each engine step lasts this long")
+      ->check(CLI::Range(0.0, 60000.0))
+      ->capture_default_str();
   add_threads_option(*serve, flags->threads);
   commands.add({"serve-deltas", serve, [flags](AppContext&) {
                   serve::ServeOptions options;
@@ -58,6 +66,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   if (!flags->kv_cache_memory.empty())
                     options.kv_cache_bytes = serve::parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
                   options.threads = flags->threads;
+                  options.mock = flags->mock;
+                  options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));
                   options.shutdown_grace = std::chrono::milliseconds(static_cast<long>(flags->shutdown_grace_s * 1000));
                   const auto summary = serve::run_serve(options, [&](int port) {
                     std::fprintf(stderr, "optkit serve-deltas: listening on http://%s:%d\n", flags->host.c_str(), port);

@@ -435,6 +435,10 @@ Server::State::accept() {
     if (self->stopping.load())
       return;
     if (!ec) {
+      // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm and the client's
+      // delayed ACK hold each token back for up to 40 ms.
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       auto session = std::make_shared<Session>(std::move(socket), self);
       {
         const std::lock_guard lock(self->mutex);

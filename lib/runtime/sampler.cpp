@@ -29,6 +29,23 @@ TokenId
 Sampler::next(std::span<const float> logits) {
   if (m_params.temperature == 0.0f)
     return argmax(logits);
+  if (m_params.top_k == 0 && m_params.top_p >= 1.0f && m_params.min_p <= 0.0f) {
+    // Plain temperature sampling needs no order: one pass for the maximum, one for the weights,
+    // one for the draw (a sort of the vocabulary per token is what a serving engine cannot afford).
+    const float top = *std::max_element(logits.begin(), logits.end());
+    thread_local std::vector<double> weights;
+    weights.resize(logits.size());
+    double total = 0.0;
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      total += weights[i] = std::exp(static_cast<double>(logits[i] - top) / static_cast<double>(m_params.temperature));
+    double draw = std::uniform_real_distribution<double>(0.0, total)(m_rng);
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      draw -= weights[i];
+      if (draw < 0.0)
+        return static_cast<TokenId>(i);
+    }
+    return argmax(logits);
+  }
   std::vector<std::int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
   const auto by_logit = [&](std::int32_t a, std::int32_t b) {

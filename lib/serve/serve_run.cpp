@@ -8,7 +8,9 @@
 #include "runtime/kv_cache.hpp"
 #include "runtime/transformer.hpp"
 #include "serve/api_server.hpp"
+#include "serve/mock_model.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <thread>
@@ -63,19 +65,36 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
     on_listening(summary.port);
 
   auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(options.base));
-  runtime::RuntimeOptions runtime_options;
-  runtime_options.threads = options.threads;
   const auto config = model::load_model_config(options.base);
-  const std::uint64_t per_token = static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float);
-  runtime_options.kv_cache.budget_bytes =
-      options.kv_cache_bytes > 0
-          ? options.kv_cache_bytes
-          : std::min<std::uint64_t>(std::uint64_t{4} << 30,
-                                    per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
-                                        static_cast<std::uint64_t>(options.engine.max_num_seqs));
-  auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
-  const runtime::KvCache& kv = transformer->kv_cache();
-  Engine engine(std::move(transformer), kv, options.engine);
+  // The KV budget by default: max_num_seqs full contexts, at most 4 GiB.
+  const auto default_budget = [&](std::uint64_t bytes_per_token) {
+    return std::min<std::uint64_t>(std::uint64_t{4} << 30,
+                                   bytes_per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
+                                       static_cast<std::uint64_t>(options.engine.max_num_seqs));
+  };
+  std::unique_ptr<runtime::LanguageModel> language_model;
+  const runtime::KvCache* kv = nullptr;
+  if (options.mock) {
+    std::vector<runtime::TokenId> cycle;
+    for (const auto t : tokenizer->encode(" The mock model answers at a fixed rate.", false))
+      if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), t) == config.eos_token_ids.end())
+        cycle.push_back(t);
+    runtime::KvCacheOptions kv_options;
+    kv_options.budget_bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : default_budget(2 * sizeof(float));
+    auto mock = std::make_unique<MockModel>(config, cycle, options.mock_step, kv_options);
+    kv = &mock->kv_cache();
+    language_model = std::move(mock);
+  } else {
+    runtime::RuntimeOptions runtime_options;
+    runtime_options.threads = options.threads;
+    const std::uint64_t per_token = static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float);
+    runtime_options.kv_cache.budget_bytes =
+        options.kv_cache_bytes > 0 ? options.kv_cache_bytes : default_budget(per_token);
+    auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
+    kv = &transformer->kv_cache();
+    language_model = std::move(transformer);
+  }
+  Engine engine(std::move(language_model), *kv, options.engine);
 
   ServedModel served;
   served.name = options.served_model_name.empty() ? options.base.filename().string() : options.served_model_name;
@@ -90,8 +109,8 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
     log::warn("serve-deltas: {}; /v1/chat/completions will answer 400", e.what());
   }
   server.attach(engine, served);
-  log::info("serve-deltas: serving '{}' ({} KV blocks of {} tokens)", served.name, kv.capacity_blocks().value_or(0),
-            kv.block_tokens());
+  log::info("serve-deltas: serving '{}'{} ({} KV blocks of {} tokens)", served.name, options.mock ? " (mock)" : "",
+            kv->capacity_blocks().value_or(0), kv->block_tokens());
 
   while (!interrupt_requested())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -24,6 +24,10 @@ struct ServeOptions {
   unsigned threads = 0;             // runtime threads (0: one per core)
   std::size_t max_body_bytes = std::size_t{32} << 20;
   std::chrono::milliseconds shutdown_grace{5000};
+  // No model computation: MockModel with the --base folder's config and tokenizer, each engine
+  // step lasting mock_step (the server's own overhead, and a stand-in engine for bench's tests).
+  bool mock = false;
+  std::chrono::microseconds mock_step{0};
 };
 
 struct ServeSummary {
