@@ -9,15 +9,53 @@ namespace optkit::runtime {
 
 namespace {
 
+// The norm or bias vector a row uses: its variant's, else the base layer's.
+using LayerVector = std::vector<float> DecoderLayerWeights::*;
+using VariantVector = std::vector<float> VariantLayer::*;
+using VariantSlot = VariantMatrix VariantLayer::*;
+
+const float*
+row_vector(const BatchRows& batch, std::int64_t r, std::int64_t index, const DecoderLayerWeights& layer,
+           LayerVector base, VariantVector own) {
+  const DeltaVariant* v = batch.variant_of(r);
+  return v ? (v->layer(index).*own).data() : (layer.*base).data();
+}
+
 void
-add_bias(float* y, const std::vector<float>& bias, std::int64_t rows) {
-  const auto n = static_cast<std::int64_t>(bias.size());
-  for (std::int64_t r = 0; r < rows; ++r)
+add_bias(float* y, const BatchRows& batch, std::int64_t index, const DecoderLayerWeights& layer, LayerVector base,
+         VariantVector own, std::int64_t rows) {
+  const auto n = static_cast<std::int64_t>((layer.*base).size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* bias = row_vector(batch, r, index, layer, base, own);
     for (std::int64_t i = 0; i < n; ++i)
-      y[r * n + i] += bias[static_cast<std::size_t>(i)];
+      y[r * n + i] += bias[i];
+  }
+}
+
+// After the base product over every row: each variant's Δ (or own matrix) on its rows.
+void
+apply_variants(const BatchRows& batch, std::int64_t index, VariantSlot slot, const float* x, std::int64_t in_width,
+               float* y, std::int64_t out_width, ThreadPool& pool) {
+  for (const auto& segment : batch.segments)
+    apply_variant(segment.variant->layer(index).*slot, x + segment.begin * in_width, segment.end - segment.begin,
+                  y + segment.begin * out_width, pool);
 }
 
 } // namespace
+
+void
+BatchRows::set_segments() {
+  segments.clear();
+  for (std::int64_t r = 0; r < static_cast<std::int64_t>(variant.size()); ++r) {
+    const DeltaVariant* v = variant[static_cast<std::size_t>(r)];
+    if (!v)
+      continue;
+    if (!segments.empty() && segments.back().variant == v && segments.back().end == r)
+      ++segments.back().end;
+    else
+      segments.push_back({v, r, r + 1});
+  }
+}
 
 float*
 DecoderPass::Buffer::get(std::size_t size) {
@@ -46,14 +84,14 @@ DecoderPass::fill_rope(BatchRows& batch) const {
 void
 DecoderPass::run_layer(std::int64_t layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
                        std::vector<float>& x, ActivationTap* tap) {
-  const auto& weights = m_weights->layer(layer);
-  attention(weights, cache, cache_layer, rows, x, tap);
-  mlp(weights, x, tap, cache.size());
+  attention(layer, cache, cache_layer, rows, x, tap);
+  mlp(layer, rows, x, tap, cache.size());
 }
 
 void
-DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::int64_t index, const BatchRows& batch,
+DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_layer, const BatchRows& batch,
                        std::vector<float>& x, ActivationTap* tap) {
+  const auto& layer = m_weights->layer(index);
   const auto& c = m_weights->config();
   ThreadPool& pool = *m_pool;
   const auto rows = static_cast<std::int64_t>(batch.position.size());
@@ -62,7 +100,9 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
   float* h = m_normed.get(x.size());
   pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t r = a; r < b; ++r)
-      rms_norm(x.data() + r * hidden, layer.input_norm.data(), hidden, c.rms_norm_eps, h + r * hidden);
+      rms_norm(x.data() + r * hidden,
+               row_vector(batch, r, index, layer, &DecoderLayerWeights::input_norm, &VariantLayer::input_norm), hidden,
+               c.rms_norm_eps, h + r * hidden);
   });
   const auto sequences = cache.size();
   if (tap)
@@ -73,26 +113,33 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
   layer.q->multiply(h, rows, q, pool);
   layer.k->multiply(h, rows, k, pool);
   layer.v->multiply(h, rows, v, pool);
+  apply_variants(batch, index, &VariantLayer::q, h, hidden, q, q_dim, pool);
+  apply_variants(batch, index, &VariantLayer::k, h, hidden, k, kv_dim, pool);
+  apply_variants(batch, index, &VariantLayer::v, h, hidden, v, kv_dim, pool);
   if (c.qkv_bias) {
-    add_bias(q, layer.q_bias, rows);
-    add_bias(k, layer.k_bias, rows);
-    add_bias(v, layer.v_bias, rows);
+    add_bias(q, batch, index, layer, &DecoderLayerWeights::q_bias, &VariantLayer::q_bias, rows);
+    add_bias(k, batch, index, layer, &DecoderLayerWeights::k_bias, &VariantLayer::k_bias, rows);
+    add_bias(v, batch, index, layer, &DecoderLayerWeights::v_bias, &VariantLayer::v_bias, rows);
   }
   const std::int64_t half = hd / 2;
   pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t r = a; r < b; ++r) {
       const float* cos = batch.cos.data() + r * half;
       const float* sin = batch.sin.data() + r * half;
+      const float* q_norm =
+          c.qk_norm ? row_vector(batch, r, index, layer, &DecoderLayerWeights::q_norm, &VariantLayer::q_norm) : nullptr;
+      const float* k_norm =
+          c.qk_norm ? row_vector(batch, r, index, layer, &DecoderLayerWeights::k_norm, &VariantLayer::k_norm) : nullptr;
       for (std::int64_t head = 0; head < c.num_heads; ++head) {
         float* qh = q + r * q_dim + head * hd;
         if (c.qk_norm)
-          rms_norm(qh, layer.q_norm.data(), hd, c.rms_norm_eps, qh);
+          rms_norm(qh, q_norm, hd, c.rms_norm_eps, qh);
         apply_rope(qh, hd, cos, sin);
       }
       for (std::int64_t head = 0; head < c.num_kv_heads; ++head) {
         float* kh = k + r * kv_dim + head * hd;
         if (c.qk_norm)
-          rms_norm(kh, layer.k_norm.data(), hd, c.rms_norm_eps, kh);
+          rms_norm(kh, k_norm, hd, c.rms_norm_eps, kh);
         apply_rope(kh, hd, cos, sin);
       }
     }
@@ -100,7 +147,7 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
   // Each row's block table looked up once, not once per head.
   m_row_cache.clear();
   for (std::int64_t r = 0; r < rows; ++r)
-    m_row_cache.push_back(cache.rows(batch.sequence[static_cast<std::size_t>(r)], index));
+    m_row_cache.push_back(cache.rows(batch.sequence[static_cast<std::size_t>(r)], cache_layer));
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto pos = batch.position[static_cast<std::size_t>(r)];
     const KvRows& cached = m_row_cache[static_cast<std::size_t>(r)];
@@ -125,12 +172,15 @@ DecoderPass::attention(const DecoderLayerWeights& layer, KvCache& cache, std::in
     tap->observe(LinearInput::attention_out, attended, rows, q_dim, sequences);
   float* projected = m_projected.get(x.size());
   layer.o->multiply(attended, rows, projected, pool);
+  apply_variants(batch, index, &VariantLayer::o, attended, q_dim, projected, hidden, pool);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] += projected[i];
 }
 
 void
-DecoderPass::mlp(const DecoderLayerWeights& layer, std::vector<float>& x, ActivationTap* tap, std::int64_t sequences) {
+DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>& x, ActivationTap* tap,
+                 std::int64_t sequences) {
+  const auto& layer = m_weights->layer(index);
   const auto& c = m_weights->config();
   ThreadPool& pool = *m_pool;
   const auto hidden = c.hidden_size, inter = c.intermediate_size;
@@ -138,7 +188,9 @@ DecoderPass::mlp(const DecoderLayerWeights& layer, std::vector<float>& x, Activa
   float* h = m_normed.get(x.size());
   pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t r = a; r < b; ++r)
-      rms_norm(x.data() + r * hidden, layer.post_norm.data(), hidden, c.rms_norm_eps, h + r * hidden);
+      rms_norm(x.data() + r * hidden,
+               row_vector(batch, r, index, layer, &DecoderLayerWeights::post_norm, &VariantLayer::post_norm), hidden,
+               c.rms_norm_eps, h + r * hidden);
   });
   if (tap)
     tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
@@ -146,12 +198,15 @@ DecoderPass::mlp(const DecoderLayerWeights& layer, std::vector<float>& x, Activa
   float* up = m_up.get(static_cast<std::size_t>(rows * inter));
   layer.gate->multiply(h, rows, gate, pool);
   layer.up->multiply(h, rows, up, pool);
+  apply_variants(batch, index, &VariantLayer::gate, h, hidden, gate, inter, pool);
+  apply_variants(batch, index, &VariantLayer::up, h, hidden, up, inter, pool);
   pool.parallel_for(
       rows, [&](std::int64_t a, std::int64_t b) { silu_multiply(gate + a * inter, up + a * inter, (b - a) * inter); });
   if (tap)
     tap->observe(LinearInput::mlp_hidden, gate, rows, inter, sequences);
   float* down = m_projected.get(x.size());
   layer.down->multiply(gate, rows, down, pool);
+  apply_variants(batch, index, &VariantLayer::down, gate, inter, down, hidden, pool);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] += down[i];
 }

@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.hpp"
 #include "runtime/decoder_weights.hpp"
+#include "runtime/delta_variant.hpp"
 #include "runtime/kv_cache.hpp"
 
 #include <cstdint>
@@ -45,10 +46,24 @@ struct BatchRows {
   std::vector<SequenceId> sequence;
   std::vector<std::int64_t> position;
   std::vector<float> cos, sin;
+  // Served variants: each row's (nullptr or empty: the base), and the runs of consecutive rows
+  // that share one, which set_segments() finds. A batch sorted by variant has one run each.
+  std::vector<const DeltaVariant*> variant;
+  struct Segment {
+    const DeltaVariant* variant;
+    std::int64_t begin, end;
+  };
+  std::vector<Segment> segments;
 
   void clear() {
     sequence.clear();
     position.clear();
+    variant.clear();
+    segments.clear();
+  }
+  void set_segments();
+  const DeltaVariant* variant_of(std::int64_t row) const {
+    return variant.empty() ? nullptr : variant[static_cast<std::size_t>(row)];
   }
 };
 
@@ -70,9 +85,10 @@ private:
     float* get(std::size_t size);
   };
 
-  void attention(const DecoderLayerWeights& layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
+  void attention(std::int64_t index, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
                  std::vector<float>& x, ActivationTap* tap);
-  void mlp(const DecoderLayerWeights& layer, std::vector<float>& x, ActivationTap* tap, std::int64_t sequences);
+  void mlp(std::int64_t index, const BatchRows& rows, std::vector<float>& x, ActivationTap* tap,
+           std::int64_t sequences);
 
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;

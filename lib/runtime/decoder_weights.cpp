@@ -16,11 +16,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
   std::unique_ptr<quant::DeltaArtifact> delta;
   if (delta_dir) {
     delta = std::make_unique<quant::DeltaArtifact>(*delta_dir);
-    const auto expected = delta->config().at("base").value("weights_sha256", "");
-    if (expected != quant::weights_sha256(model_dir))
-      throw InputError(fmt::format("delta {} was compressed against a different base than {} (weights SHA-256 "
-                                   "differs); use the base it names in delta_config.json",
-                                   delta_dir->string(), model_dir.string()));
+    check_delta_base(*delta, model_dir);
   }
   auto load_module = [&](const std::string& module, std::int64_t rows, std::int64_t cols,
                          const quant::QuantizationConfig* quantization_config) {

@@ -18,7 +18,8 @@ using TokenId = std::int32_t;
 struct SequenceInput {
   SequenceId sequence = 0;
   std::span<const TokenId> tokens;
-  bool all_logits = false; // logits for every position of `tokens`, not only the last
+  bool all_logits = false;   // logits for every position of `tokens`, not only the last
+  std::int32_t variant = -1; // a served variant of the model (see CpuTransformer::add_variant); -1: the base
 };
 
 class LanguageModel {

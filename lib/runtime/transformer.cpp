@@ -5,14 +5,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace optkit::runtime {
 
 CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOptions options)
-    : m_weights(model_dir, options.delta)
+    : m_dir(model_dir)
+    , m_weights(model_dir, options.delta)
     , m_pool(options.threads)
     , m_pass(m_weights, m_pool)
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
               options.kv_cache) {}
+
+std::int32_t
+CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
+  m_variants.push_back(std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir));
+  return static_cast<std::int32_t>(m_variants.size() - 1);
+}
 
 std::vector<float>
 CpuTransformer::forward(std::span<const SequenceInput> inputs) {
@@ -29,6 +38,9 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     for (const auto token : in.tokens)
       if (token < 0 || token >= c.vocab_size)
         throw InputError(fmt::format("token id {} is outside the vocabulary of {}", token, c.vocab_size));
+    if (in.variant < -1 || in.variant >= static_cast<std::int32_t>(m_variants.size()))
+      throw InputError(
+          fmt::format("forward input {} names variant {}, and {} are loaded", s, in.variant, m_variants.size()));
     const auto length = m_cache.length(in.sequence) + static_cast<std::int64_t>(in.tokens.size());
     if (length > c.max_position_embeddings)
       throw InputError(fmt::format("sequence of {} tokens exceeds the model's max_position_embeddings {}", length,
@@ -39,22 +51,39 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
 
   BatchRows& batch = m_rows;
   batch.clear();
+  const auto variant_of = [&](const SequenceInput& in) {
+    return in.variant < 0 ? nullptr : m_variants[static_cast<std::size_t>(in.variant)].get();
+  };
+  const bool any_variant = std::any_of(inputs.begin(), inputs.end(), [](const auto& in) { return in.variant >= 0; });
   for (const auto& in : inputs) {
     const auto start = m_cache.reserve(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
     for (std::size_t t = 0; t < in.tokens.size(); ++t) {
       batch.sequence.push_back(in.sequence);
       batch.position.push_back(start + static_cast<std::int64_t>(t));
+      if (any_variant)
+        batch.variant.push_back(variant_of(in));
     }
   }
+  batch.set_segments();
   const auto rows = static_cast<std::int64_t>(batch.position.size());
   m_pass.fill_rope(batch);
   const auto hidden = c.hidden_size;
   std::vector<float> x(static_cast<std::size_t>(rows * hidden));
   {
     std::int64_t r = 0;
-    for (const auto& in : inputs)
-      for (const auto token : in.tokens)
-        m_weights.embedding().row(token, x.data() + (r++) * hidden);
+    for (const auto& in : inputs) {
+      const DeltaVariant* v = variant_of(in);
+      for (const auto token : in.tokens) {
+        float* row = x.data() + (r++) * hidden;
+        if (v && v->embedding().whole) {
+          v->embedding().whole->row(token, row);
+          continue;
+        }
+        m_weights.embedding().row(token, row);
+        if (v && v->embedding().delta)
+          v->embedding().delta->row_add(token, row);
+      }
+    }
   }
   for (std::int64_t l = 0; l < c.num_layers; ++l)
     m_pass.run_layer(l, m_cache, l, batch, x, nullptr);
@@ -62,19 +91,31 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     m_cache.advance(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
 
   std::vector<std::int64_t> out_rows;
+  BatchRows heads; // the output rows' variants, for the final norm and the LM head
   for (std::int64_t r = 0, s = 0; s < static_cast<std::int64_t>(inputs.size()); ++s) {
-    const auto n = static_cast<std::int64_t>(inputs[static_cast<std::size_t>(s)].tokens.size());
-    for (std::int64_t t = inputs[static_cast<std::size_t>(s)].all_logits ? 0 : n - 1; t < n; ++t)
+    const auto& in = inputs[static_cast<std::size_t>(s)];
+    const auto n = static_cast<std::int64_t>(in.tokens.size());
+    for (std::int64_t t = in.all_logits ? 0 : n - 1; t < n; ++t) {
       out_rows.push_back(r + t);
+      if (any_variant)
+        heads.variant.push_back(variant_of(in));
+    }
     r += n;
   }
+  heads.set_segments();
   const auto out_count = static_cast<std::int64_t>(out_rows.size());
   std::vector<float> normed(static_cast<std::size_t>(out_count * hidden));
-  for (std::int64_t i = 0; i < out_count; ++i)
-    rms_norm(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden, m_weights.final_norm().data(), hidden,
-             c.rms_norm_eps, normed.data() + i * hidden);
+  for (std::int64_t i = 0; i < out_count; ++i) {
+    const DeltaVariant* v = heads.variant_of(i);
+    rms_norm(x.data() + out_rows[static_cast<std::size_t>(i)] * hidden,
+             v ? v->final_norm().data() : m_weights.final_norm().data(), hidden, c.rms_norm_eps,
+             normed.data() + i * hidden);
+  }
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
   m_weights.lm_head().multiply(normed.data(), out_count, logits.data(), m_pool);
+  for (const auto& segment : heads.segments)
+    apply_variant(segment.variant->lm_head(), normed.data() + segment.begin * hidden, segment.end - segment.begin,
+                  logits.data() + segment.begin * c.vocab_size, m_pool);
   return logits;
 }
 

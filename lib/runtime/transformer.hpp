@@ -7,6 +7,7 @@
 #include "core/thread_pool.hpp"
 #include "runtime/decoder_pass.hpp"
 #include "runtime/decoder_weights.hpp"
+#include "runtime/delta_variant.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/language_model.hpp"
 
@@ -37,12 +38,18 @@ public:
 
   // The KV cache's capacity and use (blocks, budget), for a scheduler.
   const KvCache& kv_cache() const { return m_cache; }
+  // Serves a compressed delta of this model (optkit compress delta) beside it, decoupled: the
+  // base weights shared, the Δs kept compressed. Returns the id inputs name it by.
+  std::int32_t add_variant(const std::filesystem::path& delta_dir);
+  const DeltaVariant& variant(std::int32_t id) const { return *m_variants.at(static_cast<std::size_t>(id)); }
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
   std::string weight_format() const { return m_weights.lm_head().format(); }
 
 private:
+  std::filesystem::path m_dir;
   DecoderWeights m_weights;
+  std::vector<std::unique_ptr<DeltaVariant>> m_variants;
   ThreadPool m_pool;
   DecoderPass m_pass;
   KvCache m_cache;

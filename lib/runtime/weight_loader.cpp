@@ -93,6 +93,15 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
   }
 }
 
+void
+check_delta_base(const quant::DeltaArtifact& delta, const std::filesystem::path& base_dir) {
+  const auto expected = delta.config().at("base").value("weights_sha256", "");
+  if (expected != quant::weights_sha256(base_dir))
+    throw InputError(fmt::format("delta {} was compressed against a different base than {} (weights SHA-256 "
+                                 "differs); use the base it names in delta_config.json",
+                                 delta.directory().string(), base_dir.string()));
+}
+
 std::unique_ptr<LinearWeight>
 merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta, const std::string& module) {
   const auto rows = base->rows(), cols = base->cols();

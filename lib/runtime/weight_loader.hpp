@@ -24,6 +24,8 @@ std::optional<quant::QuantizationConfig> load_quantization_config(const std::fil
 // tensors (weight_packed + weight_scale + weight_shape, or an I8 / F8_E4M3 weight + weight_scale).
 std::unique_ptr<LinearWeight> load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
                                           std::int64_t cols, const quant::QuantizationConfig* quantization = nullptr);
+// Throws InputError unless `delta` was compressed against the weights in `base_dir`.
+void check_delta_base(const quant::DeltaArtifact& delta, const std::filesystem::path& base_dir);
 // The variant's own `module` when the artifact stores it whole, W_base + Δ when it holds a
 // compressed delta for it (merged once, kept in fp32), else `base` itself.
 std::unique_ptr<LinearWeight> merge_delta(std::unique_ptr<LinearWeight> base, const quant::DeltaArtifact& delta,

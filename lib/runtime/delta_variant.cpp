@@ -1,0 +1,193 @@
+#include "runtime/delta_variant.hpp"
+
+#include "core/error.hpp"
+#include "quant/packing.hpp"
+#include "quant/quant_args.hpp"
+#include "runtime/weight_loader.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace optkit::runtime {
+
+namespace {
+
+constexpr std::int64_t kDecodeBlockRows = 32;
+
+} // namespace
+
+std::unique_ptr<CompressedDelta>
+CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& module, std::int64_t rows,
+                      std::int64_t cols) {
+  if (!artifact.has_delta(module))
+    return nullptr;
+  const auto where = artifact.directory().string();
+  const auto dense = artifact.find(module + ".delta_packed");
+  const auto values = dense.info ? dense : artifact.find(module + ".delta_values");
+  const auto indices = artifact.find(module + ".delta_indices");
+  const auto scale = artifact.find(module + ".delta_scale");
+  if (!values.info || (!dense.info && !indices.info) || !scale.info)
+    throw InputError(
+        fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale", where, module));
+  const int bits = artifact.config().value("bits", 0);
+  if (bits < 2 || bits > 8 || 32 % bits != 0)
+    throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", where, bits));
+  auto d = std::unique_ptr<CompressedDelta>(new CompressedDelta());
+  d->m_rows = rows;
+  d->m_cols = cols;
+  d->m_bits = bits;
+  d->m_sparse = !dense.info;
+  d->m_words = quant::packed_words(dense.info ? cols : cols / 2, bits);
+  const bool indices_fit = dense.info || (cols % 8 == 0 && indices.dtype() == model::DType::u8 &&
+                                          indices.shape() == std::vector<std::int64_t>{rows, cols / 8});
+  if (!indices_fit || values.dtype() != model::DType::i32 ||
+      values.shape() != std::vector<std::int64_t>{rows, d->m_words} || scale.shape().size() != 2 ||
+      scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
+    throw InputError(
+        fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", where, module, rows, cols));
+  d->m_offset =
+      quant::parse_levels(artifact.config().value("levels", "midtread")) == quant::Levels::midrise ? 0.5f : 0.0f;
+  d->m_groups = scale.shape()[1];
+  d->m_group_size = (cols + d->m_groups - 1) / d->m_groups;
+  d->m_values = reinterpret_cast<const std::int32_t*>(values.bytes.data());
+  d->m_indices = dense.info ? nullptr : reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
+  d->m_scales = scale.to_floats();
+  return d;
+}
+
+void
+CompressedDelta::decode_rows(std::int64_t r0, std::int64_t n, float* out) const {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = r0 + i;
+    float* row = out + i * m_cols;
+    const std::int32_t* words = m_values + r * m_words;
+    if (m_sparse)
+      quant::decode_sparse_2_4_row(words, m_indices + r * m_cols / 8, m_cols, m_bits, m_offset, row);
+    else
+      for (std::int64_t c = 0; c < m_cols; ++c)
+        row[c] = static_cast<float>(quant::unpack_value(words, c, m_bits)) + m_offset;
+    const float* scales = m_scales.data() + r * m_groups;
+    for (std::int64_t c = 0; c < m_cols; ++c)
+      row[c] *= scales[c / m_group_size];
+  }
+}
+
+void
+CompressedDelta::row_add(std::int64_t r, float* out) const {
+  thread_local std::vector<float> row;
+  row.resize(static_cast<std::size_t>(m_cols));
+  decode_rows(r, 1, row.data());
+  for (std::int64_t c = 0; c < m_cols; ++c)
+    out[c] += row[static_cast<std::size_t>(c)];
+}
+
+void
+CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const {
+  const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
+  pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
+    thread_local std::vector<float> decoded;
+    decoded.resize(static_cast<std::size_t>(kDecodeBlockRows * m_cols));
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t r0 = b * kDecodeBlockRows, n = std::min(kDecodeBlockRows, m_rows - r0);
+      decode_rows(r0, n, decoded.data()); // once per block, for every row of the segment
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+                  static_cast<blasint>(m_cols), 1.0f, x, static_cast<blasint>(m_cols), decoded.data(),
+                  static_cast<blasint>(m_cols), 1.0f, y + r0, static_cast<blasint>(ldy));
+    }
+  });
+}
+
+std::uint64_t
+CompressedDelta::storage_bytes() const {
+  return static_cast<std::uint64_t>(m_rows) *
+             (static_cast<std::uint64_t>(m_words) * 4 + (m_sparse ? static_cast<std::uint64_t>(m_cols) / 8 : 0)) +
+         m_scales.size() * 4;
+}
+
+namespace {
+
+VariantMatrix
+load_matrix(const quant::DeltaArtifact& artifact, const std::string& module, std::int64_t rows, std::int64_t cols) {
+  VariantMatrix matrix;
+  if (const auto own = artifact.find(module + ".weight"); own.info) {
+    if (own.shape() != std::vector<std::int64_t>{rows, cols})
+      throw InputError(fmt::format("{}: {}.weight is not [{}, {}]", artifact.directory().string(), module, rows, cols));
+    matrix.whole = make_owned_dense_weight(own.to_floats(), rows, cols);
+    return matrix;
+  }
+  matrix.delta = CompressedDelta::load(artifact, module, rows, cols);
+  return matrix;
+}
+
+std::uint64_t
+matrix_bytes(const VariantMatrix& m) {
+  return m.delta ? m.delta->storage_bytes() : m.whole ? m.whole->storage_bytes() : 0;
+}
+
+} // namespace
+
+DeltaVariant::DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
+                           const std::filesystem::path& delta_dir)
+    : m_artifact(std::make_unique<quant::DeltaArtifact>(delta_dir)) {
+  check_delta_base(*m_artifact, base_dir);
+  const auto& c = base.config();
+  const auto& a = *m_artifact;
+  const auto vector = [&](const std::string& name, const std::vector<float>& shared) {
+    const auto own = a.find(name);
+    if (!own.info)
+      return shared;
+    if (own.element_count() != shared.size())
+      throw InputError(fmt::format("{}: {} has {} values, the base {}", a.directory().string(), name,
+                                   own.element_count(), shared.size()));
+    return own.to_floats();
+  };
+  m_embedding = load_matrix(a, "model.embed_tokens", c.vocab_size, c.hidden_size);
+  m_tied = &base.lm_head() == &base.embedding();
+  if (!m_tied)
+    m_lm_head = load_matrix(a, "lm_head", c.vocab_size, c.hidden_size);
+  m_final_norm = vector("model.norm.weight", base.final_norm());
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const auto p = fmt::format("model.layers.{}.", i);
+    const auto& b = base.layer(i);
+    VariantLayer l;
+    l.input_norm = vector(p + "input_layernorm.weight", b.input_norm);
+    l.post_norm = vector(p + "post_attention_layernorm.weight", b.post_norm);
+    l.q_bias = vector(p + "self_attn.q_proj.bias", b.q_bias);
+    l.k_bias = vector(p + "self_attn.k_proj.bias", b.k_bias);
+    l.v_bias = vector(p + "self_attn.v_proj.bias", b.v_bias);
+    l.q_norm = vector(p + "self_attn.q_norm.weight", b.q_norm);
+    l.k_norm = vector(p + "self_attn.k_norm.weight", b.k_norm);
+    l.q = load_matrix(a, p + "self_attn.q_proj", c.q_dim(), c.hidden_size);
+    l.k = load_matrix(a, p + "self_attn.k_proj", c.kv_dim(), c.hidden_size);
+    l.v = load_matrix(a, p + "self_attn.v_proj", c.kv_dim(), c.hidden_size);
+    l.o = load_matrix(a, p + "self_attn.o_proj", c.hidden_size, c.q_dim());
+    l.gate = load_matrix(a, p + "mlp.gate_proj", c.intermediate_size, c.hidden_size);
+    l.up = load_matrix(a, p + "mlp.up_proj", c.intermediate_size, c.hidden_size);
+    l.down = load_matrix(a, p + "mlp.down_proj", c.hidden_size, c.intermediate_size);
+    m_layers.push_back(std::move(l));
+  }
+}
+
+std::uint64_t
+DeltaVariant::resident_bytes() const {
+  std::uint64_t total = matrix_bytes(m_embedding) + matrix_bytes(m_lm_head) + m_final_norm.size() * 4;
+  for (const auto& l : m_layers) {
+    for (const auto* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      total += matrix_bytes(*m);
+    for (const auto* v : {&l.input_norm, &l.post_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm})
+      total += v->size() * 4;
+  }
+  return total;
+}
+
+void
+apply_variant(const VariantMatrix& matrix, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
+  if (matrix.whole)
+    matrix.whole->multiply(x, m, y, pool); // overwrites the base product on these rows
+  else if (matrix.delta)
+    matrix.delta->multiply_add(x, m, y, matrix.delta->rows(), pool);
+}
+
+} // namespace optkit::runtime

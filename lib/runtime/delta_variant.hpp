@@ -1,0 +1,86 @@
+// A fine-tuned variant served beside its base without merging (DeltaZip's decoupling, seed §5):
+// the base weights are shared, the variant keeps each Δ compressed as `optkit compress delta`
+// stored it, and a batch computes one base product over all its rows, then adds x·Δᵀ over each
+// contiguous segment of rows that belong to a variant — decoding Δ a block of rows at a time,
+// never as a whole dense matrix. The variant's own norms and biases replace the base's on its
+// rows; a matrix it stores whole replaces the base product on its rows.
+#pragma once
+
+#include "core/thread_pool.hpp"
+#include "quant/delta_format.hpp"
+#include "runtime/decoder_weights.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace optkit::runtime {
+
+// One compressed Δ (2:4 sparse or dense quantized, packed), viewed in the artifact's bytes.
+class CompressedDelta {
+public:
+  // nullptr when the artifact has no Δ for `module`; InputError when its tensors do not fit.
+  static std::unique_ptr<CompressedDelta> load(const quant::DeltaArtifact& artifact, const std::string& module,
+                                               std::int64_t rows, std::int64_t cols);
+  std::int64_t rows() const { return m_rows; }
+  std::int64_t cols() const { return m_cols; }
+  // y[m, rows] += x[m, cols] · Δᵀ (y's rows are `ldy` floats apart).
+  void multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const;
+  // out[cols] += Δ[r, :]
+  void row_add(std::int64_t r, float* out) const;
+  // Δ rows [r0, r0 + n) as fp32, into out[n, cols].
+  void decode_rows(std::int64_t r0, std::int64_t n, float* out) const;
+  std::uint64_t storage_bytes() const;
+
+private:
+  std::int64_t m_rows = 0, m_cols = 0, m_words = 0, m_group_size = 0, m_groups = 0;
+  int m_bits = 0;
+  float m_offset = 0;
+  bool m_sparse = true;
+  const std::int32_t* m_values = nullptr;
+  const std::uint8_t* m_indices = nullptr;
+  std::vector<float> m_scales;
+};
+
+// How a variant changes one matrix: nothing, a compressed Δ, or a whole matrix of its own.
+struct VariantMatrix {
+  std::unique_ptr<CompressedDelta> delta;
+  std::unique_ptr<LinearWeight> whole;
+  bool changes() const { return delta || whole; }
+};
+
+struct VariantLayer {
+  std::vector<float> input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+  VariantMatrix q, k, v, o, gate, up, down;
+};
+
+class DeltaVariant {
+public:
+  // Throws InputError when the artifact is not a delta of `base_dir` (weights SHA-256) or does
+  // not fit the base's shapes.
+  DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
+               const std::filesystem::path& delta_dir);
+
+  const VariantLayer& layer(std::int64_t index) const { return m_layers.at(static_cast<std::size_t>(index)); }
+  const VariantMatrix& embedding() const { return m_embedding; }
+  // With tied embeddings the LM head is the embedding, Δ included.
+  const VariantMatrix& lm_head() const { return m_tied ? m_embedding : m_lm_head; }
+  const std::vector<float>& final_norm() const { return m_final_norm; }
+  const std::filesystem::path& directory() const { return m_artifact->directory(); }
+  // Bytes this variant holds beyond the shared base (compressed Δs, whole matrices, norms).
+  std::uint64_t resident_bytes() const;
+
+private:
+  std::unique_ptr<quant::DeltaArtifact> m_artifact; // the packed Δs point into its bytes
+  std::vector<VariantLayer> m_layers;
+  VariantMatrix m_embedding, m_lm_head;
+  bool m_tied = false;
+  std::vector<float> m_final_norm;
+};
+
+// The variant's product for m rows of x, where y[m, rows] already holds x·W_baseᵀ: adds x·Δᵀ, or
+// replaces it with x·W_variantᵀ when the variant stores the matrix whole.
+void apply_variant(const VariantMatrix& matrix, const float* x, std::int64_t m, float* y, ThreadPool& pool);
+
+} // namespace optkit::runtime

@@ -1,0 +1,120 @@
+// Deltas served decoupled (base weights shared, Δ kept compressed, one base product plus x·Δᵀ per
+// run of a variant's rows) against the same delta merged into the base on load (the path `eval
+// perplexity --delta` runs): the logits agree to float tolerance, in a batch that mixes the base
+// and the variant, through prefill and decode.
+#include "core/error.hpp"
+#include "runtime/transformer.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+using namespace optkit;
+using namespace optkit::runtime;
+
+namespace {
+
+std::filesystem::path
+models() {
+  return test::testdata_dir() / "models";
+}
+
+// tiny-code as a 4-bit 2:4 delta of tiny-base, made once with the real `optkit compress delta`.
+const std::filesystem::path&
+code_delta() {
+  static test::ScratchDir scratch;
+  static const std::filesystem::path dir = [] {
+    const auto out = scratch.path() / "code-delta";
+    const std::string command = "OPTKIT_ARCHIVE='" + (scratch.path() / "archive.db").string() + "' '" +
+                                test::optkit_binary().string() + "' -q compress delta --base '" +
+                                (models() / "tiny-base").string() + "' --finetuned '" +
+                                (models() / "tiny-code").string() + "' --recipe delta_2of4_int4 --calib '" +
+                                (test::testdata_dir() / "corpora" / "code.calib.txt").string() +
+                                "' --samples 4 --seq-len 32 -o '" + out.string() + "' > /dev/null";
+    REQUIRE(std::system(command.c_str()) == 0);
+    return out;
+  }();
+  return dir;
+}
+
+float
+max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (const float x : v)
+    m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Rows [first, first + count) of `a` and `b` (vocab wide) agree to `tolerance` × their scale.
+void
+check_close(const std::vector<float>& a, std::size_t a_row, const std::vector<float>& b, std::size_t b_row,
+            std::size_t count, std::size_t vocab) {
+  float worst = 0, scale = 1e-6f;
+  for (std::size_t i = 0; i < count * vocab; ++i) {
+    worst = std::max(worst, std::fabs(a[a_row * vocab + i] - b[b_row * vocab + i]));
+    scale = std::max(scale, std::fabs(b[b_row * vocab + i]));
+  }
+  CHECK(worst <= 2e-4f * scale);
+}
+
+} // namespace
+
+TEST_CASE("a decoupled delta's logits equal the merged model's, beside base rows in the same batch") {
+  CpuTransformer merged(models() / "tiny-base", {.threads = 2, .delta = code_delta()});
+  CpuTransformer base(models() / "tiny-base", {.threads = 2});
+  CpuTransformer served(models() / "tiny-base", {.threads = 2});
+  const auto code = served.add_variant(code_delta());
+  CHECK(served.variant(code).resident_bytes() > 0);
+  const auto vocab = static_cast<std::size_t>(served.config().vocab_size);
+
+  const std::vector<TokenId> p1{11, 200, 31, 77, 1500, 9}, p2{5, 6, 7}, p3{42, 43, 44, 45, 46, 47, 48, 49, 50, 51};
+  // Served batch: base, variant, variant, base — the two variant inputs adjacent (one run of
+  // rows), the base rows around them on the plain path.
+  const auto s0 = served.add_sequence(), s1 = served.add_sequence(), s2 = served.add_sequence(),
+             s3 = served.add_sequence();
+  const std::vector<SequenceInput> batch{
+      {s0, p1, true, -1}, {s1, p1, true, code}, {s2, p3, true, code}, {s3, p2, true, -1}};
+  const auto logits = served.forward(batch);
+
+  const auto m1 = merged.add_sequence(), m2 = merged.add_sequence();
+  const std::vector<SequenceInput> merged_batch{{m1, p1, true, -1}, {m2, p3, true, -1}};
+  const auto expect_variant = merged.forward(merged_batch);
+  const auto b0 = base.add_sequence(), b3 = base.add_sequence();
+  const std::vector<SequenceInput> base_batch{{b0, p1, true, -1}, {b3, p2, true, -1}};
+  const auto expect_base = base.forward(base_batch);
+
+  check_close(logits, 0, expect_base, 0, p1.size(), vocab);                                 // s0: base
+  check_close(logits, p1.size(), expect_variant, 0, p1.size(), vocab);                      // s1: variant
+  check_close(logits, 2 * p1.size(), expect_variant, p1.size(), p3.size(), vocab);          // s2: variant
+  check_close(logits, 2 * p1.size() + p3.size(), expect_base, p1.size(), p2.size(), vocab); // s3: base
+  // The variant really differs from the base on these rows (the test would pass vacuously otherwise).
+  float differs = 0;
+  for (std::size_t i = 0; i < p1.size() * vocab; ++i)
+    differs = std::max(differs, std::fabs(expect_variant[i] - expect_base[i]));
+  CHECK(differs > 1e-2f * max_abs(expect_base));
+
+  // One decode step each, the variant rows now split around a base row (two runs).
+  const std::vector<TokenId> t{100};
+  const std::vector<SequenceInput> step{{s1, t, false, code}, {s0, t, false, -1}, {s2, t, false, code}};
+  const auto next = served.forward(step);
+  const std::vector<SequenceInput> merged_step{{m1, t, false, -1}, {m2, t, false, -1}};
+  const auto expect_next = merged.forward(merged_step);
+  const std::vector<SequenceInput> base_step{{b0, t, false, -1}};
+  const auto expect_next_base = base.forward(base_step);
+  check_close(next, 0, expect_next, 0, 1, vocab);
+  check_close(next, 1, expect_next_base, 0, 1, vocab);
+  check_close(next, 2, expect_next, 1, 1, vocab);
+}
+
+TEST_CASE("a delta of another base, or an unknown variant id, is refused by name") {
+  CpuTransformer other(models() / "tiny-quotes", {.threads = 1});
+  CHECK_THROWS_WITH_AS(other.add_variant(code_delta()), doctest::Contains("different base"), InputError);
+  CpuTransformer served(models() / "tiny-base", {.threads = 1});
+  const auto s = served.add_sequence();
+  const std::vector<TokenId> p{1, 2};
+  const std::vector<SequenceInput> batch{{s, p, false, 3}};
+  CHECK_THROWS_WITH_AS(served.forward(batch), doctest::Contains("names variant 3"), InputError);
+}
