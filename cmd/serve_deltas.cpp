@@ -16,6 +16,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
     std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory;
+    std::vector<std::string> deltas;
     int port = 8000, max_num_seqs = 256;
     std::int64_t max_num_batched_tokens = 2048;
     unsigned threads = 0;
@@ -25,6 +26,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   };
   auto flags = std::make_shared<Flags>();
   serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
+  serve->add_option("--delta", flags->deltas,
+                    "NAME=DIR: a delta of --base (optkit compress delta) served beside it as model NAME; repeatable");
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
   serve->add_option("--port", flags->port, "port to bind (0: a free one, printed on stderr)")
@@ -58,6 +61,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   serve::ServeOptions options;
                   options.base = flags->base;
                   options.served_model_name = flags->name;
+                  for (const auto& d : flags->deltas)
+                    options.deltas.push_back(serve::parse_named_path(d, "--delta"));
                   options.host = flags->host;
                   options.port = flags->port;
                   options.api_key = flags->api_key;

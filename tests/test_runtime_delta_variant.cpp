@@ -4,13 +4,13 @@
 // and the variant, through prefill and decode.
 #include "core/error.hpp"
 #include "runtime/transformer.hpp"
+#include "support/delta_fixture.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 using namespace optkit;
 using namespace optkit::runtime;
@@ -20,24 +20,6 @@ namespace {
 std::filesystem::path
 models() {
   return test::testdata_dir() / "models";
-}
-
-// tiny-code as a 4-bit 2:4 delta of tiny-base, made once with the real `optkit compress delta`.
-const std::filesystem::path&
-code_delta() {
-  static test::ScratchDir scratch;
-  static const std::filesystem::path dir = [] {
-    const auto out = scratch.path() / "code-delta";
-    const std::string command = "OPTKIT_ARCHIVE='" + (scratch.path() / "archive.db").string() + "' '" +
-                                test::optkit_binary().string() + "' -q compress delta --base '" +
-                                (models() / "tiny-base").string() + "' --finetuned '" +
-                                (models() / "tiny-code").string() + "' --recipe delta_2of4_int4 --calib '" +
-                                (test::testdata_dir() / "corpora" / "code.calib.txt").string() +
-                                "' --samples 4 --seq-len 32 -o '" + out.string() + "' > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
-    return out;
-  }();
-  return dir;
 }
 
 float
@@ -63,10 +45,10 @@ check_close(const std::vector<float>& a, std::size_t a_row, const std::vector<fl
 } // namespace
 
 TEST_CASE("a decoupled delta's logits equal the merged model's, beside base rows in the same batch") {
-  CpuTransformer merged(models() / "tiny-base", {.threads = 2, .delta = code_delta()});
+  CpuTransformer merged(models() / "tiny-base", {.threads = 2, .delta = test::code_delta()});
   CpuTransformer base(models() / "tiny-base", {.threads = 2});
   CpuTransformer served(models() / "tiny-base", {.threads = 2});
-  const auto code = served.add_variant(code_delta());
+  const auto code = served.add_variant(test::code_delta());
   CHECK(served.variant(code).resident_bytes() > 0);
   const auto vocab = static_cast<std::size_t>(served.config().vocab_size);
 
@@ -111,7 +93,7 @@ TEST_CASE("a decoupled delta's logits equal the merged model's, beside base rows
 
 TEST_CASE("a delta of another base, or an unknown variant id, is refused by name") {
   CpuTransformer other(models() / "tiny-quotes", {.threads = 1});
-  CHECK_THROWS_WITH_AS(other.add_variant(code_delta()), doctest::Contains("different base"), InputError);
+  CHECK_THROWS_WITH_AS(other.add_variant(test::code_delta()), doctest::Contains("different base"), InputError);
   CpuTransformer served(models() / "tiny-base", {.threads = 1});
   const auto s = served.add_sequence();
   const std::vector<TokenId> p{1, 2};

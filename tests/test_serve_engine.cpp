@@ -8,6 +8,7 @@
 #include "runtime/transformer.hpp"
 #include "serve/engine.hpp"
 #include "serve/text_stream.hpp"
+#include "support/delta_fixture.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -29,10 +30,11 @@ tiny_base() {
   return test::testdata_dir() / "models" / "tiny-base";
 }
 
-// Greedy decoding of one prompt alone, the reference.
+// Greedy decoding of one prompt alone, the reference (with `delta`: the delta merged on load).
 std::vector<TokenId>
-greedy_alone(const std::vector<TokenId>& prompt, int count) {
-  runtime::CpuTransformer model(tiny_base(), {.threads = 2});
+greedy_alone(const std::vector<TokenId>& prompt, int count,
+             const std::optional<std::filesystem::path>& delta = std::nullopt) {
+  runtime::CpuTransformer model(tiny_base(), {.threads = 2, .delta = delta});
   const auto seq = model.add_sequence();
   std::vector<TokenId> out;
   std::vector<TokenId> next = prompt;
@@ -70,10 +72,13 @@ struct Collected {
 
 struct EngineUnderTest {
   std::unique_ptr<Engine> engine;
-  explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0) {
+  std::int32_t variant = -1;
+  explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0, bool with_delta = false) {
     runtime::RuntimeOptions runtime_options{.threads = 2};
     runtime_options.kv_cache.budget_bytes = kv_budget;
     auto model = std::make_unique<runtime::CpuTransformer>(tiny_base(), runtime_options);
+    if (with_delta)
+      variant = model->add_variant(test::code_delta());
     const runtime::KvCache& kv = model->kv_cache();
     engine = std::make_unique<Engine>(std::move(model), kv, options);
   }
@@ -155,6 +160,24 @@ TEST_CASE("batched, chunked and preempted requests decode exactly as each prompt
     CHECK(t.engine->stats().preemptions > 0);
     CHECK(blocks_return(*t.engine)); // every block came back
   }
+}
+
+TEST_CASE("base and delta requests in one batch decode as the base alone and the merged variant alone") {
+  const int count = 10;
+  const auto p1 = prompt_of(9, 1), p2 = prompt_of(30, 2);
+  EngineUnderTest t({256, 2048}, 0, true);
+  Collected c;
+  GenerationParams on_variant = greedy(count);
+  on_variant.variant = t.variant;
+  // Interleaved on purpose: the engine must group the variant's rows.
+  const auto a = t.submit(c, p1, on_variant);
+  const auto b = t.submit(c, p1, greedy(count));
+  const auto d = t.submit(c, p2, on_variant);
+  REQUIRE(c.wait_for(3));
+  CHECK(c.tokens[a] == greedy_alone(p1, count, test::code_delta()));
+  CHECK(c.tokens[b] == greedy_alone(p1, count));
+  CHECK(c.tokens[d] == greedy_alone(p2, count, test::code_delta()));
+  CHECK(c.tokens[a] != c.tokens[b]); // the variant is not the base
 }
 
 TEST_CASE("EOS ends a request unless ignored or before min_tokens; stop token ids end it too") {

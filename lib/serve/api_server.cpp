@@ -189,14 +189,19 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
     if (path == "/v1/models") {
       if (!method_is("GET"))
         return;
-      const json card = {{"id", m_model.name},
-                         {"object", "model"},
-                         {"created", 0},
-                         {"owned_by", "optkit"},
-                         {"root", m_model.root},
-                         {"parent", nullptr},
-                         {"max_model_len", m_model.max_model_len}};
-      return send_json(exchange, 200, {{"object", "list"}, {"data", json::array({card})}});
+      const auto card = [&](const std::string& id, const std::string& root, const json& parent) {
+        return json{{"id", id},
+                    {"object", "model"},
+                    {"created", 0},
+                    {"owned_by", "optkit"},
+                    {"root", root},
+                    {"parent", parent},
+                    {"max_model_len", m_model.max_model_len}};
+      };
+      json data = json::array({card(m_model.name, m_model.root, nullptr)});
+      for (const auto& v : m_model.variants)
+        data.push_back(card(v.name, v.root, m_model.name));
+      return send_json(exchange, 200, {{"object", "list"}, {"data", data}});
     }
     if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!method_is("POST"))
@@ -241,8 +246,19 @@ void
 ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
   Engine& engine = *m_engine.load();
   ApiRequest api = parse_api_request(endpoint, request.body);
-  if (!api.model.empty() && api.model != m_model.name)
-    return send_error(exchange, 404, "the model '" + api.model + "' does not exist; served: " + m_model.name, "model");
+  std::string served_names = m_model.name;
+  std::int32_t variant = -1;
+  std::string model_name = m_model.name;
+  for (const auto& v : m_model.variants) {
+    served_names += ", " + v.name;
+    if (api.model == v.name) {
+      variant = v.id;
+      model_name = v.name;
+    }
+  }
+  if (!api.model.empty() && api.model != m_model.name && variant < 0)
+    return send_error(exchange, 404, "the model '" + api.model + "' does not exist; served: " + served_names, "model");
+  api.generation.variant = variant;
   std::vector<TokenId> prompt;
   try {
     if (endpoint == Endpoint::chat) {
@@ -262,7 +278,7 @@ ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::
   }
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   api.generation.max_tokens = api.max_tokens.value_or(std::max<std::int64_t>(1, m_model.max_model_len - prompt_len));
-  const auto who = new_identity(endpoint, m_model.name);
+  const auto who = new_identity(endpoint, model_name);
   auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange);
   const bool stream = api.stream;
   RequestId id = 0;

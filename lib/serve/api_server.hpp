@@ -17,9 +17,16 @@
 
 namespace optkit::serve {
 
-struct ServedModel {
+struct ServedVariant {
   std::string name; // what clients put in "model"
-  std::string root; // the model folder
+  std::string root; // the delta folder
+  std::int32_t id = -1;
+};
+
+struct ServedModel {
+  std::string name;                    // what clients put in "model" for the base
+  std::string root;                    // the model folder
+  std::vector<ServedVariant> variants; // deltas served beside the base
   std::shared_ptr<const model::Tokenizer> tokenizer;
   std::optional<model::ChatTemplate> chat_template; // none: chat requests are refused with 400
   std::int64_t max_model_len = 0;

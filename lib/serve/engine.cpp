@@ -294,13 +294,17 @@ Engine::step() {
     return false;
   }
 
+  // Rows of one variant together: the runtime adds each variant's Δ over one run of rows.
+  std::stable_sort(plan.begin(), plan.end(), [](const Planned& a, const Planned& b) {
+    return a.request->params.variant < b.request->params.variant;
+  });
   std::vector<runtime::SequenceInput> inputs;
   inputs.reserve(plan.size());
   std::int64_t prompt_tokens = 0;
   for (const Planned& p : plan) {
     const auto* first = p.request->tokens.data() + p.request->computed;
-    inputs.push_back(
-        {*p.request->sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), false});
+    inputs.push_back({*p.request->sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), false,
+                      p.request->params.variant});
     if (p.request->computed < p.request->prompt_len)
       prompt_tokens += std::min(p.tokens, p.request->prompt_len - p.request->computed);
   }

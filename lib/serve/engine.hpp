@@ -46,6 +46,7 @@ struct GenerationParams {
   runtime::SamplingParams sampling; // a random seed is drawn when none is given
   bool seeded = false;
   std::vector<TokenId> stop_token_ids; // besides the model's EOS
+  std::int32_t variant = -1;           // a delta served beside the base (the model's variant id)
 };
 
 // error: the model failed (out of memory, say); every request in flight ends with it.

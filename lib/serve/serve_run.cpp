@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/transformer.hpp"
@@ -16,6 +17,14 @@
 #include <thread>
 
 namespace optkit::serve {
+
+std::pair<std::string, std::filesystem::path>
+parse_named_path(const std::string& text, const std::string& flag) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError(flag + " '" + text + "': expected NAME=DIR");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
 
 std::uint64_t
 parse_byte_size(const std::string& text, const std::string& flag) {
@@ -74,6 +83,9 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
   };
   std::unique_ptr<runtime::LanguageModel> language_model;
   const runtime::KvCache* kv = nullptr;
+  if (options.mock && !options.deltas.empty())
+    throw InputError("--delta cannot be combined with --mock (the mock model computes nothing to apply it to)");
+  std::vector<ServedVariant> variants;
   if (options.mock) {
     std::vector<runtime::TokenId> cycle;
     for (const auto t : tokenizer->encode(" The mock model answers at a fixed rate.", false))
@@ -91,6 +103,12 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
     runtime_options.kv_cache.budget_bytes =
         options.kv_cache_bytes > 0 ? options.kv_cache_bytes : default_budget(per_token);
     auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
+    for (const auto& [name, dir] : options.deltas) {
+      const auto id = transformer->add_variant(dir);
+      variants.push_back({name, dir.string(), id});
+      log::info("serve-deltas: variant '{}' from {} ({} resident beside the base)", name, dir.string(),
+                format_bytes(transformer->variant(id).resident_bytes()));
+    }
     kv = &transformer->kv_cache();
     language_model = std::move(transformer);
   }
@@ -101,6 +119,10 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
   if (served.name.empty())
     served.name = options.base.parent_path().filename().string();
   served.root = options.base.string();
+  served.variants = variants;
+  for (const auto& v : variants)
+    if (v.name == served.name)
+      throw InputError("--delta " + v.name + "=...: the name is the base model's; pick another");
   served.tokenizer = tokenizer;
   served.max_model_len = config.max_position_embeddings;
   try {

@@ -10,12 +10,16 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace optkit::serve {
 
 struct ServeOptions {
   std::filesystem::path base;
   std::string served_model_name; // default: the folder's name
+  // Deltas of the base (optkit compress delta) served beside it, decoupled, by these names.
+  std::vector<std::pair<std::string, std::filesystem::path>> deltas;
   std::string host = "127.0.0.1";
   int port = 8000; // 0: a free port (reported on stderr and through on_listening)
   std::string api_key;
@@ -36,6 +40,8 @@ struct ServeSummary {
   EngineStats stats;
 };
 
+// Parses "NAME=DIR" of --delta. Throws InputError naming the flag.
+std::pair<std::string, std::filesystem::path> parse_named_path(const std::string& text, const std::string& flag);
 // Parses "4GiB", "512MiB", "1.5G", "1000000" (bytes). Throws InputError naming `flag`.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& flag);
 

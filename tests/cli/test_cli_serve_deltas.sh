@@ -34,8 +34,19 @@ print(r.status, r.read().decode())
 PY
 }
 
-start_server --max-num-seqs 4
+# A real delta of tiny-code against tiny-base, served beside the base as model "code".
+run -q compress delta --base "$base" --finetuned "$OPTKIT_SOURCE_DIR/testdata/models/tiny-code" \
+  --recipe delta_2of4_int4 --calib "$OPTKIT_SOURCE_DIR/testdata/corpora/code.calib.txt" --samples 4 --seq-len 32 \
+  -o "$SCRATCH/code"
+expect_rc 0
+start_server --max-num-seqs 4 --delta "code=$SCRATCH/code"
 out=$(http GET /health) && [ "${out%% *}" = 200 ] || fail "health: $out"
+out=$(http GET /v1/models '')
+[[ $out == *'"id":"code"'*'"parent":"tiny-base"'* ]] || fail "the variant is not listed with its parent: $out"
+out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
+[[ $out == 200* && $out == *'"model":"code"'* ]] || fail "a completion from the variant: $out"
+out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
+[[ $out == 404* && $out == *"served: tiny-base, code"* ]] || fail "unknown model: $out"
 
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 4')
 [[ $out == 400* && $out == *"not valid JSON"* ]] || fail "malformed JSON: $out"
@@ -107,3 +118,9 @@ expect_err_has "--base $SCRATCH/nowhere: no such model folder"
 run serve-deltas --base "$base" --kv-cache-memory lots
 expect_rc 2
 expect_err_has "--kv-cache-memory 'lots'"
+run serve-deltas --base "$base" --delta code
+expect_rc 2
+expect_err_has "--delta 'code': expected NAME=DIR"
+run serve-deltas --base "$OPTKIT_SOURCE_DIR/testdata/models/tiny-quotes" --delta "code=$SCRATCH/code" --port 0
+expect_rc 2
+expect_err_has "different base"
