@@ -3,6 +3,8 @@
 // perplexity --delta` runs): the logits agree to float tolerance, in a batch that mixes the base
 // and the variant, through prefill and decode.
 #include "core/error.hpp"
+#include "model/safetensors_writer.hpp"
+#include "quant/delta_format.hpp"
 #include "runtime/transformer.hpp"
 #include "support/delta_fixture.hpp"
 #include "support/test_support.hpp"
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 using namespace optkit;
 using namespace optkit::runtime;
@@ -99,4 +102,50 @@ TEST_CASE("a delta of another base, or an unknown variant id, is refused by name
   const std::vector<TokenId> p{1, 2};
   const std::vector<SequenceInput> batch{{s, p, false, 3}};
   CHECK_THROWS_WITH_AS(served.forward(batch), doctest::Contains("names variant 3"), InputError);
+}
+
+TEST_CASE("the fused decode of 2-, 4- and 8-bit 2:4 deltas equals the artifact's reference decode") {
+  const std::int64_t rows = 5, cols = 96; // scale groups of 32, or of 14 (straddling groups of four)
+  for (const int bits : {2, 4, 8}) {
+    for (const std::int64_t groups : {3, 7}) {
+      CAPTURE(bits);
+      CAPTURE(groups);
+      std::mt19937 rng(static_cast<std::uint32_t>(bits * 10 + groups));
+      const int high = (1 << (bits - 1)) - 1;
+      std::uniform_int_distribution<int> value(-high - 1, high), pick(0, 3);
+      std::vector<float> q(static_cast<std::size_t>(rows * cols));
+      std::vector<std::uint8_t> kept(q.size());
+      for (std::int64_t g = 0; g < rows * cols / 4; ++g) {
+        const int a = pick(rng), b = (a + 1 + pick(rng) % 3) % 4;
+        for (const int p : {a, b}) {
+          kept[static_cast<std::size_t>(g * 4 + p)] = 1;
+          q[static_cast<std::size_t>(g * 4 + p)] = static_cast<float>(value(rng));
+        }
+      }
+      const auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
+      std::vector<float> scales(static_cast<std::size_t>(rows * groups));
+      for (std::size_t i = 0; i < scales.size(); ++i)
+        scales[i] = 0.01f * static_cast<float>(i + 1);
+      model::TensorSet set;
+      set.add_values("m.delta_values", model::DType::i32, {rows, static_cast<std::int64_t>(enc.values.size()) / rows},
+                     enc.values);
+      set.add_values("m.delta_indices", model::DType::u8, {rows, cols / 8}, enc.indices);
+      set.add_values("m.delta_scale", model::DType::f32, {rows, groups}, scales);
+      test::ScratchDir dir;
+      model::write_safetensors(dir / "delta.safetensors", set.tensors());
+      const auto text = test::read_text(dir / "delta.safetensors");
+      const auto* begin = reinterpret_cast<const std::byte*>(text.data());
+      const nlohmann::json config = {{"format", "optkit-delta"},
+                                     {"version", 1},
+                                     {"bits", bits},
+                                     {"levels", "midrise"},
+                                     {"base", nlohmann::json::object()}};
+      const quant::DeltaArtifact artifact(config, std::vector<std::byte>(begin, begin + text.size()), "test");
+      const auto delta = CompressedDelta::load(artifact, "m", rows, cols);
+      REQUIRE(delta);
+      std::vector<float> fused(static_cast<std::size_t>(rows * cols));
+      delta->decode_rows(0, rows, fused.data());
+      CHECK(fused == artifact.decode_delta("m", rows, cols));
+    }
+  }
 }

@@ -57,18 +57,59 @@ CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& m
   return d;
 }
 
+namespace {
+
+// One 2:4 row decoded and scaled in one pass, `Bits` known at compile time: per group of four
+// columns a nibble of kept positions and two values from one packed word.
+template <int Bits>
+void
+decode_sparse_row(const std::int32_t* words, const std::uint8_t* indices, std::int64_t cols, float offset,
+                  const float* scales, std::int64_t group_size, float* out) {
+  constexpr std::int64_t kPerWord = 32 / Bits;
+  constexpr std::uint32_t kMask = (1u << Bits) - 1u;
+  constexpr int kBias = 1 << (Bits - 1);
+  std::fill(out, out + cols, 0.0f);
+  const bool aligned = group_size % 4 == 0; // a group of four never straddles two scales
+  for (std::int64_t g = 0; g < cols / 4; ++g) {
+    const unsigned nibble = (indices[g >> 1] >> ((g & 1) * 4)) & 0xfu;
+    const std::int64_t k = g * 2; // the pair shares a word (kPerWord is even)
+    const auto word = static_cast<std::uint32_t>(words[k / kPerWord]);
+    const auto shift = static_cast<unsigned>(Bits * (k % kPerWord));
+    const std::int64_t c0 = g * 4 + (nibble & 3u), c1 = g * 4 + (nibble >> 2);
+    const float s0 = scales[(aligned ? g * 4 : c0) / group_size], s1 = aligned ? s0 : scales[c1 / group_size];
+    out[c0] = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s0;
+    out[c1] = (static_cast<float>(static_cast<int>((word >> (shift + Bits)) & kMask) - kBias) + offset) * s1;
+  }
+}
+
+} // namespace
+
 void
 CompressedDelta::decode_rows(std::int64_t r0, std::int64_t n, float* out) const {
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t r = r0 + i;
     float* row = out + i * m_cols;
     const std::int32_t* words = m_values + r * m_words;
-    if (m_sparse)
-      quant::decode_sparse_2_4_row(words, m_indices + r * m_cols / 8, m_cols, m_bits, m_offset, row);
-    else
+    const float* scales = m_scales.data() + r * m_groups;
+    if (m_sparse) {
+      const std::uint8_t* indices = m_indices + r * m_cols / 8;
+      switch (m_bits) {
+      case 2:
+        decode_sparse_row<2>(words, indices, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      case 4:
+        decode_sparse_row<4>(words, indices, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      case 8:
+        decode_sparse_row<8>(words, indices, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      default:
+        quant::decode_sparse_2_4_row(words, indices, m_cols, m_bits, m_offset, row);
+      }
+    } else {
       for (std::int64_t c = 0; c < m_cols; ++c)
         row[c] = static_cast<float>(quant::unpack_value(words, c, m_bits)) + m_offset;
-    const float* scales = m_scales.data() + r * m_groups;
+    }
     for (std::int64_t c = 0; c < m_cols; ++c)
       row[c] *= scales[c / m_group_size];
   }

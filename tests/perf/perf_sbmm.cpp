@@ -1,0 +1,144 @@
+// The delta product serve-deltas runs, side by side in one run (DeltaZip's SBMM on the CPU):
+// 8 variants × 4 rows each through one Llama-3.2-1B-shaped layer (gate_proj, 8192 × 2048), Δ 4-bit
+// 2:4 sparse with group-128 scales, random values.
+//   sbmm      CompressedDelta::multiply_add per variant segment: Δ decoded a block of rows at a
+//             time into cache, one sgemm per block (what the runtime does)
+//   per-delta a loop over variants that decodes each whole Δ to a dense fp32 matrix and
+//             multiplies (DeltaArtifact::decode_delta + sgemm: the baseline of the issue)
+//   per-delta, parallel decode: the same with the decoding split over the threads too, so the
+//             ratio is not only the parallelism
+// Both outputs are compared. Usage: perf_sbmm [repeats, default 5] [threads, default all]
+#include "core/thread_pool.hpp"
+#include "model/safetensors_writer.hpp"
+#include "quant/delta_format.hpp"
+#include "runtime/delta_variant.hpp"
+#include "runtime/linear_weight.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <vector>
+
+using namespace optkit;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kPerVariant = 4, kGroup = 128;
+
+std::vector<std::byte>
+random_delta_tensors(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> value(-8, 7), pick(0, 5);
+  std::vector<float> q(static_cast<std::size_t>(kRows * kCols));
+  std::vector<std::uint8_t> kept(q.size());
+  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+  for (std::int64_t g = 0; g < kRows * kCols / 4; ++g) {
+    const auto* p = pairs[pick(rng)];
+    for (int j = 0; j < 2; ++j) {
+      const auto at = static_cast<std::size_t>(g * 4 + p[j]);
+      kept[at] = 1;
+      q[at] = static_cast<float>(value(rng));
+    }
+  }
+  const auto enc = quant::encode_sparse_2_4(q, kept, kRows, kCols, 4);
+  std::vector<float> scales(static_cast<std::size_t>(kRows * kCols / kGroup));
+  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+  for (auto& s : scales)
+    s = scale(rng);
+  model::TensorSet set;
+  set.add_values("m.delta_values", model::DType::i32, {kRows, static_cast<std::int64_t>(enc.values.size()) / kRows},
+                 enc.values);
+  set.add_values("m.delta_indices", model::DType::u8, {kRows, kCols / 8}, enc.indices);
+  set.add_values("m.delta_scale", model::DType::f32, {kRows, kCols / kGroup}, scales);
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("perf_sbmm_{}.safetensors", seed);
+  model::write_safetensors(path, set.tensors());
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  std::vector<std::byte> bytes(raw.size());
+  std::transform(raw.begin(), raw.end(), bytes.begin(), [](char c) { return static_cast<std::byte>(c); });
+  return bytes;
+}
+
+template <class Work>
+double
+best_ms(int repeats, Work&& work) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+} // namespace
+
+int
+main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
+  ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
+  const nlohmann::json config = {{"format", "optkit-delta"},
+                                 {"version", 1},
+                                 {"bits", 4},
+                                 {"levels", "midrise"},
+                                 {"base", nlohmann::json::object()}};
+  std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
+  std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas;
+  for (std::int64_t v = 0; v < kVariants; ++v) {
+    artifacts.push_back(std::make_unique<quant::DeltaArtifact>(
+        config, random_delta_tensors(static_cast<std::uint32_t>(v + 1)), fmt::format("variant {}", v)));
+    deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
+  }
+  const std::int64_t m = kVariants * kPerVariant;
+  std::vector<float> x(static_cast<std::size_t>(m * kCols));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (auto& v : x)
+    v = normal(rng);
+  std::vector<float> y_sbmm(static_cast<std::size_t>(m * kRows)), y_loop(y_sbmm.size());
+
+  const double sbmm = best_ms(repeats, [&] {
+    std::fill(y_sbmm.begin(), y_sbmm.end(), 0.0f);
+    for (std::int64_t v = 0; v < kVariants; ++v)
+      deltas[static_cast<std::size_t>(v)]->multiply_add(x.data() + v * kPerVariant * kCols, kPerVariant,
+                                                        y_sbmm.data() + v * kPerVariant * kRows, kRows, pool);
+  });
+  const double loop = best_ms(repeats, [&] {
+    for (std::int64_t v = 0; v < kVariants; ++v) {
+      const auto dense = artifacts[static_cast<std::size_t>(v)]->decode_delta("m", kRows, kCols);
+      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * kPerVariant * kCols, kPerVariant,
+                                  y_loop.data() + v * kPerVariant * kRows, pool);
+    }
+  });
+  std::vector<float> dense(static_cast<std::size_t>(kRows * kCols)), y_par(y_sbmm.size());
+  const double parallel = best_ms(repeats, [&] {
+    for (std::int64_t v = 0; v < kVariants; ++v) {
+      const auto& delta = *deltas[static_cast<std::size_t>(v)];
+      pool.parallel_for(kRows / 64, [&](std::int64_t b0, std::int64_t b1) {
+        delta.decode_rows(b0 * 64, (b1 - b0) * 64, dense.data() + b0 * 64 * kCols);
+      });
+      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * kPerVariant * kCols, kPerVariant,
+                                  y_par.data() + v * kPerVariant * kRows, pool);
+    }
+  });
+  float worst = 0, scale = 1e-12f;
+  for (std::size_t i = 0; i < y_sbmm.size(); ++i) {
+    worst = std::max(worst, std::fabs(y_sbmm[i] - y_loop[i]));
+    scale = std::max(scale, std::fabs(y_loop[i]));
+  }
+  fmt::print("Δ products: {} variants x {} rows, [{} x {}] 4-bit 2:4, best of {}, {} threads\n", kVariants, kPerVariant,
+             kRows, kCols, repeats, pool.size());
+  fmt::print("  per-delta dense decode + sgemm  {:8.2f} ms\n", loop);
+  fmt::print("  per-delta, parallel decode      {:8.2f} ms\n", parallel);
+  fmt::print("  sbmm (block decode + sgemm)     {:8.2f} ms   {:.2f}x the first, {:.2f}x the second\n", sbmm,
+             loop / sbmm, parallel / sbmm);
+  fmt::print("  max |difference| {:.2e} of max |y| {:.2e}\n", worst, scale);
+  return worst <= 1e-4f * scale ? 0 : 1;
+}
