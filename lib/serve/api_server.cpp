@@ -41,6 +41,7 @@ public:
              ResponseIdentity who, std::shared_ptr<http::Exchange> exchange)
       : m_engine(engine)
       , m_metrics(metrics)
+      , m_metrics_model(static_cast<std::size_t>(request.generation.variant + 1))
       , m_text(tokenizer, request.stop)
       , m_request(std::move(request))
       , m_who(std::move(who))
@@ -117,7 +118,7 @@ private:
     if (out.token) {
       const auto now = Clock::now();
       if (m_last_token != Clock::time_point{})
-        m_metrics.inter_token(std::chrono::duration<double>(now - m_last_token).count());
+        m_metrics.inter_token(m_metrics_model, std::chrono::duration<double>(now - m_last_token).count());
       m_last_token = now;
     }
     if (out.finish != FinishReason::none)
@@ -126,11 +127,12 @@ private:
   void finished(const StepOutput& last) {
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const double ttft = last.first_token == Clock::time_point{} ? -1 : seconds(last.first_token - last.arrival);
-    m_metrics.request_finished(last, ttft, seconds(last.finished - last.arrival));
+    m_metrics.request_finished(m_metrics_model, last, ttft, seconds(last.finished - last.arrival));
   }
 
   Engine& m_engine;
   ServeMetrics& m_metrics;
+  std::size_t m_metrics_model; // the base 0, variant i at i + 1
   TextStream m_text;
   ApiRequest m_request;
   ResponseIdentity m_who;
@@ -155,7 +157,13 @@ ApiServer::~ApiServer() {
 void
 ApiServer::attach(Engine& engine, ServedModel model) {
   m_model = std::move(model);
-  m_metrics = std::make_unique<ServeMetrics>(m_model.name);
+  std::vector<std::string> names{m_model.name};
+  for (const auto& v : m_model.variants) { // by id, so that index = id + 1
+    if (v.id + 1 >= static_cast<std::int32_t>(names.size()))
+      names.resize(static_cast<std::size_t>(v.id + 2));
+    names[static_cast<std::size_t>(v.id + 1)] = v.name;
+  }
+  m_metrics = std::make_unique<ServeMetrics>(names);
   m_engine.store(&engine);
 }
 

@@ -215,6 +215,13 @@ Engine::loop() {
       const std::lock_guard lock(m_mutex);
       m_stats.running = static_cast<std::int64_t>(m_running.size());
       m_stats.waiting = static_cast<std::int64_t>(m_waiting.size() + m_incoming.size());
+      m_stats.running_by_variant.clear();
+      m_stats.waiting_by_variant.clear();
+      for (const auto& r : m_running)
+        ++m_stats.running_by_variant[r->params.variant];
+      for (const auto* queue : {&m_waiting, &m_incoming})
+        for (const auto& r : *queue)
+          ++m_stats.waiting_by_variant[r->params.variant];
       m_stats.kv_used_blocks = m_kv.used_blocks();
       m_stats.kv_capacity_blocks = m_kv.capacity_blocks();
     }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,7 @@ struct EngineStats {
   std::int64_t prompt_tokens = 0, generated_tokens = 0;
   std::int64_t kv_used_blocks = 0;
   std::optional<std::int64_t> kv_capacity_blocks;
+  std::map<std::int32_t, std::int64_t> running_by_variant, waiting_by_variant; // -1: the base
 };
 
 class Engine {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 namespace optkit::serve {
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -60,77 +62,101 @@ label_value(const std::string& text) {
 
 } // namespace
 
-ServeMetrics::ServeMetrics(std::string model_name)
-    : m_model(label_value(model_name)), m_ttft(ttft_buckets()), m_itl(itl_buckets()), m_e2e(e2e_buckets()) {}
+ServeMetrics::ServeMetrics(std::vector<std::string> models) {
+  for (const auto& name : models)
+    m_models.push_back({fmt::format("model_name=\"{}\"", label_value(name)), Histogram(ttft_buckets()),
+                        Histogram(itl_buckets()), Histogram(e2e_buckets())});
+}
 
 void
-ServeMetrics::request_finished(const StepOutput& last, double ttft_s, double e2e_s) {
+ServeMetrics::request_finished(std::size_t model, const StepOutput& last, double ttft_s, double e2e_s) {
   const std::lock_guard lock(m_mutex);
+  PerModel& m = m_models.at(model);
+  m.prompt_tokens += static_cast<std::uint64_t>(last.prompt_tokens);
+  m.generation_tokens += static_cast<std::uint64_t>(last.generated_tokens);
   switch (last.finish) {
   case FinishReason::stop:
-    ++m_stop;
+    ++m.stop;
     break;
   case FinishReason::length:
-    ++m_length;
+    ++m.length;
     break;
   case FinishReason::cancelled:
-    ++m_cancelled;
+    ++m.cancelled;
     return; // no latency for what never finished
   case FinishReason::error:
-    ++m_error;
+    ++m.error;
     return;
   case FinishReason::none:
     return;
   }
   if (ttft_s >= 0)
-    m_ttft.observe(ttft_s);
-  m_e2e.observe(e2e_s);
+    m.ttft.observe(ttft_s);
+  m.e2e.observe(e2e_s);
 }
 
 void
-ServeMetrics::inter_token(double seconds) {
+ServeMetrics::inter_token(std::size_t model, double seconds) {
   const std::lock_guard lock(m_mutex);
-  m_itl.observe(seconds);
+  m_models.at(model).itl.observe(seconds);
 }
 
 std::string
 ServeMetrics::render(const EngineStats& engine) const {
   const std::lock_guard lock(m_mutex);
-  const std::string model = fmt::format("model_name=\"{}\"", m_model);
   std::string out;
   const auto series = [&](const char* name, const char* type, const char* help, const std::string& body) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, body);
   };
-  const auto one = [&](const char* name, const std::string& labels, double value) {
+  const auto one = [](const char* name, const std::string& labels, double value) {
     return fmt::format("{}{{{}}} {}\n", name, labels, value);
   };
-  series("optkit:num_requests_running", "gauge", "Requests in the running batch.",
-         one("optkit:num_requests_running", model, double(engine.running)));
-  series("optkit:num_requests_waiting", "gauge", "Requests waiting to be scheduled.",
-         one("optkit:num_requests_waiting", model, double(engine.waiting)));
+  // Per model: the variant id of m_models[i] is i − 1 (the base: −1).
+  const auto per_model = [&](const char* name, const auto& value) {
+    std::string body;
+    for (std::size_t i = 0; i < m_models.size(); ++i)
+      body += one(name, m_models[i].label, value(i));
+    return body;
+  };
+  const auto count_of = [&](const std::map<std::int32_t, std::int64_t>& counts, std::size_t i) {
+    const auto it = counts.find(static_cast<std::int32_t>(i) - 1);
+    return it == counts.end() ? 0.0 : double(it->second);
+  };
+  const std::string& base = m_models.front().label;
+  series(
+      "optkit:num_requests_running", "gauge", "Requests in the running batch.",
+      per_model("optkit:num_requests_running", [&](std::size_t i) { return count_of(engine.running_by_variant, i); }));
+  series(
+      "optkit:num_requests_waiting", "gauge", "Requests waiting to be scheduled.",
+      per_model("optkit:num_requests_waiting", [&](std::size_t i) { return count_of(engine.waiting_by_variant, i); }));
   const double usage = engine.kv_capacity_blocks && *engine.kv_capacity_blocks > 0
                            ? double(engine.kv_used_blocks) / double(*engine.kv_capacity_blocks)
                            : 0.0;
   series("optkit:kv_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (1 = full).",
-         one("optkit:kv_cache_usage_perc", model, usage));
+         one("optkit:kv_cache_usage_perc", base, usage));
   series("optkit:num_preemptions_total", "counter", "Sequences preempted for KV cache room (recomputed).",
-         one("optkit:num_preemptions_total", model, double(engine.preemptions)));
-  series("optkit:prompt_tokens_total", "counter", "Prompt tokens prefilled (recomputation included).",
-         one("optkit:prompt_tokens_total", model, double(engine.prompt_tokens)));
-  series("optkit:generation_tokens_total", "counter", "Tokens generated.",
-         one("optkit:generation_tokens_total", model, double(engine.generated_tokens)));
+         one("optkit:num_preemptions_total", base, double(engine.preemptions)));
+  series("optkit:prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+         per_model("optkit:prompt_tokens_total", [&](std::size_t i) { return double(m_models[i].prompt_tokens); }));
+  series("optkit:generation_tokens_total", "counter", "Tokens generated by finished requests.",
+         per_model("optkit:generation_tokens_total",
+                   [&](std::size_t i) { return double(m_models[i].generation_tokens); }));
   std::string finished;
-  for (const auto& [reason, count] :
-       {std::pair{"stop", m_stop}, {"length", m_length}, {"abort", m_cancelled}, {"error", m_error}})
-    finished +=
-        one("optkit:request_success_total", model + fmt::format(",finished_reason=\"{}\"", reason), double(count));
+  for (const auto& m : m_models)
+    for (const auto& [reason, count] :
+         {std::pair{"stop", m.stop}, {"length", m.length}, {"abort", m.cancelled}, {"error", m.error}})
+      finished +=
+          one("optkit:request_success_total", m.label + fmt::format(",finished_reason=\"{}\"", reason), double(count));
   series("optkit:request_success_total", "counter", "Requests finished, by reason.", finished);
-  series("optkit:time_to_first_token_seconds", "histogram", "Time to first token.",
-         m_ttft.render("optkit:time_to_first_token_seconds", model));
-  series("optkit:inter_token_latency_seconds", "histogram", "Time between a request's successive tokens.",
-         m_itl.render("optkit:inter_token_latency_seconds", model));
-  series("optkit:e2e_request_latency_seconds", "histogram", "Arrival to last token.",
-         m_e2e.render("optkit:e2e_request_latency_seconds", model));
+  const auto histogram = [&](const char* name, const char* help, Histogram PerModel::*member) {
+    std::string body;
+    for (const auto& m : m_models)
+      body += (m.*member).render(name, m.label);
+    series(name, "histogram", help, body);
+  };
+  histogram("optkit:time_to_first_token_seconds", "Time to first token.", &PerModel::ttft);
+  histogram("optkit:inter_token_latency_seconds", "Time between a request's successive tokens.", &PerModel::itl);
+  histogram("optkit:e2e_request_latency_seconds", "Arrival to last token.", &PerModel::e2e);
   return out;
 }
 

@@ -1,8 +1,8 @@
 // serve-deltas' /metrics in the Prometheus text format (0.0.4), named as vLLM names its series
 // with an optkit: prefix, so dashboards and `optkit bench` read them the same way: requests
-// running and waiting per model (as labels), KV cache use, preemptions, prompt and generation
-// token counters, finished requests by reason, and TTFT / inter-token / end-to-end latency
-// histograms. Thread-safe.
+// running and waiting per model (as labels: the base and each variant), KV cache use, preemptions, prompt and
+// generation token counters, finished requests by reason, and TTFT / inter-token / end-to-end latency histograms.
+// Thread-safe.
 #pragma once
 
 #include "serve/engine.hpp"
@@ -27,18 +27,26 @@ private:
   std::uint64_t m_count = 0;
 };
 
+// One series set per served model (the base and each variant, labelled model_name); what the
+// engine counts for all of them (KV use, preemptions) carries the base's name.
 class ServeMetrics {
 public:
-  explicit ServeMetrics(std::string model_name);
-  void request_finished(const StepOutput& last, double ttft_s, double e2e_s);
-  void inter_token(double seconds);
+  // `models[0]` is the base; `models[i]` the variant with id i − 1.
+  explicit ServeMetrics(std::vector<std::string> models);
+  // `model`: an index into the names given.
+  void request_finished(std::size_t model, const StepOutput& last, double ttft_s, double e2e_s);
+  void inter_token(std::size_t model, double seconds);
   std::string render(const EngineStats& engine) const;
 
 private:
-  std::string m_model;
+  struct PerModel {
+    std::string label; // model_name="..."
+    Histogram ttft, itl, e2e;
+    std::uint64_t stop = 0, length = 0, cancelled = 0, error = 0;
+    std::uint64_t prompt_tokens = 0, generation_tokens = 0;
+  };
   mutable std::mutex m_mutex;
-  Histogram m_ttft, m_itl, m_e2e;
-  std::uint64_t m_stop = 0, m_length = 0, m_cancelled = 0, m_error = 0;
+  std::vector<PerModel> m_models;
 };
 
 } // namespace optkit::serve

@@ -90,6 +90,8 @@ def value(family, sample, **labels):
             return s.value
     raise SystemExit(f"no {sample} {labels} in {family}: {text}")
 assert value("optkit:generation_tokens", "optkit:generation_tokens_total", model_name="tiny-base") >= 3
+assert value("optkit:generation_tokens", "optkit:generation_tokens_total", model_name="code") >= 1
+assert value("optkit:num_requests_running", "optkit:num_requests_running", model_name="code") == 0
 assert value("optkit:request_success", "optkit:request_success_total", finished_reason="length") >= 1
 assert value("optkit:time_to_first_token_seconds", "optkit:time_to_first_token_seconds_count") >= 1
 assert value("optkit:time_to_first_token_seconds", "optkit:time_to_first_token_seconds_bucket", le="+Inf") >= 1
