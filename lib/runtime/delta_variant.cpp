@@ -71,7 +71,7 @@ decode_sparse_row(const std::int32_t* words, const std::uint8_t* indices, std::i
   std::fill(out, out + cols, 0.0f);
   const bool aligned = group_size % 4 == 0; // a group of four never straddles two scales
   for (std::int64_t g = 0; g < cols / 4; ++g) {
-    const unsigned nibble = (indices[g >> 1] >> ((g & 1) * 4)) & 0xfu;
+    const unsigned nibble = (static_cast<unsigned>(indices[g >> 1]) >> ((g & 1) * 4)) & 0xfu;
     const std::int64_t k = g * 2; // the pair shares a word (kPerWord is even)
     const auto word = static_cast<std::uint32_t>(words[k / kPerWord]);
     const auto shift = static_cast<unsigned>(Bits * (k % kPerWord));
