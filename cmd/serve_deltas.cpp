@@ -17,7 +17,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory;
     std::vector<std::string> deltas;
-    int port = 8000, max_num_seqs = 256;
+    int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
     unsigned threads = 0;
     double shutdown_grace_s = 5;
@@ -28,6 +28,11 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
   serve->add_option("--delta", flags->deltas,
                     "NAME=DIR: a delta of --base (optkit compress delta) served beside it as model NAME; repeatable");
+  serve
+      ->add_option("--max-deltas", flags->max_deltas,
+                   "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
   serve->add_option("--port", flags->port, "port to bind (0: a free one, printed on stderr)")
@@ -68,6 +73,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.api_key = flags->api_key;
                   options.engine.max_num_seqs = flags->max_num_seqs;
                   options.engine.max_num_batched_tokens = flags->max_num_batched_tokens;
+                  options.engine.max_deltas = flags->max_deltas;
                   if (!flags->kv_cache_memory.empty())
                     options.kv_cache_bytes = serve::parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
                   options.threads = flags->threads;

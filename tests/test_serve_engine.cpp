@@ -52,6 +52,7 @@ struct Collected {
   std::condition_variable cv;
   std::map<RequestId, std::vector<TokenId>> tokens;
   std::map<RequestId, FinishReason> finish;
+  std::vector<RequestId> finish_order;
 
   OutputSink sink_for(std::shared_ptr<RequestId> id) {
     return [this, id](const StepOutput& out) {
@@ -60,6 +61,7 @@ struct Collected {
         tokens[*id].push_back(*out.token);
       if (out.finish != FinishReason::none) {
         finish[*id] = out.finish;
+        finish_order.push_back(*id);
         cv.notify_all();
       }
     };
@@ -72,13 +74,15 @@ struct Collected {
 
 struct EngineUnderTest {
   std::unique_ptr<Engine> engine;
-  std::int32_t variant = -1;
+  std::int32_t variant = -1, second_variant = -1;
   explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0, bool with_delta = false) {
     runtime::RuntimeOptions runtime_options{.threads = 2};
     runtime_options.kv_cache.budget_bytes = kv_budget;
     auto model = std::make_unique<runtime::CpuTransformer>(tiny_base(), runtime_options);
-    if (with_delta)
+    if (with_delta) { // the same delta twice: two variants as far as the scheduler is concerned
       variant = model->add_variant(test::code_delta());
+      second_variant = model->add_variant(test::code_delta());
+    }
     const runtime::KvCache& kv = model->kv_cache();
     engine = std::make_unique<Engine>(std::move(model), kv, options);
   }
@@ -178,6 +182,34 @@ TEST_CASE("base and delta requests in one batch decode as the base alone and the
   CHECK(c.tokens[b] == greedy_alone(p1, count));
   CHECK(c.tokens[d] == greedy_alone(p2, count, test::code_delta()));
   CHECK(c.tokens[a] != c.tokens[b]); // the variant is not the base
+}
+
+TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the slot back, the held request runs") {
+  // A (variant 0, long) runs; B (variant 1) is held by the cap; C1..C4 (variant 0) skip the line
+  // past B and would keep variant 0 active long after A — without DeltaZip's preemption B would
+  // wait for all of them. The bound: B runs once A, the only variant-0 request that did not skip
+  // the line, finishes.
+  EngineUnderTest t({256, 2048, 1}, 0, true);
+  Collected c;
+  GenerationParams a_params = greedy(30), b_params = greedy(5), c_params = greedy(50);
+  a_params.variant = c_params.variant = t.variant;
+  b_params.variant = t.second_variant;
+  const auto a = t.submit(c, prompt_of(8, 1), a_params);
+  const auto b = t.submit(c, prompt_of(8, 2), b_params);
+  std::vector<RequestId> cs;
+  for (int i = 0; i < 4; ++i)
+    cs.push_back(t.submit(c, prompt_of(6 + i, 3 + i), c_params));
+  REQUIRE(c.wait_for(6));
+  const auto position = [&](RequestId id) {
+    return std::find(c.finish_order.begin(), c.finish_order.end(), id) - c.finish_order.begin();
+  };
+  CHECK(position(a) < position(b));
+  for (const auto id : cs)
+    CHECK(position(b) < position(id)); // B did not wait for the line-skippers
+  CHECK(t.engine->stats().preemptions >= 4);
+  // Preempted and recomputed, the skippers' tokens are still the merged variant's greedy tokens.
+  for (int i = 0; i < 4; ++i)
+    CHECK(c.tokens[cs[static_cast<std::size_t>(i)]] == greedy_alone(prompt_of(6 + i, 3 + i), 50, test::code_delta()));
 }
 
 TEST_CASE("EOS ends a request unless ignored or before min_tokens; stop token ids end it too") {

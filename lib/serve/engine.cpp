@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 
 namespace optkit::serve {
 
@@ -38,6 +39,7 @@ struct Engine::Active {
   runtime::Sampler sampler;
   OutputSink sink;
   Clock::time_point arrival, scheduled, first_token;
+  bool skipped_line = false; // admitted past a request the --max-deltas cap held back
 
   Active(GenerationParams p) : params(std::move(p)), sampler(params.sampling) {}
 
@@ -155,6 +157,44 @@ Engine::preempt(Active& request) {
   m_model->remove_sequence(*request.sequence);
   request.sequence.reset();
   request.computed = 0;
+}
+
+std::int64_t
+Engine::release_skippers() {
+  // DeltaZip's bound on starvation under --max-deltas: a variant kept active only by requests
+  // that skipped the line gives its slot up while a request waits for one — they are preempted
+  // (recomputed later, in arrival order) so that the waiting variant gets the slot at once.
+  if (m_options.max_deltas <= 0)
+    return 0;
+  std::set<std::int32_t> active, held_by_others;
+  for (const auto& r : m_running)
+    if (r->params.variant >= 0) {
+      active.insert(r->params.variant);
+      if (!r->skipped_line)
+        held_by_others.insert(r->params.variant);
+    }
+  const bool someone_blocked = std::any_of(m_waiting.begin(), m_waiting.end(), [&](const auto& r) {
+    return r->params.variant >= 0 && active.count(r->params.variant) == 0;
+  });
+  if (!someone_blocked || static_cast<int>(active.size()) < m_options.max_deltas)
+    return 0;
+  std::int64_t preempted = 0;
+  for (auto it = m_running.begin(); it != m_running.end();) {
+    const std::int32_t v = (*it)->params.variant;
+    if (v >= 0 && held_by_others.count(v) == 0) {
+      preempt(**it);
+      (*it)->skipped_line = false;
+      // back in arrival order: behind the request that waits for the slot
+      const auto at =
+          std::find_if(m_waiting.begin(), m_waiting.end(), [&](const auto& w) { return w->id > (*it)->id; });
+      m_waiting.insert(at, std::move(*it));
+      it = m_running.erase(it);
+      ++preempted;
+    } else {
+      ++it;
+    }
+  }
+  return preempted;
 }
 
 void
@@ -275,23 +315,43 @@ Engine::step() {
       *free -= need;
     ++i;
   }
-  // Then waiting requests, first come first served, while there is room.
-  while (!m_waiting.empty() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs) {
-    Active& request = *m_waiting.front();
+  // Then waiting requests, first come first served, while there is room. With --max-deltas, a
+  // request whose variant is not active while the cap is reached waits; later requests of active
+  // variants (or the base) may go past it — skip the line — and are marked so that they give
+  // their slot back (see release_skippers) instead of keeping the variant active forever.
+  std::set<std::int32_t> active;
+  for (const auto& r : m_running)
+    if (r->params.variant >= 0)
+      active.insert(r->params.variant);
+  bool blocked = false;
+  for (auto it = m_waiting.begin();
+       it != m_waiting.end() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
+    Active& request = **it;
+    const std::int32_t v = request.params.variant;
+    const bool allowed = v < 0 || active.count(v) > 0 || m_options.max_deltas <= 0 ||
+                         static_cast<int>(active.size()) < m_options.max_deltas;
+    if (!allowed) {
+      blocked = true;
+      ++it;
+      continue;
+    }
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size());
     const std::int64_t n = std::min(pending, budget);
     const std::int64_t need = (n + m_kv.block_tokens() - 1) / m_kv.block_tokens();
     if (free && need > *free)
-      break;
+      break; // out of cache: first come, first served from here on
     request.sequence = m_model->add_sequence();
     if (request.scheduled == Clock::time_point{})
       request.scheduled = Clock::now();
+    request.skipped_line = blocked && v >= 0;
+    if (v >= 0)
+      active.insert(v);
     plan.push_back({&request, n, n == pending});
     budget -= n;
     if (free)
       *free -= need;
-    m_running.push_back(std::move(m_waiting.front()));
-    m_waiting.pop_front();
+    m_running.push_back(std::move(*it));
+    it = m_waiting.erase(it);
   }
   if (plan.empty()) {
     if (preempted > 0) {
@@ -367,6 +427,7 @@ Engine::step() {
     finish(*request, FinishReason::stop);
     std::erase_if(m_running, [&](const auto& r) { return r.get() == request; });
   }
+  preempted += release_skippers();
   const std::lock_guard lock(m_mutex);
   m_stats.steps += 1;
   m_stats.preemptions += preempted;

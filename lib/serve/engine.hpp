@@ -38,6 +38,11 @@ using Clock = std::chrono::steady_clock;
 struct EngineOptions {
   int max_num_seqs = 256;                     // sequences in one step (vLLM max_num_seqs)
   std::int64_t max_num_batched_tokens = 2048; // tokens in one step, prompt chunks and decodes together
+  // Most distinct deltas active in one step (0: no cap). Requests of active variants and of the
+  // base skip the line past one held back by the cap; the bound on its wait: it is admitted at
+  // the first step after every request of some active variant that did not skip the line
+  // finished — those that did are preempted then (DeltaZip's parent/child preemption).
+  int max_deltas = 0;
 };
 
 struct GenerationParams {
@@ -100,6 +105,7 @@ private:
   bool step();
   void finish(Active& request, FinishReason reason);
   void preempt(Active& request);
+  std::int64_t release_skippers();
 
   std::unique_ptr<runtime::LanguageModel> m_model;
   const runtime::KvCache& m_kv;
