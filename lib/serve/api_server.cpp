@@ -222,7 +222,7 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
       json body;
       try {
         body = json::parse(request.body);
-      } catch (const json::parse_error& e) {
+      } catch (const json::exception& e) { // parse_error, or out_of_range for a number like 1E400
         throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
       }
       if (path == "/tokenize") {

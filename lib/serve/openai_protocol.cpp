@@ -96,7 +96,7 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
   json body;
   try {
     body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, or out_of_range for a number like 1E400
     throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
   }
   if (!body.is_object())

@@ -50,6 +50,8 @@ out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
 
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 4')
 [[ $out == 400* && $out == *"not valid JSON"* ]] || fail "malformed JSON: $out"
+out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1E400}')
+[[ $out == 400* && $out == *"not valid JSON"* ]] || fail "a number beyond double: $out"
 out=$(http POST /v1/completions '{"prompt": 42}')
 [[ $out == 400* && $out == *"'prompt' must be"* ]] || fail "wrong type: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
