@@ -36,8 +36,12 @@ Sampler::next(std::span<const float> logits) {
     thread_local std::vector<double> weights;
     weights.resize(logits.size());
     double total = 0.0;
-    for (std::size_t i = 0; i < logits.size(); ++i)
-      total += weights[i] = std::exp(static_cast<double>(logits[i] - top) / static_cast<double>(m_params.temperature));
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      // Below e^-80 of the top token's weight a token cannot be drawn (its share is < 1e-34 even
+      // over a million-token vocabulary); skipping exp() there avoids libm's slow underflow path.
+      const double z = static_cast<double>(logits[i] - top) / static_cast<double>(m_params.temperature);
+      total += weights[i] = z < -80.0 ? 0.0 : std::exp(z);
+    }
     double draw = std::uniform_real_distribution<double>(0.0, total)(m_rng);
     for (std::size_t i = 0; i < logits.size(); ++i) {
       draw -= weights[i];
