@@ -150,8 +150,8 @@ DeltaArtifact::has_delta(const std::string& module) const {
   return find(module + ".delta_values").info != nullptr || find(module + ".delta_packed").info != nullptr;
 }
 
-std::vector<float>
-DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const {
+DeltaArtifact::StoredDelta
+DeltaArtifact::stored_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const {
   const auto dense = find(module + ".delta_packed");
   const auto values = dense.info ? dense : find(module + ".delta_values");
   const auto indices = find(module + ".delta_indices");
@@ -159,32 +159,41 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
   if (!values.info || (!dense.info && !indices.info) || !scale.info)
     throw InputError(
         fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale", m_dir.string(), module));
-  const int bits = m_config.value("bits", 0);
-  if (bits < 2 || bits > 8 || 32 % bits != 0)
-    throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", m_dir.string(), bits));
-  const auto words = packed_words(dense.info ? cols : cols / 2, bits);
+  StoredDelta d;
+  d.bits = m_config.value("bits", 0);
+  if (d.bits < 2 || d.bits > 8 || 32 % d.bits != 0)
+    throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", m_dir.string(), d.bits));
+  d.sparse = !dense.info;
+  d.words = packed_words(dense.info ? cols : cols / 2, d.bits);
   const bool indices_fit = dense.info || (cols % 8 == 0 && indices.dtype() == model::DType::u8 &&
                                           indices.shape() == std::vector<std::int64_t>{rows, cols / 8});
-  if (!indices_fit || values.dtype() != model::DType::i32 || values.shape() != std::vector<std::int64_t>{rows, words} ||
-      scale.shape().size() != 2 || scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
+  if (!indices_fit || values.dtype() != model::DType::i32 ||
+      values.shape() != std::vector<std::int64_t>{rows, d.words} || scale.shape().size() != 2 ||
+      scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
     throw InputError(
         fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", m_dir.string(), module, rows, cols));
-  const bool midrise = parse_levels(m_config.value("levels", "midtread")) == Levels::midrise;
-  const float offset = midrise ? 0.5f : 0.0f;
-  const auto groups = scale.shape()[1];
-  const auto group_size = (cols + groups - 1) / groups;
-  const auto* v = reinterpret_cast<const std::int32_t*>(values.bytes.data());
-  const auto* ix = dense.info ? nullptr : reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
+  d.offset = parse_levels(m_config.value("levels", "midtread")) == Levels::midrise ? 0.5f : 0.0f;
+  d.groups = scale.shape()[1];
+  d.group_size = (cols + d.groups - 1) / d.groups;
+  d.values = reinterpret_cast<const std::int32_t*>(values.bytes.data());
+  d.indices = dense.info ? nullptr : reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
+  d.scale = scale;
+  return d;
+}
+
+std::vector<float>
+DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const {
+  const StoredDelta d = stored_delta(module, rows, cols);
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = out.data() + r * cols;
-    if (dense.info)
-      for (std::int64_t c = 0; c < cols; ++c)
-        row[c] = static_cast<float>(unpack_value(v + r * words, c, bits)) + offset;
+    if (d.sparse)
+      decode_sparse_2_4_row(d.values + r * d.words, d.indices + r * cols / 8, cols, d.bits, d.offset, row);
     else
-      decode_sparse_2_4_row(v + r * words, ix + r * cols / 8, cols, bits, offset, row);
+      for (std::int64_t c = 0; c < cols; ++c)
+        row[c] = static_cast<float>(unpack_value(d.values + r * d.words, c, d.bits)) + d.offset;
     for (std::int64_t c = 0; c < cols; ++c)
-      row[c] *= scale.at(static_cast<std::size_t>(r * groups + c / group_size));
+      row[c] *= d.scale.at(static_cast<std::size_t>(r * d.groups + c / d.group_size));
   }
   return out;
 }

@@ -65,6 +65,20 @@ public:
   model::TensorView find(const std::string& name) const;
   // Whether P has a compressed delta (2:4 sparse or dense).
   bool has_delta(const std::string& module) const;
+  // P's Δ as stored, checked against a [rows, cols] matrix (InputError when it does not fit);
+  // views into the artifact's bytes, valid while it lives.
+  struct StoredDelta {
+    int bits = 0;
+    float offset = 0;            // ½ on a mid-rise grid
+    bool sparse = true;          // 2:4 values + indices, else every value packed
+    std::int64_t words = 0;      // packed int32 words per row
+    std::int64_t group_size = 0; // input columns per scale
+    std::int64_t groups = 0;     // scales per row
+    const std::int32_t* values = nullptr;
+    const std::uint8_t* indices = nullptr; // sparse only
+    model::TensorView scale;               // [rows, groups]
+  };
+  StoredDelta stored_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const;
   // Δ of P as fp32 [rows, cols]; InputError when its tensors do not fit the shape.
   std::vector<float> decode_delta(const std::string& module, std::int64_t rows, std::int64_t cols) const;
 

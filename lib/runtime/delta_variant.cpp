@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "quant/packing.hpp"
-#include "quant/quant_args.hpp"
 #include "runtime/weight_loader.hpp"
 
 #include <cblas.h>
@@ -23,37 +22,19 @@ CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& m
                       std::int64_t cols) {
   if (!artifact.has_delta(module))
     return nullptr;
-  const auto where = artifact.directory().string();
-  const auto dense = artifact.find(module + ".delta_packed");
-  const auto values = dense.info ? dense : artifact.find(module + ".delta_values");
-  const auto indices = artifact.find(module + ".delta_indices");
-  const auto scale = artifact.find(module + ".delta_scale");
-  if (!values.info || (!dense.info && !indices.info) || !scale.info)
-    throw InputError(
-        fmt::format("{}: {} lacks delta_values/delta_packed, delta_indices or delta_scale", where, module));
-  const int bits = artifact.config().value("bits", 0);
-  if (bits < 2 || bits > 8 || 32 % bits != 0)
-    throw InputError(fmt::format("{}: bits {} in delta_config.json (expected 2, 4 or 8)", where, bits));
+  const auto stored = artifact.stored_delta(module, rows, cols);
   auto d = std::unique_ptr<CompressedDelta>(new CompressedDelta());
   d->m_rows = rows;
   d->m_cols = cols;
-  d->m_bits = bits;
-  d->m_sparse = !dense.info;
-  d->m_words = quant::packed_words(dense.info ? cols : cols / 2, bits);
-  const bool indices_fit = dense.info || (cols % 8 == 0 && indices.dtype() == model::DType::u8 &&
-                                          indices.shape() == std::vector<std::int64_t>{rows, cols / 8});
-  if (!indices_fit || values.dtype() != model::DType::i32 ||
-      values.shape() != std::vector<std::int64_t>{rows, d->m_words} || scale.shape().size() != 2 ||
-      scale.shape()[0] != rows || scale.shape()[1] < 1 || scale.shape()[1] > cols)
-    throw InputError(
-        fmt::format("{}: the delta tensors of {} do not fit a [{}, {}] matrix", where, module, rows, cols));
-  d->m_offset =
-      quant::parse_levels(artifact.config().value("levels", "midtread")) == quant::Levels::midrise ? 0.5f : 0.0f;
-  d->m_groups = scale.shape()[1];
-  d->m_group_size = (cols + d->m_groups - 1) / d->m_groups;
-  d->m_values = reinterpret_cast<const std::int32_t*>(values.bytes.data());
-  d->m_indices = dense.info ? nullptr : reinterpret_cast<const std::uint8_t*>(indices.bytes.data());
-  d->m_scales = scale.to_floats();
+  d->m_bits = stored.bits;
+  d->m_sparse = stored.sparse;
+  d->m_words = stored.words;
+  d->m_offset = stored.offset;
+  d->m_groups = stored.groups;
+  d->m_group_size = stored.group_size;
+  d->m_values = stored.values;
+  d->m_indices = stored.indices;
+  d->m_scales = stored.scale.to_floats();
   return d;
 }
 
