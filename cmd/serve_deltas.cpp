@@ -62,7 +62,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
   add_threads_option(*serve, flags->threads);
-  commands.add({"serve-deltas", serve, [flags](AppContext&) {
+  commands.add({"serve-deltas", serve, [flags](AppContext& ctx) {
                   serve::ServeOptions options;
                   options.base = flags->base;
                   options.served_model_name = flags->name;
@@ -80,7 +80,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));
                   options.shutdown_grace = std::chrono::milliseconds(static_cast<long>(flags->shutdown_grace_s * 1000));
-                  const auto summary = serve::run_serve(options, [&](int port) {
+                  const auto summary = serve::run_serve(options, {&ctx.archive(), ctx.run_id}, [&](int port) {
                     std::fprintf(stderr, "optkit serve-deltas: listening on http://%s:%d\n", flags->host.c_str(), port);
                     std::fflush(stderr);
                   });

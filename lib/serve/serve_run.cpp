@@ -53,7 +53,7 @@ parse_byte_size(const std::string& text, const std::string& flag) {
 }
 
 ServeSummary
-run_serve(const ServeOptions& options, const std::function<void(int)>& on_listening) {
+run_serve(const ServeOptions& options, const ServeRunContext& context, const std::function<void(int)>& on_listening) {
   if (!std::filesystem::is_directory(options.base))
     throw InputError("--base " + options.base.string() + ": no such model folder");
   install_interrupt_handlers();
@@ -142,6 +142,21 @@ run_serve(const ServeOptions& options, const std::function<void(int)>& on_listen
   server.stop(interrupt_count() > 1 ? std::chrono::milliseconds(0) : options.shutdown_grace);
   engine.stop();
   summary.stats = engine.stats();
+  if (context.archive) {
+    const auto& st = summary.stats;
+    auto& archive = *context.archive;
+    archive.transaction([&] {
+      const auto metric = [&](const char* name, double value, const char* unit) {
+        archive.add_metric(context.run_id, std::nullopt, {name, value, unit, {}});
+      };
+      metric("engine_steps", double(st.steps), "steps");
+      metric("prompt_tokens", double(st.prompt_tokens), "tokens");
+      metric("generated_tokens", double(st.generated_tokens), "tokens");
+      metric("preemptions", double(st.preemptions), "sequences");
+      metric("variants", double(options.deltas.size()), "deltas");
+      metric("port", double(summary.port), "");
+    });
+  }
   return summary;
 }
 

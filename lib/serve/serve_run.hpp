@@ -3,6 +3,7 @@
 // grace period, then are cancelled).
 #pragma once
 
+#include "archive/run_archive.hpp"
 #include "serve/engine.hpp"
 
 #include <chrono>
@@ -45,7 +46,15 @@ std::pair<std::string, std::filesystem::path> parse_named_path(const std::string
 // Parses "4GiB", "512MiB", "1.5G", "1000000" (bytes). Throws InputError naming `flag`.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& flag);
 
+// Where the server run is recorded: at shutdown its summary (requests by outcome, tokens,
+// preemptions, variants) goes to `archive` under `run_id`; none when archive is null.
+struct ServeRunContext {
+  archive::RunArchive* archive = nullptr;
+  std::int64_t run_id = 0;
+};
+
 // Serves until an interrupt; `on_listening(port)` runs once the port is bound (before loading).
-ServeSummary run_serve(const ServeOptions& options, const std::function<void(int)>& on_listening = {});
+ServeSummary run_serve(const ServeOptions& options, const ServeRunContext& context,
+                       const std::function<void(int)>& on_listening = {});
 
 } // namespace optkit::serve

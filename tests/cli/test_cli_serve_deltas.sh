@@ -115,6 +115,12 @@ wait "$server"
 RC=$?
 [ "$RC" -eq 0 ] || fail "SIGTERM: expected exit 0, got $RC: $(cat "$SCRATCH/server.log")"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE command = 'serve-deltas'")" = 2 ] || fail "serve-deltas runs not archived"
+# The first run's summary: the tokens it generated (3 + 6 at least) and its one variant.
+first=$(sql "SELECT MIN(id) FROM runs WHERE command = 'serve-deltas'")
+generated=$(sql "SELECT value FROM metrics WHERE run_id = $first AND name = 'generated_tokens'")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 9 else 1)" "${generated:-0}" ||
+  fail "generated_tokens of the first server run: '$generated'"
+[ "$(sql "SELECT value FROM metrics WHERE run_id = $first AND name = 'variants'")" = 1.0 ] || fail "variants not recorded"
 
 run serve-deltas --base "$SCRATCH/nowhere"
 expect_rc 2
