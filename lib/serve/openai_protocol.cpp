@@ -45,13 +45,30 @@ integer(const json& body, const std::string& field, std::int64_t low, std::int64
   const auto it = body.find(field);
   if (it == body.end() || it->is_null())
     return std::nullopt;
-  if (!it->is_number_integer() && !(it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()))
+  const auto out_of_range = [&] {
+    return BadRequest("'" + field + "' must be between " + std::to_string(low) + " and " + std::to_string(high) +
+                          ", got " + it->dump(),
+                      field);
+  };
+  // Integers read as integers (a 64-bit seed loses digits through a double); a float only when
+  // it is whole and safely inside the range.
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (high < 0 || v > static_cast<std::uint64_t>(high))
+      throw out_of_range();
+    return static_cast<std::int64_t>(v);
+  }
+  if (it->is_number_integer()) {
+    const auto v = it->get<std::int64_t>();
+    if (v < low || v > high)
+      throw out_of_range();
+    return v;
+  }
+  if (!it->is_number_float() || std::floor(it->get<double>()) != it->get<double>())
     wrong_type(field, "an integer", *it);
   const double v = it->get<double>();
-  if (v < static_cast<double>(low) || v > static_cast<double>(high))
-    throw BadRequest("'" + field + "' must be between " + std::to_string(low) + " and " + std::to_string(high) +
-                         ", got " + it->dump(),
-                     field);
+  if (!(v >= static_cast<double>(low) && v <= static_cast<double>(high) && std::fabs(v) < 9e18))
+    throw out_of_range();
   return static_cast<std::int64_t>(v);
 }
 

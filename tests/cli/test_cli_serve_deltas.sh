@@ -52,6 +52,10 @@ out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 4')
 [[ $out == 400* && $out == *"not valid JSON"* ]] || fail "malformed JSON: $out"
 out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1E400}')
 [[ $out == 400* && $out == *"not valid JSON"* ]] || fail "a number beyond double: $out"
+out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1, "seed": 18446744073709551615}')
+[[ $out == 400* && $out == *"'seed' must be between"* ]] || fail "a seed beyond 64 signed bits: $out"
+out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1, "seed": 9223372036854775807}')
+[[ $out == 200* ]] || fail "the largest seed: $out"
 out=$(http POST /v1/completions '{"prompt": 42}')
 [[ $out == 400* && $out == *"'prompt' must be"* ]] || fail "wrong type: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
