@@ -53,8 +53,8 @@ integer(const json& body, const std::string& field, std::int64_t low, std::int64
   // Integers read as integers (a 64-bit seed loses digits through a double); a float only when
   // it is whole and safely inside the range.
   if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
-    if (high < 0 || v > static_cast<std::uint64_t>(high))
+    const auto v = it->get<std::uint64_t>(); // nlohmann reads every non-negative integer as unsigned
+    if (high < 0 || v > static_cast<std::uint64_t>(high) || static_cast<std::int64_t>(v) < low)
       throw out_of_range();
     return static_cast<std::int64_t>(v);
   }

@@ -56,6 +56,8 @@ out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1, "seed": 184467
 [[ $out == 400* && $out == *"'seed' must be between"* ]] || fail "a seed beyond 64 signed bits: $out"
 out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1, "seed": 9223372036854775807}')
 [[ $out == 200* ]] || fail "the largest seed: $out"
+out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 0}')
+[[ $out == 400* && $out == *"'max_tokens' must be between 1"* ]] || fail "max_tokens 0: $out"
 out=$(http POST /v1/completions '{"prompt": 42}')
 [[ $out == 400* && $out == *"'prompt' must be"* ]] || fail "wrong type: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
