@@ -47,7 +47,6 @@ private:
 struct VariantMatrix {
   std::unique_ptr<CompressedDelta> delta;
   std::unique_ptr<LinearWeight> whole;
-  bool changes() const { return delta || whole; }
 };
 
 struct VariantLayer {
@@ -67,7 +66,6 @@ public:
   // With tied embeddings the LM head is the embedding, Δ included.
   const VariantMatrix& lm_head() const { return m_tied ? m_embedding : m_lm_head; }
   const std::vector<float>& final_norm() const { return m_final_norm; }
-  const std::filesystem::path& directory() const { return m_artifact->directory(); }
   // Bytes this variant holds beyond the shared base (compressed Δs, whole matrices, norms).
   std::uint64_t resident_bytes() const;
 

@@ -19,13 +19,19 @@ send_json(const std::shared_ptr<http::Exchange>& exchange, int status, const jso
   exchange->respond(status, "application/json", body.dump());
 }
 
-void
-send_error(const std::shared_ptr<http::Exchange>& exchange, int status, const std::string& message,
-           const std::string& param = {}) {
+// The OpenAI error body (http::error_body) with the offending field named when there is one.
+json
+error_json(int status, const std::string& message, const std::string& param = {}) {
   auto body = json::parse(http::error_body(status, message));
   if (!param.empty())
     body["error"]["param"] = param;
-  send_json(exchange, status, body);
+  return body;
+}
+
+void
+send_error(const std::shared_ptr<http::Exchange>& exchange, int status, const std::string& message,
+           const std::string& param = {}) {
+  send_json(exchange, status, error_json(status, message, param));
 }
 
 std::string
@@ -68,7 +74,7 @@ public:
       const std::string message =
           out.finish == FinishReason::error ? "generation failed: " + out.error : "the server is shutting down";
       if (m_request.stream) {
-        m_exchange->send(sse(json::parse(http::error_body(out.finish == FinishReason::error ? 500 : 503, message))));
+        m_exchange->send(sse(error_json(out.finish == FinishReason::error ? 500 : 503, message)));
         m_exchange->send("data: [DONE]\n\n");
         m_exchange->finish();
       } else {

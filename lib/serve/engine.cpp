@@ -141,21 +141,24 @@ Engine::stats() const {
 }
 
 void
-Engine::finish(Active& request, FinishReason reason) {
+Engine::release(Active& request) {
   if (request.sequence) {
     m_model->remove_sequence(*request.sequence);
     request.sequence.reset();
   }
-  if (reason == FinishReason::cancelled)
-    request.sink(request.output(reason));
+}
+
+void
+Engine::cancel_request(Active& request) {
+  release(request);
+  request.sink(request.output(FinishReason::cancelled));
 }
 
 void
 Engine::preempt(Active& request) {
   // Recompute: the blocks go back now; on readmission the prompt and what was generated so far
   // are prefilled again, and generation continues (the sampler keeps its state).
-  m_model->remove_sequence(*request.sequence);
-  request.sequence.reset();
+  release(request);
   request.computed = 0;
 }
 
@@ -214,9 +217,9 @@ Engine::loop() {
       if (m_stopping) {
         lock.unlock();
         for (auto& r : m_running)
-          finish(*r, FinishReason::cancelled);
+          cancel_request(*r);
         for (auto& r : m_waiting)
-          finish(*r, FinishReason::cancelled);
+          cancel_request(*r);
         m_running.clear();
         m_waiting.clear();
         return;
@@ -225,7 +228,7 @@ Engine::loop() {
     const auto drop = [&](auto& queue) {
       for (auto it = queue.begin(); it != queue.end();)
         if (cancelled.count((*it)->id)) {
-          finish(**it, FinishReason::cancelled);
+          cancel_request(**it);
           it = queue.erase(it);
         } else {
           ++it;
@@ -238,18 +241,13 @@ Engine::loop() {
       progressed = step();
     } catch (const std::exception& e) {
       // The model failed: every request in flight ends with the reason; the engine goes on.
-      for (auto* queue : {&m_running}) {
-        for (auto& r : *queue) {
-          auto out = r->output(FinishReason::error);
-          out.error = e.what();
-          if (r->sequence) {
-            m_model->remove_sequence(*r->sequence);
-            r->sequence.reset();
-          }
-          r->sink(out);
-        }
-        queue->clear();
+      for (auto& r : m_running) {
+        release(*r);
+        auto out = r->output(FinishReason::error);
+        out.error = e.what();
+        r->sink(out);
       }
+      m_running.clear();
     }
     {
       const std::lock_guard lock(m_mutex);
@@ -424,7 +422,7 @@ Engine::step() {
       done.push_back(&request);
   }
   for (Active* request : done) {
-    finish(*request, FinishReason::stop);
+    release(*request); // its sink already has the last token
     std::erase_if(m_running, [&](const auto& r) { return r.get() == request; });
   }
   preempted += release_skippers();

@@ -103,7 +103,8 @@ private:
   struct Active;
   void loop();
   bool step();
-  void finish(Active& request, FinishReason reason);
+  void release(Active& request);        // gives its KV blocks back
+  void cancel_request(Active& request); // released, and its sink told
   void preempt(Active& request);
   std::int64_t release_skippers();
 

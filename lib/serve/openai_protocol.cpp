@@ -234,8 +234,7 @@ usage_json(const Usage& usage) {
 }
 
 json
-head(Endpoint endpoint, const ResponseIdentity& who, const char* object) {
-  (void)endpoint;
+head(const ResponseIdentity& who, const char* object) {
   return {{"id", who.id}, {"object", object}, {"created", who.created}, {"model", who.model}};
 }
 
@@ -250,7 +249,7 @@ json
 response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, const char* finish_reason,
               const Usage& usage) {
   const bool chat = endpoint == Endpoint::chat;
-  json out = head(endpoint, who, chat ? "chat.completion" : "text_completion");
+  json out = head(who, chat ? "chat.completion" : "text_completion");
   json choice = {{"index", 0}};
   if (chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
@@ -267,7 +266,7 @@ json
 stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
              const char* finish_reason, bool include_usage) {
   const bool chat = endpoint == Endpoint::chat;
-  json out = head(endpoint, who, chat ? "chat.completion.chunk" : "text_completion");
+  json out = head(who, chat ? "chat.completion.chunk" : "text_completion");
   json choice = {{"index", 0}};
   if (chat) {
     json delta = json::object();
@@ -289,7 +288,7 @@ stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& 
 
 json
 usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage) {
-  json out = head(endpoint, who, endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
+  json out = head(who, endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
   out["choices"] = json::array();
   out["usage"] = usage_json(usage);
   return out;
