@@ -110,6 +110,7 @@ StepModel::price_linear_part(double t, double logit_rows) const {
   const double tp = p.tp;
   const int attention_gpus = p.tp;
   const double act_bytes = bytes_per_element(m_precision.activations) >= 2 ? 2.0 : 1.0;
+  const double kv_local = std::max(1.0, m.kv_heads / tp); // KV heads per rank (replicated past TP = KV heads)
   Estimate attention_projections;
   if (m.is_mla()) {
     const double heads_local = m.heads / tp;
@@ -123,7 +124,6 @@ StepModel::price_linear_part(double t, double logit_rows) const {
     attention_projections += m_db.gemm(m_gemm_kind, t, m.kv_lora_rank + m.qk_rope_head_dim, m.hidden);
     attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, heads_local * m.v_head_dim);
   } else {
-    const double kv_local = std::max(1.0, m.kv_heads / tp);
     attention_projections += m_db.gemm(m_gemm_kind, t, (m.heads / tp + 2 * kv_local) * m.head_dim, m.hidden);
     attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, m.heads / tp * m.head_dim);
   }
@@ -133,10 +133,9 @@ StepModel::price_linear_part(double t, double logit_rows) const {
   // (what dominates them at small batches): the fused residual-add + RMSNorm (reads the hidden
   // state and the residual, writes both), the rotary embedding over Q and K, and the write of the
   // new K and V into the cache.
-  const double kv_local_heads = std::max(1.0, m.kv_heads / tp);
   const double q_width =
       m.is_mla() ? m.heads / tp * (m.qk_nope_head_dim + m.qk_rope_head_dim) : m.heads / tp * m.head_dim;
-  const double kv_width = m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : kv_local_heads * m.head_dim;
+  const double kv_width = m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : kv_local * m.head_dim;
   attention_projections += m_db.memory(hidden_bytes * 4);
   attention_projections += m_db.memory(t * (q_width + kv_width) * 2.0 * 2);
   attention_projections += m_db.memory(t * kv_width * (m.is_mla() ? 1 : 2) * 2.0);
