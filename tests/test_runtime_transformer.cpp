@@ -2,8 +2,8 @@
 // logits must match within 1e-3 x the logit range on every architecture variant, whether a prompt
 // is prefilled alone, batched with others of different lengths, or decoded token by token.
 #include "core/error.hpp"
-#include "model/safetensors.hpp"
 #include "runtime/transformer.hpp"
+#include "support/oracle_logits.hpp"
 #include "support/test_support.hpp"
 
 #include <algorithm>
@@ -15,29 +15,8 @@ using namespace optkit::runtime;
 
 namespace {
 
-struct OraclePrompt {
-  std::vector<TokenId> ids;
-  std::vector<float> logits; // [ids.size(), vocab]
-};
-
-std::vector<OraclePrompt>
-read_oracle(const std::filesystem::path& model_dir) {
-  model::SafetensorsFile file(model_dir / "oracle_logits.safetensors");
-  std::vector<OraclePrompt> prompts;
-  for (int i = 0;; ++i) {
-    const auto ids = file.find(fmt::format("prompt.{}.ids", i));
-    const auto logits = file.find(fmt::format("prompt.{}.logits", i));
-    if (!ids.info)
-      break;
-    OraclePrompt p;
-    for (std::size_t k = 0; k < ids.element_count(); ++k)
-      p.ids.push_back(static_cast<TokenId>(ids.at(k)));
-    for (std::size_t k = 0; k < logits.element_count(); ++k)
-      p.logits.push_back(logits.at(k));
-    prompts.push_back(std::move(p));
-  }
-  return prompts;
-}
+using test::OraclePrompt;
+using test::read_oracle;
 
 // max |got - want| / (max(want) - min(want)) over the rows [row0, row0 + rows) of `want`.
 double

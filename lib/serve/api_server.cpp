@@ -1,6 +1,7 @@
 #include "serve/api_server.hpp"
 
 #include "core/error.hpp"
+#include "serve/logprobs_format.hpp"
 #include "serve/openai_protocol.hpp"
 #include "serve/text_stream.hpp"
 
@@ -43,15 +44,22 @@ sse(const json& data) {
 // Everything here runs on the engine thread (the sink); the exchange is thread-safe.
 class Generation {
 public:
+  // With echo, `prompt_text` leads the returned text and `first_prompt_token` the logprobs.
   Generation(Engine& engine, ServeMetrics& metrics, const model::Tokenizer& tokenizer, ApiRequest request,
-             ResponseIdentity who, std::shared_ptr<http::Exchange> exchange)
+             ResponseIdentity who, std::shared_ptr<http::Exchange> exchange, std::string prompt_text,
+             TokenId first_prompt_token)
       : m_engine(engine)
       , m_metrics(metrics)
       , m_metrics_model(static_cast<std::size_t>(request.generation.variant + 1))
       , m_text(tokenizer, request.stop)
       , m_request(std::move(request))
       , m_who(std::move(who))
-      , m_exchange(std::move(exchange)) {}
+      , m_exchange(std::move(exchange))
+      , m_echo(m_request.echo ? std::move(prompt_text) : std::string())
+      , m_first_prompt_token(first_prompt_token) {
+    if (m_request.generation.logprobs >= 0)
+      m_logprobs.emplace(tokenizer, m_request.endpoint);
+  }
 
   void begin_stream() {
     m_exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
@@ -84,17 +92,28 @@ public:
     }
     std::string text;
     bool stopped = false;
+    if (m_first) { // echo: the prompt's text, and its tokens' logprobs, come first
+      m_first = false;
+      text = m_echo;
+      if (m_logprobs && m_request.echo) {
+        m_logprobs->add_unscored(m_first_prompt_token);
+        for (const auto& entry : out.prompt_logprobs)
+          m_logprobs->add(entry);
+      }
+    }
     // A token that ended the request by being EOS or a stop token is not part of the text.
     if (out.token && out.finish != FinishReason::stop) {
       auto piece = m_text.push(*out.token);
-      text = std::move(piece.text);
+      text += piece.text;
       stopped = piece.stopped;
+      if (m_logprobs && out.logprobs)
+        m_logprobs->add(*out.logprobs);
     }
     const char* finish = nullptr;
+    StepOutput last = out;
     if (stopped) {
       finish = "stop";
       m_engine.cancel(m_id); // a stop string: the engine frees the sequence at its next step
-      auto last = out;
       last.finish = FinishReason::stop;
       last.finished = Clock::now();
       finished(last);
@@ -102,18 +121,26 @@ public:
       text += m_text.finish();
       finish = finish_reason_name(out.finish);
     }
+    const auto logprobs = [&]() -> json { return m_logprobs ? m_logprobs->take() : json(nullptr); };
     if (m_request.stream) {
-      if (!text.empty())
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, text, false, nullptr, m_request.include_usage)));
+      // Logprobs travel with the text of their tokens; text held back (a possible stop string, an
+      // unfinished character) keeps them waiting, and the end flushes both.
+      const bool pending = m_logprobs && !m_logprobs->empty();
+      if (!text.empty() || (finish != nullptr && pending))
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, text, false, nullptr, m_request.include_usage,
+                                          pending ? logprobs() : json(nullptr))));
       if (finish != nullptr) {
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", false, finish, m_request.include_usage)));
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", false, finish, m_request.include_usage,
+                                          nullptr, timing_json(last))));
         if (m_request.include_usage)
           m_exchange->send(sse(usage_chunk(m_request.endpoint, m_who, m_usage)));
         m_exchange->send("data: [DONE]\n\n");
         m_exchange->finish();
       }
     } else if (finish != nullptr) {
-      send_json(m_exchange, 200, response_body(m_request.endpoint, m_who, m_text.text(), finish, m_usage));
+      send_json(m_exchange, 200,
+                response_body(m_request.endpoint, m_who, m_echo + m_text.text(), finish, m_usage, logprobs(),
+                              timing_json(last)));
     }
     m_done = finish != nullptr;
   }
@@ -143,9 +170,13 @@ private:
   ApiRequest m_request;
   ResponseIdentity m_who;
   std::shared_ptr<http::Exchange> m_exchange;
+  std::string m_echo;
+  TokenId m_first_prompt_token;
+  std::optional<LogprobsWriter> m_logprobs;
   RequestId m_id = 0;
   Usage m_usage;
   bool m_done = false;
+  bool m_first = true;
   Clock::time_point m_last_token;
 };
 
@@ -293,7 +324,13 @@ ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   api.generation.max_tokens = api.max_tokens.value_or(std::max<std::int64_t>(1, m_model.max_model_len - prompt_len));
   const auto who = new_identity(endpoint, model_name);
-  auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange);
+  std::string prompt_text; // what echo returns: the prompt as sent, or its ids decoded
+  if (api.echo) {
+    const auto* text = std::get_if<std::string>(&api.prompt);
+    prompt_text = text != nullptr ? *text : m_model.tokenizer->decode(prompt, false);
+  }
+  auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange,
+                                                 std::move(prompt_text), prompt.empty() ? 0 : prompt.front());
   const bool stream = api.stream;
   RequestId id = 0;
   {

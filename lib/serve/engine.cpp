@@ -39,9 +39,20 @@ struct Engine::Active {
   runtime::Sampler sampler;
   OutputSink sink;
   Clock::time_point arrival, scheduled, first_token;
-  bool skipped_line = false; // admitted past a request the --max-deltas cap held back
+  bool skipped_line = false;                              // admitted past a request the --max-deltas cap held back
+  std::vector<runtime::PositionLogprobs> prompt_logprobs; // collected while the prompt is prefilled
 
   Active(GenerationParams p) : params(std::move(p)), sampler(params.sampling) {}
+
+  // Logprobs of prompt tokens not yet collected (they are sent with the first generated token).
+  bool wants_prompt_logprobs() const {
+    return params.prompt_logprobs && generated == 0 &&
+           static_cast<std::int64_t>(prompt_logprobs.size()) < prompt_len - 1;
+  }
+
+  // Tokens this request may put in one step: with prompt logprobs every position yields a row of
+  // vocabulary logits, so its chunks are kept short (128 rows of a 128k vocabulary: 64 MiB).
+  std::int64_t chunk_cap() const { return wants_prompt_logprobs() ? 128 : std::numeric_limits<std::int64_t>::max(); }
 
   StepOutput output(FinishReason finish) const {
     StepOutput out;
@@ -277,7 +288,8 @@ Engine::step() {
   struct Planned {
     Active* request;
     std::int64_t tokens;
-    bool samples; // the chunk reaches the end of what is known: its logits give the next token
+    bool samples;            // the chunk reaches the end of what is known: its logits give the next token
+    bool all_logits = false; // prompt logprobs still to collect: a row per position
   };
   std::vector<Planned> plan;
   std::int64_t budget = m_options.max_num_batched_tokens;
@@ -289,7 +301,7 @@ Engine::step() {
   for (std::size_t i = 0; i < m_running.size() && budget > 0;) {
     Active& request = *m_running[i];
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size()) - request.computed;
-    const std::int64_t n = std::min(pending, budget);
+    const std::int64_t n = std::min({pending, budget, request.chunk_cap()});
     std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
     bool self_preempted = false;
     while (free && need > *free) {
@@ -334,7 +346,7 @@ Engine::step() {
       continue;
     }
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size());
-    const std::int64_t n = std::min(pending, budget);
+    const std::int64_t n = std::min({pending, budget, request.chunk_cap()});
     const std::int64_t need = (n + m_kv.block_tokens() - 1) / m_kv.block_tokens();
     if (free && need > *free)
       break; // out of cache: first come, first served from here on
@@ -366,10 +378,14 @@ Engine::step() {
   std::vector<runtime::SequenceInput> inputs;
   inputs.reserve(plan.size());
   std::int64_t prompt_tokens = 0;
-  for (const Planned& p : plan) {
+  for (Planned& p : plan) {
     const auto* first = p.request->tokens.data() + p.request->computed;
-    inputs.push_back({*p.request->sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), false,
-                      p.request->params.variant});
+    // Echo wants the prompt's logprobs: every row of a chunk that still has prompt positions whose
+    // next token's logprob is not collected (a recompute after preemption collected them already).
+    const Active& r = *p.request;
+    p.all_logits = r.wants_prompt_logprobs();
+    inputs.push_back({*r.sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), p.all_logits,
+                      r.params.variant});
     if (p.request->computed < p.request->prompt_len)
       prompt_tokens += std::min(p.tokens, p.request->prompt_len - p.request->computed);
   }
@@ -379,12 +395,29 @@ Engine::step() {
 
   std::int64_t generated = 0;
   std::vector<Active*> done;
+  std::size_t next_row = 0;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     Active& request = *plan[i].request;
+    const std::size_t rows = plan[i].all_logits ? static_cast<std::size_t>(plan[i].tokens) : 1;
+    const std::size_t first_row = next_row;
+    next_row += rows;
+    if (plan[i].all_logits) {
+      // Row j predicts the token at position computed + j + 1: a prompt token's logprob.
+      const int top_n = std::max(request.params.logprobs, 0);
+      for (std::size_t j = 0; j < rows; ++j) {
+        const std::int64_t next = request.computed + static_cast<std::int64_t>(j) + 1;
+        if (next >= request.prompt_len || next != static_cast<std::int64_t>(request.prompt_logprobs.size()) + 1)
+          continue;
+        request.prompt_logprobs.push_back(
+            runtime::position_logprobs(std::span<const float>(logits.data() + (first_row + j) * vocab, vocab),
+                                       request.tokens[static_cast<std::size_t>(next)], top_n));
+      }
+    }
     request.computed += plan[i].tokens;
     if (!plan[i].samples)
       continue;
-    std::span<const float> row(logits.data() + i * vocab, vocab);
+    std::span<const float> row(logits.data() + (first_row + rows - 1) * vocab, vocab);
+    const std::span<const float> raw = row;
     std::vector<float> masked;
     const bool suppress = request.generated < request.params.min_tokens;
     if (suppress) { // no EOS or stop token before min_tokens
@@ -417,6 +450,10 @@ Engine::step() {
       reason = FinishReason::length;
     auto out = request.output(reason);
     out.token = token;
+    if (request.params.logprobs >= 0)
+      out.logprobs = runtime::position_logprobs(raw, token, request.params.logprobs);
+    if (request.generated == 1)
+      out.prompt_logprobs = std::move(request.prompt_logprobs);
     request.sink(out);
     if (reason != FinishReason::none)
       done.push_back(&request);

@@ -10,6 +10,7 @@
 
 #include "runtime/language_model.hpp"
 #include "runtime/sampler.hpp"
+#include "runtime/token_logprobs.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -53,6 +54,10 @@ struct GenerationParams {
   bool seeded = false;
   std::vector<TokenId> stop_token_ids; // besides the model's EOS
   std::int32_t variant = -1;           // a delta served beside the base (the model's variant id)
+  // OpenAI logprobs: -1 none; n >= 0: each generated token's log-probability and the n most likely.
+  int logprobs = -1;
+  // Also each prompt token's after the first (completions `echo`), with the same n (0 when none).
+  bool prompt_logprobs = false;
 };
 
 // error: the model failed (out of memory, say); every request in flight ends with it.
@@ -61,8 +66,10 @@ const char* finish_reason_name(FinishReason reason); // "stop", "length", "cance
 
 // What one step produced for one request; the last call has finish != none.
 struct StepOutput {
-  std::optional<TokenId> token; // none on a cancellation or an error
-  std::string error;            // what failed, with FinishReason::error
+  std::optional<TokenId> token;                           // none on a cancellation or an error
+  std::optional<runtime::PositionLogprobs> logprobs;      // the token's, when asked for
+  std::vector<runtime::PositionLogprobs> prompt_logprobs; // with the first token, when asked: prompt tokens 1..n-1
+  std::string error;                                      // what failed, with FinishReason::error
   FinishReason finish = FinishReason::none;
   std::int64_t prompt_tokens = 0;
   std::int64_t generated_tokens = 0;

@@ -145,8 +145,12 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
     r.max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
     if (!r.max_tokens)
       r.max_tokens = 16; // the OpenAI completions default vLLM keeps
-    refuse_unless(body, "echo", false);
-    refuse_unless(body, "logprobs", json(nullptr));
+    r.echo = boolean(body, "echo", false);
+    // vLLM's default max_logprobs is 20; lm-eval asks for 1.
+    if (const auto n = integer(body, "logprobs", 0, 20)) {
+      r.generation.logprobs = static_cast<int>(*n);
+      r.generation.prompt_logprobs = r.echo;
+    }
     refuse_unless(body, "suffix", json(nullptr));
     refuse_unless(body, "best_of", 1);
   } else {
@@ -162,8 +166,12 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
     r.max_tokens = integer(body, "max_completion_tokens", 1, INT32_MAX);
     if (!r.max_tokens)
       r.max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
-    refuse_unless(body, "logprobs", false);
-    refuse_unless(body, "top_logprobs", json(nullptr));
+    const bool logprobs = boolean(body, "logprobs", false);
+    const auto top = integer(body, "top_logprobs", 0, 20);
+    if (top && !logprobs)
+      throw BadRequest("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (logprobs)
+      r.generation.logprobs = static_cast<int>(top.value_or(0));
   }
   refuse_unless(body, "n", 1);
   refuse_unless(body, "presence_penalty", 0);
@@ -246,8 +254,24 @@ reason(const char* finish_reason) {
 } // namespace
 
 json
+timing_json(const StepOutput& last) {
+  // The engine's steady clock mapped onto the wall clock at one moment, so the four agree.
+  const auto steady_now = Clock::now();
+  const double unix_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto at = [&](Clock::time_point t) -> json {
+    if (t == Clock::time_point{})
+      return nullptr;
+    return unix_now - std::chrono::duration<double>(steady_now - t).count();
+  };
+  return {{"arrival", at(last.arrival)},
+          {"scheduled", at(last.scheduled)},
+          {"first_token", at(last.first_token)},
+          {"finished", at(last.finished)}};
+}
+
+json
 response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, const char* finish_reason,
-              const Usage& usage) {
+              const Usage& usage, const json& logprobs, const json& timing) {
   const bool chat = endpoint == Endpoint::chat;
   json out = head(who, chat ? "chat.completion" : "text_completion");
   json choice = {{"index", 0}};
@@ -255,16 +279,18 @@ response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string&
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
     choice["text"] = text;
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = reason(finish_reason);
   out["choices"] = json::array({choice});
   out["usage"] = usage_json(usage);
+  if (!timing.is_null())
+    out["timing"] = timing;
   return out;
 }
 
 json
 stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
-             const char* finish_reason, bool include_usage) {
+             const char* finish_reason, bool include_usage, const json& logprobs, const json& timing) {
   const bool chat = endpoint == Endpoint::chat;
   json out = head(who, chat ? "chat.completion.chunk" : "text_completion");
   json choice = {{"index", 0}};
@@ -278,11 +304,13 @@ stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& 
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs;
   choice["finish_reason"] = reason(finish_reason);
   out["choices"] = json::array({choice});
   if (include_usage)
     out["usage"] = nullptr;
+  if (!timing.is_null())
+    out["timing"] = timing;
   return out;
 }
 

@@ -36,10 +36,11 @@ struct ApiRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  bool echo = false; // completions: the prompt's text (and with logprobs its tokens') first
 };
 
 // Throws BadRequest naming the field for a value of the wrong type or range, or a feature this
-// server does not implement (n > 1, logprobs, echo, penalties), rather than ignoring it.
+// server does not implement (n > 1, penalties, logit_bias, suffix), rather than ignoring it.
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& body);
 
 struct Usage {
@@ -54,12 +55,21 @@ struct ResponseIdentity {
 };
 ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
 
+// optkit's own per-request timing (unix seconds): when the request arrived, was first scheduled,
+// produced its first token and finished — so a client can tell queueing from compute. Absent
+// moments are null. Sent in the final response body and the finish_reason chunk as "timing".
+nlohmann::ordered_json timing_json(const StepOutput& last);
+
+// `logprobs` is the choice's value (null when not asked for); `timing` is left out when null.
 nlohmann::ordered_json response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text,
-                                     const char* finish_reason, const Usage& usage);
+                                     const char* finish_reason, const Usage& usage,
+                                     const nlohmann::ordered_json& logprobs, const nlohmann::ordered_json& timing);
 // A stream chunk carrying `text` (and, for chat, the role on the first); finish_reason null until
 // the last. With include_usage every chunk carries "usage": null, as OpenAI documents.
 nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
-                                    const char* finish_reason, bool include_usage);
+                                    const char* finish_reason, bool include_usage,
+                                    const nlohmann::ordered_json& logprobs = nullptr,
+                                    const nlohmann::ordered_json& timing = nullptr);
 nlohmann::ordered_json usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage);
 
 } // namespace optkit::serve

@@ -25,12 +25,62 @@ assert.ok(completion.choices[0].text.length > 0);
 assert.equal(completion.usage.completion_tokens, 8);
 assert.equal(completion.usage.total_tokens, completion.usage.prompt_tokens + 8);
 
+// lm-eval's local-completions loglikelihood request: token ids, echo, one logprob, one token.
+const tokenized = await (await fetch(baseUrl + "/tokenize", {
+  method: "POST", headers: { Authorization: `Bearer ${apiKey}` },
+  body: JSON.stringify({ prompt: "The quick brown fox jumps" }),
+})).json();
+const scored = await client.completions.create({
+  model: "tiny-base", prompt: tokenized.tokens, echo: true, logprobs: 1, max_tokens: 1, temperature: 0, seed: 1234,
+});
+const lp = scored.choices[0].logprobs;
+assert.equal(lp.tokens.length, tokenized.count + 1, "every prompt token and the generated one");
+assert.equal(lp.token_logprobs[0], null, "the first prompt token has no logprob");
+assert.equal(lp.top_logprobs[0], null);
+assert.equal(lp.tokens.join(""), scored.choices[0].text, "echo: the tokens spell the returned text");
+for (let i = 1; i < lp.tokens.length; ++i) {
+  assert.ok(lp.token_logprobs[i] <= 0 && Number.isFinite(lp.token_logprobs[i]), `logprob ${i}`);
+  assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + lp.tokens[i - 1].length, "offsets run on");
+  const top = Object.values(lp.top_logprobs[i]);
+  assert.ok(top.length >= 1 && top.length <= 2 && Math.max(...top) >= lp.token_logprobs[i]);
+}
+// The generated token is greedy: it is the most likely, as lm-eval's is_greedy reads it.
+const last = lp.tokens.length - 1;
+assert.equal(Math.max(...Object.values(lp.top_logprobs[last])), lp.token_logprobs[last]);
+
+// Streamed completions carry the same logprobs, chunk by chunk.
+const streamedLogprobs = await client.completions.create({
+  model: "tiny-base", prompt: "The quick brown fox", max_tokens: 6, temperature: 0, ignore_eos: true, logprobs: 2,
+  stream: true,
+});
+const streamedTokens = [];
+for await (const chunk of streamedLogprobs)
+  if (chunk.choices[0]?.logprobs) streamedTokens.push(...chunk.choices[0].logprobs.tokens);
+const wholeLogprobs = await client.completions.create({
+  model: "tiny-base", prompt: "The quick brown fox", max_tokens: 6, temperature: 0, ignore_eos: true, logprobs: 2,
+});
+assert.deepEqual(streamedTokens, wholeLogprobs.choices[0].logprobs.tokens);
+assert.equal(streamedTokens.length, 6);
+
 const messages = [{ role: "user", content: "Write about compilers." }];
 const whole = await client.chat.completions.create({
   model: "tiny-base", messages, max_completion_tokens: 12, temperature: 0,
 });
 assert.equal(whole.object, "chat.completion");
 assert.equal(whole.choices[0].message.role, "assistant");
+
+const chatScored = await client.chat.completions.create({
+  model: "tiny-base", messages, max_completion_tokens: 5, temperature: 0, logprobs: true, top_logprobs: 2,
+});
+const content_lp = chatScored.choices[0].logprobs.content;
+assert.equal(content_lp.length, chatScored.usage.completion_tokens);
+for (const entry of content_lp) {
+  assert.equal(entry.top_logprobs.length, 2);
+  assert.equal(entry.top_logprobs[0].logprob, entry.logprob, "greedy: the chosen token is the most likely");
+  assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, "utf8")]);
+}
+await assert.rejects(client.chat.completions.create({ model: "tiny-base", messages, top_logprobs: 2 }),
+  (e) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message));
 
 const stream = await client.chat.completions.create({
   model: "tiny-base", messages, max_completion_tokens: 12, temperature: 0, stream: true,
@@ -70,4 +120,4 @@ try {
 const after = await client.completions.create({ model: "tiny-base", prompt: "Again", max_tokens: 2 });
 assert.equal(after.choices.length, 1);
 const version = JSON.parse(readFileSync(nodeModules + "/openai/package.json", "utf8")).version;
-console.log(`openai@${version}: models, completions, chat stream, errors, abort: ok`);
+console.log(`openai@${version}: models, completions, echo + logprobs, chat logprobs, chat stream, errors, abort: ok`);

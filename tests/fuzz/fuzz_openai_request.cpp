@@ -26,8 +26,12 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       __builtin_trap();
     if (endpoint == Endpoint::chat && (!request.messages.is_array() || request.messages.empty()))
       __builtin_trap();
+    if (request.generation.logprobs < -1 || request.generation.logprobs > 20)
+      __builtin_trap();
+    if (request.generation.prompt_logprobs && (!request.echo || request.generation.logprobs < 0))
+      __builtin_trap();
     (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model), "text", "stop",
-                                       {1, 2})
+                                       {1, 2}, nullptr, nullptr)
         .dump();
   } catch (const optkit::serve::BadRequest&) {
   }
