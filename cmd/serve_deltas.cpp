@@ -15,7 +15,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   CLI::App* serve =
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
-    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory;
+    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, baseline = "none";
     std::vector<std::string> deltas;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
@@ -32,6 +32,12 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       ->add_option("--max-deltas", flags->max_deltas,
                    "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
       ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  serve
+      ->add_option("--baseline", flags->baseline,
+                   "swap: serve each --delta as a whole merged model, one loaded at a time (the swap-full-model "
+                   "baseline DeltaZip is measured against); none: decoupled serving")
+      ->check(CLI::IsMember({"none", "swap"}))
       ->capture_default_str();
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
@@ -68,6 +74,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.served_model_name = flags->name;
                   for (const auto& d : flags->deltas)
                     options.deltas.push_back(serve::parse_named_path(d, "--delta"));
+                  if (flags->baseline == "swap")
+                    options.delta_serving = serve::DeltaServing::swap;
                   options.host = flags->host;
                   options.port = flags->port;
                   options.api_key = flags->api_key;

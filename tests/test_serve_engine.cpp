@@ -7,6 +7,7 @@
 #include "runtime/sampler.hpp"
 #include "runtime/transformer.hpp"
 #include "serve/engine.hpp"
+#include "serve/swap_model.hpp"
 #include "serve/text_stream.hpp"
 #include "support/delta_fixture.hpp"
 #include "support/oracle_logits.hpp"
@@ -183,6 +184,38 @@ TEST_CASE("base and delta requests in one batch decode as the base alone and the
   CHECK(c.tokens[b] == greedy_alone(p1, count));
   CHECK(c.tokens[d] == greedy_alone(p2, count, test::code_delta()));
   CHECK(c.tokens[a] != c.tokens[b]); // the variant is not the base
+}
+
+TEST_CASE("swap serving (the --baseline swap): one whole model per step, outputs those of each model alone") {
+  // Base and variant requests interleaved: the engine must run them one model at a time (SwapModel
+  // refuses a mixed step, which would end the requests with an error) and swap between them.
+  const int count = 8;
+  const auto p1 = prompt_of(9, 1), p2 = prompt_of(20, 2);
+  runtime::RuntimeOptions runtime_options{.threads = 2};
+  auto model = std::make_unique<SwapModel>(tiny_base(), std::vector{test::code_delta()}, runtime_options);
+  const SwapModel& swap = *model;
+  const runtime::KvCache& kv = model->kv_cache();
+  Engine engine(std::move(model), kv, {256, 2048, 1, true});
+  Collected c;
+  std::vector<std::pair<RequestId, bool>> submitted; // id, on the variant
+  for (int i = 0; i < 6; ++i) {
+    GenerationParams params = greedy(count);
+    params.variant = i % 2 == 0 ? 0 : -1;
+    auto id = std::make_shared<RequestId>(0);
+    const std::lock_guard lock(c.mutex);
+    *id = engine.submit(i < 3 ? p1 : p2, params, c.sink_for(id));
+    submitted.emplace_back(*id, params.variant == 0);
+  }
+  REQUIRE(c.wait_for(submitted.size()));
+  for (std::size_t i = 0; i < submitted.size(); ++i) {
+    CAPTURE(i);
+    const auto& [id, on_variant] = submitted[i];
+    CHECK(c.finish[id] == FinishReason::length);
+    const auto& prompt = i < 3 ? p1 : p2;
+    CHECK(c.tokens[id] == greedy_alone(prompt, count, on_variant ? std::optional(test::code_delta()) : std::nullopt));
+  }
+  engine.stop();
+  CHECK(swap.swaps() >= 1); // the base was loaded first; the variant needed at least one swap
 }
 
 TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the slot back, the held request runs") {

@@ -23,6 +23,19 @@ CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
   return static_cast<std::int32_t>(m_variants.size() - 1);
 }
 
+void
+CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
+  if (m_cache.used_blocks() > 0) // sequences may exist, empty: the step about to run just added them
+    throw InputError(fmt::format("cannot swap weights while {} KV blocks hold keys and values computed with them",
+                                 m_cache.used_blocks()));
+  if (!m_variants.empty())
+    throw InputError("cannot swap weights while deltas are served beside them");
+  DecoderWeights next(m_dir, delta); // loaded in full before the old weights go
+  if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
+    throw InputError("the swapped-in weights have another shape than the loaded model");
+  m_weights = std::move(next);
+}
+
 std::vector<float>
 CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   const auto& c = config();

@@ -41,6 +41,10 @@ public:
   // Serves a compressed delta of this model (optkit compress delta) beside it, decoupled: the
   // base weights shared, the Δs kept compressed. Returns the id inputs name it by.
   std::int32_t add_variant(const std::filesystem::path& delta_dir);
+  // Replaces the weights by the base merged with `delta` (none: the base itself), as loading that
+  // model anew would: swap-full-model serving, the baseline DeltaZip measures itself against.
+  // Throws, changing nothing, while the KV cache holds anything or variants are served beside them.
+  void reload(const std::optional<std::filesystem::path>& delta);
   const DeltaVariant& variant(std::int32_t id) const { return *m_variants.at(static_cast<std::size_t>(id)); }
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }

@@ -182,20 +182,20 @@ Engine::release_skippers() {
     return 0;
   std::set<std::int32_t> active, held_by_others;
   for (const auto& r : m_running)
-    if (r->params.variant >= 0) {
+    if (takes_slot(r->params.variant)) {
       active.insert(r->params.variant);
       if (!r->skipped_line)
         held_by_others.insert(r->params.variant);
     }
   const bool someone_blocked = std::any_of(m_waiting.begin(), m_waiting.end(), [&](const auto& r) {
-    return r->params.variant >= 0 && active.count(r->params.variant) == 0;
+    return takes_slot(r->params.variant) && active.count(r->params.variant) == 0;
   });
   if (!someone_blocked || static_cast<int>(active.size()) < m_options.max_deltas)
     return 0;
   std::int64_t preempted = 0;
   for (auto it = m_running.begin(); it != m_running.end();) {
     const std::int32_t v = (*it)->params.variant;
-    if (v >= 0 && held_by_others.count(v) == 0) {
+    if (takes_slot(v) && held_by_others.count(v) == 0) {
       preempt(**it);
       (*it)->skipped_line = false;
       // back in arrival order: behind the request that waits for the slot
@@ -331,14 +331,14 @@ Engine::step() {
   // their slot back (see release_skippers) instead of keeping the variant active forever.
   std::set<std::int32_t> active;
   for (const auto& r : m_running)
-    if (r->params.variant >= 0)
+    if (takes_slot(r->params.variant))
       active.insert(r->params.variant);
   bool blocked = false;
   for (auto it = m_waiting.begin();
        it != m_waiting.end() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
     Active& request = **it;
     const std::int32_t v = request.params.variant;
-    const bool allowed = v < 0 || active.count(v) > 0 || m_options.max_deltas <= 0 ||
+    const bool allowed = !takes_slot(v) || active.count(v) > 0 || m_options.max_deltas <= 0 ||
                          static_cast<int>(active.size()) < m_options.max_deltas;
     if (!allowed) {
       blocked = true;
@@ -353,8 +353,8 @@ Engine::step() {
     request.sequence = m_model->add_sequence();
     if (request.scheduled == Clock::time_point{})
       request.scheduled = Clock::now();
-    request.skipped_line = blocked && v >= 0;
-    if (v >= 0)
+    request.skipped_line = blocked && takes_slot(v);
+    if (takes_slot(v))
       active.insert(v);
     plan.push_back({&request, n, n == pending});
     budget -= n;

@@ -44,6 +44,9 @@ struct EngineOptions {
   // the first step after every request of some active variant that did not skip the line
   // finished — those that did are preempted then (DeltaZip's parent/child preemption).
   int max_deltas = 0;
+  // The base counts against max_deltas like a delta: with max_deltas 1, one model per step — what
+  // swap-full-model serving (SwapModel, the --baseline swap of serve-deltas) needs.
+  bool base_takes_slot = false;
 };
 
 struct GenerationParams {
@@ -114,6 +117,7 @@ private:
   void cancel_request(Active& request); // released, and its sink told
   void preempt(Active& request);
   std::int64_t release_skippers();
+  bool takes_slot(std::int32_t variant) const { return variant >= 0 || m_options.base_takes_slot; }
 
   std::unique_ptr<runtime::LanguageModel> m_model;
   const runtime::KvCache& m_kv;

@@ -7,9 +7,8 @@
 #include "core/text.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
-#include "runtime/transformer.hpp"
 #include "serve/api_server.hpp"
-#include "serve/mock_model.hpp"
+#include "serve/model_loader.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -75,44 +74,10 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
 
   auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(options.base));
   const auto config = model::load_model_config(options.base);
-  // The KV budget by default: max_num_seqs full contexts, at most 4 GiB.
-  const auto default_budget = [&](std::uint64_t bytes_per_token) {
-    return std::min<std::uint64_t>(std::uint64_t{4} << 30,
-                                   bytes_per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
-                                       static_cast<std::uint64_t>(options.engine.max_num_seqs));
-  };
-  std::unique_ptr<runtime::LanguageModel> language_model;
-  const runtime::KvCache* kv = nullptr;
-  if (options.mock && !options.deltas.empty())
-    throw InputError("--delta cannot be combined with --mock (the mock model computes nothing to apply it to)");
-  std::vector<ServedVariant> variants;
-  if (options.mock) {
-    std::vector<runtime::TokenId> cycle;
-    for (const auto t : tokenizer->encode(" The mock model answers at a fixed rate.", false))
-      if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), t) == config.eos_token_ids.end())
-        cycle.push_back(t);
-    runtime::KvCacheOptions kv_options;
-    kv_options.budget_bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : default_budget(2 * sizeof(float));
-    auto mock = std::make_unique<MockModel>(config, cycle, options.mock_step, kv_options);
-    kv = &mock->kv_cache();
-    language_model = std::move(mock);
-  } else {
-    runtime::RuntimeOptions runtime_options;
-    runtime_options.threads = options.threads;
-    const std::uint64_t per_token = static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float);
-    runtime_options.kv_cache.budget_bytes =
-        options.kv_cache_bytes > 0 ? options.kv_cache_bytes : default_budget(per_token);
-    auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
-    for (const auto& [name, dir] : options.deltas) {
-      const auto id = transformer->add_variant(dir);
-      variants.push_back({name, dir.string(), id});
-      log::info("serve-deltas: variant '{}' from {} ({} resident beside the base)", name, dir.string(),
-                format_bytes(transformer->variant(id).resident_bytes()));
-    }
-    kv = &transformer->kv_cache();
-    language_model = std::move(transformer);
-  }
-  Engine engine(std::move(language_model), *kv, options.engine);
+  LoadedModel loaded = load_served_model(options, *tokenizer);
+  const runtime::KvCache& kv = *loaded.kv;
+  Engine engine(std::move(loaded.model), kv, loaded.engine);
+  const auto& variants = loaded.variants;
 
   ServedModel served;
   served.name = options.served_model_name.empty() ? options.base.filename().string() : options.served_model_name;
@@ -132,7 +97,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   }
   server.attach(engine, served);
   log::info("serve-deltas: serving '{}'{} ({} KV blocks of {} tokens)", served.name, options.mock ? " (mock)" : "",
-            kv->capacity_blocks().value_or(0), kv->block_tokens());
+            kv.capacity_blocks().value_or(0), kv.block_tokens());
 
   while (!interrupt_requested())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -154,6 +119,10 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       metric("generated_tokens", double(st.generated_tokens), "tokens");
       metric("preemptions", double(st.preemptions), "sequences");
       metric("variants", double(options.deltas.size()), "deltas");
+      if (loaded.swap) {
+        metric("model_swaps", double(loaded.swap->swaps()), "swaps");
+        metric("model_swap_time", loaded.swap->swap_seconds(), "s");
+      }
       metric("port", double(summary.port), "");
     });
   }

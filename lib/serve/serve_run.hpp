@@ -16,11 +16,16 @@
 
 namespace optkit::serve {
 
+// How deltas are served: decoupled beside one shared base (DeltaZip), or as whole merged models
+// swapped in one at a time (the baseline DeltaZip measures itself against; --baseline swap).
+enum class DeltaServing { decoupled, swap };
+
 struct ServeOptions {
   std::filesystem::path base;
   std::string served_model_name; // default: the folder's name
   // Deltas of the base (optkit compress delta) served beside it, decoupled, by these names.
   std::vector<std::pair<std::string, std::filesystem::path>> deltas;
+  DeltaServing delta_serving = DeltaServing::decoupled;
   std::string host = "127.0.0.1";
   int port = 8000; // 0: a free port (reported on stderr and through on_listening)
   std::string api_key;

@@ -45,6 +45,7 @@ out=$(http GET /v1/models '')
 [[ $out == *'"id":"code"'*'"parent":"tiny-base"'* ]] || fail "the variant is not listed with its parent: $out"
 out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
 [[ $out == 200* && $out == *'"model":"code"'* ]] || fail "a completion from the variant: $out"
+decoupled_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
 out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
 [[ $out == 404* && $out == *"served: tiny-base, code"* ]] || fail "unknown model: $out"
 
@@ -115,11 +116,20 @@ wait "$server"
 RC=$?
 [ "$RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RC: $(cat "$SCRATCH/server.log")"
 
-start_server
+# The swap-full-model baseline serves the same variant with the same greedy text, swapping models.
+start_server --delta "code=$SCRATCH/code" --baseline swap
+out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
+swap_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+[ "$swap_text" = "$decoupled_text" ] || fail "--baseline swap: '$swap_text', decoupled: '$decoupled_text'"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "temperature": 0}')
+[[ $out == 200* ]] || fail "the base after the variant under --baseline swap: $out"
 kill -TERM "$server"
 wait "$server"
 RC=$?
 [ "$RC" -eq 0 ] || fail "SIGTERM: expected exit 0, got $RC: $(cat "$SCRATCH/server.log")"
+last=$(sql "SELECT MAX(id) FROM runs WHERE command = 'serve-deltas'")
+[ "$(sql "SELECT value FROM metrics WHERE run_id = $last AND name = 'model_swaps'")" = 2.0 ] ||
+  fail "two swaps (to code, back to the base) not recorded"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE command = 'serve-deltas'")" = 2 ] || fail "serve-deltas runs not archived"
 # The first run's summary: the tokens it generated (3 + 6 at least) and its one variant.
 first=$(sql "SELECT MIN(id) FROM runs WHERE command = 'serve-deltas'")
@@ -134,6 +144,9 @@ expect_err_has "--base $SCRATCH/nowhere: no such model folder"
 run serve-deltas --base "$base" --kv-cache-memory lots
 expect_rc 2
 expect_err_has "--kv-cache-memory 'lots'"
+run serve-deltas --base "$base" --baseline merged
+expect_rc 2
+expect_err_has "--baseline"
 run serve-deltas --base "$base" --delta code
 expect_rc 2
 expect_err_has "--delta 'code': expected NAME=DIR"

@@ -1,0 +1,75 @@
+#include "serve/model_loader.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+#include "model/model_config.hpp"
+#include "runtime/kv_cache.hpp"
+#include "runtime/transformer.hpp"
+#include "serve/mock_model.hpp"
+
+#include <algorithm>
+
+namespace optkit::serve {
+
+LoadedModel
+load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer) {
+  const auto config = model::load_model_config(options.base);
+  // The KV budget by default: max_num_seqs full contexts, at most 4 GiB.
+  const auto kv_budget = [&](std::uint64_t bytes_per_token) {
+    if (options.kv_cache_bytes > 0)
+      return options.kv_cache_bytes;
+    return std::min<std::uint64_t>(std::uint64_t{4} << 30,
+                                   bytes_per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
+                                       static_cast<std::uint64_t>(options.engine.max_num_seqs));
+  };
+  LoadedModel loaded;
+  loaded.engine = options.engine;
+  if (options.mock) {
+    if (!options.deltas.empty())
+      throw InputError("--delta cannot be combined with --mock (the mock model computes nothing to apply it to)");
+    std::vector<runtime::TokenId> cycle;
+    for (const auto t : tokenizer.encode(" The mock model answers at a fixed rate.", false))
+      if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), t) == config.eos_token_ids.end())
+        cycle.push_back(t);
+    runtime::KvCacheOptions kv_options;
+    kv_options.budget_bytes = kv_budget(2 * sizeof(float));
+    auto mock = std::make_unique<MockModel>(config, cycle, options.mock_step, kv_options);
+    loaded.kv = &mock->kv_cache();
+    loaded.model = std::move(mock);
+    return loaded;
+  }
+  runtime::RuntimeOptions runtime_options;
+  runtime_options.threads = options.threads;
+  runtime_options.kv_cache.budget_bytes =
+      kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));
+  if (options.delta_serving == DeltaServing::swap) {
+    // One whole model at a time: the engine keeps every step to one variant (the base included).
+    std::vector<std::filesystem::path> dirs;
+    for (const auto& [name, dir] : options.deltas) {
+      loaded.variants.push_back({name, dir.string(), static_cast<std::int32_t>(dirs.size())});
+      dirs.push_back(dir);
+    }
+    auto swap = std::make_unique<SwapModel>(options.base, dirs, runtime_options);
+    loaded.kv = &swap->kv_cache();
+    loaded.swap = swap.get();
+    loaded.model = std::move(swap);
+    loaded.engine.max_deltas = 1;
+    loaded.engine.base_takes_slot = true;
+    log::info("serve-deltas: --baseline swap: {} variants served as whole merged models, one loaded at a time",
+              dirs.size());
+    return loaded;
+  }
+  auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
+  for (const auto& [name, dir] : options.deltas) {
+    const auto id = transformer->add_variant(dir);
+    loaded.variants.push_back({name, dir.string(), id});
+    log::info("serve-deltas: variant '{}' from {} ({} resident beside the base)", name, dir.string(),
+              format_bytes(transformer->variant(id).resident_bytes()));
+  }
+  loaded.kv = &transformer->kv_cache();
+  loaded.model = std::move(transformer);
+  return loaded;
+}
+
+} // namespace optkit::serve

@@ -1,0 +1,44 @@
+// Swap-full-model serving, the baseline DeltaZip measures itself against (vLLM-SCB in the seed,
+// §6): every variant is a whole merged model, and only one is loaded at a time — a step for
+// another variant first loads it (base weights + its Δ merged, as `eval perplexity --delta` loads
+// it), evicting the one before. The engine keeps one model per step (EngineOptions::max_deltas 1
+// with base_takes_slot), so no live sequence ever sees its weights change.
+#pragma once
+
+#include "runtime/transformer.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace optkit::serve {
+
+class SwapModel final : public runtime::LanguageModel {
+public:
+  // `deltas[i]` is variant i; variant -1 is the base. The base is loaded first.
+  SwapModel(const std::filesystem::path& base, std::vector<std::filesystem::path> deltas,
+            runtime::RuntimeOptions options);
+
+  const model::ModelConfig& config() const override { return m_model.config(); }
+  runtime::SequenceId add_sequence() override { return m_model.add_sequence(); }
+  void remove_sequence(runtime::SequenceId sequence) override { m_model.remove_sequence(sequence); }
+  std::int64_t sequence_length(runtime::SequenceId sequence) const override {
+    return m_model.sequence_length(sequence);
+  }
+  // Every input must name the same variant; when it is not the loaded one, it is swapped in first.
+  std::vector<float> forward(std::span<const runtime::SequenceInput> inputs) override;
+
+  const runtime::KvCache& kv_cache() const { return m_model.kv_cache(); }
+  std::int64_t swaps() const { return m_swaps; }
+  double swap_seconds() const { return m_swap_seconds; }
+
+private:
+  runtime::CpuTransformer m_model;
+  std::vector<std::filesystem::path> m_deltas;
+  std::int32_t m_loaded = -1;
+  std::int64_t m_swaps = 0;
+  double m_swap_seconds = 0;
+};
+
+} // namespace optkit::serve
