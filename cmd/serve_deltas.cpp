@@ -15,7 +15,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   CLI::App* serve =
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
-    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, baseline = "none";
+    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none";
     std::vector<std::string> deltas;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
@@ -33,6 +33,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                    "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  serve->add_option("--delta-memory", flags->delta_memory,
+                    "host memory for resident deltas, e.g. 2GiB; beyond it the least recently used idle delta is "
+                    "evicted and reloaded from disk on demand (default: no limit)");
   serve
       ->add_option("--baseline", flags->baseline,
                    "swap: serve each --delta as a whole merged model, one loaded at a time (the swap-full-model "
@@ -84,6 +87,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.engine.max_deltas = flags->max_deltas;
                   if (!flags->kv_cache_memory.empty())
                     options.kv_cache_bytes = serve::parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
+                  if (!flags->delta_memory.empty())
+                    options.delta_memory_bytes = serve::parse_byte_size(flags->delta_memory, "--delta-memory");
                   options.threads = flags->threads;
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));

@@ -19,8 +19,23 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
 
 std::int32_t
 CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
-  m_variants.push_back(std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir));
-  return static_cast<std::int32_t>(m_variants.size() - 1);
+  const auto id = static_cast<std::int32_t>(m_variants.size());
+  set_variant(id, load_variant(delta_dir));
+  return id;
+}
+
+std::unique_ptr<DeltaVariant>
+CpuTransformer::load_variant(const std::filesystem::path& delta_dir) const {
+  return std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir);
+}
+
+void
+CpuTransformer::set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> variant) {
+  if (id < 0 || id > 1'000'000)
+    throw InputError(fmt::format("variant id {} is out of range", id));
+  if (static_cast<std::size_t>(id) >= m_variants.size())
+    m_variants.resize(static_cast<std::size_t>(id) + 1);
+  m_variants[static_cast<std::size_t>(id)] = std::move(variant);
 }
 
 void
@@ -28,7 +43,7 @@ CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
   if (m_cache.used_blocks() > 0) // sequences may exist, empty: the step about to run just added them
     throw InputError(fmt::format("cannot swap weights while {} KV blocks hold keys and values computed with them",
                                  m_cache.used_blocks()));
-  if (!m_variants.empty())
+  if (std::any_of(m_variants.begin(), m_variants.end(), [](const auto& v) { return v != nullptr; }))
     throw InputError("cannot swap weights while deltas are served beside them");
   DecoderWeights next(m_dir, delta); // loaded in full before the old weights go
   if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
@@ -51,9 +66,9 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     for (const auto token : in.tokens)
       if (token < 0 || token >= c.vocab_size)
         throw InputError(fmt::format("token id {} is outside the vocabulary of {}", token, c.vocab_size));
-    if (in.variant < -1 || in.variant >= static_cast<std::int32_t>(m_variants.size()))
-      throw InputError(
-          fmt::format("forward input {} names variant {}, and {} are loaded", s, in.variant, m_variants.size()));
+    if (in.variant < -1 || in.variant >= static_cast<std::int32_t>(m_variants.size()) ||
+        (in.variant >= 0 && !m_variants[static_cast<std::size_t>(in.variant)]))
+      throw InputError(fmt::format("forward input {} names variant {}, which is not loaded", s, in.variant));
     const auto length = m_cache.length(in.sequence) + static_cast<std::int64_t>(in.tokens.size());
     if (length > c.max_position_embeddings)
       throw InputError(fmt::format("sequence of {} tokens exceeds the model's max_position_embeddings {}", length,

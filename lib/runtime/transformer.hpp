@@ -41,6 +41,12 @@ public:
   // Serves a compressed delta of this model (optkit compress delta) beside it, decoupled: the
   // base weights shared, the Δs kept compressed. Returns the id inputs name it by.
   std::int32_t add_variant(const std::filesystem::path& delta_dir);
+  // The same in two halves, for a server that loads deltas while it serves: load_variant reads
+  // and checks the artifact against the base (safe while forward() runs on another thread: it
+  // only reads the base weights); set_variant installs it under `id` (nullptr evicts it) and must
+  // not run concurrently with forward(). An id whose slot is empty is refused by forward().
+  std::unique_ptr<DeltaVariant> load_variant(const std::filesystem::path& delta_dir) const;
+  void set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> variant);
   // Replaces the weights by the base merged with `delta` (none: the base itself), as loading that
   // model anew would: swap-full-model serving, the baseline DeltaZip measures itself against.
   // Throws, changing nothing, while the KV cache holds anything or variants are served beside them.

@@ -50,7 +50,7 @@ public:
              TokenId first_prompt_token)
       : m_engine(engine)
       , m_metrics(metrics)
-      , m_metrics_model(static_cast<std::size_t>(request.generation.variant + 1))
+      , m_variant(request.generation.variant)
       , m_text(tokenizer, request.stop)
       , m_request(std::move(request))
       , m_who(std::move(who))
@@ -151,7 +151,7 @@ private:
     if (out.token) {
       const auto now = Clock::now();
       if (m_last_token != Clock::time_point{})
-        m_metrics.inter_token(m_metrics_model, std::chrono::duration<double>(now - m_last_token).count());
+        m_metrics.inter_token(m_variant, std::chrono::duration<double>(now - m_last_token).count());
       m_last_token = now;
     }
     if (out.finish != FinishReason::none)
@@ -160,12 +160,12 @@ private:
   void finished(const StepOutput& last) {
     const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const double ttft = last.first_token == Clock::time_point{} ? -1 : seconds(last.first_token - last.arrival);
-    m_metrics.request_finished(m_metrics_model, last, ttft, seconds(last.finished - last.arrival));
+    m_metrics.request_finished(m_variant, last, ttft, seconds(last.finished - last.arrival));
   }
 
   Engine& m_engine;
   ServeMetrics& m_metrics;
-  std::size_t m_metrics_model; // the base 0, variant i at i + 1
+  std::int32_t m_variant; // for the metrics: -1 the base
   TextStream m_text;
   ApiRequest m_request;
   ResponseIdentity m_who;
@@ -194,14 +194,24 @@ ApiServer::~ApiServer() {
 void
 ApiServer::attach(Engine& engine, ServedModel model) {
   m_model = std::move(model);
-  std::vector<std::string> names{m_model.name};
-  for (const auto& v : m_model.variants) { // by id, so that index = id + 1
-    if (v.id + 1 >= static_cast<std::int32_t>(names.size()))
-      names.resize(static_cast<std::size_t>(v.id + 2));
-    names[static_cast<std::size_t>(v.id + 1)] = v.name;
-  }
-  m_metrics = std::make_unique<ServeMetrics>(names);
+  m_metrics = std::make_unique<ServeMetrics>(m_model.name);
+  for (const auto& v : m_model.variants)
+    m_metrics->name_variant(v.id, v.name);
+  if (m_model.deltas)
+    for (const auto& d : m_model.deltas->list())
+      m_metrics->name_variant(d.id, d.name);
   m_engine.store(&engine);
+}
+
+std::string
+ApiServer::served_names() const {
+  std::string names = m_model.name;
+  for (const auto& v : m_model.variants)
+    names += ", " + v.name;
+  if (m_model.deltas)
+    for (const auto& d : m_model.deltas->list())
+      names += ", " + d.name;
+  return names;
 }
 
 void
@@ -246,12 +256,24 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
       json data = json::array({card(m_model.name, m_model.root, nullptr)});
       for (const auto& v : m_model.variants)
         data.push_back(card(v.name, v.root, m_model.name));
+      if (m_model.deltas)
+        for (const auto& d : m_model.deltas->list())
+          data.push_back(card(d.name, d.dir.string(), m_model.name));
       return send_json(exchange, 200, {{"object", "list"}, {"data", data}});
     }
     if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!method_is("POST"))
         return;
       return generate(path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, request, exchange);
+    }
+    if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter") {
+      if (!method_is("POST"))
+        return;
+      if (!m_model.deltas)
+        return send_error(exchange, 400,
+                          "this server serves a fixed set of models (--baseline swap or --mock); "
+                          "variants cannot be loaded or unloaded");
+      return path == "/v1/load_lora_adapter" ? load_adapter(request, exchange) : unload_adapter(request, exchange);
     }
     if (path == "/tokenize" || path == "/detokenize") {
       if (!method_is("POST"))
@@ -289,21 +311,21 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
 
 void
 ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
-  Engine& engine = *m_engine.load();
   ApiRequest api = parse_api_request(endpoint, request.body);
-  std::string served_names = m_model.name;
   std::int32_t variant = -1;
   std::string model_name = m_model.name;
-  for (const auto& v : m_model.variants) {
-    served_names += ", " + v.name;
+  for (const auto& v : m_model.variants)
     if (api.model == v.name) {
       variant = v.id;
       model_name = v.name;
     }
-  }
-  if (!api.model.empty() && api.model != m_model.name && variant < 0)
-    return send_error(exchange, 404, "the model '" + api.model + "' does not exist; served: " + served_names, "model");
-  api.generation.variant = variant;
+  const bool base = api.model.empty() || api.model == m_model.name;
+  const bool registered = !base && variant < 0 && m_model.deltas;
+  if (!base && variant < 0 && !registered)
+    return send_error(exchange, 404, "the model '" + api.model + "' does not exist; served: " + served_names(),
+                      "model");
+  if (registered)
+    model_name = api.model;
   std::vector<TokenId> prompt;
   try {
     if (endpoint == Endpoint::chat) {
@@ -324,13 +346,39 @@ ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   api.generation.max_tokens = api.max_tokens.value_or(std::max<std::int64_t>(1, m_model.max_model_len - prompt_len));
   const auto who = new_identity(endpoint, model_name);
+  if (!registered)
+    return start(std::move(api), std::move(prompt), who, exchange, variant, {});
+  // A delta of the store: counted in flight (never evicted under the request), loaded first when
+  // it is on disk — then the request starts on the loader thread.
+  DeltaStore* store = m_model.deltas;
+  auto pending = std::make_shared<std::pair<ApiRequest, std::vector<TokenId>>>(std::move(api), std::move(prompt));
+  try {
+    store->acquire(
+        pending->first.model, [this, store, pending, who, exchange](std::int32_t id, const std::string& error) {
+          if (id < 0)
+            return send_error(exchange, 503, "loading the delta '" + pending->first.model + "' failed: " + error);
+          start(std::move(pending->first), std::move(pending->second), who, exchange, id,
+                [store, id] { store->release(id); });
+        });
+  } catch (const UnknownDelta&) {
+    send_error(exchange, 404, "the model '" + pending->first.model + "' does not exist; served: " + served_names(),
+               "model");
+  }
+}
+
+void
+ApiServer::start(ApiRequest api, std::vector<TokenId> prompt, const ResponseIdentity& who,
+                 const std::shared_ptr<http::Exchange>& exchange, std::int32_t variant, std::function<void()> release) {
+  Engine& engine = *m_engine.load();
+  api.generation.variant = variant;
   std::string prompt_text; // what echo returns: the prompt as sent, or its ids decoded
   if (api.echo) {
     const auto* text = std::get_if<std::string>(&api.prompt);
     prompt_text = text != nullptr ? *text : m_model.tokenizer->decode(prompt, false);
   }
+  const TokenId first_prompt_token = prompt.empty() ? 0 : prompt.front();
   auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange,
-                                                 std::move(prompt_text), prompt.empty() ? 0 : prompt.front());
+                                                 std::move(prompt_text), first_prompt_token);
   const bool stream = api.stream;
   RequestId id = 0;
   {
@@ -339,18 +387,81 @@ ApiServer::generate(Endpoint endpoint, const http::Request& request, const std::
     auto mutex = std::make_shared<std::mutex>();
     const std::lock_guard lock(*mutex);
     try {
-      id = engine.submit(std::move(prompt), api.generation, [generation, mutex](const StepOutput& out) {
+      id = engine.submit(std::move(prompt), api.generation, [generation, mutex, release](const StepOutput& out) {
         const std::lock_guard guard(*mutex);
         generation->on_output(out);
+        if (out.finish != FinishReason::none && release) // the engine's last word on the request
+          release();
       });
     } catch (const InputError& e) {
+      if (release)
+        release();
       return send_error(exchange, 400, e.what());
+    } catch (const RuntimeFailure& e) { // the engine is stopping
+      if (release)
+        release();
+      return send_error(exchange, 503, e.what());
     }
     generation->set_id(id);
     if (stream)
       generation->begin_stream();
   }
   exchange->on_cancel([&engine, id] { engine.cancel(id); });
+}
+
+namespace {
+
+// The body of vLLM's adapter routes: an object with string fields.
+json
+adapter_body(const http::Request& request, std::initializer_list<const char*> required) {
+  json body;
+  try {
+    body = json::parse(request.body);
+  } catch (const json::exception& e) {
+    throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object())
+    throw BadRequest("the body must be a JSON object");
+  for (const char* field : required)
+    if (!body.contains(field) || !body[field].is_string() || body[field].get<std::string>().empty())
+      throw BadRequest(std::string("'") + field + "' must be a non-empty string", field);
+  return body;
+}
+
+} // namespace
+
+void
+ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+  const json body = adapter_body(request, {"lora_name", "lora_path"});
+  const std::string name = body["lora_name"].get<std::string>();
+  const std::filesystem::path dir = body["lora_path"].get<std::string>();
+  if (name == m_model.name)
+    throw BadRequest("'" + name + "' is the base model's name; pick another", "lora_name");
+  for (const auto& d : m_model.deltas->list())
+    if (d.name == name)
+      throw BadRequest("a delta named '" + name + "' is already served; unload it first or pick another name",
+                       "lora_name");
+  if (!std::filesystem::is_directory(dir))
+    throw BadRequest("lora_path " + dir.string() + ": no such folder", "lora_path");
+  // Loaded and checked against the base on the store's thread before the 200; serving goes on.
+  m_model.deltas->add_async(name, dir, [this, name, exchange](std::int32_t id, const std::string& error) {
+    if (id < 0)
+      return send_error(exchange, 400, error, "lora_path");
+    m_metrics->name_variant(id, name);
+    exchange->respond(200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' added successfully.");
+  });
+}
+
+void
+ApiServer::unload_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+  const json body = adapter_body(request, {"lora_name"});
+  const std::string name = body["lora_name"].get<std::string>();
+  try {
+    m_model.deltas->remove(name);
+  } catch (const UnknownDelta& e) {
+    return send_error(exchange, 404, e.what(), "lora_name");
+  }
+  exchange->respond(200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' removed successfully.");
 }
 
 } // namespace optkit::serve

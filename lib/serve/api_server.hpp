@@ -1,11 +1,14 @@
 // The OpenAI-compatible routes of serve-deltas over lib/http: /v1/completions and
 // /v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize, /metrics, /health
-// (503 until the engine is attached), /version; an API key on every route but /health; OpenAI error bodies.
+// (503 until the engine is attached), /version, and vLLM's /v1/load_lora_adapter and
+// /v1/unload_lora_adapter for deltas registered while serving; an API key on every route but
+// /health; OpenAI error bodies.
 #pragma once
 
 #include "http/server.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
+#include "serve/delta_store.hpp"
 #include "serve/engine.hpp"
 #include "serve/metrics.hpp"
 #include "serve/openai_protocol.hpp"
@@ -26,7 +29,8 @@ struct ServedVariant {
 struct ServedModel {
   std::string name;                    // what clients put in "model" for the base
   std::string root;                    // the model folder
-  std::vector<ServedVariant> variants; // deltas served beside the base
+  std::vector<ServedVariant> variants; // fixed variants (--baseline swap)
+  DeltaStore* deltas = nullptr;        // deltas served beside the base, registered while serving too
   std::shared_ptr<const model::Tokenizer> tokenizer;
   std::optional<model::ChatTemplate> chat_template; // none: chat requests are refused with 400
   std::int64_t max_model_len = 0;
@@ -52,6 +56,12 @@ public:
 private:
   void handle(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
   void generate(Endpoint endpoint, const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+  // Submits a parsed request for `variant`; `release` (may be empty) runs once it has ended.
+  void start(ApiRequest api, std::vector<TokenId> prompt, const ResponseIdentity& who,
+             const std::shared_ptr<http::Exchange>& exchange, std::int32_t variant, std::function<void()> release);
+  void load_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+  void unload_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+  std::string served_names() const;
 
   ApiOptions m_options;
   std::atomic<Engine*> m_engine{nullptr};

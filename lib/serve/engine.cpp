@@ -135,6 +135,20 @@ Engine::cancel(RequestId id) {
 }
 
 void
+Engine::run_between_steps(std::function<void()> task) {
+  std::packaged_task<void()> packaged(std::move(task));
+  auto done = packaged.get_future();
+  {
+    const std::lock_guard lock(m_mutex);
+    if (m_stopping)
+      throw RuntimeFailure("the engine is stopping");
+    m_tasks.push_back(std::move(packaged));
+    m_wake.notify_one();
+  }
+  done.get();
+}
+
+void
 Engine::stop() {
   {
     const std::lock_guard lock(m_mutex);
@@ -215,11 +229,14 @@ void
 Engine::loop() {
   while (true) {
     std::unordered_set<RequestId> cancelled;
+    std::deque<std::packaged_task<void()>> tasks;
     {
       std::unique_lock lock(m_mutex);
       m_wake.wait(lock, [&] {
-        return m_stopping || !m_incoming.empty() || !m_cancelled.empty() || !m_running.empty() || !m_waiting.empty();
+        return m_stopping || !m_incoming.empty() || !m_cancelled.empty() || !m_running.empty() || !m_waiting.empty() ||
+               !m_tasks.empty();
       });
+      tasks.swap(m_tasks);
       while (!m_incoming.empty()) {
         m_waiting.push_back(std::move(m_incoming.front()));
         m_incoming.pop_front();
@@ -227,6 +244,8 @@ Engine::loop() {
       cancelled.swap(m_cancelled);
       if (m_stopping) {
         lock.unlock();
+        for (auto& task : tasks) // their callers wait for them
+          task();
         for (auto& r : m_running)
           cancel_request(*r);
         for (auto& r : m_waiting)
@@ -236,6 +255,8 @@ Engine::loop() {
         return;
       }
     }
+    for (auto& task : tasks) // between steps: the model is not in use
+      task();
     const auto drop = [&](auto& queue) {
       for (auto it = queue.begin(); it != queue.end();)
         if (cancelled.count((*it)->id)) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -103,6 +104,11 @@ public:
   // Stops a request at the next step boundary (its sink gets finish = cancelled); unknown or
   // finished ids are ignored. Its KV blocks are freed then.
   void cancel(RequestId id);
+  // Runs `task` on the engine thread between two steps — where the model may be changed (a delta
+  // installed or evicted) — and returns once it ran, rethrowing what it threw. Must not be called
+  // from a sink (that is the engine thread: it would wait for itself). Throws RuntimeFailure once
+  // the engine is stopping.
+  void run_between_steps(std::function<void()> task);
   // Cancels everything and joins the engine thread. Idempotent.
   void stop();
 
@@ -127,6 +133,7 @@ private:
   std::condition_variable m_wake;
   std::deque<std::unique_ptr<Active>> m_incoming;
   std::unordered_set<RequestId> m_cancelled;
+  std::deque<std::packaged_task<void()>> m_tasks; // run_between_steps
   bool m_stopping = false;
   RequestId m_next_id = 1;
   EngineStats m_stats; // under m_mutex

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace optkit::serve {
@@ -62,16 +63,34 @@ label_value(const std::string& text) {
 
 } // namespace
 
-ServeMetrics::ServeMetrics(std::vector<std::string> models) {
-  for (const auto& name : models)
-    m_models.push_back({fmt::format("model_name=\"{}\"", label_value(name)), Histogram(ttft_buckets()),
-                        Histogram(itl_buckets()), Histogram(e2e_buckets())});
+ServeMetrics::ServeMetrics(const std::string& base) {
+  m_models.push_back({fmt::format("model_name=\"{}\"", label_value(base)), Histogram(ttft_buckets()),
+                      Histogram(itl_buckets()), Histogram(e2e_buckets())});
 }
 
 void
-ServeMetrics::request_finished(std::size_t model, const StepOutput& last, double ttft_s, double e2e_s) {
+ServeMetrics::name_variant(std::int32_t variant, const std::string& name) {
   const std::lock_guard lock(m_mutex);
-  PerModel& m = m_models.at(model);
+  const std::string label = fmt::format("model_name=\"{}\"", label_value(name));
+  const auto it = std::find_if(m_models.begin(), m_models.end(), [&](const PerModel& m) { return m.label == label; });
+  if (it != m_models.end()) {
+    m_by_variant[variant] = static_cast<std::size_t>(it - m_models.begin());
+    return;
+  }
+  m_models.push_back({label, Histogram(ttft_buckets()), Histogram(itl_buckets()), Histogram(e2e_buckets())});
+  m_by_variant[variant] = m_models.size() - 1;
+}
+
+ServeMetrics::PerModel&
+ServeMetrics::of(std::int32_t variant) {
+  const auto it = m_by_variant.find(variant);
+  return m_models[it == m_by_variant.end() ? 0 : it->second];
+}
+
+void
+ServeMetrics::request_finished(std::int32_t variant, const StepOutput& last, double ttft_s, double e2e_s) {
+  const std::lock_guard lock(m_mutex);
+  PerModel& m = of(variant);
   m.prompt_tokens += static_cast<std::uint64_t>(last.prompt_tokens);
   m.generation_tokens += static_cast<std::uint64_t>(last.generated_tokens);
   switch (last.finish) {
@@ -96,9 +115,9 @@ ServeMetrics::request_finished(std::size_t model, const StepOutput& last, double
 }
 
 void
-ServeMetrics::inter_token(std::size_t model, double seconds) {
+ServeMetrics::inter_token(std::int32_t variant, double seconds) {
   const std::lock_guard lock(m_mutex);
-  m_models.at(model).itl.observe(seconds);
+  of(variant).itl.observe(seconds);
 }
 
 std::string
@@ -111,16 +130,21 @@ ServeMetrics::render(const EngineStats& engine) const {
   const auto one = [](const char* name, const std::string& labels, double value) {
     return fmt::format("{}{{{}}} {}\n", name, labels, value);
   };
-  // Per model: the variant id of m_models[i] is i − 1 (the base: −1).
   const auto per_model = [&](const char* name, const auto& value) {
     std::string body;
     for (std::size_t i = 0; i < m_models.size(); ++i)
       body += one(name, m_models[i].label, value(i));
     return body;
   };
+  // The engine counts by variant id; a model's figure sums the ids that carry its name.
   const auto count_of = [&](const std::map<std::int32_t, std::int64_t>& counts, std::size_t i) {
-    const auto it = counts.find(static_cast<std::int32_t>(i) - 1);
-    return it == counts.end() ? 0.0 : double(it->second);
+    double total = 0;
+    for (const auto& [variant, count] : counts) {
+      const auto it = m_by_variant.find(variant);
+      if ((it == m_by_variant.end() ? 0 : it->second) == i)
+        total += double(count);
+    }
+    return total;
   };
   const std::string& base = m_models.front().label;
   series(

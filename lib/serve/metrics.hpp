@@ -7,6 +7,7 @@
 
 #include "serve/engine.hpp"
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,15 +28,16 @@ private:
   std::uint64_t m_count = 0;
 };
 
-// One series set per served model (the base and each variant, labelled model_name); what the
-// engine counts for all of them (KV use, preemptions) carries the base's name.
+// One series set per served model name (the base and each variant, labelled model_name); what
+// the engine counts for all of them (KV use, preemptions) carries the base's name. Variants are
+// named as they are registered (a name registered again under a new id keeps its series).
 class ServeMetrics {
 public:
-  // `models[0]` is the base; `models[i]` the variant with id i − 1.
-  explicit ServeMetrics(std::vector<std::string> models);
-  // `model`: an index into the names given.
-  void request_finished(std::size_t model, const StepOutput& last, double ttft_s, double e2e_s);
-  void inter_token(std::size_t model, double seconds);
+  explicit ServeMetrics(const std::string& base);
+  void name_variant(std::int32_t variant, const std::string& name);
+  // `variant`: the engine's variant id (-1 the base); one not named counts for the base.
+  void request_finished(std::int32_t variant, const StepOutput& last, double ttft_s, double e2e_s);
+  void inter_token(std::int32_t variant, double seconds);
   std::string render(const EngineStats& engine) const;
 
 private:
@@ -45,8 +47,10 @@ private:
     std::uint64_t stop = 0, length = 0, cancelled = 0, error = 0;
     std::uint64_t prompt_tokens = 0, generation_tokens = 0;
   };
+  PerModel& of(std::int32_t variant); // m_mutex held
   mutable std::mutex m_mutex;
-  std::vector<PerModel> m_models;
+  std::vector<PerModel> m_models;                   // the base first
+  std::map<std::int32_t, std::size_t> m_by_variant; // variant id → index in m_models
 };
 
 } // namespace optkit::serve

@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/text.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/transformer.hpp"
@@ -61,12 +60,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     return loaded;
   }
   auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
-  for (const auto& [name, dir] : options.deltas) {
-    const auto id = transformer->add_variant(dir);
-    loaded.variants.push_back({name, dir.string(), id});
-    log::info("serve-deltas: variant '{}' from {} ({} resident beside the base)", name, dir.string(),
-              format_bytes(transformer->variant(id).resident_bytes()));
-  }
+  loaded.transformer = transformer.get();
   loaded.kv = &transformer->kv_cache();
   loaded.model = std::move(transformer);
   return loaded;

@@ -1,7 +1,8 @@
-// What serve-deltas computes with, built from its options: the CPU transformer with each --delta
-// served decoupled beside the base (the default), the same variants as whole merged models swapped
-// in one at a time (--baseline swap), or the mock model (--mock); with the KV budget, and the
-// engine options the choice requires. `optkit serve-deltas` and tests/perf share it.
+// What serve-deltas computes with, built from its options: the CPU transformer, beside which a
+// DeltaStore serves the --delta variants decoupled (the default), the same variants as whole
+// merged models swapped in one at a time (--baseline swap), or the mock model (--mock); with the
+// KV budget, and the engine options the choice requires. `optkit serve-deltas` and tests/perf
+// share it.
 #pragma once
 
 #include "serve/api_server.hpp"
@@ -16,9 +17,10 @@ namespace optkit::serve {
 struct LoadedModel {
   std::unique_ptr<runtime::LanguageModel> model;
   const runtime::KvCache* kv = nullptr; // the model's cache, for the engine's admission
-  std::vector<ServedVariant> variants;
-  EngineOptions engine;            // options.engine, with what the delta serving mode needs
-  const SwapModel* swap = nullptr; // with --baseline swap: the model (its swap counts), owned by `model`
+  std::vector<ServedVariant> variants;  // fixed variants (--baseline swap); decoupled deltas go to a DeltaStore
+  runtime::CpuTransformer* transformer = nullptr; // decoupled serving: the model deltas are served beside
+  EngineOptions engine;                           // options.engine, with what the delta serving mode needs
+  const SwapModel* swap = nullptr;                // with --baseline swap: the model (its swap counts), owned by `model`
 };
 
 // Throws InputError naming the flag for a combination that cannot be served.

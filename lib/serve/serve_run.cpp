@@ -8,6 +8,7 @@
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/api_server.hpp"
+#include "serve/delta_store.hpp"
 #include "serve/model_loader.hpp"
 
 #include <algorithm>
@@ -78,13 +79,28 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   const runtime::KvCache& kv = *loaded.kv;
   Engine engine(std::move(loaded.model), kv, loaded.engine);
   const auto& variants = loaded.variants;
+  const std::string base_name = !options.served_model_name.empty() ? options.served_model_name
+                                : !options.base.filename().empty() ? options.base.filename().string()
+                                                                   : options.base.parent_path().filename().string();
+  std::optional<DeltaStore> deltas; // declared after the engine: it goes first
+  if (loaded.transformer) {
+    deltas.emplace(*loaded.transformer, engine, DeltaStoreOptions{options.delta_memory_bytes});
+    for (const auto& [name, dir] : options.deltas) {
+      if (name == base_name)
+        throw InputError("--delta " + name + "=...: the name is the base model's; pick another");
+      try {
+        deltas->add(name, dir);
+      } catch (const InputError& e) {
+        throw InputError("--delta " + name + "=" + dir.string() + ": " + e.what());
+      }
+    }
+  }
 
   ServedModel served;
-  served.name = options.served_model_name.empty() ? options.base.filename().string() : options.served_model_name;
-  if (served.name.empty())
-    served.name = options.base.parent_path().filename().string();
+  served.name = base_name;
   served.root = options.base.string();
   served.variants = variants;
+  served.deltas = deltas ? &*deltas : nullptr;
   for (const auto& v : variants)
     if (v.name == served.name)
       throw InputError("--delta " + v.name + "=...: the name is the base model's; pick another");
@@ -119,6 +135,12 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       metric("generated_tokens", double(st.generated_tokens), "tokens");
       metric("preemptions", double(st.preemptions), "sequences");
       metric("variants", double(options.deltas.size()), "deltas");
+      if (deltas) {
+        const auto store = deltas->stats();
+        metric("delta_loads", double(store.loads), "loads");
+        metric("delta_evictions", double(store.evictions), "evictions");
+        metric("delta_load_time", store.load_seconds, "s");
+      }
       if (loaded.swap) {
         metric("model_swaps", double(loaded.swap->swaps()), "swaps");
         metric("model_swap_time", loaded.swap->swap_seconds(), "s");

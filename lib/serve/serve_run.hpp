@@ -26,6 +26,7 @@ struct ServeOptions {
   // Deltas of the base (optkit compress delta) served beside it, decoupled, by these names.
   std::vector<std::pair<std::string, std::filesystem::path>> deltas;
   DeltaServing delta_serving = DeltaServing::decoupled;
+  std::uint64_t delta_memory_bytes = 0; // host budget of resident deltas (0: none); LRU eviction beyond it
   std::string host = "127.0.0.1";
   int port = 8000; // 0: a free port (reported on stderr and through on_listening)
   std::string api_key;

@@ -93,7 +93,8 @@ main(int argc, char** argv) {
   serve::Engine engine(std::move(mock), kv, {256, 2048});
   serve::ApiServer server({}, {});
   server.start();
-  server.attach(engine, {"tiny-base", base.string(), {}, tokenizer, std::nullopt, config.max_position_embeddings});
+  server.attach(engine,
+                {"tiny-base", base.string(), {}, nullptr, tokenizer, std::nullopt, config.max_position_embeddings});
   const double full = load(server.port(), clients, seconds);
   server.stop(std::chrono::seconds(1));
   engine.stop();

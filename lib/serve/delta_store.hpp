@@ -1,0 +1,117 @@
+// The deltas serve-deltas serves, in DeltaZip's tiers: registered on disk (a name and a folder),
+// resident in host memory (loaded and checked, Δs compressed: CpuTransformer's variant slots), and
+// active in a step (the engine's --max-deltas). The host tier has a byte budget; a request for a
+// delta on disk loads it on the store's loader thread — then evicts the least recently used idle
+// deltas until the budget holds (load first: a failed load evicts nothing). Registrations come
+// from --delta at start and from POST /v1/load_lora_adapter while serving; unregistering
+// (/v1/unload_lora_adapter) refuses new requests at once and frees the delta when its last
+// request ends. Thread-safe; the model is changed only between engine steps.
+#pragma once
+
+#include "runtime/transformer.hpp"
+#include "serve/engine.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace optkit::serve {
+
+// The name is not registered (HTTP 404).
+class UnknownDelta : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DeltaStoreOptions {
+  std::uint64_t host_budget_bytes = 0; // resident deltas together (0: no budget)
+};
+
+struct DeltaEntry {
+  std::string name;
+  std::filesystem::path dir;
+  std::int32_t id = -1; // the model's variant id, stable for the registration
+  bool resident = false;
+  std::uint64_t bytes = 0; // when resident
+  std::int64_t in_flight = 0;
+};
+
+struct DeltaStoreStats {
+  std::int64_t loads = 0, evictions = 0, failed_loads = 0;
+  double load_seconds = 0; // disk → host, summed
+  std::uint64_t resident_bytes = 0;
+};
+
+class DeltaStore {
+public:
+  // `model` is owned by `engine`; both must outlive the store.
+  DeltaStore(runtime::CpuTransformer& model, Engine& engine, DeltaStoreOptions options);
+  ~DeltaStore(); // joins the loader thread
+  DeltaStore(const DeltaStore&) = delete;
+  DeltaStore& operator=(const DeltaStore&) = delete;
+
+  // Registers `name` → `dir` and loads it now (evicting idle deltas beyond the budget). Throws
+  // InputError, with nothing registered or evicted, for a taken name, an artifact that is not a
+  // delta of the base, or one larger than the whole budget. Returns the variant id.
+  std::int32_t add(const std::string& name, const std::filesystem::path& dir);
+  // The same on the loader thread: `then(id, error)` runs there when done (error empty on success).
+  void add_async(const std::string& name, const std::filesystem::path& dir,
+                 std::function<void(std::int32_t id, const std::string& error)> then);
+  // Unregisters `name`: new requests for it are refused at once; it leaves memory when its last
+  // request ends. Throws UnknownDelta.
+  void remove(const std::string& name);
+
+  // A request for `name`: counted in flight (so it is not evicted), loaded first when on disk.
+  // `then(id, error)` runs with the variant id, or with an error message when loading failed —
+  // inline when resident, else on the loader thread. Throws UnknownDelta.
+  void acquire(const std::string& name, std::function<void(std::int32_t id, const std::string& error)> then);
+  // The request acquired under `id` ended.
+  void release(std::int32_t id);
+
+  std::vector<DeltaEntry> list() const; // registered deltas, by id
+  DeltaStoreStats stats() const;
+
+private:
+  using Callback = std::function<void(std::int32_t, const std::string&)>;
+  struct Slot {
+    DeltaEntry entry;
+    bool registered = true;
+    bool loading = false;
+    std::uint64_t last_used = 0;
+    std::vector<Callback> waiting;
+  };
+  // Every change to the model runs on the loader thread, in order (a load never overtakes the
+  // eviction of the same slot), and never with m_mutex held while it waits for the engine.
+  void post(std::function<void()> job);
+  void loader();
+  std::int32_t register_and_load(const std::string& name, const std::filesystem::path& dir);
+  void load(std::int32_t id); // a registered slot on disk, for the requests waiting on it
+  // Loads `dir` and installs it as variant `id`; returns its bytes. Throws InputError.
+  std::uint64_t load_and_install(std::int32_t id, const std::filesystem::path& dir);
+  void evict_idle_beyond_budget(std::unique_lock<std::mutex>& lock, std::int32_t keep);
+  void evict(std::unique_lock<std::mutex>& lock, std::int32_t id);
+  void evict_if_unregistered(std::int32_t id);
+
+  runtime::CpuTransformer& m_model;
+  Engine& m_engine;
+  DeltaStoreOptions m_options;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::map<std::int32_t, Slot> m_slots;     // by id; unregistered slots leave once idle
+  std::deque<std::function<void()>> m_jobs; // for the loader thread
+  std::uint64_t m_clock = 0;                // for LRU
+  DeltaStoreStats m_stats;
+  bool m_stopping = false;
+  std::int32_t m_next_id = 0;
+  std::thread m_thread;
+};
+
+} // namespace optkit::serve
