@@ -49,6 +49,29 @@ decoupled_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split
 out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
 [[ $out == 404* && $out == *"served: tiny-base, code"* ]] || fail "unknown model: $out"
 
+# Registering while serving, as vLLM's clients do: the same artifact under a second name.
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/code\"}")
+[[ $out == "200 Success: LoRA adapter 'code2' added successfully." ]] || fail "load_lora_adapter: $out"
+out=$(http GET /v1/models '')
+[[ $out == *'"id":"code2"'*'"parent":"tiny-base"'* ]] || fail "the loaded delta is not listed: $out"
+out=$(http POST /v1/completions '{"model": "code2", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
+loaded_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+[ "$loaded_text" = "$decoupled_text" ] || fail "the delta loaded over HTTP: '$loaded_text', at start: '$decoupled_text'"
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/code\"}")
+[[ $out == 400* && $out == *"already served"* ]] || fail "a second load under a taken name: $out"
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"other\", \"lora_path\": \"$SCRATCH/nowhere\"}")
+[[ $out == 400* && $out == *"no such folder"* ]] || fail "a load from a missing folder: $out"
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"quotes\", \"lora_path\": \"$OPTKIT_SOURCE_DIR/testdata/models/tiny-quotes\"}")
+[[ $out == 400* && $out == *'"param":"lora_path"'* ]] || fail "a folder that is not a delta: $out"
+out=$(http POST /v1/load_lora_adapter '{"lora_name": "x"}')
+[[ $out == 400* && $out == *"'lora_path' must be a non-empty string"* ]] || fail "a load without a path: $out"
+out=$(http POST /v1/unload_lora_adapter '{"lora_name": "code2"}')
+[[ $out == "200 Success: LoRA adapter 'code2' removed successfully." ]] || fail "unload_lora_adapter: $out"
+out=$(http POST /v1/completions '{"model": "code2", "prompt": "x", "max_tokens": 1}')
+[[ $out == 404* ]] || fail "a request for an unloaded delta: $out"
+out=$(http POST /v1/unload_lora_adapter '{"lora_name": "code2"}')
+[[ $out == 404* ]] || fail "unloading twice: $out"
+
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 4')
 [[ $out == 400* && $out == *"not valid JSON"* ]] || fail "malformed JSON: $out"
 out=$(http POST /v1/completions '{"prompt": "x", "max_tokens": 1E400}')
