@@ -239,7 +239,8 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
     if (path == "/metrics") {
       if (!method_is("GET"))
         return;
-      return exchange->respond(200, "text/plain; version=0.0.4; charset=utf-8", m_metrics->render(engine->stats()));
+      return exchange->respond(200, "text/plain; version=0.0.4; charset=utf-8",
+                               m_metrics->render(engine->stats(), m_model.deltas));
     }
     if (path == "/v1/models") {
       if (!method_is("GET"))

@@ -121,7 +121,7 @@ ServeMetrics::inter_token(std::int32_t variant, double seconds) {
 }
 
 std::string
-ServeMetrics::render(const EngineStats& engine) const {
+ServeMetrics::render(const EngineStats& engine, const DeltaStore* deltas) const {
   const std::lock_guard lock(m_mutex);
   std::string out;
   const auto series = [&](const char* name, const char* type, const char* help, const std::string& body) {
@@ -181,6 +181,23 @@ ServeMetrics::render(const EngineStats& engine) const {
   histogram("optkit:time_to_first_token_seconds", "Time to first token.", &PerModel::ttft);
   histogram("optkit:inter_token_latency_seconds", "Time between a request's successive tokens.", &PerModel::itl);
   histogram("optkit:e2e_request_latency_seconds", "Arrival to last token.", &PerModel::e2e);
+  if (deltas != nullptr) {
+    std::string resident;
+    for (const auto& d : deltas->list())
+      resident +=
+          one("optkit:delta_resident", fmt::format("model_name=\"{}\"", label_value(d.name)), d.resident ? 1.0 : 0.0);
+    series("optkit:delta_resident", "gauge", "1 when the delta is loaded in host memory, 0 when only on disk.",
+           resident);
+    const auto store = deltas->stats();
+    series("optkit:delta_resident_bytes", "gauge", "Host memory the resident deltas hold.",
+           one("optkit:delta_resident_bytes", base, double(store.resident_bytes)));
+    series("optkit:delta_loads_total", "counter", "Deltas loaded from disk into host memory.",
+           one("optkit:delta_loads_total", base, double(store.loads)));
+    series("optkit:delta_evictions_total", "counter", "Deltas evicted from host memory.",
+           one("optkit:delta_evictions_total", base, double(store.evictions)));
+    series("optkit:delta_load_seconds_total", "counter", "Seconds spent loading deltas from disk.",
+           one("optkit:delta_load_seconds_total", base, store.load_seconds));
+  }
   return out;
 }
 

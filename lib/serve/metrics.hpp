@@ -5,6 +5,7 @@
 // Thread-safe.
 #pragma once
 
+#include "serve/delta_store.hpp"
 #include "serve/engine.hpp"
 
 #include <map>
@@ -38,7 +39,10 @@ public:
   // `variant`: the engine's variant id (-1 the base); one not named counts for the base.
   void request_finished(std::int32_t variant, const StepOutput& last, double ttft_s, double e2e_s);
   void inter_token(std::int32_t variant, double seconds);
-  std::string render(const EngineStats& engine) const;
+  // The engine's series and per-model series; with a delta store, its tiers too: which deltas are
+  // resident in host memory (per model_name, 1 or 0), resident bytes, loads from disk, evictions
+  // and the seconds loads took.
+  std::string render(const EngineStats& engine, const DeltaStore* deltas = nullptr) const;
 
 private:
   struct PerModel {

@@ -130,6 +130,9 @@ assert value("optkit:time_to_first_token_seconds", "optkit:time_to_first_token_s
 assert value("optkit:inter_token_latency_seconds", "optkit:inter_token_latency_seconds_count") >= 2
 assert 0 <= value("optkit:kv_cache_usage_perc", "optkit:kv_cache_usage_perc") <= 1
 assert families["optkit:time_to_first_token_seconds"].type == "histogram"
+assert value("optkit:delta_resident", "optkit:delta_resident", model_name="code") == 1
+assert value("optkit:delta_loads", "optkit:delta_loads_total") >= 2  # code at start, code2 over HTTP
+assert value("optkit:delta_resident_bytes", "optkit:delta_resident_bytes") > 0
 PY
 out=$(http POST /tokenize '{"prompt": "Hello world"}')
 [[ $out == 200* && $out == *'"tokens":['* ]] || fail "tokenize: $out"
