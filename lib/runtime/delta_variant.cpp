@@ -145,14 +145,55 @@ load_matrix(const quant::DeltaArtifact& artifact, const std::string& module, std
 
 std::uint64_t
 matrix_bytes(const VariantMatrix& m) {
-  return m.delta ? m.delta->storage_bytes() : m.whole ? m.whole->storage_bytes() : 0;
+  return m.delta      ? m.delta->storage_bytes()
+         : m.low_rank ? m.low_rank->storage_bytes()
+         : m.whole    ? m.whole->storage_bytes()
+                      : 0;
 }
 
 } // namespace
 
+void
+DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path& dir) {
+  // The base's norms and biases, embedding and LM head; the factors on the modules it targets.
+  auto factors = load_lora_adapter(dir, base.config());
+  m_tied = &base.lm_head() == &base.embedding();
+  m_final_norm = base.final_norm();
+  const auto take = [&](const std::string& module) {
+    VariantMatrix m;
+    if (const auto it = factors.find(module); it != factors.end())
+      m.low_rank = std::move(it->second);
+    return m;
+  };
+  for (std::int64_t i = 0; i < base.config().num_layers; ++i) {
+    const auto p = fmt::format("model.layers.{}.", i);
+    const auto& b = base.layer(i);
+    VariantLayer l;
+    l.input_norm = b.input_norm;
+    l.post_norm = b.post_norm;
+    l.q_bias = b.q_bias;
+    l.k_bias = b.k_bias;
+    l.v_bias = b.v_bias;
+    l.q_norm = b.q_norm;
+    l.k_norm = b.k_norm;
+    l.q = take(p + "self_attn.q_proj");
+    l.k = take(p + "self_attn.k_proj");
+    l.v = take(p + "self_attn.v_proj");
+    l.o = take(p + "self_attn.o_proj");
+    l.gate = take(p + "mlp.gate_proj");
+    l.up = take(p + "mlp.up_proj");
+    l.down = take(p + "mlp.down_proj");
+    m_layers.push_back(std::move(l));
+  }
+}
+
 DeltaVariant::DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
-                           const std::filesystem::path& delta_dir)
-    : m_artifact(std::make_unique<quant::DeltaArtifact>(delta_dir)) {
+                           const std::filesystem::path& delta_dir) {
+  if (is_lora_adapter(delta_dir)) {
+    load_lora(base, delta_dir);
+    return;
+  }
+  m_artifact = std::make_unique<quant::DeltaArtifact>(delta_dir);
   check_delta_base(*m_artifact, base_dir);
   const auto& c = base.config();
   const auto& a = *m_artifact;
@@ -210,6 +251,8 @@ apply_variant(const VariantMatrix& matrix, const float* x, std::int64_t m, float
     matrix.whole->multiply(x, m, y, pool); // overwrites the base product on these rows
   else if (matrix.delta)
     matrix.delta->multiply_add(x, m, y, matrix.delta->rows(), pool);
+  else if (matrix.low_rank)
+    matrix.low_rank->multiply_add(x, m, y, matrix.low_rank->rows(), pool);
 }
 
 } // namespace optkit::runtime

@@ -3,12 +3,14 @@
 // stored it, and a batch computes one base product over all its rows, then adds x·Δᵀ over each
 // contiguous segment of rows that belong to a variant — decoding Δ a block of rows at a time,
 // never as a whole dense matrix. The variant's own norms and biases replace the base's on its
-// rows; a matrix it stores whole replaces the base product on its rows.
+// rows; a matrix it stores whole replaces the base product on its rows. A PEFT LoRA adapter is
+// served the same way, its Δ = scale·B·A kept as the two factors (runtime/lora_adapter.hpp).
 #pragma once
 
 #include "core/thread_pool.hpp"
 #include "quant/delta_format.hpp"
 #include "runtime/decoder_weights.hpp"
+#include "runtime/lora_adapter.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -43,9 +45,11 @@ private:
   std::vector<float> m_scales;
 };
 
-// How a variant changes one matrix: nothing, a compressed Δ, or a whole matrix of its own.
+// How a variant changes one matrix: nothing, a compressed Δ, a LoRA's low-rank Δ, or a whole
+// matrix of its own.
 struct VariantMatrix {
   std::unique_ptr<CompressedDelta> delta;
+  std::unique_ptr<LowRankDelta> low_rank;
   std::unique_ptr<LinearWeight> whole;
 };
 
@@ -56,8 +60,9 @@ struct VariantLayer {
 
 class DeltaVariant {
 public:
-  // Throws InputError when the artifact is not a delta of `base_dir` (weights SHA-256) or does
-  // not fit the base's shapes.
+  // `delta_dir`: an optkit delta artifact, or a PEFT LoRA adapter (adapter_config.json). Throws
+  // InputError when the artifact is not a delta of `base_dir` (weights SHA-256) or does not fit
+  // the base's shapes.
   DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
                const std::filesystem::path& delta_dir);
 
@@ -70,7 +75,9 @@ public:
   std::uint64_t resident_bytes() const;
 
 private:
-  std::unique_ptr<quant::DeltaArtifact> m_artifact; // the packed Δs point into its bytes
+  void load_lora(const DecoderWeights& base, const std::filesystem::path& dir);
+
+  std::unique_ptr<quant::DeltaArtifact> m_artifact; // the packed Δs point into its bytes (none for LoRA)
   std::vector<VariantLayer> m_layers;
   VariantMatrix m_embedding, m_lm_head;
   bool m_tied = false;
