@@ -16,7 +16,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
     std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none";
-    std::vector<std::string> deltas;
+    std::vector<std::string> deltas, loras;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
     unsigned threads = 0;
@@ -28,6 +28,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
   serve->add_option("--delta", flags->deltas,
                     "NAME=DIR: a delta of --base (optkit compress delta) served beside it as model NAME; repeatable");
+  serve->add_option("--lora", flags->loras,
+                    "NAME=DIR: a PEFT LoRA adapter of --base (adapter_config.json, adapter_model.safetensors) served "
+                    "beside it as model NAME; repeatable");
   serve
       ->add_option("--max-deltas", flags->max_deltas,
                    "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
@@ -77,6 +80,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.served_model_name = flags->name;
                   for (const auto& d : flags->deltas)
                     options.deltas.push_back(serve::parse_named_path(d, "--delta"));
+                  for (const auto& l : flags->loras)
+                    options.loras.push_back(serve::parse_named_path(l, "--lora"));
                   if (flags->baseline == "swap")
                     options.delta_serving = serve::DeltaServing::swap;
                   options.host = flags->host;

@@ -25,8 +25,9 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   LoadedModel loaded;
   loaded.engine = options.engine;
   if (options.mock) {
-    if (!options.deltas.empty())
-      throw InputError("--delta cannot be combined with --mock (the mock model computes nothing to apply it to)");
+    if (!options.deltas.empty() || !options.loras.empty())
+      throw InputError(std::string(options.deltas.empty() ? "--lora" : "--delta") +
+                       " cannot be combined with --mock (the mock model computes nothing to apply it to)");
     std::vector<runtime::TokenId> cycle;
     for (const auto t : tokenizer.encode(" The mock model answers at a fixed rate.", false))
       if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), t) == config.eos_token_ids.end())
@@ -43,6 +44,8 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   runtime_options.kv_cache.budget_bytes =
       kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));
   if (options.delta_serving == DeltaServing::swap) {
+    if (!options.loras.empty())
+      throw InputError("--baseline swap serves --delta artifacts as merged models; --lora is served decoupled only");
     // One whole model at a time: the engine keeps every step to one variant (the base included).
     std::vector<std::filesystem::path> dirs;
     for (const auto& [name, dir] : options.deltas) {

@@ -7,6 +7,7 @@
 #include "core/text.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
+#include "runtime/lora_adapter.hpp"
 #include "serve/api_server.hpp"
 #include "serve/delta_store.hpp"
 #include "serve/model_loader.hpp"
@@ -85,15 +86,22 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   std::optional<DeltaStore> deltas; // declared after the engine: it goes first
   if (loaded.transformer) {
     deltas.emplace(*loaded.transformer, engine, DeltaStoreOptions{options.delta_memory_bytes});
-    for (const auto& [name, dir] : options.deltas) {
+    const auto add = [&](const std::string& flag, const std::string& name, const std::filesystem::path& dir) {
       if (name == base_name)
-        throw InputError("--delta " + name + "=...: the name is the base model's; pick another");
+        throw InputError(flag + " " + name + "=...: the name is the base model's; pick another");
+      if (flag == "--lora" && !runtime::is_lora_adapter(dir))
+        throw InputError(flag + " " + name + "=" + dir.string() + ": no adapter_config.json (a PEFT LoRA adapter " +
+                         "folder is expected; deltas go to --delta)");
       try {
         deltas->add(name, dir);
       } catch (const InputError& e) {
-        throw InputError("--delta " + name + "=" + dir.string() + ": " + e.what());
+        throw InputError(flag + " " + name + "=" + dir.string() + ": " + e.what());
       }
-    }
+    };
+    for (const auto& [name, dir] : options.deltas)
+      add("--delta", name, dir);
+    for (const auto& [name, dir] : options.loras)
+      add("--lora", name, dir);
   }
 
   ServedModel served;

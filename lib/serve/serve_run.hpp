@@ -25,6 +25,8 @@ struct ServeOptions {
   std::string served_model_name; // default: the folder's name
   // Deltas of the base (optkit compress delta) served beside it, decoupled, by these names.
   std::vector<std::pair<std::string, std::filesystem::path>> deltas;
+  // PEFT LoRA adapters of the base served beside it the same way (decoupled serving only).
+  std::vector<std::pair<std::string, std::filesystem::path>> loras;
   DeltaServing delta_serving = DeltaServing::decoupled;
   std::uint64_t delta_memory_bytes = 0; // host budget of resident deltas (0: none); LRU eviction beyond it
   std::string host = "127.0.0.1";

@@ -39,7 +39,30 @@ run -q compress delta --base "$base" --finetuned "$OPTKIT_SOURCE_DIR/testdata/mo
   --recipe delta_2of4_int4 --calib "$OPTKIT_SOURCE_DIR/testdata/corpora/code.calib.txt" --samples 4 --seq-len 32 \
   -o "$SCRATCH/code"
 expect_rc 0
-start_server --max-num-seqs 4 --delta "code=$SCRATCH/code"
+# A PEFT LoRA adapter of tiny-base with B = 0 (what PEFT initialises): it must answer as the base.
+python3 - "$SCRATCH/lora" <<'PY'
+import json, os, random, struct, sys
+out = sys.argv[1]
+os.makedirs(out)
+json.dump({"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj"], "bias": "none"},
+          open(os.path.join(out, "adapter_config.json"), "w"))
+prefix = "base_model.model.model.layers.0.self_attn.q_proj."
+tensors = {prefix + "lora_A.weight": ([4, 192], [random.uniform(-1, 1) for _ in range(4 * 192)]),
+           prefix + "lora_B.weight": ([192, 4], [0.0] * (192 * 4))}
+header, data = {}, b""
+for name, (shape, values) in tensors.items():
+    blob = struct.pack(f"<{len(values)}f", *values)
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + len(blob)]}
+    data += blob
+head = json.dumps(header).encode()
+open(os.path.join(out, "adapter_model.safetensors"), "wb").write(struct.pack("<Q", len(head)) + head + data)
+PY
+start_server --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora"
+out=$(http POST /v1/completions '{"model": "zero", "prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
+lora_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+out=$(http POST /v1/completions '{"prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
+base_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+[ "$lora_text" = "$base_text" ] || fail "a B = 0 LoRA answers '$lora_text', the base '$base_text'"
 out=$(http GET /health) && [ "${out%% *}" = 200 ] || fail "health: $out"
 out=$(http GET /v1/models '')
 [[ $out == *'"id":"code"'*'"parent":"tiny-base"'* ]] || fail "the variant is not listed with its parent: $out"
@@ -173,6 +196,9 @@ expect_err_has "--kv-cache-memory 'lots'"
 run serve-deltas --base "$base" --baseline merged
 expect_rc 2
 expect_err_has "--baseline"
+run serve-deltas --base "$base" --lora "x=$SCRATCH/code" --port 0
+expect_rc 2
+expect_err_has "--lora x=$SCRATCH/code: no adapter_config.json"
 run serve-deltas --base "$base" --delta code
 expect_rc 2
 expect_err_has "--delta 'code': expected NAME=DIR"
