@@ -1,5 +1,7 @@
 #include "runtime/delta_variant.hpp"
 
+#include "runtime/dot_rows.hpp"
+
 #include "core/error.hpp"
 #include "quant/packing.hpp"
 #include "runtime/weight_loader.hpp"
@@ -14,6 +16,7 @@ namespace optkit::runtime {
 namespace {
 
 constexpr std::int64_t kDecodeBlockRows = 32;
+constexpr std::int64_t kFewRows = 8; // up to this many activation rows: row dots, not sgemm
 
 } // namespace
 
@@ -63,6 +66,26 @@ decode_sparse_row(const std::int32_t* words, const std::uint8_t* indices, std::i
   }
 }
 
+// One dense row decoded and scaled, `Bits` known at compile time and one scale per run of
+// group_size columns (no per-element division): the embedding and LM head Δs take this path.
+template <int Bits>
+void
+decode_dense_row(const std::int32_t* words, std::int64_t cols, float offset, const float* scales,
+                 std::int64_t group_size, float* out) {
+  constexpr std::int64_t kPerWord = 32 / Bits;
+  constexpr std::uint32_t kMask = (1u << Bits) - 1u;
+  constexpr int kBias = 1 << (Bits - 1);
+  for (std::int64_t c0 = 0; c0 < cols; c0 += group_size) {
+    const float s = scales[c0 / group_size];
+    const std::int64_t end = std::min(cols, c0 + group_size);
+    for (std::int64_t c = c0; c < end; ++c) {
+      const auto word = static_cast<std::uint32_t>(words[c / kPerWord]);
+      const auto shift = static_cast<unsigned>(Bits * (c % kPerWord));
+      out[c] = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s;
+    }
+  }
+}
+
 } // namespace
 
 void
@@ -88,8 +111,20 @@ CompressedDelta::decode_rows(std::int64_t r0, std::int64_t n, float* out) const 
         quant::decode_sparse_2_4_row(words, indices, m_cols, m_bits, m_offset, row);
       }
     } else {
-      for (std::int64_t c = 0; c < m_cols; ++c)
-        row[c] = static_cast<float>(quant::unpack_value(words, c, m_bits)) + m_offset;
+      switch (m_bits) {
+      case 2:
+        decode_dense_row<2>(words, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      case 4:
+        decode_dense_row<4>(words, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      case 8:
+        decode_dense_row<8>(words, m_cols, m_offset, scales, m_group_size, row);
+        continue;
+      default:
+        for (std::int64_t c = 0; c < m_cols; ++c)
+          row[c] = static_cast<float>(quant::unpack_value(words, c, m_bits)) + m_offset;
+      }
     }
     for (std::int64_t c = 0; c < m_cols; ++c)
       row[c] *= scales[c / m_group_size];
@@ -114,6 +149,17 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t r0 = b * kDecodeBlockRows, n = std::min(kDecodeBlockRows, m_rows - r0);
       decode_rows(r0, n, decoded.data()); // once per block, for every row of the segment
+      if (m <= kFewRows) {
+        // Decode steps: a few activation rows against a block still in L1 — the row-dot kernel,
+        // without sgemm's packing of both operands (which costs more than the product here).
+        thread_local std::vector<float> part;
+        part.resize(static_cast<std::size_t>(m * n));
+        dot_rows(decoded.data(), m_cols, 0, n, x, m, part.data(), n);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t r = 0; r < n; ++r)
+            y[i * ldy + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
+        continue;
+      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
                   static_cast<blasint>(m_cols), 1.0f, x, static_cast<blasint>(m_cols), decoded.data(),
                   static_cast<blasint>(m_cols), 1.0f, y + r0, static_cast<blasint>(ldy));

@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
+#include "runtime/lora_adapter.hpp"
 #include "runtime/transformer.hpp"
 #include "serve/mock_model.hpp"
 
@@ -67,6 +68,30 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   loaded.kv = &transformer->kv_cache();
   loaded.model = std::move(transformer);
   return loaded;
+}
+
+std::unique_ptr<DeltaStore>
+serve_beside(const ServeOptions& options, const LoadedModel& loaded, Engine& engine, const std::string& base_name) {
+  if (loaded.transformer == nullptr)
+    return nullptr;
+  auto store = std::make_unique<DeltaStore>(*loaded.transformer, engine, DeltaStoreOptions{options.delta_memory_bytes});
+  const auto add = [&](const std::string& flag, const std::string& name, const std::filesystem::path& dir) {
+    if (name == base_name)
+      throw InputError(flag + " " + name + "=...: the name is the base model's; pick another");
+    if (flag == "--lora" && !runtime::is_lora_adapter(dir))
+      throw InputError(flag + " " + name + "=" + dir.string() + ": no adapter_config.json (a PEFT LoRA adapter " +
+                       "folder is expected; deltas go to --delta)");
+    try {
+      store->add(name, dir);
+    } catch (const InputError& e) {
+      throw InputError(flag + " " + name + "=" + dir.string() + ": " + e.what());
+    }
+  };
+  for (const auto& [name, dir] : options.deltas)
+    add("--delta", name, dir);
+  for (const auto& [name, dir] : options.loras)
+    add("--lora", name, dir);
+  return store;
 }
 
 } // namespace optkit::serve

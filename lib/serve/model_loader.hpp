@@ -6,6 +6,7 @@
 #pragma once
 
 #include "serve/api_server.hpp"
+#include "serve/delta_store.hpp"
 #include "serve/serve_run.hpp"
 #include "serve/swap_model.hpp"
 
@@ -25,5 +26,11 @@ struct LoadedModel {
 
 // Throws InputError naming the flag for a combination that cannot be served.
 LoadedModel load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer);
+
+// With decoupled serving, the delta store beside `engine`, holding options.deltas and options.loras
+// in that order (variant ids 0, 1, ...); null otherwise. Throws InputError naming the flag and
+// folder of one that cannot be served, or a name that is the base's (`base_name`).
+std::unique_ptr<DeltaStore> serve_beside(const ServeOptions& options, const LoadedModel& loaded, Engine& engine,
+                                         const std::string& base_name);
 
 } // namespace optkit::serve

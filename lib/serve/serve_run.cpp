@@ -7,7 +7,6 @@
 #include "core/text.hpp"
 #include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
-#include "runtime/lora_adapter.hpp"
 #include "serve/api_server.hpp"
 #include "serve/delta_store.hpp"
 #include "serve/model_loader.hpp"
@@ -83,32 +82,14 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   const std::string base_name = !options.served_model_name.empty() ? options.served_model_name
                                 : !options.base.filename().empty() ? options.base.filename().string()
                                                                    : options.base.parent_path().filename().string();
-  std::optional<DeltaStore> deltas; // declared after the engine: it goes first
-  if (loaded.transformer) {
-    deltas.emplace(*loaded.transformer, engine, DeltaStoreOptions{options.delta_memory_bytes});
-    const auto add = [&](const std::string& flag, const std::string& name, const std::filesystem::path& dir) {
-      if (name == base_name)
-        throw InputError(flag + " " + name + "=...: the name is the base model's; pick another");
-      if (flag == "--lora" && !runtime::is_lora_adapter(dir))
-        throw InputError(flag + " " + name + "=" + dir.string() + ": no adapter_config.json (a PEFT LoRA adapter " +
-                         "folder is expected; deltas go to --delta)");
-      try {
-        deltas->add(name, dir);
-      } catch (const InputError& e) {
-        throw InputError(flag + " " + name + "=" + dir.string() + ": " + e.what());
-      }
-    };
-    for (const auto& [name, dir] : options.deltas)
-      add("--delta", name, dir);
-    for (const auto& [name, dir] : options.loras)
-      add("--lora", name, dir);
-  }
+  // Declared after the engine: it goes first.
+  const std::unique_ptr<DeltaStore> deltas = serve_beside(options, loaded, engine, base_name);
 
   ServedModel served;
   served.name = base_name;
   served.root = options.base.string();
   served.variants = variants;
-  served.deltas = deltas ? &*deltas : nullptr;
+  served.deltas = deltas.get();
   for (const auto& v : variants)
     if (v.name == served.name)
       throw InputError("--delta " + v.name + "=...: the name is the base model's; pick another");

@@ -110,6 +110,7 @@ replay(const serve::ServeOptions& options, const model::Tokenizer& tokenizer, co
   const runtime::KvCache& kv = *loaded.kv;
   const serve::SwapModel* swap = loaded.swap;
   serve::Engine engine(std::move(loaded.model), kv, loaded.engine);
+  const auto deltas = serve::serve_beside(options, loaded, engine, "tiny-base"); // ids 0..3, as the trace names them
   std::mutex mutex;
   std::condition_variable done_cv;
   std::vector<double> ttft(trace.size(), -1);
@@ -132,7 +133,8 @@ replay(const serve::ServeOptions& options, const model::Tokenizer& tokenizer, co
         ttft[i] = std::chrono::duration<double>(out.first_token - out.arrival).count();
         tokens += out.generated_tokens;
       } else {
-        ++failed;
+        if (failed++ == 0)
+          fmt::print(stderr, "perf_deltazip: a request failed: {}\n", out.error);
       }
       last_finish = std::max(last_finish, out.finished);
       ++finished;
