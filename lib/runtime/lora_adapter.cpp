@@ -53,9 +53,7 @@ struct LoraConfig {
 };
 
 LoraConfig
-read_lora_config(const std::filesystem::path& path) {
-  const auto config = read_json_file(path);
-  const std::string source = path.string();
+read_lora_config(const nlohmann::json& config, const std::string& source) {
   return read_json_fields(source, [&] {
     if (!config.is_object())
       throw InputError(source + ": not a JSON object");
@@ -111,19 +109,36 @@ module_shape(const std::string& module, const model::ModelConfig& c) {
 
 } // namespace
 
-std::map<std::string, std::unique_ptr<LowRankDelta>>
+LoraFactors
 load_lora_adapter(const std::filesystem::path& dir, const model::ModelConfig& base) {
-  const LoraConfig config = read_lora_config(dir / "adapter_config.json");
+  const auto config_path = dir / "adapter_config.json";
+  const auto config = read_json_file(config_path);
   const auto weights = dir / "adapter_model.safetensors";
   if (!std::filesystem::exists(weights))
     throw InputError(weights.string() + ": no such file (only the safetensors form of a PEFT adapter is read; " +
                      "save it with safe_serialization=True)");
-  model::SafetensorsFile file(weights);
+  const std::string bytes = read_input_file(weights);
+  return parse_lora_adapter(config, std::as_bytes(std::span(bytes.data(), bytes.size())), dir.string(), base);
+}
+
+LoraFactors
+parse_lora_adapter(const nlohmann::json& config_json, std::span<const std::byte> safetensors, const std::string& source,
+                   const model::ModelConfig& base) {
+  const LoraConfig config = read_lora_config(config_json, source + "/adapter_config.json");
+  const std::string weights = source + "/adapter_model.safetensors";
+  const auto header = model::parse_safetensors(safetensors, weights);
+  const auto view = [&](const model::TensorInfo& info) {
+    model::TensorView v;
+    v.info = &info;
+    v.bytes = safetensors.subspan(static_cast<std::size_t>(header.data_offset + info.begin),
+                                  static_cast<std::size_t>(info.end - info.begin));
+    return v;
+  };
   struct Factors {
     std::optional<model::TensorView> a, b;
   };
   std::map<std::string, Factors> modules;
-  for (const auto& info : file.header().tensors) {
+  for (const auto& info : header.tensors) {
     std::string name = info.name;
     const std::string prefix = "base_model.model.";
     if (name.rfind(prefix, 0) == 0)
@@ -133,29 +148,28 @@ load_lora_adapter(const std::filesystem::path& dir, const model::ModelConfig& ba
     };
     const bool is_a = ends_with(".lora_A.weight"), is_b = ends_with(".lora_B.weight");
     if (!is_a && !is_b)
-      throw InputError(
-          fmt::format("{}: tensor {} is not a LoRA factor this server serves", weights.string(), info.name));
+      throw InputError(fmt::format("{}: tensor {} is not a LoRA factor this server serves", weights, info.name));
     const std::string module = name.substr(0, name.size() - std::string(".lora_A.weight").size());
-    (is_a ? modules[module].a : modules[module].b) = file.find(info.name);
+    (is_a ? modules[module].a : modules[module].b) = view(info);
   }
   if (modules.empty())
-    throw InputError(weights.string() + ": no LoRA factors");
-  std::map<std::string, std::unique_ptr<LowRankDelta>> out;
+    throw InputError(weights + ": no LoRA factors");
+  LoraFactors out;
   for (const auto& [module, f] : modules) {
     const auto shape = module_shape(module, base);
     if (!shape)
       throw InputError(fmt::format("{}: LoRA on {} is not served (decoder layers' attention and MLP projections "
                                    "of this {}-layer base only)",
-                                   weights.string(), module, base.num_layers));
+                                   weights, module, base.num_layers));
     if (!f.a || !f.b)
-      throw InputError(fmt::format("{}: {} has lora_{} without lora_{}", weights.string(), module, f.a ? "A" : "B",
-                                   f.a ? "B" : "A"));
+      throw InputError(
+          fmt::format("{}: {} has lora_{} without lora_{}", weights, module, f.a ? "A" : "B", f.a ? "B" : "A"));
     const auto [rows, cols] = *shape;
     if (f.a->shape() != std::vector<std::int64_t>{config.rank, cols} ||
         f.b->shape() != std::vector<std::int64_t>{rows, config.rank})
       throw InputError(fmt::format("{}: {} factors are not A [{}, {}] and B [{}, {}] (r = {}): is the adapter for "
                                    "another base?",
-                                   weights.string(), module, config.rank, cols, rows, config.rank, config.rank));
+                                   weights, module, config.rank, cols, rows, config.rank, config.rank));
     out[module] =
         std::make_unique<LowRankDelta>(f.a->to_floats(), f.b->to_floats(), config.rank, rows, cols, config.scale);
   }

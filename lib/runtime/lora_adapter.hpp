@@ -9,9 +9,12 @@
 #include "core/thread_pool.hpp"
 #include "model/model_config.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,9 +38,14 @@ private:
 // True when `dir` holds a PEFT adapter (adapter_config.json).
 bool is_lora_adapter(const std::filesystem::path& dir);
 
+using LoraFactors = std::map<std::string, std::unique_ptr<LowRankDelta>>;
+
 // The adapter's factors by module ("model.layers.3.self_attn.q_proj"), checked against the base's
 // shapes. Throws InputError naming the file and the field or tensor.
-std::map<std::string, std::unique_ptr<LowRankDelta>> load_lora_adapter(const std::filesystem::path& dir,
-                                                                       const model::ModelConfig& base);
+LoraFactors load_lora_adapter(const std::filesystem::path& dir, const model::ModelConfig& base);
+// The same from the parsed adapter_config.json and the bytes of adapter_model.safetensors;
+// `source` names them in errors (what the fuzz target drives).
+LoraFactors parse_lora_adapter(const nlohmann::json& config, std::span<const std::byte> safetensors,
+                               const std::string& source, const model::ModelConfig& base);
 
 } // namespace optkit::runtime
