@@ -20,13 +20,9 @@
 
 using namespace optkit;
 using runtime::TokenId;
+using test::tiny_base;
 
 namespace {
-
-std::filesystem::path
-tiny_base() {
-  return test::testdata_dir() / "models" / "tiny-base";
-}
 
 constexpr std::int64_t kRank = 4;
 const char* const kTargets[] = {"self_attn.q_proj", "self_attn.v_proj", "mlp.down_proj"};

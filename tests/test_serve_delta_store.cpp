@@ -21,13 +21,9 @@
 using namespace optkit;
 using namespace optkit::serve;
 using runtime::TokenId;
+using test::tiny_base;
 
 namespace {
-
-std::filesystem::path
-tiny_base() {
-  return test::testdata_dir() / "models" / "tiny-base";
-}
 
 const std::vector<TokenId> kPrompt = {12, 345, 678, 90, 1234, 56};
 

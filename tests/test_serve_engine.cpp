@@ -24,13 +24,9 @@
 using namespace optkit;
 using namespace optkit::serve;
 using runtime::TokenId;
+using test::tiny_base;
 
 namespace {
-
-std::filesystem::path
-tiny_base() {
-  return test::testdata_dir() / "models" / "tiny-base";
-}
 
 // Greedy decoding of one prompt alone, the reference (with `delta`: the delta merged on load).
 std::vector<TokenId>

@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -98,9 +99,9 @@ DeltaStore::register_and_load(const std::string& name, const std::filesystem::pa
   std::int32_t id = 0;
   {
     const std::lock_guard lock(m_mutex);
-    for (const auto& [_, slot] : m_slots)
-      if (slot.registered && slot.entry.name == name)
-        throw InputError("a delta named '" + name + "' is already served; unload it first or pick another name");
+    if (std::any_of(m_slots.begin(), m_slots.end(),
+                    [&](const auto& s) { return s.second.registered && s.second.entry.name == name; }))
+      throw InputError("a delta named '" + name + "' is already served; unload it first or pick another name");
     id = m_next_id++;
   }
   const std::uint64_t bytes = load_and_install(id, dir); // throws with nothing registered
@@ -187,44 +188,42 @@ DeltaStore::evict_if_unregistered(std::int32_t id) {
   m_slots.erase(id);
 }
 
+DeltaStore::Slot&
+DeltaStore::registered(const std::string& name) {
+  for (auto& [_, slot] : m_slots)
+    if (slot.registered && slot.entry.name == name)
+      return slot;
+  throw UnknownDelta("no delta named '" + name + "' is served");
+}
+
 void
 DeltaStore::remove(const std::string& name) {
   const std::lock_guard lock(m_mutex);
-  for (auto& [id, slot] : m_slots)
-    if (slot.registered && slot.entry.name == name) {
-      slot.registered = false;
-      const std::int32_t gone = id;
-      m_jobs.push_back([this, gone] { evict_if_unregistered(gone); });
-      m_wake.notify_one();
-      return;
-    }
-  throw UnknownDelta("no delta named '" + name + "' is served");
+  Slot& slot = registered(name);
+  slot.registered = false;
+  const std::int32_t id = slot.entry.id;
+  m_jobs.push_back([this, id] { evict_if_unregistered(id); });
+  m_wake.notify_one();
 }
 
 void
 DeltaStore::acquire(const std::string& name, Callback then) {
   std::unique_lock lock(m_mutex);
-  for (auto& [id, slot] : m_slots) {
-    if (!slot.registered || slot.entry.name != name)
-      continue;
-    ++slot.entry.in_flight;
-    slot.last_used = ++m_clock;
-    if (slot.entry.resident) {
-      const std::int32_t resident = id;
-      lock.unlock();
-      then(resident, {});
-      return;
-    }
-    slot.waiting.push_back(std::move(then));
-    if (!slot.loading) {
-      slot.loading = true;
-      const std::int32_t wanted = id;
-      m_jobs.push_back([this, wanted] { load(wanted); });
-      m_wake.notify_one();
-    }
+  Slot& slot = registered(name);
+  const std::int32_t id = slot.entry.id;
+  ++slot.entry.in_flight;
+  slot.last_used = ++m_clock;
+  if (slot.entry.resident) {
+    lock.unlock();
+    then(id, {});
     return;
   }
-  throw UnknownDelta("no delta named '" + name + "' is served");
+  slot.waiting.push_back(std::move(then));
+  if (!slot.loading) {
+    slot.loading = true;
+    m_jobs.push_back([this, id] { load(id); });
+    m_wake.notify_one();
+  }
 }
 
 void

@@ -99,6 +99,7 @@ private:
   void evict_idle_beyond_budget(std::unique_lock<std::mutex>& lock, std::int32_t keep);
   void evict(std::unique_lock<std::mutex>& lock, std::int32_t id);
   void evict_if_unregistered(std::int32_t id);
+  Slot& registered(const std::string& name); // m_mutex held; throws UnknownDelta
 
   runtime::CpuTransformer& m_model;
   Engine& m_engine;

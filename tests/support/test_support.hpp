@@ -25,6 +25,12 @@ testdata_dir() {
   return OPTKIT_TEST_DATA;
 }
 
+// The bundled tiny Llama-architecture model (testdata/models/MODEL_CARD.md).
+inline std::filesystem::path
+tiny_base() {
+  return testdata_dir() / "models" / "tiny-base";
+}
+
 // A fresh directory removed with its contents at the end of the test.
 class ScratchDir {
 public:
