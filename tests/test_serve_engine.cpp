@@ -318,56 +318,69 @@ TEST_CASE("stop strings end the text before them, even when split across tokens,
 
 TEST_CASE("echo's prompt logprobs and each token's logprobs are PyTorch's log-softmax, however the prompt is chunked") {
   const auto prompts = test::read_oracle(tiny_base());
-  REQUIRE(!prompts.empty());
-  EngineUnderTest t({4, 7}); // a 7-token step budget: prompts cross several chunks and steps
-  const std::size_t vocab = static_cast<std::size_t>(t.engine->config().vocab_size);
-  for (const auto& p : prompts) {
-    CAPTURE(p.ids.size());
-    // The oracle's log-softmax of row `row` at `token`, in double.
-    const auto oracle = [&](std::size_t row, TokenId token) {
-      const float* l = p.logits.data() + row * vocab;
-      const double top = *std::max_element(l, l + vocab);
-      double sum = 0;
-      for (std::size_t v = 0; v < vocab; ++v)
-        sum += std::exp(static_cast<double>(l[v]) - top);
-      return static_cast<double>(l[static_cast<std::size_t>(token)]) - top - std::log(sum);
-    };
-    const auto [lo, hi] = std::minmax_element(p.logits.begin(), p.logits.end());
-    const double tolerance = 2e-3 * static_cast<double>(*hi - *lo); // the runtime's logit bound, twice
-
+  REQUIRE(prompts.size() >= 2);
+  // Every prompt at once: several inputs with a row per position share each step.
+  const auto check_all = [&](EngineUnderTest& t) {
+    const std::size_t vocab = static_cast<std::size_t>(t.engine->config().vocab_size);
     std::mutex mutex;
     std::condition_variable cv;
-    std::vector<StepOutput> outputs;
-    GenerationParams params = greedy(2);
-    params.logprobs = 3;
-    params.prompt_logprobs = true;
-    t.engine->submit(p.ids, params, [&](const StepOutput& out) {
-      const std::lock_guard lock(mutex);
-      outputs.push_back(out);
-      cv.notify_all();
-    });
-    std::unique_lock lock(mutex);
-    REQUIRE(cv.wait_for(lock, std::chrono::seconds(120),
-                        [&] { return !outputs.empty() && outputs.back().finish != FinishReason::none; }));
-    REQUIRE(outputs.size() == 2);
-    const auto& prompt_logprobs = outputs[0].prompt_logprobs;
-    REQUIRE(prompt_logprobs.size() == p.ids.size() - 1); // every prompt token but the first
-    for (std::size_t i = 0; i < prompt_logprobs.size(); ++i) {
-      CAPTURE(i);
-      CHECK(prompt_logprobs[i].chosen.token == p.ids[i + 1]);
-      CHECK(std::fabs(static_cast<double>(prompt_logprobs[i].chosen.logprob) - oracle(i, p.ids[i + 1])) <= tolerance);
-      REQUIRE(prompt_logprobs[i].top.size() == 3);
-      for (const auto& top : prompt_logprobs[i].top)
-        CHECK(std::fabs(static_cast<double>(top.logprob) - oracle(i, top.token)) <= tolerance);
+    std::vector<std::vector<StepOutput>> outputs(prompts.size());
+    std::size_t finished = 0;
+    for (std::size_t k = 0; k < prompts.size(); ++k) {
+      GenerationParams params = greedy(2);
+      params.logprobs = 3;
+      params.prompt_logprobs = true;
+      t.engine->submit(prompts[k].ids, params, [&, k](const StepOutput& out) {
+        const std::lock_guard lock(mutex);
+        outputs[k].push_back(out);
+        finished += out.finish != FinishReason::none ? 1 : 0;
+        cv.notify_all();
+      });
     }
-    // The first generated token comes from the last prompt row: greedy, so it is the most likely.
-    REQUIRE(outputs[0].logprobs);
-    const auto& first = *outputs[0].logprobs;
-    CHECK(first.chosen.token == *outputs[0].token);
-    CHECK(first.top[0].token == first.chosen.token);
-    CHECK(std::fabs(static_cast<double>(first.chosen.logprob) - oracle(p.ids.size() - 1, first.chosen.token)) <=
-          tolerance);
-    CHECK(outputs[1].prompt_logprobs.empty()); // sent once
-    REQUIRE(outputs[1].logprobs);
+    std::unique_lock lock(mutex);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return finished == prompts.size(); }));
+    for (std::size_t k = 0; k < prompts.size(); ++k) {
+      const auto& p = prompts[k];
+      CAPTURE(k);
+      // The oracle's log-softmax of row `row` at `token`, in double.
+      const auto oracle = [&](std::size_t row, TokenId token) {
+        const float* l = p.logits.data() + row * vocab;
+        const double top = *std::max_element(l, l + vocab);
+        double sum = 0;
+        for (std::size_t v = 0; v < vocab; ++v)
+          sum += std::exp(static_cast<double>(l[v]) - top);
+        return static_cast<double>(l[static_cast<std::size_t>(token)]) - top - std::log(sum);
+      };
+      const auto [lo, hi] = std::minmax_element(p.logits.begin(), p.logits.end());
+      const double tolerance = 2e-3 * static_cast<double>(*hi - *lo); // the runtime's logit bound, twice
+      REQUIRE(outputs[k].size() == 2);
+      const auto& prompt_logprobs = outputs[k][0].prompt_logprobs;
+      REQUIRE(prompt_logprobs.size() == p.ids.size() - 1); // every prompt token but the first
+      for (std::size_t i = 0; i < prompt_logprobs.size(); ++i) {
+        CAPTURE(i);
+        CHECK(prompt_logprobs[i].chosen.token == p.ids[i + 1]);
+        CHECK(std::fabs(static_cast<double>(prompt_logprobs[i].chosen.logprob) - oracle(i, p.ids[i + 1])) <= tolerance);
+        REQUIRE(prompt_logprobs[i].top.size() == 3);
+        for (const auto& top : prompt_logprobs[i].top)
+          CHECK(std::fabs(static_cast<double>(top.logprob) - oracle(i, top.token)) <= tolerance);
+      }
+      // The first generated token comes from the last prompt row: greedy, so it is the most likely.
+      REQUIRE(outputs[k][0].logprobs);
+      const auto& first = *outputs[k][0].logprobs;
+      CHECK(first.chosen.token == *outputs[k][0].token);
+      CHECK(first.top[0].token == first.chosen.token);
+      CHECK(std::fabs(static_cast<double>(first.chosen.logprob) - oracle(p.ids.size() - 1, first.chosen.token)) <=
+            tolerance);
+      CHECK(outputs[k][1].prompt_logprobs.empty()); // sent once
+      REQUIRE(outputs[k][1].logprobs);
+    }
+  };
+  SUBCASE("a 7-token step budget: prompts cross several chunks and steps") {
+    EngineUnderTest t({4, 7});
+    check_all(t);
+  }
+  SUBCASE("an ample budget: whole prompts side by side in one step") {
+    EngineUnderTest t({256, 2048});
+    check_all(t);
   }
 }

@@ -51,8 +51,11 @@ struct Engine::Active {
   }
 
   // Tokens this request may put in one step: with prompt logprobs every position yields a row of
-  // vocabulary logits, so its chunks are kept short (128 rows of a 128k vocabulary: 64 MiB).
-  std::int64_t chunk_cap() const { return wants_prompt_logprobs() ? 128 : std::numeric_limits<std::int64_t>::max(); }
+  // vocabulary logits, so its chunks are kept short (128 rows of a 128k vocabulary: 64 MiB) and
+  // within what the step has left of its rows (`logit_rows`).
+  std::int64_t chunk_cap(std::int64_t logit_rows) const {
+    return wants_prompt_logprobs() ? std::min<std::int64_t>(128, logit_rows) : std::numeric_limits<std::int64_t>::max();
+  }
 
   StepOutput output(FinishReason finish) const {
     StepOutput out;
@@ -316,13 +319,20 @@ Engine::step() {
   std::int64_t budget = m_options.max_num_batched_tokens;
   std::optional<std::int64_t> free = m_kv.free_blocks();
   std::int64_t preempted = 0;
+  // Rows of vocabulary logits for prompt logprobs in one step, all requests together: 512 rows of
+  // a 128k vocabulary are 256 MiB. A request with none left this step waits for the next.
+  std::int64_t logit_rows = 512;
 
   // Running sequences first, in admission order; when the cache is short, the latest admitted
   // gives its blocks back (and goes to the front of the queue).
   for (std::size_t i = 0; i < m_running.size() && budget > 0;) {
     Active& request = *m_running[i];
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size()) - request.computed;
-    const std::int64_t n = std::min({pending, budget, request.chunk_cap()});
+    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
+    if (n == 0) {
+      ++i;
+      continue;
+    }
     std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
     bool self_preempted = false;
     while (free && need > *free) {
@@ -340,6 +350,8 @@ Engine::step() {
     }
     if (self_preempted)
       break; // everything after it was preempted too
+    if (request.wants_prompt_logprobs())
+      logit_rows -= n;
     plan.push_back({&request, n, n == pending});
     budget -= n;
     if (free)
@@ -367,7 +379,11 @@ Engine::step() {
       continue;
     }
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size());
-    const std::int64_t n = std::min({pending, budget, request.chunk_cap()});
+    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
+    if (n == 0) {
+      ++it;
+      continue;
+    }
     const std::int64_t need = (n + m_kv.block_tokens() - 1) / m_kv.block_tokens();
     if (free && need > *free)
       break; // out of cache: first come, first served from here on
@@ -377,6 +393,8 @@ Engine::step() {
     request.skipped_line = blocked && takes_slot(v);
     if (takes_slot(v))
       active.insert(v);
+    if (request.wants_prompt_logprobs())
+      logit_rows -= n;
     plan.push_back({&request, n, n == pending});
     budget -= n;
     if (free)
