@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -88,12 +89,16 @@ read_lora_config(const nlohmann::json& config, const std::string& source) {
 // [rows, cols] of a decoder module the adapter may target ("model.layers.3.mlp.down_proj").
 std::optional<std::pair<std::int64_t, std::int64_t>>
 module_shape(const std::string& module, const model::ModelConfig& c) {
-  int layer = -1;
-  char kind[32] = {};
-  if (std::sscanf(module.c_str(), "model.layers.%d.%31s", &layer, kind) != 2 || layer < 0 || layer >= c.num_layers ||
-      module != fmt::format("model.layers.{}.{}", layer, kind))
+  const std::string_view prefix = "model.layers.";
+  if (module.rfind(prefix, 0) != 0)
     return std::nullopt;
-  const std::string k = kind;
+  std::int64_t layer = -1;
+  const char* digits = module.data() + prefix.size();
+  const auto [end, error] = std::from_chars(digits, module.data() + module.size(), layer);
+  if (error != std::errc() || end == digits || (*digits == '0' && end - digits > 1) || layer < 0 ||
+      layer >= c.num_layers || end == module.data() + module.size() || *end != '.')
+    return std::nullopt;
+  const std::string k(end + 1, module.data() + module.size());
   if (k == "self_attn.q_proj")
     return std::pair{c.q_dim(), c.hidden_size};
   if (k == "self_attn.k_proj" || k == "self_attn.v_proj")
