@@ -90,7 +90,6 @@ DeltaStore::load_and_install(std::int32_t id, const std::filesystem::path& dir) 
   const std::lock_guard lock(m_mutex);
   ++m_stats.loads;
   m_stats.load_seconds += seconds;
-  m_stats.resident_bytes += bytes;
   return bytes;
 }
 
@@ -153,7 +152,7 @@ DeltaStore::load(std::int32_t id) {
 
 void
 DeltaStore::evict_idle_beyond_budget(std::unique_lock<std::mutex>& lock, std::int32_t keep) {
-  while (m_options.host_budget_bytes > 0 && m_stats.resident_bytes > m_options.host_budget_bytes) {
+  while (m_options.host_budget_bytes > 0 && resident_bytes() > m_options.host_budget_bytes) {
     const Slot* victim = nullptr;
     for (const auto& [id, slot] : m_slots)
       if (slot.entry.resident && slot.entry.in_flight == 0 && !slot.loading && id != keep &&
@@ -169,7 +168,6 @@ void
 DeltaStore::evict(std::unique_lock<std::mutex>& lock, std::int32_t id) {
   Slot& slot = m_slots.at(id);
   slot.entry.resident = false; // new requests wait for a load from here on, queued behind this
-  m_stats.resident_bytes -= slot.entry.bytes;
   slot.entry.bytes = 0;
   ++m_stats.evictions;
   lock.unlock(); // the engine's sinks take m_mutex: never wait for the engine holding it
@@ -246,10 +244,20 @@ DeltaStore::list() const {
   return out;
 }
 
+std::uint64_t
+DeltaStore::resident_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [_, slot] : m_slots)
+    total += slot.entry.bytes; // 0 unless resident
+  return total;
+}
+
 DeltaStoreStats
 DeltaStore::stats() const {
   const std::lock_guard lock(m_mutex);
-  return m_stats;
+  DeltaStoreStats out = m_stats;
+  out.resident_bytes = resident_bytes();
+  return out;
 }
 
 } // namespace optkit::serve

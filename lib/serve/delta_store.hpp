@@ -100,6 +100,7 @@ private:
   void evict(std::unique_lock<std::mutex>& lock, std::int32_t id);
   void evict_if_unregistered(std::int32_t id);
   Slot& registered(const std::string& name); // m_mutex held; throws UnknownDelta
+  std::uint64_t resident_bytes() const;      // m_mutex held: the resident slots' bytes
 
   runtime::CpuTransformer& m_model;
   Engine& m_engine;
@@ -109,7 +110,7 @@ private:
   std::map<std::int32_t, Slot> m_slots;     // by id; unregistered slots leave once idle
   std::deque<std::function<void()>> m_jobs; // for the loader thread
   std::uint64_t m_clock = 0;                // for LRU
-  DeltaStoreStats m_stats;
+  DeltaStoreStats m_stats;                  // counters; resident_bytes is summed from the slots when asked
   bool m_stopping = false;
   std::int32_t m_next_id = 0;
   std::thread m_thread;

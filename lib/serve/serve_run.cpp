@@ -5,7 +5,6 @@
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
-#include "model/model_config.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/api_server.hpp"
 #include "serve/delta_store.hpp"
@@ -74,7 +73,6 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
     on_listening(summary.port);
 
   auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(options.base));
-  const auto config = model::load_model_config(options.base);
   LoadedModel loaded = load_served_model(options, *tokenizer);
   const runtime::KvCache& kv = *loaded.kv;
   Engine engine(std::move(loaded.model), kv, loaded.engine);
@@ -94,7 +92,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
     if (v.name == served.name)
       throw InputError("--delta " + v.name + "=...: the name is the base model's; pick another");
   served.tokenizer = tokenizer;
-  served.max_model_len = config.max_position_embeddings;
+  served.max_model_len = engine.config().max_position_embeddings;
   try {
     served.chat_template = model::load_chat_template(options.base);
   } catch (const InputError& e) {

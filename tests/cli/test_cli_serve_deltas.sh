@@ -34,6 +34,11 @@ print(r.status, r.read().decode())
 PY
 }
 
+# completion_text "STATUS BODY": the text of a completion answer.
+completion_text() {
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$1"
+}
+
 # A real delta of tiny-code against tiny-base, served beside the base as model "code".
 run -q compress delta --base "$base" --finetuned "$OPTKIT_SOURCE_DIR/testdata/models/tiny-code" \
   --recipe delta_2of4_int4 --calib "$OPTKIT_SOURCE_DIR/testdata/corpora/code.calib.txt" --samples 4 --seq-len 32 \
@@ -59,16 +64,16 @@ open(os.path.join(out, "adapter_model.safetensors"), "wb").write(struct.pack("<Q
 PY
 start_server --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora"
 out=$(http POST /v1/completions '{"model": "zero", "prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
-lora_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+lora_text=$(completion_text "$out")
 out=$(http POST /v1/completions '{"prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
-base_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+base_text=$(completion_text "$out")
 [ "$lora_text" = "$base_text" ] || fail "a B = 0 LoRA answers '$lora_text', the base '$base_text'"
 out=$(http GET /health) && [ "${out%% *}" = 200 ] || fail "health: $out"
 out=$(http GET /v1/models '')
 [[ $out == *'"id":"code"'*'"parent":"tiny-base"'* ]] || fail "the variant is not listed with its parent: $out"
 out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
 [[ $out == 200* && $out == *'"model":"code"'* ]] || fail "a completion from the variant: $out"
-decoupled_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+decoupled_text=$(completion_text "$out")
 out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
 [[ $out == 404* && $out == *"served: tiny-base, code"* ]] || fail "unknown model: $out"
 
@@ -78,7 +83,7 @@ out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\":
 out=$(http GET /v1/models '')
 [[ $out == *'"id":"code2"'*'"parent":"tiny-base"'* ]] || fail "the loaded delta is not listed: $out"
 out=$(http POST /v1/completions '{"model": "code2", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
-loaded_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+loaded_text=$(completion_text "$out")
 [ "$loaded_text" = "$decoupled_text" ] || fail "the delta loaded over HTTP: '$loaded_text', at start: '$decoupled_text'"
 out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/code\"}")
 [[ $out == 400* && $out == *"already served"* ]] || fail "a second load under a taken name: $out"
@@ -168,7 +173,7 @@ RC=$?
 # The swap-full-model baseline serves the same variant with the same greedy text, swapping models.
 start_server --delta "code=$SCRATCH/code" --baseline swap
 out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
-swap_text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"])' "$out")
+swap_text=$(completion_text "$out")
 [ "$swap_text" = "$decoupled_text" ] || fail "--baseline swap: '$swap_text', decoupled: '$decoupled_text'"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "temperature": 0}')
 [[ $out == 200* ]] || fail "the base after the variant under --baseline swap: $out"
