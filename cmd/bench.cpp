@@ -1,0 +1,139 @@
+// optkit bench — certify the highest request rate an OpenAI-compatible server sustains under SLOs.
+#include "app_context.hpp"
+
+#include "bench/bench_report.hpp"
+#include "bench/bench_run.hpp"
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace optkit::cmd {
+
+void
+register_bench(CLI::App& app, CommandRegistry& commands) {
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Certify the highest request rate a server sustains under SLOs (closed-loop gate, open-loop search)");
+  struct Flags {
+    bench::BenchOptions options;
+    std::string format, output;
+    double rate = 0, max_dispatch_lag_ms = 5;
+    int concurrency = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto& o = flags->options;
+  auto& c = o.certify;
+  bench->add_option("--endpoint", o.endpoint, "OpenAI-compatible server, e.g. http://127.0.0.1:8000")->required();
+  bench->add_option("--model", o.model, "model name to request (default: the first /v1/models lists)");
+  bench->add_option("--api-key", o.api_key, "bearer key for the server (default: $OPENAI_API_KEY)");
+  bench->add_option("--profile", o.profile, "serving profile: a name under profiles/serving/ or a YAML file")
+      ->capture_default_str();
+  bench->add_option("--tokenizer", o.tokenizer,
+                    "model folder whose tokenizer.json counts prompt tokens (default: the server's /tokenize)");
+  bench->add_option("--corpus", o.corpus, "UTF-8 text prompts are cut from (default: profiles/serving/corpus.txt)");
+  bench->add_option("--slo", o.slos, "SLO, e.g. 'ttft:p95<=500ms', 'e2e:p99<2s+5%' (repeatable)");
+  bench->add_option("--rate", flags->rate, "run one open-loop trial at this many requests/s instead of certifying")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--concurrency", flags->concurrency, "run one closed-loop trial with this many streams instead")
+      ->check(CLI::Range(1, 1 << 20));
+  bench->add_option("--requests", o.requests, "requests in a --rate/--concurrency trial (default: sized as a trial)");
+  bench->add_option("--initial-rate", c.initial_rate, "first open-loop rate (default: the gate's lower bound LB)")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--max-trials", c.max_trials, "open-loop trial budget")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench->add_option("--precision", c.precision, "stop when failing − passing rate ≤ this fraction of the passing rate")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  bench->add_option("--beta-tolerance", c.summary.beta_tolerance, "steady state iff |β − 1| ≤ this (Eq. 1)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  bench->add_option("--max-error-rate", c.summary.max_error_rate, "a trial with more failed requests fails")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  bench
+      ->add_option("--max-dispatch-lag-ms", flags->max_dispatch_lag_ms,
+                   "p99 dispatch lag beyond which a trial is client-limited")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--gate-requests", c.gate_requests, "requests in the closed-loop gate")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  bench->add_option("--min-requests", c.min_requests, "fewest requests in an open-loop trial")
+      ->check(CLI::Range(8, 1 << 24))
+      ->capture_default_str();
+  bench->add_option("--min-trial-seconds", c.min_trial_s, "shortest open-loop trial")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench->add_option("--max-trial-seconds", c.max_trial_s, "longest open-loop trial (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench->add_option("--warmup", c.summary.warmup_fraction, "share of each trial's schedule excluded at the start")
+      ->check(CLI::Range(0.0, 0.45))
+      ->capture_default_str();
+  bench->add_option("--cooldown", c.summary.cooldown_fraction, "share excluded at the end")
+      ->check(CLI::Range(0.0, 0.45))
+      ->capture_default_str();
+  bench->add_option("--replicates", c.replicates, "runs of the boundary rate; a certificate needs all to pass")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  bench->add_option("--request-timeout", o.request_timeout_s, "seconds one request may take before it fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--max-connections", o.max_connections, "connections the generator may open")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  bench->add_option("--requests-out", o.requests_out, "write every request's timings as JSON lines to FILE");
+  add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
+  add_format_option(*bench, flags->format);
+  add_output_option(*bench, flags->output, "write the result to FILE instead of stdout");
+  commands.add({"bench", bench, [flags](AppContext& ctx) {
+                  auto options = flags->options;
+                  if (options.api_key.empty())
+                    if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
+                      options.api_key = key;
+                  if (flags->rate > 0)
+                    options.rate = flags->rate;
+                  if (flags->concurrency > 0)
+                    options.concurrency = flags->concurrency;
+                  options.certify.summary.max_dispatch_lag_s = flags->max_dispatch_lag_ms / 1e3;
+                  const OutputFormat format = parse_output_format(flags->format);
+                  auto context = ctx.run_context(0);
+                  const bool progress = !ctx.flags.quiet;
+                  const auto result = bench::run_bench(options, context, [&](const bench::TrialResult& trial) {
+                    if (progress)
+                      std::fprintf(stderr, "%s\n", bench::progress_line(trial).c_str());
+                  });
+                  const auto& cert = result.certification;
+                  if (format == OutputFormat::json) {
+                    auto out = bench::to_json(result);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n", flags->output);
+                  } else {
+                    std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
+                    if (format == OutputFormat::table)
+                      text += fmt::format("\n{}: {:.4g} req/s certified{}{} ({}; model {}, profile {})\n",
+                                          bench::to_string(cert.status), cert.certified_rate,
+                                          cert.lowest_failing > 0
+                                              ? fmt::format(", {:.4g} req/s failed", cert.lowest_failing)
+                                              : std::string(),
+                                          cert.binding.empty() ? std::string() : "; binding: " + cert.binding,
+                                          cert.stop_reason, result.model, result.profile.name);
+                    ctx.emit(text, flags->output);
+                  }
+                  switch (cert.status) {
+                  case bench::CertificationStatus::feasible:
+                    return;
+                  case bench::CertificationStatus::interrupted:
+                    throw Interrupted("bench interrupted");
+                  case bench::CertificationStatus::client_limited:
+                    throw GoalNotMet("CLIENT_LIMITED: " + cert.stop_reason);
+                  case bench::CertificationStatus::infeasible:
+                    throw GoalNotMet("INFEASIBLE: " + (cert.binding.empty() ? cert.stop_reason : cert.binding));
+                  }
+                }});
+}
+
+} // namespace optkit::cmd

@@ -1,0 +1,247 @@
+#include "bench/bench_run.hpp"
+
+#include "bench/arrivals.hpp"
+#include "bench/bench_report.hpp"
+#include "bench/load_generator.hpp"
+#include "bench/prompt_synthesis.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "http/client.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace optkit::bench {
+
+namespace {
+
+// The base URL without a trailing /v1, so paths are the OpenAI ones.
+http::Url
+server_url(const std::string& text) {
+  auto url = http::parse_url(text);
+  if (url.prefix.size() >= 3 && url.prefix.substr(url.prefix.size() - 3) == "/v1")
+    url.prefix.resize(url.prefix.size() - 3);
+  return url;
+}
+
+std::string
+first_model(http::Client& client) {
+  http::Response response;
+  try {
+    response = client.request("GET", "/v1/models");
+  } catch (const RuntimeFailure& e) {
+    throw RuntimeFailure(std::string("--endpoint: ") + e.what());
+  }
+  if (response.status == 401 || response.status == 403)
+    throw InputError(fmt::format("--endpoint {}: HTTP {} on /v1/models — give the server's key with --api-key or "
+                                 "OPENAI_API_KEY",
+                                 client.url().text, response.status));
+  if (response.status != 200)
+    throw RuntimeFailure(
+        fmt::format("--endpoint {}: GET /v1/models answered HTTP {}", client.url().text, response.status));
+  const auto body = nlohmann::json::parse(response.body, nullptr, false);
+  if (body.is_discarded() || !body.contains("data") || !body["data"].is_array() || body["data"].empty() ||
+      !body["data"][0].is_object() || !body["data"][0].contains("id") || !body["data"][0]["id"].is_string())
+    throw RuntimeFailure(fmt::format("--endpoint {}: /v1/models lists no model; give --model", client.url().text));
+  return body["data"][0]["id"].get<std::string>();
+}
+
+// Live trials against an endpoint: requests drawn from the profile per trial (seeded), prompts
+// synthesized to exact token counts, sent by the load generator.
+class EndpointRunner final : public TrialRunner {
+public:
+  EndpointRunner(const ServingProfile& profile, const std::string& model, TokenCodec& codec, const std::string& corpus,
+                 GeneratorOptions generator, std::uint64_t seed)
+      : m_profile(profile)
+      , m_model(model)
+      , m_codec(codec)
+      , m_corpus(corpus)
+      , m_generator(std::move(generator))
+      , m_seed(seed) {}
+
+  TrialRecording closed_loop(std::size_t count, int concurrency) override {
+    return m_generator.closed_loop(prepare(count, m_seed), count, concurrency);
+  }
+  TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
+    ArrivalOptions arrivals{m_profile.arrival, rate, m_profile.burstiness, seed};
+    return m_generator.open_loop(prepare(count, seed), arrival_offsets(arrivals, count));
+  }
+
+private:
+  // At most 2048 distinct prompts per trial (requests beyond reuse them in turn), so a long
+  // trial does not spend minutes counting tokens through a server's /tokenize.
+  std::vector<PreparedRequest> prepare(std::size_t count, std::uint64_t seed) {
+    const auto plan = plan_requests(m_profile, std::min<std::size_t>(std::max<std::size_t>(count, 1), 2048), seed);
+    PromptSynthesizer prompts(m_codec, m_corpus, m_profile.shared_prefix_tokens, seed);
+    std::vector<PreparedRequest> out;
+    out.reserve(plan.size());
+    for (const auto& planned : plan) {
+      const auto prompt = prompts.make(planned.input_tokens);
+      nlohmann::json body = {{"model", m_model},
+                             {"max_tokens", planned.output_tokens},
+                             {"stream", true},
+                             {"stream_options", {{"include_usage", true}}},
+                             {"temperature", m_profile.temperature}};
+      if (m_profile.ignore_eos) {
+        body["ignore_eos"] = true;
+        body["min_tokens"] = planned.output_tokens;
+      }
+      if (m_profile.api == Api::chat)
+        body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt.text}}});
+      else
+        body["prompt"] = prompt.text;
+      out.push_back({body.dump(), prompt.tokens, planned.output_tokens});
+    }
+    return out;
+  }
+
+  const ServingProfile& m_profile;
+  std::string m_model;
+  TokenCodec& m_codec;
+  const std::string& m_corpus;
+  LoadGenerator m_generator;
+  std::uint64_t m_seed;
+};
+
+void
+archive_trial(const archive::RunContext& context, const TrialResult& trial) {
+  if (context.archive == nullptr || context.run_id == 0)
+    return;
+  auto& a = *context.archive;
+  const auto id = a.begin_trial(context.run_id, trial.index, 1,
+                                {{"phase", trial.phase},
+                                 {"rate", trial.phase == "gate" ? nlohmann::json(nullptr) : nlohmann::json(trial.rate)},
+                                 {"requests", trial.planned_requests}});
+  archive::TrialEnd end;
+  end.status = trial.passed ? archive::TrialStatus::succeeded : archive::TrialStatus::failed;
+  end.error = trial.summary.failure;
+  auto result = to_json(trial.summary);
+  result["passed"] = trial.passed;
+  end.result = result;
+  a.finish_trial(id, end);
+  const auto& s = trial.summary;
+  const std::vector<archive::NewMetric> metrics = {{"request_throughput", s.request_throughput, "req/s"},
+                                                   {"output_token_throughput", s.output_token_throughput, "tok/s"},
+                                                   {"goodput", s.goodput, "req/s"},
+                                                   {"ttft_p95", s.ttft.p95, "s"},
+                                                   {"tpot_p50", s.tpot.p50, "s"},
+                                                   {"e2e_p95", s.e2e.p95, "s"},
+                                                   {"e2e_p99", s.e2e.p99, "s"},
+                                                   {"dispatch_lag_p99", s.dispatch_lag.p99, "s"},
+                                                   {"beta", s.steady.beta, ""},
+                                                   {"error_rate", s.error_rate, ""}};
+  for (const auto& metric : metrics)
+    a.add_metric(context.run_id, id, metric);
+}
+
+} // namespace
+
+BenchResult
+run_bench(const BenchOptions& options, const archive::RunContext& context,
+          const std::function<void(const TrialResult&)>& on_trial) {
+  if (options.endpoint.empty())
+    throw InputError("--endpoint URL is required (an OpenAI-compatible server, e.g. http://127.0.0.1:8000)");
+  if (options.rate && options.concurrency)
+    throw InputError("--rate and --concurrency are exclusive: one open-loop rate or one closed-loop concurrency");
+  if (options.rate && !(*options.rate > 0))
+    throw InputError("--rate must be a positive number of requests per second");
+  if (options.concurrency && *options.concurrency < 1)
+    throw InputError("--concurrency must be at least 1");
+  BenchResult result;
+  result.profile = resolve_serving_profile(options.profile);
+  auto certify_options = options.certify;
+  certify_options.summary.slos = parse_slos(options.slos);
+  const std::string corpus = options.corpus.empty() ? default_corpus_text() : read_input_file(options.corpus);
+
+  const auto url = server_url(options.endpoint);
+  result.endpoint = url.text;
+  http::ClientOptions client_options;
+  client_options.connect_timeout = std::chrono::milliseconds(5000);
+  client_options.request_timeout = std::chrono::milliseconds(30000);
+  if (!options.api_key.empty())
+    client_options.headers.emplace_back("Authorization", "Bearer " + options.api_key);
+  http::Client control(url, client_options);
+  result.model = options.model.empty() ? first_model(control) : options.model;
+  if (!options.model.empty())
+    (void)first_model(control); // reachability and the key, before any trial
+  const auto codec = options.tokenizer.empty() ? server_codec(control, result.model) : local_codec(options.tokenizer);
+  result.token_counter = codec->source();
+
+  GeneratorOptions generator;
+  generator.endpoint = url;
+  generator.path = result.profile.api == Api::chat ? "/v1/chat/completions" : "/v1/completions";
+  generator.headers = client_options.headers;
+  generator.request_timeout_s = options.request_timeout_s;
+  generator.max_connections = options.max_connections;
+  EndpointRunner runner(result.profile, result.model, *codec, corpus, generator, certify_options.seed);
+
+  const auto on_each = [&](const TrialResult& trial) {
+    archive_trial(context, trial);
+    if (on_trial)
+      on_trial(trial);
+  };
+  if (options.rate || options.concurrency) {
+    result.single_trial = true;
+    TrialResult trial;
+    auto summary_options = certify_options.summary;
+    if (options.rate) {
+      trial.phase = "rate";
+      trial.rate = *options.rate;
+      trial.planned_requests = options.requests > 0 ? options.requests : trial_requests(certify_options, trial.rate);
+      trial.recording = runner.open_loop(trial.rate, trial.planned_requests, certify_options.seed + 1);
+    } else {
+      trial.phase = "concurrency";
+      trial.planned_requests = options.requests > 0 ? options.requests : certify_options.min_requests;
+      trial.recording = runner.closed_loop(trial.planned_requests, *options.concurrency);
+      summary_options.open_loop = false;
+    }
+    summary_options.seed = certify_options.seed;
+    trial.summary = summarize_trial(trial.recording, summary_options);
+    trial.passed = trial.summary.failure.empty();
+    trial.client_limited = trial.summary.client_limited;
+    on_each(trial);
+    auto& c = result.certification;
+    c.trials.push_back(std::move(trial));
+    const auto& t = c.trials.back();
+    c.status = t.recording.interrupted ? CertificationStatus::interrupted
+               : t.client_limited      ? CertificationStatus::client_limited
+               : t.passed              ? CertificationStatus::feasible
+                                       : CertificationStatus::infeasible;
+    c.certified_rate = t.passed && options.rate ? t.rate : 0.0;
+    c.binding = t.summary.failure;
+    c.stop_reason = "a single trial was asked for";
+  } else {
+    result.certification = certify(runner, certify_options, on_each);
+  }
+  const auto& c = result.certification;
+  std::size_t requests = 0, failed = 0;
+  for (const auto& t : c.trials) {
+    requests += t.recording.requests.size();
+    for (const auto& r : t.recording.requests)
+      failed += r.ok() ? 0u : 1u;
+  }
+  if (requests > 0 && failed == requests)
+    throw RuntimeFailure(fmt::format("--endpoint {}: every request failed ({}) — is the server up and serving '{}'?",
+                                     url.text, c.trials.front().recording.requests.front().error, result.model));
+  if (!options.requests_out.empty())
+    write_request_rows(c, options.requests_out);
+  if (context.archive != nullptr && context.run_id != 0) {
+    context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
+    if (!options.requests_out.empty())
+      context.archive->add_artifact(context.run_id, std::nullopt, options.requests_out, "requests");
+  }
+  return result;
+}
+
+nlohmann::json
+to_json(const BenchResult& result) {
+  auto out = to_json(result.certification);
+  out["model"] = result.model;
+  out["endpoint"] = result.endpoint;
+  out["profile"] = result.profile.name;
+  out["token_counter"] = result.token_counter;
+  return out;
+}
+
+} // namespace optkit::bench

@@ -1,0 +1,50 @@
+// `optkit bench` as a library call: resolve the target (endpoint, model, token counter), build
+// requests from the serving profile, then certify (Algorithm 1), or run a single open-loop rate
+// or closed-loop concurrency; every trial is archived as a trial row of the run with its
+// metrics, and the per-request rows as an artifact.
+#pragma once
+
+#include "archive/run_context.hpp"
+#include "bench/certification.hpp"
+#include "bench/serving_profile.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::bench {
+
+struct BenchOptions {
+  std::string endpoint; // http://host:port (a trailing /v1 is accepted)
+  std::string model;    // empty: the first model /v1/models lists
+  std::string api_key;  // sent as Authorization: Bearer
+  std::string profile = "chat-small";
+  std::string tokenizer; // model folder whose tokenizer.json counts tokens (empty: the server's /tokenize)
+  std::string corpus;    // text prompts are cut from (empty: profiles/serving/corpus.txt)
+  std::vector<std::string> slos;
+  CertifyOptions certify;
+  std::optional<double> rate;     // one open-loop trial at this rate instead of certifying
+  std::optional<int> concurrency; // one closed-loop trial with this many streams
+  std::size_t requests = 0;       // for --rate / --concurrency (0: sized as for certification)
+  double request_timeout_s = 120;
+  std::size_t max_connections = 4096;
+  std::string requests_out; // per-request JSON lines (also archived)
+};
+
+struct BenchResult {
+  Certification certification;
+  std::string model;
+  std::string endpoint;
+  std::string token_counter;
+  ServingProfile profile;
+  bool single_trial = false;
+};
+
+// Throws InputError (exit 2) on bad options, RuntimeFailure (exit 3) when the endpoint is not
+// reachable or stops answering entirely. `on_trial` gets each trial as it ends.
+BenchResult run_bench(const BenchOptions& options, const archive::RunContext& context,
+                      const std::function<void(const TrialResult&)>& on_trial = {});
+
+nlohmann::json to_json(const BenchResult& result);
+
+} // namespace optkit::bench

@@ -1,0 +1,76 @@
+// SLO certification, OptiKit's Algorithm 1: a closed-loop infeasibility gate (one request at a
+// time; if the SLOs fail with no queueing at all, no rate can pass), then open-loop trials that
+// double the rate while it passes and bisect once one fails, until the gap between the highest
+// passing and the lowest failing rate is within the precision, or the trial budget is spent.
+//
+// Where this departs from the paper's listing, and why: the paper's line 17 halves towards the
+// gate's lower bound LB on every failure, which cannot converge on a boundary above 2·LB; here
+// a failure bisects between the highest passing rate so far (LB before any pass) and the failing
+// rate — the bracketing-and-midpoint search its text describes. When even rates near LB fail
+// (a single-slot server is exactly at capacity at LB), the lower end halves below LB.
+#pragma once
+
+#include "bench/trial_summary.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace optkit::bench {
+
+// What runs a trial: a live endpoint, or a simulated queue in tests.
+class TrialRunner {
+public:
+  virtual ~TrialRunner() = default;
+  virtual TrialRecording closed_loop(std::size_t count, int concurrency) = 0;
+  // `rate` requests per second for `count` requests, arrivals drawn with `seed`.
+  virtual TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) = 0;
+};
+
+struct CertifyOptions {
+  SummaryOptions summary;  // SLOs, β tolerance, error and lag bounds, warmup/cooldown
+  double initial_rate = 0; // 0: start at the gate's LB
+  int max_trials = 12;     // open-loop trials
+  double precision = 0.05; // stop when (lowest failing − highest passing) ≤ precision × highest passing
+  std::size_t gate_requests = 32;
+  std::size_t min_requests = 100; // per open-loop trial
+  std::size_t tail_k = 10;        // samples beyond the highest SLO percentile
+  double min_trial_s = 10;        // an open-loop trial lasts at least this (more requests at high rates)
+  double max_trial_s = 600;       // and at most this (fewer requests at low rates; flagged)
+  int replicates = 1;             // runs of the final boundary rates (a pass needs every run to pass)
+  std::uint64_t seed = 0;
+};
+
+struct TrialResult {
+  int index = 0;     // 0: the gate
+  std::string phase; // "gate", "search", "replicate"
+  double rate = 0;   // open-loop target (0 for the gate)
+  std::size_t planned_requests = 0;
+  bool passed = false;
+  bool client_limited = false;
+  TrialSummary summary;
+  TrialRecording recording;
+};
+
+enum class CertificationStatus { feasible, infeasible, client_limited, interrupted };
+std::string to_string(CertificationStatus status);
+
+struct Certification {
+  CertificationStatus status = CertificationStatus::infeasible;
+  double certified_rate = 0; // the highest passing rate (0 when none)
+  double lowest_failing = 0; // 0 when no rate failed
+  double lower_bound = 0;    // LB = E[1/latency] from the gate
+  std::string binding;       // what failed at the lowest failing rate (or at the gate)
+  bool converged = false;
+  std::string stop_reason;
+  std::vector<TrialResult> trials;
+};
+
+// `on_trial` sees each trial as it ends (progress lines, archive rows).
+Certification certify(TrialRunner& runner, const CertifyOptions& options,
+                      const std::function<void(const TrialResult&)>& on_trial = {});
+
+// How many requests an open-loop trial at `rate` runs (tail samples, then duration bounds).
+std::size_t trial_requests(const CertifyOptions& options, double rate);
+
+} // namespace optkit::bench

@@ -1,0 +1,209 @@
+#include "bench/load_generator.hpp"
+
+#include "bench/openai_stream.hpp"
+#include "core/clock.hpp"
+#include "core/interrupt.hpp"
+#include "http/async_client.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace optkit::bench {
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+struct InFlight {
+  RequestRecord record;
+  OpenAiStreamReader reader;
+};
+
+// Everything one trial shares between the pacer thread and the I/O thread.
+class TrialState {
+public:
+  TrialState(std::size_t count) : m_flights(count), m_start(Steady::now()) {}
+
+  double now() const { return std::chrono::duration<double>(Steady::now() - m_start).count(); }
+  Steady::time_point at(double offset) const {
+    return m_start + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(offset));
+  }
+  InFlight& flight(std::size_t i) { return m_flights[i]; }
+
+  void done_one() {
+    std::lock_guard lock(m_mutex);
+    ++m_done;
+    m_changed.notify_all();
+  }
+  // Waits until `count` requests are done or `deadline` passes or an interrupt arrives.
+  bool wait_done(std::size_t count, Steady::time_point deadline) {
+    std::unique_lock lock(m_mutex);
+    while (m_done < count) {
+      if (interrupt_requested() || Steady::now() >= deadline)
+        return false;
+      m_changed.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
+  TrialRecording take(std::size_t sent, std::int64_t wall_start_ms) {
+    TrialRecording out;
+    out.wall_start_ms = wall_start_ms;
+    out.requests.reserve(sent);
+    std::lock_guard lock(m_mutex);
+    for (std::size_t i = 0; i < sent; ++i) {
+      out.requests.push_back(std::move(m_flights[i].record));
+      out.duration_s = std::max(out.duration_s, out.requests.back().end);
+    }
+    return out;
+  }
+
+private:
+  std::vector<InFlight> m_flights;
+  Steady::time_point m_start;
+  std::mutex m_mutex;
+  std::condition_variable m_changed;
+  std::size_t m_done = 0;
+};
+
+void
+finish_record(InFlight& flight, const http::AsyncResult& result, double now, const PreparedRequest& request) {
+  auto& record = flight.record;
+  record.end = now;
+  record.status = result.status;
+  const auto& reader = flight.reader;
+  if (!result.error.empty()) {
+    record.error = result.status == 0 ? result.error : fmt::format("HTTP {}: {}", result.status, result.error);
+  } else if (result.status < 200 || result.status >= 300) {
+    std::string message;
+    const auto body = nlohmann::json::parse(result.body, nullptr, false);
+    if (body.is_object() && body.contains("error") && body["error"].is_object())
+      message = body["error"].value("message", std::string());
+    record.error = fmt::format("HTTP {}{}", result.status, message.empty() ? "" : ": " + message.substr(0, 200));
+  } else if (!reader.error().empty()) {
+    record.error = reader.error();
+  } else if (!reader.done()) {
+    record.error = "the stream ended without data: [DONE]";
+  }
+  record.first_token = reader.first_text_time();
+  record.chunk_times = reader.text_chunk_times();
+  record.usage_reported = reader.has_usage();
+  record.input_tokens = reader.has_usage() ? reader.prompt_tokens() : request.input_tokens;
+  record.output_tokens = reader.has_usage() ? reader.completion_tokens() : reader.text_chunks();
+  record.server_queue_s = reader.server_queue_s();
+  if (record.ok() && record.first_token < 0)
+    record.error = "the stream carried no output text";
+}
+
+std::unique_ptr<http::AsyncClient>
+make_client(const GeneratorOptions& options) {
+  http::AsyncClientOptions client;
+  client.client.request_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, options.request_timeout_s) * 1000));
+  client.client.headers = options.headers;
+  client.max_connections = options.max_connections;
+  client.threads = options.io_threads;
+  return std::make_unique<http::AsyncClient>(options.endpoint, client);
+}
+
+void
+submit(http::AsyncClient& client, const GeneratorOptions& options, TrialState& state, std::size_t index,
+       const PreparedRequest& request, std::function<void()> after) {
+  auto& flight = state.flight(index);
+  http::AsyncHandlers handlers;
+  handlers.on_send = [&flight, &state] {
+    if (flight.record.sent < 0)
+      flight.record.sent = state.now();
+  };
+  handlers.on_data = [&flight, &state](std::string_view bytes) { return flight.reader.feed(bytes, state.now()); };
+  handlers.on_done = [&flight, &state, &request, after = std::move(after)](http::AsyncResult result) {
+    finish_record(flight, result, state.now(), request);
+    state.done_one();
+    if (after)
+      after();
+  };
+  client.submit(http::AsyncRequest{"POST", options.path, request.body, "application/json"}, std::move(handlers));
+}
+
+// Sleeps until shortly before `target`, then spins: the OS timer alone would quantize sends to
+// its slack (about 50 µs, more under load).
+void
+pace_until(Steady::time_point target) {
+  constexpr auto spin = std::chrono::microseconds(200);
+  const auto now = Steady::now();
+  if (target - now > spin)
+    std::this_thread::sleep_until(target - spin);
+  while (Steady::now() < target) {
+  }
+}
+
+} // namespace
+
+LoadGenerator::LoadGenerator(GeneratorOptions options) : m_options(std::move(options)) {}
+
+TrialRecording
+LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets) {
+  const std::size_t count = requests.empty() ? 0 : offsets.size();
+  auto client = make_client(m_options);
+  const auto wall_start = SystemClock::instance().wall_ms();
+  TrialState state(count);
+  std::size_t sent = 0;
+  bool interrupted = false;
+  for (; sent < count; ++sent) {
+    if (interrupt_requested()) {
+      interrupted = true;
+      break;
+    }
+    pace_until(state.at(offsets[sent]));
+    auto& record = state.flight(sent).record;
+    record.index = sent;
+    record.intended = offsets[sent];
+    submit(*client, m_options, state, sent, requests[sent % requests.size()], nullptr);
+  }
+  const double last = sent > 0 ? offsets[sent - 1] : 0.0;
+  if (!state.wait_done(sent, state.at(last + m_options.request_timeout_s + 5.0)))
+    interrupted = interrupted || interrupt_requested();
+  client.reset(); // ends whatever is left (timed out or interrupted) with an error
+  auto out = state.take(sent, wall_start);
+  out.interrupted = interrupted;
+  return out;
+}
+
+TrialRecording
+LoadGenerator::closed_loop(const std::vector<PreparedRequest>& requests, std::size_t count, int concurrency) {
+  if (requests.empty())
+    count = 0;
+  auto client = make_client(m_options);
+  const auto wall_start = SystemClock::instance().wall_ms();
+  TrialState state(count);
+  std::atomic<std::size_t> next{0};
+  // Each stream sends its next request from the previous one's completion, on the I/O thread.
+  std::function<void()> send_next = [&] {
+    const std::size_t index = next.fetch_add(1);
+    if (index >= count || interrupt_requested())
+      return;
+    auto& record = state.flight(index).record;
+    record.index = index;
+    record.intended = state.now();
+    submit(*client, m_options, state, index, requests[index % requests.size()], send_next);
+  };
+  for (int stream = 0; stream < std::max(1, concurrency); ++stream)
+    send_next();
+  const bool all =
+      state.wait_done(count, Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(
+                                                 m_options.request_timeout_s * (static_cast<double>(count) + 1.0))));
+  next.store(count); // no stream starts another request
+  client.reset();
+  auto out = state.take(count, wall_start);
+  // Requests never started (interrupt) carry no times; drop them.
+  std::erase_if(out.requests, [](const RequestRecord& r) { return r.sent < 0 && r.end < 0; });
+  out.interrupted = !all && interrupt_requested();
+  return out;
+}
+
+} // namespace optkit::bench

@@ -1,0 +1,57 @@
+// The load generator: sends prepared OpenAI requests to an endpoint, open-loop (each at its
+// scheduled time, however many are in flight) or closed-loop (a fixed number of streams, each
+// sending its next request when the last one ends), over one asynchronous HTTP client, and
+// records every request (request_record.hpp). The calling thread is the pacer: it sleeps to
+// shortly before each send time and spins the rest, so sends leave within microseconds of
+// schedule until the machine itself is the limit — which the dispatch lag then shows.
+#pragma once
+
+#include "bench/request_record.hpp"
+#include "http/client.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace optkit::bench {
+
+struct PreparedRequest {
+  std::string body; // the JSON body as sent
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+};
+
+struct GeneratorOptions {
+  http::Url endpoint;
+  std::string path = "/v1/completions"; // or /v1/chat/completions
+  http::Headers headers;                // Authorization etc.
+  double request_timeout_s = 600;
+  std::size_t max_connections = 4096;
+  int io_threads = 1;
+};
+
+struct TrialRecording {
+  std::vector<RequestRecord> requests; // in send order
+  double duration_s = 0;               // from the trial's start to its last request's end
+  std::int64_t wall_start_ms = 0;
+  bool interrupted = false;
+};
+
+class LoadGenerator {
+public:
+  explicit LoadGenerator(GeneratorOptions options);
+
+  // Request i is `requests[i % size]`, sent at offsets[i] seconds after the start.
+  TrialRecording open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets);
+  // `count` requests over `concurrency` streams; each request's intended time is when its
+  // stream became free.
+  TrialRecording closed_loop(const std::vector<PreparedRequest>& requests, std::size_t count, int concurrency);
+
+  const GeneratorOptions& options() const { return m_options; }
+
+private:
+  GeneratorOptions m_options;
+};
+
+} // namespace optkit::bench

@@ -1,0 +1,123 @@
+#include "bench/prompt_synthesis.hpp"
+
+#include "bench/random_source.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/resource_paths.hpp"
+#include "http/client.hpp"
+#include "model/tokenizer.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+namespace optkit::bench {
+
+namespace {
+
+class LocalCodec final : public TokenCodec {
+public:
+  explicit LocalCodec(const std::string& dir) : m_dir(dir), m_tokenizer(model::Tokenizer::load_folder(dir)) {}
+  std::vector<std::int32_t> encode(const std::string& text) const override { return m_tokenizer.encode(text, false); }
+  std::string decode(const std::vector<std::int32_t>& ids) const override { return m_tokenizer.decode(ids, false); }
+  std::string source() const override { return "tokenizer " + m_dir; }
+
+private:
+  std::string m_dir;
+  model::Tokenizer m_tokenizer;
+};
+
+class ServerCodec final : public TokenCodec {
+public:
+  ServerCodec(http::Client& client, std::string model) : m_client(client), m_model(std::move(model)) {}
+
+  std::vector<std::int32_t> encode(const std::string& text) const override {
+    const auto body = call("/tokenize", {{"model", m_model}, {"prompt", text}, {"add_special_tokens", false}});
+    if (!body.contains("tokens") || !body["tokens"].is_array())
+      throw RuntimeFailure(m_client.url().text + "/tokenize answered without a 'tokens' list");
+    return body["tokens"].get<std::vector<std::int32_t>>();
+  }
+  std::string decode(const std::vector<std::int32_t>& ids) const override {
+    const auto body = call("/detokenize", {{"model", m_model}, {"tokens", ids}});
+    if (!body.contains("prompt") || !body["prompt"].is_string())
+      throw RuntimeFailure(m_client.url().text + "/detokenize answered without a 'prompt' string");
+    return body["prompt"].get<std::string>();
+  }
+  std::string source() const override { return "server /tokenize"; }
+
+private:
+  nlohmann::json call(const std::string& path, const nlohmann::json& request) const {
+    const auto response = m_client.request("POST", path, request.dump());
+    if (response.status != 200)
+      throw RuntimeFailure(fmt::format("{}{}: HTTP {} — the server cannot count tokens; give --tokenizer DIR (the "
+                                       "model folder's tokenizer.json) instead",
+                                       m_client.url().text, path, response.status));
+    auto body = nlohmann::json::parse(response.body, nullptr, false);
+    if (body.is_discarded())
+      throw RuntimeFailure(m_client.url().text + path + " answered with a body that is not JSON");
+    return body;
+  }
+
+  http::Client& m_client;
+  std::string m_model;
+};
+
+} // namespace
+
+std::unique_ptr<TokenCodec>
+local_codec(const std::string& model_dir) {
+  return std::make_unique<LocalCodec>(model_dir);
+}
+
+std::unique_ptr<TokenCodec>
+server_codec(http::Client& client, const std::string& model) {
+  return std::make_unique<ServerCodec>(client, model);
+}
+
+std::string
+default_corpus_text() {
+  return read_input_file(find_data_directory().path / "profiles" / "serving" / "corpus.txt");
+}
+
+PromptSynthesizer::PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text,
+                                     std::int64_t shared_prefix_tokens, std::uint64_t seed)
+    : m_codec(codec), m_corpus(codec.encode(corpus_text)), m_state(seed) {
+  if (m_corpus.empty())
+    throw InputError("the prompt corpus encodes to no tokens");
+  if (shared_prefix_tokens > 0)
+    m_prefix = window(0, shared_prefix_tokens);
+}
+
+std::vector<std::int32_t>
+PromptSynthesizer::window(std::size_t start, std::int64_t length) const {
+  std::vector<std::int32_t> ids;
+  ids.reserve(static_cast<std::size_t>(length));
+  for (std::int64_t i = 0; i < length; ++i) // wraps around a short corpus
+    ids.push_back(m_corpus[(start + static_cast<std::size_t>(i)) % m_corpus.size()]);
+  return ids;
+}
+
+SynthesizedPrompt
+PromptSynthesizer::make(std::int64_t tokens) {
+  RandomSource random(m_state++);
+  const std::int64_t body_tokens = std::max<std::int64_t>(1, tokens - static_cast<std::int64_t>(m_prefix.size()));
+  const std::size_t start = random.below(m_corpus.size());
+  SynthesizedPrompt best;
+  std::int64_t length = body_tokens;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    auto ids = m_prefix;
+    const auto body = window(start, length);
+    ids.insert(ids.end(), body.begin(), body.end());
+    SynthesizedPrompt candidate{m_codec.decode(ids), 0};
+    candidate.tokens = static_cast<std::int64_t>(m_codec.encode(candidate.text).size());
+    if (best.text.empty() || std::llabs(candidate.tokens - tokens) < std::llabs(best.tokens - tokens))
+      best = candidate;
+    if (candidate.tokens == tokens)
+      break;
+    length = std::max<std::int64_t>(1, length + (tokens - candidate.tokens));
+  }
+  return best;
+}
+
+} // namespace optkit::bench

@@ -1,0 +1,63 @@
+// Prompts of exact token counts, cut from a corpus with the target model's own tokenizer — the
+// local tokenizer.json of a model folder, or the server's /tokenize and /detokenize — so "128
+// input tokens" means 128 tokens to the server, not 128 words. A shared prefix is the same
+// leading slice in every prompt.
+#pragma once
+
+#include "bench/serving_profile.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace optkit::http {
+class Client;
+}
+namespace optkit::model {
+class Tokenizer;
+}
+
+namespace optkit::bench {
+
+// Text ↔ token ids without special tokens.
+class TokenCodec {
+public:
+  virtual ~TokenCodec() = default;
+  virtual std::vector<std::int32_t> encode(const std::string& text) const = 0;
+  virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
+  virtual std::string source() const = 0; // for the report: "tokenizer DIR" or "server /tokenize"
+};
+
+std::unique_ptr<TokenCodec> local_codec(const std::string& model_dir);
+// `model` is sent with each call (vLLM requires it); the client must outlive the codec.
+std::unique_ptr<TokenCodec> server_codec(http::Client& client, const std::string& model);
+
+struct SynthesizedPrompt {
+  std::string text;
+  std::int64_t tokens = 0; // as the codec counts the text (equal to the plan unless the corpus is too short)
+};
+
+class PromptSynthesizer {
+public:
+  // Encodes `corpus_text` once; throws InputError when it encodes to no tokens.
+  PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text, std::int64_t shared_prefix_tokens,
+                    std::uint64_t seed);
+  // One prompt of `tokens` tokens. Cuts a window of ids at a seeded offset, decodes it, and
+  // re-encodes to check: when the round trip merges or splits tokens at the edges, the window is
+  // adjusted until the count is exact (a few tries; the closest is kept otherwise).
+  SynthesizedPrompt make(std::int64_t tokens);
+
+private:
+  std::vector<std::int32_t> window(std::size_t start, std::int64_t length) const;
+
+  const TokenCodec& m_codec;
+  std::vector<std::int32_t> m_corpus;
+  std::vector<std::int32_t> m_prefix;
+  std::uint64_t m_state;
+};
+
+// The corpus prompts are cut from when the user names none: profiles/serving/corpus.txt.
+std::string default_corpus_text();
+
+} // namespace optkit::bench

@@ -1,0 +1,306 @@
+#include "bench/serving_profile.hpp"
+
+#include "bench/random_source.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/resource_paths.hpp"
+#include "core/yaml_schema.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace optkit::bench {
+
+namespace {
+
+using config::Field;
+using config::Schema;
+using config::Type;
+
+Field
+number_field(std::string name, std::string help, double minimum) {
+  Field field{std::move(name), Type::number, false, std::move(help)};
+  field.minimum = minimum;
+  return field;
+}
+
+Field
+length_field(std::string name, std::string help, bool required) {
+  Schema schema{"length distribution",
+                {Field{"distribution",
+                       Type::string,
+                       true,
+                       "fixed | uniform | normal | lognormal | empirical",
+                       {"fixed", "uniform", "normal", "lognormal", "empirical"}},
+                 number_field("mean", "mean tokens (fixed: the length)", 1),
+                 number_field("stddev", "standard deviation, tokens (normal, lognormal)", 0),
+                 number_field("min", "smallest length drawn (default 1)", 1),
+                 number_field("max", "largest length drawn (uniform: required)", 1),
+                 [] {
+                   Field values{"values", Type::list, false, "empirical: the lengths to draw from"};
+                   Field item{"value", Type::integer, true, "a length in tokens"};
+                   item.minimum = 1;
+                   values.item = std::make_shared<const Field>(item);
+                   return values;
+                 }(),
+                 Field{"file", Type::string, false, "empirical: a JSONL file, relative to the profile"},
+                 Field{"field", Type::string, false, "empirical: the JSONL field holding the length"}}};
+  Field field{std::move(name), Type::object, required, std::move(help)};
+  field.object = std::make_shared<const Schema>(std::move(schema));
+  return field;
+}
+
+const Schema&
+profile_schema() {
+  static const Schema schema = [] {
+    Schema mix_item{"request class",
+                    {Field{"name", Type::string, false, "label in reports"},
+                     number_field("weight", "relative share of requests (default 1)", 0),
+                     length_field("input_tokens", "prompt length distribution", true),
+                     length_field("output_tokens", "output length distribution", true)}};
+    Field mix{"mix", Type::list, false, "weighted request classes (instead of top-level lengths)"};
+    Field mix_entry{"class", Type::object, true, "one request class"};
+    mix_entry.object = std::make_shared<const Schema>(mix_item);
+    mix.item = std::make_shared<const Field>(mix_entry);
+    Field prefix{"shared_prefix_tokens", Type::integer, false, "tokens every prompt starts with"};
+    prefix.minimum = 0;
+    return Schema{
+        "serving profile",
+        {Field{"name", Type::string, true, "profile name"},
+         Field{"description", Type::string, false, "one line for people"},
+         Field{"api", Type::string, false, "completions | chat (default completions)", {"completions", "chat"}},
+         length_field("input_tokens", "prompt length distribution", false),
+         length_field("output_tokens", "output length distribution", false), mix, prefix,
+         Field{"ignore_eos", Type::boolean, false, "force output lengths (default true)"},
+         number_field("temperature", "sampling temperature (default 0)", 0),
+         Field{"arrival",
+               Type::string,
+               false,
+               "poisson | gamma | constant (default poisson)",
+               {"poisson", "gamma", "constant"}},
+         number_field("burstiness", "gamma shape: 1 Poisson, <1 burstier (default 1)", 0.01)}};
+  }();
+  return schema;
+}
+
+LengthShape
+shape_named(const std::string& name) {
+  if (name == "uniform")
+    return LengthShape::uniform;
+  if (name == "normal")
+    return LengthShape::normal;
+  if (name == "lognormal")
+    return LengthShape::lognormal;
+  if (name == "empirical")
+    return LengthShape::empirical;
+  return LengthShape::fixed;
+}
+
+std::vector<std::int64_t>
+read_jsonl_lengths(const std::filesystem::path& file, const std::string& field) {
+  std::ifstream in(file);
+  if (!in)
+    throw InputError(fmt::format("{}: cannot read the empirical length file", file.string()));
+  std::vector<std::int64_t> values;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    const auto row = nlohmann::json::parse(line, nullptr, false);
+    const auto it = row.is_object() ? row.find(field) : row.end();
+    if (row.is_discarded() || it == row.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1)
+      throw InputError(
+          fmt::format("{}:{}: expected a JSON object with a positive integer '{}'", file.string(), number, field));
+    values.push_back(it->get<std::int64_t>());
+  }
+  if (values.empty())
+    throw InputError(fmt::format("{}: no lengths in the file", file.string()));
+  return values;
+}
+
+LengthDistribution
+length_from(const nlohmann::json& node, const std::string& where, const std::filesystem::path& base_dir) {
+  LengthDistribution d;
+  d.shape = shape_named(node.at("distribution").get<std::string>());
+  d.mean = node.value("mean", 0.0);
+  d.stddev = node.value("stddev", 0.0);
+  d.min = static_cast<std::int64_t>(node.value("min", 1.0));
+  d.max = static_cast<std::int64_t>(node.value("max", 0.0));
+  const auto bad = [&](const std::string& why) { return InputError(where + ": " + why); };
+  switch (d.shape) {
+  case LengthShape::fixed:
+    if (!(d.mean >= 1))
+      throw bad("a fixed length needs mean >= 1");
+    break;
+  case LengthShape::uniform:
+    if (d.max < d.min || !node.contains("max"))
+      throw bad("a uniform length needs min <= max");
+    break;
+  case LengthShape::normal:
+  case LengthShape::lognormal:
+    if (!(d.mean >= 1))
+      throw bad("a normal or lognormal length needs mean >= 1 and stddev");
+    break;
+  case LengthShape::empirical:
+    if (node.contains("values")) {
+      d.values = node.at("values").get<std::vector<std::int64_t>>();
+    } else if (node.contains("file")) {
+      std::filesystem::path file = node.at("file").get<std::string>();
+      if (file.is_relative())
+        file = base_dir / file;
+      d.values = read_jsonl_lengths(file, node.value("field", std::string("length")));
+    }
+    if (d.values.empty())
+      throw bad("an empirical length needs values: [...] or file: FILE");
+    break;
+  }
+  if (d.max != 0 && d.max < d.min)
+    throw bad("max is below min");
+  return d;
+}
+
+} // namespace
+
+std::string
+to_string(Api api) {
+  return api == Api::chat ? "chat" : "completions";
+}
+
+ServingProfile
+parse_serving_profile(const std::string& yaml_text, const std::string& source, const std::filesystem::path& base_dir) {
+  const auto doc = config::parse_yaml(yaml_text, source, profile_schema());
+  ServingProfile p;
+  p.resolved = doc;
+  p.name = doc.at("name").get<std::string>();
+  p.description = doc.value("description", std::string());
+  p.api = doc.value("api", std::string("completions")) == "chat" ? Api::chat : Api::completions;
+  p.shared_prefix_tokens = doc.value("shared_prefix_tokens", std::int64_t{0});
+  p.ignore_eos = doc.value("ignore_eos", true);
+  p.temperature = doc.value("temperature", 0.0);
+  p.arrival = parse_arrival_process(doc.value("arrival", std::string("poisson")));
+  p.burstiness = doc.value("burstiness", 1.0);
+  if (doc.contains("mix")) {
+    if (doc.contains("input_tokens") || doc.contains("output_tokens"))
+      throw InputError(source + ": give either mix: or top-level input_tokens/output_tokens, not both");
+    std::size_t index = 0;
+    for (const auto& entry : doc.at("mix")) {
+      RequestClass c;
+      c.name = entry.value("name", fmt::format("class{}", index));
+      c.weight = entry.value("weight", 1.0);
+      const std::string where = fmt::format("{}: mix[{}]", source, index);
+      c.input_tokens = length_from(entry.at("input_tokens"), where + ".input_tokens", base_dir);
+      c.output_tokens = length_from(entry.at("output_tokens"), where + ".output_tokens", base_dir);
+      p.classes.push_back(std::move(c));
+      ++index;
+    }
+  } else {
+    if (!doc.contains("input_tokens") || !doc.contains("output_tokens"))
+      throw InputError(source + ": input_tokens and output_tokens are required (or a mix: list)");
+    RequestClass c;
+    c.name = p.name;
+    c.input_tokens = length_from(doc.at("input_tokens"), source + ": input_tokens", base_dir);
+    c.output_tokens = length_from(doc.at("output_tokens"), source + ": output_tokens", base_dir);
+    p.classes.push_back(std::move(c));
+  }
+  double total = 0;
+  for (const auto& c : p.classes)
+    total += c.weight;
+  if (p.classes.empty() || !(total > 0))
+    throw InputError(source + ": the request classes' weights sum to zero");
+  return p;
+}
+
+ServingProfile
+load_serving_profile(const std::filesystem::path& file) {
+  return parse_serving_profile(read_input_file(file), file.string(), file.parent_path());
+}
+
+std::vector<std::string>
+list_serving_profiles() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(find_data_directory().path / "profiles" / "serving", error))
+    if (entry.path().extension() == ".yaml")
+      names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ServingProfile
+resolve_serving_profile(const std::string& name_or_path) {
+  const std::filesystem::path path(name_or_path);
+  if (name_or_path.find('/') != std::string::npos || path.extension() == ".yaml" || path.extension() == ".yml") {
+    if (!std::filesystem::exists(path))
+      throw InputError("--profile " + name_or_path + ": no such file");
+    return load_serving_profile(path);
+  }
+  const auto file = find_data_directory().path / "profiles" / "serving" / (name_or_path + ".yaml");
+  if (!std::filesystem::exists(file)) {
+    std::string names;
+    for (const auto& name : list_serving_profiles())
+      names += (names.empty() ? "" : ", ") + name;
+    throw InputError("--profile " + name_or_path + ": no bundled serving profile of that name (bundled: " + names +
+                     "; or give a path to a YAML file)");
+  }
+  return load_serving_profile(file);
+}
+
+std::int64_t
+sample_length(const LengthDistribution& d, RandomSource& random) {
+  double value = d.mean;
+  switch (d.shape) {
+  case LengthShape::fixed:
+    break;
+  case LengthShape::uniform:
+    value = static_cast<double>(d.min +
+                                static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(d.max - d.min + 1))));
+    break;
+  case LengthShape::normal:
+    value = d.mean + d.stddev * random.normal();
+    break;
+  case LengthShape::lognormal: {
+    // mean and stddev are the lengths' own, not their logarithm's
+    const double variance = std::log1p((d.stddev * d.stddev) / (d.mean * d.mean));
+    value = std::exp(std::log(d.mean) - variance / 2 + std::sqrt(variance) * random.normal());
+    break;
+  }
+  case LengthShape::empirical:
+    value = static_cast<double>(d.values[random.below(d.values.size())]);
+    break;
+  }
+  auto length = static_cast<std::int64_t>(std::llround(value));
+  length = std::max(length, d.min);
+  if (d.max > 0)
+    length = std::min(length, d.max);
+  return length;
+}
+
+std::vector<PlannedRequest>
+plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t seed) {
+  RandomSource random(seed ^ 0x9e3779b97f4a7c15ULL);
+  double total = 0;
+  for (const auto& c : profile.classes)
+    total += c.weight;
+  std::vector<PlannedRequest> plan(count);
+  for (auto& request : plan) {
+    double pick = random.uniform() * total;
+    std::size_t index = 0;
+    while (index + 1 < profile.classes.size() && pick >= profile.classes[index].weight) {
+      pick -= profile.classes[index].weight;
+      ++index;
+    }
+    const auto& c = profile.classes[index];
+    request.class_index = index;
+    request.input_tokens = std::max(sample_length(c.input_tokens, random), profile.shared_prefix_tokens + 1);
+    request.output_tokens = sample_length(c.output_tokens, random);
+  }
+  return plan;
+}
+
+} // namespace optkit::bench

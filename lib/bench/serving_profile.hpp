@@ -1,0 +1,73 @@
+// A serving profile Π (profiles/serving/*.yaml or a user file): what one request looks like —
+// input and output token-length distributions, a weighted mix of request classes, a prefix
+// every prompt shares, chat or completions, and whether output lengths are forced — and how
+// requests arrive. Drawing from it is seeded: the same seed gives the same request plan.
+#pragma once
+
+#include "bench/arrivals.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace optkit::bench {
+
+enum class LengthShape { fixed, uniform, normal, lognormal, empirical };
+
+struct LengthDistribution {
+  LengthShape shape = LengthShape::fixed;
+  double mean = 128;
+  double stddev = 0;
+  std::int64_t min = 1;
+  std::int64_t max = 0;             // 0: no upper bound
+  std::vector<std::int64_t> values; // empirical
+};
+
+struct RequestClass {
+  std::string name;
+  double weight = 1;
+  LengthDistribution input_tokens;
+  LengthDistribution output_tokens;
+};
+
+enum class Api { completions, chat };
+std::string to_string(Api api);
+
+struct ServingProfile {
+  std::string name;
+  std::string description;
+  Api api = Api::completions;
+  std::vector<RequestClass> classes; // at least one
+  std::int64_t shared_prefix_tokens = 0;
+  bool ignore_eos = true; // and min_tokens = max_tokens, so output lengths are the profile's
+  double temperature = 0;
+  ArrivalProcess arrival = ArrivalProcess::poisson;
+  double burstiness = 1;
+  nlohmann::json resolved; // the validated document, for the archive
+};
+
+// A profile file, validated (file:line:col errors); empirical lengths may name a JSONL file
+// (`file:` and `field:`), read relative to the profile.
+ServingProfile load_serving_profile(const std::filesystem::path& file);
+ServingProfile parse_serving_profile(const std::string& yaml_text, const std::string& source,
+                                     const std::filesystem::path& base_dir = {});
+// NAME (profiles/serving/NAME.yaml under the data directory) or a path.
+ServingProfile resolve_serving_profile(const std::string& name_or_path);
+std::vector<std::string> list_serving_profiles();
+
+struct PlannedRequest {
+  std::size_t class_index = 0;
+  std::int64_t input_tokens = 0; // including the shared prefix
+  std::int64_t output_tokens = 0;
+};
+
+// `count` requests drawn from the profile; deterministic in `seed`.
+std::vector<PlannedRequest> plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t seed);
+
+class RandomSource;
+std::int64_t sample_length(const LengthDistribution& distribution, RandomSource& random);
+
+} // namespace optkit::bench

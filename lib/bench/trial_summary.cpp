@@ -1,0 +1,224 @@
+#include "bench/trial_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace optkit::bench {
+
+namespace {
+
+// The error message without request-specific detail, so storms group into one line.
+std::string
+error_kind(const std::string& message) {
+  return message.substr(0, std::min<std::size_t>(message.size(), 120));
+}
+
+SteadyState
+fit_steady_state(const std::vector<const RequestRecord*>& measured, const SummaryOptions& options) {
+  SteadyState s;
+  std::vector<double> arrivals, completions;
+  for (const auto* r : measured)
+    if (r->ok()) {
+      arrivals.push_back(r->intended);
+      completions.push_back(r->end);
+    }
+  const auto fit = fit_line(completions, arrivals);
+  s.beta = fit.slope;
+  s.alpha = fit.intercept;
+  s.r = fit.r;
+  s.n = fit.n;
+  s.stable = fit.n >= 3 && std::abs(s.beta - 1.0) <= options.beta_tolerance;
+  // In flight at each measured arrival: requests scheduled before it and not yet ended. An end
+  // never precedes its own arrival, so every end at or before t belongs to an earlier arrival.
+  std::vector<double> times, counts, ends;
+  for (const auto* r : measured)
+    ends.push_back(std::max(r->end, r->intended));
+  std::sort(ends.begin(), ends.end());
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const double t = measured[i]->intended;
+    const auto ended = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), t) - ends.begin());
+    times.push_back(t);
+    counts.push_back(static_cast<double>(i + 1 - std::min(ended, i + 1)));
+  }
+  const auto trend = fit_line(times, counts);
+  s.in_flight_slope = trend.slope;
+  for (double c : counts)
+    s.in_flight_mean += c / static_cast<double>(std::max<std::size_t>(1, counts.size()));
+  const double span = times.empty() ? 0.0 : times.back() - times.front();
+  s.backlog_growing = trend.slope * span > std::max(2.0, s.in_flight_mean);
+  return s;
+}
+
+} // namespace
+
+std::size_t
+tail_samples_needed(const std::vector<SloRule>& slos, std::size_t tail_k) {
+  double q = 50;
+  for (const auto& rule : slos)
+    q = std::max(q, rule.is_mean() ? 50.0 : rule.percentile);
+  return static_cast<std::size_t>(std::ceil(static_cast<double>(tail_k) / (1.0 - q / 100.0)));
+}
+
+TrialSummary
+summarize_trial(const TrialRecording& recording, const SummaryOptions& options) {
+  TrialSummary t;
+  const auto& all = recording.requests;
+  t.requests = all.size();
+  double first = 0, last = 0;
+  if (!all.empty()) {
+    first = all.front().intended;
+    last = all.front().intended;
+    for (const auto& r : all) {
+      first = std::min(first, r.intended);
+      last = std::max(last, r.intended);
+    }
+  }
+  const double span = last - first;
+  t.window_start = first + options.warmup_fraction * span;
+  t.window_end = last - options.cooldown_fraction * span;
+  std::vector<const RequestRecord*> measured;
+  for (const auto& r : all)
+    if (r.intended >= t.window_start && r.intended <= t.window_end)
+      measured.push_back(&r);
+  std::sort(measured.begin(), measured.end(),
+            [](const RequestRecord* a, const RequestRecord* b) { return a->intended < b->intended; });
+  t.measured = measured.size();
+
+  std::vector<double> ttft, tpot, itl, e2e, lag, queue;
+  double first_end = INFINITY, last_end = -INFINITY, output_tokens = 0, input_tokens = 0;
+  std::size_t sent_in_window = 0;
+  for (const auto* r : measured) {
+    if (r->sent >= 0) {
+      ++sent_in_window;
+      lag.push_back(r->dispatch_lag());
+    }
+    if (!r->ok()) {
+      ++t.failed;
+      ++t.errors[error_kind(r->error)];
+      continue;
+    }
+    ++t.succeeded;
+    ttft.push_back(r->ttft());
+    e2e.push_back(r->e2e());
+    if (r->tpot() >= 0)
+      tpot.push_back(r->tpot());
+    for (std::size_t i = 1; i < r->chunk_times.size(); ++i)
+      itl.push_back(r->chunk_times[i] - r->chunk_times[i - 1]);
+    if (r->server_queue_s >= 0)
+      queue.push_back(r->server_queue_s);
+    first_end = std::min(first_end, r->end);
+    last_end = std::max(last_end, r->end);
+    output_tokens += static_cast<double>(r->output_tokens);
+    input_tokens += static_cast<double>(r->input_tokens);
+  }
+  t.error_rate = t.measured > 0 ? static_cast<double>(t.failed) / static_cast<double>(t.measured) : 0.0;
+  if (t.succeeded > 0) {
+    t.mean_input_tokens = input_tokens / static_cast<double>(t.succeeded);
+    t.mean_output_tokens = output_tokens / static_cast<double>(t.succeeded);
+  }
+  // (N − 1) / (last end − first end): the rate completions leave at, without ramp-in (GuideLLM #93).
+  if (t.succeeded >= 2 && last_end > first_end) {
+    const double end_span = last_end - first_end;
+    t.request_throughput = static_cast<double>(t.succeeded - 1) / end_span;
+    const double share = static_cast<double>(t.succeeded - 1) / static_cast<double>(t.succeeded);
+    t.output_token_throughput = output_tokens * share / end_span;
+    t.input_token_throughput = input_tokens * share / end_span;
+  }
+  const double window = t.window_end - t.window_start;
+  t.scheduled_rate = window > 0 ? static_cast<double>(t.measured) / window : 0.0;
+
+  std::uint64_t seed = options.seed;
+  t.ttft = summarize_latencies(std::move(ttft), seed++);
+  t.tpot = summarize_latencies(std::move(tpot), seed++);
+  t.itl = summarize_latencies(std::move(itl), seed++, 0);
+  t.e2e = summarize_latencies(std::move(e2e), seed++);
+  t.dispatch_lag = summarize_latencies(std::move(lag), seed++, 0);
+  t.server_queue = summarize_latencies(std::move(queue), seed++, 0);
+
+  const auto summary_for = [&](LatencyMetric metric) -> const LatencySummary& {
+    switch (metric) {
+    case LatencyMetric::ttft:
+      return t.ttft;
+    case LatencyMetric::tpot:
+      return t.tpot;
+    case LatencyMetric::itl:
+      return t.itl;
+    case LatencyMetric::e2e:
+      return t.e2e;
+    }
+    return t.e2e;
+  };
+  for (const auto& rule : options.slos) {
+    SloVerdict verdict{rule, summary_for(rule.metric).statistic(rule.percentile), false};
+    verdict.passed = verdict.value >= 0 && rule.passes(verdict.value);
+    t.slos_passed = t.slos_passed && verdict.passed;
+    t.slos.push_back(verdict);
+  }
+  // Goodput: a request is good when each of its own latencies meets every threshold (DistServe,
+  // vLLM --goodput); ITL rules judge a request by its worst gap.
+  std::size_t good = 0;
+  for (const auto* r : measured) {
+    if (!r->ok())
+      continue;
+    bool ok = true;
+    for (const auto& rule : options.slos) {
+      double value = 0;
+      switch (rule.metric) {
+      case LatencyMetric::ttft:
+        value = r->ttft();
+        break;
+      case LatencyMetric::tpot:
+        value = std::max(0.0, r->tpot());
+        break;
+      case LatencyMetric::itl:
+        for (std::size_t i = 1; i < r->chunk_times.size(); ++i)
+          value = std::max(value, r->chunk_times[i] - r->chunk_times[i - 1]);
+        break;
+      case LatencyMetric::e2e:
+        value = r->e2e();
+        break;
+      }
+      ok = ok && rule.passes(value);
+    }
+    good += ok ? 1u : 0u;
+  }
+  t.slo_attainment = t.measured > 0 ? static_cast<double>(good) / static_cast<double>(t.measured) : 0.0;
+  t.goodput = window > 0 ? static_cast<double>(good) / window : 0.0;
+  t.tail_samples_needed = tail_samples_needed(options.slos, 10);
+
+  if (options.open_loop) {
+    t.steady = fit_steady_state(measured, options);
+    t.sends_achieved = t.measured > 0 ? static_cast<double>(sent_in_window) / static_cast<double>(t.measured) : 1.0;
+    if (t.dispatch_lag.count > 0 && t.dispatch_lag.p99 > options.max_dispatch_lag_s) {
+      t.client_limited = true;
+      t.client_limited_reason = fmt::format("p99 dispatch lag {:.2f} ms exceeds {:.2f} ms", t.dispatch_lag.p99 * 1e3,
+                                            options.max_dispatch_lag_s * 1e3);
+    } else if (t.sends_achieved < 1.0 - options.send_rate_margin) {
+      t.client_limited = true;
+      t.client_limited_reason =
+          fmt::format("only {:.1f} % of the scheduled requests were sent", t.sends_achieved * 100.0);
+    }
+  }
+
+  if (t.measured == 0)
+    t.failure = "no request fell in the measurement window";
+  else if (t.client_limited)
+    t.failure = "client-limited: " + t.client_limited_reason;
+  else if (t.error_rate > options.max_error_rate)
+    t.failure = fmt::format("error rate {:.1f} % exceeds {:.1f} %", t.error_rate * 100, options.max_error_rate * 100);
+  else if (!t.slos_passed) {
+    for (const auto& v : t.slos)
+      if (!v.passed) {
+        t.failure = v.value < 0 ? fmt::format("SLO {}: no samples", v.rule.text)
+                                : fmt::format("SLO {} violated: {} {} is {:.1f} ms", v.rule.text,
+                                              to_string(v.rule.metric), v.rule.statistic_name(), v.value * 1e3);
+        break;
+      }
+  } else if (options.open_loop && !t.steady.stable)
+    t.failure = fmt::format("not steady: beta {:.3f} outside 1 ± {}", t.steady.beta, options.beta_tolerance);
+  return t;
+}
+
+} // namespace optkit::bench
