@@ -46,8 +46,14 @@ fit_steady_state(const std::vector<const RequestRecord*>& measured, const Summar
   s.in_flight_slope = trend.slope;
   for (double c : counts)
     s.in_flight_mean += c / static_cast<double>(std::max<std::size_t>(1, counts.size()));
-  const double span = times.empty() ? 0.0 : times.back() - times.front();
-  s.backlog_growing = trend.slope * span > std::max(2.0, s.in_flight_mean);
+  if (!times.empty()) {
+    // A stable queue's in-flight count wanders around a level; an overloaded one climbs. The
+    // fitted rise over the window beyond the fitted level at its start means the count more
+    // than doubled: arrivals outpace completions by more than noise explains.
+    const double span = times.back() - times.front();
+    const double level_at_start = trend.intercept + trend.slope * times.front();
+    s.backlog_growing = trend.slope * span > std::max(2.0, level_at_start);
+  }
   return s;
 }
 

@@ -35,7 +35,9 @@ struct SteadyState {
   bool stable = false;
   double in_flight_slope = 0; // requests in flight per second of trial time (OLS)
   double in_flight_mean = 0;
-  bool backlog_growing = false; // the in-flight count grew by more than its mean over the window
+  // The fitted in-flight count more than doubled over the window: reported, not a verdict (a
+  // stable queue near saturation wanders that much within a trial; β decides).
+  bool backlog_growing = false;
 };
 
 struct SloVerdict {

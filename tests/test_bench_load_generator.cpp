@@ -1,0 +1,217 @@
+// The load generator and the asynchronous client against a scripted OpenAI-style server on
+// loopback: what each request records, and every fault a real server can throw at it (429
+// storms, malformed SSE, a stream without [DONE], one that hangs, a refused port) recorded as a
+// request error, never a hang or a crash. Nothing here asserts a speed.
+#include "bench/load_generator.hpp"
+#include "bench/trial_summary.hpp"
+#include "http/async_client.hpp"
+#include "http/server.hpp"
+#include "http/sse.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+using namespace optkit;
+using namespace optkit::bench;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A server with `slots` worker threads: each takes the next request, waits `step` per token and
+// streams `max_tokens` chunks, then usage and [DONE]. The prompt picks a fault instead.
+class ScriptedServer {
+public:
+  ScriptedServer(int slots, std::chrono::microseconds step)
+      : m_step(step)
+      , m_server(http::ServerOptions{},
+                 [this](const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+                   std::lock_guard lock(m_mutex);
+                   m_queue.emplace_back(request.body, exchange);
+                   m_wake.notify_one();
+                 }) {
+    m_server.start();
+    for (int i = 0; i < slots; ++i)
+      m_workers.emplace_back([this] { work(); });
+  }
+  ~ScriptedServer() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+      m_wake.notify_all();
+    }
+    for (auto& w : m_workers)
+      w.join();
+    m_server.stop(0ms);
+  }
+  http::Url url() const { return http::parse_url("http://127.0.0.1:" + std::to_string(m_server.port())); }
+  std::atomic<int> served{0};
+
+private:
+  void work() {
+    for (;;) {
+      std::pair<std::string, std::shared_ptr<http::Exchange>> job;
+      {
+        std::unique_lock lock(m_mutex);
+        m_wake.wait(lock, [&] { return m_stop || !m_queue.empty(); });
+        if (m_stop)
+          return;
+        job = std::move(m_queue.front());
+        m_queue.pop_front();
+      }
+      answer(nlohmann::json::parse(job.first), *job.second);
+      ++served;
+    }
+  }
+
+  void answer(const nlohmann::json& body, http::Exchange& exchange) {
+    const std::string prompt = body.value("prompt", "");
+    if (prompt == "429") {
+      exchange.respond(429, "application/json", http::error_body(429, "server overloaded"));
+      return;
+    }
+    exchange.start_stream(200, "text/event-stream");
+    if (prompt == "hang") // headers, then nothing until the client gives up
+      return;
+    if (prompt == "garbage") {
+      exchange.send("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {oops\n\n");
+      exchange.finish();
+      return;
+    }
+    const int tokens = body.value("max_tokens", 1);
+    for (int i = 0; i < tokens; ++i) {
+      std::this_thread::sleep_for(m_step);
+      exchange.send(http::format_sse_event(nlohmann::json{{"choices", {{{"text", "x"}}}}}.dump()));
+    }
+    if (prompt == "nodone") {
+      exchange.finish();
+      return;
+    }
+    exchange.send(http::format_sse_event(nlohmann::json{
+        {"choices", nlohmann::json::array()}, {"usage", {{"prompt_tokens", 11}, {"completion_tokens", tokens}}}}
+                                             .dump()));
+    exchange.send(http::format_sse_event("[DONE]"));
+    exchange.finish();
+  }
+
+  std::chrono::microseconds m_step;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::deque<std::pair<std::string, std::shared_ptr<http::Exchange>>> m_queue;
+  bool m_stop = false;
+  std::vector<std::thread> m_workers;
+  http::Server m_server;
+};
+
+PreparedRequest
+request(const std::string& prompt, int tokens) {
+  return {nlohmann::json{{"prompt", prompt}, {"max_tokens", tokens}, {"stream", true}}.dump(), 3, tokens};
+}
+
+} // namespace
+
+TEST_CASE("open loop: every request is recorded with its schedule, chunks and the server's usage") {
+  ScriptedServer server(4, 200us);
+  LoadGenerator generator({server.url()});
+  std::vector<double> offsets;
+  for (int i = 0; i < 200; ++i)
+    offsets.push_back(i * 0.002);
+  const auto recording = generator.open_loop({request("ok", 5), request("ok", 3)}, offsets);
+  REQUIRE(recording.requests.size() == 200);
+  for (const auto& r : recording.requests) {
+    CAPTURE(r.error);
+    REQUIRE(r.ok());
+    CHECK(r.sent >= r.intended);
+    CHECK(r.first_token >= r.sent);
+    CHECK(r.end >= r.first_token);
+    CHECK(r.usage_reported);
+    CHECK(r.input_tokens == 11);
+    CHECK(r.output_tokens == (r.index % 2 == 0 ? 5 : 3));
+    CHECK(r.chunk_times.size() == static_cast<std::size_t>(r.output_tokens));
+    CHECK(r.tpot() >= 0);
+  }
+  CHECK(server.served == 200);
+}
+
+TEST_CASE("closed loop keeps exactly `concurrency` requests in flight and sends exactly `count`") {
+  ScriptedServer server(2, 100us);
+  LoadGenerator generator({server.url()});
+  const auto recording = generator.closed_loop({request("ok", 2)}, 50, 2);
+  REQUIRE(recording.requests.size() == 50);
+  for (const auto& r : recording.requests)
+    CHECK(r.ok());
+  // With two streams, a request's intended time is when an earlier one ended: never more than
+  // two are in flight at once.
+  for (const auto& r : recording.requests) {
+    int overlapping = 0;
+    for (const auto& other : recording.requests)
+      overlapping += other.intended <= r.intended && other.end > r.intended ? 1 : 0;
+    CHECK(overlapping <= 2);
+  }
+  CHECK(server.served == 50);
+}
+
+TEST_CASE("faults become request errors with their cause, and the trial ends") {
+  ScriptedServer server(4, 100us);
+  GeneratorOptions options{server.url()};
+  options.request_timeout_s = 1.0; // for the request that hangs
+  LoadGenerator generator(options);
+  const auto recording = generator.open_loop(
+      {request("ok", 2), request("429", 2), request("nodone", 2), request("garbage", 2), request("hang", 2)},
+      {0, 0.001, 0.002, 0.003, 0.004});
+  REQUIRE(recording.requests.size() == 5);
+  const auto& r = recording.requests;
+  CHECK(r[0].ok());
+  CHECK(r[1].error.find("HTTP 429: server overloaded") != std::string::npos);
+  CHECK(r[2].error.find("without data: [DONE]") != std::string::npos);
+  CHECK(r[3].error.find("not a JSON object") != std::string::npos);
+  CHECK(r[4].error.find("timed out") != std::string::npos);
+  SummaryOptions summary;
+  summary.warmup_fraction = summary.cooldown_fraction = 0;
+  const auto t = summarize_trial(recording, summary);
+  CHECK(t.failed == 4);
+  CHECK(t.errors.size() == 4);
+  CHECK(t.failure.find("error rate 80.0 %") != std::string::npos);
+}
+
+TEST_CASE("an unreachable endpoint fails each request at once with the connect error") {
+  std::uint16_t port = 0;
+  { // a port that was free a moment ago
+    ScriptedServer probe(1, 1us);
+    port = static_cast<std::uint16_t>(probe.url().port);
+  }
+  LoadGenerator generator({http::parse_url("http://127.0.0.1:" + std::to_string(port))});
+  const auto recording = generator.open_loop({request("ok", 1)}, {0, 0, 0});
+  REQUIRE(recording.requests.size() == 3);
+  for (const auto& r : recording.requests)
+    CHECK(r.error.find("connect") != std::string::npos);
+}
+
+TEST_CASE("the async client reuses kept-alive connections and caps how many it opens") {
+  ScriptedServer server(8, 50us);
+  http::AsyncClientOptions options;
+  options.max_connections = 3;
+  http::AsyncClient client(server.url(), options);
+  std::atomic<int> done{0}, ok{0};
+  for (int i = 0; i < 60; ++i) {
+    http::AsyncHandlers handlers;
+    handlers.on_data = [](std::string_view) { return true; };
+    handlers.on_done = [&](http::AsyncResult result) {
+      ok += result.error.empty() && result.status == 200 ? 1 : 0;
+      ++done;
+    };
+    client.submit({"POST", "/v1/completions", request("ok", 1).body}, std::move(handlers));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (done < 60 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  CHECK(done == 60);
+  CHECK(ok == 60);
+  CHECK(client.open_connections() <= 3);
+  CHECK(client.in_flight() == 0);
+}

@@ -1,0 +1,74 @@
+#include "bench/random_source.hpp"
+#include "bench/serving_profile.hpp"
+
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace optkit::bench;
+
+TEST_CASE("a profile's lengths follow its distributions, and the plan is seeded") {
+  const auto profile = parse_serving_profile(R"(name: t
+mix:
+  - {name: short, weight: 3, input_tokens: {distribution: uniform, min: 10, max: 20}, output_tokens: {distribution: fixed, mean: 8}}
+  - {name: long, weight: 1, input_tokens: {distribution: lognormal, mean: 300, stddev: 100}, output_tokens: {distribution: empirical, values: [5, 7]}}
+shared_prefix_tokens: 4
+)",
+                                             "t.yaml");
+  const auto plan = plan_requests(profile, 40000, 5);
+  std::size_t shorts = 0;
+  double long_sum = 0, long_sq = 0;
+  for (const auto& r : plan) {
+    if (r.class_index == 0) {
+      ++shorts;
+      REQUIRE(r.input_tokens >= 10);
+      REQUIRE(r.input_tokens <= 20);
+      REQUIRE(r.output_tokens == 8);
+    } else {
+      long_sum += static_cast<double>(r.input_tokens);
+      long_sq += static_cast<double>(r.input_tokens * r.input_tokens);
+      REQUIRE((r.output_tokens == 5 || r.output_tokens == 7));
+    }
+  }
+  CHECK(static_cast<double>(shorts) / 40000.0 == doctest::Approx(0.75).epsilon(0.02));
+  const double longs = static_cast<double>(40000 - shorts);
+  const double mean = long_sum / longs;
+  CHECK(mean == doctest::Approx(300).epsilon(0.02));
+  CHECK(std::sqrt(long_sq / longs - mean * mean) == doctest::Approx(100).epsilon(0.05));
+  const auto again = plan_requests(profile, 100, 5);
+  for (std::size_t i = 0; i < again.size(); ++i)
+    CHECK(again[i].input_tokens == plan[i].input_tokens);
+}
+
+TEST_CASE("profile errors name the file, the place and the fix") {
+  const auto message = [](const std::string& yaml) {
+    try {
+      (void)parse_serving_profile(yaml, "p.yaml");
+    } catch (const optkit::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message("name: x\ninput_tokens: {distribution: fixd, mean: 3}\noutput_tokens: {distribution: fixed, mean: "
+                "3}\n")
+            .find("p.yaml:2") != std::string::npos);
+  CHECK(message("name: x\ninput_tokens: {distribution: uniform, min: 9}\noutput_tokens: {distribution: fixed, mean: "
+                "3}\n")
+            .find("min <= max") != std::string::npos);
+  CHECK(message("name: x\n").find("input_tokens and output_tokens are required") != std::string::npos);
+  CHECK(message("name: x\ninput_tokens: {distribution: fixed, mean: 3}\noutput_tokens: {distribution: fixed, mean: "
+                "3}\nmix: []\n")
+            .find("not both") != std::string::npos);
+}
+
+TEST_CASE("every bundled profile loads") {
+  const auto names = list_serving_profiles();
+  CHECK(names.size() >= 3);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    CHECK(resolve_serving_profile(name).name == name);
+  }
+  CHECK_THROWS_WITH_AS(resolve_serving_profile("nope"), doctest::Contains("chat-small"), optkit::InputError);
+}
