@@ -1,0 +1,90 @@
+# optkit bench against a real optkit serve-deltas (the mock model behind the real engine and
+# HTTP path): a certification in JSON with its trials, archived one trial per rate; an
+# impossible SLO stops at the closed-loop gate with exit 1; bad input is exit 2 naming the
+# flag; an unreachable server is exit 3. Assertions are about structure, never about speed.
+. "$(dirname "$0")/lib.sh"
+
+base="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
+server=""
+trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+"$OPTKIT" --archive "$SCRATCH/server.db" serve-deltas --base "$base" --port 0 --threads 1 --mock --mock-step-ms 2 \
+  --max-num-seqs 8 >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
+server=$!
+port=""
+for _ in $(seq 1 3000); do
+  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$' || true)
+  [ -n "$port" ] && grep -q "serving 'tiny-base'" "$SCRATCH/server.log" && break
+  kill -0 "$server" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
+  sleep 0.02
+done
+[ -n "$port" ] || fail "serve-deltas did not come up"
+
+# Short trials with a loose β tolerance: a busy CI machine must not turn this into a flaky test.
+short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 --beta-tolerance 0.3)
+
+run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \
+  "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --format json
+expect_rc 0
+python3 - "$OUT" <<'PY' || fail "bench JSON: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["status"] == "FEASIBLE", r["status"]
+assert r["certified_rate"] > 0
+assert r["beta"] is not None
+assert r["model"] == "tiny-base"
+assert r["token_counter"] == "server /tokenize"
+trials = r["trials"]
+assert trials[0]["phase"] == "gate" and 2 <= len(trials) <= 5, len(trials)
+assert r["lower_bound"] > 0
+for t in trials:
+    s = t["summary"]
+    assert s["requests"] > 0 and s["failed"] == 0, s
+    assert s["e2e_s"]["p50"] > 0 and s["ttft_s"]["p50"] > 0
+    assert abs(s["mean_output_tokens"] - 16) < 1e-9, s["mean_output_tokens"]  # forced lengths
+passing = [t["rate"] for t in trials[1:] if t["passed"]]
+assert max(passing) == r["certified_rate"]
+PY
+run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+# One archived trial per rate probed, with its metrics; the per-request rows are an artifact.
+trials=$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["trials"]))' "$OUT")
+expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$run_id")" "$trials"
+expect_eq "$(sql "SELECT COUNT(DISTINCT trial_id) FROM metrics WHERE run_id=$run_id AND name='beta'")" "$trials"
+expect_eq "$(sql "SELECT status FROM runs WHERE id=$run_id")" "succeeded"
+[ "$(wc -l <"$SCRATCH/requests.jsonl")" -gt 40 ] || fail "per-request rows missing"
+run runs show "$run_id"
+expect_rc 0
+expect_out_has "gate"
+
+# An impossible SLO: INFEASIBLE after the gate alone, exit 1, the violated SLO named.
+run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=1us' "${short[@]}" --format json
+expect_rc 1
+expect_err_has "INFEASIBLE"
+expect_err_has "e2e:p95<=1us"
+python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["status"]=="INFEASIBLE" and len(r["trials"])==1' "$OUT" ||
+  fail "infeasible JSON: $OUT"
+infeasible_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+expect_eq "$(sql "SELECT status FROM runs WHERE id=$infeasible_run")" "goal_not_met"
+
+# One open-loop rate, table output.
+run bench --endpoint "http://127.0.0.1:$port/v1" --profile chat-small --rate 20 --requests 30 --beta-tolerance 0.5
+expect_rc 0
+expect_out_has "rate"
+
+# Bad input: exit 2 naming the value; an unreachable server: exit 3.
+run bench --endpoint "http://127.0.0.1:$port" --slo 'ttft:p95=>1s'
+expect_rc 2
+expect_err_has "ttft:p95=>1s"
+run bench --endpoint "http://127.0.0.1:$port" --profile no-such-profile
+expect_rc 2
+expect_err_has "chat-small"
+run bench --endpoint "ftp://x" --slo 'e2e:p95<=1s'
+expect_rc 2
+expect_err_has "ftp://x"
+kill -TERM "$server"
+wait "$server"
+server=""
+run bench --endpoint "http://127.0.0.1:$port" --slo 'e2e:p95<=1s'
+expect_rc 3
+expect_err_has "127.0.0.1:$port"
+echo "ok"
