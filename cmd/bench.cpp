@@ -3,6 +3,7 @@
 
 #include "bench/bench_report.hpp"
 #include "bench/bench_run.hpp"
+#include "bench/calibration.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -21,11 +22,14 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
     std::string format, output;
     double rate = 0, max_dispatch_lag_ms = 5;
     int concurrency = 0;
+    bool calibrate = false;
   };
   auto flags = std::make_shared<Flags>();
   auto& o = flags->options;
   auto& c = o.certify;
-  bench->add_option("--endpoint", o.endpoint, "OpenAI-compatible server, e.g. http://127.0.0.1:8000")->required();
+  bench->add_option("--endpoint", o.endpoint, "OpenAI-compatible server, e.g. http://127.0.0.1:8000");
+  bench->add_flag("--calibrate", flags->calibrate,
+                  "measure the load generator's own ceiling against a loopback no-op endpoint, then exit");
   bench->add_option("--model", o.model, "model name to request (default: the first /v1/models lists)");
   bench->add_option("--api-key", o.api_key, "bearer key for the server (default: $OPENAI_API_KEY)");
   bench->add_option("--profile", o.profile, "serving profile: a name under profiles/serving/ or a YAML file")
@@ -89,51 +93,62 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
   add_format_option(*bench, flags->format);
   add_output_option(*bench, flags->output, "write the result to FILE instead of stdout");
-  commands.add({"bench", bench, [flags](AppContext& ctx) {
-                  auto options = flags->options;
-                  if (options.api_key.empty())
-                    if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
-                      options.api_key = key;
-                  if (flags->rate > 0)
-                    options.rate = flags->rate;
-                  if (flags->concurrency > 0)
-                    options.concurrency = flags->concurrency;
-                  options.certify.summary.max_dispatch_lag_s = flags->max_dispatch_lag_ms / 1e3;
-                  const OutputFormat format = parse_output_format(flags->format);
-                  auto context = ctx.run_context(0);
-                  const bool progress = !ctx.flags.quiet;
-                  const auto result = bench::run_bench(options, context, [&](const bench::TrialResult& trial) {
-                    if (progress)
-                      std::fprintf(stderr, "%s\n", bench::progress_line(trial).c_str());
-                  });
-                  const auto& cert = result.certification;
-                  if (format == OutputFormat::json) {
-                    auto out = bench::to_json(result);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n", flags->output);
-                  } else {
-                    std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
-                    if (format == OutputFormat::table)
-                      text += fmt::format("\n{}: {:.4g} req/s certified{}{} ({}; model {}, profile {})\n",
-                                          bench::to_string(cert.status), cert.certified_rate,
-                                          cert.lowest_failing > 0
-                                              ? fmt::format(", {:.4g} req/s failed", cert.lowest_failing)
-                                              : std::string(),
-                                          cert.binding.empty() ? std::string() : "; binding: " + cert.binding,
-                                          cert.stop_reason, result.model, result.profile.name);
-                    ctx.emit(text, flags->output);
-                  }
-                  switch (cert.status) {
-                  case bench::CertificationStatus::feasible:
-                    return;
-                  case bench::CertificationStatus::interrupted:
-                    throw Interrupted("bench interrupted");
-                  case bench::CertificationStatus::client_limited:
-                    throw GoalNotMet("CLIENT_LIMITED: " + cert.stop_reason);
-                  case bench::CertificationStatus::infeasible:
-                    throw GoalNotMet("INFEASIBLE: " + (cert.binding.empty() ? cert.stop_reason : cert.binding));
-                  }
-                }});
+  commands.add(
+      {"bench", bench, [flags](AppContext& ctx) {
+         const OutputFormat format = parse_output_format(flags->format);
+         if (flags->calibrate) {
+           const auto envelope = bench::calibrate_generator(1000, 256000, 2.0, flags->max_dispatch_lag_ms / 1e3);
+           ctx.emit(bench::calibration_table(envelope).render(format, ctx.color_stdout()) +
+                        (format == OutputFormat::table
+                             ? fmt::format("\nthe generator holds {:.0f} req/s open-loop with p99 dispatch lag "
+                                           "<= {} ms on this machine\n",
+                                           envelope.max_sustained_rate, flags->max_dispatch_lag_ms)
+                             : std::string()),
+                    flags->output);
+           return;
+         }
+         auto options = flags->options;
+         if (options.api_key.empty())
+           if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
+             options.api_key = key;
+         if (flags->rate > 0)
+           options.rate = flags->rate;
+         if (flags->concurrency > 0)
+           options.concurrency = flags->concurrency;
+         options.certify.summary.max_dispatch_lag_s = flags->max_dispatch_lag_ms / 1e3;
+         auto context = ctx.run_context(0);
+         const bool progress = !ctx.flags.quiet;
+         const auto result = bench::run_bench(options, context, [&](const bench::TrialResult& trial) {
+           if (progress)
+             std::fprintf(stderr, "%s\n", bench::progress_line(trial).c_str());
+         });
+         const auto& cert = result.certification;
+         if (format == OutputFormat::json) {
+           auto out = bench::to_json(result);
+           out["run_id"] = ctx.run_id;
+           ctx.emit(out.dump(2) + "\n", flags->output);
+         } else {
+           std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
+           if (format == OutputFormat::table)
+             text += fmt::format("\n{}: {:.4g} req/s certified{}{} ({}; model {}, profile {})\n",
+                                 bench::to_string(cert.status), cert.certified_rate,
+                                 cert.lowest_failing > 0 ? fmt::format(", {:.4g} req/s failed", cert.lowest_failing)
+                                                         : std::string(),
+                                 cert.binding.empty() ? std::string() : "; binding: " + cert.binding, cert.stop_reason,
+                                 result.model, result.profile.name);
+           ctx.emit(text, flags->output);
+         }
+         switch (cert.status) {
+         case bench::CertificationStatus::feasible:
+           return;
+         case bench::CertificationStatus::interrupted:
+           throw Interrupted("bench interrupted");
+         case bench::CertificationStatus::client_limited:
+           throw GoalNotMet("CLIENT_LIMITED: " + cert.stop_reason);
+         case bench::CertificationStatus::infeasible:
+           throw GoalNotMet("INFEASIBLE: " + (cert.binding.empty() ? cert.stop_reason : cert.binding));
+         }
+       }});
 }
 
 } // namespace optkit::cmd

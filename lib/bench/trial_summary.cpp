@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace optkit::bench {
 
@@ -93,7 +94,8 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
   t.measured = measured.size();
 
   std::vector<double> ttft, tpot, itl, e2e, lag, queue;
-  double first_end = INFINITY, last_end = -INFINITY, output_tokens = 0, input_tokens = 0;
+  double first_end = std::numeric_limits<double>::infinity(), last_end = -first_end, output_tokens = 0,
+         input_tokens = 0;
   std::size_t sent_in_window = 0;
   for (const auto* r : measured) {
     if (r->sent >= 0) {

@@ -1,0 +1,88 @@
+#include "bench/calibration.hpp"
+
+#include "bench/arrivals.hpp"
+#include "bench/latency_statistics.hpp"
+#include "bench/load_generator.hpp"
+#include "http/server.hpp"
+#include "http/sse.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace optkit::bench {
+
+namespace {
+
+// A no-op OpenAI completions endpoint: one text chunk, usage, [DONE], at once.
+void
+answer_at_once(const http::Request&, const std::shared_ptr<http::Exchange>& exchange) {
+  static const std::string body =
+      http::format_sse_event(R"({"choices":[{"index":0,"text":"x"}]})") +
+      http::format_sse_event(R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}})") +
+      http::format_sse_event("[DONE]");
+  exchange->respond(200, "text/event-stream", body);
+}
+
+} // namespace
+
+Calibration
+calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s) {
+  Calibration result;
+  result.lag_bound_s = lag_bound_s;
+  http::Server server(http::ServerOptions{}, answer_at_once);
+  server.start();
+  GeneratorOptions options;
+  options.endpoint = http::parse_url("http://127.0.0.1:" + std::to_string(server.port()));
+  options.request_timeout_s = 10;
+  LoadGenerator generator(options);
+  const std::vector<PreparedRequest> request = {
+      {R"({"model":"noop","prompt":"x","max_tokens":1,"stream":true})", 1, 1}};
+  for (double rate = start_rate; rate <= max_rate * 1.0001; rate *= 2) {
+    CalibrationStep step;
+    step.target_rate = rate;
+    step.requests = static_cast<std::size_t>(std::max(100.0, rate * seconds));
+    const auto recording =
+        generator.open_loop(request, arrival_offsets({ArrivalProcess::constant, rate, 1, 0}, step.requests));
+    std::vector<double> lags;
+    double first_send = std::numeric_limits<double>::infinity(), last_send = -first_send;
+    std::size_t sent = 0;
+    for (const auto& r : recording.requests) {
+      step.errors += r.ok() ? 0u : 1u;
+      if (r.sent >= 0) {
+        ++sent;
+        lags.push_back(r.dispatch_lag());
+        first_send = std::min(first_send, r.sent);
+        last_send = std::max(last_send, r.sent);
+      }
+    }
+    std::sort(lags.begin(), lags.end());
+    step.lag_p50_s = percentile_of_sorted(lags, 50);
+    step.lag_p99_s = percentile_of_sorted(lags, 99);
+    step.lag_max_s = lags.empty() ? -1 : lags.back();
+    step.achieved_rate = last_send > first_send ? static_cast<double>(sent - 1) / (last_send - first_send) : 0;
+    step.held =
+        step.errors == 0 && sent == step.requests && step.lag_p99_s <= lag_bound_s && step.achieved_rate >= 0.95 * rate;
+    result.steps.push_back(step);
+    if (step.held)
+      result.max_sustained_rate = rate;
+    else
+      break;
+  }
+  server.stop(std::chrono::milliseconds(100));
+  return result;
+}
+
+Table
+calibration_table(const Calibration& c) {
+  Table table(
+      {"target req/s", "requests", "achieved req/s", "lag p50 us", "lag p99 us", "lag max us", "errors", "held"});
+  for (const auto& s : c.steps)
+    table.add_row({s.target_rate, s.requests, std::round(s.achieved_rate), std::round(s.lag_p50_s * 1e7) / 10,
+                   std::round(s.lag_p99_s * 1e7) / 10, std::round(s.lag_max_s * 1e7) / 10, s.errors,
+                   s.held ? "yes" : "no"});
+  return table;
+}
+
+} // namespace optkit::bench

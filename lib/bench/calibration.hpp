@@ -1,0 +1,36 @@
+// The load generator's own envelope (`optkit bench --calibrate`): open-loop trials at rising
+// rates against a loopback endpoint that answers every completion at once with a one-chunk
+// stream, so the only limit is the client (and this machine). The highest rate it holds with
+// p99 dispatch lag within the bound and every scheduled request sent is its ceiling; results
+// above that ceiling would measure the generator, not the server.
+#pragma once
+
+#include "core/table.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace optkit::bench {
+
+struct CalibrationStep {
+  double target_rate = 0;
+  std::size_t requests = 0;
+  double achieved_rate = 0; // requests sent / time from first to last send
+  double lag_p50_s = 0, lag_p99_s = 0, lag_max_s = 0;
+  std::size_t errors = 0;
+  bool held = false;
+};
+
+struct Calibration {
+  std::vector<CalibrationStep> steps;
+  double max_sustained_rate = 0; // highest target held
+  double lag_bound_s = 0;
+};
+
+// Rates double from `start_rate` up to `max_rate`; each step lasts about `seconds`.
+Calibration calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s);
+
+// One row per rate tried.
+Table calibration_table(const Calibration& calibration);
+
+} // namespace optkit::bench
