@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace optkit::bench {
@@ -25,8 +26,9 @@ server_url(const std::string& text) {
   return url;
 }
 
-std::string
-first_model(http::Client& client) {
+// The model names the server lists on /v1/models (at least one).
+std::vector<std::string>
+listed_models(http::Client& client) {
   http::Response response;
   try {
     response = client.request("GET", "/v1/models");
@@ -41,10 +43,14 @@ first_model(http::Client& client) {
     throw RuntimeFailure(
         fmt::format("--endpoint {}: GET /v1/models answered HTTP {}", client.url().text, response.status));
   const auto body = nlohmann::json::parse(response.body, nullptr, false);
-  if (body.is_discarded() || !body.contains("data") || !body["data"].is_array() || body["data"].empty() ||
-      !body["data"][0].is_object() || !body["data"][0].contains("id") || !body["data"][0]["id"].is_string())
-    throw RuntimeFailure(fmt::format("--endpoint {}: /v1/models lists no model; give --model", client.url().text));
-  return body["data"][0]["id"].get<std::string>();
+  std::vector<std::string> names;
+  if (!body.is_discarded() && body.is_object() && body.contains("data") && body["data"].is_array())
+    for (const auto& entry : body["data"])
+      if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
+        names.push_back(entry["id"].get<std::string>());
+  if (names.empty())
+    throw RuntimeFailure(fmt::format("--endpoint {}: /v1/models lists no model", client.url().text));
+  return names;
 }
 
 // Live trials against an endpoint: requests drawn from the profile per trial (seeded), prompts
@@ -162,9 +168,14 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   if (!options.api_key.empty())
     client_options.headers.emplace_back("Authorization", "Bearer " + options.api_key);
   http::Client control(url, client_options);
-  result.model = options.model.empty() ? first_model(control) : options.model;
-  if (!options.model.empty())
-    (void)first_model(control); // reachability and the key, before any trial
+  const auto models = listed_models(control); // reachability and the key, before any trial
+  result.model = options.model.empty() ? models.front() : options.model;
+  if (std::find(models.begin(), models.end(), result.model) == models.end()) {
+    std::string names;
+    for (const auto& name : models)
+      names += (names.empty() ? "" : ", ") + name;
+    throw InputError(fmt::format("--model {}: {} does not serve it (it serves: {})", result.model, url.text, names));
+  }
   const auto codec = options.tokenizer.empty() ? server_codec(control, result.model) : local_codec(options.tokenizer);
   result.token_counter = codec->source();
 

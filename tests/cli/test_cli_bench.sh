@@ -20,8 +20,10 @@ for _ in $(seq 1 3000); do
 done
 [ -n "$port" ] || fail "serve-deltas did not come up"
 
-# Short trials with a loose β tolerance: a busy CI machine must not turn this into a flaky test.
-short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 --beta-tolerance 0.3)
+# Short trials with a loose β tolerance and dispatch-lag bound: a busy CI machine must not turn
+# this into a flaky test (the generator audit itself is tested in test_bench_load_generator).
+short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 --beta-tolerance 0.3
+  --max-dispatch-lag-ms 1000)
 
 run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \
   "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --format json
@@ -67,7 +69,8 @@ infeasible_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$infeasible_run")" "goal_not_met"
 
 # One open-loop rate, table output.
-run bench --endpoint "http://127.0.0.1:$port/v1" --profile chat-small --rate 20 --requests 30 --beta-tolerance 0.5
+run bench --endpoint "http://127.0.0.1:$port/v1" --profile chat-small --rate 20 --requests 30 --beta-tolerance 0.5 \
+  --max-dispatch-lag-ms 1000
 expect_rc 0
 expect_out_has "rate"
 
@@ -75,6 +78,9 @@ expect_out_has "rate"
 run bench --endpoint "http://127.0.0.1:$port" --slo 'ttft:p95=>1s'
 expect_rc 2
 expect_err_has "ttft:p95=>1s"
+run bench --endpoint "http://127.0.0.1:$port" --model nope
+expect_rc 2
+expect_err_has "tiny-base"
 run bench --endpoint "http://127.0.0.1:$port" --profile no-such-profile
 expect_rc 2
 expect_err_has "chat-small"
