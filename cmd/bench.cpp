@@ -90,6 +90,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   bench->add_option("--requests-out", o.requests_out, "write every request's timings as JSON lines to FILE");
+  bench->add_option("--svg", o.svg_dir, "write latency_vs_rate.svg and steady_state.svg (Eq. 1) into DIR");
   add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
   add_format_option(*bench, flags->format);
   add_output_option(*bench, flags->output, "write the result to FILE instead of stdout");

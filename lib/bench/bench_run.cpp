@@ -1,9 +1,11 @@
 #include "bench/bench_run.hpp"
 
 #include "bench/arrivals.hpp"
+#include "bench/bench_plots.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/load_generator.hpp"
 #include "bench/prompt_synthesis.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "http/client.hpp"
@@ -237,10 +239,28 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
                                      url.text, c.trials.front().recording.requests.front().error, result.model));
   if (!options.requests_out.empty())
     write_request_rows(c, options.requests_out);
+  std::vector<std::filesystem::path> plots;
+  if (!options.svg_dir.empty()) {
+    std::filesystem::create_directories(options.svg_dir);
+    // The figure-4 plot shows the certified trial, else the last open-loop one.
+    const TrialResult* shown = nullptr;
+    for (const auto& t : c.trials)
+      if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
+        if (shown == nullptr || !shown->passed || t.passed)
+          shown = &t;
+    plots.push_back(std::filesystem::path(options.svg_dir) / "latency_vs_rate.svg");
+    write_file_atomic(plots.back(), latency_vs_rate_svg(c, certify_options.summary.slos));
+    if (shown != nullptr) {
+      plots.push_back(std::filesystem::path(options.svg_dir) / "steady_state.svg");
+      write_file_atomic(plots.back(), steady_state_svg(*shown));
+    }
+  }
   if (context.archive != nullptr && context.run_id != 0) {
     context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
     if (!options.requests_out.empty())
       context.archive->add_artifact(context.run_id, std::nullopt, options.requests_out, "requests");
+    for (const auto& plot : plots)
+      context.archive->add_artifact(context.run_id, std::nullopt, plot, "plot");
   }
   return result;
 }

@@ -29,6 +29,7 @@ struct BenchOptions {
   double request_timeout_s = 120;
   std::size_t max_connections = 4096;
   std::string requests_out; // per-request JSON lines (also archived)
+  std::string svg_dir;      // latency_vs_rate.svg and steady_state.svg (also archived)
 };
 
 struct BenchResult {

@@ -8,8 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/prctl.h>
+
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -35,18 +36,15 @@ public:
   }
   InFlight& flight(std::size_t i) { return m_flights[i]; }
 
-  void done_one() {
-    std::lock_guard lock(m_mutex);
-    ++m_done;
-    m_changed.notify_all();
-  }
+  // Called on the I/O thread per request: an atomic add, no lock or wake-up (the pacer polls
+  // once it has sent everything).
+  void done_one() { m_done.fetch_add(1, std::memory_order_release); }
   // Waits until `count` requests are done or `deadline` passes or an interrupt arrives.
   bool wait_done(std::size_t count, Steady::time_point deadline) {
-    std::unique_lock lock(m_mutex);
-    while (m_done < count) {
+    while (m_done.load(std::memory_order_acquire) < count) {
       if (interrupt_requested() || Steady::now() >= deadline)
         return false;
-      m_changed.wait_for(lock, std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return true;
   }
@@ -67,8 +65,7 @@ private:
   std::vector<InFlight> m_flights;
   Steady::time_point m_start;
   std::mutex m_mutex;
-  std::condition_variable m_changed;
-  std::size_t m_done = 0;
+  std::atomic<std::size_t> m_done{0};
 };
 
 void
@@ -130,17 +127,34 @@ submit(http::AsyncClient& client, const GeneratorOptions& options, TrialState& s
   client.submit(http::AsyncRequest{"POST", options.path, request.body, "application/json"}, std::move(handlers));
 }
 
-// Sleeps until shortly before `target`, then spins: the OS timer alone would quantize sends to
-// its slack (about 50 µs, more under load).
+// Sleeps until shortly before `target`, then spins the rest. The pacing thread's timer slack is
+// set to 1 ns while it paces (PacerTimerSlack), so the sleep ends within a few microseconds of
+// its deadline and the spin stays short: a long spin would take a core from the I/O thread and
+// the server when the sends are dense.
 void
 pace_until(Steady::time_point target) {
-  constexpr auto spin = std::chrono::microseconds(200);
+  constexpr auto spin = std::chrono::microseconds(30);
   const auto now = Steady::now();
   if (target - now > spin)
     std::this_thread::sleep_until(target - spin);
   while (Steady::now() < target) {
   }
 }
+
+// Linux's default timer slack (50 µs) rounds every sleep up by as much; restored on exit.
+class PacerTimerSlack {
+public:
+  PacerTimerSlack() : m_previous(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
+  ~PacerTimerSlack() {
+    if (m_previous > 0)
+      prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(m_previous), 0, 0, 0);
+  }
+  PacerTimerSlack(const PacerTimerSlack&) = delete;
+  PacerTimerSlack& operator=(const PacerTimerSlack&) = delete;
+
+private:
+  int m_previous;
+};
 
 } // namespace
 
@@ -154,6 +168,7 @@ LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std
   TrialState state(count);
   std::size_t sent = 0;
   bool interrupted = false;
+  const PacerTimerSlack precise_sleeps;
   for (; sent < count; ++sent) {
     if (interrupt_requested()) {
       interrupted = true;

@@ -26,7 +26,7 @@ short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 
   --max-dispatch-lag-ms 1000)
 
 run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \
-  "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --format json
+  "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --svg "$SCRATCH/plots" --format json
 expect_rc 0
 python3 - "$OUT" <<'PY' || fail "bench JSON: $OUT"
 import json, sys
@@ -54,6 +54,13 @@ expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$run_id")" "$trials"
 expect_eq "$(sql "SELECT COUNT(DISTINCT trial_id) FROM metrics WHERE run_id=$run_id AND name='beta'")" "$trials"
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$run_id")" "succeeded"
 [ "$(wc -l <"$SCRATCH/requests.jsonl")" -gt 40 ] || fail "per-request rows missing"
+# The plots are well-formed XML (Python's parser) and archived.
+for plot in latency_vs_rate steady_state; do
+  python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith("svg")' \
+    "$SCRATCH/plots/$plot.svg" || fail "$plot.svg is not SVG"
+done
+grep -q "SLO e2e:p95&lt;=2s" "$SCRATCH/plots/latency_vs_rate.svg" || fail "the SLO line is missing"
+expect_eq "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$run_id AND kind='plot'")" "2"
 run runs show "$run_id"
 expect_rc 0
 expect_out_has "gate"

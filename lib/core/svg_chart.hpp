@@ -1,0 +1,39 @@
+// A small SVG chart: labelled axes with round ticks, point series (lines and/or markers) and
+// reference lines, in the plain style every optkit plot uses. Self-contained SVG 1.1 that
+// browsers and docs render as is.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace optkit {
+
+struct ChartSeries {
+  std::string label;
+  std::string colour = "#1f77b4";
+  std::vector<std::pair<double, double>> points; // drawn in the given order
+  bool line = true;
+  bool markers = true;
+  bool dashed = false;
+};
+
+struct ChartReference {
+  double value = 0;
+  std::string label;
+  std::string colour = "#c00";
+};
+
+struct Chart {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  std::vector<ChartSeries> series;
+  std::vector<ChartReference> horizontal; // y = value across the plot
+  std::vector<ChartReference> vertical;   // x = value
+};
+
+// Axes start at zero and end at a round value above every point and reference line.
+std::string render_svg(const Chart& chart);
+
+} // namespace optkit
