@@ -138,10 +138,10 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
   t.scheduled_rate = window > 0 ? static_cast<double>(t.measured) / window : 0.0;
 
   std::uint64_t seed = options.seed;
-  t.ttft = summarize_latencies(std::move(ttft), seed++);
-  t.tpot = summarize_latencies(std::move(tpot), seed++);
+  t.ttft = summarize_latencies(std::move(ttft), seed++, options.bootstrap_resamples);
+  t.tpot = summarize_latencies(std::move(tpot), seed++, options.bootstrap_resamples);
   t.itl = summarize_latencies(std::move(itl), seed++, 0);
-  t.e2e = summarize_latencies(std::move(e2e), seed++);
+  t.e2e = summarize_latencies(std::move(e2e), seed++, options.bootstrap_resamples);
   t.dispatch_lag = summarize_latencies(std::move(lag), seed++, 0);
   t.server_queue = summarize_latencies(std::move(queue), seed++, 0);
 
