@@ -127,18 +127,18 @@ submit(http::AsyncClient& client, const GeneratorOptions& options, TrialState& s
   client.submit(http::AsyncRequest{"POST", options.path, request.body, "application/json"}, std::move(handlers));
 }
 
-// Sleeps until shortly before `target`, then spins the rest. The pacing thread's timer slack is
-// set to 1 ns while it paces (PacerTimerSlack), so the sleep ends within a few microseconds of
-// its deadline and the spin stays short: a long spin would take a core from the I/O thread and
-// the server when the sends are dense.
+// Waits for `target` without spinning. A sparse schedule sleeps to each send exactly (timer
+// slack 1 ns, see PacerTimerSlack). A dense one would wake the thread per request, and on a
+// small machine those wake-ups, not the sends, become the limit: so a sleep is never shorter
+// than `min_sleep`, and every request due when the thread wakes goes at once. That bounds the
+// dispatch lag it adds by `min_sleep` (well inside the 1 ms goal) and caps wake-ups at
+// 1/min_sleep per second whatever the rate.
 void
 pace_until(Steady::time_point target) {
-  constexpr auto spin = std::chrono::microseconds(30);
+  constexpr auto min_sleep = std::chrono::microseconds(200);
   const auto now = Steady::now();
-  if (target - now > spin)
-    std::this_thread::sleep_until(target - spin);
-  while (Steady::now() < target) {
-  }
+  if (target > now)
+    std::this_thread::sleep_until(std::max(target, now + min_sleep));
 }
 
 // Linux's default timer slack (50 µs) rounds every sleep up by as much; restored on exit.

@@ -2,7 +2,7 @@
 // with p99 dispatch lag ≤ 1 ms (the goal: ≥ 20,000 req/s on this 2-core machine; the
 // GuideLLM maintainer's own figure for GuideLLM is about 1,000 req/s, reference note §1.7).
 // The endpoint shares the machine with the generator, as `optkit bench --calibrate` does.
-//   perf_bench [seconds per step = 2] [max rate = 64000]
+//   perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000]
 #include "bench/calibration.hpp"
 
 #include <cstdio>
@@ -12,7 +12,8 @@ int
 main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const double max_rate = argc > 2 ? std::atof(argv[2]) : 64000.0;
-  const auto c = optkit::bench::calibrate_generator(1000, max_rate, seconds, 0.001);
+  const double first_rate = argc > 3 ? std::atof(argv[3]) : 1000.0;
+  const auto c = optkit::bench::calibrate_generator(first_rate, max_rate, seconds, 0.001);
   std::printf("%10s %10s %12s %12s %12s %12s %7s %5s\n", "target/s", "requests", "achieved/s", "lag p50 us",
               "lag p99 us", "lag max us", "errors", "held");
   for (const auto& s : c.steps)
