@@ -72,3 +72,23 @@ TEST_CASE("every bundled profile loads") {
   }
   CHECK_THROWS_WITH_AS(resolve_serving_profile("nope"), doctest::Contains("chat-small"), optkit::InputError);
 }
+
+TEST_CASE("a profile written by optkit plan carries default SLOs and the planned rate") {
+  const auto profile = parse_serving_profile(R"(name: plan-x-vllm
+model: meta-llama/Llama-3.1-8B-Instruct
+input_tokens: {distribution: fixed, mean: 1000}
+output_tokens: {distribution: fixed, mean: 100}
+slo: ["ttft:mean<=1000ms", "tpot:mean<=50ms"]
+load: {concurrency: 64, request_rate: 12.5}
+predicted: {configuration: "TP1", ttft_ms: 210.5, tpot_ms: 12.25, sources: "roofline"}
+)",
+                                             "plan.yaml");
+  REQUIRE(profile.slos.size() == 2);
+  CHECK(profile.slos[0].is_mean());
+  CHECK(profile.slos[1].threshold_s == doctest::Approx(0.05));
+  CHECK(profile.planned_rate == doctest::Approx(12.5));
+  CHECK_THROWS_WITH_AS(parse_serving_profile("name: x\ninput_tokens: {distribution: fixed, mean: 3}\noutput_tokens: "
+                                             "{distribution: fixed, mean: 3}\nslo: [\"ttft<=1s\"]\n",
+                                             "p.yaml"),
+                       doctest::Contains("p.yaml: slo: SLO 'ttft<=1s'"), optkit::InputError);
+}

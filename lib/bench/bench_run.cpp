@@ -159,7 +159,9 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   BenchResult result;
   result.profile = resolve_serving_profile(options.profile);
   auto certify_options = options.certify;
-  certify_options.summary.slos = parse_slos(options.slos);
+  certify_options.summary.slos = options.slos.empty() ? result.profile.slos : parse_slos(options.slos);
+  if (certify_options.initial_rate <= 0 && result.profile.planned_rate > 0)
+    certify_options.initial_rate = result.profile.planned_rate;
   const std::string corpus = options.corpus.empty() ? default_corpus_text() : read_input_file(options.corpus);
 
   const auto url = server_url(options.endpoint);
@@ -227,6 +229,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   } else {
     result.certification = certify(runner, certify_options, on_each);
   }
+  result.slos = certify_options.summary.slos;
   const auto& c = result.certification;
   std::size_t requests = 0, failed = 0;
   for (const auto& t : c.trials) {
@@ -272,6 +275,10 @@ to_json(const BenchResult& result) {
   out["endpoint"] = result.endpoint;
   out["profile"] = result.profile.name;
   out["token_counter"] = result.token_counter;
+  nlohmann::json slos = nlohmann::json::array();
+  for (const auto& rule : result.slos)
+    slos.push_back(rule.text);
+  out["slos"] = slos;
   return out;
 }
 

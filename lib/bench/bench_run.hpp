@@ -38,6 +38,7 @@ struct BenchResult {
   std::string endpoint;
   std::string token_counter;
   ServingProfile profile;
+  std::vector<SloRule> slos; // as applied: --slo, else the profile's
   bool single_trial = false;
 };
 

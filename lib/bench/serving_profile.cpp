@@ -1,6 +1,7 @@
 #include "bench/serving_profile.hpp"
 
 #include "bench/random_source.hpp"
+#include "bench/slo.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/resource_paths.hpp"
@@ -53,6 +54,36 @@ length_field(std::string name, std::string help, bool required) {
   return field;
 }
 
+Field
+slo_field() {
+  Field slo{"slo", Type::list, false, "default SLOs when --slo is not given"};
+  slo.item = std::make_shared<const Field>(Field{"slo", Type::string, true, "e.g. ttft:p95<=500ms"});
+  return slo;
+}
+
+Field
+load_field() {
+  Field load{"load", Type::object, false, "the load it was planned for"};
+  Field concurrency{"concurrency", Type::integer, false, "concurrent requests"};
+  concurrency.minimum = 1;
+  load.object = std::make_shared<const Schema>(
+      Schema{"load", {concurrency, number_field("request_rate", "req/s: the search's first rate", 0)}});
+  return load;
+}
+
+Field
+predicted_field() {
+  Field predicted{"predicted", Type::object, false, "optkit plan's prediction (information)"};
+  predicted.object = std::make_shared<const Schema>(
+      Schema{"predicted",
+             {Field{"configuration", Type::string, false, "the configuration planned"},
+              number_field("ttft_ms", "predicted TTFT", 0), number_field("tpot_ms", "predicted TPOT", 0),
+              number_field("tokens_per_s_per_user", "predicted speed per user", 0),
+              number_field("tokens_per_s_per_gpu", "predicted throughput per GPU", 0),
+              Field{"sources", Type::string, false, "where the prediction's timings came from"}}});
+  return predicted;
+}
+
 const Schema&
 profile_schema() {
   static const Schema schema = [] {
@@ -81,7 +112,9 @@ profile_schema() {
                false,
                "poisson | gamma | constant (default poisson)",
                {"poisson", "gamma", "constant"}},
-         number_field("burstiness", "gamma shape: 1 Poisson, <1 burstier (default 1)", 0.01)}};
+         number_field("burstiness", "gamma shape: 1 Poisson, <1 burstier (default 1)", 0.01),
+         Field{"model", Type::string, false, "the model the profile was planned for (information)"}, slo_field(),
+         load_field(), predicted_field()}};
   }();
   return schema;
 }
@@ -184,6 +217,16 @@ parse_serving_profile(const std::string& yaml_text, const std::string& source, c
   p.temperature = doc.value("temperature", 0.0);
   p.arrival = parse_arrival_process(doc.value("arrival", std::string("poisson")));
   p.burstiness = doc.value("burstiness", 1.0);
+  if (doc.contains("slo"))
+    for (const auto& text : doc.at("slo")) {
+      try {
+        p.slos.push_back(parse_slo(text.get<std::string>()));
+      } catch (const InputError& e) {
+        throw InputError(source + ": slo: " + e.what());
+      }
+    }
+  if (doc.contains("load"))
+    p.planned_rate = doc.at("load").value("request_rate", 0.0);
   if (doc.contains("mix")) {
     if (doc.contains("input_tokens") || doc.contains("output_tokens"))
       throw InputError(source + ": give either mix: or top-level input_tokens/output_tokens, not both");

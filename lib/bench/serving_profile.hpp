@@ -5,6 +5,7 @@
 #pragma once
 
 #include "bench/arrivals.hpp"
+#include "bench/slo.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -46,7 +47,9 @@ struct ServingProfile {
   double temperature = 0;
   ArrivalProcess arrival = ArrivalProcess::poisson;
   double burstiness = 1;
-  nlohmann::json resolved; // the validated document, for the archive
+  std::vector<SloRule> slos; // used when --slo gives none (plan --bench-profile writes its SLA here)
+  double planned_rate = 0;   // load.request_rate: the search's first rate when --initial-rate is not given
+  nlohmann::json resolved;   // the validated document, for the archive
 };
 
 // A profile file, validated (file:line:col errors); empirical lengths may name a JSONL file

@@ -22,7 +22,7 @@ struct SummaryOptions {
   double max_dispatch_lag_s = 0.005; // p99 bound before a trial counts as client-limited
   double send_rate_margin = 0.05;    // sends achieved vs scheduled in the window
   double max_error_rate = 0.01;
-  bool open_loop = true; // closed-loop trials have no schedule to audit or regress
+  bool open_loop = true;                 // closed-loop trials have no schedule to audit or regress
   std::size_t bootstrap_resamples = 200; // for the tail percentiles' intervals (0: none)
   std::uint64_t seed = 0;
 };

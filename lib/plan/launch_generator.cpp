@@ -204,16 +204,21 @@ bench_profile_yaml(const PlanRow& row, const LaunchContext& c, std::int64_t run_
   const PlanRequest& r = *c.request;
   const int concurrency =
       row.mode == ServingMode::disaggregated ? row.batch * row.decode_workers * row.replicas : row.batch * row.replicas;
+  // optkit bench reads this file as a serving profile (`optkit bench --profile FILE`): the
+  // workload as fixed lengths, the SLA as its default SLOs (means, as the planner predicts
+  // them) and the predicted rate as the search's first rate.
   std::string yaml = fmt::format("# Serving profile for optkit bench, written by optkit plan (run {}).\n", run_id);
   yaml += fmt::format("name: plan-{}-{}\n", r.model.name, perf::engine_name(c.engine));
+  yaml += fmt::format("description: \"{}\"\n", describe(row, r.model.is_moe()));
   yaml += fmt::format("model: {}\n", c.model_reference);
-  yaml += fmt::format("workload:\n  input_tokens: {}\n  output_tokens: {}\n  prefix_tokens: {}\n", int(r.workload.isl),
-                      int(r.workload.osl), int(r.workload.prefix));
+  yaml += fmt::format("input_tokens: {{distribution: fixed, mean: {}}}\noutput_tokens: {{distribution: fixed, mean: "
+                      "{}}}\nshared_prefix_tokens: {}\nignore_eos: true\n",
+                      int(r.workload.isl), int(r.workload.osl), int(r.workload.prefix));
+  yaml += fmt::format("slo: [\"ttft:mean<={}ms\", \"tpot:mean<={}ms\"]\n", r.ttft_limit_ms, r.tpot_limit_ms);
   yaml +=
       fmt::format("load:\n  concurrency: {}\n  request_rate: {:.3f}\n", concurrency, row.requests_per_s * row.replicas);
-  yaml += fmt::format("slo:\n  ttft_ms: {}\n  tpot_ms: {}\n", r.ttft_limit_ms, r.tpot_limit_ms);
   yaml += fmt::format("predicted:\n  configuration: \"{}\"\n  ttft_ms: {:.2f}\n  tpot_ms: {:.3f}\n"
-                      "  tokens_per_s_per_user: {:.2f}\n  tokens_per_s_per_gpu: {:.2f}\n  sources: {}\n",
+                      "  tokens_per_s_per_user: {:.2f}\n  tokens_per_s_per_gpu: {:.2f}\n  sources: \"{}\"\n",
                       describe(row, r.model.is_moe()), row.ttft_ms, row.tpot_ms, row.tokens_per_s_per_user,
                       row.tokens_per_s_per_gpu, perf::source_names(row.sources));
   return yaml;

@@ -89,7 +89,11 @@ expect_rc 0
 expect_out_has "best: "
 grep -q "<svg" "$SCRATCH/pareto.svg" || fail "no SVG written"
 grep -q "tokens/s/GPU" "$SCRATCH/pareto.svg" || fail "SVG lacks its axis"
-grep -q "input_tokens: 2000" "$SCRATCH/profile.yaml" || fail "bench profile lacks the workload"
+grep -q "input_tokens: {distribution: fixed, mean: 2000}" "$SCRATCH/profile.yaml" || fail "bench profile lacks the workload"
+# optkit bench accepts it as a serving profile: it gets as far as the (absent) server, exit 3.
+run bench --endpoint http://127.0.0.1:1 --profile "$SCRATCH/profile.yaml"
+expect_rc 3
+expect_err_has "127.0.0.1:1"
 [ "$(sql "SELECT COUNT(*) FROM artifacts WHERE kind = 'plot'")" = "1" ] || fail "plot not archived"
 
 # A perf database: measured points are used and labelled.
