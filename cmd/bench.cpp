@@ -90,6 +90,8 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   bench->add_option("--requests-out", o.requests_out, "write every request's timings as JSON lines to FILE");
+  bench->add_flag("!--no-calibration", o.calibration,
+                  "do not look up or measure the load generator's ceiling before benching");
   bench->add_option("--svg", o.svg_dir, "write latency_vs_rate.svg and steady_state.svg (Eq. 1) into DIR");
   add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
   add_format_option(*bench, flags->format);
@@ -99,6 +101,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
          const OutputFormat format = parse_output_format(flags->format);
          if (flags->calibrate) {
            const auto envelope = bench::calibrate_generator(1000, 256000, 2.0, flags->max_dispatch_lag_ms / 1e3);
+           bench::record_calibration(ctx.run_context(0), envelope);
            ctx.emit(bench::calibration_table(envelope).render(format, ctx.color_stdout()) +
                         (format == OutputFormat::table
                              ? fmt::format("\nthe generator holds {:.0f} req/s open-loop with p99 dispatch lag "

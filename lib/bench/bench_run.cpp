@@ -191,6 +191,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   generator.max_connections = options.max_connections;
   EndpointRunner runner(result.profile, result.model, *codec, corpus, generator, certify_options.seed);
 
+  if (options.calibration)
+    result.ceiling = generator_ceiling(context, certify_options.summary.max_dispatch_lag_s);
   const auto on_each = [&](const TrialResult& trial) {
     archive_trial(context, trial);
     if (on_trial)
@@ -279,6 +281,12 @@ to_json(const BenchResult& result) {
   for (const auto& rule : result.slos)
     slos.push_back(rule.text);
   out["slos"] = slos;
+  if (result.ceiling)
+    out["generator_ceiling"] = {{"max_rate", result.ceiling->max_rate},
+                                {"lag_bound_s", result.ceiling->lag_bound_s},
+                                {"source", result.ceiling->source}};
+  else
+    out["generator_ceiling"] = nullptr;
   return out;
 }
 

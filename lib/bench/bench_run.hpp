@@ -5,6 +5,7 @@
 #pragma once
 
 #include "archive/run_context.hpp"
+#include "bench/calibration.hpp"
 #include "bench/certification.hpp"
 #include "bench/serving_profile.hpp"
 
@@ -29,6 +30,7 @@ struct BenchOptions {
   double request_timeout_s = 120;
   std::size_t max_connections = 4096;
   std::string requests_out; // per-request JSON lines (also archived)
+  bool calibration = true;  // find or measure the generator's ceiling first
   std::string svg_dir;      // latency_vs_rate.svg and steady_state.svg (also archived)
 };
 
@@ -39,6 +41,7 @@ struct BenchResult {
   std::string token_counter;
   ServingProfile profile;
   std::vector<SloRule> slos; // as applied: --slo, else the profile's
+  std::optional<GeneratorCeiling> ceiling;
   bool single_trial = false;
 };
 

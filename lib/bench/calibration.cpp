@@ -3,12 +3,14 @@
 #include "bench/arrivals.hpp"
 #include "bench/latency_statistics.hpp"
 #include "bench/load_generator.hpp"
+#include "core/clock.hpp"
 #include "http/server.hpp"
 #include "http/sse.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
 
 namespace optkit::bench {
@@ -83,6 +85,52 @@ calibration_table(const Calibration& c) {
                    std::round(s.lag_p99_s * 1e7) / 10, std::round(s.lag_max_s * 1e7) / 10, s.errors,
                    s.held ? "yes" : "no"});
   return table;
+}
+
+void
+record_calibration(const archive::RunContext& context, const Calibration& c) {
+  if (context.archive == nullptr || context.run_id == 0)
+    return;
+  context.archive->add_metric(context.run_id, std::nullopt, {"generator_max_rate", c.max_sustained_rate, "req/s"});
+  context.archive->add_metric(context.run_id, std::nullopt, {"generator_lag_bound", c.lag_bound_s, "s"});
+}
+
+GeneratorCeiling
+generator_ceiling(const archive::RunContext& context, double lag_bound_s) {
+  GeneratorCeiling ceiling;
+  ceiling.lag_bound_s = lag_bound_s;
+  if (context.archive != nullptr && context.run_id != 0) {
+    auto& a = *context.archive;
+    const auto self = a.find_run(context.run_id);
+    archive::RunFilter filter;
+    filter.command = "bench";
+    filter.status = "succeeded";
+    filter.limit = 200;
+    for (const auto& run : a.list_runs(filter)) {
+      if (run.id == context.run_id || (self && run.host != self->host))
+        continue;
+      const auto detail = a.load_run(run.id);
+      std::optional<double> rate, bound;
+      for (const auto& m : detail.metrics) {
+        if (m.name == "generator_max_rate" && m.value)
+          rate = *m.value;
+        if (m.name == "generator_lag_bound" && m.value)
+          bound = *m.value;
+      }
+      // A ceiling measured under a looser lag bound does not hold under this one.
+      if (rate && bound && *bound <= lag_bound_s * 1.0001) {
+        ceiling.max_rate = *rate;
+        ceiling.lag_bound_s = *bound;
+        ceiling.source = fmt::format("run {} ({})", run.id, iso8601_utc(run.started_at));
+        return ceiling;
+      }
+    }
+  }
+  const auto measured = calibrate_generator(1000, 256000, 1.0, lag_bound_s);
+  record_calibration(context, measured);
+  ceiling.max_rate = measured.max_sustained_rate;
+  ceiling.source = "measured now";
+  return ceiling;
 }
 
 } // namespace optkit::bench

@@ -5,6 +5,7 @@
 // above that ceiling would measure the generator, not the server.
 #pragma once
 
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 
 #include <cstddef>
@@ -32,5 +33,17 @@ Calibration calibrate_generator(double start_rate, double max_rate, double secon
 
 // One row per rate tried.
 Table calibration_table(const Calibration& calibration);
+
+// The generator's ceiling every certification carries: the newest one recorded on this host
+// (metric `generator_max_rate` of an earlier bench run), else measured now (a short
+// calibration, about 10 s) and recorded on this run so later runs find it.
+struct GeneratorCeiling {
+  double max_rate = 0;
+  double lag_bound_s = 0;
+  std::string source; // "run 17 (2026-11-23T17:20:01Z)" or "measured now"
+};
+GeneratorCeiling generator_ceiling(const archive::RunContext& context, double lag_bound_s);
+// Records a calibration's figures on the context's run.
+void record_calibration(const archive::RunContext& context, const Calibration& calibration);
 
 } // namespace optkit::bench

@@ -25,6 +25,14 @@ done
 short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 --beta-tolerance 0.3
   --max-dispatch-lag-ms 1000)
 
+# The generator's ceiling, measured once per host (any machine holds 1,000 req/s within 1 s of
+# lag), then found by the certification that follows.
+run bench --calibrate --max-dispatch-lag-ms 1000 --format json
+expect_rc 0
+calibration_run=$(sql "SELECT MAX(id) FROM runs WHERE command='bench'")
+[ -n "$(sql "SELECT value FROM metrics WHERE run_id=$calibration_run AND name='generator_max_rate' AND value >= 1000")" ] ||
+  fail "calibration not archived: $OUT"
+
 run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \
   "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --svg "$SCRATCH/plots" --format json
 expect_rc 0
@@ -36,6 +44,8 @@ assert r["certified_rate"] > 0
 assert r["beta"] is not None
 assert r["model"] == "tiny-base"
 assert r["token_counter"] == "server /tokenize"
+assert r["generator_ceiling"]["source"].startswith("run "), r["generator_ceiling"]
+assert r["slos"] == ["e2e:p95<=2s"]
 trials = r["trials"]
 assert trials[0]["phase"] == "gate" and 2 <= len(trials) <= 5, len(trials)
 assert r["lower_bound"] > 0
@@ -66,7 +76,8 @@ expect_rc 0
 expect_out_has "gate"
 
 # An impossible SLO: INFEASIBLE after the gate alone, exit 1, the violated SLO named.
-run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=1us' "${short[@]}" --format json
+run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=1us' "${short[@]}" --format json \
+  --no-calibration
 expect_rc 1
 expect_err_has "INFEASIBLE"
 expect_err_has "e2e:p95<=1us"
