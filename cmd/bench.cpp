@@ -42,6 +42,11 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
       ->check(CLI::PositiveNumber);
   bench->add_option("--concurrency", flags->concurrency, "run one closed-loop trial with this many streams instead")
       ->check(CLI::Range(1, 1 << 20));
+  bench->add_option("--trace", o.trace,
+                    "replay a request trace (JSON lines: timestamp, input_tokens, output_tokens) instead");
+  bench->add_option("--time-scale", o.time_scale, "trace replay speed (2: twice as fast)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bench->add_option("--requests", o.requests, "requests in a --rate/--concurrency trial (default: sized as a trial)");
   bench->add_option("--initial-rate", c.initial_rate, "first open-loop rate (default: the gate's lower bound LB)")
       ->check(CLI::NonNegativeNumber);

@@ -5,6 +5,7 @@
 #include "bench/bench_report.hpp"
 #include "bench/load_generator.hpp"
 #include "bench/prompt_synthesis.hpp"
+#include "bench/request_trace.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace optkit::bench {
 
@@ -75,12 +77,37 @@ public:
     ArrivalOptions arrivals{m_profile.arrival, rate, m_profile.burstiness, seed};
     return m_generator.open_loop(prepare(count, seed), arrival_offsets(arrivals, count));
   }
+  // The trace's own times (divided by time_scale) and, where it gives them, its lengths.
+  TrialRecording replay(const std::vector<TraceRequest>& trace, double time_scale, std::uint64_t seed) {
+    auto plan = plan_requests(m_profile, trace.size(), seed);
+    std::vector<double> timestamps;
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+      timestamps.push_back(trace[i].timestamp);
+      if (trace[i].input_tokens > 0)
+        plan[i].input_tokens = trace[i].input_tokens;
+      if (trace[i].output_tokens > 0)
+        plan[i].output_tokens = trace[i].output_tokens;
+    }
+    // Rows in time order, so request i is the i-th to leave.
+    std::vector<std::size_t> order(trace.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return timestamps[a] < timestamps[b]; });
+    std::vector<PlannedRequest> ordered;
+    for (std::size_t i : order)
+      ordered.push_back(plan[i]);
+    return m_generator.open_loop(build(ordered, seed), replay_offsets(timestamps, time_scale));
+  }
 
 private:
   // At most 2048 distinct prompts per trial (requests beyond reuse them in turn), so a long
   // trial does not spend minutes counting tokens through a server's /tokenize.
   std::vector<PreparedRequest> prepare(std::size_t count, std::uint64_t seed) {
-    const auto plan = plan_requests(m_profile, std::min<std::size_t>(std::max<std::size_t>(count, 1), 2048), seed);
+    return build(plan_requests(m_profile, std::min<std::size_t>(std::max<std::size_t>(count, 1), 2048), seed), seed);
+  }
+
+  std::vector<PreparedRequest> build(const std::vector<PlannedRequest>& plan, std::uint64_t seed) {
     PromptSynthesizer prompts(m_codec, m_corpus, m_profile.shared_prefix_tokens, seed);
     std::vector<PreparedRequest> out;
     out.reserve(plan.size());
@@ -150,8 +177,12 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
           const std::function<void(const TrialResult&)>& on_trial) {
   if (options.endpoint.empty())
     throw InputError("--endpoint URL is required (an OpenAI-compatible server, e.g. http://127.0.0.1:8000)");
-  if (options.rate && options.concurrency)
-    throw InputError("--rate and --concurrency are exclusive: one open-loop rate or one closed-loop concurrency");
+  if ((options.rate ? 1 : 0) + (options.concurrency ? 1 : 0) + (options.trace.empty() ? 0 : 1) > 1)
+    throw InputError("--rate, --concurrency and --trace are exclusive: one open-loop rate, one closed-loop "
+                     "concurrency or one trace replay");
+  if (!(options.time_scale > 0))
+    throw InputError("--time-scale must be positive");
+  const auto trace = options.trace.empty() ? std::vector<TraceRequest>{} : load_request_trace(options.trace);
   if (options.rate && !(*options.rate > 0))
     throw InputError("--rate must be a positive number of requests per second");
   if (options.concurrency && *options.concurrency < 1)
@@ -198,11 +229,24 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     if (on_trial)
       on_trial(trial);
   };
-  if (options.rate || options.concurrency) {
+  if (options.rate || options.concurrency || !trace.empty()) {
     result.single_trial = true;
     TrialResult trial;
     auto summary_options = certify_options.summary;
-    if (options.rate) {
+    if (!trace.empty()) {
+      trial.phase = "trace";
+      trial.planned_requests = trace.size();
+      trial.recording = runner.replay(trace, options.time_scale, certify_options.seed + 1);
+      const auto offsets = replay_offsets(
+          [&] {
+            std::vector<double> t;
+            for (const auto& r : trace)
+              t.push_back(r.timestamp);
+            return t;
+          }(),
+          options.time_scale);
+      trial.rate = offsets.back() > 0 ? static_cast<double>(trace.size() - 1) / offsets.back() : 0.0;
+    } else if (options.rate) {
       trial.phase = "rate";
       trial.rate = *options.rate;
       trial.planned_requests = options.requests > 0 ? options.requests : trial_requests(certify_options, trial.rate);
@@ -225,7 +269,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
                : t.client_limited      ? CertificationStatus::client_limited
                : t.passed              ? CertificationStatus::feasible
                                        : CertificationStatus::infeasible;
-    c.certified_rate = t.passed && options.rate ? t.rate : 0.0;
+    c.certified_rate = t.passed && t.phase != "concurrency" ? t.rate : 0.0;
     c.binding = t.summary.failure;
     c.stop_reason = "a single trial was asked for";
   } else {

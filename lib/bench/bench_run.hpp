@@ -26,6 +26,8 @@ struct BenchOptions {
   CertifyOptions certify;
   std::optional<double> rate;     // one open-loop trial at this rate instead of certifying
   std::optional<int> concurrency; // one closed-loop trial with this many streams
+  std::string trace;              // replay this request trace (JSONL) instead of certifying
+  double time_scale = 1;          // trace replay speed: 2 = twice as fast
   std::size_t requests = 0;       // for --rate / --concurrency (0: sized as for certification)
   double request_timeout_s = 120;
   std::size_t max_connections = 4096;

@@ -22,6 +22,9 @@ public:
   std::vector<std::int32_t> encode(const std::string& text) const override { return m_tokenizer.encode(text, false); }
   std::string decode(const std::vector<std::int32_t>& ids) const override { return m_tokenizer.decode(ids, false); }
   std::string source() const override { return "tokenizer " + m_dir; }
+  std::int64_t added_special_tokens() const override {
+    return static_cast<std::int64_t>(m_tokenizer.encode("", true).size());
+  }
 
 private:
   std::string m_dir;
@@ -45,6 +48,10 @@ public:
     return body["prompt"].get<std::string>();
   }
   std::string source() const override { return "server /tokenize"; }
+  std::int64_t added_special_tokens() const override {
+    const auto body = call("/tokenize", {{"model", m_model}, {"prompt", ""}, {"add_special_tokens", true}});
+    return body.contains("tokens") && body["tokens"].is_array() ? static_cast<std::int64_t>(body["tokens"].size()) : 0;
+  }
 
 private:
   nlohmann::json call(const std::string& path, const nlohmann::json& request) const {
@@ -82,7 +89,7 @@ default_corpus_text() {
 
 PromptSynthesizer::PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text,
                                      std::int64_t shared_prefix_tokens, std::uint64_t seed)
-    : m_codec(codec), m_corpus(codec.encode(corpus_text)), m_state(seed) {
+    : m_codec(codec), m_special(codec.added_special_tokens()), m_corpus(codec.encode(corpus_text)), m_state(seed) {
   if (m_corpus.empty())
     throw InputError("the prompt corpus encodes to no tokens");
   if (shared_prefix_tokens > 0)
@@ -99,7 +106,8 @@ PromptSynthesizer::window(std::size_t start, std::int64_t length) const {
 }
 
 SynthesizedPrompt
-PromptSynthesizer::make(std::int64_t tokens) {
+PromptSynthesizer::make(std::int64_t total_tokens) {
+  const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
   RandomSource random(m_state++);
   const std::int64_t body_tokens = std::max<std::int64_t>(1, tokens - static_cast<std::int64_t>(m_prefix.size()));
   const std::size_t start = random.below(m_corpus.size());
@@ -117,6 +125,7 @@ PromptSynthesizer::make(std::int64_t tokens) {
       break;
     length = std::max<std::int64_t>(1, length + (tokens - candidate.tokens));
   }
+  best.tokens += m_special;
   return best;
 }
 

@@ -27,6 +27,9 @@ public:
   virtual std::vector<std::int32_t> encode(const std::string& text) const = 0;
   virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
   virtual std::string source() const = 0; // for the report: "tokenizer DIR" or "server /tokenize"
+  // Tokens the server adds to every completions prompt (a BOS, say): counted in the request's
+  // length, so "128 input tokens" is 128 as the server counts them.
+  virtual std::int64_t added_special_tokens() const = 0;
 };
 
 std::unique_ptr<TokenCodec> local_codec(const std::string& model_dir);
@@ -43,7 +46,8 @@ public:
   // Encodes `corpus_text` once; throws InputError when it encodes to no tokens.
   PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text, std::int64_t shared_prefix_tokens,
                     std::uint64_t seed);
-  // One prompt of `tokens` tokens. Cuts a window of ids at a seeded offset, decodes it, and
+  // One prompt of `tokens` tokens as the server counts them (its added special tokens included).
+  // Cuts a window of ids at a seeded offset, decodes it, and
   // re-encodes to check: when the round trip merges or splits tokens at the edges, the window is
   // adjusted until the count is exact (a few tries; the closest is kept otherwise).
   SynthesizedPrompt make(std::int64_t tokens);
@@ -52,6 +56,7 @@ private:
   std::vector<std::int32_t> window(std::size_t start, std::int64_t length) const;
 
   const TokenCodec& m_codec;
+  std::int64_t m_special = 0;
   std::vector<std::int32_t> m_corpus;
   std::vector<std::int32_t> m_prefix;
   std::uint64_t m_state;

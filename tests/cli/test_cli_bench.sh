@@ -92,6 +92,39 @@ run bench --endpoint "http://127.0.0.1:$port/v1" --profile chat-small --rate 20 
 expect_rc 0
 expect_out_has "rate"
 
+# A trace replayed at twice its speed: its lengths where it gives them, the profile's elsewhere.
+python3 - "$SCRATCH/trace.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(40):
+        row = {"timestamp": 1000 + i * 0.1}
+        if i % 2 == 0:
+            row.update(input_tokens=20, output_tokens=4)
+        f.write(json.dumps(row) + "\n")
+PY
+run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/trace.jsonl" --time-scale 2 --beta-tolerance 1 \
+  --max-dispatch-lag-ms 1000 --no-calibration --warmup 0 --cooldown 0 --requests-out "$SCRATCH/trace-out.jsonl" \
+  --format json
+expect_rc 0
+python3 - "$OUT" "$SCRATCH/trace-out.jsonl" <<'PY' || fail "trace replay: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+t = r["trials"][0]
+assert t["phase"] == "trace" and abs(t["rate"] - 20) < 0.01, (t["phase"], t["rate"])
+rows = [json.loads(l) for l in open(sys.argv[2])]
+assert len(rows) == 40
+for row in rows:
+    assert abs(row["intended_s"] - row["index"] * 0.05) < 1e-9, row
+    if row["index"] % 2 == 0:
+        assert row["output_tokens"] == 4 and row["input_tokens"] == 20, row
+    else:
+        assert row["output_tokens"] == 16, row
+PY
+printf '{"timestamp": 1}\n{"time": 2}\n' >"$SCRATCH/bad-trace.jsonl"
+run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/bad-trace.jsonl"
+expect_rc 2
+expect_err_has "bad-trace.jsonl:2: 'timestamp'"
+
 # Bad input: exit 2 naming the value; an unreachable server: exit 3.
 run bench --endpoint "http://127.0.0.1:$port" --slo 'ttft:p95=>1s'
 expect_rc 2
