@@ -170,6 +170,64 @@ archive_trial(const archive::RunContext& context, const TrialResult& trial) {
     a.add_metric(context.run_id, id, metric);
 }
 
+// --rate, --concurrency or --trace: one trial, reported in the certification's shape.
+Certification
+single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyOptions& certify_options,
+             const std::vector<TraceRequest>& trace, const std::function<void(const TrialResult&)>& on_each) {
+  TrialResult trial;
+  auto summary_options = certify_options.summary;
+  if (!trace.empty()) {
+    trial.phase = "trace";
+    trial.planned_requests = trace.size();
+    trial.recording = runner.replay(trace, options.time_scale, certify_options.seed + 1);
+    const auto& sent = trial.recording.requests;
+    const double span = sent.empty() ? 0.0 : sent.back().intended - sent.front().intended;
+    trial.rate = span > 0 ? static_cast<double>(sent.size() - 1) / span : 0.0;
+  } else if (options.rate) {
+    trial.phase = "rate";
+    trial.rate = *options.rate;
+    trial.planned_requests = options.requests > 0 ? options.requests : trial_requests(certify_options, trial.rate);
+    trial.recording = runner.open_loop(trial.rate, trial.planned_requests, certify_options.seed + 1);
+  } else {
+    trial.phase = "concurrency";
+    trial.planned_requests = options.requests > 0 ? options.requests : certify_options.min_requests;
+    trial.recording = runner.closed_loop(trial.planned_requests, *options.concurrency);
+    summary_options.open_loop = false;
+  }
+  trial.summary = summarize_trial(trial.recording, summary_options);
+  trial.passed = trial.summary.failure.empty();
+  trial.client_limited = trial.summary.client_limited;
+  on_each(trial);
+  Certification c;
+  c.status = trial.recording.interrupted ? CertificationStatus::interrupted
+             : trial.client_limited      ? CertificationStatus::client_limited
+             : trial.passed              ? CertificationStatus::feasible
+                                         : CertificationStatus::infeasible;
+  c.certified_rate = trial.passed && trial.phase != "concurrency" ? trial.rate : 0.0;
+  c.binding = trial.summary.failure;
+  c.stop_reason = "a single trial was asked for";
+  c.trials.push_back(std::move(trial));
+  return c;
+}
+
+// latency_vs_rate.svg, and steady_state.svg of the certified trial (else the last open-loop one).
+std::vector<std::filesystem::path>
+write_plots(const Certification& c, const std::vector<SloRule>& slos, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::filesystem::path> plots{dir / "latency_vs_rate.svg"};
+  write_file_atomic(plots.back(), latency_vs_rate_svg(c, slos));
+  const TrialResult* shown = nullptr;
+  for (const auto& t : c.trials)
+    if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
+      if (shown == nullptr || !shown->passed || t.passed)
+        shown = &t;
+  if (shown != nullptr) {
+    plots.push_back(dir / "steady_state.svg");
+    write_file_atomic(plots.back(), steady_state_svg(*shown));
+  }
+  return plots;
+}
+
 } // namespace
 
 BenchResult
@@ -229,52 +287,9 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     if (on_trial)
       on_trial(trial);
   };
-  if (options.rate || options.concurrency || !trace.empty()) {
-    result.single_trial = true;
-    TrialResult trial;
-    auto summary_options = certify_options.summary;
-    if (!trace.empty()) {
-      trial.phase = "trace";
-      trial.planned_requests = trace.size();
-      trial.recording = runner.replay(trace, options.time_scale, certify_options.seed + 1);
-      const auto offsets = replay_offsets(
-          [&] {
-            std::vector<double> t;
-            for (const auto& r : trace)
-              t.push_back(r.timestamp);
-            return t;
-          }(),
-          options.time_scale);
-      trial.rate = offsets.back() > 0 ? static_cast<double>(trace.size() - 1) / offsets.back() : 0.0;
-    } else if (options.rate) {
-      trial.phase = "rate";
-      trial.rate = *options.rate;
-      trial.planned_requests = options.requests > 0 ? options.requests : trial_requests(certify_options, trial.rate);
-      trial.recording = runner.open_loop(trial.rate, trial.planned_requests, certify_options.seed + 1);
-    } else {
-      trial.phase = "concurrency";
-      trial.planned_requests = options.requests > 0 ? options.requests : certify_options.min_requests;
-      trial.recording = runner.closed_loop(trial.planned_requests, *options.concurrency);
-      summary_options.open_loop = false;
-    }
-    summary_options.seed = certify_options.seed;
-    trial.summary = summarize_trial(trial.recording, summary_options);
-    trial.passed = trial.summary.failure.empty();
-    trial.client_limited = trial.summary.client_limited;
-    on_each(trial);
-    auto& c = result.certification;
-    c.trials.push_back(std::move(trial));
-    const auto& t = c.trials.back();
-    c.status = t.recording.interrupted ? CertificationStatus::interrupted
-               : t.client_limited      ? CertificationStatus::client_limited
-               : t.passed              ? CertificationStatus::feasible
-                                       : CertificationStatus::infeasible;
-    c.certified_rate = t.passed && t.phase != "concurrency" ? t.rate : 0.0;
-    c.binding = t.summary.failure;
-    c.stop_reason = "a single trial was asked for";
-  } else {
-    result.certification = certify(runner, certify_options, on_each);
-  }
+  result.certification = options.rate || options.concurrency || !trace.empty()
+                             ? single_trial(runner, options, certify_options, trace, on_each)
+                             : certify(runner, certify_options, on_each);
   result.slos = certify_options.summary.slos;
   const auto& c = result.certification;
   std::size_t requests = 0, failed = 0;
@@ -288,22 +303,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
                                      url.text, c.trials.front().recording.requests.front().error, result.model));
   if (!options.requests_out.empty())
     write_request_rows(c, options.requests_out);
-  std::vector<std::filesystem::path> plots;
-  if (!options.svg_dir.empty()) {
-    std::filesystem::create_directories(options.svg_dir);
-    // The figure-4 plot shows the certified trial, else the last open-loop one.
-    const TrialResult* shown = nullptr;
-    for (const auto& t : c.trials)
-      if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
-        if (shown == nullptr || !shown->passed || t.passed)
-          shown = &t;
-    plots.push_back(std::filesystem::path(options.svg_dir) / "latency_vs_rate.svg");
-    write_file_atomic(plots.back(), latency_vs_rate_svg(c, certify_options.summary.slos));
-    if (shown != nullptr) {
-      plots.push_back(std::filesystem::path(options.svg_dir) / "steady_state.svg");
-      write_file_atomic(plots.back(), steady_state_svg(*shown));
-    }
-  }
+  const auto plots = options.svg_dir.empty() ? std::vector<std::filesystem::path>{}
+                                             : write_plots(c, certify_options.summary.slos, options.svg_dir);
   if (context.archive != nullptr && context.run_id != 0) {
     context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
     if (!options.requests_out.empty())

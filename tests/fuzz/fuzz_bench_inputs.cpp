@@ -2,9 +2,10 @@
 //   even → a server's streamed OpenAI response (untrusted network bytes), fed whole and split at
 //          a point the input chooses: the reader never crashes, and both feedings agree on
 //          [DONE], the error, the text chunks and the usage;
-//   odd  → an --slo expression (mode 1) or a serving profile YAML (mode 3): a value or an
-//          InputError, nothing else.
+//   odd  → an --slo expression (mode 1), a serving profile YAML (mode 3), or a request trace
+//          (JSON lines; modes 5 and 7): a value or an InputError, nothing else.
 #include "bench/openai_stream.hpp"
+#include "bench/request_trace.hpp"
 #include "bench/serving_profile.hpp"
 #include "bench/slo.hpp"
 #include "core/error.hpp"
@@ -49,10 +50,12 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     return 0;
   }
   try {
-    if (data[0] % 4 == 1)
+    if (data[0] % 8 == 1)
       (void)optkit::bench::parse_slo(std::string(text));
-    else
+    else if (data[0] % 8 == 3)
       (void)optkit::bench::parse_serving_profile(std::string(text), "fuzz.yaml");
+    else
+      (void)optkit::bench::parse_request_trace(std::string(text), "fuzz.jsonl");
   } catch (const optkit::InputError&) {
   }
   return 0;
