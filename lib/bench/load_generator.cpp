@@ -56,6 +56,9 @@ public:
     std::lock_guard lock(m_mutex);
     for (std::size_t i = 0; i < sent; ++i) {
       out.requests.push_back(std::move(m_flights[i].record));
+      auto& record = out.requests.back();
+      if (record.end < 0 && record.error.empty()) // its client stopped before it started
+        record.error = "did not complete before the trial ended";
       out.duration_s = std::max(out.duration_s, out.requests.back().end);
     }
     return out;

@@ -282,8 +282,12 @@ AsyncClient::submit(AsyncRequest request, AsyncHandlers handlers) {
     std::lock_guard lock(m->mutex);
     ++m->submitted_not_done;
   }
-  net::post(m->ioc,
-            [impl = m, job = Job{std::move(request), std::move(handlers)}]() mutable { impl->start(std::move(job)); });
+  // A weak reference: a handler still queued when the client goes away must not keep the
+  // io_context that holds it alive (a reference cycle).
+  net::post(m->ioc, [weak = std::weak_ptr<Impl>(m), job = Job{std::move(request), std::move(handlers)}]() mutable {
+    if (const auto impl = weak.lock())
+      impl->start(std::move(job));
+  });
 }
 
 std::size_t

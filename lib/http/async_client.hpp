@@ -1,7 +1,8 @@
 // The asynchronous side of optkit's HTTP client: many requests in flight over a pool of
 // keep-alive connections on one io_context, for load generation (bench) where a thread per
-// request cannot keep up. Bodies of 2xx answers are handed over as they arrive; every request
-// ends with exactly one on_done, whatever happens (refused connection, timeout, cut-off body).
+// request cannot keep up. Bodies of 2xx answers are handed over as they arrive; while the client
+// lives every request ends with exactly one on_done, whatever happens on the wire (refused
+// connection, timeout, cut-off body).
 #pragma once
 
 #include "http/client.hpp"
@@ -48,7 +49,8 @@ public:
   // Resolves the host at once (RuntimeFailure naming the URL when it cannot) and starts the
   // I/O threads.
   AsyncClient(Url base, AsyncClientOptions options = {});
-  // Stops: requests still in flight end with an error "client stopped".
+  // Stops: requests in flight or waiting for a connection end with an error "client stopped";
+  // one submitted an instant before, whose start had not run yet, is dropped without on_done.
   ~AsyncClient();
   AsyncClient(const AsyncClient&) = delete;
   AsyncClient& operator=(const AsyncClient&) = delete;
