@@ -1,5 +1,7 @@
 #include "plan/launch_generator.hpp"
 
+#include "engines/engine_adapter.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -25,12 +27,51 @@ gpu_list(int first, int count) {
 }
 
 std::string
-kv_dtype_flag(perf::Precision kv, perf::Engine engine) {
+kv_dtype_name(perf::Precision kv) {
   if (kv == perf::Precision::fp8)
-    return engine == perf::Engine::sglang ? "fp8_e4m3" : "fp8";
+    return "fp8";
   if (kv == perf::Precision::int8)
     return "int8";
   return "auto";
+}
+
+engines::EngineKind
+engine_kind(perf::Engine engine) {
+  switch (engine) {
+  case perf::Engine::sglang:
+    return engines::EngineKind::sglang;
+  case perf::Engine::trtllm:
+    return engines::EngineKind::trtllm;
+  default:
+    return engines::EngineKind::vllm;
+  }
+}
+
+// One worker of the plan in engine-neutral settings; the engine's adapter spells them.
+engines::EngineSettings
+worker_settings(const Worker& w, const LaunchContext& c, int port) {
+  const PlanRequest& r = *c.request;
+  const bool moe = r.model.is_moe();
+  engines::EngineSettings s;
+  s.model = c.model_reference;
+  s.port = port;
+  s.tensor_parallel = w.parallel.tp;
+  s.pipeline_parallel = w.parallel.pp;
+  s.data_parallel = moe ? w.parallel.dp : 1;
+  s.expert_parallel = moe ? w.parallel.ep : 1;
+  s.max_num_seqs = w.batch;
+  s.max_num_batched_tokens = w.max_tokens;
+  s.max_model_len = static_cast<std::int64_t>(r.workload.isl + r.workload.osl);
+  s.memory_fraction = r.memory_fraction;
+  s.kv_cache_dtype = kv_dtype_name(r.precision.kv_cache);
+  if (r.precision.weights == perf::Precision::fp8)
+    s.quantization = "fp8";
+  if (r.speculation.enabled()) {
+    s.speculative_tokens = r.speculation.draft_tokens;
+    s.speculative_mtp = r.model.is_mla();
+  }
+  s.disaggregation_role = w.role;
+  return s;
 }
 
 std::string
@@ -43,89 +84,6 @@ quantization_note(const PlanRequest& request) {
   default:
     return "";
   }
-}
-
-std::string
-vllm_command(const Worker& w, const LaunchContext& c, int port) {
-  const PlanRequest& r = *c.request;
-  const bool moe = r.model.is_moe();
-  std::string cmd = fmt::format("vllm serve {} --port {}", c.model_reference, port);
-  cmd += fmt::format(" \\\n    --tensor-parallel-size {} --pipeline-parallel-size {}", w.parallel.tp, w.parallel.pp);
-  if (moe && w.parallel.dp > 1)
-    cmd += fmt::format(" --data-parallel-size {}", w.parallel.dp);
-  if (moe && w.parallel.ep > 1)
-    cmd += " --enable-expert-parallel";
-  cmd += fmt::format(" \\\n    --max-num-seqs {} --max-num-batched-tokens {} --max-model-len {}", w.batch, w.max_tokens,
-                     int(r.workload.isl + r.workload.osl));
-  cmd += fmt::format(" \\\n    --gpu-memory-utilization {:.2f} --kv-cache-dtype {}", r.memory_fraction,
-                     kv_dtype_flag(r.precision.kv_cache, perf::Engine::vllm));
-  if (r.precision.weights == perf::Precision::fp8)
-    cmd += " --quantization fp8";
-  if (r.speculation.enabled())
-    cmd += fmt::format(" \\\n    --speculative-config '{{\"method\":\"eagle\",\"num_speculative_tokens\":{}}}'",
-                       r.speculation.draft_tokens);
-  if (!w.role.empty())
-    cmd +=
-        fmt::format(" \\\n    --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}}'");
-  return cmd;
-}
-
-std::string
-sglang_command(const Worker& w, const LaunchContext& c, int port) {
-  const PlanRequest& r = *c.request;
-  const bool moe = r.model.is_moe();
-  // SGLang's --tp-size counts every GPU of the worker; --dp-size splits attention among them.
-  std::string cmd = fmt::format("python -m sglang.launch_server --model-path {} --port {}", c.model_reference, port);
-  cmd += fmt::format(" \\\n    --tp-size {} --pp-size {}", w.parallel.tp * w.parallel.dp, w.parallel.pp);
-  if (moe && w.parallel.dp > 1)
-    cmd += fmt::format(" --dp-size {} --enable-dp-attention", w.parallel.dp);
-  if (moe && w.parallel.ep > 1)
-    cmd += fmt::format(" --ep-size {}", w.parallel.ep);
-  cmd += fmt::format(" \\\n    --max-running-requests {} --chunked-prefill-size {} --context-length {}", w.batch,
-                     w.max_tokens, int(r.workload.isl + r.workload.osl));
-  cmd += fmt::format(" \\\n    --mem-fraction-static {:.2f} --kv-cache-dtype {}", r.memory_fraction,
-                     kv_dtype_flag(r.precision.kv_cache, perf::Engine::sglang));
-  if (r.precision.weights == perf::Precision::fp8)
-    cmd += " --quantization fp8";
-  if (r.speculation.enabled())
-    cmd += fmt::format(" \\\n    --speculative-algorithm EAGLE --speculative-num-steps {} --speculative-eagle-topk 1 "
-                       "--speculative-num-draft-tokens {}",
-                       r.speculation.draft_tokens, r.speculation.draft_tokens + 1);
-  if (!w.role.empty())
-    cmd += fmt::format(" \\\n    --disaggregation-mode {} --disaggregation-transfer-backend nixl", w.role);
-  return cmd;
-}
-
-std::string
-trtllm_options_yaml(const Worker& w, const LaunchContext& c) {
-  const PlanRequest& r = *c.request;
-  std::string yaml;
-  yaml += fmt::format("enable_attention_dp: {}\n", w.parallel.dp > 1 ? "true" : "false");
-  yaml += fmt::format("enable_chunked_prefill: false\n");
-  yaml += "kv_cache_config:\n";
-  yaml += fmt::format("  dtype: {}\n", kv_dtype_flag(r.precision.kv_cache, perf::Engine::trtllm));
-  yaml += fmt::format("  free_gpu_memory_fraction: {:.2f}\n", r.memory_fraction);
-  yaml += fmt::format("cuda_graph_config:\n  max_batch_size: {}\n", w.batch);
-  if (r.speculation.enabled())
-    yaml += fmt::format("speculative_config:\n  decoding_type: {}\n  max_draft_len: {}\n",
-                        r.model.is_mla() ? "MTP" : "Eagle", r.speculation.draft_tokens);
-  if (!w.role.empty())
-    yaml += "cache_transceiver_config:\n  backend: DEFAULT\n";
-  return yaml;
-}
-
-std::string
-trtllm_command(const Worker& w, const LaunchContext& c, int port, const std::string& options_file) {
-  const PlanRequest& r = *c.request;
-  std::string cmd = fmt::format("trtllm-serve {} --backend pytorch --port {}", c.model_reference, port);
-  cmd += fmt::format(" \\\n    --tp_size {} --pp_size {}", w.parallel.tp * w.parallel.dp, w.parallel.pp);
-  if (r.model.is_moe())
-    cmd += fmt::format(" --ep_size {}", w.parallel.ep);
-  cmd += fmt::format(" \\\n    --max_batch_size {} --max_num_tokens {} --max_seq_len {}", w.batch, w.max_tokens,
-                     int(r.workload.isl + r.workload.osl));
-  cmd += fmt::format(" \\\n    --kv_cache_free_gpu_memory_fraction {:.2f} --extra_llm_api_options {}",
-                     r.memory_fraction, options_file);
-  return cmd;
 }
 
 } // namespace
@@ -182,15 +140,11 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
     first_gpu += w.parallel.gpus();
     if (!w.role.empty())
       script += fmt::format("# {} worker\n", w.role);
-    if (c.engine == perf::Engine::vllm)
-      script += env + vllm_command(w, c, port) + " &\n";
-    else if (c.engine == perf::Engine::sglang)
-      script += env + sglang_command(w, c, port) + " &\n";
-    else {
-      const std::string options = fmt::format("extra-llm-api-options-{}.yaml", i);
-      script += fmt::format("cat > {} <<'YAML'\n{}YAML\n", options, trtllm_options_yaml(w, c));
-      script += env + trtllm_command(w, c, port, options) + " &\n";
-    }
+    const std::string options = fmt::format("extra-llm-api-options-{}.yaml", i);
+    const auto command = engines::command_line(engine_kind(c.engine), worker_settings(w, c, port), options);
+    if (!command.extra_options_yaml.empty())
+      script += fmt::format("cat > {} <<'YAML'\n{}YAML\n", options, command.extra_options_yaml);
+    script += env + command.render() + " &\n";
   }
   if (row.mode == ServingMode::disaggregated)
     script +=

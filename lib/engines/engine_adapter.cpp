@@ -1,0 +1,281 @@
+#include "engines/engine_adapter.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::engines {
+
+namespace {
+
+using Group = std::vector<std::string>;
+
+std::string
+kv_dtype(const EngineSettings& s, EngineKind kind) {
+  if (s.kv_cache_dtype == "fp8" && kind == EngineKind::sglang)
+    return "fp8_e4m3";
+  return s.kv_cache_dtype;
+}
+
+std::string
+number(double value) {
+  return fmt::format("{:.2f}", value);
+}
+
+void
+reject(EngineKind kind, const std::string& why) {
+  throw InputError(fmt::format("engine {}: {}", to_string(kind), why));
+}
+
+void
+check_common(EngineKind kind, const EngineSettings& s) {
+  if (s.model.empty())
+    reject(kind, "no model given");
+  if (s.port < 1 || s.port > 65535)
+    reject(kind, fmt::format("port {} is not in 1-65535", s.port));
+  if (s.tensor_parallel < 1 || s.pipeline_parallel < 1 || s.data_parallel < 1 || s.expert_parallel < 1)
+    reject(kind, "parallel sizes must be at least 1");
+  if (s.memory_fraction && !(*s.memory_fraction > 0 && *s.memory_fraction <= 1))
+    reject(kind, fmt::format("memory fraction {} is not in (0, 1]", *s.memory_fraction));
+  if (s.max_num_seqs && *s.max_num_seqs < 1)
+    reject(kind, "max_num_seqs must be at least 1");
+}
+
+CommandLine
+vllm(const EngineSettings& s) {
+  // vLLM refuses a token budget smaller than its sequence cap at start-up.
+  if (s.max_num_seqs && s.max_num_batched_tokens && *s.max_num_batched_tokens < *s.max_num_seqs)
+    reject(EngineKind::vllm, fmt::format("max_num_batched_tokens {} is below max_num_seqs {}",
+                                         *s.max_num_batched_tokens, *s.max_num_seqs));
+  CommandLine c;
+  c.program = {"vllm", "serve", s.model, "--port", std::to_string(s.port)};
+  if (!s.host.empty())
+    c.program.insert(c.program.end(), {"--host", s.host});
+  Group parallel = {"--tensor-parallel-size", std::to_string(s.tensor_parallel), "--pipeline-parallel-size",
+                    std::to_string(s.pipeline_parallel)};
+  if (s.data_parallel > 1)
+    parallel.insert(parallel.end(), {"--data-parallel-size", std::to_string(s.data_parallel)});
+  if (s.expert_parallel > 1)
+    parallel.push_back("--enable-expert-parallel");
+  c.groups.push_back(parallel);
+  Group batching;
+  if (s.max_num_seqs)
+    batching.insert(batching.end(), {"--max-num-seqs", std::to_string(*s.max_num_seqs)});
+  if (s.max_num_batched_tokens)
+    batching.insert(batching.end(), {"--max-num-batched-tokens", std::to_string(*s.max_num_batched_tokens)});
+  if (s.max_model_len)
+    batching.insert(batching.end(), {"--max-model-len", std::to_string(*s.max_model_len)});
+  c.groups.push_back(batching);
+  Group memory;
+  if (s.memory_fraction)
+    memory.insert(memory.end(), {"--gpu-memory-utilization", number(*s.memory_fraction)});
+  if (!s.kv_cache_dtype.empty())
+    memory.insert(memory.end(), {"--kv-cache-dtype", kv_dtype(s, EngineKind::vllm)});
+  if (!s.quantization.empty())
+    memory.insert(memory.end(), {"--quantization", s.quantization});
+  c.groups.push_back(memory);
+  if (s.speculative_tokens > 0)
+    c.groups.push_back({"--speculative-config",
+                        fmt::format(R"({{"method":"eagle","num_speculative_tokens":{}}})", s.speculative_tokens)});
+  if (!s.disaggregation_role.empty())
+    c.groups.push_back({"--kv-transfer-config", R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})"});
+  return c;
+}
+
+CommandLine
+sglang(const EngineSettings& s) {
+  CommandLine c;
+  c.program = {"python", "-m", "sglang.launch_server", "--model-path", s.model, "--port", std::to_string(s.port)};
+  if (!s.host.empty())
+    c.program.insert(c.program.end(), {"--host", s.host});
+  // SGLang's --tp-size counts every GPU of the worker; --dp-size splits attention among them.
+  Group parallel = {"--tp-size", std::to_string(s.tensor_parallel * s.data_parallel), "--pp-size",
+                    std::to_string(s.pipeline_parallel)};
+  if (s.data_parallel > 1)
+    parallel.insert(parallel.end(), {"--dp-size", std::to_string(s.data_parallel), "--enable-dp-attention"});
+  if (s.expert_parallel > 1)
+    parallel.insert(parallel.end(), {"--ep-size", std::to_string(s.expert_parallel)});
+  c.groups.push_back(parallel);
+  Group batching;
+  if (s.max_num_seqs)
+    batching.insert(batching.end(), {"--max-running-requests", std::to_string(*s.max_num_seqs)});
+  if (s.max_num_batched_tokens)
+    batching.insert(batching.end(), {"--chunked-prefill-size", std::to_string(*s.max_num_batched_tokens)});
+  if (s.max_model_len)
+    batching.insert(batching.end(), {"--context-length", std::to_string(*s.max_model_len)});
+  c.groups.push_back(batching);
+  Group memory;
+  if (s.memory_fraction)
+    memory.insert(memory.end(), {"--mem-fraction-static", number(*s.memory_fraction)});
+  if (!s.kv_cache_dtype.empty())
+    memory.insert(memory.end(), {"--kv-cache-dtype", kv_dtype(s, EngineKind::sglang)});
+  if (!s.quantization.empty())
+    memory.insert(memory.end(), {"--quantization", s.quantization});
+  c.groups.push_back(memory);
+  if (s.speculative_tokens > 0)
+    c.groups.push_back({"--speculative-algorithm", "EAGLE", "--speculative-num-steps",
+                        std::to_string(s.speculative_tokens), "--speculative-eagle-topk", "1",
+                        "--speculative-num-draft-tokens", std::to_string(s.speculative_tokens + 1)});
+  if (!s.disaggregation_role.empty())
+    c.groups.push_back({"--disaggregation-mode", s.disaggregation_role, "--disaggregation-transfer-backend", "nixl"});
+  return c;
+}
+
+CommandLine
+trtllm(const EngineSettings& s, const std::string& options_file) {
+  CommandLine c;
+  c.program = {"trtllm-serve", s.model, "--backend", "pytorch", "--port", std::to_string(s.port)};
+  if (!s.host.empty())
+    c.program.insert(c.program.end(), {"--host", s.host});
+  Group parallel = {"--tp_size", std::to_string(s.tensor_parallel * s.data_parallel), "--pp_size",
+                    std::to_string(s.pipeline_parallel)};
+  if (s.expert_parallel > 1 || s.data_parallel > 1)
+    parallel.insert(parallel.end(), {"--ep_size", std::to_string(s.expert_parallel)});
+  c.groups.push_back(parallel);
+  Group batching;
+  if (s.max_num_seqs)
+    batching.insert(batching.end(), {"--max_batch_size", std::to_string(*s.max_num_seqs)});
+  if (s.max_num_batched_tokens)
+    batching.insert(batching.end(), {"--max_num_tokens", std::to_string(*s.max_num_batched_tokens)});
+  if (s.max_model_len)
+    batching.insert(batching.end(), {"--max_seq_len", std::to_string(*s.max_model_len)});
+  c.groups.push_back(batching);
+  Group memory;
+  if (s.memory_fraction)
+    memory.insert(memory.end(), {"--kv_cache_free_gpu_memory_fraction", number(*s.memory_fraction)});
+  if (!options_file.empty())
+    memory.insert(memory.end(), {"--extra_llm_api_options", options_file});
+  c.groups.push_back(memory);
+  std::string& yaml = c.extra_options_yaml;
+  yaml += fmt::format("enable_attention_dp: {}\n", s.data_parallel > 1 ? "true" : "false");
+  yaml += "enable_chunked_prefill: false\n";
+  yaml += "kv_cache_config:\n";
+  yaml += fmt::format("  dtype: {}\n", s.kv_cache_dtype.empty() ? "auto" : kv_dtype(s, EngineKind::trtllm));
+  if (s.memory_fraction)
+    yaml += fmt::format("  free_gpu_memory_fraction: {}\n", number(*s.memory_fraction));
+  if (s.max_num_seqs)
+    yaml += fmt::format("cuda_graph_config:\n  max_batch_size: {}\n", *s.max_num_seqs);
+  if (s.speculative_tokens > 0)
+    yaml += fmt::format("speculative_config:\n  decoding_type: {}\n  max_draft_len: {}\n",
+                        s.speculative_mtp ? "MTP" : "Eagle", s.speculative_tokens);
+  if (!s.disaggregation_role.empty())
+    yaml += "cache_transceiver_config:\n  backend: DEFAULT\n";
+  return c;
+}
+
+CommandLine
+optkit_serve(const EngineSettings& s) {
+  const auto unsupported = [](const char* what) {
+    reject(EngineKind::optkit, fmt::format("optkit serve-deltas has no {} (a CPU engine on one process)", what));
+  };
+  if (s.tensor_parallel > 1 || s.pipeline_parallel > 1 || s.data_parallel > 1 || s.expert_parallel > 1)
+    unsupported("model parallelism");
+  if (s.speculative_tokens > 0)
+    unsupported("speculative decoding");
+  if (!s.disaggregation_role.empty())
+    unsupported("prefill/decode disaggregation");
+  if (!s.quantization.empty() || !s.kv_cache_dtype.empty() || s.memory_fraction)
+    unsupported("quantization, KV dtype or GPU memory settings (it serves the folder as compressed)");
+  CommandLine c;
+  c.program = {"optkit", "serve-deltas", "--base", s.model, "--port", std::to_string(s.port)};
+  if (!s.host.empty())
+    c.program.insert(c.program.end(), {"--host", s.host});
+  Group batching;
+  if (s.max_num_seqs)
+    batching.insert(batching.end(), {"--max-num-seqs", std::to_string(*s.max_num_seqs)});
+  if (s.max_num_batched_tokens)
+    batching.insert(batching.end(), {"--max-num-batched-tokens", std::to_string(*s.max_num_batched_tokens)});
+  c.groups.push_back(batching);
+  return c;
+}
+
+// Single-quotes an argument the shell would otherwise split or expand.
+std::string
+shell_word(const std::string& word) {
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") ==
+          std::string::npos)
+    return word;
+  std::string quoted = "'";
+  for (char ch : word)
+    quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
+} // namespace
+
+EngineKind
+parse_engine(const std::string& name) {
+  if (name == "vllm")
+    return EngineKind::vllm;
+  if (name == "sglang")
+    return EngineKind::sglang;
+  if (name == "trtllm")
+    return EngineKind::trtllm;
+  if (name == "optkit")
+    return EngineKind::optkit;
+  throw InputError("engine '" + name + "' is not vllm, sglang, trtllm or optkit");
+}
+
+std::string
+to_string(EngineKind kind) {
+  switch (kind) {
+  case EngineKind::vllm:
+    return "vllm";
+  case EngineKind::sglang:
+    return "sglang";
+  case EngineKind::trtllm:
+    return "trtllm";
+  case EngineKind::optkit:
+    return "optkit";
+  }
+  return "?";
+}
+
+std::vector<std::string>
+CommandLine::argv() const {
+  std::vector<std::string> out = program;
+  for (const auto& group : groups)
+    out.insert(out.end(), group.begin(), group.end());
+  return out;
+}
+
+std::string
+CommandLine::render() const {
+  std::string text;
+  for (const auto& word : program)
+    text += (text.empty() ? "" : " ") + shell_word(word);
+  for (const auto& group : groups) {
+    if (group.empty())
+      continue;
+    text += " \\\n   ";
+    for (const auto& word : group)
+      text += " " + shell_word(word);
+  }
+  return text;
+}
+
+CommandLine
+command_line(EngineKind kind, const EngineSettings& settings, const std::string& options_file) {
+  check_common(kind, settings);
+  CommandLine c;
+  switch (kind) {
+  case EngineKind::vllm:
+    c = vllm(settings);
+    break;
+  case EngineKind::sglang:
+    c = sglang(settings);
+    break;
+  case EngineKind::trtllm:
+    c = trtllm(settings, options_file);
+    break;
+  case EngineKind::optkit:
+    c = optkit_serve(settings);
+    break;
+  }
+  if (!settings.extra_args.empty())
+    c.groups.push_back(settings.extra_args);
+  return c;
+}
+
+} // namespace optkit::engines
