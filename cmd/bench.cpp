@@ -28,9 +28,19 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   auto& o = flags->options;
   auto& c = o.certify;
   bench->add_option("--endpoint", o.endpoint, "OpenAI-compatible server, e.g. http://127.0.0.1:8000");
+  bench->add_option("--engine", o.engine, "launch this engine for the run instead: vllm|sglang|trtllm|optkit")
+      ->check(CLI::IsMember({"vllm", "sglang", "trtllm", "optkit"}));
+  bench->add_option("--engine-arg", o.engine_args, "an argument appended to the engine's command line (repeatable)")
+      ->allow_extra_args(false);
+  bench->add_option("--engine-executable", o.engine_executable,
+                    "the engine's executable (default: on PATH; optkit: this binary)");
+  bench->add_option("--engine-timeout", o.engine_timeout_s, "seconds the engine may take to answer /health")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bench->add_flag("--calibrate", flags->calibrate,
                   "measure the load generator's own ceiling against a loopback no-op endpoint, then exit");
-  bench->add_option("--model", o.model, "model name to request (default: the first /v1/models lists)");
+  bench->add_option("--model", o.model,
+                    "model name to request (default: the first /v1/models lists); with --engine, what it serves");
   bench->add_option("--api-key", o.api_key, "bearer key for the server (default: $OPENAI_API_KEY)");
   bench->add_option("--profile", o.profile, "serving profile: a name under profiles/serving/ or a YAML file")
       ->capture_default_str();

@@ -9,9 +9,13 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/resource_paths.hpp"
+#include "engines/engine_process.hpp"
 #include "http/client.hpp"
 
 #include <fmt/format.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -170,6 +174,23 @@ archive_trial(const archive::RunContext& context, const TrialResult& trial) {
     a.add_metric(context.run_id, id, metric);
 }
 
+std::unique_ptr<engines::EngineProcess>
+launch_engine(const BenchOptions& options, const archive::RunContext& context) {
+  engines::LaunchOptions launch;
+  launch.kind = engines::parse_engine(options.engine);
+  launch.settings.model = options.model;
+  launch.settings.port = 0;
+  launch.settings.extra_args = options.engine_args;
+  launch.executable = options.engine_executable;
+  if (launch.executable.empty() && launch.kind == engines::EngineKind::optkit)
+    launch.executable = executable_path().string();
+  launch.ready_timeout_s = options.engine_timeout_s;
+  launch.directory = context.archive != nullptr && context.run_id != 0
+                         ? context.archive->run_directory(context.run_id) / "engine"
+                         : std::filesystem::temp_directory_path() / fmt::format("optkit-engine-{}", ::getpid());
+  return std::make_unique<engines::EngineProcess>(std::move(launch));
+}
+
 // --rate, --concurrency or --trace: one trial, reported in the certification's shape.
 Certification
 single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyOptions& certify_options,
@@ -233,8 +254,12 @@ write_plots(const Certification& c, const std::vector<SloRule>& slos, const std:
 BenchResult
 run_bench(const BenchOptions& options, const archive::RunContext& context,
           const std::function<void(const TrialResult&)>& on_trial) {
-  if (options.endpoint.empty())
-    throw InputError("--endpoint URL is required (an OpenAI-compatible server, e.g. http://127.0.0.1:8000)");
+  if (options.endpoint.empty() == options.engine.empty())
+    throw InputError(options.endpoint.empty()
+                         ? "--endpoint URL (a running OpenAI-compatible server) or --engine KIND --model M is required"
+                         : "--endpoint and --engine are exclusive: bench a running server, or one bench launches");
+  if (!options.engine.empty() && options.model.empty())
+    throw InputError("--engine needs --model: the model (folder or Hugging Face id) the engine serves");
   if ((options.rate ? 1 : 0) + (options.concurrency ? 1 : 0) + (options.trace.empty() ? 0 : 1) > 1)
     throw InputError("--rate, --concurrency and --trace are exclusive: one open-loop rate, one closed-loop "
                      "concurrency or one trace replay");
@@ -253,7 +278,12 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     certify_options.initial_rate = result.profile.planned_rate;
   const std::string corpus = options.corpus.empty() ? default_corpus_text() : read_input_file(options.corpus);
 
-  const auto url = server_url(options.endpoint);
+  // --engine: the server lives for this run only; leaving this scope (done, failed, Ctrl-C)
+  // stops its whole process group.
+  std::unique_ptr<engines::EngineProcess> engine;
+  if (!options.engine.empty())
+    engine = launch_engine(options, context);
+  const auto url = server_url(engine ? engine->url() : options.endpoint);
   result.endpoint = url.text;
   http::ClientOptions client_options;
   client_options.connect_timeout = std::chrono::milliseconds(5000);
@@ -262,7 +292,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     client_options.headers.emplace_back("Authorization", "Bearer " + options.api_key);
   http::Client control(url, client_options);
   const auto models = listed_models(control); // reachability and the key, before any trial
-  result.model = options.model.empty() ? models.front() : options.model;
+  // An engine is asked for its model by path or id; requests name it as the engine lists it.
+  result.model = options.model.empty() || engine ? models.front() : options.model;
   if (std::find(models.begin(), models.end(), result.model) == models.end()) {
     std::string names;
     for (const auto& name : models)
@@ -305,8 +336,12 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     write_request_rows(c, options.requests_out);
   const auto plots = options.svg_dir.empty() ? std::vector<std::filesystem::path>{}
                                              : write_plots(c, certify_options.summary.slos, options.svg_dir);
+  if (engine)
+    result.engine = engine->record();
   if (context.archive != nullptr && context.run_id != 0) {
     context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
+    if (engine)
+      context.archive->add_artifact(context.run_id, std::nullopt, engine->log_file(), "engine-log");
     if (!options.requests_out.empty())
       context.archive->add_artifact(context.run_id, std::nullopt, options.requests_out, "requests");
     for (const auto& plot : plots)
@@ -326,6 +361,7 @@ to_json(const BenchResult& result) {
   for (const auto& rule : result.slos)
     slos.push_back(rule.text);
   out["slos"] = slos;
+  out["engine"] = result.engine;
   if (result.ceiling)
     out["generator_ceiling"] = {{"max_rate", result.ceiling->max_rate},
                                 {"lag_bound_s", result.ceiling->lag_bound_s},

@@ -17,8 +17,13 @@ namespace optkit::bench {
 
 struct BenchOptions {
   std::string endpoint; // http://host:port (a trailing /v1 is accepted)
-  std::string model;    // empty: the first model /v1/models lists
-  std::string api_key;  // sent as Authorization: Bearer
+  // Or an engine to launch for the run (--engine): its kind, --model is what it serves.
+  std::string engine;
+  std::string engine_executable;        // empty: found on PATH (optkit: this binary)
+  std::vector<std::string> engine_args; // appended to its command line
+  double engine_timeout_s = 900;        // to become ready
+  std::string model;                    // empty: the first model /v1/models lists
+  std::string api_key;                  // sent as Authorization: Bearer
   std::string profile = "chat-small";
   std::string tokenizer; // model folder whose tokenizer.json counts tokens (empty: the server's /tokenize)
   std::string corpus;    // text prompts are cut from (empty: profiles/serving/corpus.txt)
@@ -44,6 +49,7 @@ struct BenchResult {
   ServingProfile profile;
   std::vector<SloRule> slos; // as applied: --slo, else the profile's
   std::optional<GeneratorCeiling> ceiling;
+  nlohmann::json engine; // what was launched and what it reported (null for --endpoint)
   bool single_trial = false;
 };
 

@@ -125,6 +125,53 @@ run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/bad-trace.jsonl"
 expect_rc 2
 expect_err_has "bad-trace.jsonl:2: 'timestamp'"
 
+# --engine: a stand-in for vLLM records its argv and serves as vLLM would (it is optkit
+# serve-deltas --mock underneath); bench launches it on a free port, benches it, archives its log
+# and stops it.
+mkdir -p "$SCRATCH/bin"
+cat >"$SCRATCH/bin/vllm" <<SH
+#!/usr/bin/env bash
+printf '%s\n' "\$@" >"$SCRATCH/vllm-argv"
+port=""
+while [ \$# -gt 0 ]; do [ "\$1" = --port ] && port=\$2; shift; done
+exec "$OPTKIT" --archive "$SCRATCH/engine.db" serve-deltas --base "$base" --mock --mock-step-ms 1 --threads 1 --port "\$port"
+SH
+chmod +x "$SCRATCH/bin/vllm"
+run bench --engine vllm --model meta-llama/Llama-3.1-8B-Instruct --engine-executable "$SCRATCH/bin/vllm" \
+  --engine-arg=--enforce-eager --profile chat-small --rate 10 --requests 20 --beta-tolerance 1 \
+  --max-dispatch-lag-ms 1000 --no-calibration --format json
+expect_rc 0
+python3 - "$OUT" "$SCRATCH/vllm-argv" <<'PY' || fail "engine run: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+argv = open(sys.argv[2]).read().split("\n")
+assert argv[:2] == ["serve", "meta-llama/Llama-3.1-8B-Instruct"], argv
+assert "--enforce-eager" in argv and "--host" in argv and "127.0.0.1" in argv, argv
+port = int(argv[argv.index("--port") + 1])
+assert r["engine"]["port"] == port and r["engine"]["argv"] == argv[:-1], r["engine"]
+assert r["engine"]["models"][0]["id"] == "tiny-base" and r["model"] == "tiny-base"
+s = r["trials"][0]["summary"]
+assert s["requests"] == 20 and s["failed"] == 0, s
+PY
+engine_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+expect_eq "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$engine_run AND kind='engine-log'")" "1"
+engine_port=$(grep -A1 -- '--port' "$SCRATCH/vllm-argv" | tail -1)
+python3 -c 'import socket,sys; s=socket.socket(); sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0 else 1)' \
+  "$engine_port" || fail "the engine still listens after the run"
+# An engine that dies before it is ready: exit 3 quoting its log.
+printf '#!/usr/bin/env bash\necho "CUDA out of memory" >&2\nexit 1\n' >"$SCRATCH/bin/broken"
+chmod +x "$SCRATCH/bin/broken"
+run bench --engine sglang --model m --engine-executable "$SCRATCH/bin/broken" --no-calibration
+expect_rc 3
+expect_err_has "CUDA out of memory"
+# The real optkit engine refusing an argument it does not know: its own message comes through.
+run bench --engine optkit --model "$base" --engine-arg=--tensor-parallel-size --no-calibration
+expect_rc 3
+expect_err_has "not expected: --tensor-parallel-size"
+run bench --engine vllm
+expect_rc 2
+expect_err_has "--engine needs --model"
+
 # Bad input: exit 2 naming the value; an unreachable server: exit 3.
 run bench --endpoint "http://127.0.0.1:$port" --slo 'ttft:p95=>1s'
 expect_rc 2

@@ -1,0 +1,91 @@
+#include "engines/engine_adapter.hpp"
+
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace optkit::engines;
+
+namespace {
+
+bool
+has_pair(const std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
+  const auto it = std::find(argv.begin(), argv.end(), flag);
+  return it != argv.end() && it + 1 != argv.end() && *(it + 1) == value;
+}
+
+EngineSettings
+settings() {
+  EngineSettings s;
+  s.model = "Qwen/Qwen3-235B-A22B";
+  s.port = 8123;
+  s.tensor_parallel = 4;
+  s.data_parallel = 2;
+  s.expert_parallel = 8;
+  s.max_num_seqs = 128;
+  s.max_num_batched_tokens = 4096;
+  s.max_model_len = 8192;
+  s.memory_fraction = 0.85;
+  s.kv_cache_dtype = "fp8";
+  s.speculative_tokens = 3;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("each engine spells the same settings in its own flags") {
+  const auto vllm = command_line(EngineKind::vllm, settings()).argv();
+  CHECK(vllm[0] == "vllm");
+  CHECK(vllm[2] == "Qwen/Qwen3-235B-A22B");
+  CHECK(has_pair(vllm, "--tensor-parallel-size", "4"));
+  CHECK(has_pair(vllm, "--data-parallel-size", "2"));
+  CHECK(std::count(vllm.begin(), vllm.end(), "--enable-expert-parallel") == 1);
+  CHECK(has_pair(vllm, "--max-num-seqs", "128"));
+  CHECK(has_pair(vllm, "--max-num-batched-tokens", "4096"));
+  CHECK(has_pair(vllm, "--gpu-memory-utilization", "0.85"));
+  CHECK(has_pair(vllm, "--kv-cache-dtype", "fp8"));
+  CHECK(has_pair(vllm, "--speculative-config", R"({"method":"eagle","num_speculative_tokens":3})"));
+
+  const auto sglang = command_line(EngineKind::sglang, settings()).argv();
+  CHECK(has_pair(sglang, "--tp-size", "8")); // SGLang counts every GPU of the worker
+  CHECK(has_pair(sglang, "--dp-size", "2"));
+  CHECK(has_pair(sglang, "--max-running-requests", "128"));
+  CHECK(has_pair(sglang, "--kv-cache-dtype", "fp8_e4m3"));
+  CHECK(has_pair(sglang, "--mem-fraction-static", "0.85"));
+
+  const auto trt = command_line(EngineKind::trtllm, settings(), "opts.yaml");
+  CHECK(has_pair(trt.argv(), "--max_batch_size", "128"));
+  CHECK(has_pair(trt.argv(), "--extra_llm_api_options", "opts.yaml"));
+  CHECK(trt.extra_options_yaml.find("enable_attention_dp: true") != std::string::npos);
+  CHECK(trt.extra_options_yaml.find("max_draft_len: 3") != std::string::npos);
+}
+
+TEST_CASE("validity rules are checked before anything launches") {
+  auto s = settings();
+  s.max_num_batched_tokens = 64; // below max_num_seqs
+  CHECK_THROWS_WITH_AS(command_line(EngineKind::vllm, s),
+                       doctest::Contains("max_num_batched_tokens 64 is below max_num_seqs 128"), optkit::InputError);
+  CHECK_THROWS_WITH_AS(command_line(EngineKind::optkit, settings()), doctest::Contains("no model parallelism"),
+                       optkit::InputError);
+  auto bad = settings();
+  bad.memory_fraction = 1.5;
+  CHECK_THROWS_WITH_AS(command_line(EngineKind::sglang, bad), doctest::Contains("memory fraction 1.5"),
+                       optkit::InputError);
+  CHECK_THROWS_AS(parse_engine("tgi"), optkit::InputError);
+  EngineSettings mine;
+  mine.model = "testdata/models/tiny-base";
+  mine.max_num_seqs = 8;
+  const auto optkit = command_line(EngineKind::optkit, mine).argv();
+  CHECK(optkit[1] == "serve-deltas");
+  CHECK(has_pair(optkit, "--base", "testdata/models/tiny-base"));
+  CHECK(has_pair(optkit, "--max-num-seqs", "8"));
+}
+
+TEST_CASE("a rendered command line is one shell command with quoted JSON") {
+  const auto text = command_line(EngineKind::vllm, settings()).render();
+  CHECK(text.rfind("vllm serve Qwen/Qwen3-235B-A22B --port 8123", 0) == 0);
+  CHECK(text.find(R"('{"method":"eagle","num_speculative_tokens":3}')") != std::string::npos);
+  CHECK(text.find(" \\\n    --tensor-parallel-size 4") != std::string::npos);
+}
