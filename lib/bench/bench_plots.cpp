@@ -9,25 +9,6 @@
 
 namespace optkit::bench {
 
-namespace {
-
-const LatencySummary&
-summary_of(const TrialSummary& t, LatencyMetric metric) {
-  switch (metric) {
-  case LatencyMetric::ttft:
-    return t.ttft;
-  case LatencyMetric::tpot:
-    return t.tpot;
-  case LatencyMetric::itl:
-    return t.itl;
-  case LatencyMetric::e2e:
-    return t.e2e;
-  }
-  return t.e2e;
-}
-
-} // namespace
-
 std::string
 latency_vs_rate_svg(const Certification& c, const std::vector<SloRule>& slos) {
   static const char* colours[] = {"#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"};
@@ -49,7 +30,7 @@ latency_vs_rate_svg(const Certification& c, const std::vector<SloRule>& slos) {
     std::vector<std::pair<double, double>> points;
     for (const auto& t : c.trials)
       if (t.phase != "gate") {
-        const double value = summary_of(t.summary, metric).statistic(q);
+        const double value = t.summary.latency(metric).statistic(q);
         if (value >= 0)
           points.emplace_back(t.rate, value * 1e3);
       }

@@ -1,5 +1,6 @@
 #include "bench/serving_profile.hpp"
 
+#include "bench/json_lines.hpp"
 #include "bench/random_source.hpp"
 #include "bench/slo.hpp"
 #include "core/error.hpp"
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 namespace optkit::bench {
 
@@ -134,23 +134,15 @@ shape_named(const std::string& name) {
 
 std::vector<std::int64_t>
 read_jsonl_lengths(const std::filesystem::path& file, const std::string& field) {
-  std::ifstream in(file);
-  if (!in)
-    throw InputError(fmt::format("{}: cannot read the empirical length file", file.string()));
   std::vector<std::int64_t> values;
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    const auto row = nlohmann::json::parse(line, nullptr, false);
-    const auto it = row.is_object() ? row.find(field) : row.end();
-    if (row.is_discarded() || it == row.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1)
-      throw InputError(
-          fmt::format("{}:{}: expected a JSON object with a positive integer '{}'", file.string(), number, field));
-    values.push_back(it->get<std::int64_t>());
-  }
+  for_each_json_line(
+      read_input_file(file), file.string(), fmt::format("{{\"{}\": TOKENS}}", field),
+      [&](const nlohmann::json& row, std::size_t line) {
+        const auto it = row.find(field);
+        if (it == row.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1)
+          throw InputError(fmt::format("{}:{}: '{}' is missing or not a positive integer", file.string(), line, field));
+        values.push_back(it->get<std::int64_t>());
+      });
   if (values.empty())
     throw InputError(fmt::format("{}: no lengths in the file", file.string()));
   return values;

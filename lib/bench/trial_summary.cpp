@@ -60,6 +60,21 @@ fit_steady_state(const std::vector<const RequestRecord*>& measured, const Summar
 
 } // namespace
 
+const LatencySummary&
+TrialSummary::latency(LatencyMetric metric) const {
+  switch (metric) {
+  case LatencyMetric::ttft:
+    return ttft;
+  case LatencyMetric::tpot:
+    return tpot;
+  case LatencyMetric::itl:
+    return itl;
+  case LatencyMetric::e2e:
+    return e2e;
+  }
+  return e2e;
+}
+
 std::size_t
 tail_samples_needed(const std::vector<SloRule>& slos, std::size_t tail_k) {
   double q = 50;
@@ -145,21 +160,8 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
   t.dispatch_lag = summarize_latencies(std::move(lag), seed++, 0);
   t.server_queue = summarize_latencies(std::move(queue), seed++, 0);
 
-  const auto summary_for = [&](LatencyMetric metric) -> const LatencySummary& {
-    switch (metric) {
-    case LatencyMetric::ttft:
-      return t.ttft;
-    case LatencyMetric::tpot:
-      return t.tpot;
-    case LatencyMetric::itl:
-      return t.itl;
-    case LatencyMetric::e2e:
-      return t.e2e;
-    }
-    return t.e2e;
-  };
   for (const auto& rule : options.slos) {
-    SloVerdict verdict{rule, summary_for(rule.metric).statistic(rule.percentile), false};
+    SloVerdict verdict{rule, t.latency(rule.metric).statistic(rule.percentile), false};
     verdict.passed = verdict.value >= 0 && rule.passes(verdict.value);
     t.slos_passed = t.slos_passed && verdict.passed;
     t.slos.push_back(verdict);

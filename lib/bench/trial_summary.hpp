@@ -60,6 +60,7 @@ struct TrialSummary {
   double slo_attainment = 0; // share of measured requests meeting every SLO
   double mean_input_tokens = 0, mean_output_tokens = 0;
   LatencySummary ttft, tpot, itl, e2e, dispatch_lag, server_queue;
+  const LatencySummary& latency(LatencyMetric metric) const; // the summary an SLO metric names
   SteadyState steady;
   double sends_achieved = 1; // sent in window / scheduled in window
   bool client_limited = false;

@@ -11,8 +11,10 @@ namespace {
 
 constexpr double width = 760, height = 480, left = 70, right = 190, top = 40, bottom = 56;
 
+} // namespace
+
 double
-round_ceiling(double value) {
+round_axis_ceiling(double value) {
   if (!(value > 0) || !std::isfinite(value))
     return 1;
   const double magnitude = std::pow(10.0, std::floor(std::log10(value)));
@@ -23,7 +25,7 @@ round_ceiling(double value) {
 }
 
 std::string
-escape(const std::string& text) {
+xml_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {
     if (ch == '&')
@@ -40,8 +42,6 @@ escape(const std::string& text) {
   return out;
 }
 
-} // namespace
-
 std::string
 render_svg(const Chart& chart) {
   double max_x = 0, max_y = 0;
@@ -56,8 +56,8 @@ render_svg(const Chart& chart) {
     max_y = std::max(max_y, h.value);
   for (const auto& v : chart.vertical)
     max_x = std::max(max_x, v.value);
-  max_x = round_ceiling(max_x * 1.05);
-  max_y = round_ceiling(max_y * 1.05);
+  max_x = round_axis_ceiling(max_x * 1.05);
+  max_y = round_axis_ceiling(max_y * 1.05);
   const double plot_w = width - left - right, plot_h = height - top - bottom;
   const auto px = [&](double x) { return left + std::clamp(x / max_x, 0.0, 1.0) * plot_w; };
   const auto py = [&](double y) { return top + plot_h - std::clamp(y / max_y, 0.0, 1.0) * plot_h; };
@@ -68,7 +68,7 @@ render_svg(const Chart& chart) {
                                 width, height, width, height);
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left,
-                     escape(chart.title));
+                     xml_escape(chart.title));
   for (int i = 0; i <= 5; ++i) {
     const double x = max_x * i / 5, y = max_y * i / 5;
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#eee\"/>\n", px(x), top, px(x),
@@ -81,22 +81,22 @@ render_svg(const Chart& chart) {
   svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
                      plot_w, plot_h);
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2, height - 16,
-                     escape(chart.x_label));
+                     xml_escape(chart.x_label));
   svg += fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                     top + plot_h / 2, escape(chart.y_label));
+                     top + plot_h / 2, xml_escape(chart.y_label));
   for (const auto& h : chart.horizontal) {
     svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
                        "stroke-dasharray=\"6 4\"/>\n",
-                       left, py(h.value), left + plot_w, py(h.value), escape(h.colour));
+                       left, py(h.value), left + plot_w, py(h.value), xml_escape(h.colour));
     svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", left + plot_w + 6, py(h.value) + 4,
-                       escape(h.colour), escape(h.label));
+                       xml_escape(h.colour), xml_escape(h.label));
   }
   for (const auto& v : chart.vertical) {
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"{}\" "
                        "stroke-dasharray=\"2 3\"/>\n",
-                       px(v.value), top, px(v.value), top + plot_h, escape(v.colour));
+                       px(v.value), top, px(v.value), top + plot_h, xml_escape(v.colour));
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"{}\">{}</text>\n", px(v.value) + 4, top + 14,
-                       escape(v.colour), escape(v.label));
+                       xml_escape(v.colour), xml_escape(v.label));
   }
   double legend_y = top + plot_h / 2;
   for (const auto& s : chart.series) {
@@ -105,16 +105,16 @@ render_svg(const Chart& chart) {
       for (const auto& [x, y] : s.points)
         points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
       svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", points,
-                         escape(s.colour), s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+                         xml_escape(s.colour), s.dashed ? " stroke-dasharray=\"6 4\"" : "");
     }
     if (s.markers)
       for (const auto& [x, y] : s.points)
         svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>\n", px(x), py(y),
-                           escape(s.colour));
+                           xml_escape(s.colour));
     if (!s.label.empty()) {
       svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", width - right + 14,
-                         legend_y - 10, escape(s.colour));
-      svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", width - right + 32, legend_y, escape(s.label));
+                         legend_y - 10, xml_escape(s.colour));
+      svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", width - right + 32, legend_y, xml_escape(s.label));
       legend_y += 20;
     }
   }

@@ -36,4 +36,9 @@ struct Chart {
 // Axes start at zero and end at a round value above every point and reference line.
 std::string render_svg(const Chart& chart);
 
+// The smallest of 1, 2, 2.5, 5 × a power of ten at or above `value` (1 for none): an axis end.
+double round_axis_ceiling(double value);
+// Text safe inside SVG/XML elements and attributes.
+std::string xml_escape(const std::string& text);
+
 } // namespace optkit

@@ -1,5 +1,7 @@
 #include "plan/pareto_plot.hpp"
 
+#include "core/svg_chart.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,33 +13,6 @@ namespace {
 
 constexpr double width = 760, height = 500, left = 70, right = 170, top = 40, bottom = 60;
 
-double
-nice_ceiling(double value) {
-  if (value <= 0)
-    return 1;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(value)));
-  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (step * magnitude >= value)
-      return step * magnitude;
-  return 10 * magnitude;
-}
-
-std::string
-escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '&')
-      out += "&amp;";
-    else if (ch == '<')
-      out += "&lt;";
-    else if (ch == '>')
-      out += "&gt;";
-    else
-      out += ch;
-  }
-  return out;
-}
-
 } // namespace
 
 std::string
@@ -47,8 +22,8 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
     max_x = std::max(max_x, row.tokens_per_s_per_user);
     max_y = std::max(max_y, row.tokens_per_s_per_gpu);
   }
-  max_x = nice_ceiling(max_x * 1.05);
-  max_y = nice_ceiling(max_y * 1.05);
+  max_x = round_axis_ceiling(max_x * 1.05);
+  max_y = round_axis_ceiling(max_y * 1.05);
   const double plot_w = width - left - right, plot_h = height - top - bottom;
   const auto px = [&](double x) { return left + x / max_x * plot_w; };
   const auto py = [&](double y) { return top + plot_h - y / max_y * plot_h; };
@@ -57,7 +32,8 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)",
       width, height, width, height);
   svg += "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, escape(title));
+  svg +=
+      fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, xml_escape(title));
   // Axes, ticks and grid.
   for (int i = 0; i <= 5; ++i) {
     const double x = max_x * i / 5, y = max_y * i / 5;
