@@ -149,12 +149,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
          } else {
            std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
            if (format == OutputFormat::table)
-             text += fmt::format("\n{}: {:.4g} req/s certified{}{} ({}; model {}, profile {})\n",
-                                 bench::to_string(cert.status), cert.certified_rate,
-                                 cert.lowest_failing > 0 ? fmt::format(", {:.4g} req/s failed", cert.lowest_failing)
-                                                         : std::string(),
-                                 cert.binding.empty() ? std::string() : "; binding: " + cert.binding, cert.stop_reason,
-                                 result.model, result.profile.name);
+             text += "\n" + bench::summary_line(result) + "\n";
            ctx.emit(text, flags->output);
          }
          switch (cert.status) {

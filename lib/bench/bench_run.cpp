@@ -350,6 +350,15 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   return result;
 }
 
+std::string
+summary_line(const BenchResult& result) {
+  const auto& c = result.certification;
+  return fmt::format("{}: {:.4g} req/s certified{}{} ({}; model {}, profile {})", to_string(c.status), c.certified_rate,
+                     c.lowest_failing > 0 ? fmt::format(", {:.4g} req/s failed", c.lowest_failing) : std::string(),
+                     c.binding.empty() ? std::string() : "; binding: " + c.binding, c.stop_reason, result.model,
+                     result.profile.name);
+}
+
 nlohmann::json
 to_json(const BenchResult& result) {
   auto out = to_json(result.certification);

@@ -59,5 +59,7 @@ BenchResult run_bench(const BenchOptions& options, const archive::RunContext& co
                       const std::function<void(const TrialResult&)>& on_trial = {});
 
 nlohmann::json to_json(const BenchResult& result);
+// "FEASIBLE: 164.4 req/s certified, 171.2 req/s failed; binding: … (why it stopped; model, profile)".
+std::string summary_line(const BenchResult& result);
 
 } // namespace optkit::bench
