@@ -65,12 +65,11 @@ listed_models(http::Client& client) {
 // synthesized to exact token counts, sent by the load generator.
 class EndpointRunner final : public TrialRunner {
 public:
-  EndpointRunner(const ServingProfile& profile, const std::string& model, TokenCodec& codec, const std::string& corpus,
-                 GeneratorOptions generator, std::uint64_t seed)
+  EndpointRunner(const ServingProfile& profile, const std::string& model, const TokenCodec& codec,
+                 const std::string& corpus, GeneratorOptions generator, std::uint64_t seed)
       : m_profile(profile)
       , m_model(model)
-      , m_codec(codec)
-      , m_corpus(corpus)
+      , m_prompts(codec, corpus, profile.shared_prefix_tokens, seed)
       , m_generator(std::move(generator))
       , m_seed(seed) {}
 
@@ -112,11 +111,11 @@ private:
   }
 
   std::vector<PreparedRequest> build(const std::vector<PlannedRequest>& plan, std::uint64_t seed) {
-    PromptSynthesizer prompts(m_codec, m_corpus, m_profile.shared_prefix_tokens, seed);
+    m_prompts.reseed(seed);
     std::vector<PreparedRequest> out;
     out.reserve(plan.size());
     for (const auto& planned : plan) {
-      const auto prompt = prompts.make(planned.input_tokens);
+      const auto prompt = m_prompts.make(planned.input_tokens);
       nlohmann::json body = {{"model", m_model},
                              {"max_tokens", planned.output_tokens},
                              {"stream", true},
@@ -137,8 +136,7 @@ private:
 
   const ServingProfile& m_profile;
   std::string m_model;
-  TokenCodec& m_codec;
-  const std::string& m_corpus;
+  PromptSynthesizer m_prompts; // the corpus encoded once (through /tokenize: one call, not one per trial)
   LoadGenerator m_generator;
   std::uint64_t m_seed;
 };

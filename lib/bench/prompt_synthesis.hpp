@@ -47,10 +47,13 @@ public:
   PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text, std::int64_t shared_prefix_tokens,
                     std::uint64_t seed);
   // One prompt of `tokens` tokens as the server counts them (its added special tokens included).
-  // Cuts a window of ids at a seeded offset, decodes it, and
-  // re-encodes to check: when the round trip merges or splits tokens at the edges, the window is
-  // adjusted until the count is exact (a few tries; the closest is kept otherwise).
+  // Cuts a window of ids at a seeded offset, decodes it, and re-encodes to check: when the round
+  // trip merges or splits tokens at the edges, the window is adjusted until the count is exact
+  // (a few tries; the closest is kept otherwise).
   SynthesizedPrompt make(std::int64_t tokens);
+  // Starts the sequence of prompts over from `seed` (each trial its own), without encoding the
+  // corpus again.
+  void reseed(std::uint64_t seed) { m_state = seed; }
 
 private:
   std::vector<std::int32_t> window(std::size_t start, std::int64_t length) const;
