@@ -28,8 +28,8 @@ std::size_t
 trial_requests(const CertifyOptions& options, double rate) {
   const double measured_share =
       std::max(0.1, 1.0 - options.summary.warmup_fraction - options.summary.cooldown_fraction);
-  auto count = static_cast<std::size_t>(
-      std::ceil(static_cast<double>(tail_samples_needed(options.summary.slos, options.tail_k)) / measured_share));
+  auto count = static_cast<std::size_t>(std::ceil(
+      static_cast<double>(tail_samples_needed(options.summary.slos, options.summary.tail_k)) / measured_share));
   count = std::max(count, options.min_requests);
   count = std::max(count, static_cast<std::size_t>(std::ceil(rate * options.min_trial_s)));
   if (options.max_trial_s > 0)

@@ -34,7 +34,6 @@ struct CertifyOptions {
   double precision = 0.05; // stop when (lowest failing − highest passing) ≤ precision × highest passing
   std::size_t gate_requests = 32;
   std::size_t min_requests = 100; // per open-loop trial
-  std::size_t tail_k = 10;        // samples beyond the highest SLO percentile
   double min_trial_s = 10;        // an open-loop trial lasts at least this (more requests at high rates)
   double max_trial_s = 600;       // and at most this (fewer requests at low rates; flagged)
   int replicates = 1;             // runs of the final boundary rates (a pass needs every run to pass)

@@ -196,7 +196,7 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
   }
   t.slo_attainment = t.measured > 0 ? static_cast<double>(good) / static_cast<double>(t.measured) : 0.0;
   t.goodput = window > 0 ? static_cast<double>(good) / window : 0.0;
-  t.tail_samples_needed = tail_samples_needed(options.slos, 10);
+  t.tail_samples_needed = tail_samples_needed(options.slos, options.tail_k);
 
   if (options.open_loop) {
     t.steady = fit_steady_state(measured, options);

@@ -24,6 +24,7 @@ struct SummaryOptions {
   double max_error_rate = 0.01;
   bool open_loop = true;                 // closed-loop trials have no schedule to audit or regress
   std::size_t bootstrap_resamples = 200; // for the tail percentiles' intervals (0: none)
+  std::size_t tail_k = 10;               // samples wanted beyond the highest SLO percentile (trial sizing)
   std::uint64_t seed = 0;
 };
 
@@ -74,8 +75,8 @@ struct TrialSummary {
 
 TrialSummary summarize_trial(const TrialRecording& recording, const SummaryOptions& options);
 
-// Requests a trial needs so each SLO percentile q has at least `tail_k` samples beyond it in the
-// measured window: ⌈tail_k / (1 − q/100)⌉ / (1 − warmup − cooldown).
+// Measured requests a trial needs so each SLO percentile q has at least `tail_k` samples beyond
+// it: ⌈tail_k / (1 − q/100)⌉ (trial_requests() then allows for warmup and cooldown).
 std::size_t tail_samples_needed(const std::vector<SloRule>& slos, std::size_t tail_k);
 
 } // namespace optkit::bench
