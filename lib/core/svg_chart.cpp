@@ -42,6 +42,45 @@ xml_escape(const std::string& text) {
   return out;
 }
 
+double
+ChartFrame::x(double value) const {
+  return left + std::clamp(value / max_x, 0.0, 1.0) * plot_width();
+}
+
+double
+ChartFrame::y(double value) const {
+  return top + plot_height() - std::clamp(value / max_y, 0.0, 1.0) * plot_height();
+}
+
+std::string
+svg_frame(const ChartFrame& f, const std::string& title, const std::string& x_label, const std::string& y_label) {
+  const double plot_w = f.plot_width(), plot_h = f.plot_height();
+  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" )"
+                                R"(viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)"
+                                "\n",
+                                f.width, f.height, f.width, f.height);
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", f.left,
+                     xml_escape(title));
+  for (int i = 0; i <= 5; ++i) {
+    const double x = f.max_x * i / 5, y = f.max_y * i / 5;
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#eee\"/>\n", f.x(x), f.top,
+                       f.x(x), f.top + plot_h);
+    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", f.left, f.y(y),
+                       f.left + plot_w, f.y(y));
+    svg +=
+        fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", f.x(x), f.top + plot_h + 16, x);
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", f.left - 6, f.y(y) + 4, y);
+  }
+  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", f.left,
+                     f.top, plot_w, plot_h);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", f.left + plot_w / 2,
+                     f.height - 16, xml_escape(x_label));
+  svg += fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+                     f.top + plot_h / 2, xml_escape(y_label));
+  return svg;
+}
+
 std::string
 render_svg(const Chart& chart) {
   double max_x = 0, max_y = 0;
@@ -58,32 +97,11 @@ render_svg(const Chart& chart) {
     max_x = std::max(max_x, v.value);
   max_x = round_axis_ceiling(max_x * 1.05);
   max_y = round_axis_ceiling(max_y * 1.05);
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
-  const auto px = [&](double x) { return left + std::clamp(x / max_x, 0.0, 1.0) * plot_w; };
-  const auto py = [&](double y) { return top + plot_h - std::clamp(y / max_y, 0.0, 1.0) * plot_h; };
-
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" )"
-                                R"(viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)"
-                                "\n",
-                                width, height, width, height);
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left,
-                     xml_escape(chart.title));
-  for (int i = 0; i <= 5; ++i) {
-    const double x = max_x * i / 5, y = max_y * i / 5;
-    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#eee\"/>\n", px(x), top, px(x),
-                       top + plot_h);
-    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", left, py(y),
-                       left + plot_w, py(y));
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), top + plot_h + 16, x);
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, py(y) + 4, y);
-  }
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
-                     plot_w, plot_h);
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2, height - 16,
-                     xml_escape(chart.x_label));
-  svg += fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                     top + plot_h / 2, xml_escape(chart.y_label));
+  const ChartFrame frame{width, height, left, right, top, bottom, max_x, max_y};
+  const double plot_w = frame.plot_width(), plot_h = frame.plot_height();
+  const auto px = [&](double x) { return frame.x(x); };
+  const auto py = [&](double y) { return frame.y(y); };
+  std::string svg = svg_frame(frame, chart.title, chart.x_label, chart.y_label);
   for (const auto& h : chart.horizontal) {
     svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
                        "stroke-dasharray=\"6 4\"/>\n",

@@ -36,6 +36,23 @@ struct Chart {
 // Axes start at zero and end at a round value above every point and reference line.
 std::string render_svg(const Chart& chart);
 
+// The frame every optkit plot draws in: page size, margins and where each axis ends (it starts
+// at zero). Plots that draw more than a Chart holds (plan's Pareto picture) start from it.
+struct ChartFrame {
+  double width = 760, height = 480, left = 70, right = 190, top = 40, bottom = 56;
+  double max_x = 1, max_y = 1;
+
+  double plot_width() const { return width - left - right; }
+  double plot_height() const { return height - top - bottom; }
+  double x(double value) const; // data → page, clamped to the plot
+  double y(double value) const;
+};
+
+// The opening <svg> element, a white page, the title, a grid with five ticks per axis, the plot's
+// border and both axis labels; the caller adds its marks and the closing "</svg>\n".
+std::string svg_frame(const ChartFrame& frame, const std::string& title, const std::string& x_label,
+                      const std::string& y_label);
+
 // The smallest of 1, 2, 2.5, 5 × a power of ten at or above `value` (1 for none): an axis end.
 double round_axis_ceiling(double value);
 // Text safe inside SVG/XML elements and attributes.

@@ -24,33 +24,11 @@ pareto_svg(const PlanResult& result, const PlanRequest& request, const std::stri
   }
   max_x = round_axis_ceiling(max_x * 1.05);
   max_y = round_axis_ceiling(max_y * 1.05);
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
-  const auto px = [&](double x) { return left + x / max_x * plot_w; };
-  const auto py = [&](double y) { return top + plot_h - y / max_y * plot_h; };
-
-  std::string svg = fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)",
-      width, height, width, height);
-  svg += "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg +=
-      fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, xml_escape(title));
-  // Axes, ticks and grid.
-  for (int i = 0; i <= 5; ++i) {
-    const double x = max_x * i / 5, y = max_y * i / 5;
-    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#eee\"/>\n", px(x), top, px(x),
-                       top + plot_h);
-    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", left, py(y),
-                       left + plot_w, py(y));
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), top + plot_h + 16, x);
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, py(y) + 4, y);
-  }
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
-                     plot_w, plot_h);
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">tokens/s/user</text>\n", left + plot_w / 2,
-                     height - 18);
-  svg +=
-      fmt::format("<text transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s/GPU</text>\n",
-                  top + plot_h / 2);
+  const ChartFrame frame{width, height, left, right, top, bottom, max_x, max_y};
+  const double plot_h = frame.plot_height();
+  const auto px = [&](double x) { return frame.x(x); };
+  const auto py = [&](double y) { return frame.y(y); };
+  std::string svg = svg_frame(frame, title, "tokens/s/user", "tokens/s/GPU");
   // SLA: the TPOT limit as a minimum speed per user.
   const double sla_x = px(1000.0 / request.tpot_limit_ms);
   svg +=
