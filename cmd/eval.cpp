@@ -1,17 +1,106 @@
 // optkit eval — the quality gate. `eval perplexity`: llama.cpp-style perplexity, bits per byte,
-// and KL divergence / top-1 agreement / Δp against a base model.
+// and KL divergence / top-1 agreement / Δp against a base model. `eval tasks`: task suites scored
+// as lm-eval scores them, with recovery, paired significance and a gate.
 #include "app_context.hpp"
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "eval/perplexity_run.hpp"
+#include "eval/task_report.hpp"
+#include "eval/task_run.hpp"
 #include "proc/worker_spec.hpp"
 
 namespace optkit::cmd {
 
+namespace {
+
+void
+register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
+  struct Flags {
+    eval::TaskEvalOptions options;
+    std::string format, output;
+    bool no_cache = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto& o = flags->options;
+  CLI::App* tasks = eval.add_subcommand(
+      "tasks", "Task suites (GSM8K, IFEval, Do-Not-Answer, your own) scored as lm-eval scores them, with recovery, "
+               "paired significance and a quality gate");
+  tasks->add_option("--model", o.models,
+                    "model folder served here by serve-deltas (repeatable: compress trials); with --endpoint, the "
+                    "served model's name");
+  tasks->add_option("--delta", o.delta, "a compressed delta of --model (optkit compress delta) to evaluate");
+  tasks->add_option("--endpoint", o.endpoint, "URL of a running OpenAI-compatible server");
+  tasks->add_option("--api-key", o.api_key, "bearer key for the endpoint and the judge (default: $OPENAI_API_KEY)");
+  tasks->add_option("--suite", o.suites, "bundled suite name or suite YAML (repeatable)");
+  tasks->add_option("--data", o.data, "the suite's documents: the official JSONL/JSON/CSV file (one --suite)");
+  tasks->add_option("--fewshot", o.fewshot, "few-shot exemplars file, overriding the suite's");
+  tasks->add_option("--num-fewshot", o.num_fewshot, "exemplars per prompt, overriding the suite's")
+      ->check(CLI::Range(0, 64));
+  tasks->add_option("--limit", o.limit, "evaluate the first N documents only (0: all)")->check(CLI::NonNegativeNumber);
+  tasks->add_option("--concurrency", o.concurrency, "requests in flight")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  tasks->add_option("--max-retries", o.max_retries, "retries of a request on 429, 5xx or a dropped connection")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  tasks->add_option("--request-timeout", o.request_timeout_s, "seconds one request may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tasks->add_flag("--no-cache", flags->no_cache, "neither read nor write the response cache");
+  tasks->add_option("--cache-dir", o.cache_dir, "response cache folder (default: ~/.cache/optkit/eval)");
+  tasks->add_option("--repeat", o.repeat, "evaluate K times (cache bypassed after the first) to measure determinism")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  tasks->add_option("--baseline", o.baseline,
+                    "an earlier eval tasks run (id) or a model folder evaluated now: recovery, CI and p-values");
+  tasks->add_option("--gate", o.gate, "quality gate YAML: exit 1 naming each failed rule");
+  tasks->add_option("--judge", o.judge, "Do-Not-Answer: an OpenAI-compatible judge endpoint (default: offline)");
+  tasks->add_option("--judge-model", o.judge_model, "the judge endpoint's model (default: the first it lists)");
+  tasks->add_option("--items-out", o.items_out, "write every item's response, answers and scores as JSON lines");
+  tasks->add_option("--engine-executable", o.engine_executable, "serve-deltas binary for --model (default: this one)")
+      ->group("");
+  tasks->add_option("--bootstrap", o.bootstrap.resamples, "bootstrap resamples for recovery intervals")
+      ->check(CLI::Range(100, 10'000'000))
+      ->capture_default_str();
+  add_format_option(*tasks, flags->format);
+  add_output_option(*tasks, flags->output, "write the result to FILE instead of stdout");
+  commands.add({"eval tasks", tasks, [flags](AppContext& ctx) {
+                  auto options = flags->options;
+                  options.cache = !flags->no_cache;
+                  if (options.api_key.empty())
+                    if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
+                      options.api_key = key;
+                  const OutputFormat format = parse_output_format(flags->format);
+                  const auto result = eval::run_task_eval(options, ctx.run_context(0));
+                  if (format == OutputFormat::json) {
+                    auto out = eval::to_json(result);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n", flags->output);
+                  } else {
+                    std::string text = eval::task_score_table(result).render(format, ctx.color_stdout());
+                    if (format == OutputFormat::table) {
+                      if (const auto spread = eval::trial_spread_table(result); spread.size() > 0)
+                        text += "\nacross trials:\n" + spread.render(format, ctx.color_stdout());
+                      if (const auto repeats = eval::repeat_table(result); repeats.size() > 0)
+                        text += "\nacross repeats:\n" + repeats.render(format, ctx.color_stdout());
+                      for (const auto& c : result.candidates)
+                        for (const auto& rule : c.gate)
+                          text += (result.candidates.size() > 1 ? c.label + ": " : std::string()) + rule.line() + "\n";
+                    }
+                    ctx.emit(text, flags->output);
+                  }
+                  if (!result.gate_passed)
+                    throw GoalNotMet("quality gate failed:\n" + eval::failed_rules_text(result));
+                }});
+}
+
+} // namespace
+
 void
 register_eval(CLI::App& app, CommandRegistry& commands) {
-  CLI::App* eval = app.add_subcommand("eval", "Measure model quality: perplexity, KL divergence against a base");
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Measure model quality: perplexity, KL divergence against a base, task suites with a quality gate");
   eval->require_subcommand(1);
 
   struct Flags {
@@ -72,6 +161,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   }
                 },
                 true, &flags->worker});
+  register_eval_tasks(*eval, commands);
 }
 
 } // namespace optkit::cmd

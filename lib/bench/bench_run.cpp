@@ -12,6 +12,7 @@
 #include "core/resource_paths.hpp"
 #include "engines/engine_process.hpp"
 #include "http/client.hpp"
+#include "http/openai_endpoint.hpp"
 
 #include <fmt/format.h>
 
@@ -24,42 +25,6 @@
 namespace optkit::bench {
 
 namespace {
-
-// The base URL without a trailing /v1, so paths are the OpenAI ones.
-http::Url
-server_url(const std::string& text) {
-  auto url = http::parse_url(text);
-  if (url.prefix.size() >= 3 && url.prefix.substr(url.prefix.size() - 3) == "/v1")
-    url.prefix.resize(url.prefix.size() - 3);
-  return url;
-}
-
-// The model names the server lists on /v1/models (at least one).
-std::vector<std::string>
-listed_models(http::Client& client) {
-  http::Response response;
-  try {
-    response = client.request("GET", "/v1/models");
-  } catch (const RuntimeFailure& e) {
-    throw RuntimeFailure(std::string("--endpoint: ") + e.what());
-  }
-  if (response.status == 401 || response.status == 403)
-    throw InputError(fmt::format("--endpoint {}: HTTP {} on /v1/models — give the server's key with --api-key or "
-                                 "OPENAI_API_KEY",
-                                 client.url().text, response.status));
-  if (response.status != 200)
-    throw RuntimeFailure(
-        fmt::format("--endpoint {}: GET /v1/models answered HTTP {}", client.url().text, response.status));
-  const auto body = nlohmann::json::parse(response.body, nullptr, false);
-  std::vector<std::string> names;
-  if (!body.is_discarded() && body.is_object() && body.contains("data") && body["data"].is_array())
-    for (const auto& entry : body["data"])
-      if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
-        names.push_back(entry["id"].get<std::string>());
-  if (names.empty())
-    throw RuntimeFailure(fmt::format("--endpoint {}: /v1/models lists no model", client.url().text));
-  return names;
-}
 
 // Live trials against an endpoint: requests drawn from the profile per trial (seeded), prompts
 // synthesized to exact token counts, sent by the load generator.
@@ -281,7 +246,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   std::unique_ptr<engines::EngineProcess> engine;
   if (!options.engine.empty())
     engine = launch_engine(options, context);
-  const auto url = server_url(engine ? engine->url() : options.endpoint);
+  const auto url = http::openai_base_url(engine ? engine->url() : options.endpoint);
   result.endpoint = url.text;
   http::ClientOptions client_options;
   client_options.connect_timeout = std::chrono::milliseconds(5000);
@@ -289,7 +254,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   if (!options.api_key.empty())
     client_options.headers.emplace_back("Authorization", "Bearer " + options.api_key);
   http::Client control(url, client_options);
-  const auto models = listed_models(control); // reachability and the key, before any trial
+  const auto models = http::listed_models(control); // reachability and the key, before any trial
   // An engine is asked for its model by path or id; requests name it as the engine lists it.
   result.model = options.model.empty() || engine ? models.front() : options.model;
   if (std::find(models.begin(), models.end(), result.model) == models.end()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
+#include <functional>
 #include <mutex>
 #include <oniguruma.h>
 #include <optional>
@@ -36,13 +37,15 @@ error_text(int code, OnigErrorInfo* info) {
 
 } // namespace
 
-OnigRegex::OnigRegex(std::string_view pattern, const std::string& what) : m_what(what) {
+OnigRegex::OnigRegex(std::string_view pattern, const std::string& what, RegexSyntax syntax, bool ignore_case)
+    : m_what(what) {
   initialize_oniguruma();
   regex_t* regex = nullptr;
   OnigErrorInfo info{};
   const auto* begin = reinterpret_cast<const OnigUChar*>(pattern.data());
   const int rc =
-      onig_new(&regex, begin, begin + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
+      onig_new(&regex, begin, begin + pattern.size(), ignore_case ? ONIG_OPTION_IGNORECASE : ONIG_OPTION_NONE,
+               ONIG_ENCODING_UTF8, syntax == RegexSyntax::python ? ONIG_SYNTAX_PYTHON : ONIG_SYNTAX_DEFAULT, &info);
   if (rc != ONIG_NORMAL)
     throw InputError(fmt::format("{}: regex '{}' does not compile: {}", what, pattern, error_text(rc, &info)));
   m_regex = regex;
@@ -53,9 +56,8 @@ OnigRegex::~OnigRegex() {
     onig_free(static_cast<regex_t*>(m_regex));
 }
 
-std::vector<std::pair<std::size_t, std::size_t>>
-OnigRegex::find_all(std::string_view text) const {
-  std::vector<std::pair<std::size_t, std::size_t>> matches;
+void
+OnigRegex::for_each_match(std::string_view text, const std::function<bool(const void*)>& on_match) const {
   auto* regex = static_cast<regex_t*>(m_regex);
   OnigRegion* region = onig_region_new();
   OnigMatchParam* param = onig_new_match_param();
@@ -77,7 +79,8 @@ OnigRegex::find_all(std::string_view text) const {
       from += from < text.size() ? utf8_sequence_length(static_cast<unsigned char>(text[from])) : 1;
       continue;
     }
-    matches.emplace_back(start, stop);
+    if (!on_match(region))
+      break;
     last_match_end = stop;
     from = stop;
   }
@@ -85,7 +88,47 @@ OnigRegex::find_all(std::string_view text) const {
   onig_region_free(region, 1);
   if (rc < 0 && rc != ONIG_MISMATCH)
     throw InputError(fmt::format("{}: matching the regex failed: {}", m_what, error_text(rc, nullptr)));
+}
+
+std::vector<std::pair<std::size_t, std::size_t>>
+OnigRegex::find_all(std::string_view text) const {
+  std::vector<std::pair<std::size_t, std::size_t>> matches;
+  for_each_match(text, [&](const void* r) {
+    const auto* region = static_cast<const OnigRegion*>(r);
+    matches.emplace_back(static_cast<std::size_t>(region->beg[0]), static_cast<std::size_t>(region->end[0]));
+    return true;
+  });
   return matches;
+}
+
+std::vector<std::vector<std::string>>
+OnigRegex::find_all_groups(std::string_view text) const {
+  std::vector<std::vector<std::string>> matches;
+  for_each_match(text, [&](const void* r) {
+    const auto* region = static_cast<const OnigRegion*>(r);
+    std::vector<std::string> groups;
+    const int first = region->num_regs > 1 ? 1 : 0;
+    for (int g = first; g < region->num_regs; ++g) {
+      if (region->beg[g] < 0)
+        groups.emplace_back();
+      else
+        groups.emplace_back(text.substr(static_cast<std::size_t>(region->beg[g]),
+                                        static_cast<std::size_t>(region->end[g] - region->beg[g])));
+    }
+    matches.push_back(std::move(groups));
+    return true;
+  });
+  return matches;
+}
+
+bool
+OnigRegex::search(std::string_view text) const {
+  bool found = false;
+  for_each_match(text, [&](const void*) {
+    found = true;
+    return false;
+  });
+  return found;
 }
 
 std::string

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,11 +13,16 @@
 
 namespace optkit::model {
 
+// How a pattern is read: Oniguruma's own syntax (what tokenizer.json patterns use), or Python's
+// `re` syntax (what lm-eval's filters and IFEval's checkers are written in: `(?s)`, `(?P<name>)`).
+enum class RegexSyntax { oniguruma, python };
+
 class OnigRegex {
 public:
   // Throws InputError naming `what` (e.g. "tokenizer.json: pre_tokenizer Split pattern") and
   // Oniguruma's message when the pattern does not compile.
-  OnigRegex(std::string_view pattern, const std::string& what);
+  OnigRegex(std::string_view pattern, const std::string& what, RegexSyntax syntax = RegexSyntax::oniguruma,
+            bool ignore_case = false);
   ~OnigRegex();
   OnigRegex(const OnigRegex&) = delete;
   OnigRegex& operator=(const OnigRegex&) = delete;
@@ -26,6 +32,13 @@ public:
   // match ended is skipped by advancing one character.
   std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
 
+  // Python's re.findall: per match, its capture groups' texts in order ("" for a group that took
+  // no part), or the whole match when the pattern has no groups.
+  std::vector<std::vector<std::string>> find_all_groups(std::string_view text) const;
+
+  // Whether the pattern matches anywhere in `text` (re.search).
+  bool search(std::string_view text) const;
+
   // `text` with every match (as find_all finds them) replaced by `replacement`.
   std::string replace_all(std::string_view text, std::string_view replacement) const;
 
@@ -33,6 +46,9 @@ public:
   static std::string escape(std::string_view literal);
 
 private:
+  // Calls on_match with each successive match's OnigRegion until it returns false.
+  void for_each_match(std::string_view text, const std::function<bool(const void*)>& on_match) const;
+
   void* m_regex = nullptr; // OnigRegex (regex_t*); kept opaque so the header needs no oniguruma.h
   std::string m_what;
 };

@@ -1,0 +1,496 @@
+#include "eval/ifeval_checkers.hpp"
+
+#include "core/error.hpp"
+#include "eval/ifeval_text.hpp"
+#include "model/onig_regex.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace optkit::eval {
+
+namespace {
+
+using model::OnigRegex;
+using model::RegexSyntax;
+using Kwargs = nlohmann::json;
+
+constexpr const char* kWhitespace = " \t\n\r\f\v";
+
+std::string
+strip(std::string_view s, const char* chars = kWhitespace) {
+  const auto first = s.find_first_not_of(chars);
+  if (first == std::string_view::npos)
+    return {};
+  const auto last = s.find_last_not_of(chars);
+  return std::string(s.substr(first, last - first + 1));
+}
+
+std::string
+lower(std::string s) {
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::size_t
+count_matches(const std::string& pattern, const std::string& text, bool ignore_case = false) {
+  return OnigRegex(pattern, "IFEval pattern", RegexSyntax::python, ignore_case).find_all(text).size();
+}
+
+bool
+search(const std::string& pattern, const std::string& text, bool ignore_case = false) {
+  return OnigRegex(pattern, "IFEval pattern", RegexSyntax::python, ignore_case).search(text);
+}
+
+// re.split(pattern, text) without capture groups.
+std::vector<std::string>
+regex_split(const std::string& pattern, const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t last = 0;
+  for (const auto& [start, end] : OnigRegex(pattern, "IFEval pattern", RegexSyntax::python).find_all(text)) {
+    parts.push_back(text.substr(last, start - last));
+    last = end;
+  }
+  parts.push_back(text.substr(last));
+  return parts;
+}
+
+// str.split(sep)
+std::vector<std::string>
+split_on(const std::string& text, const std::string& sep) {
+  std::vector<std::string> parts;
+  std::size_t last = 0, at;
+  while ((at = text.find(sep, last)) != std::string::npos) {
+    parts.push_back(text.substr(last, at - last));
+    last = at + sep.size();
+  }
+  parts.push_back(text.substr(last));
+  return parts;
+}
+
+const Kwargs&
+arg(const Kwargs& kwargs, const std::string& id, const char* name) {
+  if (!kwargs.is_object() || !kwargs.contains(name) || kwargs[name].is_null())
+    throw InputError(fmt::format("IFEval instruction {}: kwarg '{}' is missing", id, name));
+  return kwargs[name];
+}
+
+std::string
+string_arg(const Kwargs& kwargs, const std::string& id, const char* name) {
+  const auto& v = arg(kwargs, id, name);
+  if (!v.is_string())
+    throw InputError(fmt::format("IFEval instruction {}: kwarg '{}' must be a string", id, name));
+  return v.get<std::string>();
+}
+
+long
+int_arg(const Kwargs& kwargs, const std::string& id, const char* name) {
+  const auto& v = arg(kwargs, id, name);
+  if (!v.is_number())
+    throw InputError(fmt::format("IFEval instruction {}: kwarg '{}' must be a number", id, name));
+  return static_cast<long>(v.get<double>());
+}
+
+// "less than" → actual < n; "at least" → actual ≥ n.
+bool
+compare(const Kwargs& kwargs, const std::string& id, const char* relation_name, std::size_t actual, long n) {
+  const std::string relation = string_arg(kwargs, id, relation_name);
+  if (relation == "less than")
+    return static_cast<long>(actual) < n;
+  if (relation == "at least")
+    return static_cast<long>(actual) >= n;
+  throw InputError(
+      fmt::format("IFEval instruction {}: {} '{}' is not \"less than\" or \"at least\"", id, relation_name, relation));
+}
+
+using Checker = std::function<bool(const std::string& id, const Kwargs& kw, const std::string& value)>;
+
+bool
+number_paragraphs(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto paragraphs = regex_split(R"(\s?\*\*\*\s?)", value);
+  long n = static_cast<long>(paragraphs.size());
+  for (std::size_t i = 0; i < paragraphs.size(); ++i) {
+    if (!strip(paragraphs[i]).empty())
+      continue;
+    if (i == 0 || i + 1 == paragraphs.size())
+      --n;
+    else
+      return false;
+  }
+  return n == int_arg(kw, id, "num_paragraphs");
+}
+
+bool
+nth_paragraph_first_word(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto paragraphs = split_on(value, "\n\n");
+  long n = static_cast<long>(paragraphs.size());
+  for (const auto& p : paragraphs)
+    if (strip(p).empty())
+      --n;
+  const long nth = int_arg(kw, id, "nth_paragraph");
+  if (nth > n || nth < 1)
+    return false;
+  const std::string paragraph = strip(paragraphs[static_cast<std::size_t>(nth - 1)]);
+  if (paragraph.empty())
+    return false;
+  std::string word = paragraph.substr(0, paragraph.find_first_of(kWhitespace));
+  word.erase(0, word.find_first_not_of('\''));
+  word.erase(0, word.find_first_not_of('"'));
+  std::string first;
+  for (const char c : word) {
+    if (c == '.' || c == ',' || c == '?' || c == '!' || c == '\'' || c == '"')
+      break;
+    first.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return n == int_arg(kw, id, "num_paragraphs") && first == lower(string_arg(kw, id, "first_word"));
+}
+
+bool
+postscript(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const std::string marker = string_arg(kw, id, "postscript_marker");
+  std::string pattern;
+  if (marker == "P.P.S")
+    pattern = R"((?m)\s*p\.\s?p\.\s?s.*$)";
+  else if (marker == "P.S.")
+    pattern = R"((?m)\s*p\.\s?s\..*$)";
+  else
+    pattern = R"((?m)\s*)" + lower(marker) + R"(.*$)"; // re.MULTILINE
+  return search(pattern, lower(value));
+}
+
+bool
+highlighted_sections(const std::string& id, const Kwargs& kw, const std::string& value) {
+  long n = 0;
+  for (const auto& m : OnigRegex(R"(\*[^\n\*]*\*)", "IFEval", RegexSyntax::python).find_all(value))
+    n += strip(strip(value.substr(m.first, m.second - m.first), "*")).empty() ? 0 : 1;
+  for (const auto& m : OnigRegex(R"(\*\*[^\n\*]*\*\*)", "IFEval", RegexSyntax::python).find_all(value)) {
+    const std::string h = value.substr(m.first + 2, m.second - m.first - 4);
+    n += strip(h).empty() ? 0 : 1;
+  }
+  return n >= int_arg(kw, id, "num_highlights");
+}
+
+bool
+json_format(const std::string&, const Kwargs&, const std::string& value) {
+  std::string v = strip(value);
+  for (const char* prefix : {"```json", "```Json", "```JSON", "```"})
+    if (v.rfind(prefix, 0) == 0) {
+      v.erase(0, std::string(prefix).size());
+      break;
+    }
+  if (v.size() >= 3 && v.compare(v.size() - 3, 3, "```") == 0)
+    v.erase(v.size() - 3);
+  v = strip(v);
+  return !nlohmann::json::parse(v, nullptr, false).is_discarded();
+}
+
+bool
+two_responses(const std::string&, const Kwargs&, const std::string& value) {
+  const auto responses = split_on(value, "******");
+  std::vector<std::string> valid;
+  for (std::size_t i = 0; i < responses.size(); ++i) {
+    if (strip(responses[i]).empty()) {
+      if (i != 0 && i + 1 != responses.size())
+        return false;
+    } else {
+      valid.push_back(responses[i]);
+    }
+  }
+  return valid.size() == 2 && strip(valid[0]) != strip(valid[1]);
+}
+
+const std::vector<std::pair<std::string, Checker>>&
+registry() {
+  static const std::vector<std::pair<std::string, Checker>> checkers = {{"keywords:existence",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const auto& words = arg(kw, id, "keywords");
+                                                                           return std::all_of(
+                                                                               words.begin(), words.end(),
+                                                                               [&](const auto& k) {
+                                                                                 return search(
+                                                                                     k.template get<std::string>(), v,
+                                                                                     true);
+                                                                               });
+                                                                         }},
+                                                                        {"keywords:frequency",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const auto n = count_matches(
+                                                                               strip(string_arg(kw, id, "keyword")), v,
+                                                                               true);
+                                                                           return compare(kw, id, "relation", n,
+                                                                                          int_arg(kw, id, "frequency"));
+                                                                         }},
+                                                                        {"keywords:forbidden_words",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const auto& words =
+                                                                               arg(kw, id, "forbidden_words");
+                                                                           return std::none_of(
+                                                                               words.begin(), words.end(),
+                                                                               [&](const auto& w) {
+                                                                                 return search(
+                                                                                     R"(\b)" +
+                                                                                         w.template get<std::string>() +
+                                                                                         R"(\b)",
+                                                                                     v, true);
+                                                                               });
+                                                                         }},
+                                                                        {"keywords:letter_frequency",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const std::string letter = lower(
+                                                                               strip(string_arg(kw, id, "letter")));
+                                                                           const std::string text = lower(v);
+                                                                           std::size_t n = 0;
+                                                                           if (!letter.empty())
+                                                                             for (std::size_t at = text.find(letter);
+                                                                                  at != std::string::npos;
+                                                                                  at = text.find(letter,
+                                                                                                 at + letter.size()))
+                                                                               ++n;
+                                                                           return compare(
+                                                                               kw, id, "let_relation", n,
+                                                                               int_arg(kw, id, "let_frequency"));
+                                                                         }},
+                                                                        {"language:response_language",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const std::string detected =
+                                                                               detect_language(v);
+                                                                           return detected.empty() ||
+                                                                                  detected ==
+                                                                                      string_arg(kw, id, "language");
+                                                                         }},
+                                                                        {"length_constraints:number_sentences",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           return compare(
+                                                                               kw, id, "relation", count_sentences(v),
+                                                                               int_arg(kw, id, "num_sentences"));
+                                                                         }},
+                                                                        {"length_constraints:number_paragraphs",
+                                                                         number_paragraphs},
+                                                                        {"length_constraints:number_words",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           return compare(kw, id, "relation",
+                                                                                          count_words(v),
+                                                                                          int_arg(kw, id, "num_words"));
+                                                                         }},
+                                                                        {"length_constraints:nth_paragraph_first_word",
+                                                                         nth_paragraph_first_word},
+                                                                        {"detectable_content:number_placeholders",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           return static_cast<long>(
+                                                                                      count_matches(R"(\[.*?\])", v)) >=
+                                                                                  int_arg(kw, id, "num_placeholders");
+                                                                         }},
+                                                                        {"detectable_content:postscript", postscript},
+                                                                        {"detectable_format:number_bullet_lists",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const auto n =
+                                                                               count_matches(R"((?m)^\s*\*[^\*].*$)",
+                                                                                             v) +
+                                                                               count_matches(R"((?m)^\s*-.*$)", v);
+                                                                           return static_cast<long>(n) ==
+                                                                                  int_arg(kw, id, "num_bullets");
+                                                                         }},
+                                                                        {"detectable_format:constrained_response",
+                                                                         [](const std::string&, const Kwargs&,
+                                                                            const std::string& v) {
+                                                                           const std::string s = strip(v);
+                                                                           for (const char* option :
+                                                                                {"My answer is yes.",
+                                                                                 "My answer is no.",
+                                                                                 "My answer is maybe."})
+                                                                             if (s.find(option) != std::string::npos)
+                                                                               return true;
+                                                                           return false;
+                                                                         }},
+                                                                        {"detectable_format:number_highlighted_"
+                                                                         "sections",
+                                                                         highlighted_sections},
+                                                                        {"detectable_format:multiple_sections",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const std::string pattern =
+                                                                               R"(\s?)" +
+                                                                               string_arg(kw, id, "section_spliter") +
+                                                                               R"(\s?\d+\s?)";
+                                                                           return static_cast<long>(
+                                                                                      count_matches(pattern, v)) >=
+                                                                                  int_arg(kw, id, "num_sections");
+                                                                         }},
+                                                                        {"detectable_format:json_format", json_format},
+                                                                        {"detectable_format:title",
+                                                                         [](const std::string&, const Kwargs&,
+                                                                            const std::string& v) {
+                                                                           for (const auto& m :
+                                                                                OnigRegex(R"(<<[^\n]+>>)", "IFEval",
+                                                                                          RegexSyntax::python)
+                                                                                    .find_all(v)) {
+                                                                             std::string title =
+                                                                                 v.substr(m.first, m.second - m.first);
+                                                                             title.erase(0,
+                                                                                         title.find_first_not_of('<'));
+                                                                             title.erase(title.find_last_not_of('>') +
+                                                                                         1);
+                                                                             if (!strip(title).empty())
+                                                                               return true;
+                                                                           }
+                                                                           return false;
+                                                                         }},
+                                                                        {"combination:two_responses", two_responses},
+                                                                        {"combination:repeat_prompt",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           return lower(strip(v)).rfind(
+                                                                                      lower(strip(string_arg(
+                                                                                          kw, id, "prompt_to_repeat"))),
+                                                                                      0) == 0;
+                                                                         }},
+                                                                        {"startend:end_checker",
+                                                                         [](const std::string& id,
+                                                                            const Kwargs& kw, const std::string& v) {
+                                                                           const std::string value =
+                                                                               lower(strip(strip(v), "\""));
+                                                                           const std::string end = lower(
+                                                                               strip(string_arg(kw, id, "end_phrase")));
+                                                                           return value.size() >= end.size() &&
+                                                                                  value.compare(value.size() -
+                                                                                                    end.size(),
+                                                                                                end.size(), end) == 0;
+                                                                         }},
+                                                                        {"startend:quotation",
+                                                                         [](const std::string&,
+                                                                            const Kwargs&, const std::string& v) {
+                                                                           const std::string s = strip(v);
+                                                                           return s.size() > 1 && s.front() == '"' &&
+                                                                                  s.back() == '"';
+                                                                         }},
+                                                                        {"change_case:capital_word_frequency",
+                                                                         [](const std::string& id, const Kwargs& kw,
+                                                                            const std::string& v) {
+                                                                           const auto tokens = word_tokens(v);
+                                                                           const auto n =
+                                                                               static_cast<std::size_t>(std::count_if(
+                                                                                   tokens.begin(), tokens.end(),
+                                                                                   [](const std::string& t) {
+                                                                                     return python_isupper(t);
+                                                                                   }));
+                                                                           return compare(
+                                                                               kw, id, "capital_relation", n,
+                                                                               int_arg(kw, id, "capital_frequency"));
+                                                                         }},
+                                                                        {"change_case:english_capital",
+                                                                         [](const std::string&, const Kwargs&,
+                                                                            const std::string& v) {
+                                                                           const std::string lang = detect_language(v);
+                                                                           return python_isupper(v) &&
+                                                                                  (lang.empty() || lang == "en");
+                                                                         }},
+                                                                        {"change_case:english_lowercase",
+                                                                         [](const std::string&, const Kwargs&,
+                                                                            const std::string& v) {
+                                                                           const std::string lang = detect_language(v);
+                                                                           return python_islower(v) &&
+                                                                                  (lang.empty() || lang == "en");
+                                                                         }},
+                                                                        {"punctuation:no_comma",
+                                                                         [](const std::string&, const Kwargs&,
+                                                                            const std::string& v) {
+                                                                           return v.find(',') == std::string::npos;
+                                                                         }}};
+  return checkers;
+}
+
+const Checker&
+find_checker(const std::string& id) {
+  for (const auto& [name, checker] : registry())
+    if (name == id)
+      return checker;
+  throw InputError("IFEval: unknown instruction id '" + id + "' (this build knows the 25 of IFEval's registry)");
+}
+
+} // namespace
+
+const std::vector<std::string>&
+ifeval_instruction_ids() {
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : registry())
+      out.push_back(entry.first);
+    return out;
+  }();
+  return ids;
+}
+
+bool
+check_instruction(const std::string& id, const nlohmann::json& kwargs, const std::string& response) {
+  return find_checker(id)(id, kwargs, response);
+}
+
+std::vector<std::string>
+loose_variants(const std::string& response) {
+  const auto lines = split_on(response, "\n");
+  auto join = [&](std::size_t from, std::size_t to) {
+    std::string out;
+    for (std::size_t i = from; i < to; ++i)
+      out += (i == from ? "" : "\n") + lines[i];
+    return strip(out);
+  };
+  const std::size_t n = lines.size();
+  const std::string remove_first = join(1, n);
+  const std::string remove_last = join(0, n - 1);
+  const std::string remove_both = n >= 2 ? join(1, n - 1) : std::string();
+  auto no_stars = [](std::string s) {
+    s.erase(std::remove(s.begin(), s.end(), '*'), s.end());
+    return s;
+  };
+  return {response,    no_stars(response),     remove_first,          remove_last,
+          remove_both, no_stars(remove_first), no_stars(remove_last), no_stars(remove_both)};
+}
+
+IfevalScore
+score_ifeval(const nlohmann::ordered_json& doc, const std::string& response) {
+  if (!doc.contains("instruction_id_list") || !doc["instruction_id_list"].is_array())
+    throw InputError("IFEval document has no instruction_id_list");
+  const auto& ids = doc["instruction_id_list"];
+  const nlohmann::ordered_json no_kwargs = nlohmann::ordered_json::array();
+  const auto& all_kwargs = doc.contains("kwargs") ? doc["kwargs"] : no_kwargs;
+  const auto variants = loose_variants(response);
+  IfevalScore score;
+  score.prompt_strict = score.prompt_loose = true;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string id = ids[i].get<std::string>();
+    nlohmann::json kwargs = nlohmann::json::object();
+    if (i < all_kwargs.size() && all_kwargs[i].is_object())
+      for (const auto& [k, v] : all_kwargs[i].items())
+        if (!v.is_null())
+          kwargs[k] = v;
+    if (id == "combination:repeat_prompt" && !kwargs.contains("prompt_to_repeat") && doc.contains("prompt"))
+      kwargs["prompt_to_repeat"] = doc["prompt"];
+    const bool strict = !strip(response).empty() && check_instruction(id, kwargs, response);
+    bool loose = false;
+    for (const auto& v : variants)
+      if (!strip(v).empty() && check_instruction(id, kwargs, v)) {
+        loose = true;
+        break;
+      }
+    score.strict.push_back(strict);
+    score.loose.push_back(loose);
+    score.prompt_strict = score.prompt_strict && strict;
+    score.prompt_loose = score.prompt_loose && loose;
+  }
+  return score;
+}
+
+} // namespace optkit::eval

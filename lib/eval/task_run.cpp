@@ -1,0 +1,428 @@
+#include "eval/task_run.hpp"
+
+#include "archive/run_archive.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/resource_paths.hpp"
+#include "engines/engine_process.hpp"
+#include "eval/task_documents.hpp"
+#include "eval/task_prompts.hpp"
+#include "eval/task_requests.hpp"
+#include "eval/task_suite.hpp"
+#include "http/openai_endpoint.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+namespace optkit::eval {
+
+namespace {
+
+struct PreparedSuite {
+  TaskSuite suite;
+  std::vector<TaskItem> items;
+  std::vector<nlohmann::json> bodies;
+};
+
+PreparedSuite
+prepare_suite(const std::string& name, const TaskEvalOptions& options) {
+  PreparedSuite p;
+  p.suite = resolve_task_suite(name);
+  auto& s = p.suite;
+  if (!options.data.empty())
+    s.data = options.data;
+  if (!options.fewshot.empty())
+    s.fewshot = options.fewshot;
+  if (options.num_fewshot)
+    s.num_fewshot = *options.num_fewshot;
+  if (s.data.empty())
+    throw InputError(
+        fmt::format("--suite {}: the suite bundles no documents; give the official file with --data", name));
+  if (!std::filesystem::exists(s.data))
+    throw InputError(fmt::format("--suite {}: documents {}: no such file", name, s.data.string()));
+  auto docs = load_documents(s.data);
+  if (options.limit > 0 && docs.size() > options.limit)
+    docs.resize(options.limit);
+  if (docs.empty())
+    throw InputError(fmt::format("--suite {}: {} holds no documents", name, s.data.string()));
+  std::vector<Document> fewshot;
+  if (s.num_fewshot > 0) {
+    if (s.fewshot.empty())
+      throw InputError(
+          fmt::format("--suite {}: {}-shot needs exemplars; give them with --fewshot FILE", name, s.num_fewshot));
+    fewshot = load_documents(s.fewshot);
+  }
+  p.items = build_task_items(s, docs, fewshot);
+  for (const auto& item : p.items)
+    p.bodies.push_back(request_body(s, item));
+  return p;
+}
+
+std::string
+path_for(const TaskSuite& suite) {
+  return suite.api == SuiteApi::chat ? "/v1/chat/completions" : "/v1/completions";
+}
+
+http::Headers
+auth_headers(const std::string& api_key) {
+  http::Headers headers;
+  if (!api_key.empty())
+    headers.emplace_back("Authorization", "Bearer " + api_key);
+  return headers;
+}
+
+// An endpoint, or a local folder served by serve-deltas for as long as this object lives.
+struct Target {
+  std::unique_ptr<engines::EngineProcess> engine;
+  EndpointTarget endpoint;
+  std::string label;
+};
+
+Target
+endpoint_target(const std::string& url_text, const std::string& model, const std::string& api_key) {
+  Target t;
+  t.label = url_text;
+  t.endpoint.url = http::openai_base_url(url_text);
+  t.endpoint.headers = auth_headers(api_key);
+  http::ClientOptions control_options;
+  control_options.connect_timeout = std::chrono::milliseconds(5000);
+  control_options.request_timeout = std::chrono::milliseconds(30000);
+  control_options.headers = t.endpoint.headers;
+  http::Client control(t.endpoint.url, control_options);
+  const auto models = http::listed_models(control);
+  t.endpoint.model = model.empty() ? models.front() : model;
+  if (std::find(models.begin(), models.end(), t.endpoint.model) == models.end()) {
+    std::string names;
+    for (const auto& n : models)
+      names += (names.empty() ? "" : ", ") + n;
+    throw InputError(
+        fmt::format("--model {}: {} does not serve it (it serves: {})", t.endpoint.model, url_text, names));
+  }
+  // An endpoint's identity is what it says it serves; --no-cache when the weights behind a name change.
+  t.endpoint.identity = "endpoint:" + t.endpoint.url.text + " model:" + t.endpoint.model;
+  return t;
+}
+
+Target
+local_target(const std::string& model, const std::string& delta, const TaskEvalOptions& options,
+             const archive::RunContext& context) {
+  if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json"))
+    throw InputError("--model " + model + ": not a model folder (no config.json)");
+  if (!delta.empty() && !std::filesystem::is_directory(delta))
+    throw InputError("--delta " + delta + ": no such folder");
+  engines::LaunchOptions launch;
+  launch.kind = engines::EngineKind::optkit;
+  launch.settings.model = model;
+  launch.settings.port = 0;
+  std::string delta_name;
+  if (!delta.empty()) {
+    delta_name = std::filesystem::path(delta).lexically_normal().filename().string();
+    if (delta_name.empty())
+      delta_name = "delta";
+    launch.settings.extra_args = {"--delta", delta_name + "=" + delta};
+  }
+  launch.executable = options.engine_executable.empty() ? executable_path().string() : options.engine_executable;
+  launch.directory = context.archive != nullptr && context.run_id != 0 ? context.archive->run_directory(context.run_id)
+                                                                       : std::filesystem::temp_directory_path();
+  launch.ready_timeout_s = 300;
+  Target t;
+  t.engine = std::make_unique<engines::EngineProcess>(std::move(launch));
+  t.label = delta.empty() ? model : model + " + " + delta;
+  auto served = endpoint_target(t.engine->url(), delta_name, options.api_key);
+  t.endpoint = served.endpoint;
+  t.endpoint.identity = local_model_identity(model, delta);
+  return t;
+}
+
+std::vector<SafetyLabel>
+judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const std::vector<std::string>& responses,
+                const ResponseCache& cache) {
+  const Target judge = endpoint_target(options.judge, options.judge_model, options.api_key);
+  auto endpoint = judge.endpoint;
+  endpoint.identity += std::string(" prompt:") + kJudgePromptVersion;
+  std::vector<nlohmann::json> bodies;
+  for (std::size_t i = 0; i < p.items.size(); ++i) {
+    const auto& doc = p.items[i].doc;
+    const std::string question = doc.contains(p.suite.question_field) && doc[p.suite.question_field].is_string()
+                                     ? doc[p.suite.question_field].get<std::string>()
+                                     : std::string();
+    bodies.push_back({{"messages", {{{"role", "user"}, {"content", judge_prompt(question, responses[i])}}}},
+                      {"temperature", 0},
+                      {"max_tokens", 32},
+                      {"seed", 1234}});
+  }
+  RequestOptions request;
+  request.concurrency = options.concurrency;
+  request.max_retries = options.max_retries;
+  request.timeout_s = options.request_timeout_s;
+  request.cache = &cache;
+  std::vector<SafetyLabel> labels;
+  try {
+    for (const auto& g : generate_all(endpoint, "/v1/chat/completions", bodies, request))
+      labels.push_back(parse_judge_reply(g.text));
+  } catch (const Error& e) {
+    throw RuntimeFailure(std::string("--judge ") + options.judge + ": " + e.what() +
+                         " (no score is reported without its judge)");
+  }
+  return labels;
+}
+
+SuiteOutcome
+evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, const ResponseCache& cache,
+               Progress& progress) {
+  SuiteOutcome out;
+  out.suite = p.suite.name;
+  out.documents = p.items.size();
+  RequestOptions request;
+  request.concurrency = options.concurrency;
+  request.max_retries = options.max_retries;
+  request.timeout_s = options.request_timeout_s;
+  request.cache = &cache;
+  request.on_done = [&progress] { progress.advance(); };
+  std::vector<std::string> first;
+  std::vector<std::size_t> identical(p.items.size(), 1);
+  std::map<std::string, std::vector<double>> repeat_means;
+  for (int r = 0; r < options.repeat; ++r) {
+    request.read_cache = r == 0; // later passes ask the server again: that is what they measure
+    const auto generations = generate_all(target.endpoint, path_for(p.suite), p.bodies, request);
+    std::vector<std::string> responses;
+    for (const auto& g : generations) {
+      responses.push_back(g.text);
+      out.cached += g.cached ? 1u : 0u;
+    }
+    if (r == 0) {
+      const auto judged = p.suite.scorer == Scorer::do_not_answer && !options.judge.empty()
+                              ? judge_responses(options, p, responses, cache)
+                              : std::vector<SafetyLabel>{};
+      out.scores = score_suite(p.suite, p.items, responses, judged);
+      first = responses;
+      for (const auto& m : out.scores.metrics)
+        repeat_means[m.name].push_back(m.mean());
+    } else {
+      for (std::size_t i = 0; i < responses.size(); ++i)
+        identical[i] = identical[i] != 0 && responses[i] == first[i] ? 1u : 0u;
+      for (const auto& m : score_suite(p.suite, p.items, responses).metrics)
+        repeat_means[m.name].push_back(m.mean());
+    }
+  }
+  if (options.repeat > 1) {
+    std::size_t same = 0;
+    for (const auto v : identical)
+      same += v;
+    out.identical_fraction = static_cast<double>(same) / static_cast<double>(identical.size());
+    for (const auto& [metric, means] : repeat_means)
+      out.across_repeats[metric] = trial_spread(means);
+  }
+  return out;
+}
+
+CandidateResult
+evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, const TaskEvalOptions& options,
+                   const ResponseCache& cache) {
+  const auto start = std::chrono::steady_clock::now();
+  CandidateResult c;
+  c.label = target.label;
+  c.model_name = target.endpoint.model;
+  std::uint64_t total = 0;
+  for (const auto& p : suites)
+    total += p.items.size() * static_cast<std::uint64_t>(options.repeat);
+  Progress progress("eval tasks " + c.label, total, "items");
+  for (const auto& p : suites)
+    c.suites.push_back(evaluate_suite(p, target, options, cache, progress));
+  progress.finish();
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+void
+compare_with_baseline(CandidateResult& c, const std::map<std::string, std::vector<MetricScores>>& baseline,
+                      const BootstrapOptions& bootstrap) {
+  for (auto& s : c.suites) {
+    const auto it = baseline.find(s.suite);
+    if (it == baseline.end())
+      throw InputError("--baseline has no results for suite " + s.suite + " (evaluate it on the baseline too)");
+    for (const auto& m : s.scores.metrics)
+      for (const auto& b : it->second)
+        if (b.name == m.name) {
+          if (b.items.size() != m.items.size())
+            throw InputError(fmt::format("--baseline: suite {} metric {} has {} items there and {} here (same "
+                                         "documents and --limit are needed for a paired comparison)",
+                                         s.suite, m.name, b.items.size(), m.items.size()));
+          s.versus_baseline[m.name] = compare_paired(b.items, m.items, bootstrap);
+        }
+  }
+}
+
+std::vector<GateObservation>
+observations(const CandidateResult& c) {
+  std::vector<GateObservation> out;
+  for (const auto& s : c.suites)
+    for (const auto& m : s.scores.metrics) {
+      GateObservation o{s.suite, m.name, m.mean(), std::nullopt};
+      if (const auto it = s.versus_baseline.find(m.name); it != s.versus_baseline.end())
+        o.versus_baseline = it->second;
+      out.push_back(std::move(o));
+    }
+  return out;
+}
+
+// Written whole and renamed into place: a failed run leaves no half file.
+void
+write_items(const TaskEvalResult& result, const std::filesystem::path& file) {
+  std::ostringstream out;
+  for (std::size_t ci = 0; ci < result.candidates.size(); ++ci)
+    for (const auto& s : result.candidates[ci].suites)
+      for (const auto& item : s.scores.items) {
+        auto row = to_json(item);
+        row["candidate"] = ci;
+        row["model"] = result.candidates[ci].label;
+        row["suite"] = s.suite;
+        out << row.dump() << '\n';
+      }
+  write_file_atomic(file, out.str());
+}
+
+void
+archive_result(const archive::RunContext& context, const TaskEvalResult& result) {
+  if (context.archive == nullptr || context.run_id == 0)
+    return;
+  auto& a = *context.archive;
+  std::int64_t index = 0;
+  for (const auto& c : result.candidates)
+    for (const auto& s : c.suites) {
+      const auto id = a.begin_trial(context.run_id, index++, 1, {{"model", c.label}, {"suite", s.suite}});
+      archive::TrialEnd end;
+      end.status = archive::TrialStatus::succeeded;
+      end.result = {{"documents", s.documents}, {"cached", s.cached}};
+      a.finish_trial(id, end);
+      for (const auto& m : s.scores.metrics) {
+        a.add_metric(context.run_id, id, {s.suite + "/" + m.name, m.mean(), ""});
+        if (const auto it = s.versus_baseline.find(m.name); it != s.versus_baseline.end()) {
+          a.add_metric(context.run_id, id, {s.suite + "/" + m.name + "/recovery", it->second.recovery, ""});
+          a.add_metric(context.run_id, id, {s.suite + "/" + m.name + "/p_value", it->second.p_value, ""});
+        }
+      }
+    }
+  const auto items = a.run_directory(context.run_id) / "items.jsonl";
+  std::filesystem::create_directories(items.parent_path());
+  write_items(result, items);
+  a.add_artifact(context.run_id, std::nullopt, items, "items");
+}
+
+} // namespace
+
+std::map<std::string, std::vector<ItemOutcome>>
+load_archived_items(const archive::RunContext& context, const std::string& run_reference) {
+  if (context.archive == nullptr)
+    throw InputError("--baseline " + run_reference + ": no run archive to read it from (--archive)");
+  const auto run_id = context.archive->resolve_run(run_reference);
+  if (run_id == context.run_id)
+    throw InputError("--baseline " + run_reference + ": that is this run; name an earlier eval tasks run by its id");
+  const auto detail = context.archive->load_run(run_id);
+  if (detail.run.command != "eval tasks")
+    throw InputError(
+        fmt::format("--baseline {}: run {} is '{}', not an eval tasks run", run_reference, run_id, detail.run.command));
+  for (const auto& artifact : detail.artifacts) {
+    if (artifact.kind != "items")
+      continue;
+    std::ifstream in(artifact.path);
+    if (!in)
+      throw InputError(fmt::format("--baseline {}: its items file {} is gone", run_reference, artifact.path));
+    std::map<std::string, std::vector<ItemOutcome>> by_suite;
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto row = nlohmann::json::parse(line, nullptr, false);
+      if (row.is_discarded() || !row.is_object() || row.value("candidate", 0) != 0 || !row.contains("suite"))
+        continue;
+      by_suite[row["suite"].get<std::string>()].push_back(item_from_json(row));
+    }
+    return by_suite;
+  }
+  throw InputError(fmt::format("--baseline {}: run {} archived no items (it failed, or predates per-item results)",
+                               run_reference, run_id));
+}
+
+TaskEvalResult
+run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context) {
+  if (options.suites.empty())
+    throw InputError("--suite NAME|FILE is required (bundled: " + [] {
+      std::string names;
+      for (const auto& n : list_task_suites())
+        names += (names.empty() ? "" : ", ") + n;
+      return names;
+    }() + ")");
+  if (options.endpoint.empty() && options.models.empty())
+    throw InputError("give --model DIR (served here by serve-deltas) or --endpoint URL");
+  if (!options.endpoint.empty() && options.models.size() > 1)
+    throw InputError("--endpoint takes at most one --model (the name it serves)");
+  if (!options.delta.empty() && (options.models.size() != 1 || !options.endpoint.empty()))
+    throw InputError("--delta applies to exactly one local --model (its base)");
+  if (!options.data.empty() && options.suites.size() != 1)
+    throw InputError("--data replaces one suite's documents: give one --suite with it");
+  if (options.repeat < 1)
+    throw InputError("--repeat must be at least 1");
+  std::vector<PreparedSuite> suites;
+  for (const auto& name : options.suites)
+    suites.push_back(prepare_suite(name, options));
+  const std::optional<QualityGate> gate =
+      options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
+  const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
+                                                                       : std::filesystem::path(options.cache_dir))
+                                          : std::filesystem::path());
+
+  TaskEvalResult result;
+  // The baseline first: a run id is read from the archive; a folder is evaluated now, the same way.
+  std::map<std::string, std::vector<MetricScores>> baseline;
+  if (!options.baseline.empty()) {
+    if (std::filesystem::is_directory(options.baseline)) {
+      auto base = evaluate_candidate(local_target(options.baseline, "", options, context), suites, options, cache);
+      for (const auto& s : base.suites)
+        baseline[s.suite] = s.scores.metrics;
+      result.baseline = std::move(base);
+      result.baseline_source = options.baseline;
+    } else {
+      for (const auto& [suite, items] : load_archived_items(context, options.baseline))
+        baseline[suite] = metrics_from_items(items);
+      result.baseline_source = "run " + options.baseline;
+    }
+  }
+  if (!options.endpoint.empty()) {
+    result.candidates.push_back(evaluate_candidate(
+        endpoint_target(options.endpoint, options.models.empty() ? "" : options.models.front(), options.api_key),
+        suites, options, cache));
+  } else {
+    for (const auto& model : options.models)
+      result.candidates.push_back(
+          evaluate_candidate(local_target(model, options.delta, options, context), suites, options, cache));
+  }
+  for (auto& c : result.candidates) {
+    if (!baseline.empty())
+      compare_with_baseline(c, baseline, options.bootstrap);
+    if (gate) {
+      c.gate = apply_quality_gate(*gate, observations(c));
+      c.gate_passed = std::all_of(c.gate.begin(), c.gate.end(), [](const RuleOutcome& o) { return o.passed; });
+    }
+  }
+  result.gate_given = gate.has_value();
+  result.gate_passed = std::all_of(result.candidates.begin(), result.candidates.end(),
+                                   [](const CandidateResult& c) { return c.gate_passed; });
+  if (result.candidates.size() > 1)
+    for (std::size_t s = 0; s < suites.size(); ++s)
+      for (std::size_t m = 0; m < result.candidates.front().suites[s].scores.metrics.size(); ++m) {
+        std::vector<double> values;
+        for (const auto& c : result.candidates)
+          values.push_back(c.suites[s].scores.metrics[m].mean());
+        result.across_trials.push_back(
+            {suites[s].suite.name, result.candidates.front().suites[s].scores.metrics[m].name, trial_spread(values)});
+      }
+  if (!options.items_out.empty())
+    write_items(result, options.items_out);
+  archive_result(context, result);
+  return result;
+}
+
+} // namespace optkit::eval

@@ -1,0 +1,77 @@
+// The gate: recovery and drop bounds fail only on a significant shortfall; min_score needs no
+// baseline; rules naming what was not evaluated, or needing a missing baseline, are input errors.
+#include "core/error.hpp"
+#include "eval/quality_gate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace optkit::eval;
+
+namespace {
+
+std::filesystem::path
+write_gate(const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("optkit_gate_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+GateObservation
+observed(double base, double cand, double p) {
+  PairedComparison c;
+  c.baseline_mean = base;
+  c.candidate_mean = cand;
+  c.recovery = cand / base;
+  c.p_value = p;
+  return {"arith", "exact_match,strict-match", cand, c};
+}
+
+} // namespace
+
+TEST_CASE("a significant shortfall fails; an insignificant one passes") {
+  const auto file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n"
+                               "    min_recovery: 0.98\n    alpha: 0.05\n");
+  const auto gate = load_quality_gate(file);
+  auto out = apply_quality_gate(gate, {observed(0.8, 0.2, 1e-9)});
+  REQUIRE(out.size() == 1);
+  CHECK_FALSE(out[0].passed);
+  CHECK(out[0].line().find("FAIL arith exact_match,strict-match: recovery 0.25 < 0.98") == 0);
+  CHECK(out[0].line().find("p = 1e-09") != std::string::npos);
+  out = apply_quality_gate(gate, {observed(0.8, 0.78, 0.4)});
+  CHECK(out[0].passed); // 97.5 % but not significant: noise, not a loss
+  out = apply_quality_gate(gate, {observed(0.8, 0.81, 0.9)});
+  CHECK(out[0].passed);
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("max_drop and min_score; alpha 1 fails any shortfall") {
+  const auto file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n"
+                               "    max_drop: 0.05\n    min_score: 0.5\n    alpha: 1\n");
+  const auto gate = load_quality_gate(file);
+  const auto out = apply_quality_gate(gate, {observed(0.8, 0.7, 0.3)});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].kind == "min_score");
+  CHECK(out[0].passed);
+  CHECK(out[1].kind == "max_drop");
+  CHECK_FALSE(out[1].passed);
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("gate errors name the rule") {
+  auto file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n");
+  CHECK_THROWS_WITH_AS(load_quality_gate(file), doctest::Contains("has no bound"), optkit::InputError);
+  file = write_gate("rules:\n  - suite: gsm8k\n    metric: exact_match,strict-match\n    min_score: 0.1\n");
+  CHECK_THROWS_WITH_AS(apply_quality_gate(load_quality_gate(file), {observed(0.8, 0.7, 0.3)}),
+                       doctest::Contains("did not evaluate"), optkit::InputError);
+  file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n    min_recovery: 0.9\n");
+  auto no_baseline = observed(0.8, 0.7, 0.3);
+  no_baseline.versus_baseline.reset();
+  CHECK_THROWS_WITH_AS(apply_quality_gate(load_quality_gate(file), {no_baseline}), doctest::Contains("--baseline"),
+                       optkit::InputError);
+  file = write_gate("rules:\n  - suite: arith\n    metric: m\n    min_recovry: 0.9\n");
+  CHECK_THROWS_WITH_AS(load_quality_gate(file), doctest::Contains("min_recovery"), optkit::InputError);
+  std::filesystem::remove(file);
+}
