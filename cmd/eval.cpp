@@ -63,6 +63,7 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
   tasks->add_option("--bootstrap", o.bootstrap.resamples, "bootstrap resamples for recovery intervals")
       ->check(CLI::Range(100, 10'000'000))
       ->capture_default_str();
+  add_threads_option(*tasks, o.threads);
   add_format_option(*tasks, flags->format);
   add_output_option(*tasks, flags->output, "write the result to FILE instead of stdout");
   commands.add({"eval tasks", tasks, [flags](AppContext& ctx) {

@@ -125,6 +125,10 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
       delta_name = "delta";
     launch.settings.extra_args = {"--delta", delta_name + "=" + delta};
   }
+  if (options.threads > 0) {
+    launch.settings.extra_args.push_back("--threads");
+    launch.settings.extra_args.push_back(std::to_string(options.threads));
+  }
   launch.executable = options.engine_executable.empty() ? executable_path().string() : options.engine_executable;
   launch.directory = context.archive != nullptr && context.run_id != 0 ? context.archive->run_directory(context.run_id)
                                                                        : std::filesystem::temp_directory_path();

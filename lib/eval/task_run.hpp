@@ -41,6 +41,7 @@ struct TaskEvalOptions {
   std::string judge_model;
   std::string items_out;         // per-item JSONL export
   std::string engine_executable; // serve-deltas for local models (default: this binary)
+  unsigned threads = 0;          // serve-deltas' CPU threads (0: its default)
   BootstrapOptions bootstrap;
 };
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# optkit eval tasks, black-box, on the task model tiny-arith served by serve-deltas as a child:
+# the bundled arith suite scores well above zero; int8 (int_w8a8) passes the gate against it; a
+# harsh int2 round-to-nearest compression fails it with exit 1 naming the rule and its p-value;
+# the cache answers a re-run; bad input exits 2 with one clear line.
+source "$(dirname "$0")/lib.sh"
+: "${OPTKIT_SOURCE_DIR:?}"
+models="$OPTKIT_SOURCE_DIR/testdata/models"
+export OPTKIT_CACHE_DIR="$SCRATCH/cache"
+
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$2)" <<<"$1"; }
+
+cat >"$SCRATCH/gate.yaml" <<'YAML'
+rules:
+  - suite: arith
+    metric: exact_match,strict-match
+    min_recovery: 0.98
+    alpha: 0.01
+YAML
+
+# The baseline: the task model itself.
+run eval tasks --model "$models/tiny-arith" --suite arith --format json --items-out "$SCRATCH/items.jsonl" --threads 1
+expect_rc 0
+base_run=$(json_field "$OUT" "['run_id']")
+acc=$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['metric']")" "exact_match,strict-match"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.5 else 1)" "$acc" ||
+  fail "tiny-arith scores $acc on the arith suite; expected well above zero (>= 0.5)"
+expect_eq "$(wc -l <"$SCRATCH/items.jsonl")" 200
+expect_eq "$(sql "SELECT count(*) FROM trials WHERE run_id=$base_run")" 1
+expect_eq "$(sql "SELECT count(*) FROM artifacts WHERE run_id=$base_run AND kind='items'")" 1
+expect_eq "$(sql "SELECT round(value, 4) FROM metrics WHERE run_id=$base_run AND name='arith/exact_match,strict-match'")" \
+  "$(python3 -c "import sys; print(round(float(sys.argv[1]), 4))" "$acc")"
+
+# A re-run is answered from the cache: identical score, every response cached.
+run eval tasks --model "$models/tiny-arith" --suite arith --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['cached']")" 200
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")" "$acc"
+
+# int8 keeps the task (gate passes), int2 RTN breaks it (gate fails, exit 1, the rule named).
+run compress --model "$models/tiny-arith" --recipe int_w8a8 --calib "$OPTKIT_SOURCE_DIR/testdata/corpora/english.calib.txt" \
+  --samples 16 --seq-len 128 -o "$SCRATCH/w8"
+expect_rc 0
+run compress --model "$models/tiny-arith" --recipe "$OPTKIT_SOURCE_DIR/testdata/eval/w2a16_rtn.yaml" -o "$SCRATCH/w2"
+expect_rc 0
+run eval tasks --model "$SCRATCH/w8" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml"
+expect_rc 0
+expect_out_has "pass arith exact_match,strict-match: recovery"
+run eval tasks --model "$SCRATCH/w2" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml" --format json
+expect_rc 1
+expect_err_has "FAIL arith exact_match,strict-match: recovery"
+p=$(json_field "$OUT" "['candidates'][0]['gate']['rules'][0]['p_value']")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.01 else 1)" "$p" ||
+  fail "int2 RTN vs tiny-arith: p = $p, expected < 0.01"
+expect_eq "$(sql "SELECT status FROM runs WHERE command='eval tasks' ORDER BY id DESC LIMIT 1")" "goal_not_met"
+
+# Across trials: two folders give mean/STD/RSD per metric.
+run eval tasks --model "$SCRATCH/w8" --model "$models/tiny-arith" --suite arith --limit 20 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['across_trials'][0]['trials']")" 2
+
+# Bad input: one line, exit 2.
+run eval tasks --model "$models/tiny-arith" --suite gsm9k
+expect_rc 2
+expect_err_has "no bundled suite of that name"
+run eval tasks --model "$models/tiny-arith" --suite gsm8k
+expect_rc 2
+expect_err_has "give the official file with --data"
+run eval tasks --model "$SCRATCH/nowhere" --suite arith
+expect_rc 2
+expect_err_has "not a model folder"
+run eval tasks --model "$models/tiny-arith" --suite arith --baseline 99999
+expect_rc 2
+run eval tasks --suite arith
+expect_rc 2
+expect_err_has "--endpoint URL"
+echo "eval tasks CLI: ok (tiny-arith strict-match $acc; int2 p $p)"
