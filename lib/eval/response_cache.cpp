@@ -1,17 +1,26 @@
 #include "eval/response_cache.hpp"
 
-#include "core/atomic_file.hpp"
 #include "core/sha256.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace optkit::eval {
 
 ResponseCache::ResponseCache(std::filesystem::path folder) : m_folder(std::move(folder)) {}
+
+ResponseCache::~ResponseCache() {
+  for (auto& [identity, log] : m_logs)
+    if (log->fd >= 0)
+      ::close(log->fd);
+}
 
 std::filesystem::path
 ResponseCache::default_folder() {
@@ -24,37 +33,58 @@ ResponseCache::default_folder() {
   return {};
 }
 
-std::filesystem::path
-ResponseCache::entry(const std::string& model_identity, const std::string& request) const {
-  const std::string key = sha256_hex(model_identity + '\n' + request);
-  return m_folder / key.substr(0, 2) / (key + ".json");
+ResponseCache::Log&
+ResponseCache::log_for(const std::string& model_identity) const {
+  auto& slot = m_logs[model_identity];
+  if (slot)
+    return *slot;
+  slot = std::make_unique<Log>();
+  std::error_code ec;
+  std::filesystem::create_directories(m_folder, ec);
+  const auto file = m_folder / (sha256_hex(model_identity).substr(0, 32) + ".jsonl");
+  std::ifstream in(file, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    // A line cut short by a crash, or damaged, is skipped: that entry is a miss.
+    const auto tab = line.find('\t');
+    if (tab != 64 || !nlohmann::json::accept(std::string_view(line).substr(tab + 1)))
+      continue;
+    slot->entries[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  slot->fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  return *slot;
 }
 
-std::optional<nlohmann::json>
+std::optional<std::string>
 ResponseCache::find(const std::string& model_identity, const std::string& request) const {
   if (!enabled())
     return std::nullopt;
-  std::ifstream in(entry(model_identity, request));
-  if (!in)
+  const std::string key = sha256_hex(request);
+  std::lock_guard lock(m_mutex);
+  const auto& entries = log_for(model_identity).entries;
+  const auto it = entries.find(key);
+  if (it == entries.end())
     return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  auto value = nlohmann::json::parse(text.str(), nullptr, false);
-  if (value.is_discarded() || !value.is_object())
-    return std::nullopt; // a damaged entry is a miss; the fresh answer overwrites it
-  return value;
+  return it->second;
 }
 
 void
-ResponseCache::store(const std::string& model_identity, const std::string& request,
-                     const nlohmann::json& response) const {
+ResponseCache::store(const std::string& model_identity, const std::string& request, const std::string& response) const {
   if (!enabled())
     return;
-  const auto path = entry(model_identity, request);
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (!ec)
-    write_file_atomic(path, response.dump());
+  // One entry per line: a pretty-printed body is made compact first.
+  const std::string body =
+      response.find('\n') == std::string::npos ? response : nlohmann::json::parse(response, nullptr, false).dump();
+  const std::string key = sha256_hex(request);
+  const std::string line = key + '\t' + body + '\n';
+  std::lock_guard lock(m_mutex);
+  auto& log = log_for(model_identity);
+  log.entries[key] = body;
+  if (log.fd >= 0) {
+    // One write(2) with O_APPEND: lines from concurrent runs interleave whole on a local file
+    // system. A short write leaves a damaged last line, which the next load skips.
+    [[maybe_unused]] const auto written = ::write(log.fd, line.data(), line.size());
+  }
 }
 
 std::string

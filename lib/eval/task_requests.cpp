@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -83,7 +84,7 @@ generate_all(const EndpointTarget& target, const std::string& path, const std::v
         const std::string request = body.dump();
         if (options.cache != nullptr && options.read_cache)
           if (auto hit = options.cache->find(target.identity, request)) {
-            out[i] = parse_generation(hit->dump());
+            out[i] = parse_generation(*hit);
             out[i].cached = true;
             if (options.on_done)
               options.on_done();
@@ -94,7 +95,7 @@ generate_all(const EndpointTarget& target, const std::string& path, const std::v
           throw_if_interrupted();
           if (attempt > 0)
             std::this_thread::sleep_for(
-                std::chrono::milliseconds(static_cast<long>(options.backoff_s * 1000 * (1L << (attempt - 1)))));
+                std::chrono::milliseconds(static_cast<long>(options.backoff_s * 1000 * std::ldexp(1.0, attempt - 1))));
           http::Response response;
           try {
             if (!client)
@@ -111,7 +112,7 @@ generate_all(const EndpointTarget& target, const std::string& path, const std::v
             out[i] = parse_generation(response.body);
             out[i].attempts = attempt + 1;
             if (options.cache != nullptr)
-              options.cache->store(target.identity, request, nlohmann::json::parse(response.body));
+              options.cache->store(target.identity, request, response.body);
             break;
           }
           last_error = fmt::format("HTTP {}: {}", response.status, server_message(response.body));

@@ -8,6 +8,8 @@
 #include "eval/response_cache.hpp"
 #include "http/client.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
