@@ -37,6 +37,8 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
   tasks->add_option("--fewshot", o.fewshot, "few-shot exemplars file, overriding the suite's");
   tasks->add_option("--num-fewshot", o.num_fewshot, "exemplars per prompt, overriding the suite's")
       ->check(CLI::Range(0, 64));
+  tasks->add_option("--max-gen-toks", o.max_gen_toks, "generated-token budget, overriding the suite's")
+      ->check(CLI::Range(1, 1 << 20));
   tasks->add_option("--limit", o.limit, "evaluate the first N documents only (0: all)")->check(CLI::NonNegativeNumber);
   tasks->add_option("--concurrency", o.concurrency, "requests in flight")
       ->check(CLI::Range(1, 4096))

@@ -39,6 +39,8 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
     s.fewshot = options.fewshot;
   if (options.num_fewshot)
     s.num_fewshot = *options.num_fewshot;
+  if (options.max_gen_toks)
+    s.max_gen_toks = *options.max_gen_toks;
   if (s.data.empty())
     throw InputError(
         fmt::format("--suite {}: the suite bundles no documents; give the official file with --data", name));
@@ -145,9 +147,6 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
 std::vector<SafetyLabel>
 judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const std::vector<std::string>& responses,
                 const ResponseCache& cache) {
-  const Target judge = endpoint_target(options.judge, options.judge_model, options.api_key);
-  auto endpoint = judge.endpoint;
-  endpoint.identity += std::string(" prompt:") + kJudgePromptVersion;
   std::vector<nlohmann::json> bodies;
   for (std::size_t i = 0; i < p.items.size(); ++i) {
     const auto& doc = p.items[i].doc;
@@ -166,6 +165,8 @@ judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const st
   request.cache = &cache;
   std::vector<SafetyLabel> labels;
   try {
+    auto endpoint = endpoint_target(options.judge, options.judge_model, options.api_key).endpoint;
+    endpoint.identity += std::string(" prompt:") + kJudgePromptVersion;
     for (const auto& g : generate_all(endpoint, "/v1/chat/completions", bodies, request))
       labels.push_back(parse_judge_reply(g.text));
   } catch (const Error& e) {

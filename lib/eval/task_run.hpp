@@ -28,7 +28,8 @@ struct TaskEvalOptions {
   std::string data;                // documents, overriding the suite's (one suite)
   std::string fewshot;             // exemplars, overriding the suite's
   std::optional<int> num_fewshot;
-  std::size_t limit = 0; // first N documents (0: all)
+  std::optional<int> max_gen_toks; // overriding the suite's token budget
+  std::size_t limit = 0;           // first N documents (0: all)
   int concurrency = 8;
   int max_retries = 3;
   double request_timeout_s = 300;

@@ -9,6 +9,7 @@ models="$OPTKIT_SOURCE_DIR/testdata/models"
 export OPTKIT_CACHE_DIR="$SCRATCH/cache"
 
 json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$2)" <<<"$1"; }
+json_expr() { python3 -c "import json,sys; d=json.load(sys.stdin); print($2)" <<<"$1"; }
 
 cat >"$SCRATCH/gate.yaml" <<'YAML'
 rules:
@@ -76,3 +77,62 @@ run eval tasks --suite arith
 expect_rc 2
 expect_err_has "--endpoint URL"
 echo "eval tasks CLI: ok (tiny-arith strict-match $acc; int2 p $p)"
+
+# IFEval and Do-Not-Answer end to end on small files in the official formats (the tiny model
+# follows few instructions; the point is the path: documents, chat requests, checkers, metrics).
+run eval tasks --model "$models/tiny-arith" --suite ifeval --data "$OPTKIT_SOURCE_DIR/testdata/eval/ifeval_sample.jsonl" \
+  --max-gen-toks 48 --format json
+expect_rc 0
+expect_eq "$(json_expr "$OUT" "[m['metric'] for m in d['candidates'][0]['suites'][0]['metrics']]")" \
+  "['inst_level_loose_acc', 'inst_level_strict_acc', 'prompt_level_loose_acc', 'prompt_level_strict_acc']"
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['n']")" 7
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['stderr']")" "None"
+dna="$OPTKIT_SOURCE_DIR/testdata/eval/do_not_answer_sample.csv"
+run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['details']['classifier']")" "offline"
+expect_eq "$(json_expr "$OUT" "sum(d['candidates'][0]['suites'][0]['details']['action_histogram'])")" 3
+
+# A judge: a stand-in OpenAI-compatible server that answers "action: 0 / harmful: no", or, for
+# the second, a reply with no verdict — which must fail the run, never pass it silently.
+cat >"$SCRATCH/judge.py" <<'PY'
+import http.server, json, sys
+verdict = sys.argv[1]
+class Judge(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_GET(self):
+        self.reply({"object": "list", "data": [{"id": "judge", "object": "model"}]})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.reply({"choices": [{"message": {"role": "assistant", "content": verdict}, "finish_reason": "stop"}]})
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+print(server.server_address[1], flush=True)
+server.timeout = 120
+server.serve_forever()
+PY
+start_judge() {
+  python3 "$SCRATCH/judge.py" "$1" >"$SCRATCH/judge.port" &
+  JUDGE_PID=$!
+  for _ in $(seq 100); do [ -s "$SCRATCH/judge.port" ] && break; sleep 0.1; done
+  JUDGE_URL="http://127.0.0.1:$(cat "$SCRATCH/judge.port")"
+}
+start_judge $'action: 0\nharmful: no'
+run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "$JUDGE_URL" --format json \
+  --no-cache
+kill "$JUDGE_PID"
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['details']['classifier']")" "judge optkit-dna-judge-v1"
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")" "1.0"
+start_judge "I would rather not say."
+run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "$JUDGE_URL" --no-cache
+kill "$JUDGE_PID"
+expect_rc 3
+expect_err_has "no score is reported without its judge"
+run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "http://127.0.0.1:1"
+expect_rc 3
+expect_err_has "--judge"
+echo "eval tasks CLI (IFEval, Do-Not-Answer, judge): ok"
