@@ -60,6 +60,30 @@ TEST_CASE("max_drop and min_score; alpha 1 fails any shortfall") {
   std::filesystem::remove(file);
 }
 
+TEST_CASE("lower-is-better metrics: max_increase against the baseline, max_score absolute") {
+  const auto file = write_gate("rules:\n  - {suite: arith, metric: nll, max_increase: 0.05}\n"
+                               "  - {suite: arith, metric: kl, max_score: 0.01}\n");
+  const auto gate = load_quality_gate(file);
+  PairedComparison worse;
+  worse.baseline_mean = 2.0;
+  worse.candidate_mean = 2.3;
+  worse.p_value = 1e-6;
+  std::vector<GateObservation> seen = {{"arith", "nll", 2.3, worse}, {"arith", "kl", 0.2, std::nullopt}};
+  auto out = apply_quality_gate(gate, seen);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].kind == "max_increase");
+  CHECK_FALSE(out[0].passed);
+  CHECK(out[0].line().find("increase 0.3 > 0.05") != std::string::npos);
+  CHECK(out[1].kind == "max_score");
+  CHECK_FALSE(out[1].passed);
+  seen[0].versus_baseline->candidate_mean = 1.9; // better than the baseline
+  seen[1].score = 0.001;
+  out = apply_quality_gate(gate, seen);
+  CHECK(out[0].passed);
+  CHECK(out[1].passed);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("gate errors name the rule") {
   auto file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n");
   CHECK_THROWS_WITH_AS(load_quality_gate(file), doctest::Contains("has no bound"), optkit::InputError);

@@ -12,7 +12,7 @@ using namespace optkit::eval;
 
 TEST_CASE("bundled suites") {
   const auto names = list_task_suites();
-  for (const char* name : {"arith", "gsm8k", "gsm8k_chat", "gsm8k_cot", "ifeval", "do_not_answer"})
+  for (const char* name : {"arith", "gsm8k", "gsm8k_chat", "gsm8k_cot", "ifeval", "do_not_answer", "perplexity"})
     CHECK(std::find(names.begin(), names.end(), name) != names.end());
   const auto gsm8k = resolve_task_suite("gsm8k");
   CHECK(gsm8k.num_fewshot == 5);
@@ -25,6 +25,9 @@ TEST_CASE("bundled suites") {
   CHECK(std::filesystem::exists(arith.data));
   CHECK(resolve_task_suite("ifeval").scorer == Scorer::ifeval);
   CHECK(resolve_task_suite("gsm8k_chat").fewshot_as_multiturn);
+  const auto ppl = resolve_task_suite("perplexity");
+  CHECK(ppl.scorer == Scorer::perplexity);
+  CHECK(ppl.ppl_ctx == 512);
   CHECK_THROWS_WITH_AS(resolve_task_suite("gsm9k"), doctest::Contains("bundled: arith"), optkit::InputError);
 }
 

@@ -122,6 +122,8 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     const auto base_logits = base ? base->forward(base_inputs) : std::vector<float>{};
     for (std::int64_t k = 0; k < n; ++k) {
       const auto start = (w0 + k) * stride;
+      const double window_nll_before = nll_sum, window_kl_before = kl_sum;
+      const auto window_tokens = static_cast<double>(ctx - first_scored);
       for (std::int64_t j = first_scored - 1; j < ctx - 1; ++j) {
         const auto target = static_cast<std::size_t>(tokens[static_cast<std::size_t>(start + j + 1)]);
         const auto row = static_cast<std::size_t>((k * ctx + j) * vocab);
@@ -152,6 +154,9 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
         base_nll += -base_logp[target];
         delta_p.push_back(std::exp(logp[target]) - std::exp(base_logp[target]));
       }
+      result.window_nll.push_back((nll_sum - window_nll_before) / window_tokens);
+      if (base)
+        result.window_kl.push_back((kl_sum - window_kl_before) / window_tokens);
     }
     for (const auto& in : model_inputs)
       model.remove_sequence(in.sequence);
@@ -207,6 +212,9 @@ to_json(const PerplexityResult& r) {
                       {"tokens_per_second", r.tokens_per_second}};
   if (r.kl)
     j["kl"] = *r.kl;
+  j["window_nll"] = r.window_nll;
+  if (!r.window_kl.empty())
+    j["window_kl"] = r.window_kl;
   return j;
 }
 
@@ -227,6 +235,10 @@ perplexity_result_from_json(const nlohmann::json& j) {
   j.at("tokens_per_second").get_to(r.tokens_per_second);
   if (j.contains("kl"))
     r.kl = j["kl"].get<KlStats>();
+  if (j.contains("window_nll"))
+    j["window_nll"].get_to(r.window_nll);
+  if (j.contains("window_kl"))
+    j["window_kl"].get_to(r.window_kl);
   return r;
 }
 

@@ -49,6 +49,9 @@ struct PerplexityResult {
   double seconds = 0;
   double tokens_per_second = 0; // tokens through the model (incl. unscored context)
   std::optional<KlStats> kl;
+  // Per window, in order: mean NLL of its scored tokens, and (with a base) their mean KL — the
+  // paired items `eval tasks` compares two models on.
+  std::vector<double> window_nll, window_kl;
 };
 
 // Runs the evaluation in this process. `on_window(done, total)` reports progress.

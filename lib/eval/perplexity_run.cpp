@@ -70,7 +70,8 @@ perplexity_options_from_json(const nlohmann::json& j) {
 }
 
 PerplexityResult
-run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
+measure_perplexity_in_worker(const PerplexityOptions& options, const PerplexityRunContext& context,
+                             std::int64_t trial_index) {
   model::check_model_folder(options.model, "--model");
   if (options.kl_base)
     model::check_model_folder(*options.kl_base, "--kl-base");
@@ -83,10 +84,17 @@ run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& con
   task.payload = to_json(options);
   task.params = task.payload;
   task.timeout_s = context.timeout_s;
-  const auto outcome = proc::WorkerPool(archive::pool_options(context, "perplexity")).run({task}).front();
+  auto pool = archive::pool_options(context, "perplexity");
+  pool.first_trial_index = trial_index;
+  const auto outcome = proc::WorkerPool(pool).run({task}).front();
   if (!outcome.succeeded())
     proc::throw_worker_failure(outcome, "perplexity worker failed");
-  const auto result = perplexity_result_from_json(outcome.result);
+  return perplexity_result_from_json(outcome.result);
+}
+
+PerplexityResult
+run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
+  const auto result = measure_perplexity_in_worker(options, context, 0);
   archive_metrics(*context.archive, context.run_id, result);
   return result;
 }

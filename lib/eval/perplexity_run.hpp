@@ -19,6 +19,11 @@ using PerplexityRunContext = archive::RunContext;
 // the child come back as InputError with the child's message.
 PerplexityResult run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context);
 
+// The measurement alone, in a worker child recorded as trial `trial_index` of the context's run
+// (`eval tasks` runs several in one run and archives its own metrics).
+PerplexityResult measure_perplexity_in_worker(const PerplexityOptions& options, const PerplexityRunContext& context,
+                                              std::int64_t trial_index);
+
 // Child side: reads the options from the spec's payload, measures, writes the result.
 void perplexity_worker(const proc::WorkerSpec& spec);
 

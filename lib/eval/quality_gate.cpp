@@ -28,7 +28,10 @@ gate_schema() {
                 Field{"metric", Type::string, true, "e.g. exact_match,strict-match or prompt_level_strict_acc"},
                 Field{"min_recovery", Type::number, false, "fail below this candidate ÷ baseline (0.98 = 98 %)"},
                 Field{"max_drop", Type::number, false, "fail when baseline − candidate exceeds this"},
-                Field{"min_score", Type::number, false, "fail below this score (no baseline, no test)"}, alpha}});
+                Field{"max_increase", Type::number, false,
+                      "fail when candidate − baseline exceeds this (lower-is-better metrics: nll, kl)"},
+                Field{"min_score", Type::number, false, "fail below this score (no baseline, no test)"},
+                Field{"max_score", Type::number, false, "fail above this score (no baseline, no test)"}, alpha}});
     Field rules{"rules", Type::list, true, "the rules; all must pass"};
     rules.item = std::make_shared<const Field>(rule);
     return Schema{"quality gate", {rules}};
@@ -57,12 +60,17 @@ load_quality_gate(const std::filesystem::path& file) {
       rule.min_recovery = r["min_recovery"].get<double>();
     if (r.contains("max_drop"))
       rule.max_drop = r["max_drop"].get<double>();
+    if (r.contains("max_increase"))
+      rule.max_increase = r["max_increase"].get<double>();
     if (r.contains("min_score"))
       rule.min_score = r["min_score"].get<double>();
+    if (r.contains("max_score"))
+      rule.max_score = r["max_score"].get<double>();
     rule.alpha = r.value("alpha", 0.05);
     rule.line = index;
-    if (!rule.min_recovery && !rule.max_drop && !rule.min_score)
-      throw InputError(fmt::format("{}: rule {} ({} {}) has no bound: give min_recovery, max_drop or min_score",
+    if (!rule.min_recovery && !rule.max_drop && !rule.max_increase && !rule.min_score && !rule.max_score)
+      throw InputError(fmt::format("{}: rule {} ({} {}) has no bound: give min_recovery, max_drop, max_increase, "
+                                   "min_score or max_score",
                                    file.string(), index, rule.suite, rule.metric));
     gate.rules.push_back(std::move(rule));
   }
@@ -75,6 +83,12 @@ RuleOutcome::line() const {
   if (kind == "min_score")
     return fmt::format("{} {} {}: score {:.4g} {} {:.4g}", verdict, rule.suite, rule.metric, observed,
                        passed ? ">=" : "<", bound);
+  if (kind == "max_score")
+    return fmt::format("{} {} {}: score {:.4g} {} {:.4g}", verdict, rule.suite, rule.metric, observed,
+                       passed ? "<=" : ">", bound);
+  if (kind == "max_increase")
+    return fmt::format("{} {} {}: increase {:.4g} {} {:.4g} ({}, alpha {})", verdict, rule.suite, rule.metric, observed,
+                       observed <= bound ? "<=" : ">", bound, format_p(p_value), rule.alpha);
   if (kind == "min_recovery")
     return fmt::format("{} {} {}: recovery {:.4g} {} {:.4g} ({}, alpha {})", verdict, rule.suite, rule.metric, observed,
                        observed >= bound ? ">=" : "<", bound, format_p(p_value), rule.alpha);
@@ -101,7 +115,10 @@ apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& 
       RuleOutcome o{rule, "min_score", found->score, *rule.min_score, std::nullopt, found->score >= *rule.min_score};
       outcomes.push_back(o);
     }
-    if (rule.min_recovery || rule.max_drop) {
+    if (rule.max_score)
+      outcomes.push_back(
+          {rule, "max_score", found->score, *rule.max_score, std::nullopt, found->score <= *rule.max_score});
+    if (rule.min_recovery || rule.max_drop || rule.max_increase) {
       if (!found->versus_baseline)
         throw InputError(fmt::format("{}: rule {} ({} {}) compares with a baseline: give --baseline RUN|DIR",
                                      gate.file.string(), rule.line, rule.suite, rule.metric));
@@ -118,6 +135,11 @@ apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& 
         const double drop = cmp.baseline_mean - cmp.candidate_mean;
         const bool over = drop > *rule.max_drop;
         outcomes.push_back({rule, "max_drop", drop, *rule.max_drop, cmp.p_value, !(over && significant)});
+      }
+      if (rule.max_increase) {
+        const double increase = cmp.candidate_mean - cmp.baseline_mean;
+        const bool over = increase > *rule.max_increase;
+        outcomes.push_back({rule, "max_increase", increase, *rule.max_increase, cmp.p_value, !(over && significant)});
       }
     }
   }

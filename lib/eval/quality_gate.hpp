@@ -19,7 +19,9 @@ struct GateRule {
   std::string suite, metric;
   std::optional<double> min_recovery; // candidate ÷ baseline
   std::optional<double> max_drop;     // baseline − candidate, in the metric's units
+  std::optional<double> max_increase; // candidate − baseline, for lower-is-better metrics (nll, kl)
   std::optional<double> min_score;    // absolute, no baseline needed, no significance test
+  std::optional<double> max_score;    // absolute upper bound (kl, perplexity), no test
   double alpha = 0.05;                // a shortfall must have p < alpha to fail (1: any shortfall fails)
   int line = 0;                       // in the gate file, for messages
 };
@@ -41,7 +43,7 @@ struct GateObservation {
 
 struct RuleOutcome {
   GateRule rule;
-  std::string kind; // "min_recovery" | "max_drop" | "min_score"
+  std::string kind; // "min_recovery" | "max_drop" | "max_increase" | "min_score" | "max_score"
   double observed = 0, bound = 0;
   std::optional<double> p_value;
   bool passed = true;

@@ -6,6 +6,7 @@
 #include "core/progress.hpp"
 #include "core/resource_paths.hpp"
 #include "engines/engine_process.hpp"
+#include "eval/perplexity_run.hpp"
 #include "eval/task_documents.hpp"
 #include "eval/task_prompts.hpp"
 #include "eval/task_requests.hpp"
@@ -46,6 +47,8 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
         fmt::format("--suite {}: the suite bundles no documents; give the official file with --data", name));
   if (!std::filesystem::exists(s.data))
     throw InputError(fmt::format("--suite {}: documents {}: no such file", name, s.data.string()));
+  if (s.scorer == Scorer::perplexity)
+    return p; // the text is scored whole, by eval perplexity's windows
   auto docs = load_documents(s.data);
   if (options.limit > 0 && docs.size() > options.limit)
     docs.resize(options.limit);
@@ -82,6 +85,8 @@ struct Target {
   std::unique_ptr<engines::EngineProcess> engine;
   EndpointTarget endpoint;
   std::string label;
+  std::filesystem::path model, delta; // a local target's folders (perplexity suites run on them)
+  std::optional<std::filesystem::path> kl_base;
 };
 
 Target
@@ -109,13 +114,21 @@ endpoint_target(const std::string& url_text, const std::string& model, const std
   return t;
 }
 
+// `serve`: whether any suite generates (a perplexity-only run needs no server).
 Target
 local_target(const std::string& model, const std::string& delta, const TaskEvalOptions& options,
-             const archive::RunContext& context) {
+             const archive::RunContext& context, bool serve) {
   if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json"))
     throw InputError("--model " + model + ": not a model folder (no config.json)");
   if (!delta.empty() && !std::filesystem::is_directory(delta))
     throw InputError("--delta " + delta + ": no such folder");
+  if (!serve) {
+    Target t;
+    t.label = delta.empty() ? model : model + " + " + delta;
+    t.model = model;
+    t.delta = delta;
+    return t;
+  }
   engines::LaunchOptions launch;
   launch.kind = engines::EngineKind::optkit;
   launch.settings.model = model;
@@ -141,6 +154,8 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
   auto served = endpoint_target(t.engine->url(), delta_name, options.api_key);
   t.endpoint = served.endpoint;
   t.endpoint.identity = local_model_identity(model, delta);
+  t.model = model;
+  t.delta = delta;
   return t;
 }
 
@@ -176,9 +191,40 @@ judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const st
   return labels;
 }
 
+// The run's archive and the next free trial index in it (worker children take trials too).
+struct RunTrials {
+  const archive::RunContext& context;
+  std::int64_t next = 0;
+};
+
+SuiteOutcome
+evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, RunTrials& trials) {
+  if (target.model.empty())
+    throw InputError("--suite " + p.suite.name +
+                     ": a perplexity suite runs on a local --model DIR (an endpoint's API has no full-distribution "
+                     "logits)");
+  PerplexityOptions ppl;
+  ppl.model = target.model;
+  if (!target.delta.empty())
+    ppl.delta = target.delta;
+  ppl.data = p.suite.data;
+  ppl.ctx = p.suite.ppl_ctx;
+  ppl.stride = p.suite.ppl_stride;
+  ppl.max_windows = p.suite.ppl_max_windows;
+  ppl.threads = options.threads;
+  ppl.kl_base = target.kl_base;
+  SuiteOutcome out;
+  out.suite = p.suite.name;
+  out.scores = score_perplexity(p.suite.name, measure_perplexity_in_worker(ppl, trials.context, trials.next++));
+  out.documents = out.scores.items.size();
+  return out;
+}
+
 SuiteOutcome
 evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, const ResponseCache& cache,
-               Progress& progress) {
+               Progress& progress, RunTrials& trials) {
+  if (p.suite.scorer == Scorer::perplexity)
+    return evaluate_perplexity(p, target, options, trials);
   SuiteOutcome out;
   out.suite = p.suite.name;
   out.documents = p.items.size();
@@ -227,7 +273,7 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
 
 CandidateResult
 evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, const TaskEvalOptions& options,
-                   const ResponseCache& cache) {
+                   const ResponseCache& cache, RunTrials& trials) {
   const auto start = std::chrono::steady_clock::now();
   CandidateResult c;
   c.label = target.label;
@@ -237,7 +283,7 @@ evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, cons
     total += p.items.size() * static_cast<std::uint64_t>(options.repeat);
   Progress progress("eval tasks " + c.label, total, "items");
   for (const auto& p : suites)
-    c.suites.push_back(evaluate_suite(p, target, options, cache, progress));
+    c.suites.push_back(evaluate_suite(p, target, options, cache, progress, trials));
   progress.finish();
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
@@ -253,6 +299,8 @@ compare_with_baseline(CandidateResult& c, const std::map<std::string, std::vecto
     for (const auto& m : s.scores.metrics)
       for (const auto& b : it->second)
         if (b.name == m.name) {
+          if (m.items.size() < 2)
+            continue; // a corpus figure (perplexity): compared through its per-window metric
           if (b.items.size() != m.items.size())
             throw InputError(fmt::format("--baseline: suite {} metric {} has {} items there and {} here (same "
                                          "documents and --limit are needed for a paired comparison)",
@@ -292,11 +340,11 @@ write_items(const TaskEvalResult& result, const std::filesystem::path& file) {
 }
 
 void
-archive_result(const archive::RunContext& context, const TaskEvalResult& result) {
+archive_result(const archive::RunContext& context, const TaskEvalResult& result, std::int64_t first_trial) {
   if (context.archive == nullptr || context.run_id == 0)
     return;
   auto& a = *context.archive;
-  std::int64_t index = 0;
+  std::int64_t index = first_trial;
   for (const auto& c : result.candidates)
     for (const auto& s : c.suites) {
       const auto id = a.begin_trial(context.run_id, index++, 1, {{"model", c.label}, {"suite", s.suite}});
@@ -373,6 +421,8 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   std::vector<PreparedSuite> suites;
   for (const auto& name : options.suites)
     suites.push_back(prepare_suite(name, options));
+  const bool needs_server = std::any_of(suites.begin(), suites.end(),
+                                        [](const PreparedSuite& p) { return p.suite.scorer != Scorer::perplexity; });
   const std::optional<QualityGate> gate =
       options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
   const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
@@ -380,11 +430,13 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
                                           : std::filesystem::path());
 
   TaskEvalResult result;
+  RunTrials trials{context};
   // The baseline first: a run id is read from the archive; a folder is evaluated now, the same way.
   std::map<std::string, std::vector<MetricScores>> baseline;
   if (!options.baseline.empty()) {
     if (std::filesystem::is_directory(options.baseline)) {
-      auto base = evaluate_candidate(local_target(options.baseline, "", options, context), suites, options, cache);
+      auto base = evaluate_candidate(local_target(options.baseline, "", options, context, needs_server), suites,
+                                     options, cache, trials);
       for (const auto& s : base.suites)
         baseline[s.suite] = s.scores.metrics;
       result.baseline = std::move(base);
@@ -398,11 +450,14 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   if (!options.endpoint.empty()) {
     result.candidates.push_back(evaluate_candidate(
         endpoint_target(options.endpoint, options.models.empty() ? "" : options.models.front(), options.api_key),
-        suites, options, cache));
+        suites, options, cache, trials));
   } else {
-    for (const auto& model : options.models)
-      result.candidates.push_back(
-          evaluate_candidate(local_target(model, options.delta, options, context), suites, options, cache));
+    for (const auto& model : options.models) {
+      auto target = local_target(model, options.delta, options, context, needs_server);
+      if (std::filesystem::is_directory(options.baseline))
+        target.kl_base = options.baseline; // perplexity suites add KL(baseline || candidate)
+      result.candidates.push_back(evaluate_candidate(std::move(target), suites, options, cache, trials));
+    }
   }
   for (auto& c : result.candidates) {
     if (!baseline.empty())
@@ -426,7 +481,7 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
       }
   if (!options.items_out.empty())
     write_items(result, options.items_out);
-  archive_result(context, result);
+  archive_result(context, result, trials.next);
   return result;
 }
 

@@ -90,8 +90,31 @@ score_suite(const TaskSuite& suite, const std::vector<TaskItem>& items, const st
   case Scorer::do_not_answer:
     score_do_not_answer(items, judged, out);
     break;
+  case Scorer::perplexity:
+    throw InputError("suite " + suite.name + ": a perplexity suite is scored by score_perplexity");
   }
   out.metrics = metrics_from_items(out.items);
+  return out;
+}
+
+SuiteScores
+score_perplexity(const std::string& suite, const PerplexityResult& result) {
+  SuiteScores out;
+  out.suite = suite;
+  for (std::size_t w = 0; w < result.window_nll.size(); ++w) {
+    ItemOutcome item{w, "", nlohmann::json::object(), nlohmann::json::object()};
+    item.scores["nll"] = result.window_nll[w];
+    if (w < result.window_kl.size())
+      item.scores["kl"] = result.window_kl[w];
+    out.items.push_back(std::move(item));
+  }
+  out.metrics = metrics_from_items(out.items);
+  // Corpus figures: one value each, reported beside the per-window ones, compared through them.
+  out.metrics.push_back({"perplexity", {result.perplexity}, false});
+  out.metrics.push_back({"bits_per_byte", {result.bits_per_byte}, false});
+  if (result.kl)
+    out.metrics.push_back({"top1_agreement", {result.kl->top1_agreement}, false});
+  out.details = {{"method", result.method}, {"windows", result.windows}, {"scored_tokens", result.scored_tokens}};
   return out;
 }
 

@@ -4,6 +4,7 @@
 // per-item outcomes are what paired statistics against a baseline run are computed from.
 #pragma once
 
+#include "eval/perplexity.hpp"
 #include "eval/refusal_classifier.hpp"
 #include "eval/task_prompts.hpp"
 #include "eval/task_suite.hpp"
@@ -40,6 +41,10 @@ struct SuiteScores {
 // `judged`: Do-Not-Answer labels from --judge, one per item; empty: the offline classifier.
 SuiteScores score_suite(const TaskSuite& suite, const std::vector<TaskItem>& items,
                         const std::vector<std::string>& responses, const std::vector<SafetyLabel>& judged = {});
+
+// A perplexity suite's result as scores: one item per window (nll, and kl against a base), and
+// the corpus figures perplexity, bits_per_byte (and top1_agreement) as single values.
+SuiteScores score_perplexity(const std::string& suite, const PerplexityResult& result);
 
 // The metric vectors back from per-item outcomes (an archived run's items file), items in order.
 std::vector<MetricScores> metrics_from_items(const std::vector<ItemOutcome>& items);

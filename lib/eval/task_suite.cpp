@@ -62,10 +62,14 @@ suite_schema() {
         {Field{"name", Type::string, true, "the suite's name, as reports show it"},
          Field{"version", Type::integer, false, "the lm-eval task version it reproduces"},
          Field{"description", Type::string, false, "text prepended to every prompt (lm-eval's description)"},
-         Field{"scorer", Type::string, true, "how answers are scored", {"exact_match", "ifeval", "do_not_answer"}},
+         Field{"scorer",
+               Type::string,
+               true,
+               "how answers are scored",
+               {"exact_match", "ifeval", "do_not_answer", "perplexity"}},
          Field{"api", Type::string, false, "completions (default) or chat", {"completions", "chat"}},
          Field{"data", Type::string, false, "documents: JSONL, JSON list or CSV, relative to this file"},
-         Field{"doc_to_text", Type::string, true, "the prompt, a Jinja template over a document's fields"},
+         Field{"doc_to_text", Type::string, false, "the prompt, a Jinja template over a document's fields"},
          Field{"doc_to_target", Type::string, false, "the reference answer, a Jinja template"},
          Field{"question_field", Type::string, false, "do_not_answer: the field holding the question"},
          object("fewshot", "few-shot exemplars",
@@ -84,6 +88,12 @@ suite_schema() {
                         bounded(Field{"temperature", Type::number, false, "0: greedy (default)"}, 0, 10),
                         Field{"seed", Type::integer, false, "sampling seed sent with each request (default 1234)"}}}),
          filters,
+         object(
+             "perplexity", "perplexity: the window protocol (eval perplexity's)",
+             Schema{"perplexity",
+                    {bounded(Field{"ctx", Type::integer, false, "tokens per window (default 512)"}, 8, 1 << 20),
+                     bounded(Field{"stride", Type::integer, false, "tokens between windows (default ctx)"}, 0, 1 << 20),
+                     bounded(Field{"max_windows", Type::integer, false, "at most this many windows"}, 0, 1 << 30)}}),
          object("metric", "exact_match options (HF evaluate)",
                 Schema{"metric",
                        {Field{"ignore_case", Type::boolean, false, "lower-case both sides"},
@@ -120,10 +130,19 @@ load_task_suite(const std::filesystem::path& file) {
   const std::string scorer = doc.at("scorer").get<std::string>();
   s.scorer = scorer == "ifeval"          ? Scorer::ifeval
              : scorer == "do_not_answer" ? Scorer::do_not_answer
+             : scorer == "perplexity"    ? Scorer::perplexity
                                          : Scorer::exact_match;
   s.api = doc.value("api", "completions") == "chat" ? SuiteApi::chat : SuiteApi::completions;
   s.data = relative_to(file, doc.value("data", ""));
-  s.prompt_template = doc.at("doc_to_text").get<std::string>();
+  s.prompt_template = doc.value("doc_to_text", "");
+  if (s.prompt_template.empty() && s.scorer != Scorer::perplexity)
+    throw InputError(file.string() + ": scorer " + scorer + " needs doc_to_text (the prompt)");
+  if (doc.contains("perplexity")) {
+    const auto& p = doc["perplexity"];
+    s.ppl_ctx = p.value("ctx", std::int64_t{512});
+    s.ppl_stride = p.value("stride", std::int64_t{0});
+    s.ppl_max_windows = p.value("max_windows", std::int64_t{0});
+  }
   s.target_template = doc.value("doc_to_target", "");
   s.question_field = doc.value("question_field", "question");
   if (doc.contains("fewshot")) {
@@ -213,6 +232,8 @@ to_string(Scorer scorer) {
     return "ifeval";
   case Scorer::do_not_answer:
     return "do_not_answer";
+  case Scorer::perplexity:
+    return "perplexity";
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@
 namespace optkit::eval {
 
 enum class SuiteApi { completions, chat };
-enum class Scorer { exact_match, ifeval, do_not_answer };
+enum class Scorer { exact_match, ifeval, do_not_answer, perplexity };
 
 // One step of an lm-eval filter pipeline.
 struct FilterStep {
@@ -64,6 +65,12 @@ struct TaskSuite {
 
   std::vector<FilterPipeline> filters; // exact_match: one score per pipeline
   ExactMatchOptions exact_match;
+
+  // perplexity: `eval perplexity` over `data` (a text file) on a local model, per window, with KL
+  // against a --baseline folder.
+  std::int64_t ppl_ctx = 512;
+  std::int64_t ppl_stride = 0; // 0: ctx
+  std::int64_t ppl_max_windows = 0;
 };
 
 // A bundled suite's name (profiles/suites/NAME.yaml) or a path to a suite YAML. Relative data and

@@ -136,3 +136,36 @@ run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" 
 expect_rc 3
 expect_err_has "--judge"
 echo "eval tasks CLI (IFEval, Do-Not-Answer, judge): ok"
+
+# Perplexity and KL as suites, read by the same gate: per-window NLL paired against the baseline
+# folder, KL(baseline || candidate) per window, on text like the task model's (the arith problems
+# written out). int8 passes; int2 fails both rules.
+python3 - "$OPTKIT_SOURCE_DIR/profiles/suites/data/arith-test.jsonl" >"$SCRATCH/arith.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    print(f"Question: {d['question']}\nAnswer: {d['answer']}\n")
+PY
+cat >"$SCRATCH/ppl.yaml" <<YAML
+name: ppl128
+scorer: perplexity
+data: $SCRATCH/arith.txt
+perplexity: {ctx: 128, max_windows: 24}
+YAML
+cat >"$SCRATCH/ppl-gate.yaml" <<'YAML'
+rules:
+  - {suite: ppl128, metric: nll, max_increase: 0.05}
+  - {suite: ppl128, metric: kl, max_score: 0.05}
+YAML
+run eval tasks --model "$SCRATCH/w8" --baseline "$models/tiny-arith" --suite "$SCRATCH/ppl.yaml" \
+  --gate "$SCRATCH/ppl-gate.yaml" --format json --threads 1
+expect_rc 0
+expect_eq "$(json_expr "$OUT" "[m['n'] for m in d['candidates'][0]['suites'][0]['metrics']][:2]")" "[24, 24]"
+run eval tasks --model "$SCRATCH/w2" --baseline "$models/tiny-arith" --suite "$SCRATCH/ppl.yaml" \
+  --gate "$SCRATCH/ppl-gate.yaml" --threads 1
+expect_rc 1
+expect_err_has "FAIL ppl128 nll: increase"
+expect_err_has "FAIL ppl128 kl: score"
+run eval tasks --endpoint "http://127.0.0.1:1" --suite "$SCRATCH/ppl.yaml"
+expect_rc 3
+echo "eval tasks CLI (perplexity and KL suites): ok"
