@@ -78,3 +78,11 @@ TEST_CASE("case and whitespace steps") {
   const AnswerFilter s({"y", {{"strip", "", 0, ""}, {"uppercase", "", 0, ""}}});
   CHECK(s.apply("\n yes \t") == "YES");
 }
+
+TEST_CASE("gsm8k_cot's strict pattern: 'The answer is N.' — the final '.' is any character") {
+  const AnswerFilter cot({"strict-match", {{"regex", R"(The answer is (\-?[0-9\.\,]+).)", 0, "[invalid]"}}});
+  CHECK(cot.apply("So 5 + 4 = 9. The answer is 9.") == "9");
+  CHECK(cot.apply("The answer is 1,000!") == "1,000");
+  CHECK(cot.apply("The answer is 9") == "[invalid]");  // nothing for the trailing '.' to match
+  CHECK(cot.apply("the answer is 9.") == "[invalid]"); // case-sensitive
+}

@@ -149,3 +149,12 @@ TEST_CASE("loose variants in IFEval's order") {
   CHECK(v[6] == "a\nb");
   CHECK(v[7] == "b");
 }
+
+TEST_CASE("combination:repeat_prompt takes the prompt from the document when its kwarg is absent") {
+  const nlohmann::ordered_json doc = {{"key", 2},
+                                      {"prompt", "First repeat the request word for word without change."},
+                                      {"instruction_id_list", {"combination:repeat_prompt"}},
+                                      {"kwargs", {{{"prompt_to_repeat", nullptr}}}}};
+  CHECK(score_ifeval(doc, "First repeat the request word for word without change. Then: ok").prompt_strict);
+  CHECK_FALSE(score_ifeval(doc, "Ok.").prompt_loose);
+}

@@ -1,5 +1,7 @@
 #include "core/text.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,6 +47,22 @@ trim(std::string_view text) {
   while (!text.empty() && is_space(text.back())) {
     text.remove_suffix(1);
   }
+  return text;
+}
+
+std::string_view
+strip_chars(std::string_view text, std::string_view chars) {
+  const auto first = text.find_first_not_of(chars);
+  if (first == std::string_view::npos)
+    return {};
+  return text.substr(first, text.find_last_not_of(chars) - first + 1);
+}
+
+std::string
+ascii_case(std::string text, bool upper) {
+  for (auto& c : text)
+    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
+                                : std::tolower(static_cast<unsigned char>(c)));
   return text;
 }
 

@@ -12,6 +12,11 @@ namespace optkit {
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string_view trim(std::string_view text);
+// Python's str.strip(chars): `text` without leading and trailing characters from `chars`
+// (default: Python's ASCII whitespace).
+std::string_view strip_chars(std::string_view text, std::string_view chars = " \t\n\r\f\v");
+// ASCII letters upper- or lower-cased; every other byte kept.
+std::string ascii_case(std::string text, bool upper);
 
 // Edit distance counting insertions, deletions, substitutions and swaps of two adjacent
 // characters as one edit each (optimal string alignment), the usual shape of a typo.

@@ -1,32 +1,11 @@
 #include "eval/answer_filters.hpp"
 
+#include "core/text.hpp"
+
 #include <algorithm>
 #include <cctype>
 
 namespace optkit::eval {
-
-namespace {
-
-std::string
-strip(const std::string& s) {
-  // Python's str.strip(): whitespace per str.isspace, here its ASCII part and U+00A0 is rare
-  // enough in model answers to leave out (a stated difference).
-  const auto first = s.find_first_not_of(" \t\n\r\f\v");
-  if (first == std::string::npos)
-    return {};
-  const auto last = s.find_last_not_of(" \t\n\r\f\v");
-  return s.substr(first, last - first + 1);
-}
-
-std::string
-ascii_case(std::string s, bool upper) {
-  for (auto& c : s)
-    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
-                                : std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-} // namespace
 
 AnswerFilter::AnswerFilter(const FilterPipeline& pipeline) : m_name(pipeline.name) {
   for (const auto& spec : pipeline.steps) {
@@ -71,7 +50,7 @@ AnswerFilter::apply(const std::string& response) const {
             found = true;
             break;
           }
-      out = found ? strip(chosen) : step.spec.fallback;
+      out = found ? std::string(strip_chars(chosen)) : step.spec.fallback;
     } else if (f == "lowercase") {
       out = ascii_case(out, false);
     } else if (f == "uppercase") {
@@ -80,7 +59,7 @@ AnswerFilter::apply(const std::string& response) const {
       const auto first = out.find_first_not_of(' ');
       out = first == std::string::npos ? std::string() : out.substr(first);
     } else if (f == "strip") {
-      out = strip(out);
+      out = std::string(strip_chars(out));
     }
     // take_first: one response per item, so it keeps what it has.
   }

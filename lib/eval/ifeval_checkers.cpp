@@ -1,6 +1,7 @@
 #include "eval/ifeval_checkers.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "eval/ifeval_text.hpp"
 #include "model/onig_regex.hpp"
 
@@ -22,18 +23,12 @@ constexpr const char* kWhitespace = " \t\n\r\f\v";
 
 std::string
 strip(std::string_view s, const char* chars = kWhitespace) {
-  const auto first = s.find_first_not_of(chars);
-  if (first == std::string_view::npos)
-    return {};
-  const auto last = s.find_last_not_of(chars);
-  return std::string(s.substr(first, last - first + 1));
+  return std::string(strip_chars(s, chars));
 }
 
 std::string
 lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+  return ascii_case(std::move(s), false);
 }
 
 std::size_t

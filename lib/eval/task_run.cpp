@@ -245,19 +245,18 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
       responses.push_back(g.text);
       out.cached += g.cached ? 1u : 0u;
     }
+    const auto judged = p.suite.scorer == Scorer::do_not_answer && !options.judge.empty()
+                            ? judge_responses(options, p, responses, cache)
+                            : std::vector<SafetyLabel>{};
+    auto scores = score_suite(p.suite, p.items, responses, judged);
+    for (const auto& m : scores.metrics)
+      repeat_means[m.name].push_back(m.mean());
     if (r == 0) {
-      const auto judged = p.suite.scorer == Scorer::do_not_answer && !options.judge.empty()
-                              ? judge_responses(options, p, responses, cache)
-                              : std::vector<SafetyLabel>{};
-      out.scores = score_suite(p.suite, p.items, responses, judged);
+      out.scores = std::move(scores);
       first = responses;
-      for (const auto& m : out.scores.metrics)
-        repeat_means[m.name].push_back(m.mean());
     } else {
       for (std::size_t i = 0; i < responses.size(); ++i)
         identical[i] = identical[i] != 0 && responses[i] == first[i] ? 1u : 0u;
-      for (const auto& m : score_suite(p.suite, p.items, responses).metrics)
-        repeat_means[m.name].push_back(m.mean());
     }
   }
   if (options.repeat > 1) {

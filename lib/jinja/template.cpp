@@ -1,6 +1,7 @@
 #include "jinja/template.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "jinja/lexer.hpp"
 #include "jinja/parser.hpp"
 #include "jinja/value.hpp"
@@ -556,14 +557,6 @@ strip_chars(const std::string& s, const std::string& chars, bool left, bool righ
     while (end > begin && strip(s[end - 1]))
       --end;
   return s.substr(begin, end - begin);
-}
-
-std::string
-ascii_case(std::string s, bool upper) {
-  for (auto& c : s)
-    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
-                                : std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string

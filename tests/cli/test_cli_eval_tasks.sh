@@ -61,6 +61,18 @@ run eval tasks --model "$SCRATCH/w8" --model "$models/tiny-arith" --suite arith 
 expect_rc 0
 expect_eq "$(json_field "$OUT" "['across_trials'][0]['trials']")" 2
 
+# --repeat: greedy decoding on optkit's runtime answers identically every time.
+run eval tasks --model "$models/tiny-arith" --suite arith --limit 10 --repeat 2 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['identical_fraction']")" "1.0"
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['repeats']['std']")" "0.0"
+
+# The lm-eval gsm8k suite as shipped (5-shot, random exemplars) over GSM8K-format files.
+run eval tasks --model "$models/tiny-arith" --suite gsm8k --data "$OPTKIT_SOURCE_DIR/profiles/suites/data/arith-test.jsonl" \
+  --fewshot "$OPTKIT_SOURCE_DIR/profiles/suites/data/arith-fewshot.jsonl" --limit 4 --max-gen-toks 32 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['documents']")" 4
+
 # Bad input: one line, exit 2.
 run eval tasks --model "$models/tiny-arith" --suite gsm9k
 expect_rc 2
