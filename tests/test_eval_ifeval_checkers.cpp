@@ -96,6 +96,7 @@ TEST_CASE("detectable format") {
   CHECK_FALSE(follows("detectable_format:multiple_sections", sections, "Section 1\nfoo"));
   CHECK(follows("detectable_format:json_format", json::object(), "```json\n{\"a\": 1}\n```"));
   CHECK_FALSE(follows("detectable_format:json_format", json::object(), "{a: 1}"));
+  CHECK(follows("detectable_format:json_format", json::object(), "```json```[1, 2]```")); // prefixes chained
   CHECK(follows("detectable_format:title", json::object(), "<<My Title>>\nText"));
   CHECK_FALSE(follows("detectable_format:title", json::object(), "<< >>\nText"));
 }

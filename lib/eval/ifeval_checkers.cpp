@@ -172,11 +172,10 @@ highlighted_sections(const std::string& id, const Kwargs& kw, const std::string&
 bool
 json_format(const std::string&, const Kwargs&, const std::string& value) {
   std::string v = strip(value);
-  for (const char* prefix : {"```json", "```Json", "```JSON", "```"})
-    if (v.rfind(prefix, 0) == 0) {
-      v.erase(0, std::string(prefix).size());
-      break;
-    }
+  // str.removeprefix four times in a row, as IFEval chains them.
+  for (const std::string prefix : {"```json", "```Json", "```JSON", "```"})
+    if (v.rfind(prefix, 0) == 0)
+      v.erase(0, prefix.size());
   if (v.size() >= 3 && v.compare(v.size() - 3, 3, "```") == 0)
     v.erase(v.size() - 3);
   v = strip(v);
