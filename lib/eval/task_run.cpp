@@ -4,14 +4,12 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
-#include "core/resource_paths.hpp"
-#include "engines/engine_process.hpp"
 #include "eval/perplexity_run.hpp"
 #include "eval/task_documents.hpp"
 #include "eval/task_prompts.hpp"
 #include "eval/task_requests.hpp"
 #include "eval/task_suite.hpp"
-#include "http/openai_endpoint.hpp"
+#include "eval/task_targets.hpp"
 
 #include <fmt/format.h>
 
@@ -70,93 +68,6 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
 std::string
 path_for(const TaskSuite& suite) {
   return suite.api == SuiteApi::chat ? "/v1/chat/completions" : "/v1/completions";
-}
-
-http::Headers
-auth_headers(const std::string& api_key) {
-  http::Headers headers;
-  if (!api_key.empty())
-    headers.emplace_back("Authorization", "Bearer " + api_key);
-  return headers;
-}
-
-// An endpoint, or a local folder served by serve-deltas for as long as this object lives.
-struct Target {
-  std::unique_ptr<engines::EngineProcess> engine;
-  EndpointTarget endpoint;
-  std::string label;
-  std::filesystem::path model, delta; // a local target's folders (perplexity suites run on them)
-  std::optional<std::filesystem::path> kl_base;
-};
-
-Target
-endpoint_target(const std::string& url_text, const std::string& model, const std::string& api_key) {
-  Target t;
-  t.label = url_text;
-  t.endpoint.url = http::openai_base_url(url_text);
-  t.endpoint.headers = auth_headers(api_key);
-  http::ClientOptions control_options;
-  control_options.connect_timeout = std::chrono::milliseconds(5000);
-  control_options.request_timeout = std::chrono::milliseconds(30000);
-  control_options.headers = t.endpoint.headers;
-  http::Client control(t.endpoint.url, control_options);
-  const auto models = http::listed_models(control);
-  t.endpoint.model = model.empty() ? models.front() : model;
-  if (std::find(models.begin(), models.end(), t.endpoint.model) == models.end()) {
-    std::string names;
-    for (const auto& n : models)
-      names += (names.empty() ? "" : ", ") + n;
-    throw InputError(
-        fmt::format("--model {}: {} does not serve it (it serves: {})", t.endpoint.model, url_text, names));
-  }
-  // An endpoint's identity is what it says it serves; --no-cache when the weights behind a name change.
-  t.endpoint.identity = "endpoint:" + t.endpoint.url.text + " model:" + t.endpoint.model;
-  return t;
-}
-
-// `serve`: whether any suite generates (a perplexity-only run needs no server).
-Target
-local_target(const std::string& model, const std::string& delta, const TaskEvalOptions& options,
-             const archive::RunContext& context, bool serve) {
-  if (!std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json"))
-    throw InputError("--model " + model + ": not a model folder (no config.json)");
-  if (!delta.empty() && !std::filesystem::is_directory(delta))
-    throw InputError("--delta " + delta + ": no such folder");
-  if (!serve) {
-    Target t;
-    t.label = delta.empty() ? model : model + " + " + delta;
-    t.model = model;
-    t.delta = delta;
-    return t;
-  }
-  engines::LaunchOptions launch;
-  launch.kind = engines::EngineKind::optkit;
-  launch.settings.model = model;
-  launch.settings.port = 0;
-  std::string delta_name;
-  if (!delta.empty()) {
-    delta_name = std::filesystem::path(delta).lexically_normal().filename().string();
-    if (delta_name.empty())
-      delta_name = "delta";
-    launch.settings.extra_args = {"--delta", delta_name + "=" + delta};
-  }
-  if (options.threads > 0) {
-    launch.settings.extra_args.push_back("--threads");
-    launch.settings.extra_args.push_back(std::to_string(options.threads));
-  }
-  launch.executable = options.engine_executable.empty() ? executable_path().string() : options.engine_executable;
-  launch.directory = context.archive != nullptr && context.run_id != 0 ? context.archive->run_directory(context.run_id)
-                                                                       : std::filesystem::temp_directory_path();
-  launch.ready_timeout_s = 300;
-  Target t;
-  t.engine = std::make_unique<engines::EngineProcess>(std::move(launch));
-  t.label = delta.empty() ? model : model + " + " + delta;
-  auto served = endpoint_target(t.engine->url(), delta_name, options.api_key);
-  t.endpoint = served.endpoint;
-  t.endpoint.identity = local_model_identity(model, delta);
-  t.model = model;
-  t.delta = delta;
-  return t;
 }
 
 std::vector<SafetyLabel>
