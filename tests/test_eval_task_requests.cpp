@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <unistd.h>
 
 using namespace optkit;
 using namespace optkit::eval;

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 using namespace optkit;
 using namespace optkit::eval;
