@@ -116,3 +116,15 @@ TEST_CASE("spread across trials: mean, sample STD, RSD") {
   CHECK(s.stddev == doctest::Approx(0.015811388300841896));
   CHECK(s.rsd == doctest::Approx(0.015811388300841896 / 0.71));
 }
+
+TEST_CASE("Holm's step-down adjustment") {
+  // Sorted 0.005, 0.01, 0.03, 0.04 → ×4, ×3, ×2, ×1 = 0.02, 0.03, 0.06, 0.04 → running max.
+  const auto adjusted = holm_adjust({0.01, 0.04, 0.03, 0.005});
+  REQUIRE(adjusted.size() == 4);
+  CHECK(adjusted[0] == doctest::Approx(0.03));
+  CHECK(adjusted[1] == doctest::Approx(0.06));
+  CHECK(adjusted[2] == doctest::Approx(0.06));
+  CHECK(adjusted[3] == doctest::Approx(0.02));
+  CHECK(holm_adjust({0.9, 0.8}) == std::vector<double>{1.0, 1.0});
+  CHECK(holm_adjust({}).empty());
+}

@@ -85,6 +85,26 @@ TEST_CASE("lower-is-better metrics: max_increase against the baseline, max_score
   std::filesystem::remove(file);
 }
 
+TEST_CASE("correction: holm adjusts the p-values across the gate's comparisons") {
+  const std::string rules = "  - {suite: arith, metric: a, min_recovery: 0.98}\n"
+                            "  - {suite: arith, metric: b, min_recovery: 0.98}\n"
+                            "  - {suite: arith, metric: c, min_recovery: 0.98}\n";
+  std::vector<GateObservation> seen;
+  for (const char* metric : {"a", "b", "c"}) {
+    auto o = observed(0.8, 0.7, 0.02); // each 12.5 % down, p 0.02: significant alone, not after ×3
+    o.metric = metric;
+    seen.push_back(o);
+  }
+  auto file = write_gate("rules:\n" + rules);
+  auto out = apply_quality_gate(load_quality_gate(file), seen);
+  CHECK_FALSE(out[0].passed);
+  file = write_gate("correction: holm\nrules:\n" + rules);
+  out = apply_quality_gate(load_quality_gate(file), seen);
+  CHECK(out[0].passed);
+  CHECK(*out[0].p_value == doctest::Approx(0.06));
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("gate errors name the rule") {
   auto file = write_gate("rules:\n  - suite: arith\n    metric: exact_match,strict-match\n");
   CHECK_THROWS_WITH_AS(load_quality_gate(file), doctest::Contains("has no bound"), optkit::InputError);

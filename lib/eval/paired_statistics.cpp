@@ -125,6 +125,22 @@ compare_paired(std::span<const double> baseline, std::span<const double> candida
   return r;
 }
 
+std::vector<double>
+holm_adjust(const std::vector<double>& p_values) {
+  const std::size_t m = p_values.size();
+  std::vector<std::size_t> order(m);
+  for (std::size_t i = 0; i < m; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p_values[a] < p_values[b]; });
+  std::vector<double> adjusted(m);
+  double running = 0;
+  for (std::size_t k = 0; k < m; ++k) {
+    running = std::max(running, std::min(1.0, static_cast<double>(m - k) * p_values[order[k]]));
+    adjusted[order[k]] = running;
+  }
+  return adjusted;
+}
+
 TrialSpread
 trial_spread(std::span<const double> values) {
   const auto s = summarize(values);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace optkit::eval {
 
@@ -39,6 +40,10 @@ struct BootstrapOptions {
 // Items are paired by position (the same document in both runs).
 PairedComparison compare_paired(std::span<const double> baseline, std::span<const double> candidate,
                                 const BootstrapOptions& options = {});
+
+// Holm's step-down adjustment of p-values (same order out as in): controls the family-wise error
+// rate when a gate tests several metrics or trials at once.
+std::vector<double> holm_adjust(const std::vector<double>& p_values);
 
 // Mean, sample STD and RSD (STD ÷ mean) of one metric across trials.
 struct TrialSpread {

@@ -34,7 +34,12 @@ gate_schema() {
                 Field{"max_score", Type::number, false, "fail above this score (no baseline, no test)"}, alpha}});
     Field rules{"rules", Type::list, true, "the rules; all must pass"};
     rules.item = std::make_shared<const Field>(rule);
-    return Schema{"quality gate", {rules}};
+    return Schema{"quality gate",
+                  {rules, Field{"correction",
+                                Type::string,
+                                false,
+                                "none (default) or holm: adjust p-values for the number of comparisons",
+                                {"none", "holm"}}}};
   }();
   return schema;
 }
@@ -49,7 +54,7 @@ format_p(std::optional<double> p) {
 QualityGate
 load_quality_gate(const std::filesystem::path& file) {
   const auto doc = config::load_yaml_file(file, gate_schema());
-  QualityGate gate{file, {}};
+  QualityGate gate{file, {}, doc.value("correction", "none") == "holm"};
   int index = 0;
   for (const auto& r : doc.at("rules")) {
     ++index;
@@ -96,21 +101,46 @@ RuleOutcome::line() const {
                      observed <= bound ? "<=" : ">", bound, format_p(p_value), rule.alpha);
 }
 
+namespace {
+
+const GateObservation&
+observation_for(const QualityGate& gate, const GateRule& rule, const std::vector<GateObservation>& observations) {
+  for (const auto& o : observations)
+    if (o.suite == rule.suite && o.metric == rule.metric)
+      return o;
+  std::string names;
+  for (const auto& o : observations)
+    names += (names.empty() ? "" : ", ") + o.suite + " " + o.metric;
+  throw InputError(fmt::format("{}: rule {} names {} {}, which this run did not evaluate (it has: {})",
+                               gate.file.string(), rule.line, rule.suite, rule.metric, names));
+}
+
+bool
+compares_with_baseline(const GateRule& rule) {
+  return rule.min_recovery || rule.max_drop || rule.max_increase;
+}
+
+} // namespace
+
 std::vector<RuleOutcome>
 apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& observations) {
+  // Each comparing rule's p-value, Holm-adjusted across them when the gate asks.
+  std::vector<double> p_values;
+  for (const auto& rule : gate.rules) {
+    const auto& o = observation_for(gate, rule, observations);
+    if (!compares_with_baseline(rule))
+      continue;
+    if (!o.versus_baseline)
+      throw InputError(fmt::format("{}: rule {} ({} {}) compares with a baseline: give --baseline RUN|DIR",
+                                   gate.file.string(), rule.line, rule.suite, rule.metric));
+    p_values.push_back(o.versus_baseline->p_value);
+  }
+  if (gate.holm)
+    p_values = holm_adjust(p_values);
+  std::size_t next_p = 0;
   std::vector<RuleOutcome> outcomes;
   for (const auto& rule : gate.rules) {
-    const GateObservation* found = nullptr;
-    for (const auto& o : observations)
-      if (o.suite == rule.suite && o.metric == rule.metric)
-        found = &o;
-    if (found == nullptr) {
-      std::string names;
-      for (const auto& o : observations)
-        names += (names.empty() ? "" : ", ") + o.suite + " " + o.metric;
-      throw InputError(fmt::format("{}: rule {} names {} {}, which this run did not evaluate (it has: {})",
-                                   gate.file.string(), rule.line, rule.suite, rule.metric, names));
-    }
+    const GateObservation* found = &observation_for(gate, rule, observations);
     if (rule.min_score) {
       RuleOutcome o{rule, "min_score", found->score, *rule.min_score, std::nullopt, found->score >= *rule.min_score};
       outcomes.push_back(o);
@@ -118,11 +148,9 @@ apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& 
     if (rule.max_score)
       outcomes.push_back(
           {rule, "max_score", found->score, *rule.max_score, std::nullopt, found->score <= *rule.max_score});
-    if (rule.min_recovery || rule.max_drop || rule.max_increase) {
-      if (!found->versus_baseline)
-        throw InputError(fmt::format("{}: rule {} ({} {}) compares with a baseline: give --baseline RUN|DIR",
-                                     gate.file.string(), rule.line, rule.suite, rule.metric));
-      const auto& cmp = *found->versus_baseline;
+    if (compares_with_baseline(rule)) {
+      auto cmp = *found->versus_baseline;
+      cmp.p_value = p_values[next_p++];
       const bool significant = cmp.p_value < rule.alpha || rule.alpha >= 1;
       if (rule.min_recovery) {
         // A baseline scoring 0 leaves recovery undefined: nothing can have been lost.

@@ -29,6 +29,7 @@ struct GateRule {
 struct QualityGate {
   std::filesystem::path file;
   std::vector<GateRule> rules;
+  bool holm = false; // `correction: holm`: p-values adjusted across the gate's baseline comparisons
 };
 
 // InputError (file:line:col) for a schema violation or a rule with no bound.

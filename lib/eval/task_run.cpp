@@ -122,6 +122,9 @@ evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEval
   ppl.ctx = p.suite.ppl_ctx;
   ppl.stride = p.suite.ppl_stride;
   ppl.max_windows = p.suite.ppl_max_windows;
+  const auto limit = static_cast<std::int64_t>(options.limit);
+  if (limit > 0) // --limit counts windows here
+    ppl.max_windows = ppl.max_windows > 0 ? std::min(ppl.max_windows, limit) : limit;
   ppl.threads = options.threads;
   ppl.kl_base = target.kl_base;
   SuiteOutcome out;
