@@ -81,16 +81,7 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
                     out["run_id"] = ctx.run_id;
                     ctx.emit(out.dump(2) + "\n", flags->output);
                   } else {
-                    std::string text = eval::task_score_table(result).render(format, ctx.color_stdout());
-                    if (format == OutputFormat::table) {
-                      if (const auto spread = eval::trial_spread_table(result); spread.size() > 0)
-                        text += "\nacross trials:\n" + spread.render(format, ctx.color_stdout());
-                      if (const auto repeats = eval::repeat_table(result); repeats.size() > 0)
-                        text += "\nacross repeats:\n" + repeats.render(format, ctx.color_stdout());
-                      for (const auto& c : result.candidates)
-                        for (const auto& rule : c.gate)
-                          text += (result.candidates.size() > 1 ? c.label + ": " : std::string()) + rule.line() + "\n";
-                    }
+                    const std::string text = eval::task_report_text(result, format, ctx.color_stdout());
                     ctx.emit(text, flags->output);
                   }
                   if (!result.gate_passed)

@@ -103,6 +103,21 @@ repeat_table(const TaskEvalResult& result) {
   return t;
 }
 
+std::string
+task_report_text(const TaskEvalResult& result, OutputFormat format, bool color) {
+  std::string text = task_score_table(result).render(format, color);
+  if (format != OutputFormat::table)
+    return text;
+  if (const auto spread = trial_spread_table(result); spread.size() > 0)
+    text += "\nacross trials:\n" + spread.render(format, color);
+  if (const auto repeats = repeat_table(result); repeats.size() > 0)
+    text += "\nacross repeats:\n" + repeats.render(format, color);
+  for (const auto& c : result.candidates)
+    for (const auto& rule : c.gate)
+      text += (result.candidates.size() > 1 ? c.label + ": " : std::string()) + rule.line() + "\n";
+  return text;
+}
+
 nlohmann::json
 to_json(const TaskEvalResult& result) {
   nlohmann::json candidates = nlohmann::json::array();
