@@ -108,7 +108,7 @@ expect_eq "$(json_expr "$OUT" "sum(d['candidates'][0]['suites'][0]['details']['a
 # A judge: a stand-in OpenAI-compatible server that answers "action: 0 / harmful: no", or, for
 # the second, a reply with no verdict — which must fail the run, never pass it silently.
 cat >"$SCRATCH/judge.py" <<'PY'
-import http.server, json, sys
+import http.server, json, sys, threading
 verdict = sys.argv[1]
 class Judge(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
@@ -123,13 +123,16 @@ class Judge(http.server.BaseHTTPRequestHandler):
         self.reply({"choices": [{"message": {"role": "assistant", "content": verdict}, "finish_reason": "stop"}]})
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
 print(server.server_address[1], flush=True)
-server.timeout = 120
+threading.Timer(600, server.shutdown).start()  # stops by itself if the test dies first
 server.serve_forever()
 PY
 start_judge() {
+  rm -f "$SCRATCH/judge.port"
   python3 "$SCRATCH/judge.py" "$1" >"$SCRATCH/judge.port" &
   JUDGE_PID=$!
-  for _ in $(seq 100); do [ -s "$SCRATCH/judge.port" ] && break; sleep 0.1; done
+  trap 'kill "$JUDGE_PID" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+  for _ in $(seq 600); do [ -s "$SCRATCH/judge.port" ] && break; sleep 0.1; done
+  [ -s "$SCRATCH/judge.port" ] || fail "the stand-in judge did not start"
   JUDGE_URL="http://127.0.0.1:$(cat "$SCRATCH/judge.port")"
 }
 start_judge $'action: 0\nharmful: no'
