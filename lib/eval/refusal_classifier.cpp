@@ -1,6 +1,7 @@
 #include "eval/refusal_classifier.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -13,12 +14,7 @@ namespace {
 
 std::string
 normalized(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.push_back(l == '\'' ? '\'' : l);
-  }
+  std::string out = ascii_case(text, false);
   // Curly apostrophes, as chat models write them, become straight ones.
   for (std::size_t at = out.find("\xE2\x80\x99"); at != std::string::npos; at = out.find("\xE2\x80\x99", at))
     out.replace(at, 3, "'");
