@@ -11,11 +11,9 @@ test problems are drawn apart from the training ones (no question text in both).
 """
 import argparse
 import json
-import math
 import os
 import random
 import sys
-import time
 
 import torch
 
@@ -116,34 +114,16 @@ def main():
             chunk = torch.stack(rows)
             yield chunk[:, :-1], chunk[:, 1:]
 
-    params = {k: v.clone().requires_grad_(True) for k, v in W.items()}
-    decay = [p for k, p in params.items() if p.dim() == 2]
-    no_decay = [p for k, p in params.items() if p.dim() != 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95))
-    stream = batches()
-    warmup = max(1, args.steps // 20)
-    start = time.time()
-    for step in range(args.steps):
-        scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / (args.steps - warmup)))
-        for g in opt.param_groups:
-            g["lr"] = args.lr * (0.1 + 0.9 * scale)
-        x, y = next(stream)
-        loss = torch.nn.functional.cross_entropy(ref.forward(cfg, params, x).reshape(-1, cfg.vocab), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
-        opt.step()
-        if step % 50 == 0 or step == args.steps - 1:
-            print(f"[arith] step {step}/{args.steps} loss {loss.item():.3f} ({time.time() - start:.0f}s)", flush=True)
-    W = {k: v.detach().to(torch.bfloat16).float() for k, v in params.items()}
+    W = tiny.train(cfg, W, None, None, args.steps, args.lr, 0, "arith", stream=batches())
+    W = {k: v.to(torch.bfloat16).float() for k, v in W.items()}
     tiny.save_model(os.path.join(tiny.MODELS, "tiny-arith"), cfg_dict, W, tok, tok_cfg)
 
     # Greedy accuracy on the test problems with the reference forward pass (the figure optkit's
     # own run of the bundled suite should land near).
     correct = 0
     inv = {v: k for k, v in vocab.items()}
-    for p in test[:50]:
+    checked = test[:50]
+    for p in checked:
         ids = [bos] + tiny.encode(f"Question: {p['question']}\nAnswer:", vocab, merges)
         out = []
         with torch.no_grad():
@@ -154,7 +134,7 @@ def main():
                 if "\u010a\u010a" in text or "Question" in text:
                     break
         correct += ("#### " + p["answer"].split("#### ")[1]) in text.replace("\u0120", " ").replace("\u010a", "\n")
-    print(f"reference greedy accuracy on 50 test problems: {correct / 50:.2f}", flush=True)
+    print(f"reference greedy accuracy on {len(checked)} test problems: {correct / len(checked):.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -220,14 +220,15 @@ def batches(corpora, weights, seq, batch, generator):
         yield chunk[:, :-1], chunk[:, 1:]
 
 
-def train(cfg, W, corpora, weights, steps, lr, seed, label):
+def train(cfg, W, corpora, weights, steps, lr, seed, label, stream=None):
+    """AdamW from W on random windows of the corpora, or on the (input, target) batches `stream` yields."""
     params = {k: v.clone().requires_grad_(True) for k, v in W.items()}
     decay = [p for k, p in params.items() if p.dim() == 2]
     no_decay = [p for k, p in params.items() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=lr, betas=(0.9, 0.95))
-    gen = torch.Generator().manual_seed(seed)
-    stream = batches(corpora, weights, 128, 16, gen)
+    if stream is None:
+        stream = batches(corpora, weights, 128, 16, torch.Generator().manual_seed(seed))
     warmup = max(1, steps // 20)
     start = time.time()
     for step in range(steps):
