@@ -7,6 +7,7 @@
 #include "http/openai_endpoint.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -20,6 +21,33 @@ auth_headers(const std::string& api_key) {
   if (!api_key.empty())
     headers.emplace_back("Authorization", "Bearer " + api_key);
   return headers;
+}
+
+// What the cache keys an endpoint's answers by: its URL, the model's name and what the server says
+// lies behind that name (the /v1/models entry's root and max_model_len, the /version body), so a
+// different checkpoint served under the same name misses. Weights changed in place under the same
+// path still hit: --no-cache then.
+std::string
+endpoint_identity(http::Client& control, const std::string& model) {
+  const auto& url = control.url(); // as parsed, so ".../v1" and "..." are one endpoint
+  std::string identity = fmt::format("endpoint:{}:{}{} model:{}", url.host, url.port, url.prefix, model);
+  try {
+    const auto listing = nlohmann::json::parse(control.request("GET", "/v1/models").body, nullptr, false);
+    if (listing.is_object() && listing.contains("data") && listing["data"].is_array())
+      for (const auto& entry : listing["data"])
+        if (entry.is_object() && entry.value("id", "") == model) {
+          if (entry.contains("root"))
+            identity += " root:" + entry["root"].dump();
+          if (entry.contains("max_model_len"))
+            identity += " max_model_len:" + entry["max_model_len"].dump();
+        }
+    const auto version = control.request("GET", "/version");
+    if (version.status == 200)
+      identity += " version:" + version.body;
+  } catch (const RuntimeFailure&) {
+    // The listing answered a moment ago; a server without these routes keys by name alone.
+  }
+  return identity;
 }
 
 } // namespace
@@ -44,8 +72,7 @@ endpoint_target(const std::string& url_text, const std::string& model, const std
     throw InputError(
         fmt::format("--model {}: {} does not serve it (it serves: {})", t.endpoint.model, url_text, names));
   }
-  // An endpoint's identity is what it says it serves; --no-cache when the weights behind a name change.
-  t.endpoint.identity = "endpoint:" + t.endpoint.url.text + " model:" + t.endpoint.model;
+  t.endpoint.identity = endpoint_identity(control, t.endpoint.model);
   return t;
 }
 
