@@ -19,24 +19,31 @@ rules:
     alpha: 0.01
 YAML
 
+# A sanitizer build serves ~10x slower: it runs the first 80 problems (still p < 1e-10 for int2),
+# a Release build all 200.
+items=200
+ldd "$OPTKIT" | grep -q libasan && items=80
+limit=(--limit "$items")
+
 # The baseline: the task model itself.
-run eval tasks --model "$models/tiny-arith" --suite arith --format json --items-out "$SCRATCH/items.jsonl" --threads 1
+run eval tasks --model "$models/tiny-arith" --suite arith --format json --items-out "$SCRATCH/items.jsonl" --threads 1 \
+  "${limit[@]}"
 expect_rc 0
 base_run=$(json_field "$OUT" "['run_id']")
 acc=$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")
 expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['metric']")" "exact_match,strict-match"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.5 else 1)" "$acc" ||
   fail "tiny-arith scores $acc on the arith suite; expected well above zero (>= 0.5)"
-expect_eq "$(wc -l <"$SCRATCH/items.jsonl")" 200
+expect_eq "$(wc -l <"$SCRATCH/items.jsonl")" "$items"
 expect_eq "$(sql "SELECT count(*) FROM trials WHERE run_id=$base_run")" 1
 expect_eq "$(sql "SELECT count(*) FROM artifacts WHERE run_id=$base_run AND kind='items'")" 1
 expect_eq "$(sql "SELECT round(value, 4) FROM metrics WHERE run_id=$base_run AND name='arith/exact_match,strict-match'")" \
   "$(python3 -c "import sys; print(round(float(sys.argv[1]), 4))" "$acc")"
 
 # A re-run is answered from the cache: identical score, every response cached.
-run eval tasks --model "$models/tiny-arith" --suite arith --format json
+run eval tasks --model "$models/tiny-arith" --suite arith --format json "${limit[@]}"
 expect_rc 0
-expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['cached']")" 200
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['cached']")" "$items"
 expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")" "$acc"
 
 # int8 keeps the task (gate passes), int2 RTN breaks it (gate fails, exit 1, the rule named).
@@ -45,10 +52,11 @@ run compress --model "$models/tiny-arith" --recipe int_w8a8 --calib "$OPTKIT_SOU
 expect_rc 0
 run compress --model "$models/tiny-arith" --recipe "$OPTKIT_SOURCE_DIR/testdata/eval/w2a16_rtn.yaml" -o "$SCRATCH/w2"
 expect_rc 0
-run eval tasks --model "$SCRATCH/w8" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml"
+run eval tasks --model "$SCRATCH/w8" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml" "${limit[@]}"
 expect_rc 0
 expect_out_has "pass arith exact_match,strict-match: recovery"
-run eval tasks --model "$SCRATCH/w2" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml" --format json
+run eval tasks --model "$SCRATCH/w2" --suite arith --baseline "$base_run" --gate "$SCRATCH/gate.yaml" --format json \
+  "${limit[@]}"
 expect_rc 1
 expect_err_has "FAIL arith exact_match,strict-match: recovery"
 p=$(json_field "$OUT" "['candidates'][0]['gate']['rules'][0]['p_value']")
