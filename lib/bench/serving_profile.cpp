@@ -257,33 +257,13 @@ load_serving_profile(const std::filesystem::path& file) {
 
 std::vector<std::string>
 list_serving_profiles() {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(find_data_directory().path / "profiles" / "serving", error))
-    if (entry.path().extension() == ".yaml")
-      names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return bundled_yaml_names(find_data_directory().path / "profiles" / "serving");
 }
 
 ServingProfile
 resolve_serving_profile(const std::string& name_or_path) {
-  const std::filesystem::path path(name_or_path);
-  if (name_or_path.find('/') != std::string::npos || path.extension() == ".yaml" || path.extension() == ".yml") {
-    if (!std::filesystem::exists(path))
-      throw InputError("--profile " + name_or_path + ": no such file");
-    return load_serving_profile(path);
-  }
-  const auto file = find_data_directory().path / "profiles" / "serving" / (name_or_path + ".yaml");
-  if (!std::filesystem::exists(file)) {
-    std::string names;
-    for (const auto& name : list_serving_profiles())
-      names += (names.empty() ? "" : ", ") + name;
-    throw InputError("--profile " + name_or_path + ": no bundled serving profile of that name (bundled: " + names +
-                     "; or give a path to a YAML file)");
-  }
-  return load_serving_profile(file);
+  return load_serving_profile(resolve_bundled_yaml(name_or_path, find_data_directory().path / "profiles" / "serving",
+                                                   "--profile", "serving profile"));
 }
 
 std::int64_t

@@ -203,31 +203,12 @@ load_recipe_file(const std::filesystem::path& file) {
 
 std::vector<std::string>
 bundled_recipe_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(recipes_directory()))
-    if (entry.path().extension() == ".yaml")
-      names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return bundled_yaml_names(recipes_directory());
 }
 
 Recipe
 load_recipe(const std::string& name_or_path) {
-  const std::filesystem::path as_path(name_or_path);
-  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".yaml" || as_path.extension() == ".yml") {
-    if (!std::filesystem::is_regular_file(as_path))
-      throw InputError(fmt::format("--recipe {}: no such file", name_or_path));
-    return load_recipe_file(as_path);
-  }
-  const auto file = recipes_directory() / (name_or_path + ".yaml");
-  if (!std::filesystem::is_regular_file(file)) {
-    const auto names = bundled_recipe_names();
-    const auto closest = closest_match(name_or_path, names);
-    throw InputError(fmt::format("--recipe {}: unknown recipe{} (bundled: {}; or pass a YAML file)", name_or_path,
-                                 closest ? fmt::format(" (did you mean '{}'?)", *closest) : "",
-                                 fmt::join(names, ", ")));
-  }
-  return load_recipe_file(file);
+  return load_recipe_file(resolve_bundled_yaml(name_or_path, recipes_directory(), "--recipe", "recipe"));
 }
 
 std::string

@@ -5,7 +5,9 @@
 #include "core/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace optkit {
@@ -53,6 +55,37 @@ find_data_directory() {
   throw InputError(fmt::format("cannot find optkit's recipes/ and profiles/ (looked in {}); "
                                "set OPTKIT_DATA_DIR to the directory that holds them",
                                join(looked, ", ")));
+}
+
+std::vector<std::string>
+bundled_yaml_names(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error))
+    if (entry.path().extension() == ".yaml")
+      names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::filesystem::path
+resolve_bundled_yaml(const std::string& name_or_path, const std::filesystem::path& folder, const std::string& flag,
+                     const std::string& what) {
+  const std::filesystem::path path(name_or_path);
+  if (name_or_path.find('/') != std::string::npos || path.extension() == ".yaml" || path.extension() == ".yml") {
+    if (!std::filesystem::is_regular_file(path))
+      throw InputError(fmt::format("{} {}: no such file", flag, name_or_path));
+    return path;
+  }
+  const auto file = folder / (name_or_path + ".yaml");
+  if (!std::filesystem::is_regular_file(file)) {
+    const auto names = bundled_yaml_names(folder);
+    const auto closest = closest_match(name_or_path, names);
+    throw InputError(fmt::format(
+        "{} {}: no bundled {} of that name{} (bundled: {}; or give a path to a YAML file)", flag, name_or_path, what,
+        closest ? fmt::format(" (did you mean '{}'?)", *closest) : "", fmt::join(names, ", ")));
+  }
+  return file;
 }
 
 } // namespace optkit

@@ -194,33 +194,12 @@ load_task_suite(const std::filesystem::path& file) {
 
 std::vector<std::string>
 list_task_suites() {
-  std::vector<std::string> names;
-  const auto dir = suites_directory();
-  if (std::filesystem::is_directory(dir))
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".yaml")
-        names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return bundled_yaml_names(suites_directory());
 }
 
 TaskSuite
 resolve_task_suite(const std::string& name_or_path) {
-  const std::filesystem::path path(name_or_path);
-  if (name_or_path.find('/') != std::string::npos || path.extension() == ".yaml" || path.extension() == ".yml") {
-    if (!std::filesystem::exists(path))
-      throw InputError("--suite " + name_or_path + ": no such file");
-    return load_task_suite(path);
-  }
-  const auto file = suites_directory() / (name_or_path + ".yaml");
-  if (!std::filesystem::exists(file)) {
-    std::string names;
-    for (const auto& name : list_task_suites())
-      names += (names.empty() ? "" : ", ") + name;
-    throw InputError("--suite " + name_or_path + ": no bundled suite of that name (bundled: " + names +
-                     "; or give a path to a suite YAML)");
-  }
-  return load_task_suite(file);
+  return load_task_suite(resolve_bundled_yaml(name_or_path, suites_directory(), "--suite", "suite"));
 }
 
 std::string
