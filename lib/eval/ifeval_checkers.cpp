@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 
 namespace optkit::eval {
@@ -31,22 +30,19 @@ lower(std::string s) {
   return ascii_case(std::move(s), false);
 }
 
-std::size_t
-count_matches(const std::string& pattern, const std::string& text, bool ignore_case = false) {
-  return OnigRegex(pattern, "IFEval pattern", RegexSyntax::python, ignore_case).find_all(text).size();
-}
-
-bool
-search(const std::string& pattern, const std::string& text, bool ignore_case = false) {
-  return OnigRegex(pattern, "IFEval pattern", RegexSyntax::python, ignore_case).search(text);
+// IFEval's patterns in Python's syntax. Fixed ones are compiled once (function-local statics); those
+// built from a document's kwargs, per call.
+OnigRegex
+compile(const std::string& pattern, bool ignore_case = false) {
+  return OnigRegex(pattern, "IFEval pattern", RegexSyntax::python, ignore_case);
 }
 
 // re.split(pattern, text) without capture groups.
 std::vector<std::string>
-regex_split(const std::string& pattern, const std::string& text) {
+regex_split(const OnigRegex& regex, const std::string& text) {
   std::vector<std::string> parts;
   std::size_t last = 0;
-  for (const auto& [start, end] : OnigRegex(pattern, "IFEval pattern", RegexSyntax::python).find_all(text)) {
+  for (const auto& [start, end] : regex.find_all(text)) {
     parts.push_back(text.substr(last, start - last));
     last = end;
   }
@@ -102,11 +98,55 @@ compare(const Kwargs& kwargs, const std::string& id, const char* relation_name, 
       fmt::format("IFEval instruction {}: {} '{}' is not \"less than\" or \"at least\"", id, relation_name, relation));
 }
 
-using Checker = std::function<bool(const std::string& id, const Kwargs& kw, const std::string& value)>;
+using Checker = bool (*)(const std::string& id, const Kwargs& kw, const std::string& value);
+
+bool
+keywords_existence(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto& words = arg(kw, id, "keywords");
+  return std::all_of(words.begin(), words.end(),
+                     [&](const auto& k) { return compile(k.template get<std::string>(), true).search(value); });
+}
+
+bool
+keywords_frequency(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto n = compile(strip(string_arg(kw, id, "keyword")), true).find_all(value).size();
+  return compare(kw, id, "relation", n, int_arg(kw, id, "frequency"));
+}
+
+bool
+keywords_forbidden_words(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto& words = arg(kw, id, "forbidden_words");
+  return std::none_of(words.begin(), words.end(), [&](const auto& w) {
+    return compile(R"(\b)" + w.template get<std::string>() + R"(\b)", true).search(value);
+  });
+}
+
+bool
+keywords_letter_frequency(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const std::string letter = lower(strip(string_arg(kw, id, "letter")));
+  const std::string text = lower(value);
+  std::size_t n = 0;
+  if (!letter.empty())
+    for (std::size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + letter.size()))
+      ++n;
+  return compare(kw, id, "let_relation", n, int_arg(kw, id, "let_frequency"));
+}
+
+bool
+response_language(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const std::string detected = detect_language(value);
+  return detected.empty() || detected == string_arg(kw, id, "language");
+}
+
+bool
+number_sentences(const std::string& id, const Kwargs& kw, const std::string& value) {
+  return compare(kw, id, "relation", count_sentences(value), int_arg(kw, id, "num_sentences"));
+}
 
 bool
 number_paragraphs(const std::string& id, const Kwargs& kw, const std::string& value) {
-  const auto paragraphs = regex_split(R"(\s?\*\*\*\s?)", value);
+  static const OnigRegex separator = compile(R"(\s?\*\*\*\s?)");
+  const auto paragraphs = regex_split(separator, value);
   long n = static_cast<long>(paragraphs.size());
   for (std::size_t i = 0; i < paragraphs.size(); ++i) {
     if (!strip(paragraphs[i]).empty())
@@ -117,6 +157,11 @@ number_paragraphs(const std::string& id, const Kwargs& kw, const std::string& va
       return false;
   }
   return n == int_arg(kw, id, "num_paragraphs");
+}
+
+bool
+number_words(const std::string& id, const Kwargs& kw, const std::string& value) {
+  return compare(kw, id, "relation", count_words(value), int_arg(kw, id, "num_words"));
 }
 
 bool
@@ -145,28 +190,58 @@ nth_paragraph_first_word(const std::string& id, const Kwargs& kw, const std::str
 }
 
 bool
+number_placeholders(const std::string& id, const Kwargs& kw, const std::string& value) {
+  static const OnigRegex placeholder = compile(R"(\[.*?\])");
+  return static_cast<long>(placeholder.find_all(value).size()) >= int_arg(kw, id, "num_placeholders");
+}
+
+bool
 postscript(const std::string& id, const Kwargs& kw, const std::string& value) {
+  static const OnigRegex pps = compile(R"((?m)\s*p\.\s?p\.\s?s.*$)");
+  static const OnigRegex ps = compile(R"((?m)\s*p\.\s?s\..*$)");
   const std::string marker = string_arg(kw, id, "postscript_marker");
-  std::string pattern;
+  const std::string text = lower(value);
+  // re.MULTILINE in each: $ at every line end.
   if (marker == "P.P.S")
-    pattern = R"((?m)\s*p\.\s?p\.\s?s.*$)";
-  else if (marker == "P.S.")
-    pattern = R"((?m)\s*p\.\s?s\..*$)";
-  else
-    pattern = R"((?m)\s*)" + lower(marker) + R"(.*$)"; // re.MULTILINE
-  return search(pattern, lower(value));
+    return pps.search(text);
+  if (marker == "P.S.")
+    return ps.search(text);
+  return compile(R"((?m)\s*)" + lower(marker) + R"(.*$)").search(text);
+}
+
+bool
+number_bullet_lists(const std::string& id, const Kwargs& kw, const std::string& value) {
+  static const OnigRegex star = compile(R"((?m)^\s*\*[^\*].*$)");
+  static const OnigRegex dash = compile(R"((?m)^\s*-.*$)");
+  const auto n = star.find_all(value).size() + dash.find_all(value).size();
+  return static_cast<long>(n) == int_arg(kw, id, "num_bullets");
+}
+
+bool
+constrained_response(const std::string&, const Kwargs&, const std::string& value) {
+  const std::string s = strip(value);
+  for (const char* option : {"My answer is yes.", "My answer is no.", "My answer is maybe."})
+    if (s.find(option) != std::string::npos)
+      return true;
+  return false;
 }
 
 bool
 highlighted_sections(const std::string& id, const Kwargs& kw, const std::string& value) {
+  static const OnigRegex single = compile(R"(\*[^\n\*]*\*)");
+  static const OnigRegex double_ = compile(R"(\*\*[^\n\*]*\*\*)");
   long n = 0;
-  for (const auto& m : OnigRegex(R"(\*[^\n\*]*\*)", "IFEval", RegexSyntax::python).find_all(value))
+  for (const auto& m : single.find_all(value))
     n += strip(strip(value.substr(m.first, m.second - m.first), "*")).empty() ? 0 : 1;
-  for (const auto& m : OnigRegex(R"(\*\*[^\n\*]*\*\*)", "IFEval", RegexSyntax::python).find_all(value)) {
-    const std::string h = value.substr(m.first + 2, m.second - m.first - 4);
-    n += strip(h).empty() ? 0 : 1;
-  }
+  for (const auto& m : double_.find_all(value))
+    n += strip(value.substr(m.first + 2, m.second - m.first - 4)).empty() ? 0 : 1;
   return n >= int_arg(kw, id, "num_highlights");
+}
+
+bool
+multiple_sections(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto splitter = compile(R"(\s?)" + string_arg(kw, id, "section_spliter") + R"(\s?\d+\s?)");
+  return static_cast<long>(splitter.find_all(value).size()) >= int_arg(kw, id, "num_sections");
 }
 
 bool
@@ -178,8 +253,20 @@ json_format(const std::string&, const Kwargs&, const std::string& value) {
       v.erase(0, prefix.size());
   if (v.size() >= 3 && v.compare(v.size() - 3, 3, "```") == 0)
     v.erase(v.size() - 3);
-  v = strip(v);
-  return !nlohmann::json::parse(v, nullptr, false).is_discarded();
+  return nlohmann::json::accept(strip(v));
+}
+
+bool
+title(const std::string&, const Kwargs&, const std::string& value) {
+  static const OnigRegex titled = compile(R"(<<[^\n]+>>)");
+  for (const auto& m : titled.find_all(value)) {
+    std::string t = value.substr(m.first, m.second - m.first);
+    t.erase(0, t.find_first_not_of('<'));
+    t.erase(t.find_last_not_of('>') + 1);
+    if (!strip(t).empty())
+      return true;
+  }
+  return false;
 }
 
 bool
@@ -197,212 +284,83 @@ two_responses(const std::string&, const Kwargs&, const std::string& value) {
   return valid.size() == 2 && strip(valid[0]) != strip(valid[1]);
 }
 
+bool
+repeat_prompt(const std::string& id, const Kwargs& kw, const std::string& value) {
+  return lower(strip(value)).rfind(lower(strip(string_arg(kw, id, "prompt_to_repeat"))), 0) == 0;
+}
+
+bool
+end_checker(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const std::string text = lower(strip(strip(value), "\""));
+  const std::string end = lower(strip(string_arg(kw, id, "end_phrase")));
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+bool
+quotation(const std::string&, const Kwargs&, const std::string& value) {
+  const std::string s = strip(value);
+  return s.size() > 1 && s.front() == '"' && s.back() == '"';
+}
+
+bool
+capital_word_frequency(const std::string& id, const Kwargs& kw, const std::string& value) {
+  const auto tokens = word_tokens(value);
+  const auto n = static_cast<std::size_t>(
+      std::count_if(tokens.begin(), tokens.end(), [](const std::string& t) { return python_isupper(t); }));
+  return compare(kw, id, "capital_relation", n, int_arg(kw, id, "capital_frequency"));
+}
+
+// langdetect raising (no letters) counts as English here, as IFEval's except-branch returns True.
+bool
+english(const std::string& value) {
+  const std::string lang = detect_language(value);
+  return lang.empty() || lang == "en";
+}
+
+bool
+english_capital(const std::string&, const Kwargs&, const std::string& value) {
+  return python_isupper(value) && english(value);
+}
+
+bool
+english_lowercase(const std::string&, const Kwargs&, const std::string& value) {
+  return python_islower(value) && english(value);
+}
+
+bool
+no_comma(const std::string&, const Kwargs&, const std::string& value) {
+  return value.find(',') == std::string::npos;
+}
+
+// IFEval's registry, in its order.
 const std::vector<std::pair<std::string, Checker>>&
 registry() {
-  static const std::vector<std::pair<std::string, Checker>> checkers = {{"keywords:existence",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const auto& words = arg(kw, id, "keywords");
-                                                                           return std::all_of(
-                                                                               words.begin(), words.end(),
-                                                                               [&](const auto& k) {
-                                                                                 return search(
-                                                                                     k.template get<std::string>(), v,
-                                                                                     true);
-                                                                               });
-                                                                         }},
-                                                                        {"keywords:frequency",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const auto n = count_matches(
-                                                                               strip(string_arg(kw, id, "keyword")), v,
-                                                                               true);
-                                                                           return compare(kw, id, "relation", n,
-                                                                                          int_arg(kw, id, "frequency"));
-                                                                         }},
-                                                                        {"keywords:forbidden_words",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const auto& words =
-                                                                               arg(kw, id, "forbidden_words");
-                                                                           return std::none_of(
-                                                                               words.begin(), words.end(),
-                                                                               [&](const auto& w) {
-                                                                                 return search(
-                                                                                     R"(\b)" +
-                                                                                         w.template get<std::string>() +
-                                                                                         R"(\b)",
-                                                                                     v, true);
-                                                                               });
-                                                                         }},
-                                                                        {"keywords:letter_frequency",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const std::string letter = lower(
-                                                                               strip(string_arg(kw, id, "letter")));
-                                                                           const std::string text = lower(v);
-                                                                           std::size_t n = 0;
-                                                                           if (!letter.empty())
-                                                                             for (std::size_t at = text.find(letter);
-                                                                                  at != std::string::npos;
-                                                                                  at = text.find(letter,
-                                                                                                 at + letter.size()))
-                                                                               ++n;
-                                                                           return compare(
-                                                                               kw, id, "let_relation", n,
-                                                                               int_arg(kw, id, "let_frequency"));
-                                                                         }},
-                                                                        {"language:response_language",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const std::string detected =
-                                                                               detect_language(v);
-                                                                           return detected.empty() ||
-                                                                                  detected ==
-                                                                                      string_arg(kw, id, "language");
-                                                                         }},
-                                                                        {"length_constraints:number_sentences",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           return compare(
-                                                                               kw, id, "relation", count_sentences(v),
-                                                                               int_arg(kw, id, "num_sentences"));
-                                                                         }},
-                                                                        {"length_constraints:number_paragraphs",
-                                                                         number_paragraphs},
-                                                                        {"length_constraints:number_words",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           return compare(kw, id, "relation",
-                                                                                          count_words(v),
-                                                                                          int_arg(kw, id, "num_words"));
-                                                                         }},
-                                                                        {"length_constraints:nth_paragraph_first_word",
-                                                                         nth_paragraph_first_word},
-                                                                        {"detectable_content:number_placeholders",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           return static_cast<long>(
-                                                                                      count_matches(R"(\[.*?\])", v)) >=
-                                                                                  int_arg(kw, id, "num_placeholders");
-                                                                         }},
-                                                                        {"detectable_content:postscript", postscript},
-                                                                        {"detectable_format:number_bullet_lists",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const auto n =
-                                                                               count_matches(R"((?m)^\s*\*[^\*].*$)",
-                                                                                             v) +
-                                                                               count_matches(R"((?m)^\s*-.*$)", v);
-                                                                           return static_cast<long>(n) ==
-                                                                                  int_arg(kw, id, "num_bullets");
-                                                                         }},
-                                                                        {"detectable_format:constrained_response",
-                                                                         [](const std::string&, const Kwargs&,
-                                                                            const std::string& v) {
-                                                                           const std::string s = strip(v);
-                                                                           for (const char* option :
-                                                                                {"My answer is yes.",
-                                                                                 "My answer is no.",
-                                                                                 "My answer is maybe."})
-                                                                             if (s.find(option) != std::string::npos)
-                                                                               return true;
-                                                                           return false;
-                                                                         }},
-                                                                        {"detectable_format:number_highlighted_"
-                                                                         "sections",
-                                                                         highlighted_sections},
-                                                                        {"detectable_format:multiple_sections",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const std::string pattern =
-                                                                               R"(\s?)" +
-                                                                               string_arg(kw, id, "section_spliter") +
-                                                                               R"(\s?\d+\s?)";
-                                                                           return static_cast<long>(
-                                                                                      count_matches(pattern, v)) >=
-                                                                                  int_arg(kw, id, "num_sections");
-                                                                         }},
-                                                                        {"detectable_format:json_format", json_format},
-                                                                        {"detectable_format:title",
-                                                                         [](const std::string&, const Kwargs&,
-                                                                            const std::string& v) {
-                                                                           for (const auto& m :
-                                                                                OnigRegex(R"(<<[^\n]+>>)", "IFEval",
-                                                                                          RegexSyntax::python)
-                                                                                    .find_all(v)) {
-                                                                             std::string title =
-                                                                                 v.substr(m.first, m.second - m.first);
-                                                                             title.erase(0,
-                                                                                         title.find_first_not_of('<'));
-                                                                             title.erase(title.find_last_not_of('>') +
-                                                                                         1);
-                                                                             if (!strip(title).empty())
-                                                                               return true;
-                                                                           }
-                                                                           return false;
-                                                                         }},
-                                                                        {"combination:two_responses", two_responses},
-                                                                        {"combination:repeat_prompt",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           return lower(strip(v)).rfind(
-                                                                                      lower(strip(string_arg(
-                                                                                          kw, id, "prompt_to_repeat"))),
-                                                                                      0) == 0;
-                                                                         }},
-                                                                        {"startend:end_checker",
-                                                                         [](const std::string& id,
-                                                                            const Kwargs& kw, const std::string& v) {
-                                                                           const std::string value =
-                                                                               lower(strip(strip(v), "\""));
-                                                                           const std::string end = lower(
-                                                                               strip(string_arg(kw, id, "end_phrase")));
-                                                                           return value.size() >= end.size() &&
-                                                                                  value.compare(value.size() -
-                                                                                                    end.size(),
-                                                                                                end.size(), end) == 0;
-                                                                         }},
-                                                                        {"startend:quotation",
-                                                                         [](const std::string&,
-                                                                            const Kwargs&, const std::string& v) {
-                                                                           const std::string s = strip(v);
-                                                                           return s.size() > 1 && s.front() == '"' &&
-                                                                                  s.back() == '"';
-                                                                         }},
-                                                                        {"change_case:capital_word_frequency",
-                                                                         [](const std::string& id, const Kwargs& kw,
-                                                                            const std::string& v) {
-                                                                           const auto tokens = word_tokens(v);
-                                                                           const auto n =
-                                                                               static_cast<std::size_t>(std::count_if(
-                                                                                   tokens.begin(), tokens.end(),
-                                                                                   [](const std::string& t) {
-                                                                                     return python_isupper(t);
-                                                                                   }));
-                                                                           return compare(
-                                                                               kw, id, "capital_relation", n,
-                                                                               int_arg(kw, id, "capital_frequency"));
-                                                                         }},
-                                                                        {"change_case:english_capital",
-                                                                         [](const std::string&, const Kwargs&,
-                                                                            const std::string& v) {
-                                                                           const std::string lang = detect_language(v);
-                                                                           return python_isupper(v) &&
-                                                                                  (lang.empty() || lang == "en");
-                                                                         }},
-                                                                        {"change_case:english_lowercase",
-                                                                         [](const std::string&, const Kwargs&,
-                                                                            const std::string& v) {
-                                                                           const std::string lang = detect_language(v);
-                                                                           return python_islower(v) &&
-                                                                                  (lang.empty() || lang == "en");
-                                                                         }},
-                                                                        {"punctuation:no_comma",
-                                                                         [](const std::string&, const Kwargs&,
-                                                                            const std::string& v) {
-                                                                           return v.find(',') == std::string::npos;
-                                                                         }}};
+  static const std::vector<std::pair<std::string, Checker>> checkers = {
+      {"keywords:existence", keywords_existence},
+      {"keywords:frequency", keywords_frequency},
+      {"keywords:forbidden_words", keywords_forbidden_words},
+      {"keywords:letter_frequency", keywords_letter_frequency},
+      {"language:response_language", response_language},
+      {"length_constraints:number_sentences", number_sentences},
+      {"length_constraints:number_paragraphs", number_paragraphs},
+      {"length_constraints:number_words", number_words},
+      {"length_constraints:nth_paragraph_first_word", nth_paragraph_first_word},
+      {"detectable_content:number_placeholders", number_placeholders},
+      {"detectable_content:postscript", postscript},
+      {"detectable_format:number_bullet_lists", number_bullet_lists},
+      {"detectable_format:constrained_response", constrained_response},
+      {"detectable_format:number_highlighted_sections", highlighted_sections},
+      {"detectable_format:multiple_sections", multiple_sections},
+      {"detectable_format:json_format", json_format},
+      {"detectable_format:title", title},
+      {"combination:two_responses", two_responses},
+      {"combination:repeat_prompt", repeat_prompt},
+      {"startend:end_checker", end_checker},
+      {"startend:quotation", quotation},
+      {"change_case:capital_word_frequency", capital_word_frequency},
+      {"change_case:english_capital", english_capital},
+      {"change_case:english_lowercase", english_lowercase},
+      {"punctuation:no_comma", no_comma}};
   return checkers;
 }
 
