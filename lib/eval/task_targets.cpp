@@ -24,28 +24,24 @@ auth_headers(const std::string& api_key) {
 }
 
 // What the cache keys an endpoint's answers by: its URL, the model's name and what the server says
-// lies behind that name (the /v1/models entry's root and max_model_len, the /version body), so a
+// lies behind that name (its /v1/models entry's root and max_model_len, the /version body), so a
 // different checkpoint served under the same name misses. Weights changed in place under the same
 // path still hit: --no-cache then.
 std::string
-endpoint_identity(http::Client& control, const std::string& model) {
+endpoint_identity(http::Client& control, const nlohmann::json& entry) {
   const auto& url = control.url(); // as parsed, so ".../v1" and "..." are one endpoint
-  std::string identity = fmt::format("endpoint:{}:{}{} model:{}", url.host, url.port, url.prefix, model);
+  std::string identity =
+      fmt::format("endpoint:{}:{}{} model:{}", url.host, url.port, url.prefix, entry["id"].get<std::string>());
+  if (entry.contains("root"))
+    identity += " root:" + entry["root"].dump();
+  if (entry.contains("max_model_len"))
+    identity += " max_model_len:" + entry["max_model_len"].dump();
   try {
-    const auto listing = nlohmann::json::parse(control.request("GET", "/v1/models").body, nullptr, false);
-    if (listing.is_object() && listing.contains("data") && listing["data"].is_array())
-      for (const auto& entry : listing["data"])
-        if (entry.is_object() && entry.value("id", "") == model) {
-          if (entry.contains("root"))
-            identity += " root:" + entry["root"].dump();
-          if (entry.contains("max_model_len"))
-            identity += " max_model_len:" + entry["max_model_len"].dump();
-        }
     const auto version = control.request("GET", "/version");
     if (version.status == 200)
       identity += " version:" + version.body;
   } catch (const RuntimeFailure&) {
-    // The listing answered a moment ago; a server without these routes keys by name alone.
+    // The listing answered a moment ago; a server without /version is keyed without it.
   }
   return identity;
 }
@@ -63,16 +59,18 @@ endpoint_target(const std::string& url_text, const std::string& model, const std
   control_options.request_timeout = std::chrono::milliseconds(30000);
   control_options.headers = t.endpoint.headers;
   http::Client control(t.endpoint.url, control_options);
-  const auto models = http::listed_models(control);
-  t.endpoint.model = model.empty() ? models.front() : model;
-  if (std::find(models.begin(), models.end(), t.endpoint.model) == models.end()) {
+  const auto entries = http::listed_model_entries(control);
+  t.endpoint.model = model.empty() ? entries.front()["id"].get<std::string>() : model;
+  const auto entry = std::find_if(entries.begin(), entries.end(),
+                                  [&](const nlohmann::json& e) { return e["id"] == t.endpoint.model; });
+  if (entry == entries.end()) {
     std::string names;
-    for (const auto& n : models)
-      names += (names.empty() ? "" : ", ") + n;
+    for (const auto& e : entries)
+      names += (names.empty() ? "" : ", ") + e["id"].get<std::string>();
     throw InputError(
         fmt::format("--model {}: {} does not serve it (it serves: {})", t.endpoint.model, url_text, names));
   }
-  t.endpoint.identity = endpoint_identity(control, t.endpoint.model);
+  t.endpoint.identity = endpoint_identity(control, *entry);
   return t;
 }
 

@@ -15,8 +15,8 @@ openai_base_url(const std::string& text) {
   return url;
 }
 
-std::vector<std::string>
-listed_models(Client& client) {
+std::vector<nlohmann::json>
+listed_model_entries(Client& client) {
   Response response;
   try {
     response = client.request("GET", "/v1/models");
@@ -31,13 +31,21 @@ listed_models(Client& client) {
     throw RuntimeFailure(
         fmt::format("--endpoint {}: GET /v1/models answered HTTP {}", client.url().text, response.status));
   const auto body = nlohmann::json::parse(response.body, nullptr, false);
-  std::vector<std::string> names;
+  std::vector<nlohmann::json> entries;
   if (!body.is_discarded() && body.is_object() && body.contains("data") && body["data"].is_array())
     for (const auto& entry : body["data"])
       if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
-        names.push_back(entry["id"].get<std::string>());
-  if (names.empty())
+        entries.push_back(entry);
+  if (entries.empty())
     throw RuntimeFailure(fmt::format("--endpoint {}: /v1/models lists no model", client.url().text));
+  return entries;
+}
+
+std::vector<std::string>
+listed_models(Client& client) {
+  std::vector<std::string> names;
+  for (const auto& entry : listed_model_entries(client))
+    names.push_back(entry["id"].get<std::string>());
   return names;
 }
 
