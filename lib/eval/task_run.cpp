@@ -70,9 +70,23 @@ path_for(const TaskSuite& suite) {
   return suite.api == SuiteApi::chat ? "/v1/chat/completions" : "/v1/completions";
 }
 
+// What the whole run shares: its archive, the next free trial index in it (worker children take
+// trials too), and the Do-Not-Answer judge, checked once before any model time is spent.
+struct RunState {
+  const archive::RunContext& context;
+  std::int64_t next_trial = 0;
+  std::optional<EndpointTarget> judge;
+};
+
+RuntimeFailure
+judge_failure(const TaskEvalOptions& options, const Error& e) {
+  return RuntimeFailure(std::string("--judge ") + options.judge + ": " + e.what() +
+                        " (no score is reported without its judge)");
+}
+
 std::vector<SafetyLabel>
-judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const std::vector<std::string>& responses,
-                const ResponseCache& cache) {
+judge_responses(const TaskEvalOptions& options, const EndpointTarget& judge, const PreparedSuite& p,
+                const std::vector<std::string>& responses, const ResponseCache& cache) {
   std::vector<nlohmann::json> bodies;
   for (std::size_t i = 0; i < p.items.size(); ++i) {
     const auto& doc = p.items[i].doc;
@@ -91,25 +105,16 @@ judge_responses(const TaskEvalOptions& options, const PreparedSuite& p, const st
   request.cache = &cache;
   std::vector<SafetyLabel> labels;
   try {
-    auto endpoint = endpoint_target(options.judge, options.judge_model, options.api_key).endpoint;
-    endpoint.identity += std::string(" prompt:") + kJudgePromptVersion;
-    for (const auto& g : generate_all(endpoint, "/v1/chat/completions", bodies, request))
+    for (const auto& g : generate_all(judge, "/v1/chat/completions", bodies, request))
       labels.push_back(parse_judge_reply(g.text));
   } catch (const Error& e) {
-    throw RuntimeFailure(std::string("--judge ") + options.judge + ": " + e.what() +
-                         " (no score is reported without its judge)");
+    throw judge_failure(options, e);
   }
   return labels;
 }
 
-// The run's archive and the next free trial index in it (worker children take trials too).
-struct RunTrials {
-  const archive::RunContext& context;
-  std::int64_t next = 0;
-};
-
 SuiteOutcome
-evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, RunTrials& trials) {
+evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, RunState& run) {
   if (target.model.empty())
     throw InputError("--suite " + p.suite.name +
                      ": a perplexity suite runs on a local --model DIR (an endpoint's API has no full-distribution "
@@ -129,16 +134,16 @@ evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEval
   ppl.kl_base = target.kl_base;
   SuiteOutcome out;
   out.suite = p.suite.name;
-  out.scores = score_perplexity(p.suite.name, measure_perplexity_in_worker(ppl, trials.context, trials.next++));
+  out.scores = score_perplexity(p.suite.name, measure_perplexity_in_worker(ppl, run.context, run.next_trial++));
   out.documents = out.scores.items.size();
   return out;
 }
 
 SuiteOutcome
 evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, const ResponseCache& cache,
-               Progress& progress, RunTrials& trials) {
+               Progress& progress, RunState& run) {
   if (p.suite.scorer == Scorer::perplexity)
-    return evaluate_perplexity(p, target, options, trials);
+    return evaluate_perplexity(p, target, options, run);
   SuiteOutcome out;
   out.suite = p.suite.name;
   out.documents = p.items.size();
@@ -159,8 +164,8 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
       responses.push_back(g.text);
       out.cached += g.cached ? 1u : 0u;
     }
-    const auto judged = p.suite.scorer == Scorer::do_not_answer && !options.judge.empty()
-                            ? judge_responses(options, p, responses, cache)
+    const auto judged = p.suite.scorer == Scorer::do_not_answer && run.judge
+                            ? judge_responses(options, *run.judge, p, responses, cache)
                             : std::vector<SafetyLabel>{};
     auto scores = score_suite(p.suite, p.items, responses, judged);
     for (const auto& m : scores.metrics)
@@ -186,7 +191,7 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
 
 CandidateResult
 evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, const TaskEvalOptions& options,
-                   const ResponseCache& cache, RunTrials& trials) {
+                   const ResponseCache& cache, RunState& run) {
   const auto start = std::chrono::steady_clock::now();
   CandidateResult c;
   c.label = target.label;
@@ -196,7 +201,7 @@ evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, cons
     total += p.items.size() * static_cast<std::uint64_t>(options.repeat);
   Progress progress("eval tasks " + c.label, total, "items");
   for (const auto& p : suites)
-    c.suites.push_back(evaluate_suite(p, target, options, cache, progress, trials));
+    c.suites.push_back(evaluate_suite(p, target, options, cache, progress, run));
   progress.finish();
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
@@ -343,13 +348,23 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
                                           : std::filesystem::path());
 
   TaskEvalResult result;
-  RunTrials trials{context};
+  RunState run{context, 0, std::nullopt};
+  if (!options.judge.empty() && std::any_of(suites.begin(), suites.end(), [](const PreparedSuite& p) {
+        return p.suite.scorer == Scorer::do_not_answer;
+      })) {
+    try {
+      run.judge = endpoint_target(options.judge, options.judge_model, options.api_key).endpoint;
+      run.judge->identity += std::string(" prompt:") + kJudgePromptVersion;
+    } catch (const Error& e) {
+      throw judge_failure(options, e);
+    }
+  }
   // The baseline first: a run id is read from the archive; a folder is evaluated now, the same way.
   std::map<std::string, std::vector<MetricScores>> baseline;
   if (!options.baseline.empty()) {
     if (std::filesystem::is_directory(options.baseline)) {
       auto base = evaluate_candidate(local_target(options.baseline, "", options, context, needs_server), suites,
-                                     options, cache, trials);
+                                     options, cache, run);
       for (const auto& s : base.suites)
         baseline[s.suite] = s.scores.metrics;
       result.baseline = std::move(base);
@@ -363,13 +378,13 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   if (!options.endpoint.empty()) {
     result.candidates.push_back(evaluate_candidate(
         endpoint_target(options.endpoint, options.models.empty() ? "" : options.models.front(), options.api_key),
-        suites, options, cache, trials));
+        suites, options, cache, run));
   } else {
     for (const auto& model : options.models) {
       auto target = local_target(model, options.delta, options, context, needs_server);
       if (std::filesystem::is_directory(options.baseline))
         target.kl_base = options.baseline; // perplexity suites add KL(baseline || candidate)
-      result.candidates.push_back(evaluate_candidate(std::move(target), suites, options, cache, trials));
+      result.candidates.push_back(evaluate_candidate(std::move(target), suites, options, cache, run));
     }
   }
   for (auto& c : result.candidates) {
@@ -394,7 +409,7 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
       }
   if (!options.items_out.empty())
     write_items(result, options.items_out);
-  archive_result(context, result, trials.next);
+  archive_result(context, result, run.next_trial);
   return result;
 }
 
