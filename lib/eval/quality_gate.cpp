@@ -126,8 +126,10 @@ std::vector<RuleOutcome>
 apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& observations) {
   // Each comparing rule's p-value, Holm-adjusted across them when the gate asks.
   std::vector<double> p_values;
+  std::vector<const GateObservation*> observed; // per rule
   for (const auto& rule : gate.rules) {
     const auto& o = observation_for(gate, rule, observations);
+    observed.push_back(&o);
     if (!compares_with_baseline(rule))
       continue;
     if (!o.versus_baseline)
@@ -139,8 +141,9 @@ apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& 
     p_values = holm_adjust(p_values);
   std::size_t next_p = 0;
   std::vector<RuleOutcome> outcomes;
-  for (const auto& rule : gate.rules) {
-    const GateObservation* found = &observation_for(gate, rule, observations);
+  for (std::size_t r = 0; r < gate.rules.size(); ++r) {
+    const auto& rule = gate.rules[r];
+    const GateObservation* found = observed[r];
     if (rule.min_score) {
       RuleOutcome o{rule, "min_score", found->score, *rule.min_score, std::nullopt, found->score >= *rule.min_score};
       outcomes.push_back(o);
