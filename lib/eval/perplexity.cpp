@@ -100,6 +100,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   const std::int64_t batch = std::clamp<std::int64_t>((std::int64_t{64} << 20) / (ctx * vocab), 1, 8);
 
   double nll_sum = 0, nll_sq = 0, kl_sum = 0, kl_sq = 0, kl_max = 0, base_nll = 0;
+  const auto window_tokens = static_cast<double>(ctx - first_scored); // scored per window
   std::int64_t agree = 0;
   std::vector<double> delta_p;
   std::vector<double> logp, base_logp;
@@ -123,7 +124,6 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     for (std::int64_t k = 0; k < n; ++k) {
       const auto start = (w0 + k) * stride;
       const double window_nll_before = nll_sum, window_kl_before = kl_sum;
-      const auto window_tokens = static_cast<double>(ctx - first_scored);
       for (std::int64_t j = first_scored - 1; j < ctx - 1; ++j) {
         const auto target = static_cast<std::size_t>(tokens[static_cast<std::size_t>(start + j + 1)]);
         const auto row = static_cast<std::size_t>((k * ctx + j) * vocab);
