@@ -127,9 +127,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
            return;
          }
          auto options = flags->options;
-         if (options.api_key.empty())
-           if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
-             options.api_key = key;
+         options.api_key = api_key_or_environment(options.api_key);
          if (flags->rate > 0)
            options.rate = flags->rate;
          if (flags->concurrency > 0)

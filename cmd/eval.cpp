@@ -71,9 +71,7 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
   commands.add({"eval tasks", tasks, [flags](AppContext& ctx) {
                   auto options = flags->options;
                   options.cache = !flags->no_cache;
-                  if (options.api_key.empty())
-                    if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr)
-                      options.api_key = key;
+                  options.api_key = api_key_or_environment(options.api_key);
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto result = eval::run_task_eval(options, ctx.run_context(0));
                   if (format == OutputFormat::json) {

@@ -1,5 +1,7 @@
 #include "shared_options.hpp"
 
+#include <cstdlib>
+
 namespace optkit::cmd {
 
 CLI::Option*
@@ -36,6 +38,14 @@ add_format_option(CLI::App& app, std::string& target, const std::string& default
   return app.add_option("--format", target, "output format")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
+}
+
+std::string
+api_key_or_environment(const std::string& flag_value) {
+  if (!flag_value.empty())
+    return flag_value;
+  const char* key = std::getenv("OPENAI_API_KEY");
+  return key != nullptr ? key : "";
 }
 
 } // namespace optkit::cmd

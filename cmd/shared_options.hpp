@@ -22,6 +22,9 @@ CLI::Option* add_timeout_option(CLI::App& app, double& target);
 // --seed N: the seed of the command's random draws; the same seed repeats the same run.
 CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& target, const std::string& what);
 // --format table|json|csv bound to `target`.
+// --api-key's value, or $OPENAI_API_KEY when the flag was not given (the OpenAI clients' convention).
+std::string api_key_or_environment(const std::string& flag_value);
+
 CLI::Option* add_format_option(CLI::App& app, std::string& target, const std::string& default_value = "table");
 
 } // namespace optkit::cmd
