@@ -1,4 +1,4 @@
-// optkit eval — the quality gate. `eval perplexity`: llama.cpp-style perplexity, bits per byte,
+// optkit eval — the quality gate. `eval perplexity`: llama-perplexity's perplexity, bits per byte,
 // and KL divergence / top-1 agreement / Δp against a base model. `eval tasks`: task suites scored
 // as lm-eval scores them, with recovery, paired significance and a gate.
 #include "app_context.hpp"
@@ -104,11 +104,12 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   auto flags = std::make_shared<Flags>();
   CLI::App* ppl = eval->add_subcommand(
       "perplexity",
-      "Perplexity and bits per byte of a model on a text file (llama.cpp method), optionally KL vs a base");
+      "Perplexity and bits per byte of a model on a text file (llama-perplexity's protocol), optionally KL vs a base");
   ppl->add_option("--model", flags->model, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)");
   ppl->add_option("--data", flags->data, "UTF-8 text file to score");
   ppl->add_option("--ctx", flags->ctx, "tokens per window")->check(CLI::Range(8, 1 << 20))->capture_default_str();
-  ppl->add_option("--stride", flags->stride, "tokens between window starts (default: --ctx)")
+  ppl->add_option("--stride", flags->stride,
+                  "llama-perplexity --ppl-stride: windows every N tokens, the last N scored (default: whole windows)")
       ->check(CLI::Range(1, 1 << 20));
   ppl->add_option("--kl-base", flags->kl_base, "base model folder: adds KL(base || model), top-1 agreement and Δp");
   ppl->add_option("--delta", flags->delta,

@@ -64,8 +64,11 @@ calibrate_generator(double start_rate, double max_rate, double seconds, double l
     step.lag_p99_s = percentile_of_sorted(lags, 99);
     step.lag_max_s = lags.empty() ? -1 : lags.back();
     step.achieved_rate = last_send > first_send ? static_cast<double>(sent - 1) / (last_send - first_send) : 0;
-    step.held =
-        step.errors == 0 && sent == step.requests && step.lag_p99_s <= lag_bound_s && step.achieved_rate >= 0.95 * rate;
+    // Held means what a certification trial needs of the generator: every request sent, without
+    // errors, with p99 dispatch lag within the bound. The achieved rate is reported, not judged: a
+    // short stall at the end of a step lowers it without the schedule ever being missed by more
+    // than the bound.
+    step.held = step.errors == 0 && sent == step.requests && step.lag_p99_s <= lag_bound_s;
     result.steps.push_back(step);
     if (step.held)
       result.max_sustained_rate = rate;

@@ -56,6 +56,18 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
                    blas.at("gflops").get<double>(), blas.at("threads").get<int>(), build_info().blas)});
   archive.add_metric(run_id, std::nullopt, {"blas_sgemm_gflops", blas.at("gflops").get<double>(), "GFLOP/s", {}});
 
+  const auto& cpu = probes.at("cpu_kernels");
+  const double cpu_error = cpu.at("max_relative_error").get<double>();
+  report.checks.push_back(
+      {"cpu kernels", cpu_error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
+       fmt::format("ISA {}; decode row-dot {}; BF16 prefill {} {:.1f} GFLOP/s (widened sgemm {:.1f}) at "
+                   "128x2048x2048, max rel. error {:.1e}",
+                   cpu.at("isa").get<std::string>(), cpu.at("row_dot").get<std::string>(),
+                   cpu.at("bf16_gemm").get<std::string>(), cpu.at("bf16_gemm_gflops").get<double>(),
+                   cpu.at("widened_gflops").get<double>(), cpu_error)});
+  archive.add_metric(run_id, std::nullopt,
+                     {"bf16_prefill_gflops", cpu.at("bf16_gemm_gflops").get<double>(), "GFLOP/s", {}});
+
   const auto& gpu = probes.at("gpu");
   const auto& devices = gpu.at("devices");
   archive.add_metric(run_id, std::nullopt, {"cuda_devices", static_cast<double>(devices.size()), "count", {}});

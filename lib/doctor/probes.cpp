@@ -1,6 +1,11 @@
 #include "doctor/probes.hpp"
 
+#include "core/thread_pool.hpp"
 #include "doctor/gpu_probe.hpp"
+#include "model/dtype.hpp"
+#include "runtime/bf16_gemm.hpp"
+#include "runtime/dot_rows.hpp"
+#include "runtime/linear_weight.hpp"
 
 #include <cblas.h>
 
@@ -8,6 +13,8 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace optkit::doctor {
@@ -75,9 +82,65 @@ check_blas() {
   return check;
 }
 
+CpuKernelCheck
+check_cpu_kernels() {
+  CpuKernelCheck check;
+#if defined(__x86_64__)
+  const std::pair<const char*, bool> features[] = {{"avx2", __builtin_cpu_supports("avx2")},
+                                                   {"fma", __builtin_cpu_supports("fma")},
+                                                   {"avx512f", __builtin_cpu_supports("avx512f")},
+                                                   {"avx512_vnni", __builtin_cpu_supports("avx512vnni")},
+                                                   {"avx512_bf16", __builtin_cpu_supports("avx512bf16")}};
+  for (const auto& [name, present] : features)
+    if (present)
+      check.isa += (check.isa.empty() ? "" : " ") + std::string(name);
+#endif
+  if (check.isa.empty())
+    check.isa = "none of avx2/avx512";
+  check.row_dot = runtime::dot_rows_kernel();
+  check.bf16_gemm = runtime::bf16_gemm_supported() ? "avx512_bf16" : "widened sgemm";
+
+  const std::int64_t m = 128, rows = 2048, cols = 2048;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::uint16_t> w(static_cast<std::size_t>(rows * cols));
+  for (auto& v : w)
+    v = model::float_to_bf16(dist(rng));
+  std::vector<float> x(static_cast<std::size_t>(m * cols)), y(static_cast<std::size_t>(m * rows));
+  for (auto& v : x)
+    v = dist(rng);
+  const auto weight = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w)), rows, cols);
+  ThreadPool pool(0);
+  const auto gflops = [&](auto&& multiply) {
+    multiply(); // warm-up
+    const auto start = std::chrono::steady_clock::now();
+    multiply();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return 2.0 * static_cast<double>(m * rows * cols) / seconds / 1e9;
+  };
+  check.widened_gflops = gflops([&] { runtime::multiply_widened(*weight, x.data(), m, y.data(), pool); });
+  check.bf16_gemm_gflops = gflops([&] { weight->multiply(x.data(), m, y.data(), pool); });
+  // The runtime's answer against float64 on a few outputs.
+  for (std::int64_t i = 0; i < m; i += 17)
+    for (std::int64_t r = 0; r < rows; r += 101) {
+      double want = 0, magnitude = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double p = static_cast<double>(model::bf16_to_float(w[static_cast<std::size_t>(r * cols + c)])) *
+                         static_cast<double>(x[static_cast<std::size_t>(i * cols + c)]);
+        want += p;
+        magnitude += std::fabs(p);
+      }
+      check.max_relative_error =
+          std::max(check.max_relative_error,
+                   std::fabs(static_cast<double>(y[static_cast<std::size_t>(i * rows + r)]) - want) / magnitude);
+    }
+  return check;
+}
+
 nlohmann::json
 run_probes() {
   const BlasCheck blas = check_blas();
+  const CpuKernelCheck cpu = check_cpu_kernels();
   const GpuProbe gpus = probe_gpus();
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& device : gpus.devices) {
@@ -92,6 +155,13 @@ run_probes() {
   }
   return {
       {"blas", {{"max_relative_error", blas.max_relative_error}, {"gflops", blas.gflops}, {"threads", blas.threads}}},
+      {"cpu_kernels",
+       {{"isa", cpu.isa},
+        {"row_dot", cpu.row_dot},
+        {"bf16_gemm", cpu.bf16_gemm},
+        {"bf16_gemm_gflops", cpu.bf16_gemm_gflops},
+        {"widened_gflops", cpu.widened_gflops},
+        {"max_relative_error", cpu.max_relative_error}}},
       {"gpu", to_json(gpus)},
       {"kernels", kernels}};
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace optkit::doctor {
 
@@ -13,6 +14,19 @@ struct BlasCheck {
 };
 
 BlasCheck check_blas();
+
+// The CPU runtime's kernels: what the CPU offers, which kernels run, and their throughput on a
+// prefill-shaped product (128 x 2048 x 2048) beside the widened-BF16 sgemm path.
+struct CpuKernelCheck {
+  std::string isa;       // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
+  std::string row_dot;   // decode kernel: "avx2" or "portable"
+  std::string bf16_gemm; // prefill kernel for BF16 weights: "avx512_bf16" or "widened sgemm"
+  double bf16_gemm_gflops = 0;
+  double widened_gflops = 0; // the widened-BF16 sgemm path on the same product
+  double max_relative_error = 0;
+};
+
+CpuKernelCheck check_cpu_kernels();
 
 // Child side of the doctor: BLAS and CUDA probes as one JSON object.
 nlohmann::json run_probes();

@@ -47,16 +47,54 @@ mean_stderr(double sum, double sum_sq, double n) {
   return std::sqrt(variance / n);
 }
 
+// Which windows are scored, exactly as llama-perplexity cuts them from the BOS-first token stream.
+struct WindowPlan {
+  std::int64_t windows = 0;
+  std::int64_t stride = 0;      // tokens between window starts
+  std::int64_t first_logit = 0; // logits first_logit .. ctx-2 are scored (each predicts the next token)
+  bool strided = false;         // --ppl-stride windows rather than whole chunks
+  bool bos_first = false;       // each window's first token replaced by BOS
+
+  std::string describe(std::int64_t used, std::int64_t ctx) const {
+    return fmt::format("llama-perplexity{}: BOS-first text, {} windows of {} tokens every {}{}, scoring the "
+                       "tokens after positions {}..{} of each ({} per window)",
+                       strided ? fmt::format(" --ppl-stride {}", stride) : "", used, ctx, stride,
+                       bos_first ? ", BOS replacing each window's first token" : "", first_logit, ctx - 2,
+                       ctx - 1 - first_logit);
+  }
+};
+
+WindowPlan
+plan_windows(std::int64_t tokens, std::int64_t ctx, std::int64_t stride, bool has_bos) {
+  WindowPlan plan;
+  if (stride <= 0) {
+    // llama-perplexity's default: whole chunks of ctx tokens, the second half of each scored.
+    plan.windows = tokens / ctx;
+    plan.stride = ctx;
+    plan.first_logit = ctx / 2;
+    plan.bos_first = has_bos;
+  } else {
+    // llama-perplexity --ppl-stride: windows every `stride` tokens, the last `stride` tokens of
+    // each scored. Its BOS substitution happens after the window is decoded, so none takes effect.
+    plan.windows = (tokens - ctx + stride - 1) / stride;
+    plan.stride = stride;
+    plan.first_logit = ctx - stride - 1;
+    plan.strided = true;
+  }
+  return plan;
+}
+
 } // namespace
 
 PerplexityResult
 measure_perplexity(const PerplexityOptions& options, const std::function<void(std::int64_t, std::int64_t)>& on_window) {
   const std::int64_t ctx = options.ctx;
-  const std::int64_t stride = options.stride > 0 ? options.stride : ctx;
   if (ctx < 8)
     throw InputError(fmt::format("--ctx {} is too small; use at least 8 tokens", ctx));
-  if (stride > ctx)
-    throw InputError(fmt::format("--stride {} exceeds --ctx {}; windows would skip text", stride, ctx));
+  if (options.stride >= ctx)
+    throw InputError(fmt::format("--stride {} is not below --ctx {}; leave --stride out for whole windows "
+                                 "(llama-perplexity's default) or give a smaller one",
+                                 options.stride, ctx));
   const auto started = std::chrono::steady_clock::now();
   runtime::CpuTransformer model(options.model, {options.threads, options.delta});
   if (ctx > model.config().max_position_embeddings)
@@ -72,7 +110,8 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   }
   const auto tokenizer = model::Tokenizer::load_folder(options.model);
   const std::string text = read_input_file(options.data, "--data file");
-  const auto tokens = tokenizer.encode(text, false);
+  // As llama-perplexity: the text is tokenized with its special tokens (BOS first), then cut.
+  const auto tokens = tokenizer.encode(text, true);
   // The BOS token is whatever the post-processor puts in front of a text (llama.cpp's add_bos).
   std::optional<std::int32_t> bos;
   const auto probe_plain = tokenizer.encode("a", false), probe_special = tokenizer.encode("a", true);
@@ -82,25 +121,21 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   PerplexityResult result;
   result.text_bytes = static_cast<std::int64_t>(text.size());
   result.text_tokens = static_cast<std::int64_t>(tokens.size());
-  const std::int64_t first_scored = std::max(ctx / 2, ctx - stride);
-  if (result.text_tokens < ctx)
+  const WindowPlan plan = plan_windows(result.text_tokens, ctx, options.stride, bos.has_value());
+  if (plan.windows < 1)
     throw InputError(
         fmt::format("{}: has {} tokens, fewer than one --ctx window of {}; use a smaller --ctx or more text",
                     options.data.string(), result.text_tokens, ctx));
-  std::int64_t windows = (result.text_tokens - ctx) / stride + 1;
-  if (options.max_windows > 0)
-    windows = std::min(windows, options.max_windows);
+  const std::int64_t windows = options.max_windows > 0 ? std::min(plan.windows, options.max_windows) : plan.windows;
+  const std::int64_t first_logit = plan.first_logit, stride = plan.stride;
   result.windows = windows;
-  result.method =
-      fmt::format("llama.cpp-style: {} windows of {} tokens every {} tokens{}, scoring positions {}..{} of "
-                  "each (next-token NLL)",
-                  windows, ctx, stride, bos ? ", BOS replacing each window's first token" : "", first_scored, ctx - 1);
+  result.method = plan.describe(windows, ctx);
   const auto vocab = model.config().vocab_size;
   // Windows per forward pass: enough rows for BLAS, bounded logits memory (~256 MiB per model).
   const std::int64_t batch = std::clamp<std::int64_t>((std::int64_t{64} << 20) / (ctx * vocab), 1, 8);
 
   double nll_sum = 0, nll_sq = 0, kl_sum = 0, kl_sq = 0, kl_max = 0, base_nll = 0;
-  const auto window_tokens = static_cast<double>(ctx - first_scored); // scored per window
+  const auto window_tokens = static_cast<double>(ctx - 1 - first_logit); // scored per window
   std::int64_t agree = 0;
   std::vector<double> delta_p;
   std::vector<double> logp, base_logp;
@@ -113,7 +148,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
       auto& ids = inputs[static_cast<std::size_t>(k)];
       ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(start),
                  tokens.begin() + static_cast<std::ptrdiff_t>(start + static_cast<std::size_t>(ctx)));
-      if (bos)
+      if (plan.bos_first)
         ids[0] = *bos;
       model_inputs.push_back({model.add_sequence(), ids, true});
       if (base)
@@ -124,7 +159,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     for (std::int64_t k = 0; k < n; ++k) {
       const auto start = (w0 + k) * stride;
       const double window_nll_before = nll_sum, window_kl_before = kl_sum;
-      for (std::int64_t j = first_scored - 1; j < ctx - 1; ++j) {
+      for (std::int64_t j = first_logit; j < ctx - 1; ++j) {
         const auto target = static_cast<std::size_t>(tokens[static_cast<std::size_t>(start + j + 1)]);
         const auto row = static_cast<std::size_t>((k * ctx + j) * vocab);
         log_softmax(logits.data() + row, vocab, logp);

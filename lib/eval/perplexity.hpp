@@ -1,9 +1,11 @@
-// Perplexity the way llama.cpp's `perplexity` tool measures it, so figures compare across tools:
-// the text is tokenized once; windows of `ctx` tokens start every `stride` tokens; each window's
-// first token is replaced by BOS (when the tokenizer adds one); only positions from
-// max(ctx/2, ctx - stride) on are scored, so every scored token has at least half a window of
-// context. With a base model, the same windows also give KL(base || model), top-1 agreement and
-// the change in the probability of the correct token (Δp), as llama.cpp's --kl-divergence does.
+// Perplexity exactly as llama.cpp's `llama-perplexity` measures it, so figures compare with its
+// published tables: the text is tokenized once with BOS first; by default it is cut into whole
+// windows of `ctx` tokens, each window's first token replaced by BOS (when the tokenizer adds one),
+// and the tokens after positions ctx/2 .. ctx-2 are scored (ctx/2 - 1 per window at even ctx);
+// the uncertainty is llama-perplexity's (the standard error of the mean NLL, times PPL). With
+// `stride`, its --ppl-stride protocol: windows every `stride` tokens, the last `stride` scored. With a base model, the
+// same windows also give KL(base || model), top-1 agreement and the change in the probability of the correct token
+// (Δp), as llama.cpp's --kl-divergence does.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@ struct PerplexityOptions {
   std::filesystem::path model;
   std::filesystem::path data;
   std::int64_t ctx = 512;
-  std::int64_t stride = 0; // 0: ctx (non-overlapping windows)
+  std::int64_t stride = 0; // 0: whole windows (llama-perplexity's default); else its --ppl-stride
   std::optional<std::filesystem::path> kl_base;
   std::optional<std::filesystem::path> delta; // a compressed delta applied to `model` (its base)
   unsigned threads = 0;

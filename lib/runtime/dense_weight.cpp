@@ -1,11 +1,13 @@
 // Dense F32/BF16/F16 weights. Few activation rows (decode): each thread streams its share of W's
 // rows once through dot_rows (AVX2+FMA on x86-64, portable loops elsewhere), which keeps decode
-// bound by memory bandwidth. Many rows (prefill): blocks of W are widened to
-// fp32 and handed to OpenBLAS sgemm.
+// bound by memory bandwidth. Many rows (prefill): BF16 W goes through the AVX512_BF16
+// dot-product GEMM where the CPU has it (activations split into hi + lo BF16, so results stay
+// within ~1e-5 of fp32); otherwise blocks of W are widened to fp32 and handed to OpenBLAS sgemm.
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "runtime/bf16_gemm.hpp"
 #include "runtime/dot_rows.hpp"
 
 #include <algorithm>
@@ -24,6 +26,8 @@ using model::DType;
 constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which sgemm pays off
 constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
+constexpr std::int64_t kBf16GemmMinRows = 4;     // activation rows from which the BF16 dot-product GEMM pays off
+constexpr std::int64_t kBf16GemmChunk = 48;      // W rows a thread takes at a time (a multiple of every tile height)
 
 template <typename T> class DenseWeight final : public LinearWeight {
 public:
@@ -42,6 +46,15 @@ public:
   }
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
+    if constexpr (std::is_same_v<T, Bf16>) {
+      if (m >= kBf16GemmMinRows && bf16_gemm_supported()) {
+        const auto packed = pack_activations(x, m, m_cols, Bf16Activations::split);
+        pool.parallel_for(
+            m_rows, [&](std::int64_t r0, std::int64_t r1) { bf16_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
+            kBf16GemmChunk);
+        return;
+      }
+    }
     if (m >= (std::is_same_v<T, float> ? kBlasMinRows : kWidenedBlasMinRows)) {
       multiply_blas(x, m, y, pool);
       return;

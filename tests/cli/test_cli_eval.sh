@@ -19,7 +19,16 @@ ppl tiny-base english
 base_english=$PPL
 python3 -c "import sys; p=float(sys.argv[1]); sys.exit(0 if 1 < p < 200 else 1)" "$base_english" ||
   fail "tiny-base perplexity on English held-out text is $base_english; expected far below its 2048-token vocabulary"
-expect_out_has '"method": "llama.cpp-style'
+expect_out_has '"method": "llama-perplexity: BOS-first text'
+# The acceptance figure: llama-perplexity's 38.7754 on the GGUF conversion, 38.7745 from the
+# independent float64 reference (oracle_perplexity.json); optkit within 0.01 of both.
+python3 -c "
+import json, sys
+oracle = next(r for r in json.load(open(sys.argv[2]))['runs'] if r['ctx'] == 128)['perplexity']
+p = float(sys.argv[1])
+sys.exit(0 if abs(p - oracle) < 0.01 and abs(p - 38.7754) < 0.01 else 1)" "$base_english" \
+  "$models/tiny-base/oracle_perplexity.json" ||
+  fail "tiny-base perplexity on English held-out text at ctx 128 is $base_english, not llama-perplexity's 38.775"
 expect_eq "$(sql "SELECT count(*) FROM metrics WHERE name='perplexity'")" 1
 
 for domain in code licenses glosses quotes; do

@@ -6,13 +6,17 @@
 //                [--dir /tmp/...]
 #include "core/thread_pool.hpp"
 #include "model/random_model.hpp"
+#include "runtime/bf16_gemm.hpp"
 #include "runtime/dot_rows.hpp"
+#include "runtime/linear_weight.hpp"
 #include "runtime/transformer.hpp"
 
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -60,6 +64,56 @@ gemv_gbps(model::DType dtype, unsigned threads) {
     best = std::min(best, now() - t0);
   }
   return static_cast<double>(w.size()) / best / 1e9;
+}
+
+// One prefill-shaped product alone (128 activation rows, W 8192 x 2048 like Llama-3.2-1B's
+// gate_proj) on each path the runtime has: GFLOP/s of the BF16 dot-product kernel in both
+// activation encodings, of the widened-BF16 sgemm path it replaces, and of F32 sgemm.
+struct GemmFigures {
+  double bf16_split = 0, bf16_rounded = 0, bf16_widened = 0, f32_sgemm = 0;
+};
+
+GemmFigures
+gemm_gflops(unsigned threads) {
+  const std::int64_t m = 128, rows = 8192, cols = 2048;
+  const double flops = 2.0 * static_cast<double>(m * rows * cols);
+  std::vector<runtime::Bf16> w16(static_cast<std::size_t>(rows * cols));
+  std::vector<float> w32(w16.size()), x(static_cast<std::size_t>(m * cols)), y(static_cast<std::size_t>(m * rows));
+  for (std::size_t i = 0; i < w16.size(); ++i) {
+    w32[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 64.0f;
+    w16[i].bits = model::float_to_bf16(w32[i]);
+  }
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 8.0f;
+  ThreadPool pool(threads);
+  const auto best_of = [&](const std::function<void()>& run) {
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double t0 = now();
+      run();
+      best = std::min(best, now() - t0);
+    }
+    return flops / best / 1e9;
+  };
+  const auto bf16_weight = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols);
+  GemmFigures g;
+  g.bf16_widened = best_of([&] { runtime::multiply_widened(*bf16_weight, x.data(), m, y.data(), pool); });
+  g.f32_sgemm = best_of([&] { runtime::multiply_fp32_rows(w32.data(), rows, cols, x.data(), m, y.data(), pool); });
+  if (runtime::bf16_gemm_supported()) {
+    for (const auto encoding : {runtime::Bf16Activations::split, runtime::Bf16Activations::rounded}) {
+      const double gflops = best_of([&] {
+        const auto packed = runtime::pack_activations(x.data(), m, cols, encoding);
+        pool.parallel_for(
+            rows,
+            [&](std::int64_t r0, std::int64_t r1) {
+              runtime::bf16_gemm_rows(w16.data(), r0, r1, packed, y.data(), rows);
+            },
+            48);
+      });
+      (encoding == runtime::Bf16Activations::split ? g.bf16_split : g.bf16_rounded) = gflops;
+    }
+  }
+  return g;
 }
 
 std::vector<TokenId>
@@ -135,6 +189,7 @@ main(int argc, char** argv) {
   // denominator of every fraction, so a noisy neighbour can only make the fractions smaller.
   std::vector<double> copies{stream_copy_gbps(threads)};
   const double gemv_bf16 = gemv_gbps(model::DType::bf16, threads), gemv_f32 = gemv_gbps(model::DType::f32, threads);
+  const auto gemm = gemm_gflops(threads);
   struct Row {
     model::DType dtype;
     int batch;
@@ -166,6 +221,9 @@ main(int argc, char** argv) {
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
              gemv_bf16, 100.0 * gemv_bf16 / copy, gemv_f32, 100.0 * gemv_f32 / copy);
+  fmt::print("GEMM alone (128 x 8192 x 2048), GFLOP/s: BF16 dot-product kernel {:.0f} (split activations), {:.0f} "
+             "(rounded); BF16 widened + sgemm {:.0f}; F32 sgemm {:.0f}\n",
+             gemm.bf16_split, gemm.bf16_rounded, gemm.bf16_widened, gemm.f32_sgemm);
   fmt::print("{:<6} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "batch", "prefill tok/s", "decode tok/s",
              "decode GB/s", "of copy BW");
   for (const auto& r : rows)

@@ -111,22 +111,23 @@ def rotate(x, cos, sin):
     return x * cos + rotated * sin
 
 
-def forward(cfg, W, ids):
-    """Logits in fp32 for token ids [T] -> [T, vocab] or [B, T] -> [B, T, vocab] (causal, positions from 0)."""
+def forward(cfg, W, ids, dtype=torch.float32):
+    """Logits in `dtype` (fp32 unless asked) for token ids [T] -> [T, vocab] or [B, T] -> [B, T, vocab]
+    (causal, positions from 0)."""
     ids = torch.as_tensor(ids)
     single = ids.dim() == 1
     if single:
         ids = ids.unsqueeze(0)
-    W = {k: v.float() for k, v in W.items()}
+    W = {k: v.to(dtype) for k, v in W.items()}
     B, T = ids.shape
     x = W["model.embed_tokens.weight"][ids]
-    pos = torch.arange(T, dtype=torch.float32)
-    freqs = torch.outer(pos, inverse_frequencies(cfg))
+    pos = torch.arange(T, dtype=dtype)
+    freqs = torch.outer(pos, inverse_frequencies(cfg).to(dtype))
     cos = torch.cat((freqs, freqs), -1).cos()
     sin = torch.cat((freqs, freqs), -1).sin()
-    mask = torch.full((T, T), float("-inf")).triu(1)
+    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
     if cfg.window:
-        mask = mask + torch.full((T, T), float("-inf")).tril(-cfg.window)
+        mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-cfg.window)
     group = cfg.heads // cfg.kv_heads
     for i in range(cfg.layers):
         p = f"model.layers.{i}."

@@ -9,8 +9,9 @@
 2. For those and the trained tiny-base model, fp32 logits of the reference forward pass
    (hf_reference.py, plain PyTorch) on fixed prompts, stored next to the model as
    oracle_logits.safetensors: prompt.<i>.ids (I32) and prompt.<i>.logits (F32 [T, vocab]).
-3. For tiny-base, the perplexity of the llama.cpp method on 4 windows of 64 tokens of the English
-   held-out text (oracle_perplexity.json), from the reference encoder and forward pass.
+3. For tiny-base, the perplexity of llama-perplexity's protocol on the English held-out text at
+   ctx 128 and on its first 4 windows of 64 tokens (oracle_perplexity.json), from the reference
+   encoder and forward pass in float64. `make_oracle.py --perplexity` writes only this file.
 """
 import json
 import math
@@ -58,9 +59,29 @@ def write_oracle(model_dir, generator):
     print(model_dir, {k: list(v.shape) for k, v in out.items() if k.endswith("logits")})
 
 
-def write_perplexity_oracle(model_dir, text_path, ctx=64, windows=4):
-    """llama.cpp-method perplexity (BOS replaces each window's first token, second half scored)
-    from the reference forward pass and the reference BPE encoder of train_tiny_models.py."""
+def llama_perplexity(cfg, W, ids, bos, ctx, windows):
+    """llama-perplexity's default protocol on BOS-first token ids: whole windows of ctx tokens,
+    each window's first token replaced by BOS, the tokens after positions ctx/2 .. ctx-2 scored.
+    Returns (perplexity, its standard error as llama-perplexity prints it, scored tokens)."""
+    nlls = []
+    with torch.no_grad():
+        for w in range(windows):
+            window = list(ids[w * ctx : (w + 1) * ctx])
+            window[0] = bos
+            logp = ref.forward(cfg, W, window, dtype=torch.float64).log_softmax(-1)
+            first = ctx // 2
+            targets = torch.tensor(window[first + 1 :])
+            nlls += (-logp[first : ctx - 1].gather(1, targets[:, None])).flatten().tolist()
+    n = len(nlls)
+    mean = sum(nlls) / n
+    var = sum(x * x for x in nlls) / n - mean * mean
+    ppl = math.exp(mean)
+    return ppl, math.sqrt(var / (n - 1)) * ppl, n
+
+
+def write_perplexity_oracle(model_dir, text_path):
+    """llama-perplexity figures from the reference forward pass and the reference BPE encoder of
+    train_tiny_models.py: the whole file at ctx 128 and its first 4 windows at ctx 64."""
     import train_tiny_models as trainer
 
     with open(os.path.join(model_dir, "tokenizer.json")) as f:
@@ -69,20 +90,14 @@ def write_perplexity_oracle(model_dir, text_path, ctx=64, windows=4):
     merges = [tuple(m.split(" ")) for m in tok["model"]["merges"]]
     bos = next(a["id"] for a in tok["added_tokens"] if a["content"] == "<|begin_of_text|>")
     with open(text_path, encoding="utf-8") as f:
-        ids = trainer.encode(f.read(), vocab, merges)
+        ids = [bos] + trainer.encode(f.read(), vocab, merges)
     cfg = ref.load_config(model_dir)
     W = ref.read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    nll, count = 0.0, 0
-    with torch.no_grad():
-        for w in range(windows):
-            window = list(ids[w * ctx : (w + 1) * ctx])
-            targets = torch.tensor(window[ctx // 2 :])
-            window[0] = bos
-            logp = ref.forward(cfg, W, window).double().log_softmax(-1)
-            nll -= logp[ctx // 2 - 1 : ctx - 1].gather(1, targets[:, None]).sum().item()
-            count += len(targets)
-    result = {"text": os.path.relpath(text_path, MODELS), "ctx": ctx, "windows": windows, "text_tokens": len(ids),
-              "scored_tokens": count, "perplexity": math.exp(nll / count)}
+    result = {"text": os.path.relpath(text_path, MODELS), "text_tokens": len(ids), "runs": []}
+    for ctx, windows in ((128, len(ids) // 128), (64, 4)):
+        ppl, stderr, scored = llama_perplexity(cfg, W, ids, bos, ctx, windows)
+        result["runs"].append({"ctx": ctx, "windows": windows, "scored_tokens": scored, "perplexity": ppl,
+                               "perplexity_stderr": stderr})
     with open(os.path.join(model_dir, "oracle_perplexity.json"), "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
@@ -90,6 +105,10 @@ def write_perplexity_oracle(model_dir, text_path, ctx=64, windows=4):
 
 
 def main():
+    if sys.argv[1:] == ["--perplexity"]:
+        write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
+                                os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
+        return
     generator = torch.Generator().manual_seed(1234)
     for name, (overrides, dtype) in VARIANTS.items():
         config = dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype])
