@@ -17,8 +17,10 @@
 
 // GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
 // -Wuninitialized reports once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace optkit::runtime {
 
