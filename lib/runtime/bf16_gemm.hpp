@@ -1,6 +1,6 @@
 // The BF16 matrix product of prefill: y[i·ldy + r] = Σ_c W[r, c]·x[i, c] for BF16 weights, with
-// AVX512_BF16 dot products (VDPBF16PS: 32 bf16 products per instruction, fp32 accumulation) read
-// straight from W's rows, no widening to fp32. Chosen at run time: bf16_gemm_supported() says
+// AVX512_BF16 dot products (VDPBF16PS: 32 bf16 products per instruction, fp32 accumulation) on
+// W's own BF16 values, never widened to fp32. Chosen at run time: bf16_gemm_supported() says
 // whether this build and CPU have it (x86-64 with AVX512_BF16, not OPTKIT_PORTABLE_KERNELS, not
 // OPTKIT_CPU_BASELINE=1); elsewhere the runtime keeps its widened-sgemm path.
 //
@@ -24,7 +24,7 @@ enum class Bf16Activations { rounded, split };
 struct PackedActivations {
   Bf16Activations encoding = Bf16Activations::split;
   std::int64_t m = 0, cols = 0;
-  std::int64_t row_words = 0; // 32-bit words (one bf16 pair each) per row, a multiple of 16
+  std::int64_t row_words = 0; // 32-bit words (one bf16 pair each) per row, zero-padded to a multiple of 16
   std::vector<std::uint32_t> words;
 };
 
@@ -32,7 +32,8 @@ bool bf16_gemm_supported();
 
 PackedActivations pack_activations(const float* x, std::int64_t m, std::int64_t cols, Bf16Activations encoding);
 
-// Rows r ∈ [r0, r1) of y's columns; W is BF16 row-major [rows, cols] with cols == x.cols.
+// Rows r ∈ [r0, r1) of y's columns; W is BF16 row-major [rows, cols] with cols == x.cols. r0 should be
+// a multiple of 32 (a whole panel) for full speed.
 void bf16_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                     std::int64_t ldy);
 

@@ -1,12 +1,12 @@
 // AVX512_BF16 kernels of bf16_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
 //
-// A tile of MR activation rows × NR weight rows keeps MR·NR fp32 accumulators in zmm registers and
-// walks K 32 values at a time: each step loads NR slices of W straight from its BF16 rows and MR
-// slices of the packed activations, and issues MR·NR VDPBF16PS (rounded encoding) or twice that
-// (split encoding, where each W slice is first paired with itself by two unpacks). Each
-// accumulator is reduced horizontally once, at the end of K. Rows of W are read in place (no
-// packing, no widening), so a thread's share of W streams from memory once per product while the
-// activations, shared by all threads, stay in cache.
+// Outer-product blocking, as BLAS kernels do: a thread takes W 32 rows at a time and, per block of
+// 128 packed words along K, transposes that 32 x 128 slice into an L1-resident panel (word p of
+// the 32 rows side by side: two zmm). A register tile of up to 12 activation rows × 32 W rows
+// keeps 24 fp32 accumulators; each packed word step loads the panel's two vectors, broadcasts one
+// activation word per row and issues 24 VDPBF16PS. Accumulators start from y after the first K
+// block, so no horizontal sums are needed. The activations, packed once per product and shared by
+// all threads, stay in L2; W streams from memory once per product.
 #include "runtime/bf16_gemm.hpp"
 
 #include <algorithm>
@@ -28,13 +28,10 @@ namespace {
 
 #define OPTKIT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-constexpr std::int64_t kStep = 32; // k values per step: one zmm of BF16 weights
-
-// Which 32-bit words of two natural-order vectors (x[k..k+15], x[k+16..k+31], as hi|lo words) land
-// in the split encoding's two vectors: _mm512_unpacklo/hi_epi16(w, w) pair w[8j+t] with itself
-// for t = 0..3 (lo) and t = 4..7 (hi) within each 128-bit lane j.
-alignas(64) constexpr std::int32_t kSplitLo[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
-alignas(64) constexpr std::int32_t kSplitHi[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+constexpr std::int64_t kStep = 32;        // activations converted 32 at a time
+constexpr std::int64_t kPanelRows = 32;   // W rows per panel: two zmm of 16 lanes
+constexpr std::int64_t kBlockWords = 128; // packed words per K block: a 16 KiB panel
+constexpr std::size_t kTileRows = 12;     // activation rows per register tile: 24 accumulators
 
 OPTKIT_AVX512BF16 inline __m512
 load16(const float* p, std::int64_t valid) {
@@ -46,45 +43,89 @@ load16(const float* p, std::int64_t valid) {
 // 16 floats as 32-bit words: bf16(x) in the low half, bf16(x - bf16(x)) in the high half.
 OPTKIT_AVX512BF16 inline __m512i
 split_words(__m512 x) {
-  const __m256bh hi = _mm512_cvtneps_pbh(x);
-  const __m512 hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(hi)), 16));
-  const __m256bh lo = _mm512_cvtneps_pbh(_mm512_sub_ps(x, hi_f));
-  return _mm512_or_si512(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(hi)),
-                         _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(lo)), 16));
+  const __m512i hi = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+  const __m512 hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
+  const __m512i lo = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(x, hi_f))));
+  return _mm512_or_si512(hi, _mm512_slli_epi32(lo, 16));
 }
 
+// Rounded: word p = bf16(x[2p]) | bf16(x[2p+1]) << 16. Split: word k = hi(x[k]) | lo(x[k]) << 16.
 OPTKIT_AVX512BF16 void
 pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& out) {
-  const __m512i split_lo = _mm512_load_si512(kSplitLo), split_hi = _mm512_load_si512(kSplitHi);
   for (std::int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * cols;
     std::uint32_t* wi = out.words.data() + i * out.row_words;
-    for (std::int64_t k = 0, s = 0; k < cols; k += kStep, ++s) {
+    for (std::int64_t k = 0; k < cols; k += kStep) {
       const __m512 f0 = load16(xi + k, cols - k), f1 = load16(xi + k + 16, cols - k - 16);
       if (out.encoding == Bf16Activations::rounded) {
-        _mm512_storeu_si512(wi + s * 16, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(f1, f0)));
+        _mm512_storeu_si512(wi + k / 2, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(f1, f0)));
       } else {
-        const __m512i d0 = split_words(f0), d1 = split_words(f1);
-        _mm512_storeu_si512(wi + s * 32, _mm512_permutex2var_epi32(d0, split_lo, d1));
-        _mm512_storeu_si512(wi + s * 32 + 16, _mm512_permutex2var_epi32(d0, split_hi, d1));
+        _mm512_storeu_si512(wi + k, split_words(f0));
+        _mm512_storeu_si512(wi + k + 16, split_words(f1));
       }
     }
   }
 }
 
+// 16 packed words of one W row from word p on (zeros past the row's end).
 OPTKIT_AVX512BF16 inline __m512i
-load_weights(const Bf16* w, std::int64_t valid) {
-  if (valid >= kStep)
-    return _mm512_loadu_si512(w);
-  return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << valid) - 1), w);
+row_words(const Bf16* row, std::int64_t cols, std::int64_t p, Bf16Activations encoding) {
+  if (encoding == Bf16Activations::rounded) { // 32 bf16 from element 2p, read as 16 pairs
+    const std::int64_t valid = std::clamp<std::int64_t>(cols - 2 * p, 0, 32);
+    return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << valid) - 1), row + 2 * p);
+  }
+  // Split: 16 bf16 from element p, each paired with itself.
+  const std::int64_t valid = std::clamp<std::int64_t>(cols - p, 0, 16);
+  const __m256i w = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << valid) - 1), row + p);
+  const __m512i wide = _mm512_cvtepu16_epi32(w);
+  return _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
 }
 
-OPTKIT_AVX512BF16 inline float
-horizontal_sum(__m512 v) {
-  const __m512 a = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 b = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512 c = _mm512_add_ps(b, _mm512_permute_ps(b, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm512_cvtss_f32(_mm512_add_ps(c, _mm512_permute_ps(c, _MM_SHUFFLE(2, 3, 0, 1))));
+// In place: r[i] (16 words of row i) become c[j] (word j of the 16 rows).
+OPTKIT_AVX512BF16 inline void
+transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // r[4i + j], lane L: rows 4i..4i+3 of word 4L + j.
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // A 4 x 4 transpose of 128-bit lanes for each j.
+  for (int j = 0; j < 4; ++j) {
+    const __m512i b0 = _mm512_shuffle_i32x4(r[j], r[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i b1 = _mm512_shuffle_i32x4(r[j], r[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i b2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i b3 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    t[0 + j] = _mm512_shuffle_i32x4(b0, b2, _MM_SHUFFLE(2, 0, 2, 0));
+    t[4 + j] = _mm512_shuffle_i32x4(b0, b2, _MM_SHUFFLE(3, 1, 3, 1));
+    t[8 + j] = _mm512_shuffle_i32x4(b1, b3, _MM_SHUFFLE(2, 0, 2, 0));
+    t[12 + j] = _mm512_shuffle_i32x4(b1, b3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  for (int i = 0; i < 16; ++i)
+    r[i] = t[i];
+}
+
+// panel[p][n] := packed word p0 + p of W row n0 + n, for p < words, n < 32 (rows past `valid` are 0).
+OPTKIT_AVX512BF16 void
+pack_panel(const Bf16* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, std::int64_t p0, std::int64_t words,
+           Bf16Activations encoding, std::uint32_t* panel) {
+  __m512i r[16];
+  for (std::int64_t half = 0; half < 2; ++half)
+    for (std::int64_t p = 0; p < words; p += 16) {
+      for (std::int64_t i = 0; i < 16; ++i) {
+        const std::int64_t n = half * 16 + i;
+        r[i] = n < valid ? row_words(w + (n0 + n) * cols, cols, p0 + p, encoding) : _mm512_setzero_si512();
+      }
+      transpose16(r);
+      for (std::int64_t j = 0; j < 16 && p + j < words; ++j)
+        _mm512_storeu_si512(panel + (p + j) * kPanelRows + half * 16, r[j]);
+    }
 }
 
 OPTKIT_AVX512BF16 inline __m512
@@ -92,95 +133,45 @@ dot(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
 }
 
-// y[i, r] for MR activation rows from x_rows and NR weight rows from w_rows, over all of K.
-template <std::size_t MR, std::size_t NR, bool Split>
+// y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows.
+template <std::size_t MR>
 OPTKIT_AVX512BF16 void
-tile(const Bf16* const* w_rows, std::int64_t cols, const std::uint32_t* const* x_rows, float* const* y_rows,
-     std::int64_t r) {
-  __m512 acc[MR][NR];
-#pragma GCC unroll 8
-  for (std::size_t i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (std::size_t j = 0; j < NR; ++j)
-      acc[i][j] = _mm512_setzero_ps();
-  constexpr std::int64_t words = Split ? 32 : 16; // packed activation words per step
-  for (std::int64_t k = 0, s = 0; k < cols; k += kStep, ++s) {
-    if constexpr (Split) {
-      __m512i xa[MR], xb[MR];
-#pragma GCC unroll 8
-      for (std::size_t i = 0; i < MR; ++i) {
-        xa[i] = _mm512_loadu_si512(x_rows[i] + s * words);
-        xb[i] = _mm512_loadu_si512(x_rows[i] + s * words + 16);
-      }
-#pragma GCC unroll 8
-      for (std::size_t j = 0; j < NR; ++j) {
-        const __m512i wv = load_weights(w_rows[j] + k, cols - k);
-        const __m512i lo = _mm512_unpacklo_epi16(wv, wv), hi = _mm512_unpackhi_epi16(wv, wv);
-#pragma GCC unroll 8
-        for (std::size_t i = 0; i < MR; ++i)
-          acc[i][j] = dot(dot(acc[i][j], xa[i], lo), xb[i], hi);
-      }
-    } else {
-      __m512i xa[MR];
-#pragma GCC unroll 8
-      for (std::size_t i = 0; i < MR; ++i)
-        xa[i] = _mm512_loadu_si512(x_rows[i] + s * words);
-#pragma GCC unroll 8
-      for (std::size_t j = 0; j < NR; ++j) {
-        const __m512i wv = load_weights(w_rows[j] + k, cols - k);
-#pragma GCC unroll 8
-        for (std::size_t i = 0; i < MR; ++i)
-          acc[i][j] = dot(acc[i][j], xa[i], wv);
-      }
+tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows, float* const* y_rows,
+     std::int64_t valid, bool accumulate) {
+  const auto mask0 = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
+  const auto mask1 = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
+  __m512 acc[MR][2];
+#pragma GCC unroll 12
+  for (std::size_t i = 0; i < MR; ++i) {
+    acc[i][0] = accumulate ? _mm512_maskz_loadu_ps(mask0, y_rows[i]) : _mm512_setzero_ps();
+    acc[i][1] = accumulate ? _mm512_maskz_loadu_ps(mask1, y_rows[i] + 16) : _mm512_setzero_ps();
+  }
+  for (std::int64_t p = 0; p < words; ++p) {
+    const __m512i w0 = _mm512_loadu_si512(panel + p * kPanelRows);
+    const __m512i w1 = _mm512_loadu_si512(panel + p * kPanelRows + 16);
+#pragma GCC unroll 12
+    for (std::size_t i = 0; i < MR; ++i) {
+      const __m512i a = _mm512_set1_epi32(static_cast<int>(x_rows[i][p]));
+      acc[i][0] = dot(acc[i][0], a, w0);
+      acc[i][1] = dot(acc[i][1], a, w1);
     }
   }
-  for (std::size_t i = 0; i < MR; ++i)
-    for (std::size_t j = 0; j < NR; ++j)
-      y_rows[i][r + static_cast<std::int64_t>(j)] = horizontal_sum(acc[i][j]);
+#pragma GCC unroll 12
+  for (std::size_t i = 0; i < MR; ++i) {
+    _mm512_mask_storeu_ps(y_rows[i], mask0, acc[i][0]);
+    _mm512_mask_storeu_ps(y_rows[i] + 16, mask1, acc[i][1]);
+  }
 }
 
-// Register budget (32 zmm): rounded 4×6 tiles use 24 accumulators + 4 activations + 1 weight;
-// split 3×6 tiles use 18 + 6 activations + 3 weight vectors.
-template <bool Split> struct TileShape;
-template <> struct TileShape<false> { static constexpr std::size_t mr = 4, nr = 6; };
-template <> struct TileShape<true> { static constexpr std::size_t mr = 3, nr = 6; };
-
-template <std::size_t MR, std::size_t NR, bool Split>
+template <std::size_t MR>
 void
-tile_dispatch(std::size_t mr, std::size_t nr, const Bf16* const* w_rows, std::int64_t cols,
-              const std::uint32_t* const* x_rows, float* const* y_rows, std::int64_t r) {
+tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows,
+              float* const* y_rows, std::int64_t valid, bool accumulate) {
   if constexpr (MR > 1) {
     if (mr < MR)
-      return tile_dispatch<MR - 1, NR, Split>(mr, nr, w_rows, cols, x_rows, y_rows, r);
+      return tile_dispatch<MR - 1>(mr, panel, words, x_rows, y_rows, valid, accumulate);
   }
-  if constexpr (NR > 1) {
-    if (nr < NR)
-      return tile_dispatch<MR, NR - 1, Split>(mr, nr, w_rows, cols, x_rows, y_rows, r);
-  }
-  tile<MR, NR, Split>(w_rows, cols, x_rows, y_rows, r);
-}
-
-template <bool Split>
-void
-gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
-  constexpr std::size_t MR = TileShape<Split>::mr, NR = TileShape<Split>::nr;
-  const Bf16* w_rows[NR];
-  const std::uint32_t* x_rows[MR];
-  float* y_rows[MR];
-  constexpr auto tile_rows = static_cast<std::int64_t>(NR), tile_activations = static_cast<std::int64_t>(MR);
-  for (std::int64_t r = r0; r < r1; r += tile_rows) {
-    const auto nr = static_cast<std::size_t>(std::min(tile_rows, r1 - r));
-    for (std::size_t j = 0; j < nr; ++j)
-      w_rows[j] = w + (r + static_cast<std::int64_t>(j)) * x.cols;
-    for (std::int64_t i0 = 0; i0 < x.m; i0 += tile_activations) {
-      const auto mr = static_cast<std::size_t>(std::min(tile_activations, x.m - i0));
-      for (std::size_t i = 0; i < mr; ++i) {
-        x_rows[i] = x.words.data() + (i0 + static_cast<std::int64_t>(i)) * x.row_words;
-        y_rows[i] = y + (i0 + static_cast<std::int64_t>(i)) * ldy;
-      }
-      tile_dispatch<MR, NR, Split>(mr, nr, w_rows, x.cols, x_rows, y_rows, r);
-    }
-  }
+  tile<MR>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
 } // namespace
@@ -215,10 +206,25 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, Bf16Activati
 void
 bf16_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                std::int64_t ldy) {
-  if (x.encoding == Bf16Activations::split)
-    gemm_rows<true>(w, r0, r1, x, y, ldy);
-  else
-    gemm_rows<false>(w, r0, r1, x, y, ldy);
+  thread_local std::vector<std::uint32_t> panel(static_cast<std::size_t>(kBlockWords * kPanelRows));
+  const std::uint32_t* x_rows[kTileRows];
+  float* y_rows[kTileRows];
+  for (std::int64_t n0 = r0; n0 < r1; n0 += kPanelRows) {
+    const std::int64_t valid = std::min(kPanelRows, r1 - n0);
+    for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kBlockWords) {
+      const std::int64_t words = std::min(kBlockWords, x.row_words - p0);
+      pack_panel(w, x.cols, n0, valid, p0, words, x.encoding, panel.data());
+      for (std::int64_t i0 = 0; i0 < x.m; i0 += static_cast<std::int64_t>(kTileRows)) {
+        const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(kTileRows), x.m - i0));
+        for (std::size_t i = 0; i < mr; ++i) {
+          const std::int64_t row = i0 + static_cast<std::int64_t>(i);
+          x_rows[i] = x.words.data() + row * x.row_words + p0;
+          y_rows[i] = y + row * ldy + n0;
+        }
+        tile_dispatch<kTileRows>(mr, panel.data(), words, x_rows, y_rows, valid, p0 > 0);
+      }
+    }
+  }
 }
 
 } // namespace optkit::runtime

@@ -27,7 +27,7 @@ constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which s
 constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
 constexpr std::int64_t kBf16GemmMinRows = 4;     // activation rows from which the BF16 dot-product GEMM pays off
-constexpr std::int64_t kBf16GemmChunk = 48;      // W rows a thread takes at a time (a multiple of every tile height)
+constexpr std::int64_t kBf16GemmChunk = 64;      // W rows a thread takes at a time (whole 32-row panels)
 
 template <typename T> class DenseWeight final : public LinearWeight {
 public:

@@ -108,7 +108,7 @@ gemm_gflops(unsigned threads) {
             [&](std::int64_t r0, std::int64_t r1) {
               runtime::bf16_gemm_rows(w16.data(), r0, r1, packed, y.data(), rows);
             },
-            48);
+            64);
       });
       (encoding == runtime::Bf16Activations::split ? g.bf16_split : g.bf16_rounded) = gflops;
     }
