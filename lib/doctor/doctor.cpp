@@ -60,13 +60,14 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
   const double cpu_error = cpu.at("max_relative_error").get<double>();
   report.checks.push_back(
       {"cpu kernels", cpu_error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
-       fmt::format("ISA {}; decode row-dot {}; BF16 prefill {} {:.1f} GFLOP/s (widened sgemm {:.1f}) at "
-                   "128x2048x2048, max rel. error {:.1e}",
+       fmt::format("ISA {}; decode row-dot {}; prefill at 128x2048x2048: BF16 {} {:.0f} GFLOP/s (widened sgemm "
+                   "{:.0f}), F32 {} {:.0f} GFLOP/s (OpenBLAS sgemm {:.0f}); max rel. error {:.1e}",
                    cpu.at("isa").get<std::string>(), cpu.at("row_dot").get<std::string>(),
-                   cpu.at("bf16_gemm").get<std::string>(), cpu.at("bf16_gemm_gflops").get<double>(),
-                   cpu.at("widened_gflops").get<double>(), cpu_error)});
-  archive.add_metric(run_id, std::nullopt,
-                     {"bf16_prefill_gflops", cpu.at("bf16_gemm_gflops").get<double>(), "GFLOP/s", {}});
+                   cpu.at("bf16_prefill").get<std::string>(), cpu.at("bf16_gflops").get<double>(),
+                   cpu.at("bf16_widened_gflops").get<double>(), cpu.at("f32_prefill").get<std::string>(),
+                   cpu.at("f32_gflops").get<double>(), cpu.at("f32_sgemm_gflops").get<double>(), cpu_error)});
+  archive.add_metric(run_id, std::nullopt, {"bf16_prefill_gflops", cpu.at("bf16_gflops").get<double>(), "GFLOP/s", {}});
+  archive.add_metric(run_id, std::nullopt, {"f32_prefill_gflops", cpu.at("f32_gflops").get<double>(), "GFLOP/s", {}});
 
   const auto& gpu = probes.at("gpu");
   const auto& devices = gpu.at("devices");

@@ -3,9 +3,9 @@
 #include "core/thread_pool.hpp"
 #include "doctor/gpu_probe.hpp"
 #include "model/dtype.hpp"
-#include "runtime/bf16_gemm.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/linear_weight.hpp"
+#include "runtime/panel_gemm.hpp"
 
 #include <cblas.h>
 
@@ -98,19 +98,42 @@ check_cpu_kernels() {
   if (check.isa.empty())
     check.isa = "none of avx2/avx512";
   check.row_dot = runtime::dot_rows_kernel();
-  check.bf16_gemm = runtime::bf16_gemm_supported() ? "avx512_bf16" : "widened sgemm";
+  check.bf16_prefill =
+      runtime::panel_gemm_supported(runtime::PanelProduct::bf16_split) ? "avx512_bf16" : "widened sgemm";
+  check.f32_prefill = runtime::panel_gemm_supported(runtime::PanelProduct::f32) ? "avx512f" : "sgemm";
 
   const std::int64_t m = 128, rows = 2048, cols = 2048;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<std::uint16_t> w(static_cast<std::size_t>(rows * cols));
-  for (auto& v : w)
-    v = model::float_to_bf16(dist(rng));
+  std::vector<std::uint16_t> w16(static_cast<std::size_t>(rows * cols));
+  std::vector<float> w32(w16.size());
+  for (std::size_t i = 0; i < w16.size(); ++i) {
+    w16[i] = model::float_to_bf16(dist(rng));
+    w32[i] = model::bf16_to_float(w16[i]); // the same values, so one reference serves both
+  }
   std::vector<float> x(static_cast<std::size_t>(m * cols)), y(static_cast<std::size_t>(m * rows));
   for (auto& v : x)
     v = dist(rng);
-  const auto weight = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w)), rows, cols);
+  const auto bf16 = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols);
+  const auto f32 = runtime::make_dense_weight(model::DType::f32, std::as_bytes(std::span(w32)), rows, cols);
   ThreadPool pool(0);
+  // The runtime's answer against float64 on a few outputs.
+  const auto worst_error = [&] {
+    double worst = 0;
+    for (std::int64_t i = 0; i < m; i += 17)
+      for (std::int64_t r = 0; r < rows; r += 101) {
+        double want = 0, magnitude = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const double p = static_cast<double>(w32[static_cast<std::size_t>(r * cols + c)]) *
+                           static_cast<double>(x[static_cast<std::size_t>(i * cols + c)]);
+          want += p;
+          magnitude += std::fabs(p);
+        }
+        worst = std::max(worst,
+                         std::fabs(static_cast<double>(y[static_cast<std::size_t>(i * rows + r)]) - want) / magnitude);
+      }
+    return worst;
+  };
   const auto gflops = [&](auto&& multiply) {
     multiply(); // warm-up
     const auto start = std::chrono::steady_clock::now();
@@ -118,22 +141,13 @@ check_cpu_kernels() {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return 2.0 * static_cast<double>(m * rows * cols) / seconds / 1e9;
   };
-  check.widened_gflops = gflops([&] { runtime::multiply_widened(*weight, x.data(), m, y.data(), pool); });
-  check.bf16_gemm_gflops = gflops([&] { weight->multiply(x.data(), m, y.data(), pool); });
-  // The runtime's answer against float64 on a few outputs.
-  for (std::int64_t i = 0; i < m; i += 17)
-    for (std::int64_t r = 0; r < rows; r += 101) {
-      double want = 0, magnitude = 0;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const double p = static_cast<double>(model::bf16_to_float(w[static_cast<std::size_t>(r * cols + c)])) *
-                         static_cast<double>(x[static_cast<std::size_t>(i * cols + c)]);
-        want += p;
-        magnitude += std::fabs(p);
-      }
-      check.max_relative_error =
-          std::max(check.max_relative_error,
-                   std::fabs(static_cast<double>(y[static_cast<std::size_t>(i * rows + r)]) - want) / magnitude);
-    }
+  check.bf16_widened_gflops = gflops([&] { runtime::multiply_widened(*bf16, x.data(), m, y.data(), pool); });
+  check.f32_sgemm_gflops =
+      gflops([&] { runtime::multiply_fp32_rows(w32.data(), rows, cols, x.data(), m, y.data(), pool); });
+  check.bf16_gflops = gflops([&] { bf16->multiply(x.data(), m, y.data(), pool); });
+  check.max_relative_error = worst_error();
+  check.f32_gflops = gflops([&] { f32->multiply(x.data(), m, y.data(), pool); });
+  check.max_relative_error = std::max(check.max_relative_error, worst_error());
   return check;
 }
 
@@ -158,9 +172,12 @@ run_probes() {
       {"cpu_kernels",
        {{"isa", cpu.isa},
         {"row_dot", cpu.row_dot},
-        {"bf16_gemm", cpu.bf16_gemm},
-        {"bf16_gemm_gflops", cpu.bf16_gemm_gflops},
-        {"widened_gflops", cpu.widened_gflops},
+        {"bf16_prefill", cpu.bf16_prefill},
+        {"f32_prefill", cpu.f32_prefill},
+        {"bf16_gflops", cpu.bf16_gflops},
+        {"bf16_widened_gflops", cpu.bf16_widened_gflops},
+        {"f32_gflops", cpu.f32_gflops},
+        {"f32_sgemm_gflops", cpu.f32_sgemm_gflops},
         {"max_relative_error", cpu.max_relative_error}}},
       {"gpu", to_json(gpus)},
       {"kernels", kernels}};

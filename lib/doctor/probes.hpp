@@ -16,14 +16,15 @@ struct BlasCheck {
 BlasCheck check_blas();
 
 // The CPU runtime's kernels: what the CPU offers, which kernels run, and their throughput on a
-// prefill-shaped product (128 x 2048 x 2048) beside the widened-BF16 sgemm path.
+// prefill-shaped product (128 x 2048 x 2048) beside the OpenBLAS paths they replace.
 struct CpuKernelCheck {
-  std::string isa;       // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
-  std::string row_dot;   // decode kernel: "avx2" or "portable"
-  std::string bf16_gemm; // prefill kernel for BF16 weights: "avx512_bf16" or "widened sgemm"
-  double bf16_gemm_gflops = 0;
-  double widened_gflops = 0; // the widened-BF16 sgemm path on the same product
-  double max_relative_error = 0;
+  std::string isa;          // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
+  std::string row_dot;      // decode kernel: "avx2" or "portable"
+  std::string bf16_prefill; // "avx512_bf16" (panel GEMM) or "widened sgemm"
+  std::string f32_prefill;  // "avx512f" (panel GEMM) or "sgemm"
+  double bf16_gflops = 0, bf16_widened_gflops = 0; // the runtime's BF16 product; widened + sgemm
+  double f32_gflops = 0, f32_sgemm_gflops = 0;     // the runtime's F32 product; OpenBLAS sgemm
+  double max_relative_error = 0;                   // of the runtime's products against float64
 };
 
 CpuKernelCheck check_cpu_kernels();

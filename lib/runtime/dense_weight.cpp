@@ -1,20 +1,21 @@
 // Dense F32/BF16/F16 weights. Few activation rows (decode): each thread streams its share of W's
 // rows once through dot_rows (AVX2+FMA on x86-64, portable loops elsewhere), which keeps decode
-// bound by memory bandwidth. Many rows (prefill): BF16 W goes through the AVX512_BF16
-// dot-product GEMM where the CPU has it (activations split into hi + lo BF16, so results stay
-// within ~1e-5 of fp32); otherwise blocks of W are widened to fp32 and handed to OpenBLAS sgemm.
+// bound by memory bandwidth. Many rows (prefill): the AVX-512 panel GEMM where the CPU has it
+// (AVX512_BF16 dot products for BF16 W, activations split into hi + lo BF16 so results stay within
+// ~1e-5 of fp32; FMA for F32 W); otherwise OpenBLAS sgemm, BF16/F16 blocks of W widened first.
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "runtime/bf16_gemm.hpp"
 #include "runtime/dot_rows.hpp"
+#include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
 #include <cblas.h>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace optkit::runtime {
@@ -26,8 +27,21 @@ using model::DType;
 constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which sgemm pays off
 constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
-constexpr std::int64_t kBf16GemmMinRows = 4;     // activation rows from which the BF16 dot-product GEMM pays off
-constexpr std::int64_t kBf16GemmChunk = 64;      // W rows a thread takes at a time (whole 32-row panels)
+constexpr std::int64_t kPanelMinRows = 4;        // activation rows from which the AVX-512 panel GEMM pays off
+constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (whole 32-row panels)
+
+// The AVX-512 product for W's storage type, if there is one: BF16 with split activations (results
+// within ~1e-5 of fp32, so prefill agrees with fp32 decode), F32 with FMA.
+template <typename T>
+constexpr std::optional<PanelProduct>
+panel_product() {
+  if constexpr (std::is_same_v<T, Bf16>)
+    return PanelProduct::bf16_split;
+  else if constexpr (std::is_same_v<T, float>)
+    return PanelProduct::f32;
+  else
+    return std::nullopt;
+}
 
 template <typename T> class DenseWeight final : public LinearWeight {
 public:
@@ -46,12 +60,12 @@ public:
   }
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
-    if constexpr (std::is_same_v<T, Bf16>) {
-      if (m >= kBf16GemmMinRows && bf16_gemm_supported()) {
-        const auto packed = pack_activations(x, m, m_cols, Bf16Activations::split);
+    if constexpr (panel_product<T>().has_value()) {
+      if (m >= kPanelMinRows && panel_gemm_supported(*panel_product<T>())) {
+        const auto packed = pack_activations(x, m, m_cols, *panel_product<T>());
         pool.parallel_for(
-            m_rows, [&](std::int64_t r0, std::int64_t r1) { bf16_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
-            kBf16GemmChunk);
+            m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
+            kPanelChunk);
         return;
       }
     }

@@ -6,9 +6,9 @@
 //                [--dir /tmp/...]
 #include "core/thread_pool.hpp"
 #include "model/random_model.hpp"
-#include "runtime/bf16_gemm.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/linear_weight.hpp"
+#include "runtime/panel_gemm.hpp"
 #include "runtime/transformer.hpp"
 
 #include <chrono>
@@ -67,10 +67,11 @@ gemv_gbps(model::DType dtype, unsigned threads) {
 }
 
 // One prefill-shaped product alone (128 activation rows, W 8192 x 2048 like Llama-3.2-1B's
-// gate_proj) on each path the runtime has: GFLOP/s of the BF16 dot-product kernel in both
-// activation encodings, of the widened-BF16 sgemm path it replaces, and of F32 sgemm.
+// gate_proj) on each path the runtime has: GFLOP/s of the AVX-512 panel kernels — BF16 with split
+// activations (what the runtime uses) and rounded ones (llama.cpp's numerics), F32 with FMA —
+// beside the OpenBLAS paths they replace (BF16 widened + sgemm, F32 sgemm).
 struct GemmFigures {
-  double bf16_split = 0, bf16_rounded = 0, bf16_widened = 0, f32_sgemm = 0;
+  double bf16_split = 0, bf16_rounded = 0, bf16_widened = 0, f32_panel = 0, f32_sgemm = 0;
 };
 
 GemmFigures
@@ -95,24 +96,23 @@ gemm_gflops(unsigned threads) {
     }
     return flops / best / 1e9;
   };
+  const auto panel = [&](const auto* w, runtime::PanelProduct product) {
+    if (!runtime::panel_gemm_supported(product))
+      return 0.0;
+    return best_of([&] {
+      const auto packed = runtime::pack_activations(x.data(), m, cols, product);
+      pool.parallel_for(
+          rows, [&](std::int64_t r0, std::int64_t r1) { runtime::panel_gemm_rows(w, r0, r1, packed, y.data(), rows); },
+          64);
+    });
+  };
   const auto bf16_weight = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols);
   GemmFigures g;
   g.bf16_widened = best_of([&] { runtime::multiply_widened(*bf16_weight, x.data(), m, y.data(), pool); });
   g.f32_sgemm = best_of([&] { runtime::multiply_fp32_rows(w32.data(), rows, cols, x.data(), m, y.data(), pool); });
-  if (runtime::bf16_gemm_supported()) {
-    for (const auto encoding : {runtime::Bf16Activations::split, runtime::Bf16Activations::rounded}) {
-      const double gflops = best_of([&] {
-        const auto packed = runtime::pack_activations(x.data(), m, cols, encoding);
-        pool.parallel_for(
-            rows,
-            [&](std::int64_t r0, std::int64_t r1) {
-              runtime::bf16_gemm_rows(w16.data(), r0, r1, packed, y.data(), rows);
-            },
-            64);
-      });
-      (encoding == runtime::Bf16Activations::split ? g.bf16_split : g.bf16_rounded) = gflops;
-    }
-  }
+  g.bf16_split = panel(w16.data(), runtime::PanelProduct::bf16_split);
+  g.bf16_rounded = panel(w16.data(), runtime::PanelProduct::bf16_rounded);
+  g.f32_panel = panel(w32.data(), runtime::PanelProduct::f32);
   return g;
 }
 
@@ -221,9 +221,9 @@ main(int argc, char** argv) {
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
              gemv_bf16, 100.0 * gemv_bf16 / copy, gemv_f32, 100.0 * gemv_f32 / copy);
-  fmt::print("GEMM alone (128 x 8192 x 2048), GFLOP/s: BF16 dot-product kernel {:.0f} (split activations), {:.0f} "
-             "(rounded); BF16 widened + sgemm {:.0f}; F32 sgemm {:.0f}\n",
-             gemm.bf16_split, gemm.bf16_rounded, gemm.bf16_widened, gemm.f32_sgemm);
+  fmt::print("GEMM alone (128 x 8192 x 2048), GFLOP/s: BF16 panel {:.0f} (split activations, the runtime's) / "
+             "{:.0f} (rounded), widened + sgemm {:.0f}; F32 panel {:.0f}, sgemm {:.0f}\n",
+             gemm.bf16_split, gemm.bf16_rounded, gemm.bf16_widened, gemm.f32_panel, gemm.f32_sgemm);
   fmt::print("{:<6} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "batch", "prefill tok/s", "decode tok/s",
              "decode GB/s", "of copy BW");
   for (const auto& r : rows)

@@ -1,19 +1,20 @@
-// AVX512_BF16 kernels of bf16_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
+// AVX-512 kernels of panel_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
 //
 // Outer-product blocking, as BLAS kernels do: a thread takes W 32 rows at a time and, per block of
 // 128 packed words along K, transposes that 32 x 128 slice into an L1-resident panel (word p of
 // the 32 rows side by side: two zmm). A register tile of up to 12 activation rows × 32 W rows
 // keeps 24 fp32 accumulators; each packed word step loads the panel's two vectors, broadcasts one
-// activation word per row and issues 24 VDPBF16PS. Accumulators start from y after the first K
-// block, so no horizontal sums are needed. The activations, packed once per product and shared by
-// all threads, stay in L2; W streams from memory once per product.
-#include "runtime/bf16_gemm.hpp"
+// activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Accumulators start
+// from y after the first K block, so no horizontal sums are needed. The activations, packed once per product and shared
+// by all threads, stay in L2; W streams from memory once per product.
+#include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <immintrin.h>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 
 // GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
 // -Wuninitialized reports once they are inlined here.
@@ -26,6 +27,8 @@ namespace optkit::runtime {
 
 namespace {
 
+// Every function here may use AVX512_BF16; only the BF16 intrinsics emit its instructions, so the
+// F32 product runs wherever AVX-512F/BW/VL do (panel_gemm_supported(PanelProduct::f32)).
 #define OPTKIT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 constexpr std::int64_t kStep = 32;        // activations converted 32 at a time
@@ -50,6 +53,7 @@ split_words(__m512 x) {
 }
 
 // Rounded: word p = bf16(x[2p]) | bf16(x[2p+1]) << 16. Split: word k = hi(x[k]) | lo(x[k]) << 16.
+// F32: word k = the bits of x[k].
 OPTKIT_AVX512BF16 void
 pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& out) {
   for (std::int64_t i = 0; i < m; ++i) {
@@ -57,11 +61,18 @@ pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& 
     std::uint32_t* wi = out.words.data() + i * out.row_words;
     for (std::int64_t k = 0; k < cols; k += kStep) {
       const __m512 f0 = load16(xi + k, cols - k), f1 = load16(xi + k + 16, cols - k - 16);
-      if (out.encoding == Bf16Activations::rounded) {
+      switch (out.product) {
+      case PanelProduct::bf16_rounded:
         _mm512_storeu_si512(wi + k / 2, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(f1, f0)));
-      } else {
+        break;
+      case PanelProduct::bf16_split:
         _mm512_storeu_si512(wi + k, split_words(f0));
         _mm512_storeu_si512(wi + k + 16, split_words(f1));
+        break;
+      case PanelProduct::f32:
+        _mm512_storeu_si512(wi + k, _mm512_castps_si512(f0));
+        _mm512_storeu_si512(wi + k + 16, _mm512_castps_si512(f1));
+        break;
       }
     }
   }
@@ -69,8 +80,13 @@ pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& 
 
 // 16 packed words of one W row from word p on (zeros past the row's end).
 OPTKIT_AVX512BF16 inline __m512i
-row_words(const Bf16* row, std::int64_t cols, std::int64_t p, Bf16Activations encoding) {
-  if (encoding == Bf16Activations::rounded) { // 32 bf16 from element 2p, read as 16 pairs
+row_words(const float* row, std::int64_t cols, std::int64_t p, PanelProduct) {
+  return _mm512_castps_si512(load16(row + p, cols - p));
+}
+
+OPTKIT_AVX512BF16 inline __m512i
+row_words(const Bf16* row, std::int64_t cols, std::int64_t p, PanelProduct product) {
+  if (product == PanelProduct::bf16_rounded) { // 32 bf16 from element 2p, read as 16 pairs
     const std::int64_t valid = std::clamp<std::int64_t>(cols - 2 * p, 0, 32);
     return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << valid) - 1), row + 2 * p);
   }
@@ -112,15 +128,16 @@ transpose16(__m512i r[16]) {
 }
 
 // panel[p][n] := packed word p0 + p of W row n0 + n, for p < words, n < 32 (rows past `valid` are 0).
+template <typename T>
 OPTKIT_AVX512BF16 void
-pack_panel(const Bf16* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, std::int64_t p0, std::int64_t words,
-           Bf16Activations encoding, std::uint32_t* panel) {
+pack_panel(const T* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, std::int64_t p0, std::int64_t words,
+           PanelProduct product, std::uint32_t* panel) {
   __m512i r[16];
   for (std::int64_t half = 0; half < 2; ++half)
     for (std::int64_t p = 0; p < words; p += 16) {
       for (std::int64_t i = 0; i < 16; ++i) {
         const std::int64_t n = half * 16 + i;
-        r[i] = n < valid ? row_words(w + (n0 + n) * cols, cols, p0 + p, encoding) : _mm512_setzero_si512();
+        r[i] = n < valid ? row_words(w + (n0 + n) * cols, cols, p0 + p, product) : _mm512_setzero_si512();
       }
       transpose16(r);
       for (std::int64_t j = 0; j < 16 && p + j < words; ++j)
@@ -128,13 +145,18 @@ pack_panel(const Bf16* w, std::int64_t cols, std::int64_t n0, std::int64_t valid
     }
 }
 
+// acc += a · w per lane: BF16 pair products (Fma false) or fp32 multiply-adds (Fma true).
+template <bool Fma>
 OPTKIT_AVX512BF16 inline __m512
-dot(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+dot(__m512 acc, __m512i a, __m512i w) {
+  if constexpr (Fma)
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(w), acc);
+  else
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(w));
 }
 
 // y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows.
-template <std::size_t MR>
+template <std::size_t MR, bool Fma>
 OPTKIT_AVX512BF16 void
 tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows, float* const* y_rows,
      std::int64_t valid, bool accumulate) {
@@ -152,8 +174,8 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
 #pragma GCC unroll 12
     for (std::size_t i = 0; i < MR; ++i) {
       const __m512i a = _mm512_set1_epi32(static_cast<int>(x_rows[i][p]));
-      acc[i][0] = dot(acc[i][0], a, w0);
-      acc[i][1] = dot(acc[i][1], a, w1);
+      acc[i][0] = dot<Fma>(acc[i][0], a, w0);
+      acc[i][1] = dot<Fma>(acc[i][1], a, w1);
     }
   }
 #pragma GCC unroll 12
@@ -163,49 +185,23 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
   }
 }
 
-template <std::size_t MR>
+template <std::size_t MR, bool Fma>
 void
 tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows,
               float* const* y_rows, std::int64_t valid, bool accumulate) {
   if constexpr (MR > 1) {
     if (mr < MR)
-      return tile_dispatch<MR - 1>(mr, panel, words, x_rows, y_rows, valid, accumulate);
+      return tile_dispatch<MR - 1, Fma>(mr, panel, words, x_rows, y_rows, valid, accumulate);
   }
-  tile<MR>(panel, words, x_rows, y_rows, valid, accumulate);
+  tile<MR, Fma>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
-} // namespace
-
-bool
-bf16_gemm_supported() {
-  static const bool has = [] {
-    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
-    if (baseline && std::string_view(baseline) == "1")
-      return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  }();
-  return has;
-}
-
-PackedActivations
-pack_activations(const float* x, std::int64_t m, std::int64_t cols, Bf16Activations encoding) {
-  if (!bf16_gemm_supported())
-    throw std::logic_error("pack_activations: this CPU has no AVX512_BF16; check bf16_gemm_supported() first");
-  PackedActivations out;
-  out.encoding = encoding;
-  out.m = m;
-  out.cols = cols;
-  const std::int64_t steps = (cols + kStep - 1) / kStep;
-  out.row_words = steps * (encoding == Bf16Activations::split ? 32 : 16);
-  out.words.resize(static_cast<std::size_t>(m * out.row_words));
-  pack_rows(x, m, cols, out);
-  return out;
-}
-
+template <typename T>
 void
-bf16_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
-               std::int64_t ldy) {
+gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
+  constexpr bool fma = std::is_same_v<T, float>;
+  if (fma != (x.product == PanelProduct::f32))
+    throw std::logic_error("panel_gemm_rows: F32 weights need f32 activations, BF16 weights a bf16 encoding");
   thread_local std::vector<std::uint32_t> panel(static_cast<std::size_t>(kBlockWords * kPanelRows));
   const std::uint32_t* x_rows[kTileRows];
   float* y_rows[kTileRows];
@@ -213,7 +209,7 @@ bf16_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActi
     const std::int64_t valid = std::min(kPanelRows, r1 - n0);
     for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kBlockWords) {
       const std::int64_t words = std::min(kBlockWords, x.row_words - p0);
-      pack_panel(w, x.cols, n0, valid, p0, words, x.encoding, panel.data());
+      pack_panel(w, x.cols, n0, valid, p0, words, x.product, panel.data());
       for (std::int64_t i0 = 0; i0 < x.m; i0 += static_cast<std::int64_t>(kTileRows)) {
         const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(kTileRows), x.m - i0));
         for (std::size_t i = 0; i < mr; ++i) {
@@ -221,10 +217,52 @@ bf16_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActi
           x_rows[i] = x.words.data() + row * x.row_words + p0;
           y_rows[i] = y + row * ldy + n0;
         }
-        tile_dispatch<kTileRows>(mr, panel.data(), words, x_rows, y_rows, valid, p0 > 0);
+        tile_dispatch<kTileRows, fma>(mr, panel.data(), words, x_rows, y_rows, valid, p0 > 0);
       }
     }
   }
+}
+
+} // namespace
+
+bool
+panel_gemm_supported(PanelProduct product) {
+  static const bool has_f32 = [] {
+    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
+    if (baseline && std::string_view(baseline) == "1")
+      return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  static const bool has_bf16 = has_f32 && __builtin_cpu_supports("avx512bf16");
+  return product == PanelProduct::f32 ? has_f32 : has_bf16;
+}
+
+PackedActivations
+pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product) {
+  if (!panel_gemm_supported(product))
+    throw std::logic_error("pack_activations: this CPU lacks the AVX-512 kernels; check panel_gemm_supported() first");
+  PackedActivations out;
+  out.product = product;
+  out.m = m;
+  out.cols = cols;
+  const std::int64_t steps = (cols + kStep - 1) / kStep;
+  out.row_words = steps * (product == PanelProduct::bf16_rounded ? 16 : 32);
+  out.words.resize(static_cast<std::size_t>(m * out.row_words));
+  pack_rows(x, m, cols, out);
+  return out;
+}
+
+void
+panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                std::int64_t ldy) {
+  gemm_rows(w, r0, r1, x, y, ldy);
+}
+
+void
+panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                std::int64_t ldy) {
+  gemm_rows(w, r0, r1, x, y, ldy);
 }
 
 } // namespace optkit::runtime

@@ -1,15 +1,16 @@
-// The AVX512_BF16 GEMM against a float64 reference on awkward shapes (K not a multiple of 32,
-// activation and weight rows not multiples of the register tile), in both activation encodings:
-// `split` within fp32 accuracy, `rounded` exactly the product of BF16-rounded activations. On a
-// CPU without AVX512_BF16 (or OPTKIT_CPU_BASELINE=1, or a portable build) the kernel is not
-// offered, which is checked instead.
+// The AVX-512 panel GEMMs against a float64 reference on awkward shapes (K not a multiple of 32,
+// activation and weight rows not multiples of the register tile or the 32-row panel, K spanning
+// several packed blocks): BF16 `split` and F32 within fp32 accuracy, BF16 `rounded` the product of
+// BF16-rounded activations. On a CPU without the instructions (or OPTKIT_CPU_BASELINE=1, or a
+// portable build) the kernels are not offered, which is checked instead.
 #include "model/dtype.hpp"
-#include "runtime/bf16_gemm.hpp"
+#include "runtime/panel_gemm.hpp"
 
 #include <cmath>
 #include <doctest/doctest.h>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 using namespace optkit;
@@ -46,10 +47,11 @@ worst_error(const std::vector<float>& got, const std::vector<Bf16>& w, const std
 
 } // namespace
 
-TEST_CASE("the BF16 GEMM matches a float64 reference in both activation encodings") {
-  if (!bf16_gemm_supported()) {
-    MESSAGE("no AVX512_BF16 kernels on this build or CPU: the runtime keeps the widened-sgemm path");
-    CHECK_THROWS_AS(pack_activations(nullptr, 0, 0, Bf16Activations::split), std::logic_error);
+TEST_CASE("the panel GEMMs match a float64 reference") {
+  if (!panel_gemm_supported(PanelProduct::f32)) {
+    MESSAGE("no AVX-512 panel kernels on this build or CPU: the runtime keeps OpenBLAS sgemm");
+    CHECK_FALSE(panel_gemm_supported(PanelProduct::bf16_split));
+    CHECK_THROWS_AS(pack_activations(nullptr, 0, 0, PanelProduct::f32), std::logic_error);
     return;
   }
   std::mt19937 rng(7);
@@ -60,24 +62,39 @@ TEST_CASE("the BF16 GEMM matches a float64 reference in both activation encoding
     CAPTURE(c.rows);
     CAPTURE(c.cols);
     std::vector<Bf16> w(static_cast<std::size_t>(c.rows * c.cols));
-    for (auto& v : w)
-      v.bits = model::float_to_bf16(normal(rng));
+    std::vector<float> w32(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i].bits = model::float_to_bf16(normal(rng));
+      w32[i] = to_float(w[i]);
+    }
     std::vector<float> x(static_cast<std::size_t>(c.m * c.cols));
     for (auto& v : x)
       v = normal(rng) * 3.0f;
-    for (const auto encoding : {Bf16Activations::split, Bf16Activations::rounded}) {
-      const bool rounded = encoding == Bf16Activations::rounded;
-      CAPTURE(rounded);
-      const auto packed = pack_activations(x.data(), c.m, c.cols, encoding);
+    for (const auto product : {PanelProduct::bf16_split, PanelProduct::bf16_rounded, PanelProduct::f32}) {
+      if (!panel_gemm_supported(product))
+        continue;
+      const bool rounded = product == PanelProduct::bf16_rounded;
+      CAPTURE(static_cast<int>(product));
+      const auto packed = pack_activations(x.data(), c.m, c.cols, product);
       std::vector<float> y(static_cast<std::size_t>(c.m * c.rows), -1.0f);
       // Two calls over a split of W's rows, as two threads would make them.
       const std::int64_t half = c.rows / 2;
-      bf16_gemm_rows(w.data(), 0, half, packed, y.data(), c.rows);
-      bf16_gemm_rows(w.data(), half, c.rows, packed, y.data(), c.rows);
+      for (const auto& [r0, r1] : {std::pair{std::int64_t{0}, half}, std::pair{half, c.rows}}) {
+        if (product == PanelProduct::f32)
+          panel_gemm_rows(w32.data(), r0, r1, packed, y.data(), c.rows);
+        else
+          panel_gemm_rows(w.data(), r0, r1, packed, y.data(), c.rows);
+      }
       // fp32 accumulation: a few ulps of the product's scale. Split activations keep ~16 bits.
       CHECK(worst_error(y, w, x, c, rounded) < (rounded ? 1e-6 : 2e-5));
-      if (!rounded) // and rounding them would be visibly worse: the split encoding is doing work
+      if (product == PanelProduct::bf16_split) // and rounding them would be visibly worse
         CHECK(worst_error(y, w, x, c, true) > 1e-4);
     }
   }
+  // F32 weights with a BF16 encoding (or the reverse) are a programming error, refused.
+  const std::vector<float> x(32, 1.0f), w32(32, 1.0f);
+  std::vector<float> y(1);
+  CHECK_THROWS_AS(
+      panel_gemm_rows(w32.data(), 0, 1, pack_activations(x.data(), 1, 32, PanelProduct::bf16_split), y.data(), 1),
+      std::logic_error);
 }

@@ -1,0 +1,45 @@
+// The AVX-512 matrix products of prefill: y[i·ldy + r] = Σ_c W[r, c]·x[i, c] for many activation
+// rows, blocked as BLAS kernels are (W packed into L1-resident panels per K block, register tiles
+// of 12 activation rows × 32 W rows accumulating into y), on W's own storage type:
+//  - BF16 W with AVX512_BF16 dot products (VDPBF16PS: fp32 accumulation of bf16 pair products),
+//    never widened to fp32. The fp32 activations become BF16 pairs in one of two encodings:
+//      bf16_rounded — each x rounded to nearest-even BF16, two k per product (llama.cpp's
+//        numerics for BF16 weights, twice the products per instruction);
+//      bf16_split — x = hi + lo with hi, lo BF16 and W's value paired with itself, one k per
+//        product, so x keeps ~16 significant bits and results stay within ~1e-5 of fp32 (what
+//        the runtime uses: prefill then agrees with fp32 decode and the fp32 reference).
+//  - F32 W with AVX-512 FMA (f32).
+// Chosen at run time: panel_gemm_supported() says whether this build and CPU can (x86-64 with
+// AVX-512F, plus AVX512_BF16 for the BF16 products; not OPTKIT_PORTABLE_KERNELS, not
+// OPTKIT_CPU_BASELINE=1). Elsewhere the runtime keeps OpenBLAS sgemm (BF16 widened first).
+#pragma once
+
+#include "runtime/dot_rows.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace optkit::runtime {
+
+enum class PanelProduct { bf16_rounded, bf16_split, f32 };
+
+bool panel_gemm_supported(PanelProduct product);
+
+// x [m, cols] encoded for panel_gemm_rows, once per product and shared by every thread.
+struct PackedActivations {
+  PanelProduct product = PanelProduct::bf16_split;
+  std::int64_t m = 0, cols = 0;
+  std::int64_t row_words = 0; // 32-bit words per row (a bf16 pair or an fp32 each), zero-padded
+  std::vector<std::uint32_t> words;
+};
+
+PackedActivations pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product);
+
+// Rows r ∈ [r0, r1) of y's columns; W is row-major [rows, cols] with cols == x.cols, BF16 for the
+// bf16 products and fp32 for f32. r0 should be a multiple of 32 (a whole panel) for full speed.
+void panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                     std::int64_t ldy);
+void panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                     std::int64_t ldy);
+
+} // namespace optkit::runtime
