@@ -51,16 +51,19 @@ TEST_CASE("perplexity is llama-perplexity's figure, computed by an independent r
   }
 }
 
-TEST_CASE("a stride is llama-perplexity's --ppl-stride: the last `stride` tokens of each window scored") {
+TEST_CASE("a stride is llama-perplexity's --ppl-stride: windows of ctx + stride/2, the last `stride` scored") {
+  // llama-perplexity -c 64 --ppl-stride 16 decodes windows of 72 tokens every 16 and scores the
+  // tokens after positions 55..70; the window's first token is not replaced by BOS.
   const auto r = measure_perplexity(tiny(64, 16, 10));
   CHECK(r.windows == 10);
   CHECK(r.scored_tokens == 10 * 16);
   CHECK(r.method.find("--ppl-stride 16") != std::string::npos);
-  CHECK(r.method.find("positions 47..62") != std::string::npos);
+  CHECK(r.method.find("windows of 72 tokens every 16") != std::string::npos);
+  CHECK(r.method.find("positions 55..70") != std::string::npos);
   CHECK(r.method.find("BOS replacing") == std::string::npos);
-  // Every window of the file: ceil((tokens - ctx) / stride).
+  // Every window of the file: ceil((tokens - length) / stride).
   const auto all = measure_perplexity(tiny(64, 48, 0));
-  CHECK(all.windows == (all.text_tokens - 64 + 47) / 48);
+  CHECK(all.windows == (all.text_tokens - 88 + 47) / 48);
 }
 
 TEST_CASE("KL of a model against itself is zero with full agreement") {
@@ -82,5 +85,5 @@ TEST_CASE("windows that do not fit are refused with the flag to change") {
   test::ScratchDir dir;
   test::write_text(dir / "short.txt", "only a few words");
   o.data = dir / "short.txt";
-  CHECK_THROWS_WITH_AS(measure_perplexity(o), doctest::Contains("fewer than one --ctx window"), InputError);
+  CHECK_THROWS_WITH_AS(measure_perplexity(o), doctest::Contains("not enough for one window of 1000"), InputError);
 }

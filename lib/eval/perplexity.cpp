@@ -50,35 +50,45 @@ mean_stderr(double sum, double sum_sq, double n) {
 // Which windows are scored, exactly as llama-perplexity cuts them from the BOS-first token stream.
 struct WindowPlan {
   std::int64_t windows = 0;
+  std::int64_t length = 0;      // tokens per window
   std::int64_t stride = 0;      // tokens between window starts
-  std::int64_t first_logit = 0; // logits first_logit .. ctx-2 are scored (each predicts the next token)
+  std::int64_t first_logit = 0; // logits first_logit .. length-2 are scored (each predicts the next token)
   bool strided = false;         // --ppl-stride windows rather than whole chunks
   bool bos_first = false;       // each window's first token replaced by BOS
 
-  std::string describe(std::int64_t used, std::int64_t ctx) const {
+  std::string describe(std::int64_t used) const {
     return fmt::format("llama-perplexity{}: BOS-first text, {} windows of {} tokens every {}{}, scoring the "
                        "tokens after positions {}..{} of each ({} per window)",
-                       strided ? fmt::format(" --ppl-stride {}", stride) : "", used, ctx, stride,
-                       bos_first ? ", BOS replacing each window's first token" : "", first_logit, ctx - 2,
-                       ctx - 1 - first_logit);
+                       strided ? fmt::format(" --ppl-stride {}", stride) : "", used, length, stride,
+                       bos_first ? ", BOS replacing each window's first token" : "", first_logit, length - 2,
+                       length - 1 - first_logit);
   }
 };
+
+// Tokens per window: ctx, or with --ppl-stride the ctx + stride/2 llama-perplexity widens it to.
+std::int64_t
+window_length(std::int64_t ctx, std::int64_t stride) {
+  return stride > 0 ? ctx + stride / 2 : ctx;
+}
 
 WindowPlan
 plan_windows(std::int64_t tokens, std::int64_t ctx, std::int64_t stride, bool has_bos) {
   WindowPlan plan;
   if (stride <= 0) {
     // llama-perplexity's default: whole chunks of ctx tokens, the second half of each scored.
+    plan.length = ctx;
     plan.windows = tokens / ctx;
     plan.stride = ctx;
     plan.first_logit = ctx / 2;
     plan.bos_first = has_bos;
   } else {
-    // llama-perplexity --ppl-stride: windows every `stride` tokens, the last `stride` tokens of
-    // each scored. Its BOS substitution happens after the window is decoded, so none takes effect.
-    plan.windows = (tokens - ctx + stride - 1) / stride;
+    // llama-perplexity --ppl-stride: it widens the context to ctx + stride/2, starts a window every
+    // `stride` tokens and scores the last `stride` of each. Its BOS substitution happens after the
+    // window is decoded, so none takes effect.
+    plan.length = window_length(ctx, stride);
+    plan.windows = std::max<std::int64_t>(0, (tokens - plan.length + stride - 1) / stride);
     plan.stride = stride;
-    plan.first_logit = ctx - stride - 1;
+    plan.first_logit = plan.length - stride - 1;
     plan.strided = true;
   }
   return plan;
@@ -97,8 +107,10 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
                                  options.stride, ctx));
   const auto started = std::chrono::steady_clock::now();
   runtime::CpuTransformer model(options.model, {options.threads, options.delta});
-  if (ctx > model.config().max_position_embeddings)
-    throw InputError(fmt::format("--ctx {} exceeds the model's max_position_embeddings {}", ctx,
+  const std::int64_t length = window_length(ctx, options.stride);
+  if (length > model.config().max_position_embeddings)
+    throw InputError(fmt::format("--ctx {}{} exceeds the model's max_position_embeddings {}", ctx,
+                                 options.stride > 0 ? fmt::format(" (+ --stride/2 = {})", length) : "",
                                  model.config().max_position_embeddings));
   std::unique_ptr<runtime::CpuTransformer> base;
   if (options.kl_base) {
@@ -123,19 +135,18 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   result.text_tokens = static_cast<std::int64_t>(tokens.size());
   const WindowPlan plan = plan_windows(result.text_tokens, ctx, options.stride, bos.has_value());
   if (plan.windows < 1)
-    throw InputError(
-        fmt::format("{}: has {} tokens, fewer than one --ctx window of {}; use a smaller --ctx or more text",
-                    options.data.string(), result.text_tokens, ctx));
+    throw InputError(fmt::format("{}: has {} tokens, not enough for one window of {}; use a smaller --ctx or more text",
+                                 options.data.string(), result.text_tokens, plan.length));
   const std::int64_t windows = options.max_windows > 0 ? std::min(plan.windows, options.max_windows) : plan.windows;
   const std::int64_t first_logit = plan.first_logit, stride = plan.stride;
   result.windows = windows;
-  result.method = plan.describe(windows, ctx);
+  result.method = plan.describe(windows);
   const auto vocab = model.config().vocab_size;
   // Windows per forward pass: enough rows for BLAS, bounded logits memory (~256 MiB per model).
-  const std::int64_t batch = std::clamp<std::int64_t>((std::int64_t{64} << 20) / (ctx * vocab), 1, 8);
+  const std::int64_t batch = std::clamp<std::int64_t>((std::int64_t{64} << 20) / (length * vocab), 1, 8);
 
   double nll_sum = 0, nll_sq = 0, kl_sum = 0, kl_sq = 0, kl_max = 0, base_nll = 0;
-  const auto window_tokens = static_cast<double>(ctx - 1 - first_logit); // scored per window
+  const auto window_tokens = static_cast<double>(length - 1 - first_logit); // scored per window
   std::int64_t agree = 0;
   std::vector<double> delta_p;
   std::vector<double> logp, base_logp;
@@ -147,7 +158,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
       const auto start = static_cast<std::size_t>((w0 + k) * stride);
       auto& ids = inputs[static_cast<std::size_t>(k)];
       ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(start),
-                 tokens.begin() + static_cast<std::ptrdiff_t>(start + static_cast<std::size_t>(ctx)));
+                 tokens.begin() + static_cast<std::ptrdiff_t>(start + static_cast<std::size_t>(length)));
       if (plan.bos_first)
         ids[0] = *bos;
       model_inputs.push_back({model.add_sequence(), ids, true});
@@ -159,9 +170,9 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     for (std::int64_t k = 0; k < n; ++k) {
       const auto start = (w0 + k) * stride;
       const double window_nll_before = nll_sum, window_kl_before = kl_sum;
-      for (std::int64_t j = first_logit; j < ctx - 1; ++j) {
+      for (std::int64_t j = first_logit; j < length - 1; ++j) {
         const auto target = static_cast<std::size_t>(tokens[static_cast<std::size_t>(start + j + 1)]);
-        const auto row = static_cast<std::size_t>((k * ctx + j) * vocab);
+        const auto row = static_cast<std::size_t>((k * length + j) * vocab);
         log_softmax(logits.data() + row, vocab, logp);
         const double nll = -logp[target];
         nll_sum += nll;
@@ -224,7 +235,7 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     result.kl = kl;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  result.tokens_per_second = static_cast<double>(windows * ctx * (base ? 2 : 1)) / std::max(1e-9, result.seconds);
+  result.tokens_per_second = static_cast<double>(windows * length * (base ? 2 : 1)) / std::max(1e-9, result.seconds);
   return result;
 }
 

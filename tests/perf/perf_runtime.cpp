@@ -4,6 +4,11 @@
 // run with the same threads. Prints figures; asserts nothing.
 //   perf_runtime [--preset llama-3.2-1b] [--dtype BF16|F32] [--threads N] [--prefill 128] [--decode-steps 8]
 //                [--dir /tmp/...]
+// Side by side with llama.cpp, in the same run: with LLAMA_BENCH=<llama-bench binary> it also
+// converts the same random weights to GGUF (TO_GGUF=<to_gguf.py>, GGUF_PY=<llama.cpp>/gguf-py, run
+// with /usr/bin/python3; not part of optkit) and runs llama-bench on them with the same threads,
+// prompt length and weights in ordinary memory (--load-mode none), printing optkit ÷ llama.cpp.
+// llama.cpp is a measuring stick only: nothing of it is in optkit's build.
 #include "core/thread_pool.hpp"
 #include "model/random_model.hpp"
 #include "runtime/dot_rows.hpp"
@@ -12,9 +17,12 @@
 #include "runtime/transformer.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -116,6 +124,68 @@ gemm_gflops(unsigned threads) {
   return g;
 }
 
+// What llama-bench measured on one GGUF file: prompt-processing and generation tokens/s.
+struct LlamaBench {
+  double prefill_tps = 0, decode_tps = 0;
+  std::string error;
+};
+
+std::string
+run_command(const std::string& command, int& status) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    status = -1;
+    return output;
+  }
+  char buffer[4096];
+  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  status = pclose(pipe);
+  return output;
+}
+
+LlamaBench
+llama_bench(const std::filesystem::path& model_dir, model::DType dtype, unsigned threads, std::size_t prefill,
+            int decode_steps) {
+  LlamaBench result;
+  const char* bench = std::getenv("LLAMA_BENCH");
+  const char* to_gguf = std::getenv("TO_GGUF");
+  if (bench == nullptr)
+    return result;
+  const auto gguf = model_dir / "model.gguf";
+  int status = 0;
+  if (!std::filesystem::exists(gguf)) {
+    if (to_gguf == nullptr) {
+      result.error = "set TO_GGUF (and GGUF_PY) to convert the model for llama-bench";
+      return result;
+    }
+    const std::string convert =
+        fmt::format("/usr/bin/python3 '{}' '{}' '{}' --outtype {} 2>&1", to_gguf, model_dir.string(), gguf.string(),
+                    dtype == model::DType::bf16 ? "bf16" : "f32");
+    const auto out = run_command(convert, status);
+    if (status != 0) {
+      result.error = "GGUF conversion failed: " + out.substr(out.size() > 400 ? out.size() - 400 : 0);
+      return result;
+    }
+  }
+  const std::string command = fmt::format("'{}' -m '{}' -p {} -n {} -t {} -r 3 --load-mode none -o json 2>/dev/null",
+                                          bench, gguf.string(), prefill, decode_steps, threads);
+  const auto out = run_command(command, status);
+  try {
+    for (const auto& test : nlohmann::json::parse(out)) {
+      const double tps = test.at("avg_ts").get<double>();
+      if (test.at("n_prompt").get<int>() > 0)
+        result.prefill_tps = tps;
+      else
+        result.decode_tps = tps;
+    }
+  } catch (const std::exception& e) {
+    result.error = fmt::format("llama-bench exit {}, output not JSON ({}): {}", status, e.what(), out.substr(0, 300));
+  }
+  return result;
+}
+
 std::vector<TokenId>
 prompt(std::size_t length, int seed) {
   std::vector<TokenId> ids(length);
@@ -197,6 +267,7 @@ main(int argc, char** argv) {
     double gbps;
   };
   std::vector<Row> rows;
+  std::vector<std::pair<model::DType, LlamaBench>> llama;
   for (const auto dtype : {model::DType::bf16, model::DType::f32}) {
     if (only_dtype && dtype != *only_dtype)
       continue;
@@ -213,6 +284,7 @@ main(int argc, char** argv) {
       const auto f = measure(model, batch, batch == 1 ? prefill : prefill / 4, decode_steps);
       rows.push_back({dtype, batch, f, weight_gb / f.decode_step_s});
     }
+    llama.emplace_back(dtype, llama_bench(path, dtype, threads, prefill, 64));
     copies.push_back(stream_copy_gbps(threads));
   }
   const double copy = *std::max_element(copies.begin(), copies.end());
@@ -229,5 +301,19 @@ main(int argc, char** argv) {
   for (const auto& r : rows)
     fmt::print("{:<6} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(r.dtype), r.batch,
                r.figures.prefill_tps, r.figures.decode_tps, r.gbps, 100.0 * r.gbps / copy);
+  for (const auto& [dtype, l] : llama) {
+    if (!l.error.empty()) {
+      fmt::print("llama-bench {}: {}\n", model::dtype_name(dtype), l.error);
+      continue;
+    }
+    if (l.prefill_tps <= 0)
+      continue;
+    const auto mine =
+        std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.dtype == dtype && r.batch == 1; });
+    fmt::print("llama-bench {} (same weights, {} threads, -p {} -n 64, --load-mode none): prefill {:.1f} tok/s, "
+               "decode {:.2f} tok/s; optkit / llama.cpp: prefill {:.2f}x, decode {:.2f}x\n",
+               model::dtype_name(dtype), threads, prefill, l.prefill_tps, l.decode_tps,
+               mine->figures.prefill_tps / l.prefill_tps, mine->figures.decode_tps / l.decode_tps);
+  }
   return 0;
 }
