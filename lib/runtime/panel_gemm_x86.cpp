@@ -97,6 +97,12 @@ row_words(const Bf16* row, std::int64_t cols, std::int64_t p, PanelProduct produ
   return _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
 }
 
+// The first W element of packed word p: two BF16 values per word when rounded, else one value.
+inline std::int64_t
+element_of_word(std::int64_t p, PanelProduct product) {
+  return product == PanelProduct::bf16_rounded ? 2 * p : p;
+}
+
 // In place: r[i] (16 words of row i) become c[j] (word j of the 16 rows).
 OPTKIT_AVX512BF16 inline void
 transpose16(__m512i r[16]) {
@@ -137,7 +143,15 @@ pack_panel(const T* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, s
     for (std::int64_t p = 0; p < words; p += 16) {
       for (std::int64_t i = 0; i < 16; ++i) {
         const std::int64_t n = half * 16 + i;
-        r[i] = n < valid ? row_words(w + (n0 + n) * cols, cols, p0 + p, product) : _mm512_setzero_si512();
+        if (n >= valid) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const T* row = w + (n0 + n) * cols;
+        r[i] = row_words(row, cols, p0 + p, product);
+        // The same row one K block on, which the next pack_panel reads: 32 rows are too many
+        // interleaved streams for the hardware prefetcher to keep W streaming at full bandwidth.
+        _mm_prefetch(reinterpret_cast<const char*>(row + element_of_word(p0 + p + kBlockWords, product)), _MM_HINT_T0);
       }
       transpose16(r);
       for (std::int64_t j = 0; j < 16 && p + j < words; ++j)
