@@ -3,7 +3,7 @@
 // bytes streamed per step / step time) as a fraction of a STREAM-style copy measured in the same
 // run with the same threads. Prints figures; asserts nothing.
 //   perf_runtime [--preset llama-3.2-1b] [--dtype BF16|F32] [--threads N] [--prefill 128] [--decode-steps 8]
-//                [--dir /tmp/...]
+//                [--dir /tmp/...] [--batches 1,16]
 // Side by side with llama.cpp, in the same run: with LLAMA_BENCH=<llama-bench binary> it also
 // converts the same random weights to GGUF (TO_GGUF=<to_gguf.py>, GGUF_PY=<llama.cpp>/gguf-py, run
 // with /usr/bin/python3; not part of optkit) and runs llama-bench on them with the same threads,
@@ -240,6 +240,7 @@ main(int argc, char** argv) {
   std::size_t prefill = 128;
   int decode_steps = 8;
   std::optional<model::DType> only_dtype;
+  std::vector<int> batches{1, 16};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--preset")
@@ -254,6 +255,14 @@ main(int argc, char** argv) {
       dir = value;
     else if (flag == "--dtype")
       only_dtype = model::parse_dtype(value);
+    else if (flag == "--batches") {
+      batches.clear();
+      for (std::size_t at = 0; at < value.size();) {
+        const std::size_t comma = std::min(value.find(',', at), value.size());
+        batches.push_back(std::stoi(value.substr(at, comma - at)));
+        at = comma + 1;
+      }
+    }
   }
   // The copy is measured before, between and after the model runs; the best figure is the
   // denominator of every fraction, so a noisy neighbour can only make the fractions smaller.
@@ -279,7 +288,7 @@ main(int argc, char** argv) {
     runtime::CpuTransformer model(path, {threads});
     const double weight_gb = static_cast<double>(model.weight_bytes()) / 1e9;
     measure(model, 1, 8, 2); // touches every weight page once, so no timing includes page faults
-    for (const int batch : {1, 16}) {
+    for (const int batch : batches) {
       // batch 16 prefills shorter prompts to keep the run short; tokens/s is what is compared
       const auto f = measure(model, batch, batch == 1 ? prefill : prefill / 4, decode_steps);
       rows.push_back({dtype, batch, f, weight_gb / f.decode_step_s});
