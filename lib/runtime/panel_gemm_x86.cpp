@@ -5,8 +5,8 @@
 // the 32 rows side by side: two zmm). A register tile of up to 12 activation rows × 32 W rows
 // keeps 24 fp32 accumulators; each packed word step loads the panel's two vectors, broadcasts one
 // activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Accumulators start
-// from y after the first K block, so no horizontal sums are needed. The activations, packed once per product and shared
-// by all threads, stay in L2; W streams from memory once per product.
+// from y after the first K block, so no horizontal sums are needed. The activations, packed once
+// per product and shared by all threads, stay in L2; W streams from memory once per product.
 #include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
