@@ -1,5 +1,5 @@
 #include "bench/arrivals.hpp"
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 
 #include "core/error.hpp"
 
@@ -56,7 +56,7 @@ TEST_CASE("trace replay sorts, shifts to zero and scales time") {
 }
 
 TEST_CASE("the random source's distributions have their moments") {
-  RandomSource random(9);
+  optkit::RandomSource random(9);
   double sum = 0, sum2 = 0, gamma_sum = 0;
   const int n = 200000;
   for (int i = 0; i < n; ++i) {

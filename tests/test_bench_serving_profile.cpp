@@ -1,4 +1,4 @@
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 #include "bench/serving_profile.hpp"
 
 #include "core/error.hpp"

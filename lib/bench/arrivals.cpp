@@ -1,6 +1,6 @@
 #include "bench/arrivals.hpp"
 
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 #include "core/error.hpp"
 
 #include <algorithm>

@@ -1,22 +1,12 @@
 #include "bench/latency_statistics.hpp"
 
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 namespace optkit::bench {
-
-double
-percentile_of_sorted(const std::vector<double>& sorted, double q) {
-  if (sorted.empty())
-    return -1;
-  const double h = (static_cast<double>(sorted.size()) - 1.0) * std::clamp(q, 0.0, 100.0) / 100.0;
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
 
 Interval
 bootstrap_percentile_interval(const std::vector<double>& values, double q, std::size_t resamples, std::uint64_t seed) {

@@ -3,14 +3,15 @@
 // and percentile-bootstrap confidence intervals for the tail ones.
 #pragma once
 
+#include "core/statistics.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace optkit::bench {
 
-// q in [0, 100]; `sorted` ascending and not empty.
-double percentile_of_sorted(const std::vector<double>& sorted, double q);
+using optkit::percentile_of_sorted; // core/statistics: linear interpolation, numpy's default
 
 struct Interval {
   double low = 0;

@@ -1,6 +1,6 @@
 #include "bench/prompt_synthesis.hpp"
 
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/resource_paths.hpp"

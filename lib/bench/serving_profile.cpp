@@ -1,7 +1,7 @@
 #include "bench/serving_profile.hpp"
 
 #include "bench/json_lines.hpp"
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 #include "bench/slo.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"

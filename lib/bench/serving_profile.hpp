@@ -6,6 +6,7 @@
 
 #include "bench/arrivals.hpp"
 #include "bench/slo.hpp"
+#include "core/random_source.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -70,7 +71,6 @@ struct PlannedRequest {
 // `count` requests drawn from the profile; deterministic in `seed`.
 std::vector<PlannedRequest> plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t seed);
 
-class RandomSource;
 std::int64_t sample_length(const LengthDistribution& distribution, RandomSource& random);
 
 } // namespace optkit::bench

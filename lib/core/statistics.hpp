@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 namespace optkit {
 
@@ -13,5 +14,9 @@ struct SampleSummary {
 };
 
 SampleSummary summarize(std::span<const double> values);
+
+// The q-th percentile (q in [0, 100]) by linear interpolation between closest ranks (numpy's
+// default, `np.percentile(..., method="linear")`); `sorted` ascending; -1 when it is empty.
+double percentile_of_sorted(const std::vector<double>& sorted, double q);
 
 } // namespace optkit

@@ -1,4 +1,4 @@
-// The seeded randomness behind every bench schedule and request plan: a 64-bit Mersenne
+// The seeded randomness behind every bench schedule, request plan, simulation and search: a 64-bit Mersenne
 // Twister with the distributions written out here (not std::*_distribution, whose algorithms
 // differ between standard libraries), so the same seed gives the same requests everywhere.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <random>
 
-namespace optkit::bench {
+namespace optkit {
 
 class RandomSource {
 public:
@@ -25,4 +25,4 @@ private:
   double m_spare = 0;
 };
 
-} // namespace optkit::bench
+} // namespace optkit

@@ -1,9 +1,9 @@
-#include "bench/random_source.hpp"
+#include "core/random_source.hpp"
 
 #include <cmath>
 #include <numbers>
 
-namespace optkit::bench {
+namespace optkit {
 
 double
 RandomSource::uniform() {
@@ -65,4 +65,4 @@ RandomSource::below(std::uint64_t bound) {
   }
 }
 
-} // namespace optkit::bench
+} // namespace optkit
