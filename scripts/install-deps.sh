@@ -11,6 +11,7 @@ packages=(
   clang clang-format libclang-rt-14-dev
   procps util-linux man-db python3 nodejs
   python3-prometheus-client # tests only: parses serve-deltas' /metrics as Prometheus does
+  python3-optuna # tests only: the oracle optkit tune's TPE is checked against
 )
 # --training adds what testdata/models/tools/*.py need to retrain the test models and rewrite
 # the logit oracle (PyTorch as a test oracle only; never a dependency of optkit itself).
