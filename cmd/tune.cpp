@@ -1,0 +1,134 @@
+// optkit tune — search engine knobs for the best SLO-feasible configuration.
+#include "app_context.hpp"
+
+#include "core/error.hpp"
+#include "tune/tune_run.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace optkit::cmd {
+
+namespace {
+
+// "knob=value" pairs of a repeatable flag.
+std::map<std::string, double>
+knob_values(const std::vector<std::string>& pairs, const std::string& flag) {
+  std::map<std::string, double> out;
+  for (const auto& pair : pairs) {
+    const auto eq = pair.find('=');
+    char* end = nullptr;
+    const double value = eq == std::string::npos ? 0 : std::strtod(pair.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == pair.c_str() + eq + 1 || *end != '\0')
+      throw InputError(fmt::format("{} '{}' must read knob=number", flag, pair));
+    out[pair.substr(0, eq)] = value;
+  }
+  return out;
+}
+
+} // namespace
+
+void
+register_tune(CLI::App& app, CommandRegistry& commands) {
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Search engine knobs for the best SLO-feasible configuration (TPE, hill-climb, random, grid)");
+  struct Flags {
+    tune::TuneOptions options;
+    std::vector<std::string> hw_cost, steps;
+    std::string start, format, output;
+    double slo_seconds = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto& o = flags->options;
+  tune->add_option("--engine", o.engine, "what trials run on: sim (the discrete-event simulator)")
+      ->check(CLI::IsMember({"sim", "optkit", "vllm", "sglang", "trtllm"}))
+      ->capture_default_str();
+  tune->add_option("--space", o.space, "search space: a name under profiles/spaces/ or a YAML file");
+  tune->add_option("--optimizer", o.optimizer, "tpe | hillclimb | random | grid")
+      ->check(CLI::IsMember({"tpe", "hillclimb", "random", "grid"}))
+      ->capture_default_str();
+  tune->add_option("--trials", o.trials, "search trials (the baseline included)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  tune->add_option("--objective", o.objective,
+                   "goodput (SLO-Tuner Eq. 3) | certified (OptiKit Eq. 2: certified rate per GPU)")
+      ->check(CLI::IsMember({"goodput", "certified"}))
+      ->capture_default_str();
+  tune->add_option("--slo", o.slos, "certified objective: an SLO in bench's syntax, e.g. 'e2e:p99<=1.2s' (repeatable)");
+  tune->add_option("--slo-seconds", flags->slo_seconds,
+                   "goodput objective: the p99 end-to-end target (default: the simulator setup's slo_s)")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--lambda", o.lambda, "Eq. 3: weight of the p99 overshoot")->capture_default_str();
+  tune->add_option("--hw-cost", flags->hw_cost,
+                   "Eq. 2 of SLO-Tuner: knob=weight of the hardware-cost term (repeatable; default concurrency=0.01 "
+                   "max_num_seqs=0.01 speculative_tokens=0.02)");
+  tune->add_option("--sim", o.sim, "simulator setup: a name under profiles/sim/ or a YAML file")->capture_default_str();
+  tune->add_option("--tpe-startup", o.tpe.startup_trials, "TPE: random trials before the model (n_startup_trials)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  tune->add_option("--tpe-candidates", o.tpe.ei_candidates, "TPE: candidates scored per parameter (n_ei_candidates)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  tune->add_option("--start", flags->start, "hill-climb: the starting configuration as JSON (default: the defaults)");
+  tune->add_option("--delta", o.hillclimb.delta, "hill-climb: the smallest score gain that moves (δ)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  tune->add_option("--step", flags->steps, "hill-climb: knob=step of a neighbour move (repeatable)");
+  tune->add_option("--grid-points", o.grid_points, "grid: points per continuous float parameter")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  tune->add_option("--top-k", o.top_k, "configurations re-measured at the end")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  tune->add_option("--replicates", o.replicates, "re-measurements of each of them")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  tune->add_flag("!--no-baseline", o.baseline, "do not measure the space's defaults as trial 0");
+  tune->add_option("--resume", o.resume, "continue an interrupted study (a run id or 'last'); its options are reused");
+  tune->add_option("--svg", o.svg_dir, "write trajectory.svg (and pareto.svg for goodput) into DIR");
+  tune->add_option("--emit", o.emit, "write the winner's launch command to FILE");
+  add_seed_option(*tune, o.seed, "seed of the optimizer and of every trial's workload");
+  add_format_option(*tune, flags->format);
+  add_output_option(*tune, flags->output, "write the result to FILE instead of stdout");
+  commands.add({"tune", tune, [flags](AppContext& ctx) {
+                  auto options = flags->options;
+                  if (options.resume.empty() && options.space.empty())
+                    throw InputError("--space is required (a name under profiles/spaces/ or a YAML file)");
+                  if (!flags->hw_cost.empty())
+                    options.hw_cost = knob_values(flags->hw_cost, "--hw-cost");
+                  options.hillclimb.steps = knob_values(flags->steps, "--step");
+                  if (flags->slo_seconds > 0)
+                    options.slo_s = flags->slo_seconds;
+                  if (!flags->start.empty()) {
+                    try {
+                      options.hillclimb.start = nlohmann::json::parse(flags->start);
+                    } catch (const nlohmann::json::exception&) {
+                      throw InputError("--start '" + flags->start + "' is not a JSON object of knob values");
+                    }
+                  }
+                  const OutputFormat format = parse_output_format(flags->format);
+                  const bool progress = !ctx.flags.quiet;
+                  const auto result = tune::run_tune(options, ctx.run_context(0), [&](const tune::StudyTrial& t) {
+                    if (progress)
+                      std::fprintf(stderr, "%s\n", tune::progress_line(t).c_str());
+                  });
+                  if (format == OutputFormat::json) {
+                    auto out = tune::to_json(result);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n", flags->output);
+                  } else {
+                    std::string text = tune::trials_table(result).render(format, ctx.color_stdout());
+                    if (format == OutputFormat::table)
+                      text += "\n" + tune::summary_line(result) + "\n" +
+                              (result.best_command.empty() ? "" : "launch: " + result.best_command + "\n");
+                    ctx.emit(text, flags->output);
+                  }
+                  if (result.study.interrupted)
+                    throw Interrupted("tune interrupted; continue with --resume " + std::to_string(ctx.run_id));
+                  if (!result.study.best)
+                    throw GoalNotMet(tune::summary_line(result));
+                }});
+}
+
+} // namespace optkit::cmd

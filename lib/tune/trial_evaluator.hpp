@@ -1,0 +1,47 @@
+// What measures one configuration: the simulator, or a live engine launched for the trial. An
+// evaluator never throws for a bad configuration or a failed launch — it reports the failure,
+// classified, so the study records it as infeasible and goes on.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+namespace optkit::tune {
+
+enum class TrialStatus { measured, invalid, launch_failed, crashed, timed_out, interrupted };
+std::string to_string(TrialStatus status);
+TrialStatus parse_trial_status(const std::string& text);
+
+struct TrialOutcome {
+  TrialStatus status = TrialStatus::measured;
+  double value = -std::numeric_limits<double>::infinity(); // the objective (−inf when not measured)
+  double violation = 0; // > 0: infeasible; how far (SLO overshoot share, 1 for a failed gate, 10 for a failure)
+  nlohmann::json metrics = nlohmann::json::object(); // goodput, p99, certified_rate ...
+  std::string error;                                 // why it failed, one line
+  nlohmann::json engine;                             // what was launched and what it reported
+  std::string log;                                   // the engine's log file, when one was kept
+
+  bool feasible() const { return status == TrialStatus::measured && violation <= 0; }
+};
+
+nlohmann::json to_json(const TrialOutcome& outcome);
+TrialOutcome outcome_from_json(const nlohmann::json& j);
+
+class TrialEvaluator {
+public:
+  virtual ~TrialEvaluator() = default;
+  // `seed` drives the workload (the same seed gives every configuration the same requests);
+  // `directory` is where the trial may keep files (logs).
+  virtual TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed,
+                                const std::filesystem::path& directory) = 0;
+  // The engine's validity rules: an empty string when `config` may launch, else why not.
+  virtual std::string invalid_reason(const nlohmann::json& config) const = 0;
+  // The command line that deploys `config` (for --emit and the report).
+  virtual std::string launch_command(const nlohmann::json& config) const = 0;
+};
+
+} // namespace optkit::tune

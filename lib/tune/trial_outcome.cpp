@@ -1,0 +1,65 @@
+#include "core/error.hpp"
+#include "tune/trial_evaluator.hpp"
+
+#include <cmath>
+
+namespace optkit::tune {
+
+std::string
+to_string(TrialStatus status) {
+  switch (status) {
+  case TrialStatus::measured:
+    return "measured";
+  case TrialStatus::invalid:
+    return "invalid";
+  case TrialStatus::launch_failed:
+    return "launch_failed";
+  case TrialStatus::crashed:
+    return "crashed";
+  case TrialStatus::timed_out:
+    return "timed_out";
+  case TrialStatus::interrupted:
+    return "interrupted";
+  }
+  return "?";
+}
+
+TrialStatus
+parse_trial_status(const std::string& text) {
+  for (auto s : {TrialStatus::measured, TrialStatus::invalid, TrialStatus::launch_failed, TrialStatus::crashed,
+                 TrialStatus::timed_out, TrialStatus::interrupted})
+    if (to_string(s) == text)
+      return s;
+  throw InputError("unknown trial status '" + text + "' in the archive");
+}
+
+nlohmann::json
+to_json(const TrialOutcome& o) {
+  nlohmann::json j = {{"status", to_string(o.status)},
+                      {"value", std::isfinite(o.value) ? nlohmann::json(o.value) : nlohmann::json(nullptr)},
+                      {"violation", o.violation},
+                      {"feasible", o.feasible()},
+                      {"metrics", o.metrics}};
+  if (!o.error.empty())
+    j["error"] = o.error;
+  if (!o.engine.is_null())
+    j["engine"] = o.engine;
+  if (!o.log.empty())
+    j["log"] = o.log;
+  return j;
+}
+
+TrialOutcome
+outcome_from_json(const nlohmann::json& j) {
+  TrialOutcome o;
+  o.status = parse_trial_status(j.at("status").get<std::string>());
+  o.value = j.at("value").is_number() ? j.at("value").get<double>() : -std::numeric_limits<double>::infinity();
+  o.violation = j.value("violation", 0.0);
+  o.metrics = j.value("metrics", nlohmann::json::object());
+  o.error = j.value("error", "");
+  o.engine = j.value("engine", nlohmann::json());
+  o.log = j.value("log", "");
+  return o;
+}
+
+} // namespace optkit::tune

@@ -1,0 +1,65 @@
+// `optkit tune` as a library call: resolve the space, the optimizer and the evaluator, run the
+// study with every trial archived as a trial row of the run (config, outcome, metrics), and
+// report the winner with its launch command. A study is a run: `resume` names an earlier run
+// whose options are reused and whose completed trials are taken over, so the same proposals
+// continue where it stopped.
+#pragma once
+
+#include "archive/run_context.hpp"
+#include "core/table.hpp"
+#include "tune/objective.hpp"
+#include "tune/optimizer.hpp"
+#include "tune/study.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace optkit::tune {
+
+struct TuneOptions {
+  std::string engine = "sim"; // sim (live engines: see the man page's status)
+  std::string space;          // bundled name or file
+  std::string optimizer = "tpe";
+  int trials = 30;
+  std::uint64_t seed = 0;
+  std::string objective = "goodput";
+  double lambda = 5.0;
+  std::map<std::string, double> hw_cost{{"concurrency", 0.01}, {"max_num_seqs", 0.01}, {"speculative_tokens", 0.02}};
+  std::vector<std::string> slos; // certified objective (bench syntax); goodput: the sim setup's slo_s unless set
+  std::optional<double> slo_s;   // goodput: p99 target override
+  std::string sim = "tinyllama-l40s";
+  TpeOptions tpe;
+  HillClimbOptions hillclimb;
+  std::size_t grid_points = 5;
+  int top_k = 3;
+  int replicates = 2;
+  bool baseline = true;
+  std::string resume; // run id or "last" of an interrupted study
+  std::string svg_dir;
+  std::string emit; // write the winner's launch command here
+};
+
+nlohmann::json to_json(const TuneOptions& options);
+TuneOptions tune_options_from_json(const nlohmann::json& j);
+
+struct TuneResult {
+  TuneOptions options;
+  StudyResult study;
+  std::string space_name;
+  std::string evaluator;    // "sim tinyllama-l40s"
+  std::string best_command; // the winner's launch command
+  std::int64_t resumed_from = 0;
+};
+
+// Throws InputError on bad options (exit 2). A study in which no configuration met the SLO is a
+// result, not an exception (the caller maps it to exit 1).
+TuneResult run_tune(TuneOptions options, const archive::RunContext& context,
+                    const std::function<void(const StudyTrial&)>& on_trial = {});
+
+nlohmann::json to_json(const TuneResult& result);
+Table trials_table(const TuneResult& result);
+std::string progress_line(const StudyTrial& trial);
+std::string summary_line(const TuneResult& result);
+
+} // namespace optkit::tune
