@@ -13,8 +13,8 @@ namespace optkit::tune {
 const std::vector<std::string>&
 sim_knobs() {
   static const std::vector<std::string> knobs{"batching",    "max_num_seqs",       "max_num_batched_tokens",
-                                              "max_wait_ms", "speculative_tokens", "draft_width",
-                                              "concurrency"};
+                                              "max_wait_ms", "speculative_tokens", "speculation",
+                                              "draft_width", "concurrency"};
   return knobs;
 }
 
@@ -35,6 +35,8 @@ knobs_of(const nlohmann::json& config) {
       number(config, "max_num_batched_tokens", static_cast<double>(k.max_num_batched_tokens)));
   k.max_wait_s = number(config, "max_wait_ms", 0) / 1e3;
   k.speculative_tokens = static_cast<int>(number(config, "speculative_tokens", 0));
+  if (config.contains("speculation") && value_text(config.at("speculation")) == "off")
+    k.speculative_tokens = 0; // SLO-Tuner's on/off toggle
   k.draft_width = static_cast<int>(number(config, "draft_width", 1));
   return k;
 }

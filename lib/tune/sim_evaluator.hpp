@@ -1,6 +1,6 @@
 // Trials on the discrete-event simulator (--engine sim). Knobs it understands: batching
 // (continuous|static), max_num_seqs, max_num_batched_tokens, max_wait_ms, speculative_tokens,
-// draft_width, concurrency (closed-loop clients instead of the setup's arrivals).
+// speculation (on|off), draft_width, concurrency (closed-loop clients instead of the setup's arrivals).
 //   goodput objective: one SLO-Tuner segment per trial (Eq. 3 on its p99 and goodput);
 //   certified objective: bench's Algorithm 1 run against the simulator in virtual time.
 #pragma once

@@ -134,13 +134,16 @@ run_study(const SearchSpace& space, Optimizer& optimizer, TrialEvaluator& evalua
       result.best_values = values;
     }
   }
-  for (const auto& t : result.trials)
-    if (t.phase == "baseline" && t.outcome.feasible()) {
+  // The defaults' figure: every measurement of that configuration (hill-climb starts there).
+  if (defaults) {
+    const auto& all = measurements[defaults->dump()];
+    if (!all.empty() && std::all_of(all.begin(), all.end(), [](const StudyTrial& t) { return t.outcome.feasible(); })) {
       std::vector<double> values;
-      for (const auto& m : measurements[t.config.dump()])
-        values.push_back(m.outcome.value);
+      for (const auto& t : all)
+        values.push_back(t.outcome.value);
       result.baseline_median = median(values);
     }
+  }
   return result;
 }
 

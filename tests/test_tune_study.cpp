@@ -1,0 +1,135 @@
+// Studies with a scripted evaluator: resume equivalence, SLO-first winners, invalid
+// configurations recorded without running, and re-measurement of the finalists.
+#include "tune/sim_evaluator.hpp"
+#include "tune/study.hpp"
+
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace optkit;
+using namespace optkit::tune;
+
+namespace {
+
+const char* space_yaml = "name: s\nparameters:\n  - {name: x, type: int, low: 0, high: 40, default: 5}\n";
+
+// value = x (bigger is better), SLO met only for x ≤ 25, noisy by the seed; x = 13 "crashes".
+class Scripted final : public TrialEvaluator {
+public:
+  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const std::filesystem::path&) override {
+    ++calls;
+    const double x = config["x"].get<double>();
+    TrialOutcome o;
+    if (x == 13) {
+      o.status = TrialStatus::crashed;
+      o.error = "engine exited with SIGSEGV";
+      o.violation = 10;
+      return o;
+    }
+    o.value = x + static_cast<double>(seed % 7) * 0.01;
+    o.violation = x > 25 ? (x - 25) / 25 : 0;
+    o.metrics = {{"x", x}};
+    return o;
+  }
+  std::string invalid_reason(const nlohmann::json& config) const override {
+    return config["x"] == 7 ? "x = 7 breaks the engine's rule" : "";
+  }
+  std::string launch_command(const nlohmann::json& config) const override { return "engine --x " + config["x"].dump(); }
+  int calls = 0;
+};
+
+} // namespace
+
+TEST_CASE("a resumed study takes completed trials over and proposes exactly what the full one did") {
+  const auto s = parse_search_space(space_yaml, "s");
+  StudyOptions o;
+  o.trials = 25;
+  o.seed = 4;
+  Scripted full_eval;
+  auto full_opt = make_tpe(s, TpeOptions{}, o.seed);
+  const auto full = run_study(s, *full_opt, full_eval, o, {}, {});
+
+  std::vector<StudyTrial> first(full.trials.begin(), full.trials.begin() + 12);
+  Scripted resumed_eval;
+  auto resumed_opt = make_tpe(s, TpeOptions{}, o.seed);
+  const auto resumed = run_study(s, *resumed_opt, resumed_eval, o, first, {});
+  REQUIRE(resumed.trials.size() == full.trials.size());
+  for (std::size_t i = 0; i < full.trials.size(); ++i) {
+    CHECK(resumed.trials[i].config == full.trials[i].config);
+    CHECK(resumed.trials[i].resumed == (i < 12));
+  }
+  int measured_now = 0;
+  for (const auto& t : resumed.trials)
+    measured_now += !t.resumed && t.outcome.status != TrialStatus::invalid ? 1 : 0;
+  CHECK(resumed_eval.calls == measured_now); // nothing completed was run again
+  CHECK(measured_now < full_eval.calls);
+  CHECK(*resumed.best == *full.best);
+}
+
+TEST_CASE("the winner met the SLO in every measurement; failures are recorded, not fatal") {
+  const auto s = parse_search_space(space_yaml, "s");
+  StudyOptions o;
+  o.trials = 40;
+  o.top_k = 3;
+  o.replicates = 2;
+  Scripted eval;
+  auto grid = make_grid_search(s, 3);
+  const auto r = run_study(s, *grid, eval, o, {}, {});
+  REQUIRE(r.best.has_value());
+  CHECK((*r.best)["x"] == 25); // 26..40 score higher but miss the SLO
+  CHECK(r.best_values.size() == 3);
+  CHECK(r.trials.front().phase == "baseline");
+  CHECK(r.trials.front().config["x"] == 5);
+  REQUIRE(r.baseline_median.has_value());
+  bool invalid = false, crashed = false;
+  for (const auto& t : r.trials) {
+    if (t.config["x"] == 7 && t.phase == "search") {
+      invalid = t.outcome.status == TrialStatus::invalid;
+      CHECK(t.outcome.error.find("breaks the engine's rule") != std::string::npos);
+    }
+    crashed = crashed || t.outcome.status == TrialStatus::crashed;
+  }
+  CHECK(invalid);
+  CHECK(crashed);
+  CHECK(eval.calls == 40 - 1 + 3 * 2); // x = 7 never ran
+  int replicates = 0;
+  for (const auto& t : r.trials)
+    replicates += t.phase == "replicate" ? 1 : 0;
+  CHECK(replicates == 6);
+}
+
+TEST_CASE("a study where nothing meets the SLO has no winner") {
+  const auto s = parse_search_space("name: s\nparameters:\n  - {name: x, type: int, low: 30, high: 40}\n", "s");
+  StudyOptions o;
+  o.trials = 5;
+  Scripted eval;
+  auto random = make_random_search(s, 1);
+  const auto r = run_study(s, *random, eval, o, {}, {});
+  CHECK_FALSE(r.best.has_value());
+  CHECK(r.trials.size() == 5);
+}
+
+TEST_CASE("the simulator evaluator refuses knobs it does not have, and scores Eq. 3") {
+  const auto bad =
+      parse_search_space("name: s\nparameters:\n  - {name: threads, type: int, low: 1, high: 4}\n", "x.yaml");
+  SimEvaluatorOptions so;
+  CHECK_THROWS_WITH_AS(make_sim_evaluator(bad, so), doctest::Contains("x.yaml: knob 'threads'"), InputError);
+  const auto s = parse_search_space("name: s\nparameters:\n  - {name: max_num_seqs, type: int, low: 1, high: 64}\n"
+                                    "  - {name: max_num_batched_tokens, type: int, low: 1, high: 64}\n",
+                                    "s");
+  so.setup.segment.workload.rate = 4;
+  so.setup.segment.min_completions = 200;
+  so.setup.segment.min_duration_s = 20;
+  auto eval = make_sim_evaluator(s, so);
+  CHECK(eval->invalid_reason({{"max_num_seqs", 32}, {"max_num_batched_tokens", 16}}).find("max_num_seqs") !=
+        std::string::npos);
+  const nlohmann::json config = {{"max_num_seqs", 16}, {"max_num_batched_tokens", 64}};
+  const auto o = eval->evaluate(config, 1, {});
+  const double expected = o.metrics["goodput"].get<double>() -
+                          5.0 * std::max(0.0, o.metrics["p99_s"].get<double>() - o.metrics["slo_s"].get<double>()) -
+                          0.01 * 16;
+  CHECK(o.value == doctest::Approx(expected));
+}
