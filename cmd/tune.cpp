@@ -36,7 +36,7 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     tune::TuneOptions options;
     std::vector<std::string> hw_cost, steps;
-    std::string start, format, output;
+    std::string start, format, output, worker;
     double slo_seconds = 0;
   };
   auto flags = std::make_shared<Flags>();
@@ -85,13 +85,29 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   tune->add_flag("!--no-baseline", o.baseline, "do not measure the space's defaults as trial 0");
+  tune->add_option("--executor", o.executor, "where trials run: local, or slurm (every trial an sbatch job)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  tune->add_option("--slots", o.slots, "trials at once (local: threads/engines; slurm: jobs in the queue)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  tune->add_option("--partition", o.partition, "slurm: the partition trials are submitted to (default: the cluster's)");
+  tune->add_option("--sbatch-arg", o.sbatch_args,
+                   "slurm: an argument for every sbatch, e.g. --sbatch-arg=--gres=gpu:1 (repeatable)")
+      ->allow_extra_args(false);
+  tune->add_option("--worker", flags->worker, "internal: run one trial as a Slurm job")->group("");
   tune->add_option("--resume", o.resume, "continue an interrupted study (a run id or 'last'); its options are reused");
   tune->add_option("--svg", o.svg_dir, "write trajectory.svg (and pareto.svg for goodput) into DIR");
   tune->add_option("--emit", o.emit, "write the winner's launch command to FILE");
   add_seed_option(*tune, o.seed, "seed of the optimizer and of every trial's workload");
   add_format_option(*tune, flags->format);
   add_output_option(*tune, flags->output, "write the result to FILE instead of stdout");
-  commands.add({"tune", tune, [flags](AppContext& ctx) {
+  commands.add({"tune", tune,
+                [flags](AppContext& ctx) {
+                  if (!flags->worker.empty()) {
+                    tune::tune_worker(flags->worker);
+                    return;
+                  }
                   auto options = flags->options;
                   if (options.resume.empty() && options.space.empty())
                     throw InputError("--space is required (a name under profiles/spaces/ or a YAML file)");
@@ -128,7 +144,8 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
                     throw Interrupted("tune interrupted; continue with --resume " + std::to_string(ctx.run_id));
                   if (!result.study.best)
                     throw GoalNotMet(tune::summary_line(result));
-                }});
+                },
+                true, &flags->worker});
 }
 
 } // namespace optkit::cmd

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 
 using namespace optkit;
@@ -38,7 +39,7 @@ public:
     return config["x"] == 7 ? "x = 7 breaks the engine's rule" : "";
   }
   std::string launch_command(const nlohmann::json& config) const override { return "engine --x " + config["x"].dump(); }
-  int calls = 0;
+  std::atomic<int> calls = 0;
 };
 
 } // namespace
@@ -50,12 +51,14 @@ TEST_CASE("a resumed study takes completed trials over and proposes exactly what
   o.seed = 4;
   Scripted full_eval;
   auto full_opt = make_tpe(s, TpeOptions{}, o.seed);
-  const auto full = run_study(s, *full_opt, full_eval, o, {}, {});
+  auto full_exec = make_local_executor(full_eval, 1, {});
+  const auto full = run_study(s, *full_opt, full_eval, *full_exec, o, {}, {});
 
   std::vector<StudyTrial> first(full.trials.begin(), full.trials.begin() + 12);
   Scripted resumed_eval;
   auto resumed_opt = make_tpe(s, TpeOptions{}, o.seed);
-  const auto resumed = run_study(s, *resumed_opt, resumed_eval, o, first, {});
+  auto resumed_exec = make_local_executor(resumed_eval, 1, {});
+  const auto resumed = run_study(s, *resumed_opt, resumed_eval, *resumed_exec, o, first, {});
   REQUIRE(resumed.trials.size() == full.trials.size());
   for (std::size_t i = 0; i < full.trials.size(); ++i) {
     CHECK(resumed.trials[i].config == full.trials[i].config);
@@ -77,7 +80,8 @@ TEST_CASE("the winner met the SLO in every measurement; failures are recorded, n
   o.replicates = 2;
   Scripted eval;
   auto grid = make_grid_search(s, 3);
-  const auto r = run_study(s, *grid, eval, o, {}, {});
+  auto exec = make_local_executor(eval, 1, {});
+  const auto r = run_study(s, *grid, eval, *exec, o, {}, {});
   REQUIRE(r.best.has_value());
   CHECK((*r.best)["x"] == 25); // 26..40 score higher but miss the SLO
   CHECK(r.best_values.size() == 3);
@@ -107,7 +111,8 @@ TEST_CASE("a study where nothing meets the SLO has no winner") {
   o.trials = 5;
   Scripted eval;
   auto random = make_random_search(s, 1);
-  const auto r = run_study(s, *random, eval, o, {}, {});
+  auto exec = make_local_executor(eval, 1, {});
+  const auto r = run_study(s, *random, eval, *exec, o, {}, {});
   CHECK_FALSE(r.best.has_value());
   CHECK(r.trials.size() == 5);
 }
@@ -132,4 +137,34 @@ TEST_CASE("the simulator evaluator refuses knobs it does not have, and scores Eq
                           5.0 * std::max(0.0, o.metrics["p99_s"].get<double>() - o.metrics["slo_s"].get<double>()) -
                           0.01 * 16;
   CHECK(o.value == doctest::Approx(expected));
+}
+
+TEST_CASE("parallel slots run the same study's trials, and hill-climb waits for a whole step") {
+  const auto s = parse_search_space(space_yaml, "s");
+  StudyOptions o;
+  o.trials = 20;
+  o.top_k = 2;
+  o.replicates = 1;
+  Scripted eval;
+  auto grid = make_grid_search(s, 3);
+  auto exec = make_local_executor(eval, 4, {});
+  const auto r = run_study(s, *grid, eval, *exec, o, {}, {});
+  REQUIRE(r.trials.size() == 22);
+  for (std::size_t i = 0; i < r.trials.size(); ++i)
+    CHECK(r.trials[i].number == static_cast<int>(i)); // reported in trial order
+  CHECK((*r.best)["x"] == 19);                        // trial 0 is the baseline x = 5; the grid then skips 5: 0..19
+
+  HillClimbOptions hc;
+  hc.steps["x"] = 4;
+  auto climb = make_hill_climb(s, hc);
+  Scripted eval2;
+  auto exec2 = make_local_executor(eval2, 3, {});
+  const auto h = run_study(s, *climb, eval2, *exec2, o, {}, {});
+  auto climb_serial = make_hill_climb(s, hc);
+  Scripted eval3;
+  auto exec3 = make_local_executor(eval3, 1, {});
+  const auto serial = run_study(s, *climb_serial, eval3, *exec3, o, {}, {});
+  REQUIRE(h.trials.size() == serial.trials.size());
+  for (std::size_t i = 0; i < h.trials.size(); ++i)
+    CHECK(h.trials[i].config == serial.trials[i].config);
 }

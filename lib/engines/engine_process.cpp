@@ -19,22 +19,8 @@ namespace {
 
 std::filesystem::path
 find_on_path(const std::string& program) {
-  if (program.find('/') != std::string::npos)
-    return program;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    const auto end = dirs.find(':', start);
-    const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / program;
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
+  if (auto found = proc::find_on_path(program))
+    return *found;
   throw InputError(fmt::format("engine executable '{}' is not on PATH; install the engine or give "
                                "--engine-executable PATH",
                                program));

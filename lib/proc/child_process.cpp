@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <string.h>
 #include <string_view>
 #include <sys/prctl.h>
@@ -66,6 +67,27 @@ child_environment(const std::map<std::string, std::string>& extra) {
 }
 
 } // namespace
+
+std::optional<std::filesystem::path>
+find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos)
+    return program;
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const auto end = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / program;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
 
 ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
                            const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env) {

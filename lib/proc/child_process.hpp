@@ -19,6 +19,9 @@ struct ExitStatus {
   std::optional<int> signal;    // set when a signal killed it
 };
 
+// `program` itself when it holds a '/', else the first executable file of that name on $PATH.
+std::optional<std::filesystem::path> find_on_path(const std::string& program);
+
 // "exit 3", "SIGSEGV".
 std::string describe(const ExitStatus& status);
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace optkit::tune {
 
@@ -20,31 +21,51 @@ public:
     space.check(m_start);
   }
 
-  std::optional<nlohmann::json> propose(const std::vector<Observation>& history, int) override {
-    nlohmann::json k = m_start;
-    std::size_t position = 0;
-    for (;;) {
-      std::vector<nlohmann::json> batch{k};
-      for (auto& n : neighbours(k))
-        batch.push_back(std::move(n));
-      if (position + batch.size() > history.size())
-        return batch[history.size() - position];
-      const Observation& current = history[position];
-      std::size_t best = position + 1;
-      for (std::size_t i = position + 1; i < position + batch.size(); ++i)
-        if (history[i].value > history[best].value)
-          best = i;
-      if (batch.size() > 1) {
-        const double gain = history[best].value - current.value;
-        if (gain >= m_options.delta || (current.violation > 0 && gain > 0))
-          k = batch[best - position];
-      }
-      position += batch.size();
-    }
+  std::optional<nlohmann::json> propose(const std::vector<Observation>& history, int number) override {
+    return locate(history, number).config;
+  }
+  bool ready(const std::vector<Observation>& history, int number) const override {
+    return locate(history, number).config.has_value();
   }
   std::string name() const override { return "hillclimb"; }
 
 private:
+  struct Located {
+    std::optional<nlohmann::json> config; // nullopt: the step before `number` is still running
+  };
+
+  // Replays the climb over the trials seen (by trial number; running ones may leave gaps) up to
+  // the step that holds trial `number`.
+  Located locate(const std::vector<Observation>& history, int number) const {
+    std::map<int, const Observation*> seen;
+    for (const auto& o : history)
+      seen[o.number] = &o;
+    nlohmann::json k = m_start;
+    int position = 0;
+    for (;;) {
+      std::vector<nlohmann::json> batch{k};
+      for (auto& n : neighbours(k))
+        batch.push_back(std::move(n));
+      const int size = static_cast<int>(batch.size());
+      if (number < position + size)
+        return {batch[static_cast<std::size_t>(number - position)]};
+      for (int i = position; i < position + size; ++i)
+        if (!seen.count(i))
+          return {std::nullopt};
+      const Observation& current = *seen[position];
+      int best = position + 1;
+      for (int i = position + 1; i < position + size; ++i)
+        if (seen[i]->value > seen[best]->value)
+          best = i;
+      if (size > 1) {
+        const double gain = seen[best]->value - current.value;
+        if (gain >= m_options.delta || (current.violation > 0 && gain > 0))
+          k = batch[static_cast<std::size_t>(best - position)];
+      }
+      position += size;
+    }
+  }
+
   double step_of(const Parameter& p) const {
     if (const auto it = m_options.steps.find(p.name); it != m_options.steps.end())
       return it->second;

@@ -1,6 +1,7 @@
-// What proposes the next configuration of a study. Every optimizer is a pure function of the
-// space, the completed history, the trial number and the seed — no hidden state — so a study
-// resumed from the archive proposes exactly what the uninterrupted one would have.
+// What proposes the next configuration of a study. Every optimizer is a function of the space,
+// the completed history, the trial number and the seed, so a study resumed from the archive
+// proposes exactly what the uninterrupted one would have. (Grid search also remembers the points
+// it handed to trials still running, so parallel slots do not measure one point twice.)
 #pragma once
 
 #include "core/random_source.hpp"
@@ -31,6 +32,13 @@ public:
   // The configuration for trial `number`; nullopt when the optimizer has nothing left to try
   // (a finished grid). `history` holds the completed trials, oldest first.
   virtual std::optional<nlohmann::json> propose(const std::vector<Observation>& history, int number) = 0;
+  // Whether trial `number` can be proposed before the trials still running report (parallel
+  // slots): always for model-based and random search; hill-climb must see a whole step first.
+  virtual bool ready(const std::vector<Observation>& history, int number) const {
+    (void)history;
+    (void)number;
+    return true;
+  }
   virtual std::string name() const = 0;
 };
 

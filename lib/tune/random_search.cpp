@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 
 namespace optkit::tune {
 
@@ -69,13 +70,18 @@ public:
           "search space '{}' has more than {} grid points; use tpe or random, or coarser steps", space.name, limit));
     enumerate(space, float_points, 0, nlohmann::json::object());
   }
-  std::optional<nlohmann::json> propose(const std::vector<Observation>& history, int) override {
+  // The first point neither measured nor handed out to a trial still running (parallel slots).
+  std::optional<nlohmann::json> propose(const std::vector<Observation>& history, int number) override {
     for (const auto& config : m_points) {
       bool seen = false;
       for (const auto& h : history)
         seen = seen || h.config == config;
-      if (!seen)
+      for (const auto& [n, issued] : m_issued)
+        seen = seen || (n != number && issued == config);
+      if (!seen) {
+        m_issued[number] = config;
         return config;
+      }
     }
     return std::nullopt;
   }
@@ -100,6 +106,7 @@ private:
   }
 
   std::vector<nlohmann::json> m_points;
+  std::map<int, nlohmann::json> m_issued; // trial number → point
 };
 
 } // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 namespace optkit::tune {
 
@@ -24,72 +25,108 @@ median(std::vector<double> values) {
 } // namespace
 
 StudyResult
-run_study(const SearchSpace& space, Optimizer& optimizer, TrialEvaluator& evaluator, const StudyOptions& options,
-          const std::vector<StudyTrial>& previous, const std::function<void(const StudyTrial&)>& on_trial,
-          const std::function<bool()>& should_stop) {
+run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& evaluator, TrialExecutor& executor,
+          const StudyOptions& options, const std::vector<StudyTrial>& previous,
+          const std::function<void(const StudyTrial&)>& on_trial, const std::function<bool()>& should_stop) {
   StudyResult result;
   std::map<std::pair<std::string, int>, const StudyTrial*> done; // (phase, number) → resumed trial
   for (const auto& t : previous)
     done[{t.phase, t.number}] = &t;
   const auto stopping = [&] { return should_stop && should_stop(); };
+  std::vector<Observation> history;                            // search trials seen, by number
+  std::map<std::string, std::vector<StudyTrial>> measurements; // config → every measurement
 
-  const auto run = [&](int number, const std::string& phase, const nlohmann::json& config, std::uint64_t seed) {
-    if (const auto it = done.find({phase, number}); it != done.end()) {
-      StudyTrial t = *it->second;
-      t.resumed = true;
-      result.trials.push_back(t);
-    } else {
-      StudyTrial t;
-      t.number = number;
-      t.phase = phase;
-      t.config = config;
-      t.seed = seed;
-      std::string why;
-      try {
-        space.check(config);
-        why = evaluator.invalid_reason(config);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (!why.empty()) {
-        t.outcome.status = TrialStatus::invalid;
-        t.outcome.error = why;
-        t.outcome.violation = 10;
-      } else {
-        t.outcome = evaluator.evaluate(config, seed, options.directory / ("trial-" + std::to_string(number)));
-      }
-      result.trials.push_back(std::move(t));
+  const auto record = [&](StudyTrial t) {
+    result.trials.push_back(std::move(t));
+    const auto& r = result.trials.back();
+    measurements[r.config.dump()].push_back(r);
+    if (r.phase != "replicate") {
+      const auto at =
+          std::find_if(history.begin(), history.end(), [&](const Observation& o) { return o.number > r.number; });
+      history.insert(at, observation(r));
     }
     if (on_trial)
-      on_trial(result.trials.back());
-    return result.trials.back();
+      on_trial(r);
+  };
+  // Resumed, invalid or submitted: `job` leaves this function handled one way or the other.
+  const auto dispatch = [&](const TrialJob& job) {
+    if (const auto it = done.find({job.phase, job.number}); it != done.end()) {
+      StudyTrial t = *it->second;
+      t.resumed = true;
+      record(std::move(t));
+      return;
+    }
+    std::string why;
+    try {
+      space.check(job.config);
+      why = evaluator.invalid_reason(job.config);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty()) {
+      executor.submit(job);
+      return;
+    }
+    StudyTrial t{job.number, job.phase, job.config, {}, job.seed, false};
+    t.outcome.status = TrialStatus::invalid;
+    t.outcome.error = why;
+    t.outcome.violation = 10;
+    record(std::move(t));
+  };
+  const auto collect = [&] {
+    auto [job, outcome] = executor.wait_one();
+    record(StudyTrial{job.number, job.phase, job.config, std::move(outcome), job.seed, false});
+  };
+  const auto interrupted = [&] {
+    executor.cancel_all();
+    result.interrupted = true;
+    result.stop_reason = "interrupted";
+    std::stable_sort(result.trials.begin(), result.trials.end(),
+                     [](const StudyTrial& a, const StudyTrial& b) { return a.number < b.number; });
+    return result;
   };
 
-  // Search: every trial sees the same workload (common random numbers), so differences are the
+  // Search. Every trial sees the same workload (common random numbers), so differences are the
   // configurations', not the arrivals'.
-  std::vector<Observation> history;
   const auto defaults = space.defaults();
   const bool baseline = options.baseline && defaults && optimizer.name() != "hillclimb";
-  for (int number = 0; number < options.trials; ++number) {
-    if (stopping()) {
-      result.interrupted = true;
-      result.stop_reason = "interrupted";
-      return result;
+  int number = 0;
+  bool exhausted = false;
+  while (true) {
+    bool waiting = false;
+    if (stopping())
+      return interrupted();
+    while (!exhausted && number < options.trials && executor.in_flight() < static_cast<std::size_t>(executor.slots())) {
+      const bool is_baseline = baseline && number == 0;
+      const std::string phase = is_baseline ? "baseline" : "search";
+      std::optional<nlohmann::json> config;
+      if (const auto it = done.find({phase, number}); it != done.end())
+        config = it->second->config;
+      else if (is_baseline)
+        config = defaults;
+      else if (!optimizer.ready(history, number)) {
+        waiting = true;
+        break; // a hill-climb step waits for its running trials
+      } else
+        config = optimizer.propose(history, number);
+      if (!config) {
+        exhausted = true;
+        result.stop_reason = optimizer.name() + " has no configuration left to try";
+        break;
+      }
+      dispatch({number++, phase, *config, options.seed});
     }
-    const bool is_baseline = baseline && number == 0;
-    std::optional<nlohmann::json> config;
-    if (const auto it = done.find({is_baseline ? "baseline" : "search", number}); it != done.end())
-      config = it->second->config;
-    else
-      config = is_baseline ? defaults : optimizer.propose(history, number);
-    if (!config) {
-      result.stop_reason = optimizer.name() + " has no configuration left to try";
-      break;
+    if (executor.in_flight() == 0) {
+      if (exhausted || number >= options.trials)
+        break;
+      if (waiting)
+        throw std::logic_error(optimizer.name() + " waits for trials that are not running");
+      continue; // everything dispatched so far was resumed or invalid
     }
-    history.push_back(observation(run(number, is_baseline ? "baseline" : "search", *config, options.seed)));
+    collect();
   }
   if (result.stop_reason.empty())
-    result.stop_reason = std::to_string(result.trials.size()) + " trials";
+    result.stop_reason = std::to_string(number) + " trials";
 
   // Re-measure the top-k distinct feasible configurations.
   std::vector<const StudyTrial*> ranked;
@@ -97,53 +134,54 @@ run_study(const SearchSpace& space, Optimizer& optimizer, TrialEvaluator& evalua
     if (t.outcome.feasible() &&
         std::none_of(ranked.begin(), ranked.end(), [&](const StudyTrial* r) { return r->config == t.config; }))
       ranked.push_back(&t);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const StudyTrial* a, const StudyTrial* b) { return a->outcome.value > b->outcome.value; });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const StudyTrial* a, const StudyTrial* b) {
+    return a->outcome.value > b->outcome.value || (a->outcome.value == b->outcome.value && a->number < b->number);
+  });
   if (ranked.size() > static_cast<std::size_t>(options.top_k))
     ranked.resize(static_cast<std::size_t>(options.top_k));
   std::vector<nlohmann::json> finalists;
   for (const auto* t : ranked)
     finalists.push_back(t->config);
-  int number = options.trials;
-  std::map<std::string, std::vector<StudyTrial>> measurements; // config → every measurement
-  for (const auto& t : result.trials)
-    measurements[t.config.dump()].push_back(t);
+  std::vector<TrialJob> replicates;
+  int replicate_number = options.trials;
   for (const auto& config : finalists)
     for (int r = 1; r <= options.replicates; ++r) {
-      if (stopping()) {
-        result.interrupted = true;
-        result.stop_reason = "interrupted";
-        return result;
-      }
-      const std::uint64_t seed = trial_seed(options.seed ^ 0x5eedULL, number);
-      measurements[config.dump()].push_back(run(number++, "replicate", config, seed));
+      replicates.push_back(
+          {replicate_number, "replicate", config, trial_seed(options.seed ^ 0x5eedULL, replicate_number)});
+      ++replicate_number;
     }
+  std::size_t next = 0;
+  while (next < replicates.size() || executor.in_flight() > 0) {
+    if (stopping())
+      return interrupted();
+    while (next < replicates.size() && executor.in_flight() < static_cast<std::size_t>(executor.slots()))
+      dispatch(replicates[next++]);
+    if (executor.in_flight() > 0)
+      collect();
+  }
+  std::stable_sort(result.trials.begin(), result.trials.end(),
+                   [](const StudyTrial& a, const StudyTrial& b) { return a.number < b.number; });
 
   // The winner: feasible in every measurement, best median.
-  for (const auto& config : finalists) {
+  const auto median_of = [&](const nlohmann::json& config) -> std::optional<std::pair<double, std::vector<double>>> {
     const auto& all = measurements[config.dump()];
-    if (!std::all_of(all.begin(), all.end(), [](const StudyTrial& t) { return t.outcome.feasible(); }))
-      continue;
+    if (all.empty() || !std::all_of(all.begin(), all.end(), [](const StudyTrial& t) { return t.outcome.feasible(); }))
+      return std::nullopt;
     std::vector<double> values;
     for (const auto& t : all)
       values.push_back(t.outcome.value);
-    const double m = median(values);
-    if (!result.best || m > result.best_median) {
+    return std::make_pair(median(values), values);
+  };
+  for (const auto& config : finalists)
+    if (const auto m = median_of(config); m && (!result.best || m->first > result.best_median)) {
       result.best = config;
-      result.best_median = m;
-      result.best_values = values;
+      result.best_median = m->first;
+      result.best_values = m->second;
     }
-  }
   // The defaults' figure: every measurement of that configuration (hill-climb starts there).
-  if (defaults) {
-    const auto& all = measurements[defaults->dump()];
-    if (!all.empty() && std::all_of(all.begin(), all.end(), [](const StudyTrial& t) { return t.outcome.feasible(); })) {
-      std::vector<double> values;
-      for (const auto& t : all)
-        values.push_back(t.outcome.value);
-      result.baseline_median = median(values);
-    }
-  }
+  if (defaults)
+    if (const auto m = median_of(*defaults))
+      result.baseline_median = m->first;
   return result;
 }
 

@@ -9,6 +9,7 @@
 
 #include "tune/optimizer.hpp"
 #include "tune/trial_evaluator.hpp"
+#include "tune/trial_executor.hpp"
 
 #include <functional>
 #include <optional>
@@ -23,7 +24,6 @@ struct StudyOptions {
   int replicates = 2;   // re-measurements of each
   bool baseline = true; // trial 0 at the space's defaults (when every knob has one)
   std::uint64_t seed = 0;
-  std::filesystem::path directory; // per-trial files
 };
 
 struct StudyTrial {
@@ -45,11 +45,13 @@ struct StudyResult {
   std::string stop_reason;
 };
 
-// `previous` are completed trials of an interrupted run of the same study (same space,
+// Trials run on `executor` (up to its slots at once; with one slot the study is deterministic in
+// its seed). `evaluator` checks each configuration against the engine's rules before it is
+// submitted. `previous` are completed trials of an interrupted run of the same study (same space,
 // optimizer, seed): they are reported to `on_trial` again as resumed, and not re-run.
-// `should_stop` is polled between trials (Ctrl-C).
-StudyResult run_study(const SearchSpace& space, Optimizer& optimizer, TrialEvaluator& evaluator,
-                      const StudyOptions& options, const std::vector<StudyTrial>& previous,
+// `should_stop` is polled while trials run (Ctrl-C): running trials are cancelled.
+StudyResult run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& evaluator,
+                      TrialExecutor& executor, const StudyOptions& options, const std::vector<StudyTrial>& previous,
                       const std::function<void(const StudyTrial&)>& on_trial,
                       const std::function<bool()>& should_stop = {});
 

@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 #include "sim/sim_config.hpp"
 #include "tune/sim_evaluator.hpp"
+#include "tune/trial_executor.hpp"
 
 #include <fmt/format.h>
 
@@ -39,7 +40,11 @@ to_json(const TuneOptions& o) {
           {"grid_points", o.grid_points},
           {"top_k", o.top_k},
           {"replicates", o.replicates},
-          {"baseline", o.baseline}};
+          {"baseline", o.baseline},
+          {"executor", o.executor},
+          {"slots", o.slots},
+          {"partition", o.partition},
+          {"sbatch_args", o.sbatch_args}};
 }
 
 TuneOptions
@@ -68,6 +73,10 @@ tune_options_from_json(const nlohmann::json& j) {
   o.top_k = j.at("top_k");
   o.replicates = j.at("replicates");
   o.baseline = j.at("baseline");
+  o.executor = j.value("executor", "local");
+  o.slots = j.value("slots", 1);
+  o.partition = j.value("partition", "");
+  o.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
   return o;
 }
 
@@ -193,6 +202,36 @@ write_plots(const TuneResult& r, const std::filesystem::path& dir) {
 
 } // namespace
 
+std::unique_ptr<TrialEvaluator>
+make_evaluator(const TuneOptions& options, const SearchSpace& space) {
+  ObjectiveOptions objective;
+  objective.kind = parse_objective(options.objective);
+  objective.lambda = options.lambda;
+  objective.hw_cost = options.hw_cost;
+  if (options.engine != "sim")
+    throw InputError("--engine '" + options.engine +
+                     "': tune runs on the simulator (--engine sim) in this version; live engines are not wired yet");
+  SimEvaluatorOptions sim;
+  sim.setup = sim::resolve_sim_setup(options.sim);
+  if (options.slo_s)
+    sim.setup.segment.slo_s = *options.slo_s;
+  sim.objective = objective;
+  sim.certify.summary.slos = bench::parse_slos(options.slos);
+  sim.certify.min_trial_s = 60; // virtual seconds
+  sim.certify.summary.bootstrap_resamples = 0;
+  return make_sim_evaluator(space, std::move(sim));
+}
+
+void
+tune_worker(const std::filesystem::path& spec_file) {
+  run_trial_worker(spec_file, [](const nlohmann::json& j) {
+    const auto options = tune_options_from_json(j);
+    static SearchSpace space; // outlives the evaluator, which keeps a reference
+    space = resolve_search_space(options.space);
+    return make_evaluator(options, space);
+  });
+}
+
 TuneResult
 run_tune(TuneOptions options, const archive::RunContext& context,
          const std::function<void(const StudyTrial&)>& on_trial) {
@@ -216,27 +255,10 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   result.space_name = space.name;
   const auto optimizer = make_optimizer(options, space);
 
-  ObjectiveOptions objective;
-  objective.kind = parse_objective(options.objective);
-  objective.lambda = options.lambda;
-  objective.hw_cost = options.hw_cost;
-  std::unique_ptr<TrialEvaluator> evaluator;
-  if (options.engine == "sim") {
-    SimEvaluatorOptions sim;
-    sim.setup = sim::resolve_sim_setup(options.sim);
-    if (options.slo_s)
-      sim.setup.segment.slo_s = *options.slo_s;
-    sim.objective = objective;
-    sim.certify.summary.slos = bench::parse_slos(options.slos);
-    sim.certify.min_trial_s = 60; // virtual seconds
-    sim.certify.summary.bootstrap_resamples = 0;
-    result.evaluator = "sim " + sim.setup.name;
-    evaluator = make_sim_evaluator(space, std::move(sim));
-  } else {
-    throw InputError("--engine '" + options.engine +
-                     "': tune runs on the simulator (--engine sim) in this version; live engines are not wired yet");
-  }
-
+  auto evaluator = make_evaluator(options, space);
+  result.evaluator = options.engine == "sim" ? "sim " + sim::resolve_sim_setup(options.sim).name : options.engine;
+  if (options.slots < 1)
+    throw InputError("--slots must be at least 1");
   if (context.archive != nullptr && context.run_id != 0)
     context.archive->add_event(context.run_id, std::nullopt, "info", options_event,
                                result.resumed_from ? fmt::format("resumed from run {}", result.resumed_from)
@@ -248,10 +270,29 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   study.replicates = options.replicates;
   study.baseline = options.baseline;
   study.seed = options.seed;
-  if (context.archive != nullptr && context.run_id != 0)
-    study.directory = context.archive->run_directory(context.run_id);
+  const bool archived = context.archive != nullptr && context.run_id != 0;
+  const std::filesystem::path directory =
+      archived ? context.archive->run_directory(context.run_id) : std::filesystem::temp_directory_path();
+  std::unique_ptr<TrialExecutor> executor;
+  if (options.executor == "local") {
+    executor = make_local_executor(*evaluator, options.slots, archived ? directory : std::filesystem::path());
+  } else if (options.executor == "slurm") {
+    SlurmOptions slurm;
+    slurm.slots = options.slots;
+    slurm.partition = options.partition;
+    slurm.sbatch_args = options.sbatch_args;
+    slurm.directory = directory / "slurm";
+    slurm.worker_command = {context.executable.string()};
+    slurm.worker_command.insert(slurm.worker_command.end(), context.global_args.begin(), context.global_args.end());
+    slurm.payload = to_json(options);
+    slurm.archive = archived ? context.archive->path().string() : "";
+    slurm.run_id = context.run_id;
+    executor = make_slurm_executor(std::move(slurm));
+  } else {
+    throw InputError("--executor '" + options.executor + "' is not local or slurm");
+  }
   result.study = run_study(
-      space, *optimizer, *evaluator, study, previous,
+      space, *optimizer, *evaluator, *executor, study, previous,
       [&](const StudyTrial& t) {
         archive_trial(context, t, result.resumed_from);
         if (on_trial)

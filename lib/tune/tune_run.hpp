@@ -35,6 +35,10 @@ struct TuneOptions {
   int top_k = 3;
   int replicates = 2;
   bool baseline = true;
+  std::string executor = "local"; // local | slurm
+  int slots = 1;                  // trials at once (local threads or engines; Slurm jobs queued)
+  std::string partition;          // slurm
+  std::vector<std::string> sbatch_args;
   std::string resume; // run id or "last" of an interrupted study
   std::string svg_dir;
   std::string emit; // write the winner's launch command here
@@ -51,6 +55,13 @@ struct TuneResult {
   std::string best_command; // the winner's launch command
   std::int64_t resumed_from = 0;
 };
+
+// The evaluator `options` describe (the worker side of --executor slurm builds its own from the
+// study's archived options).
+std::unique_ptr<TrialEvaluator> make_evaluator(const TuneOptions& options, const SearchSpace& space);
+
+// `optkit tune --worker SPEC`: one trial of a study, as a Slurm job runs it.
+void tune_worker(const std::filesystem::path& spec_file);
 
 // Throws InputError on bad options (exit 2). A study in which no configuration met the SLO is a
 // result, not an exception (the caller maps it to exit 1).

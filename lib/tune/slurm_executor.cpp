@@ -1,0 +1,209 @@
+// Trials as Slurm batch jobs: sbatch --parsable --wrap "optkit … tune --worker SPEC", polled with
+// scontrol (a job whose record has aged out counts as finished), cancelled with scancel. A job
+// that ends without a result file (killed, out of memory, timed out, node failure) is reported as
+// a crashed or timed-out trial quoting its state and the end of its log.
+#include "core/error.hpp"
+#include "core/text.hpp"
+#include "proc/child_process.hpp"
+#include "proc/worker_spec.hpp"
+#include "tune/trial_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace optkit::tune {
+
+namespace {
+
+struct CommandOutput {
+  proc::ExitStatus status;
+  std::string text;
+};
+
+CommandOutput
+run_command(const std::string& program, const std::vector<std::string>& args, const std::filesystem::path& log) {
+  const auto executable = proc::find_on_path(program);
+  if (!executable)
+    throw RuntimeFailure(fmt::format("'{}' is not on PATH: --executor slurm needs the Slurm client commands", program));
+  proc::ChildProcess child(*executable, args, log);
+  CommandOutput out;
+  out.status = child.wait();
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  out.text = text.str();
+  return out;
+}
+
+std::string
+shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string
+tail(const std::filesystem::path& file, std::size_t lines) {
+  std::ifstream in(file);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);)
+    all.push_back(line);
+  const std::size_t from = all.size() > lines ? all.size() - lines : 0;
+  return join(std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end()), " | ");
+}
+
+class SlurmExecutor final : public TrialExecutor {
+public:
+  explicit SlurmExecutor(SlurmOptions options) : m_options(std::move(options)) {
+    std::filesystem::create_directories(m_options.directory);
+  }
+  ~SlurmExecutor() override {
+    try {
+      cancel_all();
+    } catch (...) {
+    }
+  }
+
+  int slots() const override { return std::max(1, m_options.slots); }
+  std::size_t in_flight() const override { return m_jobs.size(); }
+
+  void submit(const TrialJob& job) override {
+    const auto stem = m_options.directory / fmt::format("trial-{}-{}", job.number, job.phase);
+    proc::WorkerSpec spec;
+    spec.run_id = m_options.run_id;
+    spec.trial_index = job.number;
+    spec.archive = m_options.archive;
+    spec.result_path = stem.string() + ".result.json";
+    spec.payload = {{"options", m_options.payload},
+                    {"config", job.config},
+                    {"seed", job.seed},
+                    {"number", job.number},
+                    {"phase", job.phase}};
+    std::filesystem::remove(spec.result_path);
+    const std::string spec_file = stem.string() + ".spec.json";
+    {
+      std::ofstream out(spec_file);
+      out << proc::to_json(spec).dump(2);
+    }
+    std::vector<std::string> words = m_options.worker_command;
+    words.insert(words.end(), {"tune", "--worker", spec_file});
+    std::vector<std::string> quoted;
+    for (const auto& w : words)
+      quoted.push_back(shell_quote(w));
+    const std::string log = stem.string() + ".log";
+    std::vector<std::string> args{
+        "--parsable", "--job-name", fmt::format("optkit-tune-{}", job.number), "--output", log, "--ntasks", "1"};
+    if (!m_options.partition.empty())
+      args.insert(args.end(), {"--partition", m_options.partition});
+    args.insert(args.end(), m_options.sbatch_args.begin(), m_options.sbatch_args.end());
+    args.insert(args.end(), {"--wrap", "exec " + join(quoted, " ")});
+    const auto out = run_command("sbatch", args, stem.string() + ".sbatch.txt");
+    const std::string id = std::string(trim(split(out.text, ';').front()));
+    if (!out.status.exit_code || *out.status.exit_code != 0 || id.empty() ||
+        id.find_first_not_of("0123456789") != std::string::npos)
+      throw RuntimeFailure(fmt::format("sbatch failed ({}): {}", proc::describe(out.status), trim(out.text)));
+    m_jobs[id] = {job, spec.result_path, log};
+  }
+
+  std::pair<TrialJob, TrialOutcome> wait_one() override {
+    if (m_jobs.empty())
+      throw RuntimeFailure("no Slurm job to wait for");
+    for (;;) {
+      for (auto it = m_jobs.begin(); it != m_jobs.end(); ++it) {
+        const auto state = job_state(it->first);
+        if (!state)
+          continue; // still pending or running
+        auto result = finish(it->second, *state);
+        m_jobs.erase(it);
+        return result;
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(m_options.poll_s));
+    }
+  }
+
+  void cancel_all() override {
+    if (m_jobs.empty())
+      return;
+    std::vector<std::string> ids;
+    for (const auto& [id, job] : m_jobs)
+      ids.push_back(id);
+    run_command("scancel", ids, m_options.directory / "scancel.txt");
+    m_jobs.clear();
+  }
+
+private:
+  struct Submitted {
+    TrialJob job;
+    std::filesystem::path result, log;
+  };
+
+  // The job's final state, or nullopt while it is pending or running.
+  std::optional<std::string> job_state(const std::string& id) {
+    const auto out = run_command("scontrol", {"show", "job", "-o", id}, m_options.directory / "scontrol.txt");
+    if (out.text.find("Invalid job id") != std::string::npos)
+      return std::string("COMPLETED"); // the record aged out: it ended
+    const auto at = out.text.find("JobState=");
+    if (at == std::string::npos)
+      return std::nullopt;
+    const auto end = out.text.find(' ', at);
+    const std::string state = out.text.substr(at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
+    static const std::vector<std::string> running{"PENDING",   "RUNNING",  "CONFIGURING", "COMPLETING",
+                                                  "SUSPENDED", "REQUEUED", "RESIZING"};
+    if (std::find(running.begin(), running.end(), state) != running.end())
+      return std::nullopt;
+    return state;
+  }
+
+  std::pair<TrialJob, TrialOutcome> finish(const Submitted& s, const std::string& state) {
+    TrialOutcome outcome;
+    if (std::filesystem::exists(s.result)) {
+      std::ifstream in(s.result);
+      outcome = outcome_from_json(nlohmann::json::parse(in));
+      outcome.engine["slurm_state"] = state;
+      return {s.job, outcome};
+    }
+    outcome.status = state == "TIMEOUT" ? TrialStatus::timed_out : TrialStatus::crashed;
+    outcome.violation = 10;
+    outcome.error = fmt::format("Slurm job ended {} without a result: {}", state, tail(s.log, 3));
+    outcome.log = s.log.string();
+    return {s.job, outcome};
+  }
+
+  SlurmOptions m_options;
+  std::map<std::string, Submitted> m_jobs;
+};
+
+} // namespace
+
+std::unique_ptr<TrialExecutor>
+make_slurm_executor(SlurmOptions options) {
+  return std::make_unique<SlurmExecutor>(std::move(options));
+}
+
+void
+run_trial_worker(const std::filesystem::path& spec_file,
+                 const std::function<std::unique_ptr<TrialEvaluator>(const nlohmann::json& options)>& make) {
+  const auto spec = proc::read_worker_spec(spec_file);
+  const auto& p = spec.payload;
+  auto evaluator = make(p.at("options"));
+  const auto directory = spec.result_path.parent_path() / fmt::format("trial-{}", p.at("number").get<int>());
+  TrialOutcome outcome;
+  const auto config = p.at("config");
+  const std::string why = evaluator->invalid_reason(config);
+  if (!why.empty()) {
+    outcome.status = TrialStatus::invalid;
+    outcome.error = why;
+    outcome.violation = 10;
+  } else {
+    outcome = evaluator->evaluate(config, p.at("seed").get<std::uint64_t>(), directory);
+  }
+  proc::write_worker_result(spec, to_json(outcome));
+}
+
+} // namespace optkit::tune
