@@ -12,6 +12,7 @@ packages=(
   procps util-linux man-db python3 nodejs
   python3-prometheus-client # tests only: parses serve-deltas' /metrics as Prometheus does
   python3-optuna # tests only: the oracle optkit tune's TPE is checked against
+  slurm-wlm munge # tests only: the localhost cluster tune --executor slurm is tested on
 )
 # --training adds what testdata/models/tools/*.py need to retrain the test models and rewrite
 # the logit oracle (PyTorch as a test oracle only; never a dependency of optkit itself).

@@ -1,5 +1,7 @@
 #include "tune/trial_executor.hpp"
 
+#include "core/interrupt.hpp"
+
 #include <chrono>
 #include <deque>
 #include <future>
@@ -27,19 +29,22 @@ public:
                          })});
   }
 
-  std::pair<TrialJob, TrialOutcome> wait_one() override {
+  std::optional<std::pair<TrialJob, TrialOutcome>> wait_one() override {
     if (!m_done.empty()) {
       auto out = std::move(m_done.front());
       m_done.pop_front();
       return out;
     }
-    for (;;)
+    for (;;) {
+      if (interrupt_requested())
+        return std::nullopt;
       for (auto it = m_running.begin(); it != m_running.end(); ++it)
         if (it->second.wait_for(std::chrono::milliseconds(5)) == std::future_status::ready) {
           std::pair<TrialJob, TrialOutcome> out{it->first, it->second.get()};
           m_running.erase(it);
           return out;
         }
+    }
   }
 
   void cancel_all() override {

@@ -3,6 +3,7 @@
 // that ends without a result file (killed, out of memory, timed out, node failure) is reported as
 // a crashed or timed-out trial quoting its state and the end of its log.
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/text.hpp"
 #include "proc/child_process.hpp"
 #include "proc/worker_spec.hpp"
@@ -111,10 +112,12 @@ public:
     m_jobs[id] = {job, spec.result_path, log};
   }
 
-  std::pair<TrialJob, TrialOutcome> wait_one() override {
+  std::optional<std::pair<TrialJob, TrialOutcome>> wait_one() override {
     if (m_jobs.empty())
       throw RuntimeFailure("no Slurm job to wait for");
     for (;;) {
+      if (interrupt_requested())
+        return std::nullopt;
       for (auto it = m_jobs.begin(); it != m_jobs.end(); ++it) {
         const auto state = job_state(it->first);
         if (!state)

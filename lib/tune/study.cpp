@@ -73,9 +73,14 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
     t.outcome.violation = 10;
     record(std::move(t));
   };
+  // False when Ctrl-C arrived while waiting.
   const auto collect = [&] {
-    auto [job, outcome] = executor.wait_one();
-    record(StudyTrial{job.number, job.phase, job.config, std::move(outcome), job.seed, false});
+    auto got = executor.wait_one();
+    if (!got)
+      return false;
+    record(StudyTrial{got->first.number, got->first.phase, got->first.config, std::move(got->second), got->first.seed,
+                      false});
+    return true;
   };
   const auto interrupted = [&] {
     executor.cancel_all();
@@ -123,7 +128,8 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
         throw std::logic_error(optimizer.name() + " waits for trials that are not running");
       continue; // everything dispatched so far was resumed or invalid
     }
-    collect();
+    if (!collect())
+      return interrupted();
   }
   if (result.stop_reason.empty())
     result.stop_reason = std::to_string(number) + " trials";
@@ -156,8 +162,8 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
       return interrupted();
     while (next < replicates.size() && executor.in_flight() < static_cast<std::size_t>(executor.slots()))
       dispatch(replicates[next++]);
-    if (executor.in_flight() > 0)
-      collect();
+    if (executor.in_flight() > 0 && !collect())
+      return interrupted();
   }
   std::stable_sort(result.trials.begin(), result.trials.end(),
                    [](const StudyTrial& a, const StudyTrial& b) { return a.number < b.number; });

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,9 @@ public:
   virtual ~TrialExecutor() = default;
   virtual int slots() const = 0;
   virtual void submit(const TrialJob& job) = 0;
-  // Blocks until a submitted job ends; its outcome (a crashed or cancelled job is an outcome).
-  virtual std::pair<TrialJob, TrialOutcome> wait_one() = 0;
+  // Blocks until a submitted job ends: its outcome (a crashed or cancelled job is an outcome);
+  // nullopt when Ctrl-C arrives first.
+  virtual std::optional<std::pair<TrialJob, TrialOutcome>> wait_one() = 0;
   virtual std::size_t in_flight() const = 0;
   // Stops every job still running (Ctrl-C); their outcomes are not reported.
   virtual void cancel_all() = 0;
