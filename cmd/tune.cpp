@@ -41,8 +41,39 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   };
   auto flags = std::make_shared<Flags>();
   auto& o = flags->options;
-  tune->add_option("--engine", o.engine, "what trials run on: sim (the discrete-event simulator)")
+  tune->add_option("--engine", o.engine,
+                   "what trials run on: sim (the discrete-event simulator), or a live engine launched per trial: "
+                   "optkit (serve-deltas), vllm, sglang, trtllm")
       ->check(CLI::IsMember({"sim", "optkit", "vllm", "sglang", "trtllm"}))
+      ->capture_default_str();
+  tune->add_option("--model", o.model, "live engines: the model they serve (a folder or a Hugging Face id)");
+  tune->add_option("--engine-executable", o.engine_executable,
+                   "live engines: the executable (default: on PATH; optkit: this binary)");
+  tune->add_option("--engine-arg", o.engine_args, "live engines: an argument appended to every launch (repeatable)")
+      ->allow_extra_args(false);
+  tune->add_option("--engine-timeout", o.engine_timeout_s, "live engines: seconds to answer /health")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tune->add_option("--profile", o.profile, "live engines: bench's serving profile for every trial")
+      ->capture_default_str();
+  tune->add_option("--tokenizer", o.tokenizer, "live engines: model folder whose tokenizer counts prompt tokens");
+  tune->add_option("--bench-min-trial-seconds", o.bench_min_trial_s,
+                   "live, certified: the shortest open-loop bench trial")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  tune->add_option("--bench-max-trials", o.bench_max_trials,
+                   "live, certified: open-loop bench trials per certification")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  tune->add_option("--beta-tolerance", o.beta_tolerance, "live, certified: bench's steady-state tolerance (Eq. 1)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  tune->add_option("--max-dispatch-lag-ms", o.max_dispatch_lag_ms,
+                   "live: bench's p99 dispatch-lag bound before a trial is client-limited")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tune->add_option("--goodput-requests", o.goodput_requests, "live, goodput: requests in each closed-loop segment")
+      ->check(CLI::Range(10, 1 << 24))
       ->capture_default_str();
   tune->add_option("--space", o.space, "search space: a name under profiles/spaces/ or a YAML file");
   tune->add_option("--optimizer", o.optimizer, "tpe | hillclimb | random | grid")

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace optkit::engines {
 
 namespace {
@@ -176,6 +179,12 @@ optkit_serve(const EngineSettings& s) {
     unsupported("prefill/decode disaggregation");
   if (!s.quantization.empty() || !s.kv_cache_dtype.empty() || s.memory_fraction)
     unsupported("quantization, KV dtype or GPU memory settings (it serves the folder as compressed)");
+  if (s.max_num_seqs && s.max_num_batched_tokens && *s.max_num_batched_tokens < *s.max_num_seqs)
+    reject(EngineKind::optkit, fmt::format("max_num_batched_tokens {} is below max_num_seqs {} (a step decodes one "
+                                           "token of every running sequence)",
+                                           *s.max_num_batched_tokens, *s.max_num_seqs));
+  if (s.threads && *s.threads < 1)
+    reject(EngineKind::optkit, "threads must be at least 1");
   CommandLine c;
   c.program = {"optkit", "serve-deltas", "--base", s.model, "--port", std::to_string(s.port)};
   if (!s.host.empty())
@@ -185,7 +194,11 @@ optkit_serve(const EngineSettings& s) {
     batching.insert(batching.end(), {"--max-num-seqs", std::to_string(*s.max_num_seqs)});
   if (s.max_num_batched_tokens)
     batching.insert(batching.end(), {"--max-num-batched-tokens", std::to_string(*s.max_num_batched_tokens)});
+  if (s.max_active_deltas)
+    batching.insert(batching.end(), {"--max-deltas", std::to_string(*s.max_active_deltas)});
   c.groups.push_back(batching);
+  if (s.threads)
+    c.groups.push_back({"--threads", std::to_string(*s.threads)});
   return c;
 }
 
@@ -276,6 +289,40 @@ command_line(EngineKind kind, const EngineSettings& settings, const std::string&
   if (!settings.extra_args.empty())
     c.groups.push_back(settings.extra_args);
   return c;
+}
+
+const std::vector<std::string>&
+logical_knobs(EngineKind kind) {
+  static const std::vector<std::string> gpu{"max_num_seqs", "max_num_batched_tokens", "tensor_parallel",
+                                            "memory_fraction", "speculative_tokens"};
+  static const std::vector<std::string> cpu{"max_num_seqs", "max_num_batched_tokens", "threads", "max_active_deltas"};
+  return kind == EngineKind::optkit ? cpu : gpu;
+}
+
+void
+apply_knob(EngineKind kind, EngineSettings& s, const std::string& knob, double value) {
+  const auto& known = logical_knobs(kind);
+  if (std::find(known.begin(), known.end(), knob) == known.end()) {
+    std::string list;
+    for (const auto& k : known)
+      list += (list.empty() ? "" : ", ") + k;
+    reject(kind, fmt::format("has no knob '{}' (its knobs: {})", knob, list));
+  }
+  const auto integer = static_cast<std::int64_t>(std::llround(value));
+  if (knob == "max_num_seqs")
+    s.max_num_seqs = static_cast<int>(integer);
+  else if (knob == "max_num_batched_tokens")
+    s.max_num_batched_tokens = integer;
+  else if (knob == "tensor_parallel")
+    s.tensor_parallel = static_cast<int>(integer);
+  else if (knob == "memory_fraction")
+    s.memory_fraction = value;
+  else if (knob == "speculative_tokens")
+    s.speculative_tokens = static_cast<int>(integer);
+  else if (knob == "threads")
+    s.threads = static_cast<int>(integer);
+  else if (knob == "max_active_deltas")
+    s.max_active_deltas = static_cast<int>(integer);
 }
 
 } // namespace optkit::engines

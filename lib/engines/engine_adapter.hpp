@@ -34,6 +34,8 @@ struct EngineSettings {
   int speculative_tokens = 0;            // 0: no speculative decoding
   bool speculative_mtp = false;          // MTP heads (DeepSeek) rather than an EAGLE draft
   std::string disaggregation_role;       // "", "prefill", "decode"
+  std::optional<int> threads;            // optkit serve-deltas: CPU threads
+  std::optional<int> max_active_deltas;  // optkit serve-deltas: distinct deltas in one step
   std::vector<std::string> extra_args;   // appended as given
 };
 
@@ -48,6 +50,14 @@ struct CommandLine {
   // Shell text, each group on its own continuation line; arguments quoted where the shell needs it.
   std::string render() const;
 };
+
+// The logical knobs a tuner's search space may name for this engine, as its adapter maps them:
+// max_num_seqs, max_num_batched_tokens and, for the GPU engines, tensor_parallel,
+// memory_fraction (each engine's own meaning) and speculative_tokens; for optkit serve-deltas,
+// threads and max_active_deltas.
+const std::vector<std::string>& logical_knobs(EngineKind kind);
+// Sets what knob `knob` names; InputError naming the knob and the engine's knobs when it has none.
+void apply_knob(EngineKind kind, EngineSettings& settings, const std::string& knob, double value);
 
 // Throws InputError naming the engine, the setting and the rule when the settings are not valid
 // for it (e.g. vLLM's max_num_batched_tokens ≥ max_num_seqs; optkit serve-deltas has no tensor

@@ -143,15 +143,17 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
   std::stable_sort(ranked.begin(), ranked.end(), [](const StudyTrial* a, const StudyTrial* b) {
     return a->outcome.value > b->outcome.value || (a->outcome.value == b->outcome.value && a->number < b->number);
   });
-  if (ranked.size() > static_cast<std::size_t>(options.top_k))
-    ranked.resize(static_cast<std::size_t>(options.top_k));
+  // At least the best one competes for the win; top_k of them are re-measured (0: none).
+  if (ranked.size() > static_cast<std::size_t>(std::max(1, options.top_k)))
+    ranked.resize(static_cast<std::size_t>(std::max(1, options.top_k)));
   std::vector<nlohmann::json> finalists;
   for (const auto* t : ranked)
     finalists.push_back(t->config);
   std::vector<TrialJob> replicates;
   int replicate_number = options.trials;
-  for (const auto& config : finalists)
+  for (std::size_t f = 0; f < finalists.size() && f < static_cast<std::size_t>(options.top_k); ++f)
     for (int r = 1; r <= options.replicates; ++r) {
+      const auto& config = finalists[f];
       replicates.push_back(
           {replicate_number, "replicate", config, trial_seed(options.seed ^ 0x5eedULL, replicate_number)});
       ++replicate_number;

@@ -7,6 +7,7 @@
 #include "core/svg_chart.hpp"
 #include "core/text.hpp"
 #include "sim/sim_config.hpp"
+#include "tune/live_evaluator.hpp"
 #include "tune/sim_evaluator.hpp"
 #include "tune/trial_executor.hpp"
 
@@ -44,7 +45,18 @@ to_json(const TuneOptions& o) {
           {"executor", o.executor},
           {"slots", o.slots},
           {"partition", o.partition},
-          {"sbatch_args", o.sbatch_args}};
+          {"sbatch_args", o.sbatch_args},
+          {"model", o.model},
+          {"engine_executable", o.engine_executable},
+          {"engine_args", o.engine_args},
+          {"engine_timeout_s", o.engine_timeout_s},
+          {"profile", o.profile},
+          {"tokenizer", o.tokenizer},
+          {"bench_min_trial_s", o.bench_min_trial_s},
+          {"bench_max_trials", o.bench_max_trials},
+          {"beta_tolerance", o.beta_tolerance},
+          {"max_dispatch_lag_ms", o.max_dispatch_lag_ms},
+          {"goodput_requests", o.goodput_requests}};
 }
 
 TuneOptions
@@ -77,6 +89,17 @@ tune_options_from_json(const nlohmann::json& j) {
   o.slots = j.value("slots", 1);
   o.partition = j.value("partition", "");
   o.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
+  o.model = j.value("model", "");
+  o.engine_executable = j.value("engine_executable", "");
+  o.engine_args = j.value("engine_args", std::vector<std::string>{});
+  o.engine_timeout_s = j.value("engine_timeout_s", 900.0);
+  o.profile = j.value("profile", "chat-small");
+  o.tokenizer = j.value("tokenizer", "");
+  o.bench_min_trial_s = j.value("bench_min_trial_s", 10.0);
+  o.bench_max_trials = j.value("bench_max_trials", 8);
+  o.beta_tolerance = j.value("beta_tolerance", 0.02);
+  o.max_dispatch_lag_ms = j.value("max_dispatch_lag_ms", 5.0);
+  o.goodput_requests = j.value("goodput_requests", std::size_t{200});
   return o;
 }
 
@@ -208,9 +231,28 @@ make_evaluator(const TuneOptions& options, const SearchSpace& space) {
   objective.kind = parse_objective(options.objective);
   objective.lambda = options.lambda;
   objective.hw_cost = options.hw_cost;
-  if (options.engine != "sim")
-    throw InputError("--engine '" + options.engine +
-                     "': tune runs on the simulator (--engine sim) in this version; live engines are not wired yet");
+  if (options.engine != "sim") {
+    LiveEvaluatorOptions live;
+    live.kind = engines::parse_engine(options.engine);
+    live.model = options.model;
+    live.executable = options.engine_executable;
+    live.engine_args = options.engine_args;
+    live.ready_timeout_s = options.engine_timeout_s;
+    live.objective = objective;
+    live.slo_s = options.slo_s.value_or(1.2);
+    live.goodput_requests = options.goodput_requests;
+    auto& b = live.bench;
+    b.model = "";
+    b.profile = options.profile;
+    b.tokenizer = options.tokenizer;
+    b.slos = options.slos;
+    b.certify.summary.slos = bench::parse_slos(options.slos);
+    b.certify.summary.beta_tolerance = options.beta_tolerance;
+    b.certify.summary.max_dispatch_lag_s = options.max_dispatch_lag_ms / 1e3;
+    b.certify.min_trial_s = options.bench_min_trial_s;
+    b.certify.max_trials = options.bench_max_trials;
+    return make_live_evaluator(space, std::move(live));
+  }
   SimEvaluatorOptions sim;
   sim.setup = sim::resolve_sim_setup(options.sim);
   if (options.slo_s)
@@ -256,7 +298,8 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   const auto optimizer = make_optimizer(options, space);
 
   auto evaluator = make_evaluator(options, space);
-  result.evaluator = options.engine == "sim" ? "sim " + sim::resolve_sim_setup(options.sim).name : options.engine;
+  result.evaluator = options.engine == "sim" ? "sim " + sim::resolve_sim_setup(options.sim).name
+                                             : options.engine + " " + options.model;
   if (options.slots < 1)
     throw InputError("--slots must be at least 1");
   if (context.archive != nullptr && context.run_id != 0)

@@ -18,8 +18,21 @@
 namespace optkit::tune {
 
 struct TuneOptions {
-  std::string engine = "sim"; // sim (live engines: see the man page's status)
-  std::string space;          // bundled name or file
+  std::string engine = "sim"; // sim | optkit | vllm | sglang | trtllm
+  // Live engines: what they serve and how they start.
+  std::string model;
+  std::string engine_executable;
+  std::vector<std::string> engine_args;
+  double engine_timeout_s = 900;
+  // Live measurement: bench's profile and trial sizes.
+  std::string profile = "chat-small";
+  std::string tokenizer;
+  double bench_min_trial_s = 10;
+  int bench_max_trials = 8;
+  double beta_tolerance = 0.02;
+  double max_dispatch_lag_ms = 5;
+  std::size_t goodput_requests = 200;
+  std::string space; // bundled name or file
   std::string optimizer = "tpe";
   int trials = 30;
   std::uint64_t seed = 0;

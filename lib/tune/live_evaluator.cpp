@@ -1,0 +1,153 @@
+#include "tune/live_evaluator.hpp"
+
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "engines/engine_process.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace optkit::tune {
+
+namespace {
+
+constexpr const char* client_knob = "concurrency";
+
+class LiveEvaluator final : public TrialEvaluator {
+public:
+  explicit LiveEvaluator(LiveEvaluatorOptions options) : m_options(std::move(options)) {}
+
+  engines::EngineSettings settings_of(const nlohmann::json& config) const {
+    engines::EngineSettings s;
+    s.model = m_options.model;
+    s.port = 8000; // replaced by a free port at launch
+    s.extra_args = m_options.engine_args;
+    for (const auto& [knob, value] : config.items())
+      if (knob != client_knob)
+        engines::apply_knob(m_options.kind, s, knob, value.get<double>());
+    return s;
+  }
+
+  std::string invalid_reason(const nlohmann::json& config) const override {
+    try {
+      (void)engines::command_line(m_options.kind, settings_of(config));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::string launch_command(const nlohmann::json& config) const override {
+    return engines::command_line(m_options.kind, settings_of(config)).render();
+  }
+
+  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed,
+                        const std::filesystem::path& directory) override {
+    TrialOutcome out;
+    engines::LaunchOptions launch;
+    launch.kind = m_options.kind;
+    launch.settings = settings_of(config);
+    launch.settings.port = 0;
+    launch.executable = m_options.executable;
+    if (launch.executable.empty() && launch.kind == engines::EngineKind::optkit)
+      launch.executable = executable_path().string();
+    launch.directory = directory;
+    launch.ready_timeout_s = m_options.ready_timeout_s;
+    std::filesystem::create_directories(directory);
+    std::unique_ptr<engines::EngineProcess> engine;
+    try {
+      engine = std::make_unique<engines::EngineProcess>(launch);
+    } catch (const RuntimeFailure& e) {
+      const std::string why = e.what();
+      out.status =
+          why.find("did not answer") != std::string::npos ? TrialStatus::timed_out : TrialStatus::launch_failed;
+      out.error = why;
+      out.violation = 10;
+      return out;
+    }
+    out.engine = engine->record();
+    out.log = engine->log_file().string();
+    auto bench = m_options.bench;
+    bench.endpoint = engine->url();
+    bench.engine.clear();
+    bench.calibration = false;
+    bench.certify.seed = seed;
+    archive::RunContext quiet; // the study archives the trial; bench's own rows would be noise here
+    try {
+      if (m_options.objective.kind == ObjectiveKind::certified) {
+        const auto r = bench::run_bench(bench, quiet);
+        const auto& c = r.certification;
+        out.metrics = {{"certified_rate", c.certified_rate},
+                       {"lowest_failing", c.lowest_failing},
+                       {"certification", bench::to_string(c.status)},
+                       {"binding", c.binding},
+                       {"bench_trials", c.trials.size()}};
+        if (c.status == bench::CertificationStatus::feasible) {
+          out.value = c.certified_rate / std::max(1, launch.settings.tensor_parallel);
+        } else {
+          out.value = m_options.objective.gate_penalty;
+          out.violation = 1;
+          out.error = "no certified rate: " + (c.binding.empty() ? c.stop_reason : c.binding);
+        }
+      } else {
+        bench.concurrency = config.contains(client_knob) ? config.at(client_knob).get<int>() : 8;
+        bench.requests = m_options.goodput_requests;
+        bench.slos = {fmt::format("e2e:p99<={}s", m_options.slo_s)};
+        const auto r = bench::run_bench(bench, quiet);
+        const auto& s = r.certification.trials.back().summary;
+        out.value = goodput_score(m_options.objective, s.goodput, s.e2e.p99, m_options.slo_s, config);
+        out.violation = std::max(0.0, s.e2e.p99 - m_options.slo_s) / m_options.slo_s;
+        out.metrics = {{"goodput", s.goodput},
+                       {"p50_s", s.e2e.p50},
+                       {"p95_s", s.e2e.p95},
+                       {"p99_s", s.e2e.p99},
+                       {"slo_s", m_options.slo_s},
+                       {"throughput", s.request_throughput},
+                       {"attainment", s.slo_attainment},
+                       {"error_rate", s.error_rate}};
+        if (s.error_rate > 0.01) {
+          out.violation = std::max(out.violation, 1.0);
+          out.error = fmt::format("{:.1f} % of requests failed", 100 * s.error_rate);
+        }
+      }
+    } catch (const RuntimeFailure& e) {
+      out.status = TrialStatus::crashed;
+      out.error = e.what();
+      out.violation = 10;
+      out.value = -std::numeric_limits<double>::infinity();
+    }
+    return out;
+  }
+
+private:
+  LiveEvaluatorOptions m_options;
+};
+
+} // namespace
+
+std::unique_ptr<TrialEvaluator>
+make_live_evaluator(const SearchSpace& space, LiveEvaluatorOptions options) {
+  if (options.model.empty())
+    throw InputError("--engine " + engines::to_string(options.kind) + " needs --model (what the engine serves)");
+  const auto& knobs = engines::logical_knobs(options.kind);
+  for (const auto& p : space.parameters) {
+    if (p.name == client_knob)
+      continue;
+    if (std::find(knobs.begin(), knobs.end(), p.name) == knobs.end()) {
+      std::string list;
+      for (const auto& k : knobs)
+        list += k + ", ";
+      throw InputError(fmt::format("{}: knob '{}' is not one engine {} has ({}concurrency)", space.source, p.name,
+                                   engines::to_string(options.kind), list));
+    }
+    if (p.kind == ParamKind::categorical)
+      throw InputError(fmt::format("{}: knob '{}' of engine {} is numeric, not categorical", space.source, p.name,
+                                   engines::to_string(options.kind)));
+  }
+  if (options.objective.kind == ObjectiveKind::certified && options.bench.slos.empty())
+    throw InputError("--objective certified needs at least one --slo (e.g. 'e2e:p95<=2s')");
+  return std::make_unique<LiveEvaluator>(std::move(options));
+}
+
+} // namespace optkit::tune
