@@ -76,41 +76,28 @@ public:
     archive::RunContext quiet; // the study archives the trial; bench's own rows would be noise here
     try {
       if (m_options.objective.kind == ObjectiveKind::certified) {
-        const auto r = bench::run_bench(bench, quiet);
-        const auto& c = r.certification;
-        out.metrics = {{"certified_rate", c.certified_rate},
-                       {"lowest_failing", c.lowest_failing},
-                       {"certification", bench::to_string(c.status)},
-                       {"binding", c.binding},
-                       {"bench_trials", c.trials.size()}};
-        if (c.status == bench::CertificationStatus::feasible) {
-          out.value = c.certified_rate / std::max(1, launch.settings.tensor_parallel);
-        } else {
-          out.value = m_options.objective.gate_penalty;
-          out.violation = 1;
-          out.error = "no certified rate: " + (c.binding.empty() ? c.stop_reason : c.binding);
-        }
-      } else {
-        bench.concurrency = config.contains(client_knob) ? config.at(client_knob).get<int>() : 8;
-        bench.requests = m_options.goodput_requests;
-        bench.slos = {fmt::format("e2e:p99<={}s", m_options.slo_s)};
-        const auto r = bench::run_bench(bench, quiet);
-        const auto& s = r.certification.trials.back().summary;
-        out.value = goodput_score(m_options.objective, s.goodput, s.e2e.p99, m_options.slo_s, config);
-        out.violation = std::max(0.0, s.e2e.p99 - m_options.slo_s) / m_options.slo_s;
-        out.metrics = {{"goodput", s.goodput},
-                       {"p50_s", s.e2e.p50},
-                       {"p95_s", s.e2e.p95},
-                       {"p99_s", s.e2e.p99},
-                       {"slo_s", m_options.slo_s},
-                       {"throughput", s.request_throughput},
-                       {"attainment", s.slo_attainment},
-                       {"error_rate", s.error_rate}};
-        if (s.error_rate > 0.01) {
-          out.violation = std::max(out.violation, 1.0);
-          out.error = fmt::format("{:.1f} % of requests failed", 100 * s.error_rate);
-        }
+        auto measured = certified_outcome(m_options.objective, bench::run_bench(bench, quiet).certification,
+                                          launch.settings.tensor_parallel);
+        measured.engine = out.engine;
+        measured.log = out.log;
+        return measured;
       }
+      bench.concurrency = config.contains(client_knob) ? config.at(client_knob).get<int>() : 8;
+      bench.requests = m_options.goodput_requests;
+      bench.slos = {fmt::format("e2e:p99<={}s", m_options.slo_s)};
+      const auto r = bench::run_bench(bench, quiet);
+      const auto& s = r.certification.trials.back().summary;
+      auto measured = goodput_outcome(
+          m_options.objective, {s.goodput, s.e2e.p50, s.e2e.p95, s.e2e.p99, s.request_throughput, s.slo_attainment},
+          m_options.slo_s, config);
+      measured.metrics["error_rate"] = s.error_rate;
+      if (s.error_rate > 0.01) {
+        measured.violation = std::max(measured.violation, 1.0);
+        measured.error = fmt::format("{:.1f} % of requests failed", 100 * s.error_rate);
+      }
+      measured.engine = out.engine;
+      measured.log = out.log;
+      return measured;
     } catch (const RuntimeFailure& e) {
       out.status = TrialStatus::crashed;
       out.error = e.what();

@@ -8,6 +8,9 @@
 // feasible trial above any infeasible one; the winner is chosen among feasible ones only).
 #pragma once
 
+#include "bench/certification.hpp"
+#include "tune/trial_evaluator.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -31,5 +34,19 @@ double hw_cost(const ObjectiveOptions& options, const nlohmann::json& config);
 // Eq. 3.
 double goodput_score(const ObjectiveOptions& options, double goodput, double p99, double slo_s,
                      const nlohmann::json& config);
+
+// A measured segment's figures, from the simulator or from a live closed-loop trial.
+struct GoodputFigures {
+  double goodput = 0; // requests meeting the p99 target per second (Eq. 1)
+  double p50 = 0, p95 = 0, p99 = 0;
+  double throughput = 0;
+  double attainment = 0;
+};
+// Eq. 3's outcome: value S(K), violation = p99 overshoot as a share of the target.
+TrialOutcome goodput_outcome(const ObjectiveOptions& options, const GoodputFigures& figures, double slo_s,
+                             const nlohmann::json& config);
+// Eq. 2's outcome: the certified rate / tensor-parallel size, or the gate penalty (violation 1).
+TrialOutcome certified_outcome(const ObjectiveOptions& options, const bench::Certification& certification,
+                               int tensor_parallel);
 
 } // namespace optkit::tune

@@ -130,7 +130,6 @@ public:
 
   TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const std::filesystem::path&) override {
     const auto knobs = knobs_of(config);
-    TrialOutcome out;
     if (m_options.objective.kind == ObjectiveKind::goodput) {
       sim::SegmentSpec spec = m_options.setup.segment;
       if (config.contains("concurrency")) {
@@ -138,36 +137,16 @@ public:
         spec.workload.concurrency = config.at("concurrency").get<int>();
       }
       const auto m = sim::run_segment(m_options.setup.timing, knobs, spec, seed);
-      out.value = goodput_score(m_options.objective, m.goodput, m.p99, spec.slo_s, config);
-      out.violation = std::max(0.0, m.p99 - spec.slo_s) / spec.slo_s;
-      out.metrics = {{"goodput", m.goodput},
-                     {"p50_s", m.p50},
-                     {"p95_s", m.p95},
-                     {"p99_s", m.p99},
-                     {"slo_s", spec.slo_s},
-                     {"throughput", m.throughput},
-                     {"attainment", m.attainment},
-                     {"measured", m.measured},
-                     {"window_s", m.window_s}};
+      auto out = goodput_outcome(m_options.objective, {m.goodput, m.p50, m.p95, m.p99, m.throughput, m.attainment},
+                                 spec.slo_s, config);
+      out.metrics["measured"] = m.measured;
+      out.metrics["window_s"] = m.window_s;
       return out;
     }
     SimTrialRunner runner(m_options.setup, knobs, seed);
     auto certify = m_options.certify;
     certify.seed = seed;
-    const auto c = bench::certify(runner, certify);
-    out.metrics = {{"certified_rate", c.certified_rate},
-                   {"lowest_failing", c.lowest_failing},
-                   {"certification", bench::to_string(c.status)},
-                   {"binding", c.binding},
-                   {"bench_trials", c.trials.size()}};
-    if (c.status == bench::CertificationStatus::feasible) {
-      out.value = c.certified_rate; // the simulator has no tensor parallelism: TP = 1
-      return out;
-    }
-    out.value = m_options.objective.gate_penalty;
-    out.violation = 1;
-    out.error = "no certified rate: " + (c.binding.empty() ? c.stop_reason : c.binding);
-    return out;
+    return certified_outcome(m_options.objective, bench::certify(runner, certify), 1); // the simulator has no TP
   }
 
 private:
