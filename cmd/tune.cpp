@@ -122,6 +122,10 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   tune->add_option("--slots", o.slots, "trials at once (local: threads/engines; slurm: jobs in the queue)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  tune->add_option("--gpus", o.gpus,
+                   "local: GPU ids shared out among the slots, each engine launched with its slot's "
+                   "CUDA_VISIBLE_DEVICES, e.g. --gpus 0,1,2,3 --slots 2")
+      ->delimiter(',');
   tune->add_option("--partition", o.partition, "slurm: the partition trials are submitted to (default: the cluster's)");
   tune->add_option("--sbatch-arg", o.sbatch_args,
                    "slurm: an argument for every sbatch, e.g. --sbatch-arg=--gres=gpu:1 (repeatable)")

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <mutex>
+#include <set>
 
 using namespace optkit;
 using namespace optkit::tune;
@@ -20,8 +22,12 @@ const char* space_yaml = "name: s\nparameters:\n  - {name: x, type: int, low: 0,
 // value = x (bigger is better), SLO met only for x ≤ 25, noisy by the seed; x = 13 "crashes".
 class Scripted final : public TrialEvaluator {
 public:
-  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const std::filesystem::path&) override {
+  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const TrialContext& context) override {
     ++calls;
+    {
+      std::lock_guard lock(mutex);
+      gpus.insert(context.gpus);
+    }
     const double x = config["x"].get<double>();
     TrialOutcome o;
     if (x == 13) {
@@ -40,6 +46,8 @@ public:
   }
   std::string launch_command(const nlohmann::json& config) const override { return "engine --x " + config["x"].dump(); }
   std::atomic<int> calls = 0;
+  std::mutex mutex;
+  std::set<std::string> gpus; // the device lists trials were given
 };
 
 } // namespace
@@ -167,4 +175,21 @@ TEST_CASE("parallel slots run the same study's trials, and hill-climb waits for 
   REQUIRE(h.trials.size() == serial.trials.size());
   for (std::size_t i = 0; i < h.trials.size(); ++i)
     CHECK(h.trials[i].config == serial.trials[i].config);
+}
+
+TEST_CASE("local slots share the GPUs out: each trial gets its slot's devices") {
+  const auto s = parse_search_space(space_yaml, "s");
+  StudyOptions o;
+  o.trials = 12;
+  o.top_k = 0;
+  Scripted eval;
+  auto random = make_random_search(s, 3);
+  auto exec = make_local_executor(eval, 2, {}, {"0", "1", "2", "3"});
+  (void)run_study(s, *random, eval, *exec, o, {}, {});
+  CHECK(eval.gpus == std::set<std::string>{"0,1", "2,3"});
+  Scripted serial;
+  auto one = make_local_executor(serial, 1, {});
+  auto random2 = make_random_search(s, 3);
+  (void)run_study(s, *random2, serial, *one, o, {}, {});
+  CHECK(serial.gpus == std::set<std::string>{""}); // no --gpus: the engine inherits the environment
 }

@@ -65,7 +65,9 @@ EngineProcess::EngineProcess(LaunchOptions options) : m_options(std::move(option
   m_log = m_options.directory / (to_string(m_options.kind) + ".log");
   m_record = {
       {"engine", to_string(m_options.kind)}, {"executable", executable.string()}, {"argv", argv}, {"port", s.port}};
-  m_child = std::make_unique<proc::ChildProcess>(executable, argv, m_log);
+  m_child = std::make_unique<proc::ChildProcess>(executable, argv, m_log, m_options.environment);
+  if (!m_options.environment.empty())
+    m_record["environment"] = m_options.environment;
   try {
     wait_ready(m_options.ready_timeout_s);
   } catch (...) {

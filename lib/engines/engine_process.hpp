@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,7 @@ struct LaunchOptions {
   std::string executable;          // replaces the command's program (empty: found on PATH)
   std::filesystem::path directory; // for the log and TensorRT-LLM's options file
   double ready_timeout_s = 900;
+  std::map<std::string, std::string> environment; // added to the engine's (e.g. CUDA_VISIBLE_DEVICES)
 };
 
 class EngineProcess {

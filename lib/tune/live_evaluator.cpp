@@ -1,6 +1,7 @@
 #include "tune/live_evaluator.hpp"
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/resource_paths.hpp"
 #include "engines/engine_process.hpp"
 
@@ -42,8 +43,8 @@ public:
     return engines::command_line(m_options.kind, settings_of(config)).render();
   }
 
-  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed,
-                        const std::filesystem::path& directory) override {
+  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const TrialContext& context) override {
+    const auto& directory = context.directory;
     TrialOutcome out;
     engines::LaunchOptions launch;
     launch.kind = m_options.kind;
@@ -54,6 +55,8 @@ public:
       launch.executable = executable_path().string();
     launch.directory = directory;
     launch.ready_timeout_s = m_options.ready_timeout_s;
+    if (!context.gpus.empty())
+      launch.environment["CUDA_VISIBLE_DEVICES"] = context.gpus;
     std::filesystem::create_directories(directory);
     std::unique_ptr<engines::EngineProcess> engine;
     try {
@@ -76,8 +79,12 @@ public:
     archive::RunContext quiet; // the study archives the trial; bench's own rows would be noise here
     try {
       if (m_options.objective.kind == ObjectiveKind::certified) {
-        auto measured = certified_outcome(m_options.objective, bench::run_bench(bench, quiet).certification,
-                                          launch.settings.tensor_parallel);
+        const auto r = bench::run_bench(bench, quiet);
+        auto measured = certified_outcome(m_options.objective, r.certification, launch.settings.tensor_parallel);
+        if (r.certification.status == bench::CertificationStatus::interrupted || interrupt_requested()) {
+          measured.status = TrialStatus::interrupted; // not a measurement: --resume runs it again
+          measured.value = -std::numeric_limits<double>::infinity();
+        }
         measured.engine = out.engine;
         measured.log = out.log;
         return measured;
@@ -86,6 +93,10 @@ public:
       bench.requests = m_options.goodput_requests;
       bench.slos = {fmt::format("e2e:p99<={}s", m_options.slo_s)};
       const auto r = bench::run_bench(bench, quiet);
+      if (r.certification.trials.empty() || interrupt_requested()) {
+        out.status = TrialStatus::interrupted;
+        return out;
+      }
       const auto& s = r.certification.trials.back().summary;
       auto measured = goodput_outcome(
           m_options.objective, {s.goodput, s.e2e.p50, s.e2e.p95, s.e2e.p99, s.request_throughput, s.slo_attainment},

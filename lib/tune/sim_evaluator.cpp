@@ -128,7 +128,7 @@ public:
     return "sim " + m_options.setup.name + " " + join(parts, " ");
   }
 
-  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const std::filesystem::path&) override {
+  TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const TrialContext&) override {
     const auto knobs = knobs_of(config);
     if (m_options.objective.kind == ObjectiveKind::goodput) {
       sim::SegmentSpec spec = m_options.setup.segment;

@@ -204,7 +204,7 @@ run_trial_worker(const std::filesystem::path& spec_file,
     outcome.error = why;
     outcome.violation = 10;
   } else {
-    outcome = evaluator->evaluate(config, p.at("seed").get<std::uint64_t>(), directory);
+    outcome = evaluator->evaluate(config, p.at("seed").get<std::uint64_t>(), {directory, ""}); // Slurm gives the GPUs
   }
   proc::write_worker_result(spec, to_json(outcome));
 }

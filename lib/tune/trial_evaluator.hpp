@@ -31,13 +31,17 @@ struct TrialOutcome {
 nlohmann::json to_json(const TrialOutcome& outcome);
 TrialOutcome outcome_from_json(const nlohmann::json& j);
 
+// Where a trial runs: its folder (logs) and the GPUs its slot holds.
+struct TrialContext {
+  std::filesystem::path directory;
+  std::string gpus; // CUDA_VISIBLE_DEVICES for the engine ("0,1"); empty: inherited
+};
+
 class TrialEvaluator {
 public:
   virtual ~TrialEvaluator() = default;
-  // `seed` drives the workload (the same seed gives every configuration the same requests);
-  // `directory` is where the trial may keep files (logs).
-  virtual TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed,
-                                const std::filesystem::path& directory) = 0;
+  // `seed` drives the workload (the same seed gives every configuration the same requests).
+  virtual TrialOutcome evaluate(const nlohmann::json& config, std::uint64_t seed, const TrialContext& context) = 0;
   // The engine's validity rules: an empty string when `config` may launch, else why not.
   virtual std::string invalid_reason(const nlohmann::json& config) const = 0;
   // The command line that deploys `config` (for --emit and the report).

@@ -37,9 +37,10 @@ public:
 };
 
 // Runs `evaluator` on up to `slots` threads of this process; each job's directory is
-// `directory`/trial-N. With one slot every job runs inside submit() order, deterministically.
+// `directory`/trial-N. `gpus` (device ids) are shared out among the slots, each engine launched
+// with its slot's CUDA_VISIBLE_DEVICES. With one slot every job runs inside submit(), in order.
 std::unique_ptr<TrialExecutor> make_local_executor(TrialEvaluator& evaluator, int slots,
-                                                   std::filesystem::path directory);
+                                                   std::filesystem::path directory, std::vector<std::string> gpus = {});
 
 struct SlurmOptions {
   int slots = 4;                           // jobs in the queue at once

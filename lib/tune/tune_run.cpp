@@ -44,6 +44,7 @@ to_json(const TuneOptions& o) {
           {"baseline", o.baseline},
           {"executor", o.executor},
           {"slots", o.slots},
+          {"gpus", o.gpus},
           {"partition", o.partition},
           {"sbatch_args", o.sbatch_args},
           {"model", o.model},
@@ -87,6 +88,7 @@ tune_options_from_json(const nlohmann::json& j) {
   o.baseline = j.at("baseline");
   o.executor = j.value("executor", "local");
   o.slots = j.value("slots", 1);
+  o.gpus = j.value("gpus", std::vector<std::string>{});
   o.partition = j.value("partition", "");
   o.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
   o.model = j.value("model", "");
@@ -200,23 +202,18 @@ write_plots(const TuneResult& r, const std::filesystem::path& dir) {
   write_file_atomic(dir / "trajectory.svg", render_svg(trajectory));
   if (r.options.objective != "goodput")
     return;
-  // Pareto: goodput against p99, the frontier of configurations no other beats on both.
+  // Pareto: throughput against p99, with the frontier of configurations no other beats on both.
   Chart pareto{
-      "goodput vs p99 (every measured trial)", "p99 end-to-end latency (s)", "goodput (requests/s)", {}, {}, {}};
+      "throughput vs p99 (every measured trial)", "p99 end-to-end latency (s)", "throughput (requests/s)", {}, {}, {}};
   ChartSeries points{"trial", "#999", {}, false, true, false};
-  std::vector<std::pair<double, double>> all;
   for (const auto& t : r.study.trials)
     if (t.outcome.status == TrialStatus::measured && t.outcome.metrics.contains("p99_s"))
-      all.emplace_back(t.outcome.metrics["p99_s"].get<double>(), t.outcome.metrics["goodput"].get<double>());
-  points.points = all;
-  std::sort(all.begin(), all.end());
+      points.points.emplace_back(t.outcome.metrics["p99_s"].get<double>(),
+                                 t.outcome.metrics["throughput"].get<double>());
   ChartSeries frontier{"Pareto frontier", "#d62728", {}, true, true, false};
-  double top = -1;
-  for (const auto& p : all)
-    if (p.second > top) {
-      frontier.points.push_back(p);
-      top = p.second;
-    }
+  for (const auto* t : pareto_frontier(r.study))
+    frontier.points.emplace_back(t->outcome.metrics["p99_s"].get<double>(),
+                                 t->outcome.metrics["throughput"].get<double>());
   pareto.series = {points, frontier};
   if (!r.study.trials.empty() && r.study.trials.front().outcome.metrics.contains("slo_s"))
     pareto.vertical.push_back({r.study.trials.front().outcome.metrics["slo_s"].get<double>(), "SLO"});
@@ -318,7 +315,11 @@ run_tune(TuneOptions options, const archive::RunContext& context,
       archived ? context.archive->run_directory(context.run_id) : std::filesystem::temp_directory_path();
   std::unique_ptr<TrialExecutor> executor;
   if (options.executor == "local") {
-    executor = make_local_executor(*evaluator, options.slots, archived ? directory : std::filesystem::path());
+    if (!options.gpus.empty() && options.gpus.size() % static_cast<std::size_t>(options.slots) != 0)
+      throw InputError(fmt::format("--gpus lists {} devices, which {} --slots cannot share evenly", options.gpus.size(),
+                                   options.slots));
+    executor =
+        make_local_executor(*evaluator, options.slots, archived ? directory : std::filesystem::path(), options.gpus);
   } else if (options.executor == "slurm") {
     SlurmOptions slurm;
     slurm.slots = options.slots;
@@ -357,6 +358,32 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   return result;
 }
 
+std::vector<const StudyTrial*>
+pareto_frontier(const StudyResult& study) {
+  std::vector<const StudyTrial*> measured, frontier;
+  for (const auto& t : study.trials)
+    if (t.outcome.status == TrialStatus::measured && t.outcome.metrics.contains("throughput") &&
+        t.outcome.metrics.contains("p99_s"))
+      measured.push_back(&t);
+  const auto figures = [](const StudyTrial* t) {
+    return std::pair{t->outcome.metrics.at("throughput").get<double>(), t->outcome.metrics.at("p99_s").get<double>()};
+  };
+  for (const auto* t : measured) {
+    const auto [tput, p99] = figures(t);
+    const bool dominated = std::any_of(measured.begin(), measured.end(), [&](const StudyTrial* o) {
+      const auto [otput, op99] = figures(o);
+      return otput >= tput && op99 <= p99 && (otput > tput || op99 < p99);
+    });
+    const bool repeat =
+        std::any_of(frontier.begin(), frontier.end(), [&](const StudyTrial* f) { return f->config == t->config; });
+    if (!dominated && !repeat)
+      frontier.push_back(t);
+  }
+  std::sort(frontier.begin(), frontier.end(),
+            [&](const StudyTrial* a, const StudyTrial* b) { return figures(a).second < figures(b).second; });
+  return frontier;
+}
+
 nlohmann::json
 to_json(const TuneResult& r) {
   nlohmann::json trials = nlohmann::json::array();
@@ -382,6 +409,15 @@ to_json(const TuneResult& r) {
   }
   if (r.study.baseline_median)
     out["baseline_median_value"] = *r.study.baseline_median;
+  if (const auto frontier = pareto_frontier(r.study); !frontier.empty()) {
+    out["pareto_frontier"] = nlohmann::json::array();
+    for (const auto* t : frontier)
+      out["pareto_frontier"].push_back({{"number", t->number},
+                                        {"config", t->config},
+                                        {"throughput", t->outcome.metrics.at("throughput")},
+                                        {"p99_s", t->outcome.metrics.at("p99_s")},
+                                        {"feasible", t->outcome.feasible()}});
+  }
   if (r.resumed_from)
     out["resumed_from"] = r.resumed_from;
   return out;

@@ -50,6 +50,7 @@ struct TuneOptions {
   bool baseline = true;
   std::string executor = "local"; // local | slurm
   int slots = 1;                  // trials at once (local threads or engines; Slurm jobs queued)
+  std::vector<std::string> gpus;  // local: device ids shared out among the slots
   std::string partition;          // slurm
   std::vector<std::string> sbatch_args;
   std::string resume; // run id or "last" of an interrupted study
@@ -82,6 +83,9 @@ TuneResult run_tune(TuneOptions options, const archive::RunContext& context,
                     const std::function<void(const StudyTrial&)>& on_trial = {});
 
 nlohmann::json to_json(const TuneResult& result);
+// Measured trials no other beats on both throughput (higher) and p99 latency (lower), each
+// configuration once, by p99 — throughput per replica against the latency percentile.
+std::vector<const StudyTrial*> pareto_frontier(const StudyResult& study);
 Table trials_table(const TuneResult& result);
 std::string progress_line(const StudyTrial& trial);
 std::string summary_line(const TuneResult& result);

@@ -20,6 +20,13 @@ best = d["best"]["median_value"]
 assert all(t["outcome"]["feasible"] or t["outcome"]["value"] is None or t["outcome"]["value"] <= best + 1e9 for t in d["trials"])
 # the winner was re-measured and met the SLO every time
 assert len(d["best"]["values"]) >= 2
+# the Pareto frontier: no member beaten on both throughput and p99 by any measured trial
+front = d["pareto_frontier"]
+assert front
+measured = [t["outcome"]["metrics"] for t in d["trials"] if t["outcome"]["status"] == "measured"]
+for f in front:
+    assert not any(m["throughput"] >= f["throughput"] and m["p99_s"] <= f["p99_s"] and
+                   (m["throughput"] > f["throughput"] or m["p99_s"] < f["p99_s"]) for m in measured), f
 PY
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$run_id AND json_extract(params,'\$.phase') IN ('baseline','search')")" 30
@@ -53,13 +60,16 @@ segment: {warmup_s: 10, min_duration_s: 60, min_completions: 150000, slo_s: 1.2}
 YAML
 study=(tune --space sim-serving --sim "$SCRATCH/slow.yaml" --optimizer tpe --trials 14 --seed 5 --top-k 1 --replicates 1
   --format json)
+before=$(sql "SELECT COALESCE(MAX(id), 0) FROM runs")
 "$OPTKIT" "${study[@]}" >"$SCRATCH/killed.out" 2>"$SCRATCH/killed.err" &
 victim=$!
 killed_run=""
 for _ in $(seq 1 6000); do
-  killed_run=$(sql "SELECT MAX(id) FROM runs WHERE command='tune'")
-  done_trials=$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$killed_run AND result IS NOT NULL AND json_extract(params,'\$.phase')='search'")
-  [ "${done_trials:-0}" -ge 4 ] && break
+  killed_run=$(sql "SELECT COALESCE(MAX(id), 0) FROM runs WHERE command='tune' AND id > $before")
+  if [ "$killed_run" -gt 0 ]; then
+    done_trials=$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$killed_run AND result IS NOT NULL AND json_extract(params,'\$.phase')='search'")
+    [ "${done_trials:-0}" -ge 4 ] && break
+  fi
   kill -0 "$victim" 2>/dev/null || break
   sleep 0.05
 done
