@@ -2,6 +2,7 @@
 #include "app_context.hpp"
 
 #include "core/error.hpp"
+#include "tune/sim_calibration_run.hpp"
 #include "tune/tune_run.hpp"
 
 #include <fmt/format.h>
@@ -27,12 +28,59 @@ knob_values(const std::vector<std::string>& pairs, const std::string& flag) {
   return out;
 }
 
+void
+register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
+  CLI::App* cal = tune.add_subcommand(
+      "calibrate-sim", "Fit the simulator's step costs to an archived bench run of a live engine; write a setup");
+  struct Flags {
+    tune::CalibrateSimOptions options;
+    std::string format;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto& o = flags->options;
+  cal->add_option("run", o.run, "the bench run (an id or 'last')")->required();
+  cal->add_option("--max-num-seqs", o.max_num_seqs, "the engine's max_num_seqs during that run")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cal->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "the engine's token budget during that run")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
+  cal->add_option("--slo-seconds", o.slo_s, "the setup's p99 target")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cal->add_option("--name", o.name, "the setup's name (default: calibrated-run-N)");
+  add_output_option(*cal, o.output, "write the fitted simulator setup (YAML) to FILE");
+  add_format_option(*cal, flags->format);
+  commands.add({"tune calibrate-sim", cal, [flags](AppContext& ctx) {
+                  const auto result = tune::calibrate_sim(flags->options, ctx.run_context(0));
+                  const OutputFormat format = parse_output_format(flags->format);
+                  if (format == OutputFormat::json) {
+                    auto out = tune::to_json(result);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n");
+                    return;
+                  }
+                  const auto& t = result.fit.timing;
+                  std::string text = tune::calibration_table(result).render(format, ctx.color_stdout());
+                  if (format == OutputFormat::table)
+                    text +=
+                        fmt::format("\nfitted to bench run {}: step_base {:.3f} ms, prefill {:.3f} us/token, decode "
+                                    "{:.3f} us/sequence; RMS log error {:.3f} ({} simulations){}\n",
+                                    result.bench_run, t.step_base_s * 1e3, t.prefill_token_s * 1e6,
+                                    t.decode_seq_s * 1e6, result.fit.rms_log_error, result.fit.evaluations,
+                                    flags->options.output.empty() ? "" : "; setup written to " + flags->options.output);
+                  ctx.emit(text);
+                }});
+}
+
 } // namespace
 
 void
 register_tune(CLI::App& app, CommandRegistry& commands) {
   CLI::App* tune = app.add_subcommand(
       "tune", "Search engine knobs for the best SLO-feasible configuration (TPE, hill-climb, random, grid)");
+  tune->require_subcommand(0, 1);
+  register_calibrate_sim(*tune, commands);
   struct Flags {
     tune::TuneOptions options;
     std::vector<std::string> hw_cost, steps;
