@@ -143,6 +143,15 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
                    "Eq. 2 of SLO-Tuner: knob=weight of the hardware-cost term (repeatable; default concurrency=0.01 "
                    "max_num_seqs=0.01 speculative_tokens=0.02)");
   tune->add_option("--sim", o.sim, "simulator setup: a name under profiles/sim/ or a YAML file")->capture_default_str();
+  tune->add_option("--prior", o.prior,
+                   "warm-start: run a simulated TPE study on this simulator setup first and measure its best "
+                   "configurations first (tpe, random)");
+  tune->add_option("--prior-trials", o.prior_trials, "--prior: simulated trials")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  tune->add_option("--prior-top", o.prior_top, "--prior: configurations taken from it")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   tune->add_option("--tpe-startup", o.tpe.startup_trials, "TPE: random trials before the model (n_startup_trials)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

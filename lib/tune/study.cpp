@@ -109,6 +109,8 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
         config = it->second->config;
       else if (is_baseline)
         config = defaults;
+      else if (const int first = baseline ? 1 : 0; number - first < static_cast<int>(options.enqueued.size()))
+        config = options.enqueued[static_cast<std::size_t>(number - first)];
       else if (!optimizer.ready(history, number)) {
         waiting = true;
         break; // a hill-climb step waits for its running trials

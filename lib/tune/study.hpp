@@ -24,6 +24,9 @@ struct StudyOptions {
   int replicates = 2;   // re-measurements of each
   bool baseline = true; // trial 0 at the space's defaults (when every knob has one)
   std::uint64_t seed = 0;
+  // Configurations measured first, right after the baseline (Optuna's enqueue_trial): e.g. the
+  // simulator's best ones (--prior sim).
+  std::vector<nlohmann::json> enqueued;
 };
 
 struct StudyTrial {

@@ -32,6 +32,9 @@ to_json(const TuneOptions& o) {
           {"slos", o.slos},
           {"slo_s", o.slo_s ? nlohmann::json(*o.slo_s) : nlohmann::json(nullptr)},
           {"sim", o.sim},
+          {"prior", o.prior},
+          {"prior_trials", o.prior_trials},
+          {"prior_top", o.prior_top},
           {"tpe",
            {{"startup_trials", o.tpe.startup_trials},
             {"ei_candidates", o.tpe.ei_candidates},
@@ -75,6 +78,9 @@ tune_options_from_json(const nlohmann::json& j) {
   if (j.at("slo_s").is_number())
     o.slo_s = j.at("slo_s").get<double>();
   o.sim = j.at("sim");
+  o.prior = j.value("prior", "");
+  o.prior_trials = j.value("prior_trials", 200);
+  o.prior_top = j.value("prior_top", 3);
   o.tpe.startup_trials = j.at("tpe").at("startup_trials");
   o.tpe.ei_candidates = j.at("tpe").at("ei_candidates");
   o.tpe.gamma = j.at("tpe").at("gamma");
@@ -261,6 +267,42 @@ make_evaluator(const TuneOptions& options, const SearchSpace& space) {
   return make_sim_evaluator(space, std::move(sim));
 }
 
+std::vector<nlohmann::json>
+simulator_prior(const TuneOptions& options, const SearchSpace& space) {
+  if (options.prior.empty())
+    return {};
+  if (options.optimizer == "hillclimb" || options.optimizer == "grid")
+    throw InputError("--prior warm-starts tpe or random; " + options.optimizer + " has its own order");
+  TuneOptions simulated = options;
+  simulated.engine = "sim";
+  simulated.sim = options.prior;
+  std::unique_ptr<TrialEvaluator> evaluator;
+  try {
+    evaluator = make_evaluator(simulated, space);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--prior ") + options.prior + ": " + e.what());
+  }
+  auto executor = make_local_executor(*evaluator, 1, {});
+  auto optimizer = make_tpe(space, options.tpe, options.seed ^ 0x9d1ce5ULL);
+  StudyOptions study;
+  study.trials = options.prior_trials;
+  study.top_k = 0;
+  study.baseline = false;
+  study.seed = options.seed;
+  const auto result = run_study(space, *optimizer, *evaluator, *executor, study, {}, {});
+  std::vector<const StudyTrial*> ranked;
+  for (const auto& t : result.trials)
+    if (t.outcome.feasible())
+      ranked.push_back(&t);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const StudyTrial* a, const StudyTrial* b) { return a->outcome.value > b->outcome.value; });
+  std::vector<nlohmann::json> top;
+  for (const auto* t : ranked)
+    if (static_cast<int>(top.size()) < options.prior_top && std::find(top.begin(), top.end(), t->config) == top.end())
+      top.push_back(t->config);
+  return top;
+}
+
 void
 tune_worker(const std::filesystem::path& spec_file) {
   run_trial_worker(spec_file, [](const nlohmann::json& j) {
@@ -305,6 +347,12 @@ run_tune(TuneOptions options, const archive::RunContext& context,
                                                    : "study options",
                                to_json(options));
   StudyOptions study;
+  study.enqueued = simulator_prior(options, space);
+  if (!study.enqueued.empty() && context.archive != nullptr && context.run_id != 0)
+    context.archive->add_event(context.run_id, std::nullopt, "info", "tune.prior",
+                               fmt::format("{} configurations from a {}-trial simulated study on {} are measured first",
+                                           study.enqueued.size(), options.prior_trials, options.prior),
+                               study.enqueued);
   study.trials = options.trials;
   study.top_k = options.top_k;
   study.replicates = options.replicates;

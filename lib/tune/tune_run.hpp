@@ -42,6 +42,11 @@ struct TuneOptions {
   std::vector<std::string> slos; // certified objective (bench syntax); goodput: the sim setup's slo_s unless set
   std::optional<double> slo_s;   // goodput: p99 target override
   std::string sim = "tinyllama-l40s";
+  // --prior SETUP: before the live trials, a simulated TPE study of `prior_trials` on that setup;
+  // its `prior_top` best feasible configurations are measured first (multi-fidelity warm start).
+  std::string prior;
+  int prior_trials = 200;
+  int prior_top = 3;
   TpeOptions tpe;
   HillClimbOptions hillclimb;
   std::size_t grid_points = 5;
@@ -69,6 +74,9 @@ struct TuneResult {
   std::string best_command; // the winner's launch command
   std::int64_t resumed_from = 0;
 };
+
+// The simulator's best configurations for the study `options` describe (empty without --prior).
+std::vector<nlohmann::json> simulator_prior(const TuneOptions& options, const SearchSpace& space);
 
 // The evaluator `options` describe (the worker side of --executor slurm builds its own from the
 // study's archived options).

@@ -102,6 +102,22 @@ assert resumed["best"]["config"] == full["best"]["config"]
 PY
 expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$resumed_run AND json_extract(params,'\$.resumed_from')=$killed_run")" "$completed"
 
+# --prior: a simulated study's best configurations are measured first, right after the baseline.
+run tune --space slo-tuner --optimizer tpe --trials 6 --prior tinyllama-l40s --prior-trials 40 --prior-top 2 \
+  --top-k 0 --format json
+expect_rc 0
+prior_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+prior=$(sql "SELECT data FROM events WHERE run_id=$prior_run AND kind='tune.prior'")
+python3 - "$OUT" "$prior" <<'PY' || fail "--prior: $OUT / $prior"
+import json, sys
+d, prior = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert len(prior) == 2
+assert [t["config"] for t in d["trials"][1:3]] == prior, (d["trials"][1:3], prior)
+PY
+run tune --space slo-tuner --optimizer hillclimb --prior tinyllama-l40s
+expect_rc 2
+expect_err_has "--prior warm-starts tpe or random"
+
 # Nothing meets a 10 ms p99: exit 1, the run archived as goal_not_met.
 run tune --space slo-tuner --optimizer random --trials 4 --slo-seconds 0.01 --top-k 1 --replicates 1
 expect_rc 1
