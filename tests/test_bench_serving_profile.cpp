@@ -1,5 +1,5 @@
-#include "core/random_source.hpp"
 #include "bench/serving_profile.hpp"
+#include "core/random_source.hpp"
 
 #include "core/error.hpp"
 

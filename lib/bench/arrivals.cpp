@@ -1,7 +1,7 @@
 #include "bench/arrivals.hpp"
 
-#include "core/random_source.hpp"
 #include "core/error.hpp"
+#include "core/random_source.hpp"
 
 #include <algorithm>
 #include <cmath>

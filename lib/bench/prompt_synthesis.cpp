@@ -1,8 +1,8 @@
 #include "bench/prompt_synthesis.hpp"
 
-#include "core/random_source.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/random_source.hpp"
 #include "core/resource_paths.hpp"
 #include "http/client.hpp"
 #include "model/tokenizer.hpp"

@@ -1,10 +1,10 @@
 #include "bench/serving_profile.hpp"
 
 #include "bench/json_lines.hpp"
-#include "core/random_source.hpp"
 #include "bench/slo.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/random_source.hpp"
 #include "core/resource_paths.hpp"
 #include "core/yaml_schema.hpp"
 
