@@ -106,11 +106,14 @@ TEST_CASE("the winner met the SLO in every measurement; failures are recorded, n
   }
   CHECK(invalid);
   CHECK(crashed);
-  CHECK(eval.calls == 40 - 1 + 3 * 2); // x = 7 never ran
-  int replicates = 0;
-  for (const auto& t : r.trials)
+  CHECK(eval.calls == 40 - 1 + 4 * 2); // x = 7 never ran; the top 3 and the defaults re-measured
+  int replicates = 0, baseline_measurements = 0;
+  for (const auto& t : r.trials) {
     replicates += t.phase == "replicate" ? 1 : 0;
-  CHECK(replicates == 6);
+    baseline_measurements += t.config["x"] == 5 ? 1 : 0;
+  }
+  CHECK(replicates == 8);
+  CHECK(baseline_measurements == 3); // as often as each finalist
 }
 
 TEST_CASE("a study where nothing meets the SLO has no winner") {
@@ -157,7 +160,7 @@ TEST_CASE("parallel slots run the same study's trials, and hill-climb waits for 
   auto grid = make_grid_search(s, 3);
   auto exec = make_local_executor(eval, 4, {});
   const auto r = run_study(s, *grid, eval, *exec, o, {}, {});
-  REQUIRE(r.trials.size() == 22);
+  REQUIRE(r.trials.size() == 23); // 20, the top 2 once more, the baseline once more
   for (std::size_t i = 0; i < r.trials.size(); ++i)
     CHECK(r.trials[i].number == static_cast<int>(i)); // reported in trial order
   CHECK((*r.best)["x"] == 19);                        // trial 0 is the baseline x = 5; the grid then skips 5: 0..19

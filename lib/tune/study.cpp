@@ -151,9 +151,21 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
   std::vector<nlohmann::json> finalists;
   for (const auto* t : ranked)
     finalists.push_back(t->config);
+  std::size_t remeasured = std::min(finalists.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
+  // The defaults are re-measured as often as the finalists, so "beats the defaults" compares
+  // medians of equally many measurements; they compete for the win too (a tuner that cannot
+  // beat them says so).
+  const bool baseline_feasible = baseline && std::any_of(result.trials.begin(), result.trials.end(),
+                                                    [](const StudyTrial& t) { return t.phase == "baseline" && t.outcome.feasible(); });
+  if (baseline_feasible && remeasured > 0 &&
+      std::find(finalists.begin(), finalists.begin() + static_cast<std::ptrdiff_t>(remeasured), *defaults) ==
+          finalists.begin() + static_cast<std::ptrdiff_t>(remeasured)) {
+    finalists.insert(finalists.begin() + static_cast<std::ptrdiff_t>(remeasured), *defaults);
+    ++remeasured;
+  }
   std::vector<TrialJob> replicates;
   int replicate_number = options.trials;
-  for (std::size_t f = 0; f < finalists.size() && f < static_cast<std::size_t>(options.top_k); ++f)
+  for (std::size_t f = 0; f < remeasured; ++f)
     for (int r = 1; r <= options.replicates; ++r) {
       const auto& config = finalists[f];
       replicates.push_back(

@@ -114,6 +114,19 @@ d, prior = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert len(prior) == 2
 assert [t["config"] for t in d["trials"][1:3]] == prior, (d["trials"][1:3], prior)
 PY
+
+# runs compare between two studies: their differing options and best values side by side.
+run runs compare "$run_id" "$prior_run" --format json
+expect_rc 0
+python3 - "$OUT" "$run_id" "$prior_run" <<'PY' || fail "runs compare: $OUT"
+import json, sys
+rows, a, b = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+by_item = {r["item"]: r for r in rows}
+assert by_item["command"][f"run {a}"] == by_item["command"][f"run {b}"] == "tune"
+best = by_item["metric.best_value"]
+assert best[f"run {a}"] > 0 and best[f"run {b}"] > 0, best
+assert by_item["config.options.--space"][f"run {a}"] == "sim-serving", by_item["config.options.--space"]
+PY
 run tune --space slo-tuner --optimizer hillclimb --prior tinyllama-l40s
 expect_rc 2
 expect_err_has "--prior warm-starts tpe or random"
