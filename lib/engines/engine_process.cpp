@@ -3,6 +3,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "engines/effective_settings.hpp"
 #include "http/client.hpp"
 
 #include <boost/asio.hpp>
@@ -120,6 +121,13 @@ EngineProcess::wait_ready(double timeout_s) {
     const auto body = nlohmann::json::parse(version.body, nullptr, false);
     if (version.status == 200 && body.is_object() && body.contains("version"))
       m_record["version"] = body["version"];
+    // Effective settings: serve-deltas reports them with its version, vLLM as /metrics info gauges.
+    if (auto effective = effective_from_version(body); !effective.is_null()) {
+      m_record["effective"] = std::move(effective);
+    } else if (const auto metrics = client.request("GET", "/metrics"); metrics.status == 200) {
+      if (auto info = config_info_labels(metrics.body); !info.empty())
+        m_record["effective"] = std::move(info);
+    }
     const auto models = client.request("GET", "/v1/models");
     const auto listed = nlohmann::json::parse(models.body, nullptr, false);
     if (models.status == 200 && listed.is_object() && listed.contains("data"))

@@ -36,7 +36,8 @@ public:
   std::string url() const; // http://127.0.0.1:PORT
   const std::filesystem::path& log_file() const { return m_log; }
   // What was launched and what the engine reports: argv, version (GET /version when it answers),
-  // the models it serves with their max_model_len when listed.
+  // its effective settings ("effective": see effective_settings.hpp) when it reports them, the
+  // models it serves with their max_model_len when listed.
   const nlohmann::json& record() const { return m_record; }
 
 private:

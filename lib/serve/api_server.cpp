@@ -224,9 +224,13 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
   }
   if (!m_options.api_key.empty() && request.header("authorization") != "Bearer " + m_options.api_key)
     return send_error(exchange, 401, "a valid API key is required: send 'Authorization: Bearer <key>'");
-  if (path == "/version")
-    return send_json(exchange, 200, {{"version", m_options.version}});
   Engine* engine = m_engine.load();
+  if (path == "/version") {
+    nlohmann::json body = {{"version", m_options.version}};
+    if (engine != nullptr)
+      body["engine"] = m_model.settings;
+    return send_json(exchange, 200, body);
+  }
   if (engine == nullptr)
     return send_error(exchange, 503, "the model is still loading; poll /health");
   const auto method_is = [&](const char* method) {

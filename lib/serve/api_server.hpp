@@ -13,6 +13,8 @@
 #include "serve/metrics.hpp"
 #include "serve/openai_protocol.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -34,6 +36,9 @@ struct ServedModel {
   std::shared_ptr<const model::Tokenizer> tokenizer;
   std::optional<model::ChatTemplate> chat_template; // none: chat requests are refused with 400
   std::int64_t max_model_len = 0;
+  // The engine's effective settings, as resolved at load (defaults filled in): served under
+  // "engine" by /version once the model is attached, so a tuner records them, not its request.
+  nlohmann::json settings = nlohmann::json::object();
 };
 
 struct ApiOptions {

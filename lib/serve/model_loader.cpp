@@ -9,6 +9,7 @@
 #include "serve/mock_model.hpp"
 
 #include <algorithm>
+#include <thread>
 
 namespace optkit::serve {
 
@@ -41,7 +42,8 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     return loaded;
   }
   runtime::RuntimeOptions runtime_options;
-  runtime_options.threads = options.threads;
+  runtime_options.threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.budget_bytes =
       kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));
   if (options.delta_serving == DeltaServing::swap) {

@@ -22,6 +22,7 @@ struct LoadedModel {
   runtime::CpuTransformer* transformer = nullptr; // decoupled serving: the model deltas are served beside
   EngineOptions engine;                           // options.engine, with what the delta serving mode needs
   const SwapModel* swap = nullptr;                // with --baseline swap: the model (its swap counts), owned by `model`
+  unsigned threads = 0;                           // runtime threads, resolved (0: the mock model computes nothing)
 };
 
 // Throws InputError naming the flag for a combination that cannot be served.

@@ -93,6 +93,16 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       throw InputError("--delta " + v.name + "=...: the name is the base model's; pick another");
   served.tokenizer = tokenizer;
   served.max_model_len = engine.config().max_position_embeddings;
+  served.settings = {
+      {"max_num_seqs", loaded.engine.max_num_seqs},
+      {"max_num_batched_tokens", loaded.engine.max_num_batched_tokens},
+      {"max_deltas", loaded.engine.max_deltas},
+      {"threads", loaded.threads > 0 ? nlohmann::json(loaded.threads) : nlohmann::json(nullptr)},
+      {"kv_cache_bytes", static_cast<std::uint64_t>(kv.capacity_blocks().value_or(0)) * kv.block_bytes()},
+      {"kv_cache_blocks", kv.capacity_blocks().value_or(0)},
+      {"block_tokens", kv.block_tokens()},
+      {"max_model_len", served.max_model_len},
+      {"mock", options.mock}};
   try {
     served.chat_template = model::load_chat_template(options.base);
   } catch (const InputError& e) {

@@ -155,8 +155,9 @@ run_study(const SearchSpace& space, Optimizer& optimizer, const TrialEvaluator& 
   // The defaults are re-measured as often as the finalists, so "beats the defaults" compares
   // medians of equally many measurements; they compete for the win too (a tuner that cannot
   // beat them says so).
-  const bool baseline_feasible = baseline && std::any_of(result.trials.begin(), result.trials.end(),
-                                                    [](const StudyTrial& t) { return t.phase == "baseline" && t.outcome.feasible(); });
+  const bool baseline_feasible =
+      baseline && std::any_of(result.trials.begin(), result.trials.end(),
+                              [](const StudyTrial& t) { return t.phase == "baseline" && t.outcome.feasible(); });
   if (baseline_feasible && remeasured > 0 &&
       std::find(finalists.begin(), finalists.begin() + static_cast<std::ptrdiff_t>(remeasured), *defaults) ==
           finalists.begin() + static_cast<std::ptrdiff_t>(remeasured)) {

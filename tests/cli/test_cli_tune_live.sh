@@ -1,8 +1,8 @@
 # optkit tune --engine optkit: every trial launches serve-deltas (the mock model behind the real
 # engine and HTTP path) with the trial's knobs from the engine adapter, measures it with bench and
-# stops it. The launch records carry the knob flags, no engine outlives the study, a
-# configuration the adapter refuses never launches, and an engine that cannot start is a
-# launch_failed trial. Assertions are about structure, never about speed.
+# stops it. The launch records carry the knob flags and the settings the engine reports back,
+# no engine outlives the study, a configuration the adapter refuses never launches, and an engine
+# that cannot start is a launch_failed trial. Assertions are about structure, never about speed.
 . "$(dirname "$0")/lib.sh"
 
 base="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
@@ -29,6 +29,10 @@ for t in measured:
     assert "serve-deltas" in argv and "--mock" in argv, argv
     seqs = argv[argv.index("--max-num-seqs") + 1]
     assert int(seqs) == t["config"]["max_num_seqs"], (argv, t["config"])
+    effective = t["outcome"]["engine"]["effective"]  # read back from the engine, not assumed
+    assert effective["max_num_seqs"] == t["config"]["max_num_seqs"], (effective, t["config"])
+    assert effective["max_num_batched_tokens"] == t["config"]["max_num_batched_tokens"], effective
+    assert effective["kv_cache_blocks"] > 0 and effective["mock"] is True, effective
     assert t["outcome"]["metrics"]["goodput"] > 0
 for t in d["trials"]:
     c = t["config"]
