@@ -41,3 +41,22 @@ expect_eq() {
 sql() {
   sqlite3 -batch -noheader "$OPTKIT_ARCHIVE" "$1"
 }
+
+# start_serve_deltas MODEL_DIR [FLAGS...]: serve-deltas on a free loopback port in the background
+# (1 thread; pid in $server, port in $port, log in $SCRATCH/server.log, archive $SERVE_ARCHIVE or
+# the test's), returning once it serves the model. The caller's EXIT trap kills $server.
+start_serve_deltas() {
+  local model=$1
+  shift
+  "$OPTKIT" --archive "${SERVE_ARCHIVE:-$OPTKIT_ARCHIVE}" serve-deltas --base "$model" --port 0 --threads 1 "$@" \
+    >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
+  server=$!
+  port=""
+  for _ in $(seq 1 3000); do
+    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$' || true)
+    [ -n "$port" ] && grep -q "serving '$(basename "$model")'" "$SCRATCH/server.log" && return 0
+    kill -0 "$server" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
+    sleep 0.02
+  done
+  fail "serve-deltas did not come up: $(cat "$SCRATCH/server.log")"
+}

@@ -83,16 +83,9 @@ expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['documents']")" 4
 
 # An endpoint: its cache key is the parsed URL (with or without /v1), the model and what the
 # server reports behind it, so the second run is answered from the cache.
-"$OPTKIT" serve-deltas --base "$models/tiny-arith" --port 0 --threads 1 >/dev/null 2>"$SCRATCH/server.log" &
-SERVER_PID=$!
-trap 'kill "$SERVER_PID" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
-for _ in $(seq 3000); do
-  grep -q "serving 'tiny-arith'" "$SCRATCH/server.log" && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
-  sleep 0.02
-done
-port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$')
-[ -n "$port" ] || fail "serve-deltas did not come up: $(cat "$SCRATCH/server.log")"
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+start_serve_deltas "$models/tiny-arith"
 run eval tasks --endpoint "http://127.0.0.1:$port/v1" --suite arith --limit 5 --format json
 expect_rc 0
 expect_eq "$(json_field "$OUT" "['candidates'][0]['served_as']")" "tiny-arith"
@@ -102,8 +95,8 @@ expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['cached']")" 5
 run eval tasks --endpoint "http://127.0.0.1:$port" --model nosuch --suite arith --limit 5
 expect_rc 2
 expect_err_has "it serves: tiny-arith"
-kill "$SERVER_PID"
-wait "$SERVER_PID" 2>/dev/null
+kill "$server"
+wait "$server" 2>/dev/null
 
 # Bad input: one line, exit 2.
 run eval tasks --model "$models/tiny-arith" --suite gsm9k

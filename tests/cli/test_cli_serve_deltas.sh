@@ -9,18 +9,6 @@ server=""
 # A failed expectation must not leave a server holding ctest's output pipe open.
 trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
 
-start_server() {
-  "$OPTKIT" serve-deltas --base "$base" --port 0 --threads 1 "$@" >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
-  server=$!
-  port=""
-  for _ in $(seq 1 3000); do
-    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$' || true)
-    [ -n "$port" ] && grep -q "serving 'tiny-base'" "$SCRATCH/server.log" && return 0
-    kill -0 "$server" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
-    sleep 0.02
-  done
-  fail "serve-deltas did not come up: $(cat "$SCRATCH/server.log")"
-}
 
 # http METHOD PATH BODY: prints "STATUS BODY".
 http() {
@@ -62,7 +50,7 @@ for name, (shape, values) in tensors.items():
 head = json.dumps(header).encode()
 open(os.path.join(out, "adapter_model.safetensors"), "wb").write(struct.pack("<Q", len(head)) + head + data)
 PY
-start_server --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora"
+start_serve_deltas "$base" --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora"
 out=$(http POST /v1/completions '{"model": "zero", "prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
 lora_text=$(completion_text "$out")
 out=$(http POST /v1/completions '{"prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
@@ -171,7 +159,7 @@ RC=$?
 [ "$RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RC: $(cat "$SCRATCH/server.log")"
 
 # The swap-full-model baseline serves the same variant with the same greedy text, swapping models.
-start_server --delta "code=$SCRATCH/code" --baseline swap
+start_serve_deltas "$base" --delta "code=$SCRATCH/code" --baseline swap
 out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
 swap_text=$(completion_text "$out")
 [ "$swap_text" = "$decoupled_text" ] || fail "--baseline swap: '$swap_text', decoupled: '$decoupled_text'"

@@ -8,17 +8,7 @@
 base="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
 server=""
 trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
-"$OPTKIT" --archive "$SCRATCH/server.db" serve-deltas --base "$base" --port 0 --threads 1 --mock --mock-step-ms 5 \
-  --max-num-seqs 8 >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
-server=$!
-port=""
-for _ in $(seq 1 3000); do
-  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$SCRATCH/server.log" | head -1 | grep -o '[0-9]*$' || true)
-  [ -n "$port" ] && grep -q "serving 'tiny-base'" "$SCRATCH/server.log" && break
-  kill -0 "$server" 2>/dev/null || fail "serve-deltas died: $(cat "$SCRATCH/server.log")"
-  sleep 0.02
-done
-[ -n "$port" ] || fail "serve-deltas did not come up"
+SERVE_ARCHIVE="$SCRATCH/server.db" start_serve_deltas "$base" --mock --mock-step-ms 5 --max-num-seqs 8
 
 run --quiet bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=3s' --min-trial-seconds 1 \
   --min-requests 30 --gate-requests 10 --max-trials 3 --beta-tolerance 0.5 --max-dispatch-lag-ms 1000 --no-calibration
