@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace optkit::tune {
 
@@ -193,7 +194,7 @@ write_plots(const TuneResult& r, const std::filesystem::path& dir) {
                    {}};
   ChartSeries best{"best so far", "#1f77b4", {}, true, false, false};
   ChartSeries each{"feasible trial", "#2ca02c", {}, false, true, false};
-  double so_far = -INFINITY;
+  double so_far = -std::numeric_limits<double>::infinity();
   for (const auto& t : r.study.trials) {
     if (t.phase == "replicate")
       continue;
@@ -417,10 +418,11 @@ pareto_frontier(const StudyResult& study) {
     return std::pair{t->outcome.metrics.at("throughput").get<double>(), t->outcome.metrics.at("p99_s").get<double>()};
   };
   for (const auto* t : measured) {
-    const auto [tput, p99] = figures(t);
+    const auto mine = figures(t); // (throughput, p99)
     const bool dominated = std::any_of(measured.begin(), measured.end(), [&](const StudyTrial* o) {
-      const auto [otput, op99] = figures(o);
-      return otput >= tput && op99 <= p99 && (otput > tput || op99 < p99);
+      const auto other = figures(o);
+      return other.first >= mine.first && other.second <= mine.second &&
+             (other.first > mine.first || other.second < mine.second);
     });
     const bool repeat =
         std::any_of(frontier.begin(), frontier.end(), [&](const StudyTrial* f) { return f->config == t->config; });
