@@ -56,6 +56,15 @@ endforeach()
 
 find_package(Threads REQUIRED)
 
+# COIN-OR CBC (plan hetero's ILP) and the COIN-OR libraries under it, statically, in link order.
+optkit_find_header(coin/Cbc_C_Interface.h coinor-libcbc-dev)
+foreach(lib CbcSolver Cbc Cgl OsiClp ClpSolver Clp Osi CoinUtils bz2 z)
+  optkit_find_static(OPTKIT_COIN_${lib}_LIB ${lib} coinor-libcbc-dev)
+  list(APPEND OPTKIT_COIN_LIBS ${OPTKIT_COIN_${lib}_LIB})
+endforeach()
+add_library(optkit_cbc INTERFACE)
+target_link_libraries(optkit_cbc INTERFACE ${OPTKIT_COIN_LIBS} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_FORTRAN_RUNTIME})
+
 add_library(optkit_thirdparty INTERFACE)
 target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY JSON_DIAGNOSTICS=1
                            BOOST_ALLOW_DEPRECATED_HEADERS)

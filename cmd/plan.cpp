@@ -4,7 +4,10 @@
 #include "app_context.hpp"
 
 #include "core/error.hpp"
+#include "core/atomic_file.hpp"
 #include "core/resource_paths.hpp"
+#include "core/text.hpp"
+#include "hetero/hetero_run.hpp"
 #include "plan/plan_run.hpp"
 #include "plan/profile_run.hpp"
 #include "proc/worker_spec.hpp"
@@ -56,6 +59,64 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
                   ctx.emit(plan::profile_table(run).render(format, ctx.color_stdout()));
                 },
                 true, &flags->worker});
+}
+
+void
+register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
+  struct Flags {
+    hetero::HeteroRunOptions options;
+    std::string bits = "3,4,8,16", format, output;
+  };
+  auto flags = std::make_shared<Flags>();
+  hetero::HeteroRunOptions& o = flags->options;
+  CLI::App* hetero_app = plan_app.add_subcommand(
+      "hetero", "Plan one model over mixed GPU types with per-layer bitwidths (SplitQuant): stages, bits, micro-batches");
+  hetero_app->add_option("--cluster", o.cluster, "YAML of device groups (GPU type, count, node) and links");
+  hetero_app->add_option("--model", o.model, "preset name or a Hugging Face config.json / folder");
+  hetero_app->add_option("--isl", o.workload.isl, "prompt tokens per request")->capture_default_str();
+  hetero_app->add_option("--osl", o.workload.osl, "generated tokens per request")->capture_default_str();
+  hetero_app->add_option("--batch", o.workload.batch, "global batch (concurrent requests)")->capture_default_str();
+  hetero_app->add_option("--bits", flags->bits, "bitwidths a layer may take, comma-separated: 3, 4, 8, 16")
+      ->capture_default_str();
+  hetero_app
+      ->add_option("--theta", o.planner.theta,
+                   "seconds of batch latency worth the quality lost with every layer at the lowest bitwidth")
+      ->capture_default_str();
+  hetero_app->add_option("--group-size", o.planner.group_size, "adjacent layers decided together (0: automatic)")
+      ->capture_default_str();
+  hetero_app->add_option("--time-limit", o.planner.time_limit_s, "seconds the ILP solver may take in all")
+      ->capture_default_str();
+  hetero_app->add_option("--solver", o.solver, "ilp (CBC, started from the heuristic) or heuristic (bitwidth transfer)")
+      ->capture_default_str();
+  hetero_app->add_option("--decode-micro-batch", o.planner.decode_micro_batch,
+                         "sequences per decode micro-batch (0: batch / GPUs)");
+  add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE (what compress --plan reads)");
+  add_format_option(*hetero_app, flags->format);
+  commands.add({"plan hetero", hetero_app, [flags](AppContext& ctx) {
+                  hetero::HeteroRunOptions options = flags->options;
+                  options.planner.bits.clear();
+                  for (const auto& field : split(flags->bits, ',')) {
+                    try {
+                      std::size_t used = 0;
+                      options.planner.bits.push_back(std::stoi(field, &used));
+                      if (used != field.size())
+                        throw std::invalid_argument(field);
+                    } catch (const std::exception&) {
+                      throw InputError("--bits '" + flags->bits + "': expected bitwidths such as 3,4,8,16");
+                    }
+                  }
+                  const OutputFormat format = parse_output_format(flags->format);
+                  const auto run = hetero::run_hetero(options, {&ctx.archive(), ctx.run_id});
+                  auto plan_json = hetero::to_json(run);
+                  if (!flags->output.empty())
+                    write_file_atomic(flags->output, plan_json.dump(2) + "\n");
+                  if (format == OutputFormat::json) {
+                    plan_json["run_id"] = ctx.run_id;
+                    ctx.emit(plan_json.dump(2) + "\n");
+                    return;
+                  }
+                  ctx.emit(hetero::stage_table(run).render(format, ctx.color_stdout()));
+                }});
 }
 
 } // namespace
@@ -144,6 +205,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                   ctx.emit(plan::pareto_table(run).render(format, ctx.color_stdout()));
                 }});
   register_plan_profile(*plan_app, commands);
+  register_plan_hetero(*plan_app, commands);
 }
 
 } // namespace optkit::cmd

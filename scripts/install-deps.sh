@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3
   doctest-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev
   libopenblas-dev gfortran libzstd-dev libonig-dev
+  coinor-libcbc-dev libbz2-dev zlib1g-dev # plan hetero's ILP solver (CBC), linked statically
   clang clang-format libclang-rt-14-dev
   procps util-linux man-db python3 nodejs
   python3-prometheus-client # tests only: parses serve-deltas' /metrics as Prometheus does

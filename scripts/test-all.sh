@@ -30,7 +30,8 @@ step "libFuzzer targets, ${fuzz_seconds}s each"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPTKIT_FUZZ=ON \
   -DOPTKIT_TESTS=OFF -DOPTKIT_CUDA=OFF
 fuzz_targets=(config_yaml time_point worker_spec safetensors_header tokenizer pre_tokenizer chat_template perf_table sse
-              hf_config delta_artifact openai_request lora_adapter bench_inputs eval_inputs tune_inputs engine_metrics)
+              hf_config delta_artifact openai_request lora_adapter bench_inputs eval_inputs tune_inputs engine_metrics
+              cluster_yaml)
 cmake --build build-fuzz --target "${fuzz_targets[@]/#/fuzz_}"
 for target in "${fuzz_targets[@]}"; do
   corpus=$(mktemp -d)

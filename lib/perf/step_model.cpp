@@ -237,6 +237,24 @@ StepModel::step(const StepShape& s) const {
 }
 
 Estimate
+StepModel::decoder_layer(const StepShape& s) const {
+  const double dp_share = 1.0 / m_parallel.dp;
+  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
+  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
+  Estimate layer = linear_part(tokens * dp_share, logit_rows).dense_layer;
+  layer += attention(s, dp_share);
+  return layer;
+}
+
+Estimate
+StepModel::lm_head(const StepShape& s) const {
+  const double dp_share = 1.0 / m_parallel.dp;
+  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
+  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
+  return linear_part(tokens * dp_share, logit_rows).head;
+}
+
+Estimate
 StepModel::decode_interval(double batch, double kv_len, int tokens_per_decode) const {
   const double micro_batch = m_parallel.pp > 1 ? std::max(1.0, batch / m_parallel.pp) : batch;
   StepShape shape;

@@ -57,6 +57,11 @@ public:
   // Latency of one step through every pipeline stage (µs).
   Estimate step(const StepShape& shape) const;
   Estimate step(const StepBatch& batch) const { return step(equivalent_shape(batch)); }
+  // The parts a step adds up, for planners that place layers on devices one by one: one dense
+  // decoder layer (projections, attention, FFN, collectives, glue) and the LM head with the
+  // token embedding's lookup, for the same step.
+  Estimate decoder_layer(const StepShape& shape) const;
+  Estimate lm_head(const StepShape& shape) const;
   // Interval between a decoding sequence's tokens with `batch` sequences in flight: with pipeline
   // stages the batch is split into pp micro-batches that keep every stage busy.
   Estimate decode_interval(double batch, double kv_len, int tokens_per_decode = 1) const;

@@ -1,0 +1,169 @@
+#include "hetero/hetero_run.hpp"
+
+#include "core/error.hpp"
+#include "core/resource_paths.hpp"
+#include "hetero/variance_indicator.hpp"
+#include "perf/estimate.hpp"
+#include "perf/model_arch.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+namespace optkit::hetero {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string
+bits_text(const std::vector<int>& bits, int first, int end) {
+  // "16×40, 8×20": runs of one bitwidth, in layer order
+  std::string text;
+  for (int l = first; l < end;) {
+    int run_end = l;
+    while (run_end < end && bits[std::size_t(run_end)] == bits[std::size_t(l)])
+      ++run_end;
+    text += fmt::format("{}{}×{}", text.empty() ? "" : ", ", bits[std::size_t(l)], run_end - l);
+    l = run_end;
+  }
+  return text;
+}
+
+} // namespace
+
+HeteroRun
+run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
+  if (o.cluster.empty())
+    throw InputError("--cluster FILE is required (a YAML of device groups; see man optkit-plan)");
+  if (o.model.empty())
+    throw InputError("--model is required: a preset (optkit plan --list-models) or a config.json / folder");
+  if (o.workload.isl < 1 || o.workload.osl < 1 || o.workload.batch < 1)
+    throw InputError("--isl, --osl and --batch must be at least 1");
+  for (const int b : o.planner.bits)
+    if (b != 3 && b != 4 && b != 8 && b != 16)
+      throw InputError(fmt::format("--bits {}: the bitwidths are 3, 4, 8 and 16", b));
+  if (o.planner.theta < 0)
+    throw InputError("--theta must be at least 0");
+  if (o.solver != "ilp" && o.solver != "heuristic")
+    throw InputError("--solver " + o.solver + ": ilp or heuristic");
+  if (o.planner.time_limit_s <= 0)
+    throw InputError("--time-limit must be positive (seconds)");
+
+  const auto data = find_data_directory();
+  const ClusterSpec cluster = load_cluster(
+      resolve_bundled_yaml(o.cluster, data.path / "profiles" / "clusters", "--cluster", "cluster"),
+      data.path / "profiles");
+  const perf::ModelArch model = perf::resolve_model(o.model);
+  std::map<std::string, std::unique_ptr<perf::PerfDatabase>> owned;
+  std::map<std::string, const perf::PerfDatabase*> databases;
+  for (const auto& g : cluster.groups) {
+    if (owned.contains(g.gpu))
+      continue;
+    const auto dir = data.path / "profiles" / "perf" / g.system.name;
+    auto db = std::make_unique<perf::PerfDatabase>(g.system);
+    if (std::filesystem::is_directory(dir))
+      *db = perf::PerfDatabase::load(dir, g.system);
+    databases[g.gpu] = db.get();
+    owned[g.gpu] = std::move(db);
+  }
+  const LayerCosts costs(model, cluster, databases, o.workload);
+
+  HeteroRun run;
+  run.model_name = model.name;
+  run.cluster_name = cluster.name;
+  run.workload = o.workload;
+  run.bits = o.planner.bits;
+  std::sort(run.bits.begin(), run.bits.end());
+  run.bits.erase(std::unique(run.bits.begin(), run.bits.end()), run.bits.end());
+  run.theta = o.planner.theta;
+  const auto indicator_started = std::chrono::steady_clock::now();
+  const auto omega = variance_indicator(shape_only_statistics(model), run.bits);
+  run.indicator_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - indicator_started).count();
+  run.indicator_source = "shape-only";
+  HeteroOptions planner = o.planner;
+  planner.bits = run.bits;
+  planner.use_ilp = o.solver == "ilp";
+  run.plan = plan_hetero(costs, cluster, omega, planner);
+
+  if (context.archive) {
+    auto& a = *context.archive;
+    const auto& p = run.plan;
+    a.transaction([&] {
+      a.add_metric(context.run_id, std::nullopt, {"latency", p.latency_s, "s", {}});
+      a.add_metric(context.run_id, std::nullopt, {"throughput", p.throughput_tokens_per_s, "tokens/s", {}});
+      a.add_metric(context.run_id, std::nullopt, {"indicator", p.indicator, "", {}});
+      a.add_metric(context.run_id, std::nullopt, {"objective", p.objective, "", {}});
+      a.add_metric(context.run_id, std::nullopt, {"optimality_gap", p.gap, "", {}});
+      a.add_metric(context.run_id, std::nullopt, {"solve_time", p.heuristic_seconds + p.ilp_seconds, "s", {}});
+    });
+  }
+  return run;
+}
+
+nlohmann::json
+to_json(const HeteroRun& run) {
+  const auto& p = run.plan;
+  nlohmann::json stages = nlohmann::json::array();
+  std::vector<std::string> order;
+  for (const auto& s : p.stages) {
+    order.push_back(s.gpu);
+    std::vector<int> bits(p.layer_bits.begin() + s.first_layer, p.layer_bits.begin() + s.end_layer);
+    stages.push_back({{"gpu", s.gpu},
+                      {"node", s.node},
+                      {"layers", {s.first_layer, s.end_layer}},
+                      {"bits", bits},
+                      {"memory_bytes", s.memory_bytes},
+                      {"capacity_bytes", s.capacity_bytes},
+                      {"prefill_s", s.prefill_s},
+                      {"decode_s", s.decode_s},
+                      {"sources", perf::source_names(s.sources)}});
+  }
+  return {{"model", run.model_name},
+          {"cluster", run.cluster_name},
+          {"workload", {{"isl", run.workload.isl}, {"osl", run.workload.osl}, {"batch", run.workload.batch}}},
+          {"bits", run.bits},
+          {"theta", run.theta},
+          {"device_order", order},
+          {"prefill_micro_batch", p.prefill_micro_batch},
+          {"decode_micro_batch", p.decode_micro_batch},
+          {"layer_bits", p.layer_bits},
+          {"stages", stages},
+          {"predicted",
+           {{"latency_s", p.latency_s}, {"throughput_tokens_per_s", p.throughput_tokens_per_s}}},
+          {"indicator", {{"total", p.indicator}, {"source", run.indicator_source}, {"seconds", run.indicator_seconds}}},
+          {"objective", p.objective},
+          {"solver",
+           {{"method", p.method},
+            {"proven_optimal", p.proven_optimal},
+            {"gap", p.gap},
+            {"group_size", p.group_size},
+            {"candidates", p.candidates},
+            {"ilp_solves", p.ilp_solves},
+            {"heuristic_objective", p.heuristic_objective},
+            {"heuristic_seconds", p.heuristic_seconds},
+            {"ilp_seconds", p.ilp_seconds}}}};
+}
+
+Table
+stage_table(const HeteroRun& run) {
+  Table t({"stage", "gpu", "node", "layers", "bits", "memory_gib", "capacity_gib", "prefill_ms", "decode_ms",
+           "sources"});
+  const auto& p = run.plan;
+  for (std::size_t j = 0; j < p.stages.size(); ++j) {
+    const auto& s = p.stages[j];
+    t.add_row({static_cast<int>(j), s.gpu, s.node, fmt::format("{}-{}", s.first_layer, s.end_layer - 1),
+               bits_text(p.layer_bits, s.first_layer, s.end_layer), std::round(s.memory_bytes / kGiB * 10) / 10,
+               std::round(s.capacity_bytes / kGiB * 10) / 10, s.prefill_s * 1e3, s.decode_s * 1e3,
+               perf::source_names(s.sources)});
+  }
+  return t;
+}
+
+} // namespace optkit::hetero

@@ -1,0 +1,46 @@
+// `optkit plan hetero` as a recorded run: resolves the model, the cluster and each GPU type's
+// perf database, computes the indicator, plans, archives the plan's figures, and renders it for
+// people (a table of stages) or programs (the JSON plan).
+#pragma once
+
+#include "archive/run_archive.hpp"
+#include "core/table.hpp"
+#include "hetero/hetero_planner.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace optkit::hetero {
+
+struct HeteroRunOptions {
+  std::string cluster; // YAML file, or the name of one under profiles/clusters/
+  std::string model;   // preset, config.json or folder
+  HeteroWorkload workload;
+  HeteroOptions planner;
+  std::string solver = "ilp"; // ilp | heuristic
+};
+
+struct HeteroRun {
+  std::string model_name;
+  std::string cluster_name;
+  HeteroWorkload workload;
+  std::vector<int> bits;
+  double theta = 0;
+  std::string indicator_source; // "shape-only"
+  double indicator_seconds = 0;
+  HeteroPlan plan;
+};
+
+struct HeteroRunContext {
+  archive::RunArchive* archive = nullptr;
+  std::int64_t run_id = 0;
+};
+
+// InputError naming the flag or file; GoalNotMet when the cluster cannot hold the model.
+HeteroRun run_hetero(const HeteroRunOptions& options, const HeteroRunContext& context);
+
+nlohmann::json to_json(const HeteroRun& run);
+Table stage_table(const HeteroRun& run);
+
+} // namespace optkit::hetero

@@ -1,0 +1,53 @@
+# optkit plan hetero (SplitQuant): Llama-3.1-70B over 2×A100-40G + 2×V100-32G gives a feasible JSON
+# plan — contiguous stages covering every layer, memory within each GPU's capacity, one bitwidth
+# per layer from --bits — also written with -o and archived; a cluster too small is exit 1 saying
+# how much memory is missing; a malformed cluster file is exit 2 with file:line:col.
+. "$(dirname "$0")/lib.sh"
+
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --isl 512 --osl 128 --batch 32 \
+  --time-limit 5 --format json -o "$SCRATCH/plan.json"
+expect_rc 0
+python3 - "$OUT" "$SCRATCH/plan.json" <<'PY' || fail "plan hetero JSON: $OUT"
+import json, sys
+d = json.loads(sys.argv[1])
+written = json.load(open(sys.argv[2]))
+assert {k: v for k, v in d.items() if k != "run_id"} == written
+assert len(d["layer_bits"]) == 80 and set(d["layer_bits"]) <= {3, 4, 8, 16}
+stages = d["stages"]
+assert [s["gpu"] for s in stages] == d["device_order"] and sorted(d["device_order"]) == ["a100_40g"] * 2 + ["v100"] * 2
+assert stages[0]["layers"][0] == 0 and stages[-1]["layers"][1] == 80
+for a, b in zip(stages, stages[1:]):
+    assert a["layers"][1] == b["layers"][0], stages
+for s in stages:
+    assert s["memory_bytes"] <= s["capacity_bytes"], s
+    assert s["bits"] == d["layer_bits"][s["layers"][0]:s["layers"][1]]
+    assert s["sources"] == "roofline", s  # no perf database for A100 or V100 yet
+assert d["predicted"]["latency_s"] > 0 and d["predicted"]["throughput_tokens_per_s"] > 0
+assert d["solver"]["method"] in ("ilp", "bitwidth-transfer")
+assert d["objective"] <= d["solver"]["heuristic_objective"] + 1e-9
+PY
+run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+[ "$(sql "SELECT COUNT(*) FROM metrics WHERE run_id=$run_id AND name IN ('latency','throughput','indicator')")" = 3 ] ||
+  fail "plan metrics not archived"
+
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --solver heuristic
+expect_rc 0
+expect_out_has "a100_40g"
+
+printf 'groups:\n  - {gpu: t4, count: 1}\n' >"$SCRATCH/small.yaml"
+run plan hetero --cluster "$SCRATCH/small.yaml" --model llama-3.1-70b
+expect_rc 1
+expect_err_has "GiB missing"
+expect_eq "$(sql "SELECT status FROM runs WHERE id=(SELECT MAX(id) FROM runs)")" goal_not_met
+
+printf 'groups:\n  - {gpu: t4, count: 1}\n  - {gpu: v100, cuont: 2}\n' >"$SCRATCH/typo.yaml"
+run plan hetero --cluster "$SCRATCH/typo.yaml" --model llama-3.1-8b
+expect_rc 2
+expect_err_has "typo.yaml:3:"
+run plan hetero --cluster "$SCRATCH/nosuch.yaml" --model llama-3.1-8b
+expect_rc 2
+expect_err_has "nosuch.yaml"
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-8b --bits 2,4
+expect_rc 2
+expect_err_has "--bits 2"
+[ ! -e "$SCRATCH/partial.json" ] || fail "a failed plan left an output"
