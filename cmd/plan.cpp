@@ -3,8 +3,8 @@
 // fallback, print the Pareto frontier, the best configuration under the SLA and its launch command.
 #include "app_context.hpp"
 
-#include "core/error.hpp"
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/text.hpp"
 #include "hetero/hetero_run.hpp"
@@ -70,7 +70,8 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
   auto flags = std::make_shared<Flags>();
   hetero::HeteroRunOptions& o = flags->options;
   CLI::App* hetero_app = plan_app.add_subcommand(
-      "hetero", "Plan one model over mixed GPU types with per-layer bitwidths (SplitQuant): stages, bits, micro-batches");
+      "hetero",
+      "Plan one model over mixed GPU types with per-layer bitwidths (SplitQuant): stages, bits, micro-batches");
   hetero_app->add_option("--cluster", o.cluster, "YAML of device groups (GPU type, count, node) and links");
   hetero_app->add_option("--model", o.model, "preset name or a Hugging Face config.json / folder");
   hetero_app->add_option("--isl", o.workload.isl, "prompt tokens per request")->capture_default_str();

@@ -115,7 +115,7 @@ TEST_CASE("a plan's latency is the pipeline formula; broken plans are refused wi
 
   CHECK_FALSE(evaluate(p, {{0, 1, 0}, {0, 0, 0}}).feasible); // not contiguous
   CHECK(evaluate(p, {{0, 1, 0}, {0, 0, 0}}).why.find("contiguous") != std::string::npos);
-  CHECK_FALSE(evaluate(p, {{0, 0, 0}, {0, 0, 0}}).feasible); // stage 1 unused
+  CHECK_FALSE(evaluate(p, {{0, 0, 0}, {0, 0, 0}}).feasible);                          // stage 1 unused
   CHECK(evaluate(p, {{0, 1, 1}, {1, 1, 1}}).why.find("memory") != std::string::npos); // stage 1: 2 + 2 > 2
 }
 
@@ -128,6 +128,7 @@ TEST_CASE("the ILP finds the exact optimum of small problems (brute force as the
     const double optimum = brute_force(p);
     IlpOptions options;
     options.time_limit_s = 30;
+    options.relative_gap = 0; // proven exactly, not within the default 1e-4
     const auto r = solve_ilp(p, options);
     if (!std::isfinite(optimum)) {
       CHECK_FALSE(r.assignment.has_value());
@@ -136,6 +137,7 @@ TEST_CASE("the ILP finds the exact optimum of small problems (brute force as the
     REQUIRE(r.assignment.has_value());
     CHECK(r.proven_optimal);
     const auto e = evaluate(p, *r.assignment);
+    INFO("trial ", trial, ": ", e.why);
     REQUIRE(e.feasible);
     CHECK(e.objective == doctest::Approx(optimum).epsilon(1e-6));
     CHECK(r.objective == doctest::Approx(e.objective).epsilon(1e-6)); // the ILP states what the checker computes

@@ -44,7 +44,8 @@ struct ClusterSpec {
 };
 
 // InputError with `source:line:col:` for malformed YAML, an unknown key or GPU, a bad count.
-ClusterSpec parse_cluster(const std::string& yaml, const std::string& source, const std::filesystem::path& profiles_dir);
+ClusterSpec parse_cluster(const std::string& yaml, const std::string& source,
+                          const std::filesystem::path& profiles_dir);
 ClusterSpec load_cluster(const std::filesystem::path& file, const std::filesystem::path& profiles_dir);
 
 } // namespace optkit::hetero

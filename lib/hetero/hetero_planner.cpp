@@ -102,7 +102,7 @@ heuristic(const PipelineProblem& p, bool adabits) {
   if (adabits) {
     IlpOptions accuracy;
     accuracy.accuracy_only = true;
-    accuracy.time_limit_s = 1;
+    accuracy.time_limit_s = 0.25; // a start, not the answer: the shape-only indicator makes it very degenerate
     improve_from(solve_ilp(p, accuracy).assignment);
   }
   return best;
@@ -147,7 +147,8 @@ plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vect
   if (needed > offered)
     throw GoalNotMet(fmt::format(
         "--cluster {}: the model does not fit: {} layers at {} bits with the KV cache of batch {} at {} tokens need "
-        "{:.1f} GiB, the GPUs offer {:.1f} GiB after the engine reserve, activations and embeddings: {:.1f} GiB missing",
+        "{:.1f} GiB, the GPUs offer {:.1f} GiB after the engine reserve, activations and embeddings: {:.1f} GiB "
+        "missing",
         cluster.source, model.layers, bits.front(), w.batch, w.isl + w.osl, needed / kGiB, offered / kGiB,
         (needed - offered) / kGiB));
 

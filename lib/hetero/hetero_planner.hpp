@@ -19,11 +19,11 @@ struct HeteroOptions {
   // Seconds of batch latency the quality indicator's full scale is worth: the indicator is
   // normalised so that every layer at the lowest bitwidth sums to 1.
   double theta = 10;
-  int group_size = 0;         // adjacent layers decided together (0: the smallest making ≤ 40 units)
-  double time_limit_s = 10;   // the ILP's budget over all its solves
-  bool use_ilp = true;        // false: bitwidth transfer only
-  int ilp_candidates = 3;     // candidates (order × micro-batch) the ILP refines
-  int decode_micro_batch = 0; // ξ (0: ⌈B / GPUs⌉, LLM-PQ's default)
+  int group_size = 0;                     // adjacent layers decided together (0: the smallest making ≤ 40 units)
+  double time_limit_s = 10;               // the ILP's budget over all its solves
+  bool use_ilp = true;                    // false: bitwidth transfer only
+  int ilp_candidates = 3;                 // candidates (order × micro-batch) the ILP refines
+  int decode_micro_batch = 0;             // ξ (0: ⌈B / GPUs⌉, LLM-PQ's default)
   std::vector<int> prefill_micro_batches; // η candidates (empty: 1, 2, 4, … up to ξ)
 };
 
@@ -31,7 +31,7 @@ struct StagePlan {
   std::string gpu;
   std::string node;
   int first_layer = 0;
-  int end_layer = 0; // exclusive
+  int end_layer = 0;         // exclusive
   double memory_bytes = 0;   // weights, KV cache, activations, embeddings (first stage)
   double capacity_bytes = 0; // GPU memory less the engine's reserve
   double prefill_s = 0;      // one prefill micro-batch through the stage
@@ -51,8 +51,8 @@ struct HeteroPlan {
   double objective = 0;
   std::string method; // "ilp", "bitwidth-transfer" or "greedy"
   bool proven_optimal = false;
-  double gap = 0; // the ILP's relative optimality gap when it stopped early
-  double heuristic_objective = 0;     // bitwidth transfer's best, for comparison
+  double gap = 0;                 // the ILP's relative optimality gap when it stopped early
+  double heuristic_objective = 0; // bitwidth transfer's best, for comparison
   double heuristic_seconds = 0;
   double ilp_seconds = 0;
   int candidates = 0; // orders × micro-batch sizes evaluated

@@ -56,9 +56,9 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
     throw InputError("--time-limit must be positive (seconds)");
 
   const auto data = find_data_directory();
-  const ClusterSpec cluster = load_cluster(
-      resolve_bundled_yaml(o.cluster, data.path / "profiles" / "clusters", "--cluster", "cluster"),
-      data.path / "profiles");
+  const ClusterSpec cluster =
+      load_cluster(resolve_bundled_yaml(o.cluster, data.path / "profiles" / "clusters", "--cluster", "cluster"),
+                   data.path / "profiles");
   const perf::ModelArch model = perf::resolve_model(o.model);
   std::map<std::string, std::unique_ptr<perf::PerfDatabase>> owned;
   std::map<std::string, const perf::PerfDatabase*> databases;
@@ -84,8 +84,7 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   run.theta = o.planner.theta;
   const auto indicator_started = std::chrono::steady_clock::now();
   const auto omega = variance_indicator(shape_only_statistics(model), run.bits);
-  run.indicator_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - indicator_started).count();
+  run.indicator_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - indicator_started).count();
   run.indicator_source = "shape-only";
   HeteroOptions planner = o.planner;
   planner.bits = run.bits;
@@ -135,8 +134,7 @@ to_json(const HeteroRun& run) {
           {"decode_micro_batch", p.decode_micro_batch},
           {"layer_bits", p.layer_bits},
           {"stages", stages},
-          {"predicted",
-           {{"latency_s", p.latency_s}, {"throughput_tokens_per_s", p.throughput_tokens_per_s}}},
+          {"predicted", {{"latency_s", p.latency_s}, {"throughput_tokens_per_s", p.throughput_tokens_per_s}}},
           {"indicator", {{"total", p.indicator}, {"source", run.indicator_source}, {"seconds", run.indicator_seconds}}},
           {"objective", p.objective},
           {"solver",
@@ -153,8 +151,8 @@ to_json(const HeteroRun& run) {
 
 Table
 stage_table(const HeteroRun& run) {
-  Table t({"stage", "gpu", "node", "layers", "bits", "memory_gib", "capacity_gib", "prefill_ms", "decode_ms",
-           "sources"});
+  Table t(
+      {"stage", "gpu", "node", "layers", "bits", "memory_gib", "capacity_gib", "prefill_ms", "decode_ms", "sources"});
   const auto& p = run.plan;
   for (std::size_t j = 0; j < p.stages.size(); ++j) {
     const auto& s = p.stages[j];

@@ -43,7 +43,6 @@ solve_ilp(const PipelineProblem& p, const IlpOptions& options) {
   const int t_pre = x0 + units * stages;
   const int t_dec = t_pre + 1;
   const bool latency = !options.accuracy_only;
-  constexpr double gib = 1024.0 * 1024.0 * 1024.0; // memory rows in GiB, for the LP's numerics
 
   std::unique_ptr<Cbc_Model, ModelDeleter> model(Cbc_newModel());
   Cbc_Model* m = model.get();
@@ -71,7 +70,8 @@ solve_ilp(const PipelineProblem& p, const IlpOptions& options) {
     transfer_dec = std::max(transfer_dec, s.transfer_decode_s);
   }
   // T^pre_max, T^dec_max, bounded below by every hand-off (7).
-  Cbc_addCol(m, "", transfer_pre, std::numeric_limits<double>::max(), latency ? p.prefill_micro_batches - 1 : 0, 0, 0, nullptr, nullptr);
+  Cbc_addCol(m, "", transfer_pre, std::numeric_limits<double>::max(), latency ? p.prefill_micro_batches - 1 : 0, 0, 0,
+             nullptr, nullptr);
   Cbc_addCol(m, "", transfer_dec, std::numeric_limits<double>::max(),
              latency ? p.decode_rounds * (p.decode_micro_batches - 1) : 0, 0, 0, nullptr, nullptr);
 
@@ -101,18 +101,21 @@ solve_ilp(const PipelineProblem& p, const IlpOptions& options) {
     }
   for (int j = 0; j < stages; ++j) {
     const auto& s = p.stages[std::size_t(j)];
+    // The memory row in fractions of the stage's capacity, so CBC's absolute tolerances (~1e-7)
+    // mean the same for bytes of a 70B model and for a test's unit sizes.
+    const double scale = s.capacity_bytes > 0 ? s.capacity_bytes : 1.0;
     Row used, memory, pre, dec;
     for (int u = 0; u < units; ++u) {
       used.add(x(u, j), 1);
       for (int b = 0; b < bits; ++b) {
-        memory.add(z(u, j, b), p.unit_bytes[std::size_t(u)][std::size_t(b)] / gib);
+        memory.add(z(u, j, b), p.unit_bytes[std::size_t(u)][std::size_t(b)] / scale); // fractions of capacity
         pre.add(z(u, j, b), s.prefill_s[std::size_t(b)]);
         dec.add(z(u, j, b), s.decode_s[std::size_t(b)]);
       }
     }
-    add_row(used, 'G', 1);                        // every stage holds a layer
-    add_row(memory, 'L', s.capacity_bytes / gib); // (12), (13)
-    if (latency) {                                // (5), (6)
+    add_row(used, 'G', 1);                          // every stage holds a layer
+    add_row(memory, 'L', s.capacity_bytes / scale); // (12), (13)
+    if (latency) {                                  // (5), (6)
       pre.add(t_pre, -1);
       dec.add(t_dec, -1);
       add_row(pre, 'L', -s.fixed_prefill_s);
@@ -134,6 +137,10 @@ solve_ilp(const PipelineProblem& p, const IlpOptions& options) {
   }
   Cbc_setMaximumSeconds(m, options.time_limit_s);
   Cbc_setAllowableFractionGap(m, options.relative_gap);
+  // Objectives are in seconds (often below 1): CBC's default absolute gap and cutoff increment
+  // (1e-5-ish) would stop it short of the optimum, so only the relative gap above counts.
+  Cbc_setAllowableGap(m, 1e-12);
+  Cbc_setParameter(m, "increment", "1e-12");
   Cbc_setParameter(m, "threads", "1");
   Cbc_solve(m);
 

@@ -24,9 +24,9 @@ struct IlpResult {
   std::optional<Assignment> assignment; // none: no feasible solution found in the time limit
   bool proven_optimal = false;
   bool proven_infeasible = false;
-  double objective = 0;  // of the solution, as the ILP states it
-  double bound = 0;      // the best bound CBC proved
-  double gap = 0;        // (objective − bound) / objective
+  double objective = 0; // of the solution, as the ILP states it
+  double bound = 0;     // the best bound CBC proved
+  double gap = 0;       // (objective − bound) / objective
   double seconds = 0;
 };
 

@@ -33,12 +33,10 @@ struct LayerCosts::Models {
 
 LayerCosts::LayerCosts(const perf::ModelArch& model, const ClusterSpec& cluster,
                        const std::map<std::string, const perf::PerfDatabase*>& databases, HeteroWorkload workload)
-    : m_model(model)
-    , m_cluster(cluster)
-    , m_workload(workload)
-    , m_models(std::make_unique<Models>()) {
+    : m_model(model), m_cluster(cluster), m_workload(workload), m_models(std::make_unique<Models>()) {
   if (model.is_moe())
-    throw InputError("--model " + model.name + ": plan hetero partitions dense decoder models; this one is a mixture "
+    throw InputError("--model " + model.name +
+                     ": plan hetero partitions dense decoder models; this one is a mixture "
                      "of experts");
   for (const auto& group : cluster.groups) {
     const auto db = databases.find(group.gpu);

@@ -18,9 +18,9 @@
 namespace optkit::hetero {
 
 struct HeteroWorkload {
-  int isl = 512;   // prompt tokens (padded batch, as the seed assumes)
-  int osl = 128;   // generated tokens, n
-  int batch = 32;  // global batch B
+  int isl = 512;  // prompt tokens (padded batch, as the seed assumes)
+  int osl = 128;  // generated tokens, n
+  int batch = 32; // global batch B
 };
 
 class LayerCosts {

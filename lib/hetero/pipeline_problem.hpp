@@ -21,11 +21,11 @@ struct StageCosts {
   double fixed_decode_s = 0;
   double transfer_prefill_s = 0; // hand-off to the next stage (the last: back to the first)
   double transfer_decode_s = 0;
-  double capacity_bytes = 0;     // for the units (embeddings and activations already taken off)
+  double capacity_bytes = 0; // for the units (embeddings and activations already taken off)
 };
 
 struct PipelineProblem {
-  std::vector<int> bits;                  // the bit options, ascending
+  std::vector<int> bits;                       // the bit options, ascending
   std::vector<std::vector<double>> unit_bytes; // [unit][bit]: weights + KV cache
   std::vector<std::vector<double>> omega;      // [unit][bit]: the quality indicator
   std::vector<StageCosts> stages;
