@@ -6,7 +6,6 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
-#include "core/text.hpp"
 #include "hetero/hetero_run.hpp"
 #include "plan/plan_run.hpp"
 #include "plan/profile_run.hpp"
@@ -91,21 +90,11 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
       ->capture_default_str();
   hetero_app->add_option("--decode-micro-batch", o.planner.decode_micro_batch,
                          "sequences per decode micro-batch (0: batch / GPUs)");
-  add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE (what compress --plan reads)");
+  add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE");
   add_format_option(*hetero_app, flags->format);
   commands.add({"plan hetero", hetero_app, [flags](AppContext& ctx) {
                   hetero::HeteroRunOptions options = flags->options;
-                  options.planner.bits.clear();
-                  for (const auto& field : split(flags->bits, ',')) {
-                    try {
-                      std::size_t used = 0;
-                      options.planner.bits.push_back(std::stoi(field, &used));
-                      if (used != field.size())
-                        throw std::invalid_argument(field);
-                    } catch (const std::exception&) {
-                      throw InputError("--bits '" + flags->bits + "': expected bitwidths such as 3,4,8,16");
-                    }
-                  }
+                  options.planner.bits = hetero::parse_bit_list(flags->bits, "--bits");
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto run = hetero::run_hetero(options, {&ctx.archive(), ctx.run_id});
                   auto plan_json = hetero::to_json(run);

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
+#include "core/text.hpp"
 #include "hetero/variance_indicator.hpp"
 #include "perf/estimate.hpp"
 #include "perf/model_arch.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -36,6 +38,19 @@ bits_text(const std::vector<int>& bits, int first, int end) {
 }
 
 } // namespace
+
+std::vector<int>
+parse_bit_list(const std::string& text, const std::string& flag) {
+  std::vector<int> bits;
+  for (const auto& field : split(text, ',')) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+    if (field.empty() || ec != std::errc() || end != field.data() + field.size())
+      throw InputError(flag + " '" + text + "': expected bitwidths such as 3,4,8,16");
+    bits.push_back(value);
+  }
+  return bits;
+}
 
 HeteroRun
 run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {

@@ -37,6 +37,9 @@ struct HeteroRunContext {
   std::int64_t run_id = 0;
 };
 
+// "3,4,8,16" → {3, 4, 8, 16}; InputError naming `flag` for anything that is not a list of integers.
+std::vector<int> parse_bit_list(const std::string& text, const std::string& flag);
+
 // InputError naming the flag or file; GoalNotMet when the cluster cannot hold the model.
 HeteroRun run_hetero(const HeteroRunOptions& options, const HeteroRunContext& context);
 
