@@ -15,12 +15,13 @@ SERVE_ARCHIVE="$SCRATCH/server.db" start_serve_deltas "$base" --mock --mock-step
 short=(--min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 4 --beta-tolerance 0.3
   --max-dispatch-lag-ms 1000)
 
-# The generator's ceiling, measured once per host (any machine holds 1,000 req/s within 1 s of
-# lag), then found by the certification that follows.
+# The generator's ceiling, measured once per host and archived, then found by the certification
+# that follows. Its value is the machine's speed, so only its presence is asserted (under ASan on a
+# busy box it can be a few hundred req/s).
 run bench --calibrate --max-dispatch-lag-ms 1000 --format json
 expect_rc 0
 calibration_run=$(sql "SELECT MAX(id) FROM runs WHERE command='bench'")
-[ -n "$(sql "SELECT value FROM metrics WHERE run_id=$calibration_run AND name='generator_max_rate' AND value >= 1000")" ] ||
+[ -n "$(sql "SELECT value FROM metrics WHERE run_id=$calibration_run AND name='generator_max_rate' AND value > 0")" ] ||
   fail "calibration not archived: $OUT"
 
 run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \

@@ -40,7 +40,8 @@ for t in d["trials"]:
         assert t["outcome"]["status"] == "invalid", t   # the adapter's rule, checked before launch
 assert d["best"]["launch"].startswith("optkit serve-deltas")
 PY
-pgrep -f "serve-deltas --base $base" >/dev/null && fail "an engine outlived its trial"
+# (--mock-step-ms=1 is this test's engine argument: servers of other tests running beside it do not match)
+pgrep -f "serve-deltas --base $base.*--mock-step-ms=1" >/dev/null && fail "an engine outlived its trial"
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 [ "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$run_id AND kind='engine-log'")" -ge 1 ] ||
   fail "engine logs not archived"
