@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
 
 #include <algorithm>
@@ -12,44 +13,31 @@ namespace optkit::hetero {
 namespace {
 
 using config::Field;
+using config::number_field;
+using config::object_field;
 using config::Schema;
 using config::Type;
-
-Field
-number(std::string name, std::string help, double minimum, double maximum, bool required = false) {
-  Field f{std::move(name), Type::number, required, std::move(help)};
-  f.minimum = minimum;
-  f.maximum = maximum;
-  return f;
-}
-
-Field
-object(std::string name, std::string help, Schema schema) {
-  Field f{std::move(name), Type::object, false, std::move(help)};
-  f.object = std::make_shared<const Schema>(std::move(schema));
-  return f;
-}
 
 const Schema&
 cluster_schema() {
   static const Schema schema = [] {
     Schema link{"link",
-                {number("bandwidth_gbs", "per direction, GB/s", 1e-6, 1e6, true),
-                 number("latency_us", "per transfer, microseconds", 0, 1e9)}};
+                {number_field("bandwidth_gbs", "per direction, GB/s", 1e-6, 1e6, true),
+                 number_field("latency_us", "per transfer, microseconds", 0, 1e9)}};
     Schema group{"device group",
                  {Field{"gpu", Type::string, true, "a system under profiles/systems/ (a100_40g, v100, ...)"},
-                  number("count", "GPUs of this type", 1, 1024, true),
+                  number_field("count", "GPUs of this type", 1, 1024, true),
                   Field{"node", Type::string, false, "the node they sit in (default: one node per group)"}}};
     Field groups{"groups", Type::list, true, "the device groups, one entry per GPU type and node"};
     groups.item = std::make_shared<const Field>(
         Field{"group", Type::object, true, "a device group", {}, {}, {}, std::make_shared<const Schema>(group)});
     Schema links{"links",
-                 {object("intra_node", "between GPUs of one node", link),
-                  object("inter_node", "between GPUs of different nodes", link)}};
+                 {object_field("intra_node", "between GPUs of one node", link),
+                  object_field("inter_node", "between GPUs of different nodes", link)}};
     return Schema{"cluster",
                   {Field{"name", Type::string, false, "the cluster's name"},
                    Field{"description", Type::string, false, "one line for people"}, groups,
-                   object("links", "links between pipeline stages", links)}};
+                   object_field("links", "links between pipeline stages", links)}};
   }();
   return schema;
 }

@@ -8,6 +8,22 @@
 
 namespace optkit::perf {
 
+namespace {
+
+// One data-parallel rank's share of a step: tokens through the linear layers, rows through the LM head.
+struct RankRows {
+  double tokens = 0;
+  double logits = 0;
+};
+
+RankRows
+rank_rows(const StepShape& s, double dp_share) {
+  return {(s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode) * dp_share,
+          (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share};
+}
+
+} // namespace
+
 std::string
 ParallelConfig::label(bool moe) const {
   std::string text = "tp" + std::to_string(tp);
@@ -219,10 +235,9 @@ StepModel::step(const StepShape& s) const {
   const ModelArch& m = m_model;
   const ParallelConfig& p = m_parallel;
   const double dp_share = 1.0 / p.dp;
-  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
-  const double tokens_per_rank = tokens * dp_share;
-  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
-  const LinearMemo linear = linear_part(tokens_per_rank, logit_rows);
+  const RankRows rows = rank_rows(s, dp_share);
+  const double tokens_per_rank = rows.tokens;
+  const LinearMemo linear = linear_part(tokens_per_rank, rows.logits);
   const Estimate attention_per_layer = attention(s, dp_share);
 
   const double dense_layers = m.is_moe() ? m.dense_layers : m.layers;
@@ -238,20 +253,16 @@ StepModel::step(const StepShape& s) const {
 
 Estimate
 StepModel::decoder_layer(const StepShape& s) const {
-  const double dp_share = 1.0 / m_parallel.dp;
-  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
-  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
-  Estimate layer = linear_part(tokens * dp_share, logit_rows).dense_layer;
-  layer += attention(s, dp_share);
+  const RankRows rows = rank_rows(s, 1.0 / m_parallel.dp);
+  Estimate layer = linear_part(rows.tokens, rows.logits).dense_layer;
+  layer += attention(s, 1.0 / m_parallel.dp);
   return layer;
 }
 
 Estimate
 StepModel::lm_head(const StepShape& s) const {
-  const double dp_share = 1.0 / m_parallel.dp;
-  const double tokens = s.prefill_requests * s.prefill_tokens + s.decode_requests * s.tokens_per_decode;
-  const double logit_rows = (s.prefill_requests + s.decode_requests * s.tokens_per_decode) * dp_share;
-  return linear_part(tokens * dp_share, logit_rows).head;
+  const RankRows rows = rank_rows(s, 1.0 / m_parallel.dp);
+  return linear_part(rows.tokens, rows.logits).head;
 }
 
 Estimate

@@ -2,6 +2,7 @@
 
 #include "core/input_file.hpp"
 #include "core/resource_paths.hpp"
+#include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
 
 #include <memory>
@@ -11,61 +12,50 @@ namespace optkit::sim {
 namespace {
 
 using config::Field;
+using config::number_field;
+using config::object_field;
 using config::Schema;
 using config::Type;
-
-Field
-number(std::string name, std::string help, double minimum, double maximum) {
-  Field f{std::move(name), Type::number, false, std::move(help)};
-  f.minimum = minimum;
-  f.maximum = maximum;
-  return f;
-}
-
-Field
-object(std::string name, std::string help, Schema schema) {
-  Field f{std::move(name), Type::object, false, std::move(help)};
-  f.object = std::make_shared<const Schema>(std::move(schema));
-  return f;
-}
 
 const Schema&
 setup_schema() {
   static const Schema schema = [] {
-    Schema timing{"timing",
-                  {number("step_base_ms", "fixed cost of one engine step", 0, 1e6),
-                   number("prefill_token_us", "per prompt token processed", 0, 1e6),
-                   number("decode_seq_us", "per decoding sequence in a step", 0, 1e6),
-                   number("kv_token_ns", "per cached token a decoding sequence attends to", 0, 1e9),
-                   number("noise_cv", "coefficient of variation of a step's duration", 0, 1),
-                   number("draft_step_ms", "one draft-model step for the batch", 0, 1e6),
-                   number("draft_seq_us", "per sequence and draft width in a draft step", 0, 1e6),
-                   number("verify_token_us", "per drafted token verified, per sequence", 0, 1e6),
-                   number("acceptance", "a width-1 draft token's acceptance probability", 0, 1),
-                   number("kv_capacity_tokens", "prompt + output tokens resident at once (0: unlimited)", 0, 1e12)}};
+    Schema timing{
+        "timing",
+        {number_field("step_base_ms", "fixed cost of one engine step", 0, 1e6),
+         number_field("prefill_token_us", "per prompt token processed", 0, 1e6),
+         number_field("decode_seq_us", "per decoding sequence in a step", 0, 1e6),
+         number_field("kv_token_ns", "per cached token a decoding sequence attends to", 0, 1e9),
+         number_field("noise_cv", "coefficient of variation of a step's duration", 0, 1),
+         number_field("draft_step_ms", "one draft-model step for the batch", 0, 1e6),
+         number_field("draft_seq_us", "per sequence and draft width in a draft step", 0, 1e6),
+         number_field("verify_token_us", "per drafted token verified, per sequence", 0, 1e6),
+         number_field("acceptance", "a width-1 draft token's acceptance probability", 0, 1),
+         number_field("kv_capacity_tokens", "prompt + output tokens resident at once (0: unlimited)", 0, 1e12)}};
     Field arrivals{"arrivals", Type::string, false, "poisson, bursty or closed"};
     arrivals.choices = {"poisson", "bursty", "closed"};
     Schema workload{"workload",
-                    {arrivals, number("rate", "mean requests/s (open loop)", 1e-6, 1e9),
-                     number("burst_on_s", "bursty: length of an on-period", 1e-6, 1e9),
-                     number("burst_off_s", "bursty: length of an off-period", 0, 1e9),
-                     number("concurrency", "closed loop: clients", 1, 1e6),
-                     number("prompt_mean", "mean prompt tokens (log-normal)", 1, 1e7),
-                     number("prompt_log_sd", "log-space s.d. of prompt tokens", 0, 5),
-                     number("output_mean", "mean output tokens (log-normal)", 1, 1e7),
-                     number("output_log_sd", "log-space s.d. of output tokens", 0, 5),
-                     number("max_prompt", "longest prompt", 1, 1e7), number("max_output", "longest output", 1, 1e7)}};
+                    {arrivals, number_field("rate", "mean requests/s (open loop)", 1e-6, 1e9),
+                     number_field("burst_on_s", "bursty: length of an on-period", 1e-6, 1e9),
+                     number_field("burst_off_s", "bursty: length of an off-period", 0, 1e9),
+                     number_field("concurrency", "closed loop: clients", 1, 1e6),
+                     number_field("prompt_mean", "mean prompt tokens (log-normal)", 1, 1e7),
+                     number_field("prompt_log_sd", "log-space s.d. of prompt tokens", 0, 5),
+                     number_field("output_mean", "mean output tokens (log-normal)", 1, 1e7),
+                     number_field("output_log_sd", "log-space s.d. of output tokens", 0, 5),
+                     number_field("max_prompt", "longest prompt", 1, 1e7),
+                     number_field("max_output", "longest output", 1, 1e7)}};
     Schema segment{"segment",
-                   {number("warmup_s", "arrivals before this are not measured", 0, 1e9),
-                    number("min_duration_s", "shortest measured window", 0, 1e9),
-                    number("min_completions", "fewest measured requests", 1, 1e9),
-                    number("slo_s", "the end-to-end latency target goodput counts against", 1e-6, 1e9)}};
+                   {number_field("warmup_s", "arrivals before this are not measured", 0, 1e9),
+                    number_field("min_duration_s", "shortest measured window", 0, 1e9),
+                    number_field("min_completions", "fewest measured requests", 1, 1e9),
+                    number_field("slo_s", "the end-to-end latency target goodput counts against", 1e-6, 1e9)}};
     return Schema{"simulator setup",
                   {Field{"name", Type::string, true, "the setup's name"},
                    Field{"description", Type::string, false, "one line for people"},
-                   object("timing", "what an engine step costs", timing),
-                   object("workload", "arrivals and request lengths", workload),
-                   object("segment", "how long one measurement runs", segment)}};
+                   object_field("timing", "what an engine step costs", timing),
+                   object_field("workload", "arrivals and request lengths", workload),
+                   object_field("segment", "how long one measurement runs", segment)}};
   }();
   return schema;
 }
