@@ -142,6 +142,7 @@ solve_ilp(const PipelineProblem& p, const IlpOptions& options) {
   Cbc_setAllowableGap(m, 1e-12);
   Cbc_setParameter(m, "increment", "1e-12");
   Cbc_setParameter(m, "threads", "1");
+  Cbc_setParameter(m, "timeMode", "elapsed"); // the limit is wall-clock seconds, not CPU seconds
   Cbc_solve(m);
 
   IlpResult result;
