@@ -90,6 +90,14 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
       ->capture_default_str();
   hetero_app->add_option("--decode-micro-batch", o.planner.decode_micro_batch,
                          "sequences per decode micro-batch (0: batch / GPUs)");
+  hetero_app->add_option("--calib", o.calib,
+                         "calibration text or JSONL: the indicator from the folder's weights and these activations");
+  hetero_app->add_option("--calib-samples", o.calib_samples, "calibration documents used")->capture_default_str();
+  hetero_app->add_option("--calib-length", o.calib_length, "tokens per calibration document at most")
+      ->capture_default_str();
+  hetero_app->add_option("--indicator", o.indicator, "variance (SplitQuant's) or hessian (needs --calib)")
+      ->capture_default_str();
+  hetero_app->add_option("--threads", o.threads, "threads for the calibration pass (0: all)")->capture_default_str();
   add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE");
   add_format_option(*hetero_app, flags->format);
   commands.add({"plan hetero", hetero_app, [flags](AppContext& ctx) {

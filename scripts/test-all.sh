@@ -3,7 +3,8 @@
 # errors and its full suite, then one clang build with AddressSanitizer + UndefinedBehaviorSanitizer
 # (the portable CPU kernels, so both kernel paths pass the suite; -O1 so the numeric tests finish)
 # that runs the same suite and each libFuzzer target for OPTKIT_FUZZ_SECONDS (default 60) seconds,
-# one target per core at a time. The CUDA code is compiled by the Release build only.
+# one target per core at a time. The CUDA code and the benchmark programs are compiled by the
+# Release build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -23,7 +24,7 @@ ctest --test-dir build -j"$jobs" --output-on-failure
 
 step "ASan+UBSan clang build (tests and fuzz targets) and tests"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DOPTKIT_SANITIZE=ON -DOPTKIT_FUZZ=ON -DOPTKIT_CUDA=OFF \
+  -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DOPTKIT_SANITIZE=ON -DOPTKIT_FUZZ=ON -DOPTKIT_CUDA=OFF -DOPTKIT_PERF_PROGRAMS=OFF \
   -DOPTKIT_PORTABLE_KERNELS=ON # the portable kernels, so the suite runs both paths
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \

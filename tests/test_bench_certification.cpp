@@ -91,7 +91,10 @@ options_for(std::vector<std::string> slos) {
 } // namespace
 
 TEST_CASE("the certified rate lies within 5 % below the true limit c/s, in at most 12 trials") {
-  for (const auto& [slots, service] : std::vector<std::pair<int, double>>{{4, 0.1}, {16, 0.5}, {64, 2.0}}) {
+  // Named copies, not structured bindings: CAPTURE's lambda may not capture a binding (clang 14).
+  for (const auto& setup : std::vector<std::pair<int, double>>{{4, 0.1}, {16, 0.5}, {64, 2.0}}) {
+    const int slots = setup.first;
+    const double service = setup.second;
     const double capacity = slots / service;
     CAPTURE(slots);
     CAPTURE(service);

@@ -3,6 +3,7 @@
 #include "compress/calibration.hpp"
 #include "compress/recipe.hpp"
 #include "core/error.hpp"
+#include "model/calibration_documents.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -97,19 +98,19 @@ TEST_CASE("calibration files: paragraphs of text, JSONL rows, and clear errors")
   const auto model = test::testdata_dir() / "models" / "tiny-base";
   test::write_text(dir / "c.txt", "First paragraph with enough words to be a document.\n\nSecond paragraph, also "
                                   "long enough to count as one.\n\nshort\n");
-  CHECK(compress::read_calibration_documents(dir / "c.txt", model, 512).size() == 2);
+  CHECK(model::read_calibration_documents(dir / "c.txt", model, 512).size() == 2);
   test::write_text(dir / "c.jsonl", "{\"text\": \"a row of plain text that is long enough\"}\n"
                                     "{\"messages\": [{\"role\": \"user\", \"content\": \"hello there\"}, "
                                     "{\"role\": \"assistant\", \"content\": \"hi, how can I help?\"}]}\n");
-  const auto docs = compress::read_calibration_documents(dir / "c.jsonl", model, 512);
+  const auto docs = model::read_calibration_documents(dir / "c.jsonl", model, 512);
   CHECK(docs.size() == 2);
-  CHECK(compress::read_calibration_documents(dir / "c.txt", model, 8).front().size() == 8);
+  CHECK(model::read_calibration_documents(dir / "c.txt", model, 8).front().size() == 8);
   test::write_text(dir / "bad.jsonl", "{\"text\": \"fine and long enough to keep\"}\n{\"txt\": 1}\n");
-  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "bad.jsonl", model, 512),
+  CHECK_THROWS_WITH_AS(model::read_calibration_documents(dir / "bad.jsonl", model, 512),
                        doctest::Contains("bad.jsonl:2: a calibration row needs a string 'text'"), InputError);
   test::write_text(dir / "empty.txt", "");
-  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "empty.txt", model, 512),
+  CHECK_THROWS_WITH_AS(model::read_calibration_documents(dir / "empty.txt", model, 512),
                        doctest::Contains("no document of at least 8 tokens"), InputError);
-  CHECK_THROWS_WITH_AS(compress::read_calibration_documents(dir / "missing.txt", model, 512),
+  CHECK_THROWS_WITH_AS(model::read_calibration_documents(dir / "missing.txt", model, 512),
                        doctest::Contains("no such file"), InputError);
 }

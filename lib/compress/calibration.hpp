@@ -1,7 +1,5 @@
-// Calibration data for data-aware compression: documents from a text file (paragraphs separated by
-// blank lines) or JSONL ({"text": ...} rows, or {"messages": [...]} rows rendered through the
-// model's chat template), tokenized with the model's tokenizer and cut to the sequence length,
-// then drawn by a seeded sampler:
+// Calibration data for data-aware compression: the documents of a calibration file
+// (model::read_calibration_documents), drawn by a seeded sampler:
 //   uniform     every document equally likely;
 //   length      probability proportional to token count (long documents carry more context);
 //   stratified  documents binned into quartiles of mean token rarity (the negative log unigram
@@ -26,12 +24,6 @@ struct CalibrationSet {
   std::int64_t tokens = 0;                // tokens over all samples
   std::string source_sha256;
 };
-
-// Tokenized documents of `file` (each cut to `sequence_length` tokens; documents under 8 tokens
-// dropped). InputError for a missing or empty file or a malformed JSONL line.
-std::vector<std::vector<std::int32_t>> read_calibration_documents(const std::filesystem::path& file,
-                                                                  const std::filesystem::path& model_dir,
-                                                                  std::int64_t sequence_length);
 
 // Draws min(samples, documents) documents.
 CalibrationSet sample_calibration(const std::vector<std::vector<std::int32_t>>& documents, std::int64_t samples,

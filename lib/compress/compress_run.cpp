@@ -10,6 +10,7 @@
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 #include "core/statistics.hpp"
+#include "model/calibration_documents.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
@@ -103,7 +104,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
   const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
   if (recipe.needs_calibration())
-    read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
+    model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
   if (options.output.empty())
     throw InputError("-o OUT is required (the folder to write)");
   auto output = std::filesystem::absolute(options.output).lexically_normal();
@@ -212,7 +213,7 @@ compress_worker(const proc::WorkerSpec& spec) {
   nlohmann::json calibration_report = nullptr;
   if (recipe.needs_calibration()) {
     const std::filesystem::path calib = p.at("calib").get<std::string>();
-    const auto docs = read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
+    const auto docs = model::read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
     calibration = sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler,
                                      p.at("seed").get<std::uint64_t>());
     calibration.source_sha256 = digest_file(calib).sha256;

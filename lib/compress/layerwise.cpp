@@ -19,8 +19,6 @@ namespace {
 
 using runtime::LinearInput;
 
-constexpr std::int64_t kChunkTokens = 8192; // activations of at most this many tokens at once
-
 int
 hardware_threads(unsigned requested) {
   return static_cast<int>(requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency()));
@@ -47,34 +45,6 @@ private:
   int m_blas_threads;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
 };
-
-std::vector<float>
-weight_as_floats(const runtime::LinearWeight& w) {
-  std::vector<float> out(static_cast<std::size_t>(w.rows() * w.cols()));
-  for (std::int64_t r = 0; r < w.rows(); ++r)
-    w.row(r, out.data() + r * w.cols());
-  return out;
-}
-
-// Runs `layer` over all calibration sequences, a chunk of sequences at a time.
-void
-run_layer_chunked(runtime::LayerwiseModel& model, std::int64_t layer, const std::vector<std::int64_t>& lengths,
-                  std::vector<float>& x, runtime::ActivationTap* tap) {
-  const auto hidden = model.config().hidden_size;
-  std::size_t first = 0;
-  std::int64_t offset = 0; // in tokens
-  while (first < lengths.size()) {
-    std::size_t last = first;
-    std::int64_t tokens = 0;
-    while (last < lengths.size() && (last == first || tokens + lengths[last] <= kChunkTokens))
-      tokens += lengths[last++];
-    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
-    model.run_layer(layer, std::span(lengths).subspan(first, last - first), chunk, tap);
-    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
-    offset += tokens;
-    first = last;
-  }
-}
 
 double
 relative_frobenius_error(std::span<const float> w, std::span<const float> recon) {
@@ -174,7 +144,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     HessianTap tap(threads);
     if (calibrated) {
       std::vector<float> scratch = x;
-      run_layer_chunked(model, layer, lengths, scratch, &tap);
+      model.run_layer_chunked(layer, lengths, scratch, &tap);
     }
     // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up.
     std::map<LinearInput, std::vector<float>> smoothing; // s of each smoothed input
@@ -186,7 +156,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         std::vector<std::string> names;
         for (const auto& l : runtime::kDecoderLinears)
           if (l.input == input) {
-            weights.push_back(weight_as_floats(model.linear(layer, l.name)));
+            weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
             names.push_back(l.name);
           }
         for (const auto& w : weights)
@@ -215,14 +185,14 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         continue;
       const auto& current = model.linear(layer, linear.name);
       const auto rows = current.rows(), cols = current.cols();
-      auto w = weight_as_floats(current);
+      auto w = runtime::dense_floats(current);
       std::vector<float> base_w;
       if (base) {
         const auto& b = base->linear(layer, linear.name);
         if (b.rows() != rows || b.cols() != cols)
           throw InputError(
               fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(), b.cols()));
-        base_w = weight_as_floats(b);
+        base_w = runtime::dense_floats(b);
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];
       }
@@ -246,7 +216,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       result.linears.push_back(std::move(compressed));
     }
     if (calibrated)
-      run_layer_chunked(model, layer, lengths, x, nullptr);
+      model.run_layer_chunked(layer, lengths, x, nullptr);
   }
   if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
     quant::Hessian hessian(config.hidden_size);
@@ -256,8 +226,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / config.hidden_size,
                   static_cast<std::int64_t>(lengths.size()));
     }
-    auto delta = weight_as_floats(model.lm_head());
-    const auto base_w = weight_as_floats(base->lm_head());
+    auto delta = runtime::dense_floats(model.lm_head());
+    const auto base_w = runtime::dense_floats(base->lm_head());
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_w[i];
     const auto h = hessian.matrix();

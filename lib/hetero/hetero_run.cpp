@@ -3,7 +3,9 @@
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/text.hpp"
+#include "hetero/layer_statistics.hpp"
 #include "hetero/variance_indicator.hpp"
+#include "model/calibration_documents.hpp"
 #include "perf/estimate.hpp"
 #include "perf/model_arch.hpp"
 
@@ -69,6 +71,15 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
     throw InputError("--solver " + o.solver + ": ilp or heuristic");
   if (o.planner.time_limit_s <= 0)
     throw InputError("--time-limit must be positive (seconds)");
+  if (o.indicator != "variance" && o.indicator != "hessian")
+    throw InputError("--indicator " + o.indicator + ": variance or hessian");
+  if (o.indicator == "hessian" && o.calib.empty())
+    throw InputError("--indicator hessian needs activations: give --calib FILE with --model a model folder");
+  if (!o.calib.empty() && !std::filesystem::is_directory(o.model))
+    throw InputError(
+        fmt::format("--calib needs --model to be a model folder with safetensors weights, not '{}'", o.model));
+  if (o.calib_samples < 1 || o.calib_length < 8)
+    throw InputError("--calib-samples must be at least 1 and --calib-length at least 8 tokens");
 
   const auto data = find_data_directory();
   const ClusterSpec cluster =
@@ -97,10 +108,31 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   std::sort(run.bits.begin(), run.bits.end());
   run.bits.erase(std::unique(run.bits.begin(), run.bits.end()), run.bits.end());
   run.theta = o.planner.theta;
-  const auto indicator_started = std::chrono::steady_clock::now();
-  const auto omega = variance_indicator(shape_only_statistics(model), run.bits);
-  run.indicator_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - indicator_started).count();
-  run.indicator_source = "shape-only";
+  std::vector<std::vector<double>> omega;
+  if (o.calib.empty()) {
+    const auto indicator_started = std::chrono::steady_clock::now();
+    omega = variance_indicator(shape_only_statistics(model), run.bits);
+    run.indicator_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - indicator_started).count();
+    run.indicator_source = "shape-only";
+  } else {
+    auto documents = model::read_calibration_documents(o.calib, o.model, o.calib_length);
+    if (documents.size() > std::size_t(o.calib_samples))
+      documents.resize(std::size_t(o.calib_samples));
+    const bool hessian = o.indicator == "hessian";
+    const MeasuredStatistics measured =
+        measure_layer_statistics(o.model, documents, {.bits = run.bits, .hessian = hessian, .threads = o.threads});
+    if (measured.layers.size() != std::size_t(model.layers))
+      throw InputError(fmt::format("--model {}: the weights hold {} decoder layers, config.json says {}", o.model,
+                                   measured.layers.size(), model.layers));
+    omega = hessian ? measured.hessian_omega : variance_indicator(measured.layers, run.bits);
+    run.variance_seconds = measured.variance_seconds;
+    run.hessian_seconds = measured.hessian_seconds;
+    run.forward_seconds = measured.forward_seconds;
+    run.calibration_tokens = measured.tokens;
+    run.indicator_seconds = hessian ? measured.hessian_seconds : measured.variance_seconds;
+    run.indicator_source = fmt::format("{} ({} calibration tokens of {})", o.indicator, measured.tokens,
+                                       std::filesystem::path(o.calib).filename().string());
+  }
   HeteroOptions planner = o.planner;
   planner.bits = run.bits;
   planner.use_ilp = o.solver == "ilp";
@@ -116,6 +148,9 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
       a.add_metric(context.run_id, std::nullopt, {"objective", p.objective, "", {}});
       a.add_metric(context.run_id, std::nullopt, {"optimality_gap", p.gap, "", {}});
       a.add_metric(context.run_id, std::nullopt, {"solve_time", p.heuristic_seconds + p.ilp_seconds, "s", {}});
+      a.add_metric(context.run_id, std::nullopt, {"indicator_time", run.indicator_seconds, "s", {}});
+      if (run.calibration_tokens > 0)
+        a.add_metric(context.run_id, std::nullopt, {"calibration_pass_time", run.forward_seconds, "s", {}});
     });
   }
   return run;
@@ -150,7 +185,14 @@ to_json(const HeteroRun& run) {
           {"layer_bits", p.layer_bits},
           {"stages", stages},
           {"predicted", {{"latency_s", p.latency_s}, {"throughput_tokens_per_s", p.throughput_tokens_per_s}}},
-          {"indicator", {{"total", p.indicator}, {"source", run.indicator_source}, {"seconds", run.indicator_seconds}}},
+          {"indicator",
+           {{"total", p.indicator},
+            {"source", run.indicator_source},
+            {"seconds", run.indicator_seconds},
+            {"variance_seconds", run.variance_seconds},
+            {"hessian_seconds", run.hessian_seconds},
+            {"calibration_pass_seconds", run.forward_seconds},
+            {"calibration_tokens", run.calibration_tokens}}},
           {"objective", p.objective},
           {"solver",
            {{"method", p.method},

@@ -19,6 +19,13 @@ struct HeteroRunOptions {
   HeteroWorkload workload;
   HeteroOptions planner;
   std::string solver = "ilp"; // ilp | heuristic
+  // The indicator from real weights and activations: `model` a folder with safetensors weights and
+  // `calib` a calibration file (text or JSONL, as compress reads it); without them, shape-only.
+  std::string calib;
+  std::int64_t calib_samples = 16;    // the file's first documents used
+  std::int64_t calib_length = 512;    // tokens per document at most
+  std::string indicator = "variance"; // variance (SplitQuant's) | hessian (λ_max · ‖Q(W) − W‖²)
+  unsigned threads = 0;               // the calibration pass (0: one per hardware thread)
 };
 
 struct HeteroRun {
@@ -27,8 +34,12 @@ struct HeteroRun {
   HeteroWorkload workload;
   std::vector<int> bits;
   double theta = 0;
-  std::string indicator_source; // "shape-only"
-  double indicator_seconds = 0;
+  std::string indicator_source; // "shape-only", or which indicator on how many calibration tokens
+  double indicator_seconds = 0; // the indicator's own cost (the variance indicator's, or the Hessian's)
+  double variance_seconds = 0;  // measured: the variance indicator's statistics
+  double hessian_seconds = 0;   // measured with --indicator hessian: the Hessian indicator's
+  double forward_seconds = 0;   // measured: the calibration pass both share
+  std::int64_t calibration_tokens = 0;
   HeteroPlan plan;
 };
 

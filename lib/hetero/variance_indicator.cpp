@@ -19,6 +19,11 @@ variance_indicator(const std::vector<std::vector<LinearStatistics>>& layers, con
         omega[i][b] += op.input_width * scale * scale * op.input_variance / 4.0;
       }
     }
+  return normalise_to_lowest_bitwidth(std::move(omega), bits);
+}
+
+std::vector<std::vector<double>>
+normalise_to_lowest_bitwidth(std::vector<std::vector<double>> omega, const std::vector<int>& bits) {
   if (bits.empty())
     return omega;
   const std::size_t lowest = static_cast<std::size_t>(std::min_element(bits.begin(), bits.end()) - bits.begin());

@@ -24,6 +24,10 @@ struct LinearStatistics {
 std::vector<std::vector<double>> variance_indicator(const std::vector<std::vector<LinearStatistics>>& layers,
                                                     const std::vector<int>& bits);
 
+// ω scaled so that every layer at the lowest bitwidth sums to 1 (unchanged when that sum is 0).
+std::vector<std::vector<double>> normalise_to_lowest_bitwidth(std::vector<std::vector<double>> omega,
+                                                              const std::vector<int>& bits);
+
 // Without weights (a preset or a config.json): every operator with max|W| = 1 and Var[X] = 1, so
 // layers differ only by their shapes — identical for a dense decoder: the planner then trades
 // bitwidth against latency with every layer equally sensitive.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace optkit::runtime {
 
 LayerwiseModel::LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads)
@@ -44,6 +46,26 @@ LayerwiseModel::run_layer(std::int64_t layer, std::span<const std::int64_t> leng
   m_pass.run_layer(layer, cache, 0, batch, x, tap);
 }
 
+void
+LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+                                  ActivationTap* tap) {
+  constexpr std::int64_t kChunkTokens = 8192;
+  const auto hidden = config().hidden_size;
+  std::size_t first = 0;
+  std::int64_t offset = 0; // in tokens
+  while (first < lengths.size()) {
+    std::size_t last = first;
+    std::int64_t tokens = 0;
+    while (last < lengths.size() && (last == first || tokens + lengths[last] <= kChunkTokens))
+      tokens += lengths[last++];
+    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    run_layer(layer, lengths.subspan(first, last - first), chunk, tap);
+    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
+    offset += tokens;
+    first = last;
+  }
+}
+
 const LinearWeight&
 LayerwiseModel::linear(std::int64_t layer, std::string_view name) const {
   return m_weights.linear(layer, name);
@@ -76,6 +98,14 @@ LayerwiseModel::final_norm(std::span<const float> x) const {
     rms_norm(x.data() + static_cast<std::int64_t>(r) * hidden, m_weights.final_norm().data(), hidden, c.rms_norm_eps,
              normed.data() + static_cast<std::int64_t>(r) * hidden);
   return normed;
+}
+
+std::vector<float>
+dense_floats(const LinearWeight& w) {
+  std::vector<float> out(static_cast<std::size_t>(w.rows() * w.cols()));
+  for (std::int64_t r = 0; r < w.rows(); ++r)
+    w.row(r, out.data() + r * w.cols());
+  return out;
 }
 
 } // namespace optkit::runtime

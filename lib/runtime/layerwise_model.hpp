@@ -31,6 +31,10 @@ public:
   // layer, with `tap` seeing every linear input.
   void run_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
                  ActivationTap* tap = nullptr);
+  // run_layer over many sequences, a chunk of whole sequences (at most 8192 tokens, or one longer
+  // sequence) at a time, so the activations of one chunk are what is held at once.
+  void run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+                         ActivationTap* tap = nullptr);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const;
   void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);
   // The RMSNorm weight before attention (attention_in) or before the MLP (mlp_in).
@@ -45,5 +49,8 @@ private:
   ThreadPool m_pool;
   DecoderPass m_pass;
 };
+
+// W as fp32, row-major [rows, cols].
+std::vector<float> dense_floats(const LinearWeight& w);
 
 } // namespace optkit::runtime

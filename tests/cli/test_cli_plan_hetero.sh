@@ -51,3 +51,33 @@ run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-8b --bits 2,4
 expect_rc 2
 expect_err_has "--bits 2"
 [ ! -e "$SCRATCH/partial.json" ] || fail "a failed plan left an output"
+
+# The indicator from the tiny model's weights and a calibration file through the runtime: the
+# variance indicator, then the Hessian indicator, each with its cost beside the calibration pass.
+printf 'groups:\n  - {gpu: t4, count: 1, node: a}\n  - {gpu: l4, count: 1, node: b}\n' >"$SCRATCH/pair.yaml"
+tiny="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
+calib="$OPTKIT_SOURCE_DIR/testdata/corpora/english.calib.txt"
+for indicator in variance hessian; do
+  run plan hetero --cluster "$SCRATCH/pair.yaml" --model "$tiny" --isl 64 --osl 16 --batch 4 --theta 100 \
+    --calib "$calib" --calib-samples 4 --calib-length 64 --indicator "$indicator" --threads 1 --format json
+  expect_rc 0
+  python3 - "$OUT" "$indicator" <<'PY' || fail "plan hetero --indicator $indicator: $OUT"
+import json, sys
+d, indicator = json.loads(sys.argv[1]), sys.argv[2]
+i = d["indicator"]
+assert i["source"].startswith(indicator + " (") and "english.calib.txt" in i["source"], i
+assert 4 * 8 <= i["calibration_tokens"] <= 4 * 64, i
+assert i["seconds"] > 0 and i["calibration_pass_seconds"] > 0 and i["variance_seconds"] > 0, i
+assert (i["hessian_seconds"] > 0) == (indicator == "hessian"), i
+assert len(d["layer_bits"]) == 4 and [s["layers"] for s in d["stages"]][0][0] == 0
+PY
+done
+run plan hetero --cluster "$SCRATCH/pair.yaml" --model llama-3.1-8b --calib "$calib"
+expect_rc 2
+expect_err_has "--calib needs --model to be a model folder"
+run plan hetero --cluster "$SCRATCH/pair.yaml" --model "$tiny" --indicator hessian
+expect_rc 2
+expect_err_has "--indicator hessian needs activations"
+run plan hetero --cluster "$SCRATCH/pair.yaml" --model "$tiny" --calib "$SCRATCH/nosuch.txt"
+expect_rc 2
+expect_err_has "nosuch.txt"
