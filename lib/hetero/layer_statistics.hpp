@@ -27,7 +27,7 @@ struct MeasuredStatistics {
   std::vector<std::vector<LinearStatistics>> layers; // [decoder layer][linear operator]
   std::vector<std::vector<double>> hessian_omega;    // [layer][bit option], normalised; empty unless asked
   std::int64_t tokens = 0;                           // calibration tokens through each layer
-  double forward_seconds = 0;                        // the calibration pass, shared by both indicators
+  double forward_seconds = 0;                        // loading and the calibration pass, shared by both
   double variance_seconds = 0;                       // input moments and weight maxima
   double hessian_seconds = 0;                        // Σ XᵀX, power iterations, quantization errors
 };
