@@ -9,13 +9,14 @@
 #include "proc/worker_spec.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace optkit::cmd {
 
 namespace {
 
 struct CompressFlags {
-  std::string model, base, finetuned, recipe, calib, sampler, output, format, worker;
+  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker;
   std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
   std::uint64_t seed = 0;
   unsigned threads = 0;
@@ -60,6 +61,8 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
     if (f.model.empty())
       throw InputError("--model DIR is required");
     o.model = f.model;
+    if (!f.plan.empty())
+      o.plan = f.plan;
   }
   o.recipe = f.recipe;
   if (!f.calib.empty())
@@ -86,7 +89,11 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
     return;
   }
   if (format == OutputFormat::table)
-    ctx.emit(fmt::format("{} → {} (representative trial {} of {}, lowest calibration loss)\n", result.recipe,
+    ctx.emit(fmt::format("{}{} → {} (representative trial {} of {}, lowest calibration loss)\n", result.recipe,
+                         result.plan.is_null()
+                             ? std::string()
+                             : fmt::format(" at the plan's layer bits [{}]",
+                                           fmt::join(result.plan.at("layer_bits").get<std::vector<int>>(), ",")),
                          result.output.string(), result.representative, result.trials.size()));
   ctx.emit(compress::compress_table(result).render(format, ctx.color_stdout()));
 }
@@ -111,6 +118,9 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
       "compress", "Quantize a model with a recipe (GPTQ, SmoothQuant, RTN, FP8, 2:4) into compressed-tensors");
   compress->require_subcommand(0, 1);
   compress->add_option("--model", flags->model, "Hugging Face model folder to compress");
+  compress->add_option("--plan", flags->plan,
+                       "mixed precision: bits per decoder layer from optkit plan hetero --format json (16 = left as "
+                       "is); the recipe gives the algorithm and group size");
   compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
   add_common_options(*compress, *flags);
   compress->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");

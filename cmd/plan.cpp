@@ -3,13 +3,20 @@
 // fallback, print the Pareto frontier, the best configuration under the SLA and its launch command.
 #include "app_context.hpp"
 
+#include "bench/serving_profile.hpp"
+
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "hetero/hetero_run.hpp"
+#include "hetero/stage_svg.hpp"
+#include "plan/efficiency_calibration.hpp"
 #include "plan/plan_run.hpp"
 #include "plan/profile_run.hpp"
 #include "proc/worker_spec.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
 
 namespace optkit::cmd {
 
@@ -61,10 +68,41 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
 }
 
 void
+register_plan_calibrate(CLI::App& plan_app, CommandRegistry& commands) {
+  struct Flags {
+    std::string points, format;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* calibrate = plan_app.add_subcommand(
+      "calibrate", "Fit the speed-of-light fallback's efficiencies to published measurements; errors before and after");
+  calibrate->add_option("--points", flags->points,
+                        "published points YAML (default: profiles/calibration/published.yaml)");
+  add_format_option(*calibrate, flags->format);
+  commands.add({"plan calibrate", calibrate, [flags](AppContext& ctx) {
+                  const auto run = plan::run_calibration(flags->points, &ctx.archive(), ctx.run_id);
+                  const OutputFormat format = parse_output_format(flags->format);
+                  if (format == OutputFormat::json) {
+                    auto out = plan::to_json(run);
+                    out["run_id"] = ctx.run_id;
+                    ctx.emit(out.dump(2) + "\n");
+                    return;
+                  }
+                  ctx.emit(plan::calibration_table(run).render(format, ctx.color_stdout()));
+                  if (format == OutputFormat::table)
+                    ctx.emit(fmt::format("\n{} ({} figures): mean absolute error {:.1f} % with the defaults, {:.1f} % "
+                                         "fitted\n\n{}",
+                                         run.points.name, run.fit.after_rows.size(),
+                                         plan::mean_absolute_percentage_error(run.fit.before_rows),
+                                         plan::mean_absolute_percentage_error(run.fit.after_rows),
+                                         plan::efficiency_yaml(run)));
+                }});
+}
+
+void
 register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
   struct Flags {
     hetero::HeteroRunOptions options;
-    std::string bits = "3,4,8,16", format, output;
+    std::string bits = "3,4,8,16", format, output, svg, profile;
   };
   auto flags = std::make_shared<Flags>();
   hetero::HeteroRunOptions& o = flags->options;
@@ -76,6 +114,9 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
   hetero_app->add_option("--isl", o.workload.isl, "prompt tokens per request")->capture_default_str();
   hetero_app->add_option("--osl", o.workload.osl, "generated tokens per request")->capture_default_str();
   hetero_app->add_option("--batch", o.workload.batch, "global batch (concurrent requests)")->capture_default_str();
+  hetero_app->add_option("--profile", flags->profile,
+                         "serving profile (profiles/serving NAME or FILE): ISL and OSL become a padded batch's "
+                         "(the mean longest prompt and output of --batch requests drawn from it)");
   hetero_app->add_option("--bits", flags->bits, "bitwidths a layer may take, comma-separated: 3, 4, 8, 16")
       ->capture_default_str();
   hetero_app
@@ -99,15 +140,27 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
       ->capture_default_str();
   hetero_app->add_option("--threads", o.threads, "threads for the calibration pass (0: all)")->capture_default_str();
   add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE");
+  hetero_app->add_option("--svg", flags->svg, "also draw the plan to FILE (SVG: memory and time per stage)");
   add_format_option(*hetero_app, flags->format);
-  commands.add({"plan hetero", hetero_app, [flags](AppContext& ctx) {
+  commands.add({"plan hetero", hetero_app, [flags, hetero_app](AppContext& ctx) {
                   hetero::HeteroRunOptions options = flags->options;
                   options.planner.bits = hetero::parse_bit_list(flags->bits, "--bits");
+                  if (!flags->profile.empty()) {
+                    if (hetero_app->count("--isl") > 0 || hetero_app->count("--osl") > 0)
+                      throw InputError("--profile gives ISL and OSL: drop --isl/--osl, or drop --profile");
+                    const auto padded = bench::padded_batch_lengths(bench::resolve_serving_profile(flags->profile),
+                                                                    options.workload.batch, 0);
+                    options.workload.isl = static_cast<int>(std::lround(padded.input_tokens));
+                    options.workload.osl = static_cast<int>(std::lround(padded.output_tokens));
+                    options.workload_profile = flags->profile;
+                  }
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto run = hetero::run_hetero(options, {&ctx.archive(), ctx.run_id});
                   auto plan_json = hetero::to_json(run);
                   if (!flags->output.empty())
                     write_file_atomic(flags->output, plan_json.dump(2) + "\n");
+                  if (!flags->svg.empty())
+                    write_file_atomic(flags->svg, hetero::stage_svg(run));
                   if (format == OutputFormat::json) {
                     plan_json["run_id"] = ctx.run_id;
                     ctx.emit(plan_json.dump(2) + "\n");
@@ -123,7 +176,7 @@ void
 register_plan(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
     plan::PlanOptions options;
-    double ttft = 0, tpot = 0, speed = 0, memory_fraction = 0, target_rate = 0;
+    double ttft = 0, tpot = 0, speed = 0, e2e = 0, memory_fraction = 0, target_rate = 0;
     std::string engine = "vllm", format;
   };
   auto flags = std::make_shared<Flags>();
@@ -140,6 +193,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan_app->add_option("--ttft", flags->ttft, "SLA: largest time to first token, ms (default 2000)");
   plan_app->add_option("--tpot", flags->tpot, "SLA: largest time per output token, ms (default 30)");
   plan_app->add_option("--speed", flags->speed, "SLA: least tokens/s per user (instead of --tpot)");
+  plan_app->add_option("--e2e", flags->e2e,
+                       "SLA: largest request latency (TTFT + (OSL-1)·TPOT), ms; bounds TPOT unless --tpot is given");
   plan_app->add_option("--engine", flags->engine,
                        "serving engine whose memory rules apply: vllm, sglang, trtllm (default: the --emit engine, "
                        "else vllm)");
@@ -180,6 +235,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                     options.tpot_ms = flags->tpot;
                   if (given("--speed"))
                     options.speed = flags->speed;
+                  if (given("--e2e"))
+                    options.e2e_ms = flags->e2e;
                   if (given("--memory-fraction"))
                     options.memory_fraction = flags->memory_fraction;
                   if (given("--target-rate"))
@@ -204,6 +261,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                 }});
   register_plan_profile(*plan_app, commands);
   register_plan_hetero(*plan_app, commands);
+  register_plan_calibrate(*plan_app, commands);
 }
 
 } // namespace optkit::cmd

@@ -42,6 +42,24 @@ shared_prefix_tokens: 4
     CHECK(again[i].input_tokens == plan[i].input_tokens);
 }
 
+TEST_CASE("a padded batch's lengths are the expected longest of its requests") {
+  // Uniform integers on [10, 20] (11 values): E[max of B draws] = 20 − Σ_{k=10}^{19} ((k − 9)/11)^B.
+  const auto profile = parse_serving_profile(R"(name: t
+input_tokens: {distribution: uniform, min: 10, max: 20}
+output_tokens: {distribution: fixed, mean: 8}
+)",
+                                             "t.yaml");
+  for (int batch : {1, 4, 16}) {
+    double expected = 20;
+    for (int k = 10; k <= 19; ++k)
+      expected -= std::pow((k - 9) / 11.0, batch);
+    const auto padded = padded_batch_lengths(profile, batch, 3, 20000);
+    CAPTURE(batch);
+    CHECK(padded.input_tokens == doctest::Approx(expected).epsilon(0.01));
+    CHECK(padded.output_tokens == 8);
+  }
+}
+
 TEST_CASE("profile errors name the file, the place and the fix") {
   const auto message = [](const std::string& yaml) {
     try {

@@ -45,7 +45,11 @@ TEST_CASE("speculative decoding emits (1 - a^(k+1)) / (1 - a) tokens per step") 
 }
 
 TEST_CASE("static decode of a dense model is bound by reading the weights") {
-  const SystemSpec h200 = load_system(profiles(), "h200_sxm");
+  // The built-in default efficiencies (memory 0.8, 4 µs per kernel), not the calibrated ones the
+  // system file carries: this checks the step model's physics, test_plan_efficiency_calibration
+  // the fitted figures.
+  SystemSpec h200 = load_system(profiles(), "h200_sxm");
+  h200.efficiency = DefaultEfficiency{};
   const PerfDatabase db(h200);
   const ModelArch model = resolve_model("llama-3.1-8b");
   const StepModel step(model, h200, db, ParallelConfig{}, ServingPrecision{}, 0);
@@ -180,6 +184,26 @@ TEST_CASE("the search meets the SLA it reports, and --target-rate sizes the clus
   CHECK(reselected.rows[*reselected.best].tokens_per_s_per_gpu > best.tokens_per_s_per_gpu);
   CHECK(reselected.pareto == fresh.pareto);
   request.tpot_limit_ms = 20;
+
+  // A request-latency budget (--e2e) between the slowest and the fastest SLA-meeting requests
+  // drops exactly the rows whose TTFT + (OSL − 1)·TPOT exceeds it.
+  double fastest = 1e300, slowest = 0;
+  for (const auto& row : result.rows)
+    if (row.meets_sla) {
+      CHECK(row.request_latency_ms == doctest::Approx(row.ttft_ms + 499 * row.tpot_ms));
+      fastest = std::min(fastest, row.request_latency_ms);
+      slowest = std::max(slowest, row.request_latency_ms);
+    }
+  REQUIRE(fastest < slowest);
+  PlanRequest budget = request;
+  budget.request_latency_limit_ms = (fastest + slowest) / 2;
+  PlanResult bounded = result;
+  select_configurations(budget, bounded);
+  REQUIRE(bounded.best);
+  for (std::size_t i = 0; i < bounded.rows.size(); ++i)
+    CHECK(bounded.rows[i].meets_sla ==
+          (result.rows[i].meets_sla && result.rows[i].request_latency_ms <= *budget.request_latency_limit_ms));
+  CHECK(bounded.rows[*bounded.best].request_latency_ms <= *budget.request_latency_limit_ms);
 
   // The vLLM launch script carries the row's parallelism and batch.
   const std::string script =

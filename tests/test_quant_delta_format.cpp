@@ -69,8 +69,9 @@ TEST_CASE("an artifact's levels decide what a stored value means, and a bad one 
 TEST_CASE("quantization_config: the keys vLLM reads, and a round trip through the reader") {
   quant::QuantizationConfig c;
   c.format = "int-quantized";
-  c.weights = {8, quant::NumberType::integer, true, quant::Strategy::channel, 0, false};
-  c.input_activations = quant::QuantArgs{8, quant::NumberType::integer, true, quant::Strategy::token, 0, true};
+  c.groups.push_back({{"Linear"},
+                      {8, quant::NumberType::integer, true, quant::Strategy::channel, 0, false},
+                      quant::QuantArgs{8, quant::NumberType::integer, true, quant::Strategy::token, 0, true}});
   c.ignore = {"lm_head", "re:.*vision.*"};
   const auto j = quant::to_json(c);
   CHECK(j.at("quant_method") == "compressed-tensors");
@@ -80,16 +81,54 @@ TEST_CASE("quantization_config: the keys vLLM reads, and a round trip through th
   const auto back = quant::read_quantization_config({{"quantization_config", j}}, "config.json");
   REQUIRE(back);
   CHECK(back->format == "int-quantized");
-  CHECK(back->input_activations->strategy == quant::Strategy::token);
+  REQUIRE(back->groups.size() == 1);
+  CHECK(back->groups[0].input_activations->strategy == quant::Strategy::token);
   CHECK(back->ignores("lm_head"));
   CHECK(back->ignores("model.vision.proj"));
   CHECK(!back->ignores("model.layers.0.mlp.up_proj"));
-  CHECK(quant::infer_format(c.weights, std::nullopt) == "pack-quantized");
+  CHECK(back->group_for("model.layers.0.mlp.up_proj") == &back->groups[0]);
+  CHECK(back->group_for("lm_head") == nullptr);
+  CHECK(quant::infer_format(c.groups[0].weights, std::nullopt) == "pack-quantized");
   CHECK(quant::infer_format({8, quant::NumberType::floating, true, quant::Strategy::channel, 0, false},
-                            c.input_activations) == "float-quantized");
+                            c.groups[0].input_activations) == "float-quantized");
   auto awq = j;
   awq["quant_method"] = "awq";
   CHECK_THROWS_WITH_AS(quant::read_quantization_config({{"quantization_config", awq}}, "config.json"),
                        doctest::Contains("quant_method 'awq' is not supported"), InputError);
+  auto none = j;
+  none["config_groups"] = nlohmann::json::object();
+  CHECK_THROWS_WITH_AS(quant::read_quantization_config({{"quantization_config", none}}, "config.json"),
+                       doctest::Contains("at least one group"), InputError);
   CHECK(!quant::read_quantization_config(nlohmann::json::object(), "config.json"));
+}
+
+TEST_CASE("quantization_config: per-layer groups of a mixed-precision plan match as vLLM matches them") {
+  // What compress --plan writes for layer bits [4, 3, 16, 4]: a group per bitwidth, 16-bit ignored.
+  const quant::QuantArgs int4{4, quant::NumberType::integer, true, quant::Strategy::group, 128, false};
+  auto int3 = int4;
+  int3.bits = 3;
+  quant::QuantizationConfig c;
+  c.format = "pack-quantized";
+  c.groups = {{{"re:model[.]layers[.](1)[.]"}, int3, std::nullopt},
+              {{"re:model[.]layers[.](0|3)[.]"}, int4, std::nullopt}};
+  c.ignore = {"lm_head", "re:model[.]layers[.](2)[.]"};
+  const auto back = quant::read_quantization_config({{"quantization_config", quant::to_json(c)}}, "config.json");
+  REQUIRE(back);
+  REQUIRE(back->groups.size() == 2);
+  auto bits_of = [&](const std::string& module) {
+    const auto* g = back->group_for(module);
+    return g ? g->weights.bits : 16;
+  };
+  CHECK(bits_of("model.layers.0.self_attn.q_proj") == 4);
+  CHECK(bits_of("model.layers.1.mlp.down_proj") == 3);
+  CHECK(bits_of("model.layers.2.mlp.down_proj") == 16);
+  CHECK(bits_of("model.layers.3.self_attn.o_proj") == 4);
+  CHECK(bits_of("model.layers.13.self_attn.o_proj") == 16); // "1" does not match layer 13
+  CHECK(bits_of("lm_head") == 16);
+  // A name target outranks a Linear group, whatever the group order.
+  quant::QuantizationConfig named;
+  named.format = "pack-quantized";
+  named.groups = {{{"Linear"}, int4, std::nullopt}, {{"model.layers.0.mlp.up_proj"}, int3, std::nullopt}};
+  CHECK(named.group_for("model.layers.0.mlp.up_proj")->weights.bits == 3);
+  CHECK(named.group_for("model.layers.0.mlp.gate_proj")->weights.bits == 4);
 }

@@ -37,6 +37,17 @@ TEST_CASE("packing pads a row to whole words and unpacks what it packed") {
   const auto w8 = quant::pack_rows(eight, 1, 5, 8);
   CHECK(static_cast<std::uint32_t>(w8[0]) == 0xFF807F00u); // -128, -1, 0, 127 offset by 128: 0, 127, 128, 255
   CHECK(quant::unpack_rows(w8, 1, 5, 8) == eight);
+  // 3 bits: ten values per word in bits [0, 30), the top two bits zero (pack_factor = 32 // 3).
+  std::vector<std::int8_t> three = {-4, -3, -2, -1, 0, 1, 2, 3, 3, -4, 1};
+  const auto w3 = quant::pack_rows(three, 1, 11, 3);
+  REQUIRE(w3.size() == 2);
+  std::uint32_t expected = 0;
+  for (int i = 0; i < 10; ++i)
+    expected |= static_cast<std::uint32_t>(three[static_cast<std::size_t>(i)] + 4) << (3 * i);
+  CHECK(static_cast<std::uint32_t>(w3[0]) == expected);
+  CHECK((static_cast<std::uint32_t>(w3[0]) >> 30) == 0u);
+  CHECK(static_cast<std::uint32_t>(w3[1]) == 5u); // column 10: 1 + 4
+  CHECK(quant::unpack_rows(w3, 1, 11, 3) == three);
 }
 
 TEST_CASE("FP8 E4M3 encoding: exact values, round half to even, subnormals, saturation") {

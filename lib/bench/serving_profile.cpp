@@ -318,4 +318,22 @@ plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t se
   return plan;
 }
 
+PaddedBatch
+padded_batch_lengths(const ServingProfile& profile, int batch, std::uint64_t seed, int batches) {
+  const auto size = static_cast<std::size_t>(std::max(1, batch));
+  const auto requests = plan_requests(profile, size * static_cast<std::size_t>(std::max(1, batches)), seed);
+  PaddedBatch mean;
+  for (std::size_t first = 0; first < requests.size(); first += size) {
+    std::int64_t input = 0, output = 0;
+    for (std::size_t i = first; i < first + size; ++i) {
+      input = std::max(input, requests[i].input_tokens);
+      output = std::max(output, requests[i].output_tokens);
+    }
+    mean.input_tokens += static_cast<double>(input);
+    mean.output_tokens += static_cast<double>(output);
+  }
+  const double n = static_cast<double>(requests.size() / size);
+  return {mean.input_tokens / n, mean.output_tokens / n};
+}
+
 } // namespace optkit::bench

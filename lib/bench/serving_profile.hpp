@@ -73,4 +73,13 @@ std::vector<PlannedRequest> plan_requests(const ServingProfile& profile, std::si
 
 std::int64_t sample_length(const LengthDistribution& distribution, RandomSource& random);
 
+// A padded static batch of `batch` requests from the profile (what plan hetero's SplitQuant cost
+// model assumes): every prompt padded to the batch's longest and generation running until its
+// longest output. The mean of both over `batches` batches drawn with `seed`.
+struct PaddedBatch {
+  double input_tokens = 0;
+  double output_tokens = 0;
+};
+PaddedBatch padded_batch_lengths(const ServingProfile& profile, int batch, std::uint64_t seed, int batches = 1000);
+
 } // namespace optkit::bench

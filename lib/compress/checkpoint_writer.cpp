@@ -10,6 +10,8 @@
 
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
 #include <set>
 
 namespace optkit::compress {
@@ -51,6 +53,36 @@ add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, con
   out.add_bytes(p + ".weight_scale", scale_dtype, scale_shape, model::encode_floats(scales, scale_dtype));
 }
 
+// `re:model[.]layers[.](0|3|7)[.]`: every module of those decoder layers (vLLM anchors re: at the start).
+std::string
+layers_pattern(const std::vector<std::int64_t>& layers) {
+  return fmt::format("re:model[.]layers[.]({})[.]", fmt::join(layers, "|"));
+}
+
+// The recipe's one config group, or with a plan one group per bitwidth targeting its layers and
+// the plan's 16-bit layers added to the ignore list.
+quant::QuantizationConfig
+quantization_config(const Recipe& recipe) {
+  quant::QuantizationConfig q;
+  q.format = quant::infer_format(recipe.weights, recipe.input_activations);
+  q.ignore = recipe.ignore;
+  if (recipe.layer_bits.empty()) {
+    q.groups.push_back({recipe.targets, recipe.weights, recipe.input_activations});
+    return q;
+  }
+  std::map<int, std::vector<std::int64_t>> layers_by_bits;
+  for (std::size_t i = 0; i < recipe.layer_bits.size(); ++i)
+    layers_by_bits[recipe.layer_bits[i]].push_back(static_cast<std::int64_t>(i));
+  for (const auto& [bits, layers] : layers_by_bits) {
+    auto args = recipe.layer_weights(layers.front());
+    if (!args)
+      q.ignore.push_back(layers_pattern(layers));
+    else
+      q.groups.push_back({{layers_pattern(layers)}, *args, recipe.input_activations});
+  }
+  return q;
+}
+
 } // namespace
 
 void
@@ -75,12 +107,7 @@ write_compressed_checkpoint(const std::filesystem::path& directory, const std::f
                             const Recipe& recipe, const LayerwiseResult& result, const nlohmann::json& report) {
   model::WeightStore store(source);
   auto config = read_json_file(source / "config.json");
-  quant::QuantizationConfig q;
-  q.format = quant::infer_format(recipe.weights, recipe.input_activations);
-  q.targets = recipe.targets;
-  q.weights = recipe.weights;
-  q.input_activations = recipe.input_activations;
-  q.ignore = recipe.ignore;
+  const auto q = quantization_config(recipe);
   config["quantization_config"] = quant::to_json(q);
 
   const auto scale_dtype = store.float_dtype();

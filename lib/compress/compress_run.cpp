@@ -1,5 +1,6 @@
 #include "compress/compress_run.hpp"
 
+#include "compress/bit_plan.hpp"
 #include "compress/calibration.hpp"
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
@@ -48,6 +49,8 @@ resolved_recipe(const nlohmann::json& payload) {
   recipe.calibration.samples = payload.at("samples").get<std::int64_t>();
   recipe.calibration.sequence_length = payload.at("sequence_length").get<std::int64_t>();
   recipe.calibration.sampler = static_cast<Sampler>(payload.at("sampler").get<int>());
+  if (payload.contains("plan"))
+    recipe.layer_bits = payload.at("plan").at("layer_bits").get<std::vector<int>>();
   return recipe;
 }
 
@@ -100,6 +103,13 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                                  recipe.name));
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
+  std::optional<BitPlan> plan;
+  if (options.plan) {
+    if (delta)
+      throw InputError("--plan applies to compress --model, not to compress delta");
+    plan = read_bit_plan(*options.plan);
+    check_bit_plan(*plan, recipe, model::load_model_config(options.model).num_layers, options.model);
+  }
   const auto samples = options.samples.value_or(recipe.calibration.samples);
   const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
   const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
@@ -140,6 +150,11 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                    {"seed", options.seed + static_cast<std::uint64_t>(i)},
                    {"samples", samples},
                    {"sampler", std::string(sampler_name(sampler))}};
+    if (plan) {
+      task.payload["plan"] = to_json(*plan);
+      task.params["plan"] = plan->source.string();
+      task.params["layer_bits"] = plan->layer_bits;
+    }
     task.timeout_s = context.timeout_s;
     tasks.push_back(std::move(task));
   }
@@ -150,6 +165,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   CompressResult result;
   result.recipe = recipe.name;
   result.output = options.output;
+  if (plan)
+    result.plan = to_json(*plan);
   double best = 0;
   const proc::WorkerOutcome* first_failure = nullptr; // a bad-input failure outranks the others
   for (const auto& o : outcomes) {
@@ -248,6 +265,8 @@ compress_worker(const proc::WorkerSpec& spec) {
                            {"calibration", calibration_report},
                            {"calibration_loss", layers.calibration_loss},
                            {"layers", layer_rows}};
+  if (p.contains("plan"))
+    report["plan"] = p.at("plan");
   std::filesystem::create_directories(output);
   nlohmann::json metrics;
   if (base) {
@@ -272,11 +291,8 @@ to_json(const CompressResult& r) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : r.trials)
     trials.push_back({{"trial", t.trial}, {"succeeded", t.succeeded}, {"error", t.error}, {"metrics", t.metrics}});
-  return {{"recipe", r.recipe},
-          {"output", r.output.string()},
-          {"representative_trial", r.representative},
-          {"trials", trials},
-          {"summary", r.summary}};
+  return {{"recipe", r.recipe}, {"output", r.output.string()}, {"representative_trial", r.representative},
+          {"trials", trials},   {"summary", r.summary},        {"plan", r.plan}};
 }
 
 Table

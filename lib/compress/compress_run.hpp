@@ -26,6 +26,7 @@ struct CompressOptions {
   std::optional<std::filesystem::path> calib;
   std::optional<std::int64_t> samples, sequence_length;
   std::optional<Sampler> sampler;
+  std::optional<std::filesystem::path> plan; // mixed precision: bits per layer from plan hetero's JSON
   std::int64_t trials = 1;
   std::int64_t jobs = 1;
   std::uint64_t seed = 0;
@@ -48,6 +49,7 @@ struct CompressResult {
   std::vector<TrialSummary> trials;
   std::int64_t representative = -1; // trial index kept as the output
   nlohmann::json summary;           // mean / std of each metric across succeeded trials
+  nlohmann::json plan = nullptr;    // the --plan applied: file, sha256, layer_bits
 };
 
 CompressResult run_compress(const CompressOptions& options, const CompressRunContext& context);

@@ -57,9 +57,11 @@ relative_frobenius_error(std::span<const float> w, std::span<const float> recon)
   return den > 0 ? num / den : 0;
 }
 
-// One matrix to compress: W (or Δ) [rows, cols], the Hessian of its inputs (empty: uncalibrated).
+// One matrix to compress: W (or Δ) [rows, cols] onto `args`, the Hessian of its inputs (empty:
+// uncalibrated).
 struct MatrixJob {
   std::string module;
+  quant::QuantArgs args;
   std::span<const float> w;
   std::int64_t rows, cols;
   std::span<const float> hessian;
@@ -80,9 +82,9 @@ compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadP
     o.act_order = recipe.act_order;
     o.sparse_2_4 = job.sparse_2_4;
     o.layer = job.module;
-    out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, recipe.weights, job.scale_dtype, o, pool);
+    out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, job.args, job.scale_dtype, o, pool);
   } else {
-    out.matrix = quant::rtn(job.w, job.rows, job.cols, recipe.weights, job.scale_dtype);
+    out.matrix = quant::rtn(job.w, job.rows, job.cols, job.args, job.scale_dtype);
   }
   const auto& cm = out.matrix;
   LayerReport report;
@@ -140,7 +142,11 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   double error_sum = 0;
   const std::int64_t total = config.num_layers * static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
   std::int64_t done = 0;
+  if (!recipe.layer_bits.empty() && static_cast<std::int64_t>(recipe.layer_bits.size()) != config.num_layers)
+    throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", recipe.layer_bits.size(),
+                                 options.model.string(), config.num_layers));
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
+    const auto args = recipe.layer_weights(layer);
     HessianTap tap(threads);
     if (calibrated) {
       std::vector<float> scratch = x;
@@ -181,7 +187,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
       if (options.progress)
         options.progress(done++, total);
-      if (!recipe_targets(recipe, module))
+      if (!args || !recipe_targets(recipe, module))
         continue;
       const auto& current = model.linear(layer, linear.name);
       const auto rows = current.rows(), cols = current.cols();
@@ -203,8 +209,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         if (const auto it = smoothing.find(linear.input); it != smoothing.end())
           quant::rescale_hessian(h, cols, it->second);
       }
-      auto compressed = compress_matrix(recipe, {module, w, rows, cols, h, recipe.sparse_2_4, scale_dtype}, threads,
-                                        pool, result.reports);
+      auto compressed = compress_matrix(recipe, {module, *args, w, rows, cols, h, recipe.sparse_2_4, scale_dtype},
+                                        threads, pool, result.reports);
       error_sum += result.reports.back().relative_error;
       auto& cm = compressed.matrix;
       std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
@@ -231,9 +237,9 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_w[i];
     const auto h = hessian.matrix();
-    result.linears.push_back(
-        compress_matrix(recipe, {"lm_head", delta, config.vocab_size, config.hidden_size, h, false, scale_dtype},
-                        threads, pool, result.reports));
+    result.linears.push_back(compress_matrix(
+        recipe, {"lm_head", recipe.weights, delta, config.vocab_size, config.hidden_size, h, false, scale_dtype},
+        threads, pool, result.reports));
     error_sum += result.reports.back().relative_error;
   }
   if (options.progress)

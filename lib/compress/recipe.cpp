@@ -201,6 +201,18 @@ load_recipe_file(const std::filesystem::path& file) {
   return r;
 }
 
+std::optional<quant::QuantArgs>
+Recipe::layer_weights(std::int64_t layer) const {
+  if (layer_bits.empty())
+    return weights;
+  const int bits = layer_bits.at(static_cast<std::size_t>(layer));
+  if (bits >= 16)
+    return std::nullopt;
+  auto args = weights;
+  args.bits = bits;
+  return args;
+}
+
 std::vector<std::string>
 bundled_recipe_names() {
   return bundled_yaml_names(recipes_directory());

@@ -40,8 +40,14 @@ struct Recipe {
   Lossless lossless = Lossless::none;
   CalibrationNeeds calibration;
   nlohmann::json document; // the validated YAML as JSON (archived, saved beside the output)
+  // Bits per decoder layer from a mixed-precision plan (compress --plan; 16 leaves a layer as it
+  // is); empty: the recipe's weights everywhere.
+  std::vector<int> layer_bits;
 
   bool needs_calibration() const { return method == Method::gptq || smoothquant_alpha.has_value(); }
+  // The weight arguments of decoder layer `layer` (the recipe's, with the plan's bits), nullopt
+  // when the plan leaves the layer unquantized.
+  std::optional<quant::QuantArgs> layer_weights(std::int64_t layer) const;
 };
 
 std::string_view sampler_name(Sampler sampler);

@@ -25,9 +25,10 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+} // namespace
+
 std::string
 bits_text(const std::vector<int>& bits, int first, int end) {
-  // "16×40, 8×20": runs of one bitwidth, in layer order
   std::string text;
   for (int l = first; l < end;) {
     int run_end = l;
@@ -38,8 +39,6 @@ bits_text(const std::vector<int>& bits, int first, int end) {
   }
   return text;
 }
-
-} // namespace
 
 std::vector<int>
 parse_bit_list(const std::string& text, const std::string& flag) {
@@ -104,6 +103,7 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   run.model_name = model.name;
   run.cluster_name = cluster.name;
   run.workload = o.workload;
+  run.workload_profile = o.workload_profile;
   run.bits = o.planner.bits;
   std::sort(run.bits.begin(), run.bits.end());
   run.bits.erase(std::unique(run.bits.begin(), run.bits.end()), run.bits.end());
@@ -176,7 +176,11 @@ to_json(const HeteroRun& run) {
   }
   return {{"model", run.model_name},
           {"cluster", run.cluster_name},
-          {"workload", {{"isl", run.workload.isl}, {"osl", run.workload.osl}, {"batch", run.workload.batch}}},
+          {"workload",
+           {{"isl", run.workload.isl},
+            {"osl", run.workload.osl},
+            {"batch", run.workload.batch},
+            {"profile", run.workload_profile.empty() ? nlohmann::json() : nlohmann::json(run.workload_profile)}}},
           {"bits", run.bits},
           {"theta", run.theta},
           {"device_order", order},

@@ -17,6 +17,7 @@ struct HeteroRunOptions {
   std::string cluster; // YAML file, or the name of one under profiles/clusters/
   std::string model;   // preset, config.json or folder
   HeteroWorkload workload;
+  std::string workload_profile; // the serving profile ISL and OSL came from, if any
   HeteroOptions planner;
   std::string solver = "ilp"; // ilp | heuristic
   // The indicator from real weights and activations: `model` a folder with safetensors weights and
@@ -32,6 +33,7 @@ struct HeteroRun {
   std::string model_name;
   std::string cluster_name;
   HeteroWorkload workload;
+  std::string workload_profile;
   std::vector<int> bits;
   double theta = 0;
   std::string indicator_source; // "shape-only", or which indicator on how many calibration tokens
@@ -56,5 +58,7 @@ HeteroRun run_hetero(const HeteroRunOptions& options, const HeteroRunContext& co
 
 nlohmann::json to_json(const HeteroRun& run);
 Table stage_table(const HeteroRun& run);
+// Layers [first, end) as runs of one bitwidth in layer order: "16×40, 8×20".
+std::string bits_text(const std::vector<int>& bits, int first, int end);
 
 } // namespace optkit::hetero

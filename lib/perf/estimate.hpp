@@ -12,6 +12,7 @@ enum SourceLabel : std::uint8_t {
   interpolated = 2, // between measured points, in utilization space
   extrapolated = 4, // beyond the data: speed of light divided by the nearest measured utilization
   roofline = 8,     // no data for this operator: speed of light divided by default efficiencies
+  calibrated = 16,  // no data: speed of light divided by efficiencies fitted to published measurements
 };
 
 struct Estimate {

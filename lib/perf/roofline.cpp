@@ -10,7 +10,8 @@ source_names(std::uint8_t sources) {
   for (const auto& [bit, name] : {std::pair{measured, "measured"},
                                   {interpolated, "interpolated"},
                                   {extrapolated, "extrapolated"},
-                                  {roofline, "roofline"}})
+                                  {roofline, "roofline"},
+                                  {calibrated, "calibrated"}})
     if (sources & bit)
       text += (text.empty() ? "" : "+") + std::string(name);
   return text.empty() ? "none" : text;
@@ -83,7 +84,7 @@ roofline_estimate(const SystemSpec& system, OpClass op_class, const OpCost& cost
   const double compute_eff = op_class == OpClass::attention ? eff.attention : eff.gemm;
   const double compute_s = op_class == OpClass::memory ? 0.0 : cost.flops / (peak_flops * compute_eff);
   const double memory_s = cost.bytes / (system.memory_bandwidth_gbs * 1e9 * eff.memory);
-  return {std::max(compute_s, memory_s) * 1e6 + eff.kernel_overhead_us, roofline};
+  return {std::max(compute_s, memory_s) * 1e6 + eff.kernel_overhead_us, eff.fallback_label()};
 }
 
 Estimate
@@ -92,7 +93,7 @@ roofline_collective(const SystemSpec& system, CollectiveOp op, double bytes, int
     return {0, 0};
   return {collective_speed_of_light_us(system, op, bytes, gpus) / system.efficiency.communication +
               system.collective_latency_us,
-          roofline};
+          system.efficiency.fallback_label()};
 }
 
 std::string

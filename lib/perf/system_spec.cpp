@@ -57,7 +57,9 @@ system_schema() {
                        number("attention", "fraction of tensor peak prefill attention reaches"),
                        number("memory", "fraction of memory bandwidth memory-bound kernels reach"),
                        number("communication", "fraction of link bandwidth collectives reach"),
-                       number("kernel_overhead_us", "launch and tail cost per kernel, microseconds")}};
+                       number("kernel_overhead_us", "launch and tail cost per kernel, microseconds"),
+                       Field{"calibrated", Type::string, false,
+                             "the published points file these efficiencies were fitted to (optkit plan calibrate)"}}};
     Field sources{"sources", Type::list, true, "where each figure comes from"};
     sources.item = std::make_shared<const Field>(Field{"source", Type::string, true, "a citation"});
     return Schema{"system",
@@ -143,6 +145,7 @@ load_system_file(const std::filesystem::path& file) {
   spec.efficiency.memory = efficiency["memory"].get<double>();
   spec.efficiency.communication = efficiency["communication"].get<double>();
   spec.efficiency.kernel_overhead_us = efficiency["kernel_overhead_us"].get<double>();
+  spec.efficiency.calibrated = efficiency.value("calibrated", "");
   for (const auto& source : doc["sources"])
     spec.sources.push_back(source.get<std::string>());
   const auto positive = [&](double value, const char* key) {

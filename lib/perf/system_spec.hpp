@@ -3,6 +3,7 @@
 // divides by. Read from profiles/systems/<name>.yaml (figures and their sources in the file).
 #pragma once
 
+#include "perf/estimate.hpp"
 #include "perf/precision.hpp"
 
 #include <filesystem>
@@ -18,6 +19,10 @@ struct DefaultEfficiency {
   double memory = 0.80;            // memory-bound kernels vs HBM bandwidth
   double communication = 0.80;     // collectives vs per-direction link bandwidth
   double kernel_overhead_us = 4.0; // launch and tail per kernel
+  std::string calibrated;          // the published points they were fitted to ("": defaults)
+
+  // How estimates made with these efficiencies are labelled: calibrated or roofline.
+  SourceLabel fallback_label() const { return calibrated.empty() ? roofline : SourceLabel::calibrated; }
 };
 
 struct SystemSpec {

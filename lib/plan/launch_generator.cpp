@@ -168,7 +168,9 @@ bench_profile_yaml(const PlanRow& row, const LaunchContext& c, std::int64_t run_
   yaml += fmt::format("input_tokens: {{distribution: fixed, mean: {}}}\noutput_tokens: {{distribution: fixed, mean: "
                       "{}}}\nshared_prefix_tokens: {}\nignore_eos: true\n",
                       int(r.workload.isl), int(r.workload.osl), int(r.workload.prefix));
-  yaml += fmt::format("slo: [\"ttft:mean<={}ms\", \"tpot:mean<={}ms\"]\n", r.ttft_limit_ms, r.tpot_limit_ms);
+  yaml += fmt::format("slo: [\"ttft:mean<={}ms\", \"tpot:mean<={}ms\"{}]\n", r.ttft_limit_ms, r.tpot_limit_ms,
+                      r.request_latency_limit_ms ? fmt::format(", \"e2e:mean<={}ms\"", *r.request_latency_limit_ms)
+                                                 : std::string());
   yaml +=
       fmt::format("load:\n  concurrency: {}\n  request_rate: {:.3f}\n", concurrency, row.requests_per_s * row.replicas);
   yaml += fmt::format("predicted:\n  configuration: \"{}\"\n  ttft_ms: {:.2f}\n  tpot_ms: {:.3f}\n"

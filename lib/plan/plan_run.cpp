@@ -59,6 +59,18 @@ build_request(const PlanOptions& o) {
   }
   if (!(r.ttft_limit_ms > 0) || !(r.tpot_limit_ms > 0))
     throw InputError("--ttft and --tpot must be above 0 ms");
+  if (o.e2e_ms) {
+    if (!(*o.e2e_ms > 0))
+      throw InputError("--e2e must be above 0 ms");
+    r.request_latency_limit_ms = *o.e2e_ms;
+    // AIConfigurator's --request-latency: the budget bounds TPOT unless --tpot/--speed does. The
+    // loosest TPOT any request within it can have is e2e / (OSL − 1) (at TTFT 0); the e2e check
+    // itself does the rest.
+    if (!o.tpot_ms && !o.speed) {
+      r.tpot_limit_ms = *o.e2e_ms / std::max(1.0, r.workload.osl - 1);
+      r.tpot_from_request_latency = true;
+    }
+  }
   r.modes.clear();
   for (const auto& mode : split(o.modes, ','))
     r.modes.push_back(parse_mode(std::string(trim(mode))));
@@ -85,8 +97,12 @@ fmt_ms(double ms) {
 
 std::string
 sla_text(const PlanRequest& r) {
-  return fmt::format("TTFT <= {:g} ms, TPOT <= {:g} ms ({:.1f} tokens/s/user)", r.ttft_limit_ms, r.tpot_limit_ms,
-                     1000.0 / r.tpot_limit_ms);
+  auto text =
+      fmt::format("TTFT <= {:g} ms, TPOT <= {:.4g} ms{} ({:.1f} tokens/s/user)", r.ttft_limit_ms, r.tpot_limit_ms,
+                  r.tpot_from_request_latency ? " (from --e2e)" : "", 1000.0 / r.tpot_limit_ms);
+  if (r.request_latency_limit_ms)
+    text += fmt::format(", request latency <= {:g} ms", *r.request_latency_limit_ms);
+  return text;
 }
 
 std::string
@@ -94,8 +110,11 @@ miss_text(const PlanRow& row, const PlanRequest& r) {
   std::vector<std::string> misses;
   if (row.ttft_ms > r.ttft_limit_ms)
     misses.push_back(fmt::format("TTFT {} ms misses --ttft {:g}", fmt_ms(row.ttft_ms), r.ttft_limit_ms));
-  if (row.tpot_ms > r.tpot_limit_ms)
+  if (row.tpot_ms > r.tpot_limit_ms && !r.tpot_from_request_latency)
     misses.push_back(fmt::format("TPOT {} ms misses --tpot {:g}", fmt_ms(row.tpot_ms), r.tpot_limit_ms));
+  if (r.request_latency_limit_ms && row.request_latency_ms > *r.request_latency_limit_ms)
+    misses.push_back(fmt::format("request latency {} ms misses --e2e {:g}", fmt_ms(row.request_latency_ms),
+                                 *r.request_latency_limit_ms));
   return join(misses, " and ");
 }
 
@@ -116,6 +135,7 @@ row_json(const PlanRow& row, const PlanRequest& r) {
       {"gpus_used", row.replicas * row.unit_gpus},
       {"ttft_ms", row.ttft_ms},
       {"tpot_ms", row.tpot_ms},
+      {"request_latency_ms", row.request_latency_ms},
       {"tokens_per_s_per_user", row.tokens_per_s_per_user},
       {"tokens_per_s_per_gpu", row.tokens_per_s_per_gpu},
       {"requests_per_s", row.requests_per_s * row.replicas},
@@ -248,7 +268,10 @@ to_json(const PlanRun& run) {
                   {"active_parameters", r.model.active_parameters()}};
   out["system"] = {{"name", run.system.name}, {"gpu", run.system.gpu_name}, {"gpus", r.gpus}};
   out["workload"] = {{"isl", r.workload.isl}, {"osl", r.workload.osl}, {"prefix", r.workload.prefix}};
-  out["sla"] = {{"ttft_ms", r.ttft_limit_ms}, {"tpot_ms", r.tpot_limit_ms}};
+  out["sla"] = {
+      {"ttft_ms", r.ttft_limit_ms},
+      {"tpot_ms", r.tpot_limit_ms},
+      {"e2e_ms", r.request_latency_limit_ms ? nlohmann::json(*r.request_latency_limit_ms) : nlohmann::json()}};
   out["engine"] = perf::engine_name(r.engine);
   out["precision"] = {{"weights", perf::precision_name(r.precision.weights)},
                       {"activations", perf::precision_name(r.precision.activations)},

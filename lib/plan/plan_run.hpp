@@ -21,6 +21,7 @@ struct PlanOptions {
   int gpus = 8;
   double isl = 4000, osl = 1000, prefix = 0;
   std::optional<double> ttft_ms, tpot_ms, speed; // SLA (defaults: TTFT 2000 ms, TPOT 30 ms)
+  std::optional<double> e2e_ms;                  // SLA: request latency (then TPOT follows from it)
   std::optional<std::string> engine;             // whose memory rules apply; default: the --emit engine, else vllm
   std::string weight_dtype = "bf16", activation_dtype, kv_dtype = "bf16";
   std::optional<double> memory_fraction;

@@ -30,6 +30,8 @@ struct PlanRequest {
   double memory_fraction = 0.9;
   double ttft_limit_ms = 2000;
   double tpot_limit_ms = 30;
+  std::optional<double> request_latency_limit_ms; // end to end: TTFT + (OSL − 1) · TPOT
+  bool tpot_from_request_latency = false;         // tpot_limit_ms is what that budget allows at TTFT 0
   std::vector<ServingMode> modes = {ServingMode::aggregated, ServingMode::disaggregated};
   Speculation speculation;
   double moe_power_law_alpha = 1.01;
@@ -52,6 +54,7 @@ struct PlanRow {
 
   double ttft_ms = 0;
   double tpot_ms = 0;
+  double request_latency_ms = 0; // TTFT + (OSL − 1) · TPOT, set by select_configurations
   double tokens_per_s_per_user = 0;
   double tokens_per_s_per_gpu = 0;
   double requests_per_s = 0; // one replica (worker or xPyD unit)

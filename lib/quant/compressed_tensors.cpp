@@ -28,6 +28,21 @@ QuantizationConfig::ignores(const std::string& module) const {
   return false;
 }
 
+const ConfigGroup*
+QuantizationConfig::group_for(const std::string& module) const {
+  if (ignores(module))
+    return nullptr;
+  for (const auto& group : groups)
+    for (const auto& target : group.targets)
+      if (target != "Linear" && module_matches(target, module))
+        return &group;
+  for (const auto& group : groups)
+    for (const auto& target : group.targets)
+      if (target == "Linear")
+        return &group;
+  return nullptr;
+}
+
 std::string
 infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_activations) {
   if (weights.is_fp8())
@@ -39,10 +54,19 @@ infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_act
 
 nlohmann::json
 to_json(const QuantizationConfig& c) {
-  nlohmann::json group = {{"targets", c.targets}, {"weights", to_json(c.weights)}, {"output_activations", nullptr}};
-  group["input_activations"] = c.input_activations ? to_json(*c.input_activations) : nlohmann::json(nullptr);
-  return {{"quant_method", "compressed-tensors"},       {"format", c.format}, {"quantization_status", "compressed"},
-          {"config_groups", {{"group_0", group}}},      {"ignore", c.ignore}, {"kv_cache_scheme", nullptr},
+  nlohmann::json groups = nlohmann::json::object();
+  for (std::size_t i = 0; i < c.groups.size(); ++i) {
+    const auto& g = c.groups[i];
+    nlohmann::json group = {{"targets", g.targets}, {"weights", to_json(g.weights)}, {"output_activations", nullptr}};
+    group["input_activations"] = g.input_activations ? to_json(*g.input_activations) : nlohmann::json(nullptr);
+    groups[fmt::format("group_{}", i)] = std::move(group);
+  }
+  return {{"quant_method", "compressed-tensors"},
+          {"format", c.format},
+          {"quantization_status", "compressed"},
+          {"config_groups", groups},
+          {"ignore", c.ignore},
+          {"kv_cache_scheme", nullptr},
           {"sparsity_config", nlohmann::json::object()}};
 }
 
@@ -64,29 +88,36 @@ read_quantization_config(const nlohmann::json& config_json, const std::string& s
         q.at("sparsity_config").contains("format") && q.at("sparsity_config").at("format") != "dense")
       throw InputError(fmt::format("{}: sparse storage formats are not supported (store 2:4 weights densely)", where));
     const auto& groups = q.at("config_groups");
-    if (!groups.is_object() || groups.size() != 1)
-      throw InputError(fmt::format("{}: optkit's runtime reads exactly one config group, found {}", where,
-                                   groups.is_object() ? groups.size() : 0));
-    const auto& group = groups.begin().value();
+    if (!groups.is_object() || groups.empty())
+      throw InputError(fmt::format("{}: config_groups must name at least one group", where));
     QuantizationConfig c;
     c.format = q.value("format", "");
-    if (group.is_object() && group.contains("format") && group.at("format").is_string())
-      c.format = group.at("format").get<std::string>();
-    if (c.format != "int-quantized" && c.format != "pack-quantized" && c.format != "float-quantized" &&
-        c.format != "naive-quantized")
-      throw InputError(fmt::format("{}: format '{}' is not supported (int-quantized, pack-quantized, float-quantized)",
-                                   where, c.format));
-    c.targets = group.at("targets").get<std::vector<std::string>>();
-    c.weights = quant_args_from_json(group.at("weights"), where + ".weights");
-    validate(c.weights, false, where + ".weights");
-    if (group.contains("input_activations") && !group.at("input_activations").is_null()) {
-      c.input_activations = quant_args_from_json(group.at("input_activations"), where + ".input_activations");
-      validate(*c.input_activations, true, where + ".input_activations");
+    for (const auto& [name, group] : groups.items()) {
+      const auto at = fmt::format("{}.config_groups.{}", where, name);
+      // A group's own format (compressed-tensors' mixed-precision checkpoints) overrides the top level.
+      const auto format = group.is_object() && group.contains("format") && group.at("format").is_string()
+                              ? group.at("format").get<std::string>()
+                              : c.format;
+      if (format != "int-quantized" && format != "pack-quantized" && format != "float-quantized" &&
+          format != "naive-quantized")
+        throw InputError(fmt::format(
+            "{}: format '{}' is not supported (int-quantized, pack-quantized, float-quantized)", at, format));
+      if (c.format.empty() || c.format == "mixed-precision")
+        c.format = format;
+      ConfigGroup g;
+      g.targets = group.at("targets").get<std::vector<std::string>>();
+      g.weights = quant_args_from_json(group.at("weights"), at + ".weights");
+      validate(g.weights, false, at + ".weights");
+      if (group.contains("input_activations") && !group.at("input_activations").is_null()) {
+        g.input_activations = quant_args_from_json(group.at("input_activations"), at + ".input_activations");
+        validate(*g.input_activations, true, at + ".input_activations");
+      }
+      if (!g.weights.symmetric)
+        throw InputError(fmt::format("{}: asymmetric weights are not supported by optkit's runtime", at));
+      c.groups.push_back(std::move(g));
     }
     if (q.contains("ignore") && q.at("ignore").is_array())
       c.ignore = q.at("ignore").get<std::vector<std::string>>();
-    if (!c.weights.symmetric)
-      throw InputError(fmt::format("{}: asymmetric weights are not supported by optkit's runtime", where));
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(describe_json_error(where, e));

@@ -1,6 +1,8 @@
-// The `quantization_config` of a compressed-tensors checkpoint (what vLLM dispatches on): one
-// config group of Linear targets with weight and optional input-activation arguments, the
-// format (int-quantized, pack-quantized, float-quantized), the ignore list, and
+// The `quantization_config` of a compressed-tensors checkpoint (what vLLM dispatches on): config
+// groups, each with its targets (the class name Linear, exact module names or re:<regex>) and its
+// weight and optional input-activation arguments — one group for a uniform recipe, one per
+// bitwidth for a mixed-precision plan — the format (int-quantized, pack-quantized,
+// float-quantized), the ignore list, and
 // `sparsity_config: {}` (current vLLM rejects any sparsity config with targets, so 2:4-pruned
 // weights are stored densely). Only long-standing keys are written: compressed-tensors validates
 // with extra="forbid", and a newer key breaks older vLLM.
@@ -15,15 +17,23 @@
 
 namespace optkit::quant {
 
-struct QuantizationConfig {
-  std::string format; // int-quantized | pack-quantized | float-quantized
+struct ConfigGroup {
   std::vector<std::string> targets = {"Linear"};
   QuantArgs weights;
   std::optional<QuantArgs> input_activations;
+};
+
+struct QuantizationConfig {
+  std::string format; // int-quantized | pack-quantized | float-quantized
+  std::vector<ConfigGroup> groups;
   std::vector<std::string> ignore; // module names or re:<regex>
 
   // Whether the module (an HF path such as model.layers.0.mlp.down_proj) is left unquantized.
   bool ignores(const std::string& module) const;
+  // The group that quantizes a linear module, as vLLM matches it: the first group naming the
+  // module (exactly or by re:<regex>), else the first group targeting the class Linear; nullptr
+  // when the module is ignored or no group targets it.
+  const ConfigGroup* group_for(const std::string& module) const;
 };
 
 // The format compressed-tensors infers: weight-only int → pack-quantized; int weights with
@@ -33,8 +43,8 @@ std::string infer_format(const QuantArgs& weights, const std::optional<QuantArgs
 nlohmann::json to_json(const QuantizationConfig& config);
 
 // The config's quantization_config, nullopt when it has none. InputError (naming `source`) for a
-// quant_method other than compressed-tensors, several config groups, or arguments optkit's
-// runtime cannot run.
+// quant_method other than compressed-tensors, no config group, or arguments optkit's runtime
+// cannot run.
 std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json& config_json,
                                                            const std::string& source);
 

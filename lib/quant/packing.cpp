@@ -12,8 +12,8 @@ packed_words(std::int64_t cols, int bits) {
 
 std::vector<std::int32_t>
 pack_rows(std::span<const std::int8_t> values, std::int64_t rows, std::int64_t cols, int bits) {
-  if (32 % bits != 0)
-    throw InputError("packing needs a bit width that divides 32 (2, 4 or 8)");
+  if (bits < 2 || bits > 8)
+    throw InputError("packing needs a bit width of 2 to 8");
   if (static_cast<std::int64_t>(values.size()) != rows * cols)
     throw InputError("pack_rows: value count does not match the shape");
   const std::int64_t words = packed_words(cols, bits), per_word = 32 / bits;

@@ -1,6 +1,7 @@
 // compressed-tensors `pack-quantized` bit packing: signed b-bit values are offset to unsigned
-// (q + 2^(b-1)), and 32/b of them go into one int32 little-endian within the word (column 8k+i of
-// an int4 row sits at bits [4i, 4i+4)); rows are padded with zeros to a whole word.
+// (q + 2^(b-1)), and ⌊32/b⌋ of them go into one int32 little-endian within the word (column 8k+i
+// of an int4 row sits at bits [4i, 4i+4); 3-bit values fill 30 bits of each word, as
+// compressed-tensors' pack_to_int32 does); rows are padded with zeros to a whole word.
 #pragma once
 
 #include <cstdint>

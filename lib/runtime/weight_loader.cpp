@@ -21,7 +21,7 @@ check_shape(const model::TensorView& view, const std::vector<std::int64_t>& expe
 
 std::unique_ptr<LinearWeight>
 load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-                      const quant::QuantizationConfig& q) {
+                      const quant::ConfigGroup& q) {
   const auto packed = store.find(prefix + ".weight_packed");
   const auto plain = store.find(prefix + ".weight");
   const auto scale = store.require(prefix + ".weight_scale");
@@ -77,8 +77,9 @@ load_quantization_config(const std::filesystem::path& model_dir) {
 std::unique_ptr<LinearWeight>
 load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
             const quant::QuantizationConfig* quantization) {
-  if (quantization && !quantization->ignores(prefix) && store.find(prefix + ".weight_scale").info)
-    return load_quantized_linear(store, prefix, rows, cols, *quantization);
+  if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
+      group && store.find(prefix + ".weight_scale").info)
+    return load_quantized_linear(store, prefix, rows, cols, *group);
   const auto view = store.require(prefix + ".weight");
   check_shape(view, {rows, cols});
   switch (view.dtype()) {

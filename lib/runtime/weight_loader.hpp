@@ -20,8 +20,8 @@ namespace optkit::runtime {
 std::optional<quant::QuantizationConfig> load_quantization_config(const std::filesystem::path& model_dir);
 
 // The [rows, cols] linear layer `prefix` (an HF module path): `<prefix>.weight` in F32/BF16/F16,
-// or, when `quantization` is given and does not ignore the module, its compressed-tensors
-// tensors (weight_packed + weight_scale + weight_shape, or an I8 / F8_E4M3 weight + weight_scale).
+// or, when a config group of `quantization` quantizes the module, its compressed-tensors tensors (weight_packed +
+// weight_scale + weight_shape, or an I8 / F8_E4M3 weight + weight_scale).
 std::unique_ptr<LinearWeight> load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
                                           std::int64_t cols, const quant::QuantizationConfig* quantization = nullptr);
 // Throws InputError unless `delta` was compressed against the weights in `base_dir`.

@@ -15,7 +15,7 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["pareto"], "no Pareto rows"
 for row in d["pareto"]:
-    assert row["sources"] in ("measured", "interpolated", "extrapolated", "roofline") or "+" in row["sources"], row
+    assert row["sources"] in ("measured", "interpolated", "extrapolated", "calibrated") or "+" in row["sources"], row
     assert row["memory_gib_per_gpu"] <= 140.4, row
 best = d["best"]
 assert best["meets_sla"] and best["ttft_ms"] <= 1200 and best["tpot_ms"] <= 20, best
@@ -51,6 +51,25 @@ expect_err_has "no configuration meets TTFT <= 1 ms"
 expect_err_has "closest: "
 expect_err_has "misses --ttft 1"
 [ "$(sql "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" = "goal_not_met" ] || fail "unmet SLA not archived as goal_not_met"
+
+# A request-latency budget (--e2e): the best row's TTFT + 499·TPOT fits it, with no TPOT default;
+# a budget nothing meets names the missed term.
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --e2e 15000 --format json
+expect_rc 0
+python3 - "$OUT" <<'PY' || fail "plan --e2e: $OUT"
+import json, sys
+d = json.loads(sys.argv[1])
+b = d["best"]
+assert d["sla"]["e2e_ms"] == 15000 and abs(d["sla"]["tpot_ms"] - 15000 / 499) < 1e-9, d["sla"]
+assert abs(b["request_latency_ms"] - (b["ttft_ms"] + 499 * b["tpot_ms"])) < 1e-6 * b["request_latency_ms"], b
+assert b["request_latency_ms"] <= 15000 and b["ttft_ms"] <= 1200, b
+PY
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --e2e 100
+expect_rc 1
+expect_err_has "misses --e2e 100"
+run plan --model llama-3.1-70b --system h200_sxm --e2e 0
+expect_rc 2
+expect_err_has "--e2e must be above 0"
 
 # Memory: 70B in bf16 cannot fit one 80 GB GPU — nothing is recommended.
 run plan --model llama-3.1-70b --system h100_sxm --gpus 1 --isl 1000 --osl 100
@@ -105,7 +124,7 @@ py '
 import json, sys
 d = json.load(sys.stdin)
 assert d["perf_database"]["points"] == 2, d["perf_database"]
-assert any("roofline" in r["sources"] and "+" in r["sources"] for r in d["pareto"]), d["pareto"][:2]
+assert any("calibrated" in r["sources"] and "+" in r["sources"] for r in d["pareto"]), d["pareto"][:2]
 ' || fail "perf db labels: $OUT"
 printf 'kind,m,n,k,latency_us\nbf16,1,6144,4096,-3\n' >"$SCRATCH/db/gemm.csv"
 run plan --model llama-3.1-8b --system h100_sxm --gpus 1 --perf-db "$SCRATCH/db"

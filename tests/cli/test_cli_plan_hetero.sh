@@ -21,7 +21,7 @@ for a, b in zip(stages, stages[1:]):
 for s in stages:
     assert s["memory_bytes"] <= s["capacity_bytes"], s
     assert s["bits"] == d["layer_bits"][s["layers"][0]:s["layers"][1]]
-    assert s["sources"] == "roofline", s  # no perf database for A100 or V100 yet
+    assert s["sources"] == "calibrated", s  # no perf database for A100 or V100: the calibrated fallback
 assert d["predicted"]["latency_s"] > 0 and d["predicted"]["throughput_tokens_per_s"] > 0
 assert d["solver"]["method"] in ("ilp", "bitwidth-transfer")
 assert d["objective"] <= d["solver"]["heuristic_objective"] + 1e-9
@@ -33,6 +33,35 @@ run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' 
 run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --solver heuristic
 expect_rc 0
 expect_out_has "a100_40g"
+
+# A serving profile as the workload (the padded batch's lengths) and the plan drawn as SVG: one
+# memory, prefill and decode bar per stage, read back with an XML parser.
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --profile chat-small --batch 32 \
+  --solver heuristic --format json --svg "$SCRATCH/plan.svg"
+expect_rc 0
+python3 - "$OUT" "$SCRATCH/plan.svg" <<'PY' || fail "plan hetero --profile/--svg: $OUT"
+import json, sys
+import xml.etree.ElementTree as ET
+d = json.loads(sys.argv[1])
+w = d["workload"]
+assert w["profile"] == "chat-small" and w["osl"] == 16 and 64 < w["isl"] <= 128, w
+svg = ET.parse(sys.argv[2]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+titles = [t.text for t in svg.iter(ns + "title")]
+n = len(d["stages"])
+for kind in ("used", "capacity", "prefill", "decode"):
+    assert sum(t.startswith(kind) for t in titles) == n, (kind, titles)
+text = " ".join(t.text or "" for t in svg.iter(ns + "text"))
+assert "a100_40g" in text and "v100" in text and "llama-3.1-70b" in text, text
+PY
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --profile chat-small --isl 100
+expect_rc 2
+expect_err_has "--profile gives ISL and OSL"
+run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --profile "$SCRATCH/nosuch.yaml" \
+  --svg "$SCRATCH/never.svg"
+expect_rc 2
+expect_err_has "nosuch.yaml"
+[ ! -e "$SCRATCH/never.svg" ] || fail "a failed plan wrote its SVG"
 
 printf 'groups:\n  - {gpu: t4, count: 1}\n' >"$SCRATCH/small.yaml"
 run plan hetero --cluster "$SCRATCH/small.yaml" --model llama-3.1-70b
