@@ -51,6 +51,12 @@ AppContext::emit(const std::string& text, const std::string& output) const {
   }
 }
 
+void
+AppContext::emit_json(nlohmann::json result, const std::string& output) const {
+  result["run_id"] = run_id;
+  emit(result.dump(2) + "\n", output);
+}
+
 const Command*
 CommandRegistry::selected() const {
   const Command* best = nullptr;

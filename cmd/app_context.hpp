@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ public:
   std::vector<std::string> worker_global_args() const;
   // Prints a result to stdout, or writes it atomically to `output` when that is set.
   void emit(const std::string& text, const std::string& output = "") const;
+  // Emits a JSON result with this run's id added (`run_id`), indented.
+  void emit_json(nlohmann::json result, const std::string& output = "") const;
 
 private:
   std::unique_ptr<archive::RunArchive> m_archive;

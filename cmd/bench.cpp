@@ -141,9 +141,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
          });
          const auto& cert = result.certification;
          if (format == OutputFormat::json) {
-           auto out = bench::to_json(result);
-           out["run_id"] = ctx.run_id;
-           ctx.emit(out.dump(2) + "\n", flags->output);
+           ctx.emit_json(bench::to_json(result), flags->output);
          } else {
            std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
            if (format == OutputFormat::table)

@@ -83,9 +83,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));
   const OutputFormat format = parse_output_format(f.format);
   if (format == OutputFormat::json) {
-    auto out = compress::to_json(result);
-    out["run_id"] = ctx.run_id;
-    ctx.emit(out.dump(2) + "\n");
+    ctx.emit_json(compress::to_json(result));
     return;
   }
   if (format == OutputFormat::table)

@@ -75,9 +75,7 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto result = eval::run_task_eval(options, ctx.run_context(0));
                   if (format == OutputFormat::json) {
-                    auto out = eval::to_json(result);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n", flags->output);
+                    ctx.emit_json(eval::to_json(result), flags->output);
                   } else {
                     const std::string text = eval::task_report_text(result, format, ctx.color_stdout());
                     ctx.emit(text, flags->output);
@@ -143,10 +141,9 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     auto out = eval::to_json(result);
-                    out["run_id"] = ctx.run_id;
                     out["model"] = flags->model;
                     out["data"] = flags->data;
-                    ctx.emit(out.dump(2) + "\n");
+                    ctx.emit_json(std::move(out));
                   } else {
                     if (format == OutputFormat::table)
                       ctx.emit(result.method + "\n");

@@ -57,9 +57,7 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
                   const auto run = plan::run_profile(flags->options, ctx.run_context(flags->timeout_s));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
-                    auto out = plan::to_json(run);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n");
+                    ctx.emit_json(plan::to_json(run));
                     return;
                   }
                   ctx.emit(plan::profile_table(run).render(format, ctx.color_stdout()));
@@ -82,9 +80,7 @@ register_plan_calibrate(CLI::App& plan_app, CommandRegistry& commands) {
                   const auto run = plan::run_calibration(flags->points, &ctx.archive(), ctx.run_id);
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
-                    auto out = plan::to_json(run);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n");
+                    ctx.emit_json(plan::to_json(run));
                     return;
                   }
                   ctx.emit(plan::calibration_table(run).render(format, ctx.color_stdout()));
@@ -162,8 +158,7 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
                   if (!flags->svg.empty())
                     write_file_atomic(flags->svg, hetero::stage_svg(run));
                   if (format == OutputFormat::json) {
-                    plan_json["run_id"] = ctx.run_id;
-                    ctx.emit(plan_json.dump(2) + "\n");
+                    ctx.emit_json(std::move(plan_json));
                     return;
                   }
                   ctx.emit(hetero::stage_table(run).render(format, ctx.color_stdout()));
@@ -250,9 +245,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                     return;
                   }
                   if (format == OutputFormat::json) {
-                    auto out = plan::to_json(run);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n");
+                    ctx.emit_json(plan::to_json(run));
                     return;
                   }
                   if (format == OutputFormat::table)

@@ -55,9 +55,7 @@ register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
                   const auto result = tune::calibrate_sim(flags->options, ctx.run_context(0));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
-                    auto out = tune::to_json(result);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n");
+                    ctx.emit_json(tune::to_json(result));
                     return;
                   }
                   const auto& t = result.fit.timing;
@@ -222,9 +220,7 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
                       std::fprintf(stderr, "%s\n", tune::progress_line(t).c_str());
                   });
                   if (format == OutputFormat::json) {
-                    auto out = tune::to_json(result);
-                    out["run_id"] = ctx.run_id;
-                    ctx.emit(out.dump(2) + "\n", flags->output);
+                    ctx.emit_json(tune::to_json(result), flags->output);
                   } else {
                     std::string text = tune::trials_table(result).render(format, ctx.color_stdout());
                     if (format == OutputFormat::table)
