@@ -29,53 +29,72 @@ answer_at_once(const http::Request&, const std::shared_ptr<http::Exchange>& exch
 
 } // namespace
 
+struct NoopEndpoint::Impl {
+  http::Server server{http::ServerOptions{}, answer_at_once};
+};
+
+NoopEndpoint::NoopEndpoint() : m(std::make_unique<Impl>()) {
+  m->server.start();
+}
+
+NoopEndpoint::~NoopEndpoint() {
+  m->server.stop(std::chrono::milliseconds(100));
+}
+
+GeneratorOptions
+NoopEndpoint::generator_options() const {
+  GeneratorOptions options;
+  options.endpoint = http::parse_url("http://127.0.0.1:" + std::to_string(m->server.port()));
+  options.request_timeout_s = 10;
+  return options;
+}
+
+CalibrationStep
+measure_generator_step(LoadGenerator& generator, double rate, double seconds, double lag_bound_s) {
+  static const std::vector<PreparedRequest> request = {
+      {R"({"model":"noop","prompt":"x","max_tokens":1,"stream":true})", 1, 1}};
+  CalibrationStep step;
+  step.target_rate = rate;
+  step.requests = static_cast<std::size_t>(std::max(100.0, rate * seconds));
+  const auto recording =
+      generator.open_loop(request, arrival_offsets({ArrivalProcess::constant, rate, 1, 0}, step.requests));
+  std::vector<double> lags;
+  double first_send = std::numeric_limits<double>::infinity(), last_send = -first_send;
+  std::size_t sent = 0;
+  for (const auto& r : recording.requests) {
+    step.errors += r.ok() ? 0u : 1u;
+    if (r.sent >= 0) {
+      ++sent;
+      lags.push_back(r.dispatch_lag());
+      first_send = std::min(first_send, r.sent);
+      last_send = std::max(last_send, r.sent);
+    }
+  }
+  std::sort(lags.begin(), lags.end());
+  step.lag_p50_s = percentile_of_sorted(lags, 50);
+  step.lag_p99_s = percentile_of_sorted(lags, 99);
+  step.lag_max_s = lags.empty() ? -1 : lags.back();
+  step.achieved_rate = last_send > first_send ? static_cast<double>(sent - 1) / (last_send - first_send) : 0;
+  // Held means what a certification trial needs of the generator: every request sent, without
+  // errors, with p99 dispatch lag within the bound. The achieved rate is reported, not judged: a
+  // short stall at the end of a step lowers it without the schedule ever being missed by more
+  // than the bound.
+  step.held = step.errors == 0 && sent == step.requests && step.lag_p99_s <= lag_bound_s;
+  return step;
+}
+
 Calibration
 calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s) {
   Calibration result;
   result.lag_bound_s = lag_bound_s;
-  http::Server server(http::ServerOptions{}, answer_at_once);
-  server.start();
-  GeneratorOptions options;
-  options.endpoint = http::parse_url("http://127.0.0.1:" + std::to_string(server.port()));
-  options.request_timeout_s = 10;
-  LoadGenerator generator(options);
-  const std::vector<PreparedRequest> request = {
-      {R"({"model":"noop","prompt":"x","max_tokens":1,"stream":true})", 1, 1}};
+  const NoopEndpoint endpoint;
+  LoadGenerator generator(endpoint.generator_options());
   for (double rate = start_rate; rate <= max_rate * 1.0001; rate *= 2) {
-    CalibrationStep step;
-    step.target_rate = rate;
-    step.requests = static_cast<std::size_t>(std::max(100.0, rate * seconds));
-    const auto recording =
-        generator.open_loop(request, arrival_offsets({ArrivalProcess::constant, rate, 1, 0}, step.requests));
-    std::vector<double> lags;
-    double first_send = std::numeric_limits<double>::infinity(), last_send = -first_send;
-    std::size_t sent = 0;
-    for (const auto& r : recording.requests) {
-      step.errors += r.ok() ? 0u : 1u;
-      if (r.sent >= 0) {
-        ++sent;
-        lags.push_back(r.dispatch_lag());
-        first_send = std::min(first_send, r.sent);
-        last_send = std::max(last_send, r.sent);
-      }
-    }
-    std::sort(lags.begin(), lags.end());
-    step.lag_p50_s = percentile_of_sorted(lags, 50);
-    step.lag_p99_s = percentile_of_sorted(lags, 99);
-    step.lag_max_s = lags.empty() ? -1 : lags.back();
-    step.achieved_rate = last_send > first_send ? static_cast<double>(sent - 1) / (last_send - first_send) : 0;
-    // Held means what a certification trial needs of the generator: every request sent, without
-    // errors, with p99 dispatch lag within the bound. The achieved rate is reported, not judged: a
-    // short stall at the end of a step lowers it without the schedule ever being missed by more
-    // than the bound.
-    step.held = step.errors == 0 && sent == step.requests && step.lag_p99_s <= lag_bound_s;
-    result.steps.push_back(step);
-    if (step.held)
-      result.max_sustained_rate = rate;
-    else
+    result.steps.push_back(measure_generator_step(generator, rate, seconds, lag_bound_s));
+    if (!result.steps.back().held)
       break;
+    result.max_sustained_rate = rate;
   }
-  server.stop(std::chrono::milliseconds(100));
   return result;
 }
 

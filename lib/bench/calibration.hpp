@@ -6,6 +6,7 @@
 #pragma once
 
 #include "archive/run_context.hpp"
+#include "bench/load_generator.hpp"
 #include "core/table.hpp"
 
 #include <cstddef>
@@ -30,6 +31,25 @@ struct Calibration {
 
 // Rates double from `start_rate` up to `max_rate`; each step lasts about `seconds`.
 Calibration calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s);
+
+// The loopback no-op endpoint calibration runs against, listening on a free port until destroyed.
+class NoopEndpoint {
+public:
+  NoopEndpoint();
+  ~NoopEndpoint();
+  NoopEndpoint(const NoopEndpoint&) = delete;
+  NoopEndpoint& operator=(const NoopEndpoint&) = delete;
+  // Generator options aimed at it.
+  GeneratorOptions generator_options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
+
+// One open-loop step: `rate` requests/s for about `seconds`, judged held or not as calibration
+// judges it.
+CalibrationStep measure_generator_step(LoadGenerator& generator, double rate, double seconds, double lag_bound_s);
 
 // One row per rate tried.
 Table calibration_table(const Calibration& calibration);

@@ -107,6 +107,7 @@ make_client(const GeneratorOptions& options) {
       std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, options.request_timeout_s) * 1000));
   client.client.headers = options.headers;
   client.max_connections = options.max_connections;
+  client.max_opening = options.max_opening;
   client.threads = options.io_threads;
   return std::make_unique<http::AsyncClient>(options.endpoint, client);
 }

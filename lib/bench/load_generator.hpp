@@ -28,6 +28,7 @@ struct GeneratorOptions {
   http::Headers headers;                // Authorization etc.
   double request_timeout_s = 600;
   std::size_t max_connections = 4096;
+  std::size_t max_opening = 16; // connections opened at once (http::AsyncClientOptions)
   int io_threads = 1;
 };
 

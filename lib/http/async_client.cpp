@@ -46,10 +46,13 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   std::deque<Job> waiting;                              // no free connection yet
   std::vector<std::shared_ptr<Connection>> idle;        // connected, kept alive
   std::unordered_set<std::shared_ptr<Connection>> busy; // a request in flight
+  std::size_t opening = 0;                              // new connections not yet connected
   std::size_t submitted_not_done = 0;
 
   void start(Job job);
   void release(const std::shared_ptr<Connection>& connection, bool keep);
+  // A new connection finished connecting (or failed to): a waiting request may open the next.
+  void opened();
 };
 
 // One TCP connection on its own strand, carrying one request at a time.
@@ -58,6 +61,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   bool connected = false;
+  bool opening = false; // counted in the client's `opening` until its first connect completes
   bool reused = false;
   bool retried = false;
   bhttp::request<bhttp::string_body> request;
@@ -104,6 +108,11 @@ struct Connection : std::enable_shared_from_this<Connection> {
       if (!impl_ptr)
         return finish("client stopped", false);
       stream.async_connect(impl_ptr->endpoints, [self = shared_from_this()](beast::error_code ec, auto) {
+        if (self->opening) {
+          self->opening = false;
+          if (auto impl = self->owner.lock())
+            impl->opened();
+        }
         if (ec)
           return self->finish(ec == beast::error::timeout ? "connect timed out" : "connect: " + ec.message(), false);
         beast::error_code ignored;
@@ -210,8 +219,10 @@ AsyncClient::Impl::start(Job job) {
     if (!idle.empty()) {
       connection = std::move(idle.back());
       idle.pop_back();
-    } else if (busy.size() < options.max_connections) {
+    } else if (busy.size() < options.max_connections && opening < std::max<std::size_t>(1, options.max_opening)) {
       connection = std::make_shared<Connection>(shared_from_this());
+      connection->opening = true;
+      ++opening;
     } else {
       waiting.push_back(std::move(job));
       return;
@@ -239,6 +250,26 @@ AsyncClient::Impl::release(const std::shared_ptr<Connection>& connection, bool k
   if (next) // the connection stays busy and takes the next request (after this one's on_done)
     net::post(connection->stream.get_executor(),
               [connection, job = std::move(*next)]() mutable { connection->begin(std::move(job)); });
+}
+
+void
+AsyncClient::Impl::opened() {
+  std::optional<Job> next;
+  std::shared_ptr<Connection> connection;
+  {
+    std::lock_guard lock(mutex);
+    --opening;
+    if (!waiting.empty() && idle.empty() && busy.size() < options.max_connections) {
+      next = std::move(waiting.front());
+      waiting.pop_front();
+      connection = std::make_shared<Connection>(shared_from_this());
+      connection->opening = true;
+      ++opening;
+      busy.insert(connection);
+    }
+  }
+  if (next)
+    connection->begin(std::move(*next));
 }
 
 AsyncClient::AsyncClient(Url base, AsyncClientOptions options) : m(std::make_shared<Impl>()) {

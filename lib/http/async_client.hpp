@@ -41,7 +41,12 @@ struct AsyncHandlers {
 struct AsyncClientOptions {
   ClientOptions client;               // timeouts (per request) and headers
   std::size_t max_connections = 4096; // requests beyond this wait for a free connection
-  int threads = 1;                    // I/O threads
+  // New connections being opened at once; a request that finds none idle and this many opening
+  // waits for whichever frees first (a finished request or a completed connect). Bounds the
+  // connect storm a stalled server would otherwise trigger: each connect costs both ends more
+  // than reusing a connection, so without it a short stall feeds on itself.
+  std::size_t max_opening = 16;
+  int threads = 1; // I/O threads
 };
 
 class AsyncClient {

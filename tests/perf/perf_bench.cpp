@@ -2,18 +2,26 @@
 // with p99 dispatch lag ≤ 1 ms (the goal: ≥ 20,000 req/s on this 2-core machine; the
 // GuideLLM maintainer's own figure for GuideLLM is about 1,000 req/s, reference note §1.7).
 // The endpoint shares the machine with the generator, as `optkit bench --calibrate` does.
-//   perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000]
+// Then, side by side in one run, rounds at one fixed rate with the client opening at most 16
+// connections at once (the default) and with no such bound (the behaviour before it): how many
+// rounds each holds, and their worst p99 and maximum lag.
+//   perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000] [A/B rate = 20000] [rounds = 5]
 #include "bench/calibration.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 int
 main(int argc, char** argv) {
+  using namespace optkit::bench;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const double max_rate = argc > 2 ? std::atof(argv[2]) : 64000.0;
   const double first_rate = argc > 3 ? std::atof(argv[3]) : 1000.0;
-  const auto c = optkit::bench::calibrate_generator(first_rate, max_rate, seconds, 0.001);
+  const double ab_rate = argc > 4 ? std::atof(argv[4]) : 20000.0;
+  const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
+  const auto c = calibrate_generator(first_rate, max_rate, seconds, 0.001);
   std::printf("%10s %10s %12s %12s %12s %12s %7s %5s\n", "target/s", "requests", "achieved/s", "lag p50 us",
               "lag p99 us", "lag max us", "errors", "held");
   for (const auto& s : c.steps)
@@ -21,5 +29,28 @@ main(int argc, char** argv) {
                 s.lag_p50_s * 1e6, s.lag_p99_s * 1e6, s.lag_max_s * 1e6, s.errors, s.held ? "yes" : "no");
   std::printf("max sustained open-loop rate with p99 dispatch lag <= 1 ms: %.0f req/s (%.1fx GuideLLM's ~1000)\n",
               c.max_sustained_rate, c.max_sustained_rate / 1000.0);
+
+  const NoopEndpoint endpoint;
+  struct Arm {
+    const char* name;
+    std::size_t max_opening;
+    int held = 0;
+    double worst_p99 = 0, worst_max = 0;
+  };
+  Arm arms[] = {{"opening <= 16", 16}, {"opening unbounded", std::numeric_limits<std::size_t>::max()}};
+  for (int round = 0; round < rounds; ++round)
+    for (auto& arm : arms) { // alternated, so both see the same machine
+      auto options = endpoint.generator_options();
+      options.max_opening = arm.max_opening;
+      LoadGenerator generator(options);
+      const auto step = measure_generator_step(generator, ab_rate, seconds, 0.001);
+      arm.held += step.held ? 1 : 0;
+      arm.worst_p99 = std::max(arm.worst_p99, step.lag_p99_s);
+      arm.worst_max = std::max(arm.worst_max, step.lag_max_s);
+    }
+  std::printf("\n%.0f req/s for %.0f s, %d rounds each:\n", ab_rate, seconds, rounds);
+  for (const auto& arm : arms)
+    std::printf("  %-18s held %d of %d   worst p99 lag %10.1f us   worst max lag %10.1f us\n", arm.name, arm.held,
+                rounds, arm.worst_p99 * 1e6, arm.worst_max * 1e6);
   return 0;
 }
