@@ -133,3 +133,33 @@ TEST_CASE("the async client reuses kept-alive connections and caps how many it o
   CHECK(client.open_connections() <= 3);
   CHECK(client.in_flight() == 0);
 }
+
+TEST_CASE("the async client opens connections a few at a time, and waiting requests take the next one opened") {
+  // One connect at a time: the waiting requests must not wait for a request to finish (100 ms
+  // each here) but go out on each connection as it opens, so the pool still grows past one.
+  ScriptedServer server(8, 20ms);
+  http::AsyncClientOptions options;
+  options.max_connections = 8;
+  options.max_opening = 1;
+  http::AsyncClient client(server.url(), options);
+  std::atomic<int> done{0}, ok{0};
+  for (int i = 0; i < 16; ++i) {
+    http::AsyncHandlers handlers;
+    handlers.on_data = [](std::string_view) { return true; };
+    handlers.on_done = [&](http::AsyncResult result) {
+      ok += result.error.empty() && result.status == 200 ? 1 : 0;
+      ++done;
+    };
+    client.submit({"POST", "/v1/completions", request("ok", 5).body}, std::move(handlers));
+  }
+  std::size_t peak = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (done < 16 && std::chrono::steady_clock::now() < deadline) {
+    peak = std::max(peak, client.open_connections());
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(done == 16);
+  CHECK(ok == 16);
+  CHECK(peak >= 2);
+  CHECK(peak <= 8);
+}
