@@ -52,6 +52,12 @@ check_bit_plan(const BitPlan& plan, const Recipe& recipe, std::int64_t num_layer
                                  : recipe.sparse_2_4       ? "prunes 2:4"
                                  : recipe.weights.is_fp8() ? "quantizes to FP8"
                                                            : "quantizes activations"));
+  // The plan's groups target whole layers: a recipe that compresses only some linear layers
+  // would leave modules its config claims are quantized.
+  if (recipe.targets != std::vector<std::string>{"Linear"})
+    throw InputError(fmt::format("{}: --recipe {} targets only some layers; a plan sets the bits of every linear "
+                                 "layer, so use a recipe with layers.targets [Linear]",
+                                 where, recipe.name));
 }
 
 nlohmann::json

@@ -24,7 +24,7 @@ BitPlan read_bit_plan(const std::filesystem::path& file);
 
 // InputError unless the plan has one entry per decoder layer of a model with `num_layers`,
 // quantizes at least one layer, and the recipe can carry per-layer bitwidths (a weight-only
-// integer model recipe without 2:4 sparsity).
+// integer model recipe targeting every linear layer, without 2:4 sparsity).
 void check_bit_plan(const BitPlan& plan, const Recipe& recipe, std::int64_t num_layers,
                     const std::filesystem::path& model);
 

@@ -114,4 +114,16 @@ printf '{"layer_bits": [4, 3,' >"$SCRATCH/broken.json"
 run compress --model "$tiny" --recipe w4a16_rtn --plan "$SCRATCH/broken.json" -o "$SCRATCH/bad5"
 expect_rc 2
 expect_err_has "broken.json"
-for d in bad1 bad2 bad3 bad4 bad5; do [ ! -e "$SCRATCH/$d" ] || fail "a refused plan left $d"; done
+cat >"$SCRATCH/mlp_only.yaml" <<'EOF'
+name: mlp_only
+description: int4 round-to-nearest on the MLP only
+scheme:
+  weights: {num_bits: 4, type: int, symmetric: true, strategy: group, group_size: 128}
+layers:
+  targets: ["re:.*mlp.*"]
+algorithm: {method: rtn}
+EOF
+run compress --model "$tiny" --recipe "$SCRATCH/mlp_only.yaml" --plan "$SCRATCH/plan.json" -o "$SCRATCH/bad6"
+expect_rc 2
+expect_err_has "targets only some layers"
+for d in bad1 bad2 bad3 bad4 bad5 bad6; do [ ! -e "$SCRATCH/$d" ] || fail "a refused plan left $d"; done
