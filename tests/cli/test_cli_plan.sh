@@ -64,6 +64,10 @@ assert d["sla"]["e2e_ms"] == 15000 and abs(d["sla"]["tpot_ms"] - 15000 / 499) < 
 assert abs(b["request_latency_ms"] - (b["ttft_ms"] + 499 * b["tpot_ms"])) < 1e-6 * b["request_latency_ms"], b
 assert b["request_latency_ms"] <= 15000 and b["ttft_ms"] <= 1200, b
 PY
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --e2e 15000 \
+  --bench-profile "$SCRATCH/e2e-profile.yaml"
+expect_rc 0
+grep -qF '"e2e:mean<=15000ms"' "$SCRATCH/e2e-profile.yaml" || fail "bench profile lacks the e2e SLO: $(cat "$SCRATCH/e2e-profile.yaml")"
 run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --e2e 100
 expect_rc 1
 expect_err_has "misses --e2e 100"
