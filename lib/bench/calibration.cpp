@@ -89,11 +89,24 @@ calibrate_generator(double start_rate, double max_rate, double seconds, double l
   result.lag_bound_s = lag_bound_s;
   const NoopEndpoint endpoint;
   LoadGenerator generator(endpoint.generator_options());
+  double missed = 0;
   for (double rate = start_rate; rate <= max_rate * 1.0001; rate *= 2) {
     result.steps.push_back(measure_generator_step(generator, rate, seconds, lag_bound_s));
-    if (!result.steps.back().held)
+    if (!result.steps.back().held) {
+      missed = rate;
       break;
+    }
     result.max_sustained_rate = rate;
+  }
+  // Two bisection steps between the last rate held and the first missed, so the ceiling is
+  // known to a quarter of the last doubling rather than to a factor of two.
+  for (int refine = 0; refine < 2 && missed > 0 && result.max_sustained_rate > 0; ++refine) {
+    const double rate = (result.max_sustained_rate + missed) / 2;
+    result.steps.push_back(measure_generator_step(generator, rate, seconds, lag_bound_s));
+    if (result.steps.back().held)
+      result.max_sustained_rate = rate;
+    else
+      missed = rate;
   }
   return result;
 }

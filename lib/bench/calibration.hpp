@@ -29,7 +29,8 @@ struct Calibration {
   double lag_bound_s = 0;
 };
 
-// Rates double from `start_rate` up to `max_rate`; each step lasts about `seconds`.
+// Rates double from `start_rate` up to `max_rate` until one is missed, then two bisection steps
+// between the last rate held and the first missed; each step lasts about `seconds`.
 Calibration calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s);
 
 // The loopback no-op endpoint calibration runs against, listening on a free port until destroyed.
