@@ -44,6 +44,9 @@ TEST_CASE("recipe errors name the file and the fix") {
     return dir / "r.yaml";
   };
   CHECK_THROWS_WITH_AS(compress::load_recipe("int_w4a61"), doctest::Contains("did you mean 'int_w4a16'"), InputError);
+  // A name longer than a file name may be is not found, not a filesystem exception.
+  CHECK_THROWS_AS(compress::load_recipe(std::string(300, 'r')), InputError);
+  CHECK_THROWS_AS(compress::load_recipe(std::string(300, 'r') + ".yaml"), InputError);
   const auto base = std::string("name: x\ndescription: y\nscheme:\n  weights: {num_bits: 4, strategy: group, "
                                 "group_size: 128}\n");
   CHECK_THROWS_WITH_AS(compress::load_recipe_file(write(base + "algorithm: {metod: gptq}\n")),

@@ -36,6 +36,10 @@ TEST_CASE("every bundled system loads, and an unknown one lists them") {
   CHECK(load_system(profiles(), "t4").peak_flops("bf16") == 65e12);       // no bf16 cores: fp16 rate
   CHECK(load_system(profiles(), "a100_80g").peak_flops("fp8") == 312e12); // no fp8: 16-bit rate
   CHECK_THROWS_WITH_AS(load_system(profiles(), "h100"), doctest::Contains("did you mean h100_sxm"), InputError);
+  // Names the directory does not list never reach the filesystem (the cluster fuzzer found a
+  // name longer than a file name may be; a path would read another file).
+  CHECK_THROWS_AS(load_system(profiles(), std::string(300, 'a')), InputError);
+  CHECK_THROWS_AS(load_system(profiles(), "../systems/h100_sxm"), InputError);
 }
 
 TEST_CASE("speculative decoding emits (1 - a^(k+1)) / (1 - a) tokens per step") {

@@ -72,13 +72,14 @@ std::filesystem::path
 resolve_bundled_yaml(const std::string& name_or_path, const std::filesystem::path& folder, const std::string& flag,
                      const std::string& what) {
   const std::filesystem::path path(name_or_path);
+  std::error_code ec; // a name the filesystem rejects (too long, say) is simply not found
   if (name_or_path.find('/') != std::string::npos || path.extension() == ".yaml" || path.extension() == ".yml") {
-    if (!std::filesystem::is_regular_file(path))
+    if (!std::filesystem::is_regular_file(path, ec))
       throw InputError(fmt::format("{} {}: no such file", flag, name_or_path));
     return path;
   }
   const auto file = folder / (name_or_path + ".yaml");
-  if (!std::filesystem::is_regular_file(file)) {
+  if (!std::filesystem::is_regular_file(file, ec)) {
     const auto names = bundled_yaml_names(folder);
     const auto closest = closest_match(name_or_path, names);
     throw InputError(fmt::format(

@@ -103,16 +103,17 @@ list_systems(const std::filesystem::path& profiles_dir) {
 
 SystemSpec
 load_system(const std::filesystem::path& profiles_dir, const std::string& name) {
-  const auto file = profiles_dir / "systems" / (name + ".yaml");
-  if (!std::filesystem::exists(file)) {
-    const auto names = list_systems(profiles_dir);
+  // Only a name the directory lists: an arbitrary string (a path, or longer than a file name may
+  // be) never reaches the filesystem.
+  const auto names = list_systems(profiles_dir);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string message = "--system " + name + ": unknown system";
     if (const auto close = closest_match(name, names))
       message += " (did you mean " + *close + "?)";
     message += "; systems: " + join(names, ", ") + " (files in " + (profiles_dir / "systems").string() + ")";
     throw InputError(message);
   }
-  return load_system_file(file);
+  return load_system_file(profiles_dir / "systems" / (name + ".yaml"));
 }
 
 SystemSpec
