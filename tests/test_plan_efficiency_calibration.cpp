@@ -34,7 +34,7 @@ constexpr double kCommittedBefore = 23.1, kCommittedAfter = 12.3;
 TEST_CASE("the fallback's efficiencies fitted to published static-batching figures") {
   const auto points = load_published_points(profiles() / "calibration" / "published.yaml", profiles());
   REQUIRE(points.points.size() >= 20);
-  const auto fit = fit_efficiencies(points, perf::DefaultEfficiency{}, profiles());
+  const auto fit = fit_efficiencies(points, perf::DefaultEfficiency{});
   REQUIRE(fit.after_rows.size() == fit.before_rows.size());
   std::string table = "system    model        tp batch   isl   osl metric        published   before    after\n";
   for (std::size_t i = 0; i < fit.after_rows.size(); ++i) {

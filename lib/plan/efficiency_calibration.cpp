@@ -85,9 +85,11 @@ load_published_points(const std::filesystem::path& file, const std::filesystem::
       throw InputError(where + ": give output_tokens_per_s_per_gpu, ttft_ms or both");
     if (point.output_tokens_per_s_per_gpu && point.osl < 2)
       throw InputError(where + ": output_tokens_per_s_per_gpu needs osl of at least 2");
-    perf::load_system(profiles_dir, point.system);                // an unknown system fails here
-    perf::parse_precision(point.precision, where + ".precision"); // and a bad precision
-    resolve_point_model(out, point.model);                        // and an unknown model
+    perf::parse_precision(point.precision, where + ".precision"); // a bad precision fails here
+    if (!out.systems.contains(point.system))                      // and an unknown system or model
+      out.systems.emplace(point.system, perf::load_system(profiles_dir, point.system));
+    if (!out.models.contains(point.model))
+      out.models.emplace(point.model, resolve_point_model(out, point.model));
     out.points.push_back(std::move(point));
     ++index;
   }
@@ -95,28 +97,20 @@ load_published_points(const std::filesystem::path& file, const std::filesystem::
 }
 
 std::vector<PointComparison>
-compare_with_published(const PublishedPoints& points, const perf::DefaultEfficiency& efficiency,
-                       const std::filesystem::path& profiles_dir) {
-  std::map<std::string, perf::SystemSpec> systems;
-  std::map<std::string, perf::ModelArch> models;
+compare_with_published(const PublishedPoints& points, const perf::DefaultEfficiency& efficiency) {
+  auto systems = points.systems; // each with the candidate efficiencies
+  for (auto& [name, system] : systems)
+    system.efficiency = efficiency;
   std::vector<PointComparison> rows;
   for (std::size_t i = 0; i < points.points.size(); ++i) {
     const auto& p = points.points[i];
-    auto system_it = systems.find(p.system);
-    if (system_it == systems.end()) {
-      auto system = perf::load_system(profiles_dir, p.system);
-      system.efficiency = efficiency;
-      system_it = systems.emplace(p.system, std::move(system)).first;
-    }
-    auto model_it = models.find(p.model);
-    if (model_it == models.end())
-      model_it = models.emplace(p.model, resolve_point_model(points, p.model)).first;
-    const perf::PerfDatabase fallback_only(system_it->second);
+    const auto& system = systems.at(p.system);
+    const auto& model = points.models.at(p.model);
+    const perf::PerfDatabase fallback_only(system);
     perf::ParallelConfig parallel;
     parallel.tp = p.tp;
     const auto precision = perf::parse_precision(p.precision, "precision");
-    const perf::StepModel step(model_it->second, system_it->second, fallback_only, parallel,
-                               {precision, precision, precision}, 0);
+    const perf::StepModel step(model, system, fallback_only, parallel, {precision, precision, precision}, 0);
     const Workload workload{p.isl, std::max(2.0, p.osl), 0};
     const auto e = estimate_static(step, workload, p.batch, Speculation{});
     if (p.output_tokens_per_s_per_gpu) {
@@ -146,11 +140,10 @@ mean_absolute_log_error(const std::vector<PointComparison>& rows) {
 }
 
 EfficiencyFit
-fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start,
-                 const std::filesystem::path& profiles_dir) {
+fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start) {
   EfficiencyFit fit;
   fit.before = start;
-  fit.before_rows = compare_with_published(points, start, profiles_dir);
+  fit.before_rows = compare_with_published(points, start);
   struct Axis {
     double perf::DefaultEfficiency::*field;
     double low, high, step;
@@ -171,7 +164,7 @@ fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& s
       for (int k = 0; k <= steps; ++k) {
         perf::DefaultEfficiency candidate = best;
         candidate.*axis.field = axis.low + axis.step * k;
-        const double error = mean_absolute_log_error(compare_with_published(points, candidate, profiles_dir));
+        const double error = mean_absolute_log_error(compare_with_published(points, candidate));
         if (error < best_error - 1e-12) {
           best_error = error;
           best = candidate;
@@ -183,7 +176,7 @@ fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& s
       break;
   }
   fit.after = best;
-  fit.after_rows = compare_with_published(points, best, profiles_dir);
+  fit.after_rows = compare_with_published(points, best);
   return fit;
 }
 
@@ -194,7 +187,7 @@ run_calibration(const std::string& points_file, archive::RunArchive* archive, st
       points_file.empty() ? profiles / "calibration" / "published.yaml" : std::filesystem::path(points_file);
   CalibrationRun run;
   run.points = load_published_points(file, profiles);
-  run.fit = fit_efficiencies(run.points, perf::DefaultEfficiency{}, profiles);
+  run.fit = fit_efficiencies(run.points, perf::DefaultEfficiency{});
   run.fit.after.calibrated = points_file.empty() ? "profiles/calibration/published.yaml" : points_file;
   if (archive)
     archive->transaction([&] {

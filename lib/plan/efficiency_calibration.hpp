@@ -11,11 +11,13 @@
 
 #include "archive/run_archive.hpp"
 #include "core/table.hpp"
+#include "perf/model_arch.hpp"
 #include "perf/system_spec.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ struct PublishedPoints {
   std::string source;
   std::filesystem::path file;
   std::vector<PublishedPoint> points;
+  // Every system and model the points name, read once when the file is loaded.
+  std::map<std::string, perf::SystemSpec> systems;
+  std::map<std::string, perf::ModelArch> models;
 };
 
 // InputError with file:line:col for a malformed file, an unknown system, model or precision.
@@ -52,8 +57,7 @@ struct PointComparison {
 
 // Every figure of every point predicted with `efficiency` in place of each system's own.
 std::vector<PointComparison> compare_with_published(const PublishedPoints& points,
-                                                    const perf::DefaultEfficiency& efficiency,
-                                                    const std::filesystem::path& profiles_dir);
+                                                    const perf::DefaultEfficiency& efficiency);
 
 double mean_absolute_percentage_error(const std::vector<PointComparison>& rows);
 double mean_absolute_log_error(const std::vector<PointComparison>& rows);
@@ -64,8 +68,7 @@ struct EfficiencyFit {
 };
 
 // Starts from `start` and fits the four efficiencies and the per-kernel overhead.
-EfficiencyFit fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start,
-                               const std::filesystem::path& profiles_dir);
+EfficiencyFit fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start);
 
 // `optkit plan calibrate`: loads the points (default: the bundled
 // profiles/calibration/published.yaml), fits from the built-in defaults, and archives the errors
