@@ -77,6 +77,7 @@ void register_internal_test(CLI::App& app, CommandRegistry& commands);
 void register_serve_deltas(CLI::App& app, CommandRegistry& commands);
 void register_bench(CLI::App& app, CommandRegistry& commands);
 void register_tune(CLI::App& app, CommandRegistry& commands);
+void register_flow(CLI::App& app, CommandRegistry& commands);
 
 // The options the selected command was given (or defaults to), for the run's archived config.
 nlohmann::json resolved_options(const CLI::App* app);

@@ -90,6 +90,7 @@ main(int argc, char** argv) {
   cmd::register_serve_deltas(app, commands);
   cmd::register_bench(app, commands);
   cmd::register_tune(app, commands);
+  cmd::register_flow(app, commands);
   cmd::register_internal_test(app, commands);
 
   // Logging as the flags ask, before anything can fail, so even a bad config file is reported in

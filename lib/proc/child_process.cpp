@@ -89,8 +89,10 @@ find_on_path(const std::string& program) {
   return std::nullopt;
 }
 
-ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
-                           const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env) {
+template <class... Redirects>
+void
+ChildProcess::start(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& extra_env, Redirects&&... redirects) {
   std::vector<std::string> env = child_environment(extra_env);
   std::vector<char*> envp;
   for (auto& entry : env) {
@@ -100,8 +102,8 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
   const pid_t parent = ::getpid();
   try {
     m_impl = std::make_unique<Impl>(Impl{bp::child(
-        bp::exe = executable.string(), bp::args = args, (bp::std_out & bp::std_err) > log_file.string(),
-        bp::std_in < bp::null, bp::extend::on_setup = [&envp](auto& exec) { exec.env = envp.data(); },
+        bp::exe = executable.string(), bp::args = args, std::forward<Redirects>(redirects)..., bp::std_in < bp::null,
+        bp::extend::on_setup = [&envp](auto& exec) { exec.env = envp.data(); },
         bp::extend::on_exec_setup =
             [parent](auto&) {
               // In the child, between fork and exec: only async-signal-safe calls.
@@ -117,6 +119,17 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
   m_pid = m_impl->child.id();
   // Also set the group from the parent side, so signal_group works even before the child ran.
   ::setpgid(m_pid, m_pid);
+}
+
+ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                           const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env) {
+  start(executable, args, extra_env, (bp::std_out & bp::std_err) > log_file.string());
+}
+
+ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+                           const std::filesystem::path& stdout_file, const std::filesystem::path& log_file,
+                           const std::map<std::string, std::string>& extra_env) {
+  start(executable, args, extra_env, bp::std_out > stdout_file.string(), bp::std_err > log_file.string());
 }
 
 ChildProcess::~ChildProcess() {

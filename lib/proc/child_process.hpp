@@ -31,6 +31,10 @@ public:
   // RuntimeFailure naming the executable when it cannot be started.
   ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
                const std::filesystem::path& log_file, const std::map<std::string, std::string>& extra_env = {});
+  // As above, with stdout written to its own file (a result a parent parses) and stderr to the log.
+  ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
+               const std::filesystem::path& stdout_file, const std::filesystem::path& log_file,
+               const std::map<std::string, std::string>& extra_env);
   // A child still running is killed (with its group) and reaped.
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
@@ -45,6 +49,10 @@ public:
   void signal_group(int signal) const;
 
 private:
+  template <class... Redirects>
+  void start(const std::filesystem::path& executable, const std::vector<std::string>& args,
+             const std::map<std::string, std::string>& extra_env, Redirects&&... redirects);
+
   struct Impl;
   std::unique_ptr<Impl> m_impl;
   pid_t m_pid = -1;

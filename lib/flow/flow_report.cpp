@@ -1,0 +1,213 @@
+#include "flow/flow_report.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace optkit::flow {
+
+namespace {
+
+// One part of the report, rendered the same way to Markdown and HTML.
+struct Section {
+  std::string heading;
+  std::vector<std::string> paragraphs;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string code; // a command, shown verbatim
+};
+
+std::string
+number(const nlohmann::json& j, const char* fmt_spec = "{:.4g}") {
+  return j.is_number() ? fmt::format(fmt::runtime(fmt_spec), j.get<double>()) : "–";
+}
+
+std::string
+optional_number(const std::optional<double>& v, const char* fmt_spec = "{:.4g}") {
+  return v ? fmt::format(fmt::runtime(fmt_spec), *v) : "–";
+}
+
+std::vector<Section>
+sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string>& launch) {
+  std::vector<Section> out;
+  const auto& chosen = o.trials.at(*o.chosen);
+  Section summary{"Summary", {}, {}, {}, {}};
+  summary.paragraphs.push_back(fmt::format(
+      "Model `{}` compressed with {} recipe(s) × {} trial(s); {} of {} trials passed the quality gate `{}` on `{}`. "
+      "Chosen: **{} trial {}** (seed {}, gate margin {}, calibration loss {}), the best gate margin, ties broken "
+      "by calibration loss.",
+      job.model, job.compress.recipes.size(), job.compress.trials,
+      std::count_if(o.trials.begin(), o.trials.end(), [](const CompressTrial& t) { return t.status == "passed"; }),
+      o.trials.size(), job.gate.gate, job.gate.suite, chosen.recipe, chosen.trial, chosen.seed,
+      optional_number(chosen.gate_margin), optional_number(chosen.calibration_loss)));
+  summary.paragraphs.push_back(fmt::format("Certified rate under {}: **{} req/s** (β = {}, {}).",
+                                           fmt::join(job.bench.slos, ", "), number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
+                                           number(o.bench.value("beta", nlohmann::json()), "{:.3f}"),
+                                           o.bench.value("stop_reason", std::string("–"))));
+  out.push_back(summary);
+
+  Section trials{"Compression trials and the quality gate", {}, {"recipe", "trial", "seed", "calibration loss",
+                                                                  "compression", "gate margin", "status", "gate rules"}, {}, {}};
+  for (std::size_t i = 0; i < o.trials.size(); ++i) {
+    const auto& t = o.trials[i];
+    trials.rows.push_back({t.recipe + (i == *o.chosen ? " (chosen)" : ""), std::to_string(t.trial),
+                           std::to_string(t.seed), optional_number(t.calibration_loss),
+                           optional_number(t.compression_ratio, "{:.2f}×"), optional_number(t.gate_margin), t.status,
+                           fmt::format("{}", fmt::join(t.gate_lines, "; "))});
+  }
+  out.push_back(trials);
+
+  Section bench{"SLO certification (OptiKit Algorithm 1)", {}, {"phase", "rate req/s", "passed", "requests", "e2e p50 s",
+                                                                  "ttft p50 s", "note"}, {}, {}};
+  for (const auto& t : o.bench.value("trials", nlohmann::json::array())) {
+    const auto& s = t.value("summary", nlohmann::json::object());
+    bench.rows.push_back({t.value("phase", ""), number(t.value("rate", nlohmann::json()), "{:.3g}"),
+                          t.value("passed", false) ? "yes" : "no", number(s.value("requests", nlohmann::json()), "{:.0f}"),
+                          number(s.contains("e2e_s") ? s["e2e_s"].value("p50", nlohmann::json()) : nlohmann::json()),
+                          number(s.contains("ttft_s") ? s["ttft_s"].value("p50", nlohmann::json()) : nlohmann::json()),
+                          t.value("reason", std::string())});
+  }
+  out.push_back(bench);
+
+  for (const auto* study : {&o.tune_sim, &o.tune_live}) {
+    if (!study->is_object())
+      continue;
+    Section s{study == &o.tune_sim ? "Tuning on the simulator" : "Tuning on the live engine", {},
+              {"trial", "phase", "config", "status", "value"}, {}, {}};
+    for (const auto& t : study->value("trials", nlohmann::json::array()))
+      s.rows.push_back({number(t.value("number", nlohmann::json()), "{:.0f}"), t.value("phase", ""),
+                        t.value("config", nlohmann::json::object()).dump(), t["outcome"].value("status", ""),
+                        number(t["outcome"].value("value", nlohmann::json()))});
+    s.paragraphs.push_back(study->contains("best")
+                               ? fmt::format("Best: `{}`, median objective {}.", (*study)["best"]["config"].dump(),
+                                             number((*study)["best"].value("median_value", nlohmann::json())))
+                               : "No configuration met the SLO every time.");
+    out.push_back(s);
+  }
+
+  Section time{"Where the time went (the seed's Figure 5)",
+               {fmt::format("Wall time of this attempt {:.1f} s on {} slots; its children were busy {:.1f} slot-seconds, "
+                            "slots idle {:.0f} % (on a GPU box: GPU idle time). The flow's own work (no child running: "
+                            "scheduling, choosing the model): {:.2f} s = {:.2f} % of wall time. Tasks reused from an "
+                            "earlier attempt: {} (the table counts them with the time they took when they ran).",
+                            o.wall_s, o.slots, o.busy_slot_s,
+                            o.wall_s > 0 ? 100.0 * (1.0 - o.busy_slot_s / (o.wall_s * o.slots)) : 0.0,
+                            o.orchestration_s, o.wall_s > 0 ? 100.0 * o.orchestration_s / o.wall_s : 0.0,
+                            o.reused_tasks)},
+               {"stage", "tasks", "reused", "slot-seconds", "slot-hours"}, {}, {}};
+  for (const auto& s : o.stages)
+    time.rows.push_back({s.stage, std::to_string(s.tasks), std::to_string(s.reused), fmt::format("{:.1f}", s.slot_seconds),
+                         fmt::format("{:.4f}", s.slot_seconds / 3600.0)});
+  out.push_back(time);
+
+  std::string command;
+  for (const auto& a : launch)
+    command += (command.empty() ? "" : " ") + a;
+  out.push_back(Section{"Deploy", {"From the package folder (deploy/launch.sh runs it):"}, {}, {}, command});
+  return out;
+}
+
+std::string
+escape_html(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+    case '&': out += "&amp;"; break;
+    case '<': out += "&lt;"; break;
+    case '>': out += "&gt;"; break;
+    case '"': out += "&quot;"; break;
+    default: out += c;
+    }
+  }
+  return out;
+}
+
+// Markdown emphasis and code marks, which a paragraph in HTML shows as plain text.
+std::string
+without_markup(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '`' || (s[i] == '*' && i + 1 < s.size() && s[i + 1] == '*')) {
+      i += s[i] == '*' ? 1u : 0u;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::string
+escape_cell(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+} // namespace
+
+std::string
+report_markdown(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string>& launch) {
+  std::ostringstream md;
+  md << "# optkit flow: " << job.name << "\n\n";
+  for (const auto& s : sections(job, o, launch)) {
+    md << "## " << s.heading << "\n\n";
+    for (const auto& p : s.paragraphs)
+      md << p << "\n\n";
+    if (!s.header.empty()) {
+      md << "|";
+      for (const auto& h : s.header)
+        md << " " << h << " |";
+      md << "\n|";
+      for (std::size_t i = 0; i < s.header.size(); ++i)
+        md << " --- |";
+      md << "\n";
+      for (const auto& row : s.rows) {
+        md << "|";
+        for (const auto& cell : row)
+          md << " " << escape_cell(cell) << " |";
+        md << "\n";
+      }
+      md << "\n";
+    }
+    if (!s.code.empty())
+      md << "```sh\n" << s.code << "\n```\n\n";
+  }
+  return md.str();
+}
+
+std::string
+report_html(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string>& launch) {
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>optkit flow: "
+    << escape_html(job.name)
+    << "</title>\n<style>body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #bbb;padding:.25em .5em;"
+       "text-align:left;vertical-align:top}th{background:#eee}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}"
+       "</style></head><body>\n<h1>optkit flow: "
+    << escape_html(job.name) << "</h1>\n";
+  for (const auto& s : sections(job, o, launch)) {
+    h << "<h2>" << escape_html(s.heading) << "</h2>\n";
+    for (const auto& p : s.paragraphs)
+      h << "<p>" << escape_html(without_markup(p)) << "</p>\n";
+    if (!s.header.empty()) {
+      h << "<table><tr>";
+      for (const auto& c : s.header)
+        h << "<th>" << escape_html(c) << "</th>";
+      h << "</tr>\n";
+      for (const auto& row : s.rows) {
+        h << "<tr>";
+        for (const auto& c : row)
+          h << "<td>" << escape_html(c) << "</td>";
+        h << "</tr>\n";
+      }
+      h << "</table>\n";
+    }
+    if (!s.code.empty())
+      h << "<pre>" << escape_html(s.code) << "</pre>\n";
+  }
+  h << "</body></html>\n";
+  return h.str();
+}
+
+} // namespace optkit::flow

@@ -1,0 +1,478 @@
+#include "flow/flow_run.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/log.hpp"
+#include "flow/flow_package.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+namespace optkit::flow {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string
+threads_arg(const FlowJob& job) {
+  return std::to_string(job.threads);
+}
+
+std::string
+compress_name(const std::string& recipe, int trial) {
+  return fmt::format("compress/{}/t{}", fs::path(recipe).stem().string(), trial);
+}
+
+std::string
+gate_name(const std::string& recipe, int trial) {
+  return fmt::format("gate/{}/t{}", fs::path(recipe).stem().string(), trial);
+}
+
+// The model folder a finished compress task wrote.
+fs::path
+model_of(const std::map<std::string, TaskResult>& results, const std::string& compress_task) {
+  return results.at(compress_task).dir / "model";
+}
+
+// Identity of the input model without hashing gigabytes on every resume: each file's name,
+// size and modification time.
+nlohmann::json
+model_fingerprint(const fs::path& folder) {
+  nlohmann::json files = nlohmann::json::object();
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.is_regular_file())
+      entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& p : entries)
+    files[p.filename().string()] = {
+        fs::file_size(p), static_cast<std::int64_t>(fs::last_write_time(p).time_since_epoch().count())};
+  return {{"path", folder.string()}, {"files", files}};
+}
+
+std::vector<FlowTask>
+first_wave(const FlowJob& job) {
+  std::vector<FlowTask> tasks;
+  const nlohmann::json model = model_fingerprint(job.model);
+  std::vector<std::string> limit;
+  if (job.gate.limit > 0)
+    limit = {"--limit", std::to_string(job.gate.limit)};
+
+  FlowTask baseline;
+  baseline.name = "baseline";
+  baseline.stage = "evaluate";
+  baseline.spec = {{"model", model}, {"suite", job.gate.suite}, {"limit", job.gate.limit}, {"threads", job.threads}};
+  baseline.command = [job, limit](const fs::path&, const std::map<std::string, TaskResult>&) {
+    std::vector<std::string> argv = {"eval",     "tasks",     "--model",          job.model, "--suite", job.gate.suite,
+                                     "--no-cache", "--threads", threads_arg(job), "--format", "json"};
+    argv.insert(argv.end(), limit.begin(), limit.end());
+    return argv;
+  };
+  tasks.push_back(baseline);
+
+  if (job.tune_sim.enabled) {
+    FlowTask sim;
+    sim.name = "tune-sim";
+    sim.stage = "tune";
+    sim.spec = {{"space", job.tune_sim.space},
+                {"optimizer", job.tune_sim.optimizer},
+                {"trials", job.tune_sim.trials},
+                {"seed", job.compress.seed}};
+    sim.finished_exits = {0, 1};
+    sim.command = [job](const fs::path&, const std::map<std::string, TaskResult>&) {
+      return std::vector<std::string>{"tune",   "--engine",  "sim", "--space", job.tune_sim.space, "--optimizer",
+                                      job.tune_sim.optimizer, "--trials", std::to_string(job.tune_sim.trials),
+                                      "--seed", std::to_string(job.compress.seed), "--format", "json"};
+    };
+    tasks.push_back(sim);
+  }
+
+  for (const auto& recipe : job.compress.recipes) {
+    for (int t = 0; t < job.compress.trials; ++t) {
+      const std::uint64_t seed = job.compress.seed + static_cast<std::uint64_t>(t);
+      FlowTask c;
+      c.name = compress_name(recipe, t);
+      c.stage = "compress";
+      c.spec = {{"model", model},         {"recipe", recipe},   {"calib", job.compress.calib},
+                {"samples", job.compress.samples}, {"seq_len", job.compress.seq_len}, {"seed", seed},
+                {"threads", job.threads}};
+      c.command = [job, recipe, seed](const fs::path& dir, const std::map<std::string, TaskResult>&) {
+        std::vector<std::string> argv = {"compress", "--model", job.model, "--recipe", recipe, "--seed",
+                                         std::to_string(seed), "--threads", threads_arg(job), "-o",
+                                         (dir / "model").string(), "--format", "json"};
+        if (!job.compress.calib.empty())
+          argv.insert(argv.end(), {"--calib", job.compress.calib, "--samples", std::to_string(job.compress.samples),
+                                   "--seq-len", std::to_string(job.compress.seq_len)});
+        return argv;
+      };
+      tasks.push_back(c);
+
+      FlowTask g;
+      g.name = gate_name(recipe, t);
+      g.stage = "gate";
+      g.reads = {c.name, "baseline"};
+      g.spec = {{"suite", job.gate.suite},
+                {"rules", read_input_file(job.gate.gate)},
+                {"limit", job.gate.limit},
+                {"threads", job.threads}};
+      g.finished_exits = {0, 1}; // 1: the gate failed — an outcome, recorded, not retried
+      const std::string compress_task = c.name;
+      g.command = [job, limit, compress_task](const fs::path&, const std::map<std::string, TaskResult>& results) {
+        const auto baseline_run = results.at("baseline").output.at("run_id").get<std::int64_t>();
+        std::vector<std::string> argv = {"eval",      "tasks",        "--model",
+                                         model_of(results, compress_task).string(),
+                                         "--suite",   job.gate.suite, "--baseline",
+                                         std::to_string(baseline_run), "--gate",
+                                         job.gate.gate, "--no-cache", "--threads",
+                                         threads_arg(job), "--format", "json"};
+        argv.insert(argv.end(), limit.begin(), limit.end());
+        return argv;
+      };
+      tasks.push_back(g);
+    }
+  }
+  return tasks;
+}
+
+std::vector<FlowTask>
+second_wave(const FlowJob& job, const std::string& chosen_task) {
+  std::vector<FlowTask> tasks;
+  FlowTask b;
+  b.name = "bench";
+  b.stage = "bench";
+  b.reads = {chosen_task};
+  b.spec = {{"profile", job.bench.profile},
+            {"slo", job.bench.slos},
+            {"engine_args", job.bench.engine_args},
+            {"min_trial_seconds", job.bench.min_trial_seconds},
+            {"max_trials", job.bench.max_trials},
+            {"beta_tolerance", job.bench.beta_tolerance}};
+  b.finished_exits = {0, 1}; // 1: infeasible — an outcome
+  b.command = [job, chosen_task](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
+    std::vector<std::string> argv = {"bench", "--engine", "optkit", "--model", model_of(results, chosen_task).string(),
+                                     "--profile", job.bench.profile, "--min-trial-seconds",
+                                     fmt::format("{}", job.bench.min_trial_seconds), "--max-trials",
+                                     std::to_string(job.bench.max_trials), "--beta-tolerance",
+                                     fmt::format("{}", job.bench.beta_tolerance), "--no-calibration",
+                                     "--max-dispatch-lag-ms", "1000", "--svg", (dir / "plots").string(),
+                                     "--format", "json"};
+    for (const auto& slo : job.bench.slos)
+      argv.insert(argv.end(), {"--slo", slo});
+    for (const auto& a : job.bench.engine_args)
+      argv.push_back("--engine-arg=" + a);
+    return argv;
+  };
+  tasks.push_back(b);
+  if (job.tune_live.enabled) {
+    FlowTask l;
+    l.name = "tune-live";
+    l.stage = "tune";
+    l.reads = {chosen_task, "bench"};
+    l.spec = {{"space", job.tune_live.space},
+              {"optimizer", job.tune_live.optimizer},
+              {"trials", job.tune_live.trials},
+              {"engine_args", job.live_engine_args},
+              {"seed", job.compress.seed}};
+    l.finished_exits = {0, 1};
+    l.command = [job, chosen_task](const fs::path&, const std::map<std::string, TaskResult>& results) {
+      std::vector<std::string> argv = {"tune", "--engine", "optkit", "--model", model_of(results, chosen_task).string(),
+                                       "--space", job.tune_live.space, "--optimizer", job.tune_live.optimizer,
+                                       "--trials", std::to_string(job.tune_live.trials), "--seed",
+                                       std::to_string(job.compress.seed), "--max-dispatch-lag-ms", "1000",
+                                       "--format", "json"};
+      for (const auto& a : job.live_engine_args)
+        argv.push_back("--engine-arg=" + a);
+      return argv;
+    };
+    tasks.push_back(l);
+  }
+  return tasks;
+}
+
+// Smallest margin over the gate's rules, positive when every rule holds with room to spare.
+std::optional<double>
+gate_margin(const nlohmann::json& gate) {
+  std::optional<double> margin;
+  for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
+    if (!rule.contains("observed") || !rule.contains("bound") || rule["observed"].is_null())
+      continue;
+    const double observed = rule["observed"].get<double>();
+    const double bound = rule["bound"].get<double>();
+    const bool at_least = rule.value("rule", "").rfind("min_", 0) == 0;
+    const double m = at_least ? observed - bound : bound - observed;
+    margin = margin ? std::min(*margin, m) : m;
+  }
+  return margin;
+}
+
+std::optional<double>
+summary_value(const nlohmann::json& compress_output, const char* metric) {
+  const auto& s = compress_output.value("summary", nlohmann::json::object());
+  if (!s.contains(metric))
+    return std::nullopt;
+  return s.at(metric).at("mean").get<double>();
+}
+
+void
+add_stage_runs(FlowOutcome& outcome, const std::map<std::string, TaskResult>& finished) {
+  for (const auto& [name, r] : finished)
+    if (r.output.is_object() && r.output.contains("run_id"))
+      outcome.stage_runs.push_back(r.output.at("run_id").get<std::int64_t>());
+}
+
+void
+add_graph(FlowOutcome& outcome, const GraphOutcome& graph, const std::vector<FlowTask>& tasks) {
+  outcome.children_wall_s += graph.wall_s - graph.idle_gap_s;
+  outcome.busy_slot_s += graph.busy_slot_s;
+  for (const auto& task : tasks) {
+    auto it = std::find_if(outcome.stages.begin(), outcome.stages.end(),
+                           [&](const StageTime& s) { return s.stage == task.stage; });
+    if (it == outcome.stages.end()) {
+      outcome.stages.push_back({task.stage, 0, 0, 0});
+      it = outcome.stages.end() - 1;
+    }
+    ++it->tasks;
+    if (const auto f = graph.finished.find(task.name); f != graph.finished.end()) {
+      it->slot_seconds += f->second.seconds;
+      if (f->second.reused) {
+        ++it->reused;
+        ++outcome.reused_tasks;
+      }
+    }
+  }
+  add_stage_runs(outcome, graph.finished);
+}
+
+void
+finish_timing(FlowOutcome& outcome, double start) {
+  outcome.wall_s = SystemClock::instance().monotonic_seconds() - start;
+  outcome.orchestration_s = std::max(0.0, outcome.wall_s - outcome.children_wall_s);
+}
+
+// A failed task that the flow cannot do without: RuntimeFailure naming it and why.
+void
+require(const GraphOutcome& graph, const std::string& name) {
+  if (const auto it = graph.failed.find(name); it != graph.failed.end())
+    throw RuntimeFailure(fmt::format("flow task {} failed: {}", name, it->second));
+}
+
+} // namespace
+
+FlowOutcome
+run_flow(const FlowJob& job, const archive::RunContext& context) {
+  FlowOutcome outcome;
+  outcome.output = job.output;
+  outcome.slots = job.slots;
+  const fs::path work = fs::path(job.output) / "work";
+  fs::create_directories(work);
+  write_file_atomic(fs::path(job.output) / "job.json", to_json(job).dump(2) + "\n");
+  if (context.archive)
+    context.archive->add_event(context.run_id, std::nullopt, "info", "flow-output", job.output,
+                               {{"output", job.output}});
+
+  GraphOptions options;
+  options.work_dir = work;
+  options.executable = context.executable;
+  options.global_args = context.global_args;
+  options.global_args.push_back("-q");
+  options.slots = job.slots;
+  options.retries = job.retries;
+  options.archive = context.archive;
+  options.run_id = context.run_id;
+  options.on_finished = [&](const TaskResult& r, std::size_t done, std::size_t total) {
+    if (!context.show_progress)
+      return;
+    std::cerr << fmt::format("flow [{}/{}] {} {} ({:.1f} s{})\n", done, total, r.name,
+                             r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
+                             r.reused ? ", reused" : "");
+  };
+  const double start = SystemClock::instance().monotonic_seconds();
+
+  const auto wave1 = first_wave(job);
+  const GraphOutcome g1 = run_task_graph(wave1, options);
+  add_graph(outcome, g1, wave1);
+  require(g1, "baseline");
+  outcome.baseline = g1.finished.at("baseline").output;
+  if (job.tune_sim.enabled) {
+    require(g1, "tune-sim");
+    outcome.tune_sim = g1.finished.at("tune-sim").output;
+  }
+
+  std::set<std::string> failed_rules;
+  for (const auto& recipe : job.compress.recipes) {
+    for (int t = 0; t < job.compress.trials; ++t) {
+      CompressTrial trial;
+      trial.recipe = fs::path(recipe).stem().string();
+      trial.trial = t;
+      trial.seed = job.compress.seed + static_cast<std::uint64_t>(t);
+      trial.task = compress_name(recipe, t);
+      const auto c = g1.finished.find(trial.task);
+      const auto g = g1.finished.find(gate_name(recipe, t));
+      if (c == g1.finished.end()) {
+        trial.status = "failed: " + g1.failed.at(trial.task);
+      } else {
+        trial.model = c->second.dir / "model";
+        trial.calibration_loss = summary_value(c->second.output, "calibration_loss");
+        trial.compression_ratio = summary_value(c->second.output, "compression_ratio");
+        if (g == g1.finished.end()) {
+          trial.status = "failed: evaluation: " + g1.failed.at(gate_name(recipe, t));
+        } else {
+          const auto& gate = g->second.output.at("candidates").at(0).at("gate");
+          trial.gate_margin = gate_margin(gate);
+          for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
+            trial.gate_lines.push_back(rule.value("line", ""));
+            if (!rule.value("passed", false))
+              failed_rules.insert(rule.value("line", ""));
+          }
+          trial.status = g->second.exit_code == 0 ? "passed" : "failed gate";
+        }
+      }
+      outcome.trials.push_back(trial);
+    }
+  }
+
+  // The representative: best gate margin, ties by calibration loss, then by trial order.
+  for (std::size_t i = 0; i < outcome.trials.size(); ++i) {
+    const auto& t = outcome.trials[i];
+    if (t.status != "passed")
+      continue;
+    if (!outcome.chosen) {
+      outcome.chosen = i;
+      continue;
+    }
+    const auto& best = outcome.trials[*outcome.chosen];
+    const double m = t.gate_margin.value_or(0), bm = best.gate_margin.value_or(0);
+    const double loss = t.calibration_loss.value_or(0), bloss = best.calibration_loss.value_or(0);
+    if (m > bm + 1e-12 || (std::abs(m - bm) <= 1e-12 && loss < bloss))
+      outcome.chosen = i;
+  }
+  if (!outcome.chosen) {
+    outcome.status = "gate failed";
+    std::vector<std::string> lines(failed_rules.begin(), failed_rules.end());
+    outcome.message = fmt::format("no compression trial passed the quality gate {} (no bench was run): {}",
+                                  job.gate.gate, lines.empty() ? "every trial failed to run" : fmt::format("{}", fmt::join(lines, "; ")));
+    finish_timing(outcome, start);
+    return outcome;
+  }
+
+  options.earlier = g1.finished;
+  options.first_trial_index = static_cast<std::int64_t>(wave1.size());
+  const auto wave2 = second_wave(job, outcome.trials[*outcome.chosen].task);
+  // Bench alone first: a live study is only worth running on a model that can meet its SLOs.
+  const std::vector<FlowTask> bench_only(wave2.begin(), wave2.begin() + 1);
+  const GraphOutcome g2 = run_task_graph(bench_only, options);
+  add_graph(outcome, g2, bench_only);
+  require(g2, "bench");
+  outcome.bench = g2.finished.at("bench").output;
+  if (g2.finished.at("bench").exit_code != 0) {
+    outcome.status = "SLO infeasible";
+    const auto binding = outcome.bench.value("binding", nlohmann::json());
+    outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}",
+                                  outcome.trials[*outcome.chosen].recipe, outcome.trials[*outcome.chosen].trial,
+                                  binding.is_string() ? ": binding SLO " + binding.get<std::string>() : "");
+    finish_timing(outcome, start);
+    return outcome;
+  }
+  if (wave2.size() > 1) {
+    for (const auto& [name, r] : g2.finished)
+      options.earlier[name] = r;
+    const std::vector<FlowTask> live(wave2.begin() + 1, wave2.end());
+    options.first_trial_index += 1;
+    const GraphOutcome g3 = run_task_graph(live, options);
+    add_graph(outcome, g3, live);
+    require(g3, "tune-live");
+    outcome.tune_live = g3.finished.at("tune-live").output;
+  }
+
+  outcome.status = "packaged";
+  finish_timing(outcome, start); // the report's figures: everything but writing the package itself
+  outcome.package = write_package(job, outcome, *context.archive);
+  finish_timing(outcome, start);
+  outcome.message = fmt::format("package ready: {} (report: {})", outcome.package.string(),
+                                (outcome.package / "report.html").string());
+  return outcome;
+}
+
+void
+exit_for(const FlowOutcome& outcome) {
+  if (outcome.status != "packaged")
+    throw GoalNotMet(outcome.message);
+}
+
+fs::path
+resolve_flow_output(const std::string& run_or_folder, archive::RunArchive& archive) {
+  if (fs::is_directory(run_or_folder))
+    return fs::absolute(run_or_folder);
+  const std::int64_t run_id = archive.resolve_run(run_or_folder);
+  const auto run = archive.find_run(run_id);
+  if (!run || run->command.rfind("flow", 0) != 0)
+    throw InputError(fmt::format("run {} is not a flow run: give a flow run id or the flow's output folder",
+                                 run_or_folder));
+  for (const auto& event : archive.load_run(run_id).events)
+    if (event.kind == "flow-output")
+      return event.data.at("output").get<std::string>();
+  throw InputError(fmt::format("run {} records no output folder (it stopped before reading its job)", run_or_folder));
+}
+
+FlowJob
+load_saved_job(const fs::path& output) {
+  const fs::path file = output / "job.json";
+  if (!fs::is_regular_file(file))
+    throw InputError(fmt::format("{}: no flow ran here (no job.json): give the output folder of a flow run",
+                                 output.string()));
+  return flow_job_from_json(read_json_file(file));
+}
+
+nlohmann::json
+to_json(const FlowOutcome& o) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (std::size_t i = 0; i < o.trials.size(); ++i) {
+    const auto& t = o.trials[i];
+    trials.push_back({{"recipe", t.recipe},
+                      {"trial", t.trial},
+                      {"seed", t.seed},
+                      {"model", t.model.string()},
+                      {"calibration_loss", t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json()},
+                      {"compression_ratio", t.compression_ratio ? nlohmann::json(*t.compression_ratio) : nlohmann::json()},
+                      {"status", t.status},
+                      {"gate_margin", t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json()},
+                      {"gate", t.gate_lines},
+                      {"chosen", o.chosen && *o.chosen == i}});
+  }
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : o.stages)
+    stages.push_back({{"stage", s.stage}, {"tasks", s.tasks}, {"reused", s.reused}, {"slot_seconds", s.slot_seconds}});
+  return {{"status", o.status},
+          {"message", o.message},
+          {"output", o.output.string()},
+          {"package", o.package.empty() ? nlohmann::json() : nlohmann::json(o.package.string())},
+          {"trials", trials},
+          {"certified_rate", o.bench.is_object() ? o.bench.value("certified_rate", nlohmann::json()) : nlohmann::json()},
+          {"stages", stages},
+          {"wall_s", o.wall_s},
+          {"busy_slot_s", o.busy_slot_s},
+          {"orchestration_s", o.orchestration_s},
+          {"slots", o.slots},
+          {"reused_tasks", o.reused_tasks},
+          {"stage_runs", o.stage_runs}};
+}
+
+Table
+trials_table(const FlowOutcome& o) {
+  Table table({"recipe", "trial", "seed", "calibration loss", "gate margin", "status", "chosen"});
+  for (std::size_t i = 0; i < o.trials.size(); ++i) {
+    const auto& t = o.trials[i];
+    table.add_row({t.recipe, t.trial, t.seed,
+                   t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json(),
+                   t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json(), t.status,
+                   o.chosen && *o.chosen == i ? "*" : ""});
+  }
+  return table;
+}
+
+} // namespace optkit::flow

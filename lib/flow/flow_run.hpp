@@ -1,0 +1,82 @@
+// optkit flow run / resume: the job's stages as one resumable graph of child processes —
+// compression trials and the baseline evaluation, each trial's quality gate as soon as its model
+// exists, the simulator study beside them; then the representative model (best gate margin,
+// ties by calibration loss), its SLO certification and the live study; then the package.
+#pragma once
+
+#include "archive/run_context.hpp"
+#include "core/table.hpp"
+#include "flow/flow_job.hpp"
+#include "flow/task_graph.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace optkit::flow {
+
+struct CompressTrial {
+  std::string recipe;
+  int trial = 0;
+  std::uint64_t seed = 0;
+  std::string task; // the compress task's name
+  std::filesystem::path model;
+  std::optional<double> calibration_loss;
+  std::optional<double> compression_ratio;
+  std::string status; // "passed", "failed gate", "failed: <why>"
+  std::optional<double> gate_margin; // smallest (observed − bound) over the rules, in the rule's direction
+  std::vector<std::string> gate_lines;
+};
+
+struct StageTime {
+  std::string stage;
+  int tasks = 0;
+  int reused = 0;
+  double slot_seconds = 0; // Σ task time: the seed's Figure 5 (GPU-hours on a GPU box)
+};
+
+struct FlowOutcome {
+  std::string status; // "packaged", "gate failed", "SLO infeasible"
+  std::string message;
+  std::filesystem::path output;
+  std::filesystem::path package; // set when packaged
+  std::vector<CompressTrial> trials;
+  std::optional<std::size_t> chosen; // index into trials
+  nlohmann::json baseline;           // eval tasks result of the uncompressed model
+  nlohmann::json bench;              // certification of the chosen model
+  nlohmann::json tune_sim;
+  nlohmann::json tune_live;
+  std::vector<StageTime> stages;
+  std::vector<std::int64_t> stage_runs; // archive runs of every stage child, for the lineage
+  double wall_s = 0;
+  double children_wall_s = 0; // wall time with at least one child running
+  double orchestration_s = 0; // wall time with no child running: the flow's own work (choosing, packaging)
+  double busy_slot_s = 0;  // Σ child time
+  int slots = 0;
+  int reused_tasks = 0;
+};
+
+// Runs (or resumes: finished tasks are reused from the output folder) the whole flow. A flow
+// whose gate no trial passes stops before any bench (status "gate failed"); a certification that
+// is infeasible stops before tuning (status "SLO infeasible"); either way the outcome says why and
+// exit_for() turns it into exit 1. RuntimeFailure when a stage failed past its retries;
+// Interrupted on Ctrl-C.
+FlowOutcome run_flow(const FlowJob& job, const archive::RunContext& context);
+
+// Throws GoalNotMet with the outcome's message unless the flow packaged its model.
+void exit_for(const FlowOutcome& outcome);
+
+// The flow's output folder from a flow run in the archive, or the folder itself.
+std::filesystem::path resolve_flow_output(const std::string& run_or_folder, archive::RunArchive& archive);
+
+// The job saved in an output folder by run_flow (job.json), for resume and status.
+FlowJob load_saved_job(const std::filesystem::path& output);
+
+nlohmann::json to_json(const FlowOutcome& outcome);
+// One row per compression trial: recipe, seed, calibration loss, gate margin, status, chosen.
+Table trials_table(const FlowOutcome& outcome);
+
+} // namespace optkit::flow

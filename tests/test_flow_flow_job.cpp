@@ -1,0 +1,68 @@
+// Flow job files: paths relative to the file, bundled names kept as names, schema errors with
+// file:line:col, and validation that names the key and value before anything runs.
+#include "flow/flow_job.hpp"
+
+#include "core/error.hpp"
+#include "support/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+using namespace optkit;
+using namespace optkit::flow;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path
+write_job(const test::ScratchDir& dir, const std::string& text) {
+  const fs::path file = dir / "job.yaml";
+  std::ofstream(file) << text;
+  return file;
+}
+
+std::string
+job_text(const std::string& recipes, const std::string& slo = "e2e:p95<=2s") {
+  const std::string data = test::testdata_dir().string();
+  return "name: t\nmodel: " + data + "/models/tiny-arith\noutput: out\ncompress:\n  recipes: " + recipes +
+         "\n  calib: " + data + "/corpora/english.calib.txt\ngate:\n  suite: arith\n  rules: gate.yaml\n" +
+         "bench:\n  profile: chat-small\n  slo: [\"" + slo + "\"]\n";
+}
+
+} // namespace
+
+TEST_CASE("paths in a job are relative to its file; bundled names stay names; it round-trips through JSON") {
+  test::ScratchDir dir;
+  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  std::ofstream(dir / "mine.yaml") << "name: mine\nscheme: w4a16\nmethod: rtn\n";
+  const auto job = load_flow_job(write_job(dir, job_text("[int_w8a8, ./mine.yaml]")).string());
+  CHECK(job.output == (dir / "out").string());
+  CHECK(job.gate.gate == (dir / "gate.yaml").string());
+  REQUIRE(job.compress.recipes.size() == 2);
+  CHECK(job.compress.recipes[0] == "int_w8a8");
+  CHECK(job.compress.recipes[1] == (dir / "mine.yaml").string());
+  CHECK(job.compress.trials == 3);
+  CHECK(job.slots == 2);
+  const auto back = flow_job_from_json(to_json(job));
+  CHECK(to_json(back) == to_json(job));
+}
+
+TEST_CASE("a malformed job names the file, line and column; an unknown key suggests the right one") {
+  test::ScratchDir dir;
+  const auto file = write_job(dir, job_text("[int_w8a8]") + "executor:\n  slot: 2\n");
+  CHECK_THROWS_WITH_AS(load_flow_job(file.string()), doctest::Contains("job.yaml:"), InputError);
+  CHECK_THROWS_WITH_AS(load_flow_job(file.string()), doctest::Contains("slots"), InputError);
+}
+
+TEST_CASE("validation names the key and value of the first reference that does not resolve") {
+  test::ScratchDir dir;
+  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  validate_flow_job(load_flow_job(write_job(dir, job_text("[int_w8a8]")).string()));
+  CHECK_THROWS_WITH_AS(validate_flow_job(load_flow_job(write_job(dir, job_text("[int_w9a9]")).string())),
+                       doctest::Contains("compress.recipes 'int_w9a9'"), InputError);
+  CHECK_THROWS_WITH_AS(validate_flow_job(load_flow_job(write_job(dir, job_text("[int_w8a8]", "e2e:p95<=")).string())),
+                       doctest::Contains("bench.slo"), InputError);
+  CHECK_THROWS_WITH_AS(validate_flow_job(load_flow_job(write_job(dir, job_text("[delta_2of4_int4]")).string())),
+                       doctest::Contains("a delta recipe"), InputError);
+}
