@@ -35,7 +35,8 @@ emit_outcome(AppContext& ctx, const flow::FlowOutcome& outcome, const std::strin
 void
 register_flow(CLI::App& app, CommandRegistry& commands) {
   CLI::App* flow = app.add_subcommand(
-      "flow", "OptiKit's pipeline as one resumable job: compress trials, quality gate, SLO certification, tuning, package");
+      "flow",
+      "OptiKit's pipeline as one resumable job: compress trials, quality gate, SLO certification, tuning, package");
   flow->require_subcommand(1);
   auto flags = std::make_shared<FlowFlags>();
 
@@ -62,21 +63,21 @@ register_flow(CLI::App& app, CommandRegistry& commands) {
   CLI::App* status = flow->add_subcommand("status", "Show which of a flow's tasks finished, and its package");
   status->add_option("run", flags->run, "the flow's run id ('last') or its output folder")->required();
   add_format_option(*status, flags->format);
-  commands.add({"flow status", status,
-                [flags](AppContext& ctx) {
-                  const auto s = flow::flow_status(flow::resolve_flow_output(flags->run, ctx.archive()));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json)
-                    ctx.emit(s.dump(2) + "\n");
-                  else
-                    ctx.emit(flow::status_table(s).render(format, ctx.color_stdout()) +
-                             (format == OutputFormat::table
-                                  ? fmt::format("\n{} tasks finished; package: {}\n", s.at("finished_tasks").get<int>(),
-                                                s.at("packaged").get<bool>() ? s.at("package").get<std::string>()
-                                                                             : "not yet")
-                                  : ""));
-                },
-                false});
+  commands.add(
+      {"flow status", status,
+       [flags](AppContext& ctx) {
+         const auto s = flow::flow_status(flow::resolve_flow_output(flags->run, ctx.archive()));
+         const OutputFormat format = parse_output_format(flags->format);
+         if (format == OutputFormat::json)
+           ctx.emit(s.dump(2) + "\n");
+         else
+           ctx.emit(flow::status_table(s).render(format, ctx.color_stdout()) +
+                    (format == OutputFormat::table
+                         ? fmt::format("\n{} tasks finished; package: {}\n", s.at("finished_tasks").get<int>(),
+                                       s.at("packaged").get<bool>() ? s.at("package").get<std::string>() : "not yet")
+                         : ""));
+       },
+       false});
 
   CLI::App* validate = flow->add_subcommand("validate", "Check a job file and everything it names, running nothing");
   validate->add_option("job", flags->job, "the job YAML")->required();

@@ -34,7 +34,8 @@ job_text(const std::string& recipes, const std::string& slo = "e2e:p95<=2s") {
 
 TEST_CASE("paths in a job are relative to its file; bundled names stay names; it round-trips through JSON") {
   test::ScratchDir dir;
-  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  std::ofstream(dir / "gate.yaml")
+      << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
   std::ofstream(dir / "mine.yaml") << "name: mine\nscheme: w4a16\nmethod: rtn\n";
   const auto job = load_flow_job(write_job(dir, job_text("[int_w8a8, ./mine.yaml]")).string());
   CHECK(job.output == (dir / "out").string());
@@ -57,7 +58,8 @@ TEST_CASE("a malformed job names the file, line and column; an unknown key sugge
 
 TEST_CASE("validation names the key and value of the first reference that does not resolve") {
   test::ScratchDir dir;
-  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  std::ofstream(dir / "gate.yaml")
+      << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
   validate_flow_job(load_flow_job(write_job(dir, job_text("[int_w8a8]")).string()));
   CHECK_THROWS_WITH_AS(validate_flow_job(load_flow_job(write_job(dir, job_text("[int_w9a9]")).string())),
                        doctest::Contains("compress.recipes 'int_w9a9'"), InputError);

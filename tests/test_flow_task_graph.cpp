@@ -113,11 +113,10 @@ TEST_CASE("a crash is retried a bounded number of times; its readers fail; other
   const std::string attempts = (dir / "attempts.log").string();
   auto options = options_in(dir);
   options.retries = 2;
-  const auto outcome = run_task_graph(
-      {sh_task("crashes", "echo x >> " + attempts + "; echo 'worker died' >&2; exit 3"),
-       sh_task("reader", "echo '{}'", {"crashes"}), sh_task("other", "echo '{}'"),
-       sh_task("bad-input", "echo 'no such flag' >&2; exit 2")},
-      options);
+  const auto outcome = run_task_graph({sh_task("crashes", "echo x >> " + attempts + "; echo 'worker died' >&2; exit 3"),
+                                       sh_task("reader", "echo '{}'", {"crashes"}), sh_task("other", "echo '{}'"),
+                                       sh_task("bad-input", "echo 'no such flag' >&2; exit 2")},
+                                      options);
   CHECK(lines(attempts) == 3); // one attempt and two retries
   REQUIRE(outcome.failed.count("crashes") == 1);
   CHECK(outcome.failed.at("crashes").find("worker died") != std::string::npos);

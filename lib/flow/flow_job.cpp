@@ -60,24 +60,24 @@ job_schema() {
                   config::number_field("min_trial_seconds", "shortest open-loop trial", 0.1, 3600),
                   config::number_field("max_trials", "open-loop trials at most", 1, 100),
                   config::number_field("beta_tolerance", "accepted |1 - beta| of the steady-state test", 0, 1)}};
-    Schema tune{"tune",
-                {config::object_field("sim", "a study on the discrete-event simulator", study_schema("tune.sim")),
-                 config::object_field("live", "a study on serve-deltas serving the chosen model",
-                                      study_schema("tune.live"))}};
+    Schema tune{
+        "tune",
+        {config::object_field("sim", "a study on the discrete-event simulator", study_schema("tune.sim")),
+         config::object_field("live", "a study on serve-deltas serving the chosen model", study_schema("tune.live"))}};
     Schema executor{"executor",
                     {config::number_field("slots", "child processes at once", 1, 1024),
                      config::number_field("threads", "CPU threads of each child", 1, 1024),
                      config::number_field("retries", "extra attempts of a task that crashed", 0, 10)}};
-    return Schema{"flow job",
-                  {Field{"name", Type::string, false, "the job's name, for people"},
-                   Field{"model", Type::string, true, "the model folder (config.json, safetensors, tokenizer)"},
-                   Field{"output", Type::string, false,
-                         "the output folder, work/ and package/ inside (default: ./flow-<name>)"},
-                   config::object_field("compress", "compression trials", compress),
-                   config::object_field("gate", "the quality gate every trial must pass", gate),
-                   config::object_field("bench", "SLO certification of the chosen model", bench),
-                   config::object_field("tune", "engine-knob studies", tune),
-                   config::object_field("executor", "where the stages' children run", executor)}};
+    return Schema{
+        "flow job",
+        {Field{"name", Type::string, false, "the job's name, for people"},
+         Field{"model", Type::string, true, "the model folder (config.json, safetensors, tokenizer)"},
+         Field{"output", Type::string, false, "the output folder, work/ and package/ inside (default: ./flow-<name>)"},
+         config::object_field("compress", "compression trials", compress),
+         config::object_field("gate", "the quality gate every trial must pass", gate),
+         config::object_field("bench", "SLO certification of the chosen model", bench),
+         config::object_field("tune", "engine-knob studies", tune),
+         config::object_field("executor", "where the stages' children run", executor)}};
   }();
   return schema;
 }
@@ -208,8 +208,8 @@ validate_flow_job(const FlowJob& job) {
   checked(job, "gate.rules", job.gate.gate, [&] { eval::load_quality_gate(job.gate.gate); });
   checked(job, "bench.profile", job.bench.profile, [&] { bench::resolve_serving_profile(job.bench.profile); });
   if (job.bench.slos.empty())
-    throw InputError(fmt::format("{}: bench.slo is empty: state at least one SLO, e.g. 'e2e:p95<=2s'",
-                                 job.source.string()));
+    throw InputError(
+        fmt::format("{}: bench.slo is empty: state at least one SLO, e.g. 'e2e:p95<=2s'", job.source.string()));
   for (const auto& slo : job.bench.slos)
     checked(job, "bench.slo", slo, [&] { bench::parse_slo(slo); });
   for (const auto* s : {&job.tune_sim, &job.tune_live})
@@ -266,15 +266,21 @@ flow_job_from_json(const nlohmann::json& j) {
   job.model = j.at("model").get<std::string>();
   job.output = j.at("output").get<std::string>();
   const auto& c = j.at("compress");
-  job.compress = {c.at("recipes").get<std::vector<std::string>>(), c.at("trials").get<int>(),
-                  c.at("calib").get<std::string>(),              c.at("samples").get<int>(),
-                  c.at("seq_len").get<int>(),                    c.at("seed").get<std::uint64_t>()};
+  job.compress = {c.at("recipes").get<std::vector<std::string>>(),
+                  c.at("trials").get<int>(),
+                  c.at("calib").get<std::string>(),
+                  c.at("samples").get<int>(),
+                  c.at("seq_len").get<int>(),
+                  c.at("seed").get<std::uint64_t>()};
   const auto& g = j.at("gate");
   job.gate = {g.at("suite").get<std::string>(), g.at("rules").get<std::string>(), g.at("limit").get<int>()};
   const auto& b = j.at("bench");
-  job.bench = {b.at("profile").get<std::string>(),     b.at("slo").get<std::vector<std::string>>(),
-               b.at("engine_args").get<std::vector<std::string>>(), b.at("min_trial_seconds").get<double>(),
-               b.at("max_trials").get<int>(),          b.at("beta_tolerance").get<double>()};
+  job.bench = {b.at("profile").get<std::string>(),
+               b.at("slo").get<std::vector<std::string>>(),
+               b.at("engine_args").get<std::vector<std::string>>(),
+               b.at("min_trial_seconds").get<double>(),
+               b.at("max_trials").get<int>(),
+               b.at("beta_tolerance").get<double>()};
   job.tune_sim = study_of(j.at("tune").at("sim"));
   job.tune_live = study_of(j.at("tune").at("live"));
   job.live_engine_args = j.at("live_engine_args").get<std::vector<std::string>>();

@@ -56,7 +56,7 @@ struct FlowJob {
   TuneStudy tune_sim;
   TuneStudy tune_live;
   std::vector<std::string> live_engine_args; // serve-deltas flags for live tuning trials
-  int slots = 2;   // child processes at once
+  int slots = 2;                             // child processes at once
   int threads = 1; // CPU threads of each child (slots × threads ≤ cores keeps them from starving)
   int retries = 1; // extra attempts of a stage task that crashed (exit 3 or a signal)
 };

@@ -20,8 +20,9 @@ namespace {
 
 std::string
 shell_quote(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") ==
-                           std::string::npos)
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") ==
+          std::string::npos)
     return word;
   std::string out = "'";
   for (char c : word)
@@ -60,13 +61,16 @@ write_package(const FlowJob& job, const FlowOutcome& outcome, archive::RunArchiv
   std::string command;
   for (const auto& a : launch)
     command += (command.empty() ? "" : " ") + shell_quote(a);
-  const std::string script = "#!/bin/sh\n# optkit flow: serve the chosen model with the tuned knobs\ncd \"$(dirname \"$0\")/..\" "
-                             "&& exec " + command + " \"$@\"\n";
+  const std::string script =
+      "#!/bin/sh\n# optkit flow: serve the chosen model with the tuned knobs\ncd \"$(dirname \"$0\")/..\" "
+      "&& exec " +
+      command + " \"$@\"\n";
   write_file_atomic(temp / "deploy" / "launch.sh", script);
   fs::permissions(temp / "deploy" / "launch.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add);
   fs::copy_file(resolve_bundled_yaml(job.bench.profile, find_data_directory().path / "profiles" / "serving",
-                                    "bench.profile", "serving profile"), temp / "deploy" / "serving-profile.yaml");
+                                     "bench.profile", "serving profile"),
+                temp / "deploy" / "serving-profile.yaml");
   std::string slos;
   for (const auto& s : job.bench.slos)
     slos += s + "\n";
@@ -82,12 +86,8 @@ write_package(const FlowJob& job, const FlowOutcome& outcome, archive::RunArchiv
   std::sort(model_files.begin(), model_files.end());
   for (const auto& f : model_files)
     files[fs::relative(f, temp).string()] = digest_file(f).sha256;
-  const nlohmann::json manifest = {{"job", job.name},
-                                   {"recipe", chosen.recipe},
-                                   {"trial", chosen.trial},
-                                   {"seed", chosen.seed},
-                                   {"launch", launch},
-                                   {"slo", job.bench.slos},
+  const nlohmann::json manifest = {{"job", job.name},     {"recipe", chosen.recipe}, {"trial", chosen.trial},
+                                   {"seed", chosen.seed}, {"launch", launch},        {"slo", job.bench.slos},
                                    {"files", files}};
   write_file_atomic(temp / "manifest.json", manifest.dump(2) + "\n");
 

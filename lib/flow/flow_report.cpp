@@ -40,14 +40,17 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
       std::count_if(o.trials.begin(), o.trials.end(), [](const CompressTrial& t) { return t.status == "passed"; }),
       o.trials.size(), job.gate.gate, job.gate.suite, chosen.recipe, chosen.trial, chosen.seed,
       optional_number(chosen.gate_margin), optional_number(chosen.calibration_loss)));
-  summary.paragraphs.push_back(fmt::format("Certified rate under {}: **{} req/s** (β = {}, {}).",
-                                           fmt::join(job.bench.slos, ", "), number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
-                                           number(o.bench.value("beta", nlohmann::json()), "{:.3f}"),
-                                           o.bench.value("stop_reason", std::string("–"))));
+  summary.paragraphs.push_back(fmt::format(
+      "Certified rate under {}: **{} req/s** (β = {}, {}).", fmt::join(job.bench.slos, ", "),
+      number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
+      number(o.bench.value("beta", nlohmann::json()), "{:.3f}"), o.bench.value("stop_reason", std::string("–"))));
   out.push_back(summary);
 
-  Section trials{"Compression trials and the quality gate", {}, {"recipe", "trial", "seed", "calibration loss",
-                                                                  "compression", "gate margin", "status", "gate rules"}, {}, {}};
+  Section trials{"Compression trials and the quality gate",
+                 {},
+                 {"recipe", "trial", "seed", "calibration loss", "compression", "gate margin", "status", "gate rules"},
+                 {},
+                 {}};
   for (std::size_t i = 0; i < o.trials.size(); ++i) {
     const auto& t = o.trials[i];
     trials.rows.push_back({t.recipe + (i == *o.chosen ? " (chosen)" : ""), std::to_string(t.trial),
@@ -57,12 +60,16 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
   }
   out.push_back(trials);
 
-  Section bench{"SLO certification (OptiKit Algorithm 1)", {}, {"phase", "rate req/s", "passed", "requests", "e2e p50 s",
-                                                                  "ttft p50 s", "note"}, {}, {}};
+  Section bench{"SLO certification (OptiKit Algorithm 1)",
+                {},
+                {"phase", "rate req/s", "passed", "requests", "e2e p50 s", "ttft p50 s", "note"},
+                {},
+                {}};
   for (const auto& t : o.bench.value("trials", nlohmann::json::array())) {
     const auto& s = t.value("summary", nlohmann::json::object());
     bench.rows.push_back({t.value("phase", ""), number(t.value("rate", nlohmann::json()), "{:.3g}"),
-                          t.value("passed", false) ? "yes" : "no", number(s.value("requests", nlohmann::json()), "{:.0f}"),
+                          t.value("passed", false) ? "yes" : "no",
+                          number(s.value("requests", nlohmann::json()), "{:.0f}"),
                           number(s.contains("e2e_s") ? s["e2e_s"].value("p50", nlohmann::json()) : nlohmann::json()),
                           number(s.contains("ttft_s") ? s["ttft_s"].value("p50", nlohmann::json()) : nlohmann::json()),
                           t.value("reason", std::string())});
@@ -72,8 +79,11 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
   for (const auto* study : {&o.tune_sim, &o.tune_live}) {
     if (!study->is_object())
       continue;
-    Section s{study == &o.tune_sim ? "Tuning on the simulator" : "Tuning on the live engine", {},
-              {"trial", "phase", "config", "status", "value"}, {}, {}};
+    Section s{study == &o.tune_sim ? "Tuning on the simulator" : "Tuning on the live engine",
+              {},
+              {"trial", "phase", "config", "status", "value"},
+              {},
+              {}};
     for (const auto& t : study->value("trials", nlohmann::json::array()))
       s.rows.push_back({number(t.value("number", nlohmann::json()), "{:.0f}"), t.value("phase", ""),
                         t.value("config", nlohmann::json::object()).dump(), t["outcome"].value("status", ""),
@@ -85,19 +95,21 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
     out.push_back(s);
   }
 
-  Section time{"Where the time went (the seed's Figure 5)",
-               {fmt::format("Wall time of this attempt {:.1f} s on {} slots; its children were busy {:.1f} slot-seconds, "
-                            "slots idle {:.0f} % (on a GPU box: GPU idle time). The flow's own work (no child running: "
-                            "scheduling, choosing the model): {:.2f} s = {:.2f} % of wall time. Tasks reused from an "
-                            "earlier attempt: {} (the table counts them with the time they took when they ran).",
-                            o.wall_s, o.slots, o.busy_slot_s,
-                            o.wall_s > 0 ? 100.0 * (1.0 - o.busy_slot_s / (o.wall_s * o.slots)) : 0.0,
-                            o.orchestration_s, o.wall_s > 0 ? 100.0 * o.orchestration_s / o.wall_s : 0.0,
-                            o.reused_tasks)},
-               {"stage", "tasks", "reused", "slot-seconds", "slot-hours"}, {}, {}};
+  Section time{
+      "Where the time went (the seed's Figure 5)",
+      {fmt::format("Wall time of this attempt {:.1f} s on {} slots; its children were busy {:.1f} slot-seconds, "
+                   "slots idle {:.0f} % (on a GPU box: GPU idle time). The flow's own work (no child running: "
+                   "scheduling, choosing the model): {:.2f} s = {:.2f} % of wall time. Tasks reused from an "
+                   "earlier attempt: {} (the table counts them with the time they took when they ran).",
+                   o.wall_s, o.slots, o.busy_slot_s,
+                   o.wall_s > 0 ? 100.0 * (1.0 - o.busy_slot_s / (o.wall_s * o.slots)) : 0.0, o.orchestration_s,
+                   o.wall_s > 0 ? 100.0 * o.orchestration_s / o.wall_s : 0.0, o.reused_tasks)},
+      {"stage", "tasks", "reused", "slot-seconds", "slot-hours"},
+      {},
+      {}};
   for (const auto& s : o.stages)
-    time.rows.push_back({s.stage, std::to_string(s.tasks), std::to_string(s.reused), fmt::format("{:.1f}", s.slot_seconds),
-                         fmt::format("{:.4f}", s.slot_seconds / 3600.0)});
+    time.rows.push_back({s.stage, std::to_string(s.tasks), std::to_string(s.reused),
+                         fmt::format("{:.1f}", s.slot_seconds), fmt::format("{:.4f}", s.slot_seconds / 3600.0)});
   out.push_back(time);
 
   std::string command;
@@ -112,11 +124,20 @@ escape_html(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -179,8 +200,7 @@ report_markdown(const FlowJob& job, const FlowOutcome& o, const std::vector<std:
 std::string
 report_html(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string>& launch) {
   std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>optkit flow: "
-    << escape_html(job.name)
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>optkit flow: " << escape_html(job.name)
     << "</title>\n<style>body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #bbb;padding:.25em .5em;"
        "text-align:left;vertical-align:top}th{background:#eee}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}"

@@ -50,8 +50,8 @@ model_fingerprint(const fs::path& folder) {
       entries.push_back(e.path());
   std::sort(entries.begin(), entries.end());
   for (const auto& p : entries)
-    files[p.filename().string()] = {
-        fs::file_size(p), static_cast<std::int64_t>(fs::last_write_time(p).time_since_epoch().count())};
+    files[p.filename().string()] = {fs::file_size(p),
+                                    static_cast<std::int64_t>(fs::last_write_time(p).time_since_epoch().count())};
   return {{"path", folder.string()}, {"files", files}};
 }
 
@@ -68,7 +68,7 @@ first_wave(const FlowJob& job) {
   baseline.stage = "evaluate";
   baseline.spec = {{"model", model}, {"suite", job.gate.suite}, {"limit", job.gate.limit}, {"threads", job.threads}};
   baseline.command = [job, limit](const fs::path&, const std::map<std::string, TaskResult>&) {
-    std::vector<std::string> argv = {"eval",     "tasks",     "--model",          job.model, "--suite", job.gate.suite,
+    std::vector<std::string> argv = {"eval",       "tasks",     "--model",        job.model,  "--suite", job.gate.suite,
                                      "--no-cache", "--threads", threads_arg(job), "--format", "json"};
     argv.insert(argv.end(), limit.begin(), limit.end());
     return argv;
@@ -85,9 +85,19 @@ first_wave(const FlowJob& job) {
                 {"seed", job.compress.seed}};
     sim.finished_exits = {0, 1};
     sim.command = [job](const fs::path&, const std::map<std::string, TaskResult>&) {
-      return std::vector<std::string>{"tune",   "--engine",  "sim", "--space", job.tune_sim.space, "--optimizer",
-                                      job.tune_sim.optimizer, "--trials", std::to_string(job.tune_sim.trials),
-                                      "--seed", std::to_string(job.compress.seed), "--format", "json"};
+      return std::vector<std::string>{"tune",
+                                      "--engine",
+                                      "sim",
+                                      "--space",
+                                      job.tune_sim.space,
+                                      "--optimizer",
+                                      job.tune_sim.optimizer,
+                                      "--trials",
+                                      std::to_string(job.tune_sim.trials),
+                                      "--seed",
+                                      std::to_string(job.compress.seed),
+                                      "--format",
+                                      "json"};
     };
     tasks.push_back(sim);
   }
@@ -98,13 +108,27 @@ first_wave(const FlowJob& job) {
       FlowTask c;
       c.name = compress_name(recipe, t);
       c.stage = "compress";
-      c.spec = {{"model", model},         {"recipe", recipe},   {"calib", job.compress.calib},
-                {"samples", job.compress.samples}, {"seq_len", job.compress.seq_len}, {"seed", seed},
+      c.spec = {{"model", model},
+                {"recipe", recipe},
+                {"calib", job.compress.calib},
+                {"samples", job.compress.samples},
+                {"seq_len", job.compress.seq_len},
+                {"seed", seed},
                 {"threads", job.threads}};
       c.command = [job, recipe, seed](const fs::path& dir, const std::map<std::string, TaskResult>&) {
-        std::vector<std::string> argv = {"compress", "--model", job.model, "--recipe", recipe, "--seed",
-                                         std::to_string(seed), "--threads", threads_arg(job), "-o",
-                                         (dir / "model").string(), "--format", "json"};
+        std::vector<std::string> argv = {"compress",
+                                         "--model",
+                                         job.model,
+                                         "--recipe",
+                                         recipe,
+                                         "--seed",
+                                         std::to_string(seed),
+                                         "--threads",
+                                         threads_arg(job),
+                                         "-o",
+                                         (dir / "model").string(),
+                                         "--format",
+                                         "json"};
         if (!job.compress.calib.empty())
           argv.insert(argv.end(), {"--calib", job.compress.calib, "--samples", std::to_string(job.compress.samples),
                                    "--seq-len", std::to_string(job.compress.seq_len)});
@@ -124,12 +148,11 @@ first_wave(const FlowJob& job) {
       const std::string compress_task = c.name;
       g.command = [job, limit, compress_task](const fs::path&, const std::map<std::string, TaskResult>& results) {
         const auto baseline_run = results.at("baseline").output.at("run_id").get<std::int64_t>();
-        std::vector<std::string> argv = {"eval",      "tasks",        "--model",
-                                         model_of(results, compress_task).string(),
-                                         "--suite",   job.gate.suite, "--baseline",
-                                         std::to_string(baseline_run), "--gate",
-                                         job.gate.gate, "--no-cache", "--threads",
-                                         threads_arg(job), "--format", "json"};
+        std::vector<std::string> argv = {
+            "eval",           "tasks",        "--model",    model_of(results, compress_task).string(),
+            "--suite",        job.gate.suite, "--baseline", std::to_string(baseline_run),
+            "--gate",         job.gate.gate,  "--no-cache", "--threads",
+            threads_arg(job), "--format",     "json"};
         argv.insert(argv.end(), limit.begin(), limit.end());
         return argv;
       };
@@ -146,21 +169,31 @@ second_wave(const FlowJob& job, const std::string& chosen_task) {
   b.name = "bench";
   b.stage = "bench";
   b.reads = {chosen_task};
-  b.spec = {{"profile", job.bench.profile},
-            {"slo", job.bench.slos},
-            {"engine_args", job.bench.engine_args},
-            {"min_trial_seconds", job.bench.min_trial_seconds},
-            {"max_trials", job.bench.max_trials},
-            {"beta_tolerance", job.bench.beta_tolerance}};
+  b.spec = {{"profile", job.bench.profile},         {"slo", job.bench.slos},
+            {"engine_args", job.bench.engine_args}, {"min_trial_seconds", job.bench.min_trial_seconds},
+            {"max_trials", job.bench.max_trials},   {"beta_tolerance", job.bench.beta_tolerance}};
   b.finished_exits = {0, 1}; // 1: infeasible — an outcome
   b.command = [job, chosen_task](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
-    std::vector<std::string> argv = {"bench", "--engine", "optkit", "--model", model_of(results, chosen_task).string(),
-                                     "--profile", job.bench.profile, "--min-trial-seconds",
-                                     fmt::format("{}", job.bench.min_trial_seconds), "--max-trials",
-                                     std::to_string(job.bench.max_trials), "--beta-tolerance",
-                                     fmt::format("{}", job.bench.beta_tolerance), "--no-calibration",
-                                     "--max-dispatch-lag-ms", "1000", "--svg", (dir / "plots").string(),
-                                     "--format", "json"};
+    std::vector<std::string> argv = {"bench",
+                                     "--engine",
+                                     "optkit",
+                                     "--model",
+                                     model_of(results, chosen_task).string(),
+                                     "--profile",
+                                     job.bench.profile,
+                                     "--min-trial-seconds",
+                                     fmt::format("{}", job.bench.min_trial_seconds),
+                                     "--max-trials",
+                                     std::to_string(job.bench.max_trials),
+                                     "--beta-tolerance",
+                                     fmt::format("{}", job.bench.beta_tolerance),
+                                     "--no-calibration",
+                                     "--max-dispatch-lag-ms",
+                                     "1000",
+                                     "--svg",
+                                     (dir / "plots").string(),
+                                     "--format",
+                                     "json"};
     for (const auto& slo : job.bench.slos)
       argv.insert(argv.end(), {"--slo", slo});
     for (const auto& a : job.bench.engine_args)
@@ -180,11 +213,23 @@ second_wave(const FlowJob& job, const std::string& chosen_task) {
               {"seed", job.compress.seed}};
     l.finished_exits = {0, 1};
     l.command = [job, chosen_task](const fs::path&, const std::map<std::string, TaskResult>& results) {
-      std::vector<std::string> argv = {"tune", "--engine", "optkit", "--model", model_of(results, chosen_task).string(),
-                                       "--space", job.tune_live.space, "--optimizer", job.tune_live.optimizer,
-                                       "--trials", std::to_string(job.tune_live.trials), "--seed",
-                                       std::to_string(job.compress.seed), "--max-dispatch-lag-ms", "1000",
-                                       "--format", "json"};
+      std::vector<std::string> argv = {"tune",
+                                       "--engine",
+                                       "optkit",
+                                       "--model",
+                                       model_of(results, chosen_task).string(),
+                                       "--space",
+                                       job.tune_live.space,
+                                       "--optimizer",
+                                       job.tune_live.optimizer,
+                                       "--trials",
+                                       std::to_string(job.tune_live.trials),
+                                       "--seed",
+                                       std::to_string(job.compress.seed),
+                                       "--max-dispatch-lag-ms",
+                                       "1000",
+                                       "--format",
+                                       "json"};
       for (const auto& a : job.live_engine_args)
         argv.push_back("--engine-arg=" + a);
       return argv;
@@ -291,6 +336,11 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
                              r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
                              r.reused ? ", reused" : "");
   };
+  options.on_started = [&](const std::string& task, int attempt) {
+    // Long single tasks (bench, the live study) would otherwise leave the terminal silent.
+    if (context.show_progress && (task == "bench" || task == "tune-live" || attempt > 1))
+      std::cerr << fmt::format("flow: {} started{}\n", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : "");
+  };
   const double start = SystemClock::instance().monotonic_seconds();
 
   const auto wave1 = first_wave(job);
@@ -354,8 +404,9 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   if (!outcome.chosen) {
     outcome.status = "gate failed";
     std::vector<std::string> lines(failed_rules.begin(), failed_rules.end());
-    outcome.message = fmt::format("no compression trial passed the quality gate {} (no bench was run): {}",
-                                  job.gate.gate, lines.empty() ? "every trial failed to run" : fmt::format("{}", fmt::join(lines, "; ")));
+    outcome.message =
+        fmt::format("no compression trial passed the quality gate {} (no bench was run): {}", job.gate.gate,
+                    lines.empty() ? "every trial failed to run" : fmt::format("{}", fmt::join(lines, "; ")));
     finish_timing(outcome, start);
     return outcome;
   }
@@ -411,8 +462,8 @@ resolve_flow_output(const std::string& run_or_folder, archive::RunArchive& archi
   const std::int64_t run_id = archive.resolve_run(run_or_folder);
   const auto run = archive.find_run(run_id);
   if (!run || run->command.rfind("flow", 0) != 0)
-    throw InputError(fmt::format("run {} is not a flow run: give a flow run id or the flow's output folder",
-                                 run_or_folder));
+    throw InputError(
+        fmt::format("run {} is not a flow run: give a flow run id or the flow's output folder", run_or_folder));
   for (const auto& event : archive.load_run(run_id).events)
     if (event.kind == "flow-output")
       return event.data.at("output").get<std::string>();
@@ -423,8 +474,8 @@ FlowJob
 load_saved_job(const fs::path& output) {
   const fs::path file = output / "job.json";
   if (!fs::is_regular_file(file))
-    throw InputError(fmt::format("{}: no flow ran here (no job.json): give the output folder of a flow run",
-                                 output.string()));
+    throw InputError(
+        fmt::format("{}: no flow ran here (no job.json): give the output folder of a flow run", output.string()));
   return flow_job_from_json(read_json_file(file));
 }
 
@@ -433,33 +484,35 @@ to_json(const FlowOutcome& o) {
   nlohmann::json trials = nlohmann::json::array();
   for (std::size_t i = 0; i < o.trials.size(); ++i) {
     const auto& t = o.trials[i];
-    trials.push_back({{"recipe", t.recipe},
-                      {"trial", t.trial},
-                      {"seed", t.seed},
-                      {"model", t.model.string()},
-                      {"calibration_loss", t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json()},
-                      {"compression_ratio", t.compression_ratio ? nlohmann::json(*t.compression_ratio) : nlohmann::json()},
-                      {"status", t.status},
-                      {"gate_margin", t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json()},
-                      {"gate", t.gate_lines},
-                      {"chosen", o.chosen && *o.chosen == i}});
+    trials.push_back(
+        {{"recipe", t.recipe},
+         {"trial", t.trial},
+         {"seed", t.seed},
+         {"model", t.model.string()},
+         {"calibration_loss", t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json()},
+         {"compression_ratio", t.compression_ratio ? nlohmann::json(*t.compression_ratio) : nlohmann::json()},
+         {"status", t.status},
+         {"gate_margin", t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json()},
+         {"gate", t.gate_lines},
+         {"chosen", o.chosen && *o.chosen == i}});
   }
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : o.stages)
     stages.push_back({{"stage", s.stage}, {"tasks", s.tasks}, {"reused", s.reused}, {"slot_seconds", s.slot_seconds}});
-  return {{"status", o.status},
-          {"message", o.message},
-          {"output", o.output.string()},
-          {"package", o.package.empty() ? nlohmann::json() : nlohmann::json(o.package.string())},
-          {"trials", trials},
-          {"certified_rate", o.bench.is_object() ? o.bench.value("certified_rate", nlohmann::json()) : nlohmann::json()},
-          {"stages", stages},
-          {"wall_s", o.wall_s},
-          {"busy_slot_s", o.busy_slot_s},
-          {"orchestration_s", o.orchestration_s},
-          {"slots", o.slots},
-          {"reused_tasks", o.reused_tasks},
-          {"stage_runs", o.stage_runs}};
+  return {
+      {"status", o.status},
+      {"message", o.message},
+      {"output", o.output.string()},
+      {"package", o.package.empty() ? nlohmann::json() : nlohmann::json(o.package.string())},
+      {"trials", trials},
+      {"certified_rate", o.bench.is_object() ? o.bench.value("certified_rate", nlohmann::json()) : nlohmann::json()},
+      {"stages", stages},
+      {"wall_s", o.wall_s},
+      {"busy_slot_s", o.busy_slot_s},
+      {"orchestration_s", o.orchestration_s},
+      {"slots", o.slots},
+      {"reused_tasks", o.reused_tasks},
+      {"stage_runs", o.stage_runs}};
 }
 
 Table

@@ -26,7 +26,7 @@ struct CompressTrial {
   std::filesystem::path model;
   std::optional<double> calibration_loss;
   std::optional<double> compression_ratio;
-  std::string status; // "passed", "failed gate", "failed: <why>"
+  std::string status;                // "passed", "failed gate", "failed: <why>"
   std::optional<double> gate_margin; // smallest (observed − bound) over the rules, in the rule's direction
   std::vector<std::string> gate_lines;
 };
@@ -54,7 +54,7 @@ struct FlowOutcome {
   double wall_s = 0;
   double children_wall_s = 0; // wall time with at least one child running
   double orchestration_s = 0; // wall time with no child running: the flow's own work (choosing, packaging)
-  double busy_slot_s = 0;  // Σ child time
+  double busy_slot_s = 0;     // Σ child time
   int slots = 0;
   int reused_tasks = 0;
 };

@@ -31,8 +31,8 @@ folder_name(const std::string& task_name, const std::string& key) {
 
 nlohmann::json
 result_json(const TaskResult& r) {
-  return {{"name", r.name},         {"key", r.key},           {"exit_code", r.exit_code},
-          {"output", r.output},     {"seconds", r.seconds},   {"attempts", r.attempts}};
+  return {{"name", r.name},     {"key", r.key},         {"exit_code", r.exit_code},
+          {"output", r.output}, {"seconds", r.seconds}, {"attempts", r.attempts}};
 }
 
 std::optional<TaskResult>
@@ -141,13 +141,14 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
     const auto command = task->command(r.dir, readable);
     args.insert(args.end(), command.begin(), command.end());
     if (options.archive)
-      r.trial_id = options.archive->begin_trial(options.run_id, options.first_trial_index + (task - tasks.data()),
-                                                r.attempt,
-                                                {{"task", task->name}, {"stage", task->stage}, {"key", r.key},
-                                                 {"argv", command}});
+      r.trial_id = options.archive->begin_trial(
+          options.run_id, options.first_trial_index + (task - tasks.data()), r.attempt,
+          {{"task", task->name}, {"stage", task->stage}, {"key", r.key}, {"argv", command}});
     r.started = clock.monotonic_seconds();
     r.child = std::make_unique<proc::ChildProcess>(options.executable, args, r.dir / "stdout.json", r.dir / "log.txt",
                                                    std::map<std::string, std::string>{});
+    if (options.on_started)
+      options.on_started(task->name, r.attempt);
     running.push_back(std::move(r));
   };
   auto inputs_state = [&](const FlowTask* task) {
@@ -210,11 +211,10 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
       }
       const bool transient = !exited || code == 3;
       if (options.archive)
-        options.archive->finish_trial(it->trial_id, proc::TrialEnd{error.empty() ? proc::TrialStatus::succeeded
-                                                                                 : proc::TrialStatus::failed,
-                                                                   status->exit_code, status->signal,
-                                                                   error.empty() ? result_json(result) : nullptr,
-                                                                   error});
+        options.archive->finish_trial(
+            it->trial_id,
+            proc::TrialEnd{error.empty() ? proc::TrialStatus::succeeded : proc::TrialStatus::failed, status->exit_code,
+                           status->signal, error.empty() ? result_json(result) : nullptr, error});
       const FlowTask* finished_task = it->task;
       it = running.erase(it);
       if (running.empty())

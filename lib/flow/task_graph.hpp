@@ -52,8 +52,10 @@ struct GraphOptions {
   int retries = 1; // extra attempts after exit 3 or a signal
   archive::RunArchive* archive = nullptr;
   std::int64_t run_id = 0;
-  std::int64_t first_trial_index = 0; // archive trial index of the first task (graphs of one run follow on)
+  std::int64_t first_trial_index = 0;        // archive trial index of the first task (graphs of one run follow on)
   std::map<std::string, TaskResult> earlier; // results of graphs run before this one, readable by its tasks
+  // Called when a task's child starts (attempt 1, 2, ...), for progress.
+  std::function<void(const std::string& task, int attempt)> on_started;
   // Called when a task finished (or was found finished), for progress.
   std::function<void(const TaskResult&, std::size_t done, std::size_t total)> on_finished;
 };
@@ -62,8 +64,8 @@ struct GraphOutcome {
   std::map<std::string, TaskResult> finished;
   std::map<std::string, std::string> failed; // name → why (a failure past its retries, or a failed input)
   double wall_s = 0;
-  double busy_slot_s = 0;  // Σ task attempt time
-  double idle_gap_s = 0;   // time with no child running: the graph's own work
+  double busy_slot_s = 0; // Σ task attempt time
+  double idle_gap_s = 0;  // time with no child running: the graph's own work
 };
 
 // Content key of a task: sha256 over its stage, spec and the keys of the tasks it reads.

@@ -1,0 +1,132 @@
+# optkit flow, black-box on the task model tiny-arith: a small job runs end to end (compress
+# trials, baseline and per-trial gate, simulator study, bench of the chosen model, package with
+# model, deploy/, a self-contained report.html, manifest and lineage), the archive holds one trial
+# per task; kill -9 in each stage followed by `flow resume` ends with the same chosen model, byte
+# for byte; a job whose gate no trial passes exits 1 before any bench; bad jobs exit 2 naming the
+# file and key. Assertions are about structure and bytes, never about speed.
+. "$(dirname "$0")/lib.sh"
+
+data="$OPTKIT_SOURCE_DIR/testdata"
+flow_pid=""
+trap '[ -n "$flow_pid" ] && kill -KILL "$flow_pid" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+cat >"$SCRATCH/gate.yaml" <<'YAML'
+rules:
+  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9, alpha: 0.05}
+YAML
+cat >"$SCRATCH/job.yaml" <<YAML
+name: small
+model: $data/models/tiny-arith
+compress: {recipes: [int_w8a8], trials: 2, calib: $data/corpora/english.calib.txt, samples: 16, seq_len: 64, seed: 5}
+gate: {suite: arith, rules: gate.yaml, limit: 30}
+bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9}
+tune: {sim: {space: sim-serving, optimizer: random, trials: 3}}
+executor: {slots: 2, threads: 1}
+YAML
+
+run flow validate "$SCRATCH/job.yaml"
+expect_rc 0
+expect_out_has "valid (1 recipe(s) x 2 trial(s)"
+
+# The reference: one uninterrupted run.
+run flow run "$SCRATCH/job.yaml" -o "$SCRATCH/ref" --format json
+expect_rc 0
+pkg="$SCRATCH/ref/package"
+for f in model/config.json model/model.safetensors deploy/launch.sh deploy/serving-profile.yaml report.md report.html \
+  manifest.json lineage.json; do
+  [ -s "$pkg/$f" ] || fail "package lacks $f"
+done
+[ -x "$pkg/deploy/launch.sh" ] || fail "launch.sh is not executable"
+grep -q "serve-deltas --base model" "$pkg/deploy/launch.sh" || fail "launch.sh: $(cat "$pkg/deploy/launch.sh")"
+python3 - "$OUT" "$pkg" <<'PY' || fail "flow JSON or package: $OUT"
+import json, sys, os
+from html.parser import HTMLParser
+d = json.loads(sys.argv[1]); pkg = sys.argv[2]
+assert d["status"] == "packaged", d
+assert len(d["trials"]) == 2 and sum(t["chosen"] for t in d["trials"]) == 1, d["trials"]
+assert all(t["status"] == "passed" for t in d["trials"]), d["trials"]
+assert d["certified_rate"] > 0
+stages = {s["stage"]: s for s in d["stages"]}
+assert set(stages) == {"evaluate", "tune", "compress", "gate", "bench"}, stages
+assert stages["compress"]["tasks"] == 2 and stages["gate"]["tasks"] == 2
+class Refs(HTMLParser):
+    refs = []
+    def handle_starttag(self, tag, attrs):
+        self.refs += [v for k, v in attrs if k in ("src", "href") and v and not v.startswith("#")]
+p = Refs(); p.feed(open(os.path.join(pkg, "report.html")).read())
+assert p.refs == [], p.refs   # no external asset: it opens anywhere
+html = open(os.path.join(pkg, "report.html")).read()
+assert "Compression trials and the quality gate" in html and "SLO certification" in html
+m = json.load(open(os.path.join(pkg, "manifest.json")))
+assert m["files"]["model/model.safetensors"], m
+lineage = json.load(open(os.path.join(pkg, "lineage.json")))
+assert {r["command"] for r in lineage} >= {"compress", "eval tasks", "bench", "tune"}, lineage
+PY
+flow_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+# One archived trial per task: baseline, simulator study, 2 compress, 2 gate, bench.
+expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$flow_run")" 7
+expect_eq "$(sql "SELECT status FROM runs WHERE id=$flow_run")" "succeeded"
+
+model_digest() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["recipe"], m["trial"], m["files"]["model/model.safetensors"], m["files"]["model/config.json"])' "$1/package/manifest.json"; }
+reference=$(model_digest "$SCRATCH/ref")
+
+# A second run of the same job reuses everything: no child runs, the same package.
+run flow resume "$flow_run" --format json
+expect_rc 0
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["reused_tasks"] == 7, d["reused_tasks"]' "$OUT" ||
+  fail "resume of a finished flow ran work again: $OUT"
+
+# kill -9 while each stage is running, then resume: the same chosen model, byte for byte.
+for stage in compress gate bench; do
+  out="$SCRATCH/killed-$stage"
+  "$OPTKIT" -q flow run "$SCRATCH/job.yaml" -o "$out" >/dev/null 2>&1 &
+  flow_pid=$!
+  for _ in $(seq 1 2400); do
+    compgen -G "$out/work/$stage[.-]*" >/dev/null && break
+    kill -0 "$flow_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -KILL "$flow_pid" 2>/dev/null
+  wait "$flow_pid" 2>/dev/null
+  flow_pid=""
+  [ -e "$out/package/manifest.json" ] && fail "the flow finished before it was killed in $stage"
+  run flow status "$out" --format json
+  expect_rc 0
+  run flow resume "$out"
+  expect_rc 0
+  expect_out_has "package ready"
+  expect_eq "$(model_digest "$out")" "$reference"
+done
+sleep 0.2
+pgrep -f "flow run $SCRATCH/job.yaml" >/dev/null && fail "a killed flow left a process behind"
+pgrep -f -- "--base $SCRATCH/killed" >/dev/null && fail "a killed flow left a server behind"
+
+# A gate no trial can pass: exit 1 before any bench, the failed rule named, the stages that ran archived.
+cat >"$SCRATCH/strict.yaml" <<'YAML'
+rules:
+  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.99, alpha: 0.05}
+YAML
+sed -e 's/recipes: \[int_w8a8\]/recipes: [w2.yaml]/' -e 's/rules: gate.yaml/rules: strict.yaml/' -e 's/trials: 2,/trials: 1,/' \
+  "$SCRATCH/job.yaml" >"$SCRATCH/failing.yaml"
+cp "$data/eval/w2a16_rtn.yaml" "$SCRATCH/w2.yaml"
+run flow run "$SCRATCH/failing.yaml" -o "$SCRATCH/failing"
+expect_rc 1
+expect_err_has "no compression trial passed the quality gate"
+expect_err_has "FAIL arith exact_match,strict-match"
+compgen -G "$SCRATCH/failing/work/bench*" >/dev/null && fail "a bench ran after the gate failed"
+[ -e "$SCRATCH/failing/package" ] && fail "a package was written after the gate failed"
+failed_run=$(sql "SELECT MAX(id) FROM runs WHERE command='flow run'")
+expect_eq "$(sql "SELECT status FROM runs WHERE id=$failed_run")" "goal_not_met"
+expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$failed_run")" 4 # baseline, study, compress, gate
+
+# Bad jobs: exit 2 naming the file and the key.
+printf 'name: x\nmodel: m\ncompress: {recipes: [int_w8a8]}\n  bad indent: [\n' >"$SCRATCH/broken.yaml"
+run flow validate "$SCRATCH/broken.yaml"
+expect_rc 2
+expect_err_has "broken.yaml:"
+sed 's/recipes: \[int_w8a8\]/recipes: [int_w9a9]/' "$SCRATCH/job.yaml" >"$SCRATCH/unknown.yaml"
+run flow run "$SCRATCH/unknown.yaml"
+expect_rc 2
+expect_err_has "compress.recipes 'int_w9a9'"
+run flow resume "$SCRATCH/nowhere"
+expect_rc 2
