@@ -255,6 +255,31 @@ gate_margin(const nlohmann::json& gate) {
   return margin;
 }
 
+// "arith exact_match,strict-match 0.650 vs 0.675, recovery 0.963 [0.833, 1.087]" for each metric
+// the gate's rules read.
+std::vector<std::string>
+quality_lines(const nlohmann::json& candidate, const nlohmann::json& gate) {
+  std::vector<std::string> out;
+  for (const auto& rule : gate.value("rules", nlohmann::json::array()))
+    for (const auto& suite : candidate.value("suites", nlohmann::json::array())) {
+      if (suite.value("suite", "") != rule.value("suite", ""))
+        continue;
+      for (const auto& m : suite.value("metrics", nlohmann::json::array())) {
+        if (m.value("metric", "") != rule.value("metric", "") || !m.contains("recovery") || !m["recovery"].is_number())
+          continue;
+        std::string line =
+            fmt::format("{} {} {:.3f} vs {:.3f}, recovery {:.3f}", rule.value("suite", ""), rule.value("metric", ""),
+                        m.value("score", 0.0), m.value("baseline", 0.0), m["recovery"].get<double>());
+        if (m.contains("recovery_ci") && m["recovery_ci"].is_array() && m["recovery_ci"].size() == 2 &&
+            m["recovery_ci"][0].is_number() && m["recovery_ci"][1].is_number())
+          line +=
+              fmt::format(" [{:.3f}, {:.3f}]", m["recovery_ci"][0].get<double>(), m["recovery_ci"][1].get<double>());
+        out.push_back(line);
+      }
+    }
+  return out;
+}
+
 std::optional<double>
 summary_value(const nlohmann::json& compress_output, const char* metric) {
   const auto& s = compress_output.value("summary", nlohmann::json::object());
@@ -291,6 +316,19 @@ add_graph(FlowOutcome& outcome, const GraphOutcome& graph, const std::vector<Flo
     }
   }
   add_stage_runs(outcome, graph.finished);
+}
+
+void
+replay_first_wave(FlowOutcome& outcome, const std::vector<FlowTask>& wave, const GraphOutcome& graph, int slots) {
+  std::vector<ModelTask> tasks;
+  for (const auto& t : wave) {
+    const auto f = graph.finished.find(t.name);
+    if (f == graph.finished.end())
+      return; // a failed task has no duration to replay
+    tasks.push_back({t.name, f->second.seconds, t.stage == "gate" ? 1 : 0, t.reads});
+  }
+  outcome.first_wave_streaming = replay_schedule(tasks, slots, false);
+  outcome.first_wave_barrier = replay_schedule(tasks, slots, true);
 }
 
 void
@@ -346,6 +384,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   const auto wave1 = first_wave(job);
   const GraphOutcome g1 = run_task_graph(wave1, options);
   add_graph(outcome, g1, wave1);
+  replay_first_wave(outcome, wave1, g1, job.slots);
   require(g1, "baseline");
   outcome.baseline = g1.finished.at("baseline").output;
   if (job.tune_sim.enabled) {
@@ -374,6 +413,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
         } else {
           const auto& gate = g->second.output.at("candidates").at(0).at("gate");
           trial.gate_margin = gate_margin(gate);
+          trial.quality = quality_lines(g->second.output.at("candidates").at(0), gate);
           for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
             trial.gate_lines.push_back(rule.value("line", ""));
             if (!rule.value("passed", false))
@@ -494,6 +534,7 @@ to_json(const FlowOutcome& o) {
          {"status", t.status},
          {"gate_margin", t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json()},
          {"gate", t.gate_lines},
+         {"quality", t.quality},
          {"chosen", o.chosen && *o.chosen == i}});
   }
   nlohmann::json stages = nlohmann::json::array();

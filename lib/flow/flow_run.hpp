@@ -7,6 +7,7 @@
 #include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "flow/flow_job.hpp"
+#include "flow/schedule_model.hpp"
 #include "flow/task_graph.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,8 @@ struct CompressTrial {
   std::string status;                // "passed", "failed gate", "failed: <why>"
   std::optional<double> gate_margin; // smallest (observed − bound) over the rules, in the rule's direction
   std::vector<std::string> gate_lines;
+  // Score, baseline score and recovery with its bootstrap interval of each metric a rule reads.
+  std::vector<std::string> quality;
 };
 
 struct StageTime {
@@ -57,6 +60,9 @@ struct FlowOutcome {
   double busy_slot_s = 0;     // Σ child time
   int slots = 0;
   int reused_tasks = 0;
+  // The first wave replayed from its measured task times: as run, and with the seed's barrier.
+  ScheduleReplay first_wave_streaming;
+  ScheduleReplay first_wave_barrier;
 };
 
 // Runs (or resumes: finished tasks are reused from the output folder) the whole flow. A flow
