@@ -59,7 +59,8 @@ job_schema() {
                   string_list("engine_args", "serve-deltas flags for the certified server"),
                   config::number_field("min_trial_seconds", "shortest open-loop trial", 0.1, 3600),
                   config::number_field("max_trials", "open-loop trials at most", 1, 100),
-                  config::number_field("beta_tolerance", "accepted |1 - beta| of the steady-state test", 0, 1)}};
+                  config::number_field("beta_tolerance", "accepted |1 - beta| of the steady-state test", 0, 1),
+                  Field{"baseline", Type::boolean, false, "also certify the uncompressed model, for comparison"}}};
     Schema tune{
         "tune",
         {config::object_field("sim", "a study on the discrete-event simulator", study_schema("tune.sim")),
@@ -169,6 +170,7 @@ load_flow_job(const std::string& name_or_path) {
   job.bench.min_trial_seconds = b.value("min_trial_seconds", job.bench.min_trial_seconds);
   job.bench.max_trials = b.value("max_trials", job.bench.max_trials);
   job.bench.beta_tolerance = b.value("beta_tolerance", job.bench.beta_tolerance);
+  job.bench.baseline = b.value("baseline", false);
   if (j.contains("tune")) {
     const auto& t = j.at("tune");
     if (t.contains("sim"))
@@ -244,7 +246,8 @@ to_json(const FlowJob& job) {
             {"engine_args", job.bench.engine_args},
             {"min_trial_seconds", job.bench.min_trial_seconds},
             {"max_trials", job.bench.max_trials},
-            {"beta_tolerance", job.bench.beta_tolerance}}},
+            {"beta_tolerance", job.bench.beta_tolerance},
+            {"baseline", job.bench.baseline}}},
           {"tune", {{"sim", study_json(job.tune_sim)}, {"live", study_json(job.tune_live)}}},
           {"live_engine_args", job.live_engine_args},
           {"executor", {{"slots", job.slots}, {"retries", job.retries}, {"threads", job.threads}}}};
@@ -280,7 +283,8 @@ flow_job_from_json(const nlohmann::json& j) {
                b.at("engine_args").get<std::vector<std::string>>(),
                b.at("min_trial_seconds").get<double>(),
                b.at("max_trials").get<int>(),
-               b.at("beta_tolerance").get<double>()};
+               b.at("beta_tolerance").get<double>(),
+               b.value("baseline", false)};
   job.tune_sim = study_of(j.at("tune").at("sim"));
   job.tune_live = study_of(j.at("tune").at("live"));
   job.live_engine_args = j.at("live_engine_args").get<std::vector<std::string>>();

@@ -36,6 +36,7 @@ struct BenchStage {
   double min_trial_seconds = 1;
   int max_trials = 4;
   double beta_tolerance = 0.3;
+  bool baseline = false; // also certify the uncompressed model, for comparison
 };
 
 struct TuneStudy {

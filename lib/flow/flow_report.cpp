@@ -44,6 +44,11 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
       "Certified rate under {}: **{} req/s** (β = {}, {}).", fmt::join(job.bench.slos, ", "),
       number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
       number(o.bench.value("beta", nlohmann::json()), "{:.3f}"), o.bench.value("stop_reason", std::string("–"))));
+  if (o.bench_baseline.is_object())
+    summary.paragraphs.push_back(
+        fmt::format("The uncompressed model under the same SLOs and profile: {} req/s ({}).",
+                    number(o.bench_baseline.value("certified_rate", nlohmann::json()), "{:.3g}"),
+                    o.bench_baseline.value("status", std::string("–"))));
   out.push_back(summary);
 
   Section trials{"Compression trials and the quality gate",

@@ -162,23 +162,28 @@ first_wave(const FlowJob& job) {
   return tasks;
 }
 
-std::vector<FlowTask>
-second_wave(const FlowJob& job, const std::string& chosen_task) {
-  std::vector<FlowTask> tasks;
+// `bench` certifies the chosen model; `bench-baseline` (bench.baseline: true) the uncompressed
+// one, for the report's comparison. `model` is empty for the job's own model.
+FlowTask
+bench_task(const FlowJob& job, const std::string& name, const std::string& model_task) {
   FlowTask b;
-  b.name = "bench";
+  b.name = name;
   b.stage = "bench";
-  b.reads = {chosen_task};
+  if (!model_task.empty())
+    b.reads = {model_task};
   b.spec = {{"profile", job.bench.profile},         {"slo", job.bench.slos},
             {"engine_args", job.bench.engine_args}, {"min_trial_seconds", job.bench.min_trial_seconds},
             {"max_trials", job.bench.max_trials},   {"beta_tolerance", job.bench.beta_tolerance}};
+  if (model_task.empty())
+    b.spec["model"] = model_fingerprint(job.model);
   b.finished_exits = {0, 1}; // 1: infeasible — an outcome
-  b.command = [job, chosen_task](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
+  b.command = [job, model_task](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
+    const std::string model = model_task.empty() ? job.model : model_of(results, model_task).string();
     std::vector<std::string> argv = {"bench",
                                      "--engine",
                                      "optkit",
                                      "--model",
-                                     model_of(results, chosen_task).string(),
+                                     model,
                                      "--profile",
                                      job.bench.profile,
                                      "--min-trial-seconds",
@@ -200,7 +205,12 @@ second_wave(const FlowJob& job, const std::string& chosen_task) {
       argv.push_back("--engine-arg=" + a);
     return argv;
   };
-  tasks.push_back(b);
+  return b;
+}
+
+std::vector<FlowTask>
+live_wave(const FlowJob& job, const std::string& chosen_task) {
+  std::vector<FlowTask> tasks;
   if (job.tune_live.enabled) {
     FlowTask l;
     l.name = "tune-live";
@@ -453,13 +463,22 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
 
   options.earlier = g1.finished;
   options.first_trial_index = static_cast<std::int64_t>(wave1.size());
-  const auto wave2 = second_wave(job, outcome.trials[*outcome.chosen].task);
-  // Bench alone first: a live study is only worth running on a model that can meet its SLOs.
-  const std::vector<FlowTask> bench_only(wave2.begin(), wave2.begin() + 1);
-  const GraphOutcome g2 = run_task_graph(bench_only, options);
-  add_graph(outcome, g2, bench_only);
+  const std::string chosen_task = outcome.trials[*outcome.chosen].task;
+  // Certifications one at a time (two servers at once would measure each other), before the live
+  // study: tuning is only worth it for a model that can meet its SLOs.
+  std::vector<FlowTask> certify = {bench_task(job, "bench", chosen_task)};
+  if (job.bench.baseline)
+    certify.push_back(bench_task(job, "bench-baseline", ""));
+  auto certify_options = options;
+  certify_options.slots = 1;
+  const GraphOutcome g2 = run_task_graph(certify, certify_options);
+  add_graph(outcome, g2, certify);
   require(g2, "bench");
   outcome.bench = g2.finished.at("bench").output;
+  if (job.bench.baseline) {
+    require(g2, "bench-baseline");
+    outcome.bench_baseline = g2.finished.at("bench-baseline").output;
+  }
   if (g2.finished.at("bench").exit_code != 0) {
     outcome.status = "SLO infeasible";
     const auto binding = outcome.bench.value("binding", nlohmann::json());
@@ -469,11 +488,11 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     finish_timing(outcome, start);
     return outcome;
   }
-  if (wave2.size() > 1) {
+  const auto live = live_wave(job, chosen_task);
+  if (!live.empty()) {
     for (const auto& [name, r] : g2.finished)
       options.earlier[name] = r;
-    const std::vector<FlowTask> live(wave2.begin() + 1, wave2.end());
-    options.first_trial_index += 1;
+    options.first_trial_index += static_cast<std::int64_t>(certify.size());
     const GraphOutcome g3 = run_task_graph(live, options);
     add_graph(outcome, g3, live);
     require(g3, "tune-live");
@@ -553,6 +572,11 @@ to_json(const FlowOutcome& o) {
       {"orchestration_s", o.orchestration_s},
       {"slots", o.slots},
       {"reused_tasks", o.reused_tasks},
+      {"first_wave",
+       {{"streaming_s", o.first_wave_streaming.makespan_s},
+        {"streaming_idle", o.first_wave_streaming.idle_fraction},
+        {"barrier_s", o.first_wave_barrier.makespan_s},
+        {"barrier_idle", o.first_wave_barrier.idle_fraction}}},
       {"stage_runs", o.stage_runs}};
 }
 

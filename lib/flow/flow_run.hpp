@@ -50,6 +50,7 @@ struct FlowOutcome {
   std::optional<std::size_t> chosen; // index into trials
   nlohmann::json baseline;           // eval tasks result of the uncompressed model
   nlohmann::json bench;              // certification of the chosen model
+  nlohmann::json bench_baseline;     // of the uncompressed model (bench.baseline: true)
   nlohmann::json tune_sim;
   nlohmann::json tune_live;
   std::vector<StageTime> stages;

@@ -119,6 +119,19 @@ failed_run=$(sql "SELECT MAX(id) FROM runs WHERE command='flow run'")
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$failed_run")" "goal_not_met"
 expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$failed_run")" 4 # baseline, study, compress, gate
 
+# The same pipeline as a Makefile (profiles/flows/tiny-arith.mk): each stage an ordinary
+# subcommand, make stops on a failed gate.
+make_args=(-s -C "$OPTKIT_SOURCE_DIR" -f profiles/flows/tiny-arith.mk OPTKIT="$OPTKIT" OUT="$SCRATCH/mk" SEEDS=1 LIMIT=20
+  SLO='e2e:p95<=30s' BENCH_FLAGS='--min-trial-seconds 0.5 --max-trials 1 --beta-tolerance 0.9'
+  TUNE_FLAGS='--optimizer random --trials 2 --top-k 0 --goodput-requests 16 --max-dispatch-lag-ms 1000')
+make "${make_args[@]}" >"$SCRATCH/make.log" 2>&1 || fail "make: $(cat "$SCRATCH/make.log")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["best"]["launch"].startswith("optkit serve-deltas"), d' \
+  "$SCRATCH/mk/tune.json" || fail "make: no tuned launch command"
+[ -s "$SCRATCH/mk/gate-1.json" ] && [ -s "$SCRATCH/mk/bench.json" ] || fail "make: stage outputs missing"
+make "${make_args[@]}" GATE="$SCRATCH/strict.yaml" OUT="$SCRATCH/mk-strict" CALIB= RECIPE="$SCRATCH/w2.yaml" \
+  >"$SCRATCH/make.log" 2>&1 && fail "make went on past a failed gate"
+[ -e "$SCRATCH/mk-strict/gate-1.json" ] || [ -e "$SCRATCH/mk-strict/bench.json" ] && fail "make wrote outputs of a failed gate"
+
 # Bad jobs: exit 2 naming the file and the key.
 printf 'name: x\nmodel: m\ncompress: {recipes: [int_w8a8]}\n  bad indent: [\n' >"$SCRATCH/broken.yaml"
 run flow validate "$SCRATCH/broken.yaml"
