@@ -65,8 +65,12 @@ job_schema() {
         "tune",
         {config::object_field("sim", "a study on the discrete-event simulator", study_schema("tune.sim")),
          config::object_field("live", "a study on serve-deltas serving the chosen model", study_schema("tune.live"))}};
+    Field kind{"kind", Type::string, false, "local (children of the flow) or slurm (an sbatch job per task)"};
+    kind.choices = {"local", "slurm"};
     Schema executor{"executor",
-                    {config::number_field("slots", "child processes at once", 1, 1024),
+                    {kind, Field{"partition", Type::string, false, "slurm: the partition (default: the cluster's)"},
+                     string_list("sbatch_args", "slurm: arguments added to every sbatch, e.g. --gres=gpu:1"),
+                     config::number_field("slots", "tasks at once", 1, 1024),
                      config::number_field("threads", "CPU threads of each child", 1, 1024),
                      config::number_field("retries", "extra attempts of a task that crashed", 0, 10)}};
     return Schema{
@@ -182,6 +186,9 @@ load_flow_job(const std::string& name_or_path) {
     job.slots = j.at("executor").value("slots", job.slots);
     job.retries = j.at("executor").value("retries", job.retries);
     job.threads = j.at("executor").value("threads", job.threads);
+    job.executor = j.at("executor").value("kind", job.executor);
+    job.partition = j.at("executor").value("partition", "");
+    job.sbatch_args = strings(j.at("executor"), "sbatch_args");
   }
   return job;
 }
@@ -250,7 +257,13 @@ to_json(const FlowJob& job) {
             {"baseline", job.bench.baseline}}},
           {"tune", {{"sim", study_json(job.tune_sim)}, {"live", study_json(job.tune_live)}}},
           {"live_engine_args", job.live_engine_args},
-          {"executor", {{"slots", job.slots}, {"retries", job.retries}, {"threads", job.threads}}}};
+          {"executor",
+           {{"kind", job.executor},
+            {"partition", job.partition},
+            {"sbatch_args", job.sbatch_args},
+            {"slots", job.slots},
+            {"retries", job.retries},
+            {"threads", job.threads}}}};
 }
 
 FlowJob
@@ -291,6 +304,9 @@ flow_job_from_json(const nlohmann::json& j) {
   job.slots = j.at("executor").at("slots").get<int>();
   job.retries = j.at("executor").at("retries").get<int>();
   job.threads = j.at("executor").at("threads").get<int>();
+  job.executor = j.at("executor").at("kind").get<std::string>();
+  job.partition = j.at("executor").at("partition").get<std::string>();
+  job.sbatch_args = j.at("executor").at("sbatch_args").get<std::vector<std::string>>();
   return job;
 }
 

@@ -57,7 +57,10 @@ struct FlowJob {
   TuneStudy tune_sim;
   TuneStudy tune_live;
   std::vector<std::string> live_engine_args; // serve-deltas flags for live tuning trials
-  int slots = 2;                             // child processes at once
+  std::string executor = "local";            // "local": children of the flow; "slurm": one sbatch job per task
+  std::string partition;                     // slurm: empty for the cluster's default
+  std::vector<std::string> sbatch_args;      // slurm: appended to every sbatch (e.g. --gres=gpu:1)
+  int slots = 2;                             // tasks at once (local children, or jobs in the queue)
   int threads = 1; // CPU threads of each child (slots × threads ≤ cores keeps them from starving)
   int retries = 1; // extra attempts of a stage task that crashed (exit 3 or a signal)
 };

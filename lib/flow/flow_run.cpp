@@ -375,6 +375,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   options.global_args.push_back("-q");
   options.slots = job.slots;
   options.retries = job.retries;
+  options.slurm = {job.executor == "slurm", job.partition, job.sbatch_args, 0.5};
   options.archive = context.archive;
   options.run_id = context.run_id;
   options.on_finished = [&](const TaskResult& r, std::size_t done, std::size_t total) {

@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/sha256.hpp"
-#include "proc/child_process.hpp"
+#include "flow/task_attempt.hpp"
 
 #include <fmt/format.h>
 
@@ -82,7 +82,7 @@ struct Running {
   int attempt = 0;
   double started = 0;
   std::int64_t trial_id = 0;
-  std::unique_ptr<proc::ChildProcess> child;
+  std::unique_ptr<TaskAttempt> attempt_run;
 };
 
 } // namespace
@@ -135,6 +135,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
     r.dir = options.work_dir / folder_name(task->name, r.key);
     r.attempt = ++attempts[task];
     std::error_code ec;
+    stop_stale_attempt(r.dir);
     fs::remove_all(r.dir, ec); // whatever a killed attempt left
     fs::create_directories(r.dir);
     std::vector<std::string> args = options.global_args;
@@ -145,8 +146,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
           options.run_id, options.first_trial_index + (task - tasks.data()), r.attempt,
           {{"task", task->name}, {"stage", task->stage}, {"key", r.key}, {"argv", command}});
     r.started = clock.monotonic_seconds();
-    r.child = std::make_unique<proc::ChildProcess>(options.executable, args, r.dir / "stdout.json", r.dir / "log.txt",
-                                                   std::map<std::string, std::string>{});
+    r.attempt_run = start_attempt(options.executable, args, r.dir, task->name, options.slurm);
     if (options.on_started)
       options.on_started(task->name, r.attempt);
     running.push_back(std::move(r));
@@ -182,7 +182,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
       }
     }
     for (auto it = running.begin(); it != running.end();) {
-      const auto status = it->child->poll();
+      const auto status = it->attempt_run->poll();
       if (!status) {
         ++it;
         continue;
@@ -207,7 +207,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
         if (result.output.is_discarded())
           error = "its output is not JSON (see " + (it->dir / "stdout.json").string() + ")";
       } else {
-        error = fmt::format("{}: {}", proc::describe(*status), last_line(it->dir / "log.txt"));
+        error = fmt::format("{}: {}", status->how, last_line(it->dir / "log.txt"));
       }
       const bool transient = !exited || code == 3;
       if (options.archive)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "archive/run_archive.hpp"
+#include "flow/task_attempt.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +50,8 @@ struct GraphOptions {
   std::filesystem::path executable;
   std::vector<std::string> global_args; // --archive ..., -q
   int slots = 2;
-  int retries = 1; // extra attempts after exit 3 or a signal
+  int retries = 1;     // extra attempts after exit 3 or a signal
+  SlurmSettings slurm; // enabled: every attempt an sbatch job instead of a child of this process
   archive::RunArchive* archive = nullptr;
   std::int64_t run_id = 0;
   std::int64_t first_trial_index = 0;        // archive trial index of the first task (graphs of one run follow on)

@@ -1,11 +1,11 @@
-// Trials as Slurm batch jobs: sbatch --parsable --wrap "optkit … tune --worker SPEC", polled with
+// Trials as Slurm batch jobs (proc/slurm_jobs): sbatch --wrap "optkit … tune --worker SPEC", polled with
 // scontrol (a job whose record has aged out counts as finished), cancelled with scancel. A job
 // that ends without a result file (killed, out of memory, timed out, node failure) is reported as
 // a crashed or timed-out trial quoting its state and the end of its log.
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/text.hpp"
-#include "proc/child_process.hpp"
+#include "proc/slurm_jobs.hpp"
 #include "proc/worker_spec.hpp"
 #include "tune/trial_executor.hpp"
 
@@ -21,43 +21,7 @@ namespace optkit::tune {
 
 namespace {
 
-struct CommandOutput {
-  proc::ExitStatus status;
-  std::string text;
-};
-
-CommandOutput
-run_command(const std::string& program, const std::vector<std::string>& args, const std::filesystem::path& log) {
-  const auto executable = proc::find_on_path(program);
-  if (!executable)
-    throw RuntimeFailure(fmt::format("'{}' is not on PATH: --executor slurm needs the Slurm client commands", program));
-  proc::ChildProcess child(*executable, args, log);
-  CommandOutput out;
-  out.status = child.wait();
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  out.text = text.str();
-  return out;
-}
-
-std::string
-shell_quote(const std::string& word) {
-  std::string out = "'";
-  for (char c : word)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string
-tail(const std::filesystem::path& file, std::size_t lines) {
-  std::ifstream in(file);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);)
-    all.push_back(line);
-  const std::size_t from = all.size() > lines ? all.size() - lines : 0;
-  return join(std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end()), " | ");
-}
+using proc::shell_quote;
 
 class SlurmExecutor final : public TrialExecutor {
 public:
@@ -98,17 +62,9 @@ public:
     for (const auto& w : words)
       quoted.push_back(shell_quote(w));
     const std::string log = stem.string() + ".log";
-    std::vector<std::string> args{
-        "--parsable", "--job-name", fmt::format("optkit-tune-{}", job.number), "--output", log, "--ntasks", "1"};
-    if (!m_options.partition.empty())
-      args.insert(args.end(), {"--partition", m_options.partition});
-    args.insert(args.end(), m_options.sbatch_args.begin(), m_options.sbatch_args.end());
-    args.insert(args.end(), {"--wrap", "exec " + join(quoted, " ")});
-    const auto out = run_command("sbatch", args, stem.string() + ".sbatch.txt");
-    const std::string id = std::string(trim(split(out.text, ';').front()));
-    if (!out.status.exit_code || *out.status.exit_code != 0 || id.empty() ||
-        id.find_first_not_of("0123456789") != std::string::npos)
-      throw RuntimeFailure(fmt::format("sbatch failed ({}): {}", proc::describe(out.status), trim(out.text)));
+    const std::string id = proc::submit_batch_job({fmt::format("optkit-tune-{}", job.number), m_options.partition,
+                                                   m_options.sbatch_args, log, "exec " + join(quoted, " ")},
+                                                  stem.string() + ".sbatch.txt");
     m_jobs[id] = {job, spec.result_path, log};
   }
 
@@ -136,7 +92,7 @@ public:
     std::vector<std::string> ids;
     for (const auto& [id, job] : m_jobs)
       ids.push_back(id);
-    run_command("scancel", ids, m_options.directory / "scancel.txt");
+    proc::cancel_batch_jobs(ids, m_options.directory / "scancel.txt");
     m_jobs.clear();
   }
 
@@ -146,21 +102,8 @@ private:
     std::filesystem::path result, log;
   };
 
-  // The job's final state, or nullopt while it is pending or running.
   std::optional<std::string> job_state(const std::string& id) {
-    const auto out = run_command("scontrol", {"show", "job", "-o", id}, m_options.directory / "scontrol.txt");
-    if (out.text.find("Invalid job id") != std::string::npos)
-      return std::string("COMPLETED"); // the record aged out: it ended
-    const auto at = out.text.find("JobState=");
-    if (at == std::string::npos)
-      return std::nullopt;
-    const auto end = out.text.find(' ', at);
-    const std::string state = out.text.substr(at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
-    static const std::vector<std::string> running{"PENDING",   "RUNNING",  "CONFIGURING", "COMPLETING",
-                                                  "SUSPENDED", "REQUEUED", "RESIZING"};
-    if (std::find(running.begin(), running.end(), state) != running.end())
-      return std::nullopt;
-    return state;
+    return proc::batch_job_final_state(id, m_options.directory / "scontrol.txt");
   }
 
   std::pair<TrialJob, TrialOutcome> finish(const Submitted& s, const std::string& state) {
@@ -173,7 +116,7 @@ private:
     }
     outcome.status = state == "TIMEOUT" ? TrialStatus::timed_out : TrialStatus::crashed;
     outcome.violation = 10;
-    outcome.error = fmt::format("Slurm job ended {} without a result: {}", state, tail(s.log, 3));
+    outcome.error = fmt::format("Slurm job ended {} without a result: {}", state, proc::log_tail(s.log, 3));
     outcome.log = s.log.string();
     return {s.job, outcome};
   }
