@@ -14,6 +14,7 @@ packages=(
   python3-prometheus-client # tests only: parses serve-deltas' /metrics as Prometheus does
   python3-optuna # tests only: the oracle optkit tune's TPE is checked against
   slurm-wlm munge # tests only: the localhost cluster tune --executor slurm is tested on
+  chromium # tests only: renders flow's report.html headless to prove it needs nothing external
 )
 # --training adds what testdata/models/tools/*.py need to retrain the test models and rewrite
 # the logit oracle (PyTorch as a test oracle only; never a dependency of optkit itself).

@@ -62,6 +62,33 @@ assert m["files"]["model/model.safetensors"], m
 lineage = json.load(open(os.path.join(pkg, "lineage.json")))
 assert {r["command"] for r in lineage} >= {"compress", "eval tasks", "bench", "tune"}, lineage
 PY
+# The report in a real browser (Debian's chromium, headless) served over loopback: it renders, and
+# it asks the server for nothing but itself (a control copy with a broken image must be caught).
+command -v chromium >/dev/null || fail "chromium is missing: scripts/install-deps.sh installs it (tests only)"
+mkdir "$SCRATCH/site"
+cp "$pkg/report.html" "$SCRATCH/site/report.html"
+sed 's|<h1>|<img src="missing.png"><h1>|' "$pkg/report.html" >"$SCRATCH/site/control.html"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$SCRATCH/site" && exec timeout 300 python3 -m http.server --bind 127.0.0.1 "$port" >"$SCRATCH/site.log" 2>&1) &
+site_pid=$!
+for _ in $(seq 1 100); do
+  python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null && break
+  sleep 0.1
+done
+requests_for() { # requests_for PAGE: the paths the browser asked for while rendering PAGE
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$SCRATCH/chromium" \
+    --virtual-time-budget=3000 --dump-dom "http://127.0.0.1:$port/$1" >"$SCRATCH/$1.dom" 2>/dev/null
+  sleep 0.2
+  grep -o '"GET [^ ]*' "$SCRATCH/site.log" | sed 's/"GET //' | grep -v -e '^/favicon.ico$' -e "^/$1\$" -e '^/report.html$' \
+    -e '^/control.html$' | sort -u
+}
+extra=$(requests_for report.html)
+[ -z "$extra" ] || fail "report.html asked for $extra"
+grep -q "Compression trials and the quality gate" "$SCRATCH/report.html.dom" || fail "the browser rendered no report"
+[ "$(requests_for control.html)" = "/missing.png" ] || fail "the broken-reference check missed the control's image"
+kill "$site_pid" 2>/dev/null
+wait "$site_pid" 2>/dev/null
+
 flow_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 # One archived trial per task: baseline, simulator study, 2 compress, 2 gate, bench.
 expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$flow_run")" 7
@@ -100,6 +127,22 @@ done
 sleep 0.2
 pgrep -f "flow run $SCRATCH/job.yaml" >/dev/null && fail "a killed flow left a process behind"
 pgrep -f -- "--base $SCRATCH/killed" >/dev/null && fail "a killed flow left a server behind"
+
+# Ctrl-C (SIGINT) while gates run: exit 130, children stopped, the run archived as interrupted.
+"$OPTKIT" -q flow run "$SCRATCH/job.yaml" -o "$SCRATCH/interrupted" >/dev/null 2>&1 &
+flow_pid=$!
+for _ in $(seq 1 2400); do
+  compgen -G "$SCRATCH/interrupted/work/gate.*" >/dev/null && break
+  sleep 0.05
+done
+kill -INT "$flow_pid"
+wait "$flow_pid"
+rc=$?
+flow_pid=""
+expect_eq "$rc" 130
+expect_eq "$(sql "SELECT status FROM runs WHERE command='flow run' ORDER BY id DESC LIMIT 1")" "interrupted"
+sleep 0.2
+pgrep -f -- "--model $SCRATCH/interrupted/" >/dev/null && fail "an interrupted flow left a child behind"
 
 # A gate no trial can pass: exit 1 before any bench, the failed rule named, the stages that ran archived.
 cat >"$SCRATCH/strict.yaml" <<'YAML'
