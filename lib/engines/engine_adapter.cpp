@@ -1,5 +1,7 @@
 #include "engines/engine_adapter.hpp"
 
+#include "proc/slurm_jobs.hpp"
+
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -202,19 +204,6 @@ optkit_serve(const EngineSettings& s) {
   return c;
 }
 
-// Single-quotes an argument the shell would otherwise split or expand.
-std::string
-shell_word(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") ==
-          std::string::npos)
-    return word;
-  std::string quoted = "'";
-  for (char ch : word)
-    quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return quoted + "'";
-}
-
 } // namespace
 
 EngineKind
@@ -257,13 +246,13 @@ std::string
 CommandLine::render() const {
   std::string text;
   for (const auto& word : program)
-    text += (text.empty() ? "" : " ") + shell_word(word);
+    text += (text.empty() ? "" : " ") + proc::shell_quote(word);
   for (const auto& group : groups) {
     if (group.empty())
       continue;
     text += " \\\n   ";
     for (const auto& word : group)
-      text += " " + shell_word(word);
+      text += " " + proc::shell_quote(word);
   }
   return text;
 }

@@ -33,19 +33,24 @@ Schema
 study_schema(const std::string& what) {
   Field optimizer{"optimizer", Type::string, false, "tpe, hillclimb, random or grid"};
   optimizer.choices = {"tpe", "hillclimb", "random", "grid"};
+  Field objective{"objective", Type::string, false,
+                  "goodput (SLO-Tuner Eq. 3) or certified (OptiKit Eq. 2, under bench.slo)"};
+  objective.choices = {"goodput", "certified"};
   return Schema{what,
                 {Field{"space", Type::string, true, "a bundled search space name or a space YAML"}, optimizer,
-                 config::number_field("trials", "configurations tried", 1, 10000),
+                 objective, config::number_field("trials", "configurations tried", 1, 10000),
                  string_list("engine_args", "serve-deltas flags added to every live launch")}};
 }
 
 const Schema&
 job_schema() {
   static const Schema schema = [] {
+    Field sampler{"sampler", Type::string, false, "calibration sampler (default: the recipe's)"};
+    sampler.choices = {"uniform", "length", "stratified"};
     Schema compress{"compress",
                     {string_list("recipes", "bundled recipe names or recipe YAML files", true),
                      config::number_field("trials", "trials per recipe (seeds seed, seed+1, ...)", 1, 64),
-                     Field{"calib", Type::string, false, "calibration text or JSONL file"},
+                     Field{"calib", Type::string, false, "calibration text or JSONL file"}, sampler,
                      config::number_field("samples", "calibration samples per trial", 1, 1 << 20),
                      config::number_field("seq_len", "tokens per calibration sample", 8, 1 << 20),
                      config::number_field("seed", "seed of the first trial", 0, 1e15)}};
@@ -120,6 +125,7 @@ study(const nlohmann::json& j, const fs::path& dir, std::vector<std::string>* en
   s.space = job_reference(j.at("space").get<std::string>(), dir);
   s.optimizer = j.value("optimizer", s.optimizer);
   s.trials = j.value("trials", s.trials);
+  s.objective = j.value("objective", s.objective);
   if (engine_args)
     *engine_args = strings(j, "engine_args");
   return s;
@@ -160,6 +166,7 @@ load_flow_job(const std::string& name_or_path) {
   job.compress.trials = c.value("trials", job.compress.trials);
   if (c.contains("calib"))
     job.compress.calib = job_path(c.at("calib").get<std::string>(), dir);
+  job.compress.sampler = c.value("sampler", "");
   job.compress.samples = c.value("samples", job.compress.samples);
   job.compress.seq_len = c.value("seq_len", job.compress.seq_len);
   job.compress.seed = c.value("seed", job.compress.seed);
@@ -233,7 +240,11 @@ validate_flow_job(const FlowJob& job) {
 nlohmann::json
 to_json(const FlowJob& job) {
   auto study_json = [](const TuneStudy& s) {
-    return nlohmann::json{{"enabled", s.enabled}, {"space", s.space}, {"optimizer", s.optimizer}, {"trials", s.trials}};
+    return nlohmann::json{{"enabled", s.enabled},
+                          {"space", s.space},
+                          {"optimizer", s.optimizer},
+                          {"trials", s.trials},
+                          {"objective", s.objective}};
   };
   return {{"source", job.source.string()},
           {"name", job.name},
@@ -243,6 +254,7 @@ to_json(const FlowJob& job) {
            {{"recipes", job.compress.recipes},
             {"trials", job.compress.trials},
             {"calib", job.compress.calib},
+            {"sampler", job.compress.sampler},
             {"samples", job.compress.samples},
             {"seq_len", job.compress.seq_len},
             {"seed", job.compress.seed}}},
@@ -274,6 +286,7 @@ flow_job_from_json(const nlohmann::json& j) {
     t.space = s.at("space").get<std::string>();
     t.optimizer = s.at("optimizer").get<std::string>();
     t.trials = s.at("trials").get<int>();
+    t.objective = s.at("objective").get<std::string>();
     return t;
   };
   FlowJob job;
@@ -285,6 +298,7 @@ flow_job_from_json(const nlohmann::json& j) {
   job.compress = {c.at("recipes").get<std::vector<std::string>>(),
                   c.at("trials").get<int>(),
                   c.at("calib").get<std::string>(),
+                  c.at("sampler").get<std::string>(),
                   c.at("samples").get<int>(),
                   c.at("seq_len").get<int>(),
                   c.at("seed").get<std::uint64_t>()};

@@ -18,6 +18,7 @@ struct CompressStage {
   std::vector<std::string> recipes; // names or absolute paths
   int trials = 3;                   // per recipe, seeds seed, seed+1, ...
   std::string calib;                // absolute path ("" when no recipe needs it)
+  std::string sampler;              // uniform | length | stratified ("": the recipe's)
   int samples = 32;
   int seq_len = 64;
   std::uint64_t seed = 1;
@@ -44,6 +45,7 @@ struct TuneStudy {
   std::string space; // name or absolute path
   std::string optimizer = "tpe";
   int trials = 8;
+  std::string objective = "goodput"; // or "certified": OptiKit's Eq. 2 under the job's SLOs
 };
 
 struct FlowJob {

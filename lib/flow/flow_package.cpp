@@ -7,6 +7,7 @@
 #include "core/sha256.hpp"
 #include "engines/engine_adapter.hpp"
 #include "flow/flow_report.hpp"
+#include "proc/slurm_jobs.hpp"
 
 #include <fmt/format.h>
 
@@ -15,22 +16,6 @@
 namespace optkit::flow {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string
-shell_quote(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") ==
-          std::string::npos)
-    return word;
-  std::string out = "'";
-  for (char c : word)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-} // namespace
 
 std::vector<std::string>
 launch_argv(const FlowJob& job, const FlowOutcome& outcome) {
@@ -60,7 +45,7 @@ write_package(const FlowJob& job, const FlowOutcome& outcome, archive::RunArchiv
   const auto launch = launch_argv(job, outcome);
   std::string command;
   for (const auto& a : launch)
-    command += (command.empty() ? "" : " ") + shell_quote(a);
+    command += (command.empty() ? "" : " ") + proc::shell_quote(a);
   const std::string script =
       "#!/bin/sh\n# optkit flow: serve the chosen model with the tuned knobs\ncd \"$(dirname \"$0\")/..\" "
       "&& exec " +

@@ -1,6 +1,7 @@
 #include "flow/flow_status.hpp"
 
 #include "flow/flow_run.hpp"
+#include "flow/flow_stages.hpp"
 
 #include <fstream>
 #include <set>
@@ -44,8 +45,8 @@ flow_status(const fs::path& output) {
     expected.push_back("tune-sim");
   for (const auto& recipe : job.compress.recipes)
     for (int t = 0; t < job.compress.trials; ++t) {
-      expected.push_back("compress/" + fs::path(recipe).stem().string() + "/t" + std::to_string(t));
-      expected.push_back("gate/" + fs::path(recipe).stem().string() + "/t" + std::to_string(t));
+      expected.push_back(compress_name(recipe, t));
+      expected.push_back(gate_name(recipe, t));
     }
   for (const auto& name : expected)
     if (!seen.count(name))

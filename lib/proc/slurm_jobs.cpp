@@ -39,6 +39,10 @@ run_command(const std::string& program, const std::vector<std::string>& args, co
 
 std::string
 shell_quote(const std::string& word) {
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") ==
+          std::string::npos)
+    return word;
   std::string out = "'";
   for (char c : word)
     out += c == '\'' ? std::string("'\\''") : std::string(1, c);
