@@ -33,7 +33,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 step "libFuzzer targets, ${fuzz_seconds}s each, $jobs at a time"
 fuzz_targets=(config_yaml time_point worker_spec safetensors_header tokenizer pre_tokenizer chat_template perf_table sse
               hf_config delta_artifact openai_request lora_adapter bench_inputs eval_inputs tune_inputs engine_metrics
-              cluster_yaml)
+              cluster_yaml flow_job)
 fuzz_one() { # target -> 0 when the fuzzer ran its time without a finding
   local target=$1 corpus log
   corpus=$(mktemp -d)

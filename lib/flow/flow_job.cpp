@@ -4,6 +4,7 @@
 #include "bench/slo.hpp"
 #include "compress/recipe.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/resource_paths.hpp"
 #include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
@@ -148,7 +149,12 @@ FlowJob
 load_flow_job(const std::string& name_or_path) {
   const fs::path file =
       resolve_bundled_yaml(name_or_path, find_data_directory().path / "profiles" / "flows", "job", "flow job");
-  const nlohmann::json j = config::load_yaml_file(file, job_schema());
+  return parse_flow_job(read_input_file(file), file);
+}
+
+FlowJob
+parse_flow_job(const std::string& text, const fs::path& file) {
+  const nlohmann::json j = config::parse_yaml(text, file.string(), job_schema());
   const fs::path dir = fs::absolute(file).parent_path();
   FlowJob job;
   job.source = fs::absolute(file).lexically_normal();
@@ -278,8 +284,10 @@ to_json(const FlowJob& job) {
             {"threads", job.threads}}}};
 }
 
+namespace {
+
 FlowJob
-flow_job_from_json(const nlohmann::json& j) {
+job_from_json(const nlohmann::json& j) {
   auto study_of = [](const nlohmann::json& s) {
     TuneStudy t;
     t.enabled = s.at("enabled").get<bool>();
@@ -322,6 +330,22 @@ flow_job_from_json(const nlohmann::json& j) {
   job.partition = j.at("executor").at("partition").get<std::string>();
   job.sbatch_args = j.at("executor").at("sbatch_args").get<std::vector<std::string>>();
   return job;
+}
+
+} // namespace
+
+FlowJob
+flow_job_from_json(const nlohmann::json& j) {
+  try {
+    FlowJob job = job_from_json(j);
+    if (job.slots < 1 || job.threads < 1 || job.retries < 0 || job.compress.trials < 1 || job.compress.recipes.empty())
+      throw InputError("not a flow job as optkit writes it (executor slots, threads and compress trials must be at "
+                       "least 1, retries at least 0, and there must be a recipe)");
+    return job;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(
+        fmt::format("not a flow job as optkit writes it ({}): rerun `optkit flow run JOB.yaml`", e.what()));
+  }
 }
 
 } // namespace optkit::flow

@@ -70,6 +70,8 @@ struct FlowJob {
 // Reads a job file, or a job bundled in profiles/flows by name, and validates its schema;
 // InputError "file:line:col: ..." on a malformed file.
 FlowJob load_flow_job(const std::string& name_or_path);
+// The same from the file's text; relative paths resolve against `file`'s folder.
+FlowJob parse_flow_job(const std::string& text, const std::filesystem::path& file);
 
 // Checks every reference before anything runs: the model folder, each recipe, the calibration
 // file, the suite and gate, each SLO expression, the serving profile, the spaces. InputError
@@ -77,6 +79,7 @@ FlowJob load_flow_job(const std::string& name_or_path);
 void validate_flow_job(const FlowJob& job);
 
 nlohmann::json to_json(const FlowJob& job);
+// The job as to_json() wrote it (an output folder's job.json); InputError when it is not.
 FlowJob flow_job_from_json(const nlohmann::json& j);
 
 } // namespace optkit::flow

@@ -306,7 +306,11 @@ load_saved_job(const fs::path& output) {
   if (!fs::is_regular_file(file))
     throw InputError(
         fmt::format("{}: no flow ran here (no job.json): give the output folder of a flow run", output.string()));
-  return flow_job_from_json(read_json_file(file));
+  try {
+    return flow_job_from_json(read_json_file(file));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file.string(), e.what()));
+  }
 }
 
 nlohmann::json

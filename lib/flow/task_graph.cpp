@@ -98,6 +98,8 @@ task_key(const FlowTask& task, const std::map<std::string, std::string>& keys_by
 
 GraphOutcome
 run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) {
+  if (options.slots < 1)
+    throw std::invalid_argument("run_task_graph: slots < 1");
   const Clock& clock = SystemClock::instance();
   const double start = clock.monotonic_seconds();
   GraphOutcome outcome;
