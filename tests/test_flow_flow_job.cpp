@@ -68,3 +68,16 @@ TEST_CASE("validation names the key and value of the first reference that does n
   CHECK_THROWS_WITH_AS(validate_flow_job(load_flow_job(write_job(dir, job_text("[delta_2of4_int4]")).string())),
                        doctest::Contains("a delta recipe"), InputError);
 }
+
+TEST_CASE("a job.json optkit did not write is an InputError, not a crash or a graph that never starts") {
+  test::ScratchDir dir;
+  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  const auto job = load_flow_job(write_job(dir, job_text("[int_w8a8]")).string());
+  auto j = to_json(job);
+  j["executor"]["slots"] = 0;
+  CHECK_THROWS_WITH_AS(flow_job_from_json(j), doctest::Contains("slots"), InputError);
+  j = to_json(job);
+  j["compress"].erase("recipes");
+  CHECK_THROWS_WITH_AS(flow_job_from_json(j), doctest::Contains("not a flow job as optkit writes it"), InputError);
+  CHECK_THROWS_AS(flow_job_from_json(nlohmann::json::array()), InputError);
+}
