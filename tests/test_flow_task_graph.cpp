@@ -134,5 +134,5 @@ TEST_CASE("an exit code the task declares an outcome (a failed gate) is a finish
   CHECK(outcome.finished.at("gate").exit_code == 1);
   CHECK(outcome.finished.at("gate").output.at("passed") == false);
   REQUIRE(outcome.failed.count("not-json") == 1);
-  CHECK(outcome.failed.at("not-json").find("not JSON") != std::string::npos);
+  CHECK(outcome.failed.at("not-json").find("no JSON result") != std::string::npos);
 }

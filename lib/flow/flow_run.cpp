@@ -192,9 +192,15 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
         if (g == g1.finished.end()) {
           trial.status = "failed: evaluation: " + g1.failed.at(gate_name(recipe, t));
         } else {
-          const auto& gate = g->second.output.at("candidates").at(0).at("gate");
+          const auto& candidates = g->second.output.value("candidates", nlohmann::json::array());
+          if (candidates.empty() || !candidates[0].is_object() || !candidates[0].contains("gate")) {
+            trial.status = "failed: evaluation printed no gate result";
+            outcome.trials.push_back(trial);
+            continue;
+          }
+          const auto& gate = candidates[0].at("gate");
           trial.gate_margin = gate_margin(gate);
-          trial.quality = quality_lines(g->second.output.at("candidates").at(0), gate);
+          trial.quality = quality_lines(candidates[0], gate);
           for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
             trial.gate_lines.push_back(rule.value("line", ""));
             if (!rule.value("passed", false))
@@ -222,12 +228,18 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     if (m > bm + 1e-12 || (std::abs(m - bm) <= 1e-12 && loss < bloss))
       outcome.chosen = i;
   }
+  const bool any_gated = std::any_of(outcome.trials.begin(), outcome.trials.end(), [](const CompressTrial& t) {
+    return t.status == "passed" || t.status == "failed gate";
+  });
+  if (!any_gated) // nothing reached a gate decision: a failure of the machinery, not of the models
+    throw RuntimeFailure(fmt::format("every compression trial failed before its gate decision; trial {} {}: {}",
+                                     outcome.trials.front().recipe, outcome.trials.front().trial,
+                                     outcome.trials.front().status));
   if (!outcome.chosen) {
     outcome.status = "gate failed";
     std::vector<std::string> lines(failed_rules.begin(), failed_rules.end());
-    outcome.message =
-        fmt::format("no compression trial passed the quality gate {} (no bench was run): {}", job.gate.gate,
-                    lines.empty() ? "every trial failed to run" : fmt::format("{}", fmt::join(lines, "; ")));
+    outcome.message = fmt::format("no compression trial passed the quality gate {} (no bench was run): {}",
+                                  job.gate.gate, fmt::join(lines, "; "));
     finish_timing(outcome, start);
     return outcome;
   }

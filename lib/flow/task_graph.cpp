@@ -148,7 +148,14 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
           options.run_id, options.first_trial_index + (task - tasks.data()), r.attempt,
           {{"task", task->name}, {"stage", task->stage}, {"key", r.key}, {"argv", command}});
     r.started = clock.monotonic_seconds();
-    r.attempt_run = start_attempt(options.executable, args, r.dir, task->name, options.slurm);
+    try {
+      r.attempt_run = start_attempt(options.executable, args, r.dir, task->name, options.slurm);
+    } catch (const std::exception& e) {
+      if (options.archive)
+        options.archive->finish_trial(
+            r.trial_id, proc::TrialEnd{proc::TrialStatus::failed, std::nullopt, std::nullopt, nullptr, e.what()});
+      throw;
+    }
     if (options.on_started)
       options.on_started(task->name, r.attempt);
     running.push_back(std::move(r));
@@ -205,9 +212,9 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
       std::string error;
       if (exited && task.finished_exits.count(code)) {
         const std::string text = read_text(it->dir / "stdout.json");
-        result.output = text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
-        if (result.output.is_discarded())
-          error = "its output is not JSON (see " + (it->dir / "stdout.json").string() + ")";
+        result.output = nlohmann::json::parse(text, nullptr, false);
+        if (!result.output.is_object()) // every stage command prints one JSON object (--format json)
+          error = "it printed no JSON result (see " + (it->dir / "stdout.json").string() + ")";
       } else {
         error = fmt::format("{}: {}", status->how, last_line(it->dir / "log.txt"));
       }
