@@ -267,7 +267,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     const auto binding = outcome.bench.value("binding", nlohmann::json());
     outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}",
                                   outcome.trials[*outcome.chosen].recipe, outcome.trials[*outcome.chosen].trial,
-                                  binding.is_string() ? ": binding SLO " + binding.get<std::string>() : "");
+                                  binding.is_string() ? ": " + binding.get<std::string>() : "");
     finish_timing(outcome, start);
     return outcome;
   }

@@ -144,6 +144,18 @@ expect_eq "$(sql "SELECT status FROM runs WHERE command='flow run' ORDER BY id D
 sleep 0.2
 pgrep -f -- "--model $SCRATCH/interrupted/" >/dev/null && fail "an interrupted flow left a child behind"
 
+# SLOs no rate can meet: exit 1 naming the binding SLO, no live study, no package. The first wave
+# is the reference's (its tasks' keys do not depend on the SLOs), so only the bench runs.
+sed 's/e2e:p95<=30s/ttft:p50<=1us/' "$SCRATCH/job.yaml" >"$SCRATCH/infeasible.yaml"
+mkdir "$SCRATCH/infeasible"
+cp -r "$SCRATCH/ref/work" "$SCRATCH/infeasible/work"
+run flow run "$SCRATCH/infeasible.yaml" -o "$SCRATCH/infeasible" --format json
+expect_rc 1
+expect_err_has "cannot meet the SLOs at any rate: SLO ttft:p50<=1us violated"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["status"] == "SLO infeasible" and d["reused_tasks"] == 6, d' \
+  "$OUT" || fail "infeasible flow: $OUT"
+[ -e "$SCRATCH/infeasible/package" ] && fail "a package was written for an infeasible SLO"
+
 # A gate no trial can pass: exit 1 before any bench, the failed rule named, the stages that ran archived.
 cat >"$SCRATCH/strict.yaml" <<'YAML'
 rules:
