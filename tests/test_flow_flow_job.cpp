@@ -71,7 +71,8 @@ TEST_CASE("validation names the key and value of the first reference that does n
 
 TEST_CASE("a job.json optkit did not write is an InputError, not a crash or a graph that never starts") {
   test::ScratchDir dir;
-  std::ofstream(dir / "gate.yaml") << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  std::ofstream(dir / "gate.yaml")
+      << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
   const auto job = load_flow_job(write_job(dir, job_text("[int_w8a8]")).string());
   auto j = to_json(job);
   j["executor"]["slots"] = 0;
