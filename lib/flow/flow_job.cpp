@@ -66,7 +66,10 @@ job_schema() {
                   config::number_field("min_trial_seconds", "shortest open-loop trial", 0.1, 3600),
                   config::number_field("max_trials", "open-loop trials at most", 1, 100),
                   config::number_field("beta_tolerance", "accepted |1 - beta| of the steady-state test", 0, 1),
-                  Field{"baseline", Type::boolean, false, "also certify the uncompressed model, for comparison"}}};
+                  Field{"baseline", Type::boolean, false, "also certify the uncompressed model, for comparison"},
+                  config::number_field("max_dispatch_lag_ms",
+                                       "the load generator's p99 lag bound, bench and live study (default: bench's)",
+                                       0.001, 60000)}};
     Schema tune{
         "tune",
         {config::object_field("sim", "a study on the discrete-event simulator", study_schema("tune.sim")),
@@ -188,6 +191,7 @@ parse_flow_job(const std::string& text, const fs::path& file) {
   job.bench.max_trials = b.value("max_trials", job.bench.max_trials);
   job.bench.beta_tolerance = b.value("beta_tolerance", job.bench.beta_tolerance);
   job.bench.baseline = b.value("baseline", false);
+  job.bench.max_dispatch_lag_ms = b.value("max_dispatch_lag_ms", 0.0);
   if (j.contains("tune")) {
     const auto& t = j.at("tune");
     if (t.contains("sim"))
@@ -272,7 +276,8 @@ to_json(const FlowJob& job) {
             {"min_trial_seconds", job.bench.min_trial_seconds},
             {"max_trials", job.bench.max_trials},
             {"beta_tolerance", job.bench.beta_tolerance},
-            {"baseline", job.bench.baseline}}},
+            {"baseline", job.bench.baseline},
+            {"max_dispatch_lag_ms", job.bench.max_dispatch_lag_ms}}},
           {"tune", {{"sim", study_json(job.tune_sim)}, {"live", study_json(job.tune_live)}}},
           {"live_engine_args", job.live_engine_args},
           {"executor",
@@ -319,7 +324,8 @@ job_from_json(const nlohmann::json& j) {
                b.at("min_trial_seconds").get<double>(),
                b.at("max_trials").get<int>(),
                b.at("beta_tolerance").get<double>(),
-               b.value("baseline", false)};
+               b.value("baseline", false),
+               b.value("max_dispatch_lag_ms", 0.0)};
   job.tune_sim = study_of(j.at("tune").at("sim"));
   job.tune_live = study_of(j.at("tune").at("live"));
   job.live_engine_args = j.at("live_engine_args").get<std::vector<std::string>>();

@@ -37,7 +37,8 @@ struct BenchStage {
   double min_trial_seconds = 1;
   int max_trials = 4;
   double beta_tolerance = 0.3;
-  bool baseline = false; // also certify the uncompressed model, for comparison
+  bool baseline = false;          // also certify the uncompressed model, for comparison
+  double max_dispatch_lag_ms = 0; // the load generator's p99 lag bound (0: bench's own default)
 };
 
 struct TuneStudy {

@@ -41,9 +41,16 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
       o.trials.size(), job.gate.gate, job.gate.suite, chosen.recipe, chosen.trial, chosen.seed,
       optional_number(chosen.gate_margin), optional_number(chosen.calibration_loss)));
   summary.paragraphs.push_back(fmt::format(
-      "Certified rate under {}: **{} req/s** (β = {}, {}).", fmt::join(job.bench.slos, ", "),
-      number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
-      number(o.bench.value("beta", nlohmann::json()), "{:.3f}"), o.bench.value("stop_reason", std::string("–"))));
+      "Certified rate under {}: **{} req/s** (β = {}, {}; trials count only while the load generator's p99 "
+      "dispatch lag stays within {} ms).",
+      fmt::join(job.bench.slos, ", "), number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
+      number(o.bench.value("beta", nlohmann::json()), "{:.3f}"), o.bench.value("stop_reason", std::string("–")),
+      o.bench.contains("generator_ceiling") && o.bench["generator_ceiling"].is_object()
+          ? optional_number(o.bench["generator_ceiling"].value("lag_bound_s", nlohmann::json()).is_number()
+                                ? std::optional<double>(o.bench["generator_ceiling"]["lag_bound_s"].get<double>() * 1e3)
+                                : std::nullopt,
+                            "{:.4g}")
+          : "–"));
   if (o.bench_baseline.is_object())
     summary.paragraphs.push_back(
         fmt::format("The uncompressed model under the same SLOs and profile: {} req/s ({}).",
@@ -69,17 +76,22 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
 
   Section bench{"SLO certification (OptiKit Algorithm 1)",
                 {},
-                {"phase", "rate req/s", "passed", "requests", "e2e p50 s", "ttft p50 s", "note"},
+                {"phase", "rate req/s", "passed", "requests", "e2e p50 s", "ttft p50 s", "β", "stable", "why not"},
                 {},
                 {}};
   for (const auto& t : o.bench.value("trials", nlohmann::json::array())) {
     const auto& s = t.value("summary", nlohmann::json::object());
-    bench.rows.push_back({t.value("phase", ""), number(t.value("rate", nlohmann::json()), "{:.3g}"),
-                          t.value("passed", false) ? "yes" : "no",
-                          number(s.value("requests", nlohmann::json()), "{:.0f}"),
-                          number(s.contains("e2e_s") ? s["e2e_s"].value("p50", nlohmann::json()) : nlohmann::json()),
-                          number(s.contains("ttft_s") ? s["ttft_s"].value("p50", nlohmann::json()) : nlohmann::json()),
-                          t.value("reason", std::string())});
+    const auto& steady = s.value("steady_state", nlohmann::json::object()).is_object()
+                             ? s.value("steady_state", nlohmann::json::object())
+                             : nlohmann::json::object();
+    bench.rows.push_back(
+        {t.value("phase", ""), number(t.value("rate", nlohmann::json()), "{:.3g}"),
+         t.value("passed", false) ? "yes" : "no", number(s.value("requests", nlohmann::json()), "{:.0f}"),
+         number(s.contains("e2e_s") ? s["e2e_s"].value("p50", nlohmann::json()) : nlohmann::json()),
+         number(s.contains("ttft_s") ? s["ttft_s"].value("p50", nlohmann::json()) : nlohmann::json()),
+         number(steady.value("beta", nlohmann::json()), "{:.3f}"),
+         steady.value("stable", nlohmann::json()).is_boolean() ? (steady["stable"].get<bool>() ? "yes" : "no") : "–",
+         s.value("failure", nlohmann::json()).is_string() ? s["failure"].get<std::string>() : ""});
   }
   out.push_back(bench);
 

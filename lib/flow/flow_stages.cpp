@@ -68,12 +68,15 @@ study_task(const FlowJob& job, const TuneStudy& study, const std::string& name, 
             {"objective", study.objective},
             {"slo", study.objective == "certified" ? job.bench.slos : std::vector<std::string>{}},
             {"engine_args", live ? job.live_engine_args : std::vector<std::string>{}},
+            {"max_dispatch_lag_ms", live ? job.bench.max_dispatch_lag_ms : 0.0},
             {"seed", job.compress.seed}};
   t.finished_exits = {0, 1}; // 1: no configuration met the SLO — an outcome
   t.command = [job, study, model_task, live](const fs::path&, const std::map<std::string, TaskResult>& results) {
     std::vector<std::string> argv = {"tune", "--engine", live ? "optkit" : "sim"};
     if (live)
-      argv.insert(argv.end(), {"--model", model_of(results, model_task).string(), "--max-dispatch-lag-ms", "1000"});
+      argv.insert(argv.end(), {"--model", model_of(results, model_task).string()});
+    if (live && job.bench.max_dispatch_lag_ms > 0)
+      argv.insert(argv.end(), {"--max-dispatch-lag-ms", fmt::format("{}", job.bench.max_dispatch_lag_ms)});
     argv.insert(argv.end(),
                 {"--space", study.space, "--optimizer", study.optimizer, "--trials", std::to_string(study.trials),
                  "--seed", std::to_string(job.compress.seed), "--format", "json"});
@@ -188,9 +191,13 @@ bench_task(const FlowJob& job, const std::string& name, const std::string& model
   b.stage = "bench";
   if (!model_task.empty())
     b.reads = {model_task};
-  b.spec = {{"profile", job.bench.profile},         {"slo", job.bench.slos},
-            {"engine_args", job.bench.engine_args}, {"min_trial_seconds", job.bench.min_trial_seconds},
-            {"max_trials", job.bench.max_trials},   {"beta_tolerance", job.bench.beta_tolerance}};
+  b.spec = {{"profile", job.bench.profile},
+            {"max_dispatch_lag_ms", job.bench.max_dispatch_lag_ms},
+            {"slo", job.bench.slos},
+            {"engine_args", job.bench.engine_args},
+            {"min_trial_seconds", job.bench.min_trial_seconds},
+            {"max_trials", job.bench.max_trials},
+            {"beta_tolerance", job.bench.beta_tolerance}};
   if (model_task.empty())
     b.spec["model"] = model_fingerprint(job.model);
   b.finished_exits = {0, 1}; // 1: infeasible — an outcome
@@ -210,14 +217,14 @@ bench_task(const FlowJob& job, const std::string& name, const std::string& model
                                      "--beta-tolerance",
                                      fmt::format("{}", job.bench.beta_tolerance),
                                      "--no-calibration",
-                                     "--max-dispatch-lag-ms",
-                                     "1000",
                                      "--svg",
                                      (dir / "plots").string(),
                                      "--format",
                                      "json"};
     for (const auto& slo : job.bench.slos)
       argv.insert(argv.end(), {"--slo", slo});
+    if (job.bench.max_dispatch_lag_ms > 0)
+      argv.insert(argv.end(), {"--max-dispatch-lag-ms", fmt::format("{}", job.bench.max_dispatch_lag_ms)});
     for (const auto& a : job.bench.engine_args)
       argv.push_back("--engine-arg=" + a);
     return argv;

@@ -19,7 +19,8 @@ name: small
 model: $data/models/tiny-arith
 compress: {recipes: [int_w8a8], trials: 2, calib: $data/corpora/english.calib.txt, samples: 16, seq_len: 64, seed: 5}
 gate: {suite: arith, rules: gate.yaml, limit: 30}
-bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9}
+bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9,
+  max_dispatch_lag_ms: 1000}
 tune: {sim: {space: sim-serving, optimizer: random, trials: 3}}
 executor: {slots: 2, threads: 1}
 YAML
@@ -57,6 +58,8 @@ p = Refs(); p.feed(open(os.path.join(pkg, "report.html")).read())
 assert p.refs == [], p.refs   # no external asset: it opens anywhere
 html = open(os.path.join(pkg, "report.html")).read()
 assert "Compression trials and the quality gate" in html and "SLO certification" in html
+md = open(os.path.join(pkg, "report.md")).read()
+assert "| β | stable | why not |" in md and "recovery [95 % CI]" in md, md   # β per certification trial
 m = json.load(open(os.path.join(pkg, "manifest.json")))
 assert m["files"]["model/model.safetensors"], m
 lineage = json.load(open(os.path.join(pkg, "lineage.json")))
@@ -177,7 +180,7 @@ expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$failed_run")" 4 # ba
 # The same pipeline as a Makefile (profiles/flows/tiny-arith.mk): each stage an ordinary
 # subcommand, make stops on a failed gate.
 make_args=(-s -C "$OPTKIT_SOURCE_DIR" -f profiles/flows/tiny-arith.mk OPTKIT="$OPTKIT" OUT="$SCRATCH/mk" SEEDS=1 LIMIT=20
-  SLO='e2e:p95<=30s' BENCH_FLAGS='--min-trial-seconds 0.5 --max-trials 1 --beta-tolerance 0.9'
+  SLO='e2e:p95<=30s' BENCH_FLAGS='--min-trial-seconds 0.5 --max-trials 1 --beta-tolerance 0.9 --max-dispatch-lag-ms 1000'
   TUNE_FLAGS='--optimizer random --trials 2 --top-k 0 --goodput-requests 16 --max-dispatch-lag-ms 1000')
 make "${make_args[@]}" >"$SCRATCH/make.log" 2>&1 || fail "make: $(cat "$SCRATCH/make.log")"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["best"]["launch"].startswith("optkit serve-deltas"), d' \

@@ -22,7 +22,8 @@ name: slurm-check
 model: $data/models/tiny-arith
 compress: {recipes: [int_w8a8], trials: 2, calib: $data/corpora/english.calib.txt, samples: 16, seq_len: 64, seed: 3}
 gate: {suite: arith, rules: gate.yaml, limit: 20}
-bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9}
+bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9,
+  max_dispatch_lag_ms: 1000}
 executor: {kind: $2, slots: 2, threads: 1}
 YAML
 }
