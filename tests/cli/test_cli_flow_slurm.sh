@@ -31,13 +31,15 @@ write_job "$SCRATCH/local.yaml" local
 write_job "$SCRATCH/slurm.yaml" slurm
 model_digest() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["recipe"], m["trial"], m["files"]["model/model.safetensors"])' "$1/package/manifest.json"; }
 
-run --quiet flow run "$SCRATCH/local.yaml" -o "$SCRATCH/local"
-expect_rc 0
-reference=$(model_digest "$SCRATCH/local")
-
 run --quiet flow run "$SCRATCH/slurm.yaml" -o "$SCRATCH/slurm" --format json
 expect_rc 0
-expect_eq "$(model_digest "$SCRATCH/slurm")" "$reference"
+reference=$(model_digest "$SCRATCH/slurm")
+# The same job run locally chooses the same model (left to Release: the sanitizer build serves ~10x slower).
+if ! ldd "$OPTKIT" | grep -q libasan; then
+  run --quiet flow run "$SCRATCH/local.yaml" -o "$SCRATCH/local"
+  expect_rc 0
+  expect_eq "$(model_digest "$SCRATCH/local")" "$reference"
+fi
 for dir in "$SCRATCH"/slurm/work/*/; do
   [ -s "$dir/slurm_job" ] && [ -s "$dir/exit_code" ] || fail "task folder $dir was not run as a Slurm job"
 done
