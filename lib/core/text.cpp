@@ -156,4 +156,16 @@ csv_field(std::string_view value) {
   return out;
 }
 
+std::string
+shell_quote(const std::string& word) {
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") ==
+          std::string::npos)
+    return word;
+  std::string out = "'";
+  for (char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 } // namespace optkit

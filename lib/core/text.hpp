@@ -38,4 +38,8 @@ std::string signal_name(int signal);
 // Quotes a field for CSV (RFC 4180) when it holds a comma, quote or line break.
 std::string csv_field(std::string_view value);
 
+// A word as sh reads it back unchanged: as is when it has no character the shell treats
+// specially, else single-quoted.
+std::string shell_quote(const std::string& word);
+
 } // namespace optkit

@@ -1,8 +1,7 @@
 #include "engines/engine_adapter.hpp"
 
-#include "proc/slurm_jobs.hpp"
-
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -246,13 +245,13 @@ std::string
 CommandLine::render() const {
   std::string text;
   for (const auto& word : program)
-    text += (text.empty() ? "" : " ") + proc::shell_quote(word);
+    text += (text.empty() ? "" : " ") + shell_quote(word);
   for (const auto& group : groups) {
     if (group.empty())
       continue;
     text += " \\\n   ";
     for (const auto& word : group)
-      text += " " + proc::shell_quote(word);
+      text += " " + shell_quote(word);
   }
   return text;
 }

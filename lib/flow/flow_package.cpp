@@ -5,9 +5,9 @@
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 #include "engines/engine_adapter.hpp"
 #include "flow/flow_report.hpp"
-#include "proc/slurm_jobs.hpp"
 
 #include <fmt/format.h>
 
@@ -45,7 +45,7 @@ write_package(const FlowJob& job, const FlowOutcome& outcome, archive::RunArchiv
   const auto launch = launch_argv(job, outcome);
   std::string command;
   for (const auto& a : launch)
-    command += (command.empty() ? "" : " ") + proc::shell_quote(a);
+    command += (command.empty() ? "" : " ") + shell_quote(a);
   const std::string script =
       "#!/bin/sh\n# optkit flow: serve the chosen model with the tuned knobs\ncd \"$(dirname \"$0\")/..\" "
       "&& exec " +

@@ -156,8 +156,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
                              r.reused ? ", reused" : "");
   };
   options.on_started = [&](const std::string& task, int attempt) {
-    // Long single tasks (bench, the live study) would otherwise leave the terminal silent.
-    if (context.show_progress && (task == "bench" || task == "tune-live" || attempt > 1))
+    if (context.show_progress)
       std::cerr << fmt::format("flow: {} started{}\n", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : "");
   };
   const double start = SystemClock::instance().monotonic_seconds();

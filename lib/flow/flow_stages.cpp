@@ -71,6 +71,7 @@ study_task(const FlowJob& job, const TuneStudy& study, const std::string& name, 
             {"max_dispatch_lag_ms", live ? job.bench.max_dispatch_lag_ms : 0.0},
             {"seed", job.compress.seed}};
   t.finished_exits = {0, 1}; // 1: no configuration met the SLO — an outcome
+  t.announce_start = live;
   t.command = [job, study, model_task, live](const fs::path&, const std::map<std::string, TaskResult>& results) {
     std::vector<std::string> argv = {"tune", "--engine", live ? "optkit" : "sim"};
     if (live)
@@ -201,6 +202,7 @@ bench_task(const FlowJob& job, const std::string& name, const std::string& model
   if (model_task.empty())
     b.spec["model"] = model_fingerprint(job.model);
   b.finished_exits = {0, 1}; // 1: infeasible — an outcome
+  b.announce_start = true;
   b.command = [job, model_task](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
     const std::string model = model_task.empty() ? job.model : model_of(results, model_task).string();
     std::vector<std::string> argv = {"bench",

@@ -2,6 +2,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/clock.hpp"
+#include "core/text.hpp"
 #include "proc/child_process.hpp"
 #include "proc/slurm_jobs.hpp"
 
@@ -37,10 +38,10 @@ public:
   SlurmAttempt(const fs::path& executable, const std::vector<std::string>& args, const fs::path& dir,
                const std::string& task_name, const SlurmSettings& settings)
       : m_dir(dir), m_poll_s(settings.poll_s) {
-    std::string command = proc::shell_quote(executable.string());
+    std::string command = shell_quote(executable.string());
     for (const auto& a : args)
-      command += " " + proc::shell_quote(a);
-    const std::string q = proc::shell_quote(dir.string());
+      command += " " + shell_quote(a);
+    const std::string q = shell_quote(dir.string());
     // The exit code lands in the folder atomically; a job killed before it has none.
     const std::string wrap = fmt::format("cd {} && {{ {} >stdout.json 2>log.txt; echo $? >exit_code.tmp && mv "
                                          "exit_code.tmp exit_code; }}",

@@ -6,6 +6,7 @@
 #include "core/interrupt.hpp"
 #include "core/sha256.hpp"
 #include "flow/task_attempt.hpp"
+#include "proc/child_process.hpp"
 
 #include <fmt/format.h>
 
@@ -61,18 +62,6 @@ read_text(const fs::path& file) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The last non-empty line of a child's log: what it said when it failed.
-std::string
-last_line(const fs::path& log) {
-  const std::string text = read_text(log);
-  std::string last;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.find_first_not_of(" \t\r") != std::string::npos)
-      last = line;
-  return last;
 }
 
 struct Running {
@@ -156,7 +145,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
             r.trial_id, proc::TrialEnd{proc::TrialStatus::failed, std::nullopt, std::nullopt, nullptr, e.what()});
       throw;
     }
-    if (options.on_started)
+    if (options.on_started && (task->announce_start || r.attempt > 1))
       options.on_started(task->name, r.attempt);
     running.push_back(std::move(r));
   };
@@ -216,7 +205,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
         if (!result.output.is_object()) // every stage command prints one JSON object (--format json)
           error = "it printed no JSON result (see " + (it->dir / "stdout.json").string() + ")";
       } else {
-        error = fmt::format("{}: {}", status->how, last_line(it->dir / "log.txt"));
+        error = fmt::format("{}: {}", status->how, proc::log_tail(it->dir / "log.txt", 1));
       }
       const bool transient = !exited || code == 3;
       if (options.archive)

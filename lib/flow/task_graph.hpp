@@ -43,6 +43,7 @@ struct FlowTask {
                                          const std::map<std::string, TaskResult>& results)>
       command;
   std::set<int> finished_exits = {0}; // exit codes that are an outcome, not a failure
+  bool announce_start = false;        // a long task: progress says when it starts, not only when it ends
 };
 
 struct GraphOptions {
@@ -56,7 +57,7 @@ struct GraphOptions {
   std::int64_t run_id = 0;
   std::int64_t first_trial_index = 0;        // archive trial index of the first task (graphs of one run follow on)
   std::map<std::string, TaskResult> earlier; // results of graphs run before this one, readable by its tasks
-  // Called when a task's child starts (attempt 1, 2, ...), for progress.
+  // Called when a task that announces its start, or a retry of any task, starts: progress.
   std::function<void(const std::string& task, int attempt)> on_started;
   // Called when a task finished (or was found finished), for progress.
   std::function<void(const TaskResult&, std::size_t done, std::size_t total)> on_finished;

@@ -7,6 +7,8 @@
 #include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include <csignal>
 #include <cstdlib>
 #include <string.h>
@@ -87,6 +89,16 @@ find_on_path(const std::string& program) {
     start = end + 1;
   }
   return std::nullopt;
+}
+
+std::string
+log_tail(const std::filesystem::path& file, std::size_t lines) {
+  std::ifstream in(file);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);)
+    all.push_back(line);
+  const std::size_t from = all.size() > lines ? all.size() - lines : 0;
+  return join(std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end()), " | ");
 }
 
 template <class... Redirects>

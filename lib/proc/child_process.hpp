@@ -25,6 +25,9 @@ std::optional<std::filesystem::path> find_on_path(const std::string& program);
 // "exit 3", "SIGSEGV".
 std::string describe(const ExitStatus& status);
 
+// The last `lines` lines of a child's log joined by " | " (why it failed, in one error line).
+std::string log_tail(const std::filesystem::path& file, std::size_t lines);
+
 class ChildProcess {
 public:
   // Starts `executable args...` with `extra_env` added to this process's environment. Throws

@@ -38,28 +38,6 @@ run_command(const std::string& program, const std::vector<std::string>& args, co
 } // namespace
 
 std::string
-shell_quote(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") ==
-          std::string::npos)
-    return word;
-  std::string out = "'";
-  for (char c : word)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string
-log_tail(const std::filesystem::path& file, std::size_t lines) {
-  std::ifstream in(file);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(in, line);)
-    all.push_back(line);
-  const std::size_t from = all.size() > lines ? all.size() - lines : 0;
-  return join(std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end()), " | ");
-}
-
-std::string
 submit_batch_job(const BatchJob& job, const std::filesystem::path& scratch) {
   std::vector<std::string> args{"--parsable", "--job-name", job.name, "--output", job.log.string(), "--ntasks", "1"};
   if (!job.partition.empty())

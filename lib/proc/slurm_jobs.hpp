@@ -28,11 +28,4 @@ std::optional<std::string> batch_job_final_state(const std::string& id, const st
 
 void cancel_batch_jobs(const std::vector<std::string>& ids, const std::filesystem::path& scratch);
 
-// A word as sh reads it back unchanged: as is when it has no character the shell treats
-// specially, else single-quoted.
-std::string shell_quote(const std::string& word);
-
-// The last `lines` lines of a file joined by " | " (a failed job's log, in one error line).
-std::string log_tail(const std::filesystem::path& file, std::size_t lines);
-
 } // namespace optkit::proc

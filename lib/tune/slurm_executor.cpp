@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/text.hpp"
+#include "proc/child_process.hpp"
 #include "proc/slurm_jobs.hpp"
 #include "proc/worker_spec.hpp"
 #include "tune/trial_executor.hpp"
@@ -20,8 +21,6 @@
 namespace optkit::tune {
 
 namespace {
-
-using proc::shell_quote;
 
 class SlurmExecutor final : public TrialExecutor {
 public:
