@@ -1,6 +1,7 @@
 // The AVX-512 panel GEMMs against a float64 reference on awkward shapes (K not a multiple of 32,
 // activation and weight rows not multiples of the register tile or the 32-row panel, K spanning
-// several packed blocks): BF16 `split` and F32 within fp32 accuracy, BF16 `rounded` the product of
+// several packed blocks; with and without whole 32-row panels and 16-row AMX tiles), on the CPU's
+// fastest kernel and on the AVX-512 one: BF16 `split` and F32 within fp32 accuracy, BF16 `rounded` the product of
 // BF16-rounded activations. On a CPU without the instructions (or OPTKIT_CPU_BASELINE=1, or a
 // portable build) the kernels are not offered, which is checked instead.
 #include "model/dtype.hpp"
@@ -57,7 +58,8 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const Case c : {Case{1, 5, 32}, Case{4, 6, 64}, Case{7, 13, 37}, Case{12, 50, 100}, Case{9, 7, 1},
-                       Case{33, 19, 256}, Case{5, 11, 95}, Case{13, 70, 600}, Case{45, 70, 600}}) {
+                       Case{33, 19, 256}, Case{5, 11, 95}, Case{13, 70, 600}, Case{45, 70, 600}, Case{50, 96, 300},
+                       Case{32, 64, 512}, Case{17, 33, 64}}) {
     CAPTURE(c.m);
     CAPTURE(c.rows);
     CAPTURE(c.cols);
@@ -75,20 +77,25 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
         continue;
       const bool rounded = product == PanelProduct::bf16_rounded;
       CAPTURE(static_cast<int>(product));
-      const auto packed = pack_activations(x.data(), c.m, c.cols, product);
-      std::vector<float> y(static_cast<std::size_t>(c.m * c.rows), -1.0f);
-      // Two calls over a split of W's rows, as two threads would make them.
-      const std::int64_t half = c.rows / 2;
-      for (const auto& [r0, r1] : {std::pair{std::int64_t{0}, half}, std::pair{half, c.rows}}) {
-        if (product == PanelProduct::f32)
-          panel_gemm_rows(w32.data(), r0, r1, packed, y.data(), c.rows);
-        else
-          panel_gemm_rows(w.data(), r0, r1, packed, y.data(), c.rows);
+      // The CPU's fastest kernel (AMX where it has it) and the AVX-512 one.
+      for (const auto kernel : {*panel_gemm_kernel(product), PanelKernel::avx512}) {
+        CAPTURE(static_cast<int>(kernel));
+        auto packed = pack_activations(x.data(), c.m, c.cols, product);
+        packed.kernel = kernel;
+        std::vector<float> y(static_cast<std::size_t>(c.m * c.rows), -1.0f);
+        // Two calls over a split of W's rows, as two threads would make them.
+        const std::int64_t half = c.rows / 2;
+        for (const auto& [r0, r1] : {std::pair{std::int64_t{0}, half}, std::pair{half, c.rows}}) {
+          if (product == PanelProduct::f32)
+            panel_gemm_rows(w32.data(), r0, r1, packed, y.data(), c.rows);
+          else
+            panel_gemm_rows(w.data(), r0, r1, packed, y.data(), c.rows);
+        }
+        // fp32 accumulation: a few ulps of the product's scale. Split activations keep ~16 bits.
+        CHECK(worst_error(y, w, x, c, rounded) < (rounded ? 1e-6 : 2e-5));
+        if (product == PanelProduct::bf16_split) // and rounding them would be visibly worse
+          CHECK(worst_error(y, w, x, c, true) > 1e-4);
       }
-      // fp32 accumulation: a few ulps of the product's scale. Split activations keep ~16 bits.
-      CHECK(worst_error(y, w, x, c, rounded) < (rounded ? 1e-6 : 2e-5));
-      if (product == PanelProduct::bf16_split) // and rounding them would be visibly worse
-        CHECK(worst_error(y, w, x, c, true) > 1e-4);
     }
   }
   // F32 weights with a BF16 encoding (or the reverse) are a programming error, refused.

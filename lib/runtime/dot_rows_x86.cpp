@@ -1,6 +1,6 @@
-// AVX2 + FMA + F16C row-dot kernels (x86-64 builds only; see dot_rows.hpp). OPTKIT_CPU_BASELINE=1
-// in the environment selects the portable loops on such a CPU (the tests run the oracle
-// comparison both ways).
+// AVX2 + FMA + F16C row-dot kernels, and AVX-512F for one activation row (batch-1 decode), chosen
+// by CPUID (x86-64 builds only; see dot_rows.hpp). OPTKIT_CPU_BASELINE=1 in the environment selects
+// the portable loops on such a CPU (the tests run the oracle comparison both ways).
 #include "runtime/dot_rows.hpp"
 
 #include <algorithm>
@@ -8,6 +8,13 @@
 #include <cstdlib>
 #include <immintrin.h>
 #include <string_view>
+
+// GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
+// -Wuninitialized reports once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace optkit::runtime {
 
@@ -101,6 +108,71 @@ dot_rows_avx2(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, c
   }
 }
 
+// --- AVX-512F: batch-1 decode (one activation row), where W streams from memory once per token.
+#define OPTKIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+OPTKIT_AVX512 inline __m512
+load16(const float* p, __mmask16 valid) {
+  return _mm512_maskz_loadu_ps(valid, p);
+}
+OPTKIT_AVX512 inline __m512
+load16(const Bf16* p, __mmask16 valid) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(valid, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+OPTKIT_AVX512 inline __m512
+load16(const F16* p, __mmask16 valid) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, p));
+}
+
+inline __mmask16
+first_lanes(std::int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
+}
+
+// y[r .. r + R) = W[r .. r + R) · x: R rows of W stream side by side against one load of x, two
+// accumulators per row (2R independent FMA chains), a masked tail for any cols.
+template <std::size_t R, typename T>
+OPTKIT_AVX512 void
+dot_row_group_avx512(const T* w, std::int64_t cols, std::int64_t r, const float* x, float* y) {
+  __m512 acc[R][2];
+  for (std::size_t k = 0; k < R; ++k)
+    acc[k][0] = acc[k][1] = _mm512_setzero_ps();
+  for (std::int64_t c = 0; c < cols; c += 32) {
+    const __mmask16 m0 = first_lanes(cols - c), m1 = first_lanes(cols - c - 16);
+    const __m512 x0 = _mm512_maskz_loadu_ps(m0, x + c), x1 = _mm512_maskz_loadu_ps(m1, x + c + 16);
+    for (std::size_t k = 0; k < R; ++k) {
+      const T* wr = w + (r + static_cast<std::int64_t>(k)) * cols + c;
+      acc[k][0] = _mm512_fmadd_ps(load16(wr, m0), x0, acc[k][0]);
+      acc[k][1] = _mm512_fmadd_ps(load16(wr + 16, m1), x1, acc[k][1]);
+    }
+  }
+  for (std::size_t k = 0; k < R; ++k)
+    y[r + static_cast<std::int64_t>(k)] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]));
+}
+
+template <typename T>
+OPTKIT_AVX512 void
+dot_rows_avx512_single(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, float* y) {
+  std::int64_t r = r0;
+  for (; r + 8 <= r1; r += 8)
+    dot_row_group_avx512<8>(w, cols, r, x, y);
+  for (; r < r1; ++r)
+    dot_row_group_avx512<1>(w, cols, r, x, y);
+}
+
+bool
+cpu_has_avx512() {
+  static const bool has = [] {
+    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
+    if (baseline && std::string_view(baseline) == "1")
+      return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return has;
+}
+
 bool
 cpu_has_avx2() {
   static const bool has = [] {
@@ -120,7 +192,9 @@ template <typename T>
 void
 dot_rows(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
          std::int64_t ldy) {
-  if (cpu_has_avx2())
+  if (m == 1 && cpu_has_avx512())
+    dot_rows_avx512_single(w, cols, r0, r1, x, y);
+  else if (cpu_has_avx2())
     dot_rows_avx2(w, cols, r0, r1, x, m, y, ldy);
   else
     dot_rows_loops(w, cols, r0, r1, x, m, y, ldy);
@@ -134,7 +208,7 @@ template void dot_rows(const F16*, std::int64_t, std::int64_t, std::int64_t, con
 
 const char*
 dot_rows_kernel() {
-  return cpu_has_avx2() ? "avx2" : "portable";
+  return cpu_has_avx512() ? "avx512 (one activation row), avx2" : cpu_has_avx2() ? "avx2" : "portable";
 }
 
 } // namespace optkit::runtime

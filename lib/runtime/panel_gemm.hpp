@@ -17,17 +17,27 @@
 #include "runtime/dot_rows.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace optkit::runtime {
 
 enum class PanelProduct { bf16_rounded, bf16_split, f32 };
 
+// How the BF16 products are multiplied: AVX-512 register tiles of VDPBF16PS (or FMAs for f32), or
+// AMX tiles of TDPBF16PS (the same pair products, 16 x 16 outputs per instruction) where the CPU
+// has AMX-BF16 and Linux grants the tile state. Results agree to fp32 rounding either way.
+enum class PanelKernel { avx512, amx };
+
 bool panel_gemm_supported(PanelProduct product);
+
+// The fastest kernel this CPU has for `product`, or none (panel_gemm_supported is false).
+std::optional<PanelKernel> panel_gemm_kernel(PanelProduct product);
 
 // x [m, cols] encoded for panel_gemm_rows, once per product and shared by every thread.
 struct PackedActivations {
   PanelProduct product = PanelProduct::bf16_split;
+  PanelKernel kernel = PanelKernel::avx512; // panel_gemm_kernel(product); a caller may pick avx512
   std::int64_t m = 0, cols = 0;
   std::int64_t row_words = 0; // 32-bit words per row (a bf16 pair or an fp32 each), zero-padded
   std::vector<std::uint32_t> words;

@@ -11,6 +11,11 @@ panel_gemm_supported(PanelProduct) {
   return false;
 }
 
+std::optional<PanelKernel>
+panel_gemm_kernel(PanelProduct) {
+  return std::nullopt;
+}
+
 PackedActivations
 pack_activations(const float*, std::int64_t, std::int64_t, PanelProduct) {
   throw std::logic_error("pack_activations: this build has no panel kernels; check panel_gemm_supported() first");

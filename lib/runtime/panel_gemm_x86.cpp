@@ -10,11 +10,14 @@
 #include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
+#include <cpuid.h>
 #include <cstdlib>
 #include <immintrin.h>
 #include <stdexcept>
 #include <string_view>
+#include <sys/syscall.h>
 #include <type_traits>
+#include <unistd.h>
 
 // GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
 // -Wuninitialized reports once they are inlined here.
@@ -31,10 +34,12 @@ namespace {
 // F32 product runs wherever AVX-512F/BW/VL do (panel_gemm_supported(PanelProduct::f32)).
 #define OPTKIT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-constexpr std::int64_t kStep = 32;        // activations converted 32 at a time
-constexpr std::int64_t kPanelRows = 32;   // W rows per panel: two zmm of 16 lanes
-constexpr std::int64_t kBlockWords = 128; // packed words per K block: a 16 KiB panel
-constexpr std::size_t kTileRows = 12;     // activation rows per register tile: 24 accumulators
+constexpr std::int64_t kStep = 32;            // activations converted 32 at a time
+constexpr std::int64_t kPanelRows = 32;       // W rows per panel: two zmm of 16 lanes
+constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 16 KiB panel
+constexpr std::int64_t kAmxBlockWords = 1024; // the same for AMX tiles: 128 KiB panels, fewer C reloads
+constexpr std::int64_t kAmxGroupPanels = 4;   // panels multiplied per pass over the activations
+constexpr std::size_t kTileRows = 12;         // activation rows per register tile: 24 accumulators
 
 OPTKIT_AVX512BF16 inline __m512
 load16(const float* p, std::int64_t valid) {
@@ -137,7 +142,7 @@ transpose16(__m512i r[16]) {
 template <typename T>
 OPTKIT_AVX512BF16 void
 pack_panel(const T* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, std::int64_t p0, std::int64_t words,
-           PanelProduct product, std::uint32_t* panel) {
+           std::int64_t block, PanelProduct product, std::uint32_t* panel) {
   __m512i r[16];
   for (std::int64_t half = 0; half < 2; ++half)
     for (std::int64_t p = 0; p < words; p += 16) {
@@ -151,7 +156,7 @@ pack_panel(const T* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, s
         r[i] = row_words(row, cols, p0 + p, product);
         // The same row one K block on, which the next pack_panel reads: 32 rows are too many
         // interleaved streams for the hardware prefetcher to keep W streaming at full bandwidth.
-        _mm_prefetch(reinterpret_cast<const char*>(row + element_of_word(p0 + p + kBlockWords, product)), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(row + element_of_word(p0 + p + block, product)), _MM_HINT_T0);
       }
       transpose16(r);
       for (std::int64_t j = 0; j < 16 && p + j < words; ++j)
@@ -210,6 +215,107 @@ tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words, co
   tile<MR, Fma>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
+// --- AMX (Sapphire Rapids and later): the same packed panels and activations, multiplied as tiles.
+// TDPBF16PS computes C[16 x 16] += A[16 x 16 words] · B[16 words x 16] with exactly VDPBF16PS's
+// pair products, so a panel's 16-word slice is a B tile as packed (row stride: the panel's 32
+// words) and 16 activation rows' words are an A tile (row stride: row_words). All eight tiles are
+// 16 rows x 64 bytes: C 2 x 2 (32 activation rows x 32 W rows), two A, two B.
+
+#define OPTKIT_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// A constant in memory: GCC 12 does not see LDTILECFG read its operand, so a configuration built
+// on the stack just before it loses its stores.
+constexpr TileConfig kTileConfig{1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+OPTKIT_AMX void
+amx_begin() {
+  _tile_loadconfig(&kTileConfig);
+}
+
+OPTKIT_AMX void
+amx_end() {
+  _tile_release();
+}
+
+// y[i0 + 16·MT rows][n0 .. n0 + 32) (+)= activations · panel for MT (1 or 2) tiles of 16 rows.
+template <int MT>
+OPTKIT_AMX void
+amx_block(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* x0, std::int64_t row_words, float* y0,
+          std::int64_t ldy, bool accumulate) {
+  const auto x_stride = static_cast<long>(row_words * 4), y_stride = static_cast<long>(ldy * 4);
+  if (accumulate) {
+    _tile_loadd(0, y0, y_stride);
+    _tile_loadd(1, y0 + 16, y_stride);
+    if constexpr (MT == 2) {
+      _tile_loadd(2, y0 + 16 * ldy, y_stride);
+      _tile_loadd(3, y0 + 16 * ldy + 16, y_stride);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (MT == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+  }
+  for (std::int64_t p = 0; p < words; p += 16) {
+    _tile_loadd(6, panel + p * kPanelRows, kPanelRows * 4);
+    _tile_loadd(7, panel + p * kPanelRows + 16, kPanelRows * 4);
+    _tile_loadd(4, x0 + p, x_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (MT == 2) {
+      _tile_loadd(5, x0 + 16 * row_words + p, x_stride);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, y0, y_stride);
+  _tile_stored(1, y0 + 16, y_stride);
+  if constexpr (MT == 2) {
+    _tile_stored(2, y0 + 16 * ldy, y_stride);
+    _tile_stored(3, y0 + 16 * ldy + 16, y_stride);
+  }
+}
+
+// CPUID says AMX-TILE and AMX-BF16, and Linux grants this process the tile data state.
+bool
+cpu_has_amx_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0)
+    return false;
+  const bool amx_bf16 = (edx & (1u << 22)) != 0, amx_tile = (edx & (1u << 24)) != 0;
+  if (!amx_bf16 || !amx_tile)
+    return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+// Activation rows [i_begin, m) of one packed panel's K block on AVX-512 register tiles.
+template <bool Fma>
+void
+register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t words, const PackedActivations& x,
+                   std::int64_t i_begin, float* y, std::int64_t ldy, std::int64_t n0, std::int64_t valid) {
+  const std::uint32_t* x_rows[kTileRows];
+  float* y_rows[kTileRows];
+  for (std::int64_t i0 = i_begin; i0 < x.m; i0 += static_cast<std::int64_t>(kTileRows)) {
+    const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(kTileRows), x.m - i0));
+    for (std::size_t i = 0; i < mr; ++i) {
+      const std::int64_t row = i0 + static_cast<std::int64_t>(i);
+      x_rows[i] = x.words.data() + row * x.row_words + p0;
+      y_rows[i] = y + row * ldy + n0;
+    }
+    tile_dispatch<kTileRows, Fma>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
+  }
+}
+
 template <typename T>
 void
 gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
@@ -217,24 +323,52 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
   if (fma != (x.product == PanelProduct::f32))
     throw std::logic_error("panel_gemm_rows: F32 weights need f32 activations, BF16 weights a bf16 encoding");
   thread_local std::vector<std::uint32_t> panel(static_cast<std::size_t>(kBlockWords * kPanelRows));
-  const std::uint32_t* x_rows[kTileRows];
-  float* y_rows[kTileRows];
   for (std::int64_t n0 = r0; n0 < r1; n0 += kPanelRows) {
     const std::int64_t valid = std::min(kPanelRows, r1 - n0);
     for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kBlockWords) {
       const std::int64_t words = std::min(kBlockWords, x.row_words - p0);
-      pack_panel(w, x.cols, n0, valid, p0, words, x.product, panel.data());
-      for (std::int64_t i0 = 0; i0 < x.m; i0 += static_cast<std::int64_t>(kTileRows)) {
-        const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(kTileRows), x.m - i0));
-        for (std::size_t i = 0; i < mr; ++i) {
-          const std::int64_t row = i0 + static_cast<std::int64_t>(i);
-          x_rows[i] = x.words.data() + row * x.row_words + p0;
-          y_rows[i] = y + row * ldy + n0;
-        }
-        tile_dispatch<kTileRows, fma>(mr, panel.data(), words, x_rows, y_rows, valid, p0 > 0);
-      }
+      pack_panel(w, x.cols, n0, valid, p0, words, kBlockWords, x.product, panel.data());
+      register_tile_rows<fma>(panel.data(), p0, words, x, 0, y, ldy, n0, valid);
     }
   }
+}
+
+// The AMX order: W rows a group of kAmxGroupPanels panels at a time, packed per K block of
+// kAmxBlockWords; each 32-row block of activations (64 KiB of words per K block) is multiplied
+// by every panel of the group while it sits in L2, so the activations stream from L3 once per
+// group, not once per panel. Rows short of a 16-row tile, and a last panel short of 32 W rows, go
+// through the AVX-512 register tiles on the same packed panels.
+void
+amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
+  thread_local std::vector<std::uint32_t> panels(
+      static_cast<std::size_t>(kAmxGroupPanels * kAmxBlockWords * kPanelRows));
+  constexpr std::int64_t kPanelWords = kAmxBlockWords * kPanelRows;
+  amx_begin();
+  for (std::int64_t g0 = r0; g0 < r1; g0 += kAmxGroupPanels * kPanelRows) {
+    const std::int64_t group_rows = std::min(kAmxGroupPanels * kPanelRows, r1 - g0);
+    const std::int64_t group_panels = (group_rows + kPanelRows - 1) / kPanelRows;
+    const auto valid = [&](std::int64_t j) { return std::min(kPanelRows, group_rows - j * kPanelRows); };
+    for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kAmxBlockWords) {
+      const std::int64_t words = std::min(kAmxBlockWords, x.row_words - p0);
+      for (std::int64_t j = 0; j < group_panels; ++j)
+        pack_panel(w, x.cols, g0 + j * kPanelRows, valid(j), p0, words, kAmxBlockWords, x.product,
+                   panels.data() + j * kPanelWords);
+      const std::uint32_t* x0 = x.words.data() + p0;
+      std::int64_t tiled = 0; // activation rows done by AMX tiles
+      for (; tiled + 32 <= x.m; tiled += 32)
+        for (std::int64_t j = 0; j < group_panels && valid(j) == kPanelRows; ++j)
+          amx_block<2>(panels.data() + j * kPanelWords, words, x0 + tiled * x.row_words, x.row_words,
+                       y + tiled * ldy + g0 + j * kPanelRows, ldy, p0 > 0);
+      for (; tiled + 16 <= x.m; tiled += 16)
+        for (std::int64_t j = 0; j < group_panels && valid(j) == kPanelRows; ++j)
+          amx_block<1>(panels.data() + j * kPanelWords, words, x0 + tiled * x.row_words, x.row_words,
+                       y + tiled * ldy + g0 + j * kPanelRows, ldy, p0 > 0);
+      for (std::int64_t j = 0; j < group_panels; ++j)
+        register_tile_rows<false>(panels.data() + j * kPanelWords, p0, words, x, valid(j) == kPanelRows ? tiled : 0, y,
+                                  ldy, g0 + j * kPanelRows, valid(j));
+    }
+  }
+  amx_end();
 }
 
 } // namespace
@@ -252,16 +386,29 @@ panel_gemm_supported(PanelProduct product) {
   return product == PanelProduct::f32 ? has_f32 : has_bf16;
 }
 
+std::optional<PanelKernel>
+panel_gemm_kernel(PanelProduct product) {
+  static const bool has_amx = panel_gemm_supported(PanelProduct::bf16_split) && cpu_has_amx_bf16();
+  if (!panel_gemm_supported(product))
+    return std::nullopt;
+  return product != PanelProduct::f32 && has_amx ? PanelKernel::amx : PanelKernel::avx512;
+}
+
 PackedActivations
 pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product) {
   if (!panel_gemm_supported(product))
     throw std::logic_error("pack_activations: this CPU lacks the AVX-512 kernels; check panel_gemm_supported() first");
   PackedActivations out;
   out.product = product;
+  out.kernel = *panel_gemm_kernel(product);
   out.m = m;
   out.cols = cols;
   const std::int64_t steps = (cols + kStep - 1) / kStep;
   out.row_words = steps * (product == PanelProduct::bf16_rounded ? 16 : 32);
+  // A row pitch that is a multiple of 4 KiB puts the 16 rows of an AMX A tile in one L1 set; 16
+  // zero words more spread them (and add 16 zero products per row).
+  if (out.kernel == PanelKernel::amx && out.row_words % 1024 == 0)
+    out.row_words += 16;
   out.words.resize(static_cast<std::size_t>(m * out.row_words));
   pack_rows(x, m, cols, out);
   return out;
@@ -270,6 +417,10 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct
 void
 panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                 std::int64_t ldy) {
+  if (x.kernel == PanelKernel::amx && x.product != PanelProduct::f32) {
+    amx_gemm_rows(w, r0, r1, x, y, ldy);
+    return;
+  }
   gemm_rows(w, r0, r1, x, y, ldy);
 }
 
