@@ -66,6 +66,17 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
                    cpu.at("bf16_prefill").get<std::string>(), cpu.at("bf16_gflops").get<double>(),
                    cpu.at("bf16_widened_gflops").get<double>(), cpu.at("f32_prefill").get<std::string>(),
                    cpu.at("f32_gflops").get<double>(), cpu.at("f32_sgemm_gflops").get<double>(), cpu_error)});
+  const double read = cpu.at("read_gbps").get<double>(), bf16_decode = cpu.at("bf16_decode_gbps").get<double>(),
+               f32_decode = cpu.at("f32_decode_gbps").get<double>();
+  report.checks.push_back(
+      {"cpu memory", CheckStatus::ok,
+       fmt::format("read bandwidth {:.1f} GB/s over {:.0f} MiB; decode row-dot streams BF16 "
+                   "weights at {:.1f} GB/s ({:.0f} %), F32 at {:.1f} GB/s ({:.0f} %)",
+                   read, cpu.at("stream_mib").get<double>(), bf16_decode, 100.0 * bf16_decode / std::max(read, 1e-9),
+                   f32_decode, 100.0 * f32_decode / std::max(read, 1e-9))});
+  archive.add_metric(run_id, std::nullopt, {"cpu_read_bandwidth", read, "GB/s", {}});
+  archive.add_metric(run_id, std::nullopt, {"bf16_decode_bandwidth", bf16_decode, "GB/s", {}});
+  archive.add_metric(run_id, std::nullopt, {"f32_decode_bandwidth", f32_decode, "GB/s", {}});
   archive.add_metric(run_id, std::nullopt, {"bf16_prefill_gflops", cpu.at("bf16_gflops").get<double>(), "GFLOP/s", {}});
   archive.add_metric(run_id, std::nullopt, {"f32_prefill_gflops", cpu.at("f32_gflops").get<double>(), "GFLOP/s", {}});
 

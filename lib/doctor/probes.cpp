@@ -12,8 +12,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#if defined(__x86_64__)
+#include <immintrin.h>
+// GCC 12's AVX-512 reductions start from self-initialized "undefined" vectors (-Wuninitialized).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#endif
+#include <numeric>
 #include <random>
 #include <span>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -82,6 +92,77 @@ check_blas() {
   return check;
 }
 
+namespace {
+
+// Σ of n words. On x86-64 with AVX-512: eight sequential streams side by side, a 64-byte load from
+// each per step (as many streams as the decode kernel reads, so the hardware prefetchers see the
+// same pattern and the figure is the most one core's loads pull, not one stream's); elsewhere
+// integer adds the compiler vectorizes without reassociation flags.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) std::uint64_t
+sum_words_avx512(const std::uint64_t* p, std::size_t n) {
+  constexpr std::size_t kStreams = 8;
+  const std::size_t stream = n / kStreams / 8 * 8; // words per stream, whole vectors
+  __m512i acc[kStreams];
+  for (auto& a : acc)
+    a = _mm512_setzero_si512();
+  for (std::size_t i = 0; i < stream; i += 8)
+    for (std::size_t k = 0; k < kStreams; ++k)
+      acc[k] = _mm512_add_epi64(acc[k], _mm512_loadu_si512(p + k * stream + i));
+  __m512i total = acc[0];
+  for (std::size_t k = 1; k < kStreams; ++k)
+    total = _mm512_add_epi64(total, acc[k]);
+  auto sum = static_cast<std::uint64_t>(_mm512_reduce_add_epi64(total));
+  for (std::size_t i = kStreams * stream; i < n; ++i)
+    sum += p[i];
+  return sum;
+}
+#endif
+
+std::uint64_t
+sum_words(const std::uint64_t* p, std::size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f"))
+    return sum_words_avx512(p, n);
+#endif
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    sum += p[i];
+  return sum;
+}
+
+} // namespace
+
+std::size_t
+streaming_bytes() {
+  std::size_t l3 = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  l3 = static_cast<std::size_t>(std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE)));
+#endif
+  const std::size_t bytes = std::max<std::size_t>(std::size_t{256} << 20, l3 * 5 / 2);
+  return bytes / (std::size_t{1} << 20) * (std::size_t{1} << 20); // whole MiB
+}
+
+double
+read_bandwidth_gbps(std::span<const std::uint64_t> data, ThreadPool& pool) {
+  const auto chunk = static_cast<std::int64_t>((data.size() + pool.size() - 1) / pool.size());
+  std::vector<std::uint64_t> sums(pool.size() + 1); // one per chunk
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.parallel_for(
+        static_cast<std::int64_t>(data.size()),
+        [&](std::int64_t b, std::int64_t e) {
+          sums[static_cast<std::size_t>(b / chunk)] += sum_words(data.data() + b, static_cast<std::size_t>(e - b));
+        },
+        chunk);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (std::accumulate(sums.begin(), sums.end(), std::uint64_t{0}) == 0) // keeps the reads
+    return 0;
+  return static_cast<double>(data.size_bytes()) / best / 1e9;
+}
+
 CpuKernelCheck
 check_cpu_kernels() {
   CpuKernelCheck check;
@@ -90,7 +171,8 @@ check_cpu_kernels() {
                                                    {"fma", __builtin_cpu_supports("fma")},
                                                    {"avx512f", __builtin_cpu_supports("avx512f")},
                                                    {"avx512_vnni", __builtin_cpu_supports("avx512vnni")},
-                                                   {"avx512_bf16", __builtin_cpu_supports("avx512bf16")}};
+                                                   {"avx512_bf16", __builtin_cpu_supports("avx512bf16")},
+                                                   {"amx_bf16", __builtin_cpu_supports("amx-bf16")}};
   for (const auto& [name, present] : features)
     if (present)
       check.isa += (check.isa.empty() ? "" : " ") + std::string(name);
@@ -98,8 +180,10 @@ check_cpu_kernels() {
   if (check.isa.empty())
     check.isa = "none of avx2/avx512";
   check.row_dot = runtime::dot_rows_kernel();
-  check.bf16_prefill =
-      runtime::panel_gemm_supported(runtime::PanelProduct::bf16_split) ? "avx512_bf16" : "widened sgemm";
+  const auto bf16_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::bf16_split);
+  check.bf16_prefill = !bf16_kernel                                ? "widened sgemm"
+                       : *bf16_kernel == runtime::PanelKernel::amx ? "amx_bf16 tiles"
+                                                                   : "avx512_bf16";
   check.f32_prefill = runtime::panel_gemm_supported(runtime::PanelProduct::f32) ? "avx512f" : "sgemm";
 
   const std::int64_t m = 128, rows = 2048, cols = 2048;
@@ -148,6 +232,29 @@ check_cpu_kernels() {
   check.max_relative_error = worst_error();
   check.f32_gflops = gflops([&] { f32->multiply(x.data(), m, y.data(), pool); });
   check.max_relative_error = std::max(check.max_relative_error, worst_error());
+
+  // Decode: one activation row against weights that stream from memory (2.5x the last-level
+  // cache), beside the machine's read bandwidth over the same bytes with the same threads.
+  std::vector<std::uint64_t> stream(streaming_bytes() / sizeof(std::uint64_t), 0x3c003c003c003c00ULL);
+  check.stream_mib = static_cast<double>(stream.size() * sizeof(std::uint64_t)) / (1 << 20);
+  check.read_gbps = read_bandwidth_gbps(stream, pool);
+  const auto bytes = std::as_bytes(std::span(stream));
+  const std::int64_t decode_cols = 4096;
+  std::vector<float> dx(static_cast<std::size_t>(decode_cols), 0.25f);
+  const auto decode_gbps = [&](model::DType dtype) {
+    const auto w_rows = static_cast<std::int64_t>(bytes.size() / model::dtype_size(dtype)) / decode_cols;
+    const auto weight = runtime::make_dense_weight(dtype, bytes, w_rows, decode_cols);
+    std::vector<float> dy(static_cast<std::size_t>(w_rows));
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      weight->multiply(dx.data(), 1, dy.data(), pool);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return static_cast<double>(weight->storage_bytes()) / best / 1e9;
+  };
+  check.bf16_decode_gbps = decode_gbps(model::DType::bf16);
+  check.f32_decode_gbps = decode_gbps(model::DType::f32);
   return check;
 }
 
@@ -178,7 +285,11 @@ run_probes() {
         {"bf16_widened_gflops", cpu.bf16_widened_gflops},
         {"f32_gflops", cpu.f32_gflops},
         {"f32_sgemm_gflops", cpu.f32_sgemm_gflops},
-        {"max_relative_error", cpu.max_relative_error}}},
+        {"max_relative_error", cpu.max_relative_error},
+        {"stream_mib", cpu.stream_mib},
+        {"read_gbps", cpu.read_gbps},
+        {"bf16_decode_gbps", cpu.bf16_decode_gbps},
+        {"f32_decode_gbps", cpu.f32_decode_gbps}}},
       {"gpu", to_json(gpus)},
       {"kernels", kernels}};
 }

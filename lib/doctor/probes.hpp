@@ -2,7 +2,10 @@
 // takes down the child and is reported, never the parent.
 #pragma once
 
+#include "core/thread_pool.hpp"
+
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 namespace optkit::doctor {
@@ -19,15 +22,25 @@ BlasCheck check_blas();
 // prefill-shaped product (128 x 2048 x 2048) beside the OpenBLAS paths they replace.
 struct CpuKernelCheck {
   std::string isa;          // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
-  std::string row_dot;      // decode kernel: "avx2" or "portable"
-  std::string bf16_prefill; // "avx512_bf16" (panel GEMM) or "widened sgemm"
+  std::string row_dot;      // decode kernel, as runtime::dot_rows_kernel() names it
+  std::string bf16_prefill; // "amx_bf16 tiles", "avx512_bf16" (panel GEMM) or "widened sgemm"
   std::string f32_prefill;  // "avx512f" (panel GEMM) or "sgemm"
-  double bf16_gflops = 0, bf16_widened_gflops = 0; // the runtime's BF16 product; widened + sgemm
-  double f32_gflops = 0, f32_sgemm_gflops = 0;     // the runtime's F32 product; OpenBLAS sgemm
-  double max_relative_error = 0;                   // of the runtime's products against float64
+  double bf16_gflops = 0, bf16_widened_gflops = 0;  // the runtime's BF16 product; widened + sgemm
+  double f32_gflops = 0, f32_sgemm_gflops = 0;      // the runtime's F32 product; OpenBLAS sgemm
+  double max_relative_error = 0;                    // of the runtime's products against float64
+  double stream_mib = 0;                            // bytes the two below stream (2.5x the L3 cache)
+  double read_gbps = 0;                             // STREAM-style read bandwidth, all threads
+  double bf16_decode_gbps = 0, f32_decode_gbps = 0; // one activation row against those bytes as W
 };
 
 CpuKernelCheck check_cpu_kernels();
+
+// Bytes an array must span to stream from memory rather than the last-level cache: 2.5x the L3
+// cache (this machine's is 480 MiB), at least 256 MiB.
+std::size_t streaming_bytes();
+
+// STREAM-style read bandwidth in GB/s: the pool's threads sum their shares of `data`, best of 5.
+double read_bandwidth_gbps(std::span<const std::uint64_t> data, ThreadPool& pool);
 
 // Child side of the doctor: BLAS and CUDA probes as one JSON object.
 nlohmann::json run_probes();

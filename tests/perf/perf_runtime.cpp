@@ -1,7 +1,7 @@
 // CPU runtime speed on a random-weight model of Llama-3.2-1B's shape, in BF16 and F32:
 // prefill and decode tokens/s at batch 1 and 16, and decode's achieved memory bandwidth (weight
-// bytes streamed per step / step time) as a fraction of a STREAM-style copy measured in the same
-// run with the same threads. Prints figures; asserts nothing.
+// bytes streamed per step / step time) as a fraction of the read bandwidth (optkit doctor's
+// measure) in the same run with the same threads. Prints figures; asserts nothing.
 //   perf_runtime [--preset llama-3.2-1b] [--dtype BF16|F32] [--threads N] [--prefill 128] [--decode-steps 8]
 //                [--dir /tmp/...] [--batches 1,16]
 // Side by side with llama.cpp, in the same run: with LLAMA_BENCH=<llama-bench binary> it also
@@ -10,6 +10,7 @@
 // prompt length and weights in ordinary memory (--load-mode none), printing optkit ÷ llama.cpp.
 // llama.cpp is a measuring stick only: nothing of it is in optkit's build.
 #include "core/thread_pool.hpp"
+#include "doctor/probes.hpp"
 #include "model/random_model.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/linear_weight.hpp"
@@ -39,21 +40,13 @@ now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// STREAM "copy" (c[i] = a[i]) over arrays far larger than the caches; bytes = read + write.
+// The machine's read bandwidth as optkit doctor measures it (eight streams per thread over 2.5x the
+// L3 cache), with the same threads: the denominator of decode's fractions.
 double
-stream_copy_gbps(unsigned threads) {
-  const std::size_t n = std::size_t{1} << 27; // 512 MiB per array of floats
-  std::vector<float> a(n, 1.0f), c(n, 0.0f);
+read_gbps(unsigned threads) {
+  static std::vector<std::uint64_t> stream(doctor::streaming_bytes() / sizeof(std::uint64_t), 1);
   ThreadPool pool(threads);
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = now();
-    pool.parallel_for(static_cast<std::int64_t>(n), [&](std::int64_t b, std::int64_t e) {
-      std::memcpy(c.data() + b, a.data() + b, static_cast<std::size_t>(e - b) * sizeof(float));
-    });
-    best = std::min(best, now() - t0);
-  }
-  return 2.0 * static_cast<double>(n * sizeof(float)) / best / 1e9;
+  return doctor::read_bandwidth_gbps(stream, pool);
 }
 
 // One decode-shaped product alone (m = 1, W the size of Llama-3.2-1B's LM head) for each dtype:
@@ -264,9 +257,9 @@ main(int argc, char** argv) {
       }
     }
   }
-  // The copy is measured before, between and after the model runs; the best figure is the
-  // denominator of every fraction, so a noisy neighbour can only make the fractions smaller.
-  std::vector<double> copies{stream_copy_gbps(threads)};
+  // The read bandwidth is measured before, between and after the model runs; the best figure is
+  // the denominator of every fraction, so a noisy neighbour can only make the fractions smaller.
+  std::vector<double> copies{read_gbps(threads)};
   const double gemv_bf16 = gemv_gbps(model::DType::bf16, threads), gemv_f32 = gemv_gbps(model::DType::f32, threads);
   const auto gemm = gemm_gflops(threads);
   struct Row {
@@ -294,11 +287,11 @@ main(int argc, char** argv) {
       rows.push_back({dtype, batch, f, weight_gb / f.decode_step_s});
     }
     llama.emplace_back(dtype, llama_bench(path, dtype, threads, prefill, 64));
-    copies.push_back(stream_copy_gbps(threads));
+    copies.push_back(read_gbps(threads));
   }
   const double copy = *std::max_element(copies.begin(), copies.end());
   fmt::print("model {}, {} threads, row-dot kernel {}\n", preset, threads, runtime::dot_rows_kernel());
-  fmt::print("STREAM-style copy: {:.1f} GB/s best of {} measurements ({:.1f} .. {:.1f})\n", copy, copies.size(),
+  fmt::print("STREAM-style read: {:.1f} GB/s best of {} measurements ({:.1f} .. {:.1f})\n", copy, copies.size(),
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
              gemv_bf16, 100.0 * gemv_bf16 / copy, gemv_f32, 100.0 * gemv_f32 / copy);
@@ -306,7 +299,7 @@ main(int argc, char** argv) {
              "{:.0f} (rounded), widened + sgemm {:.0f}; F32 panel {:.0f}, sgemm {:.0f}\n",
              gemm.bf16_split, gemm.bf16_rounded, gemm.bf16_widened, gemm.f32_panel, gemm.f32_sgemm);
   fmt::print("{:<6} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "batch", "prefill tok/s", "decode tok/s",
-             "decode GB/s", "of copy BW");
+             "decode GB/s", "of read BW");
   for (const auto& r : rows)
     fmt::print("{:<6} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(r.dtype), r.batch,
                r.figures.prefill_tps, r.figures.decode_tps, r.gbps, 100.0 * r.gbps / copy);
