@@ -1,9 +1,10 @@
-// The AVX-512 panel GEMMs against a float64 reference on awkward shapes (K not a multiple of 32,
-// activation and weight rows not multiples of the register tile or the 32-row panel, K spanning
-// several packed blocks; with and without whole 32-row panels and 16-row AMX tiles), on the CPU's
-// fastest kernel and on the AVX-512 one: BF16 `split` and F32 within fp32 accuracy, BF16 `rounded` the product of
-// BF16-rounded activations. On a CPU without the instructions (or OPTKIT_CPU_BASELINE=1, or a
-// portable build) the kernels are not offered, which is checked instead.
+// The panel GEMMs against a float64 reference on awkward shapes (K not a multiple of 32, activation
+// and weight rows not multiples of the register tile or the 32-row panel, K spanning several packed
+// blocks of either kernel, a row pitch of whole 4 KiB pages; with and without whole 32-row panels
+// and 16-row AMX tiles), on the CPU's fastest kernel and on the AVX-512 one: BF16 `split` and F32
+// within fp32 accuracy, BF16 `rounded` the product of BF16-rounded activations. On a CPU without
+// the instructions (or OPTKIT_CPU_BASELINE=1, or a portable build) the kernels are not offered,
+// which is checked instead.
 #include "model/dtype.hpp"
 #include "runtime/panel_gemm.hpp"
 
@@ -57,9 +58,10 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const Case c : {Case{1, 5, 32}, Case{4, 6, 64}, Case{7, 13, 37}, Case{12, 50, 100}, Case{9, 7, 1},
-                       Case{33, 19, 256}, Case{5, 11, 95}, Case{13, 70, 600}, Case{45, 70, 600}, Case{50, 96, 300},
-                       Case{32, 64, 512}, Case{17, 33, 64}}) {
+  for (const Case c :
+       {Case{1, 5, 32}, Case{4, 6, 64}, Case{7, 13, 37}, Case{12, 50, 100}, Case{9, 7, 1}, Case{33, 19, 256},
+        Case{5, 11, 95}, Case{13, 70, 600}, Case{45, 70, 600}, Case{50, 96, 300}, Case{32, 64, 512}, Case{17, 33, 64},
+        Case{40, 64, 2100}, Case{20, 32, 1024}, Case{18, 32, 2048}}) {
     CAPTURE(c.m);
     CAPTURE(c.rows);
     CAPTURE(c.cols);

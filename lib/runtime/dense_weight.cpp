@@ -1,8 +1,9 @@
 // Dense F32/BF16/F16 weights. Few activation rows (decode): each thread streams its share of W's
-// rows once through dot_rows (AVX2+FMA on x86-64, portable loops elsewhere), which keeps decode
-// bound by memory bandwidth. Many rows (prefill): the AVX-512 panel GEMM where the CPU has it
-// (AVX512_BF16 dot products for BF16 W, activations split into hi + lo BF16 so results stay within
-// ~1e-5 of fp32; FMA for F32 W); otherwise OpenBLAS sgemm, BF16/F16 blocks of W widened first.
+// rows once through dot_rows (AVX-512 at batch 1 or AVX2+FMA on x86-64, portable loops elsewhere),
+// which keeps decode bound by memory bandwidth. Many rows (prefill): the panel GEMM where the CPU
+// has it (AMX tiles or AVX512_BF16 dot products for BF16 W, activations split into hi + lo BF16 so
+// results stay within ~1e-5 of fp32; AVX-512 FMA for F32 W); otherwise OpenBLAS sgemm, BF16/F16
+// blocks of W widened first.
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"

@@ -1,4 +1,4 @@
-// AVX-512 kernels of panel_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
+// AVX-512 and AMX kernels of panel_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
 //
 // Outer-product blocking, as BLAS kernels do: a thread takes W 32 rows at a time and, per block of
 // 128 packed words along K, transposes that 32 x 128 slice into an L1-resident panel (word p of
@@ -7,6 +7,8 @@
 // activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Accumulators start
 // from y after the first K block, so no horizontal sums are needed. The activations, packed once
 // per product and shared by all threads, stay in L2; W streams from memory once per product.
+// Where the CPU has AMX-BF16, the BF16 products multiply the same packed panels and activations
+// as 16 x 16 tiles instead (see amx_gemm_rows).
 #include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
@@ -334,10 +336,10 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
 }
 
 // The AMX order: W rows a group of kAmxGroupPanels panels at a time, packed per K block of
-// kAmxBlockWords; each 32-row block of activations (64 KiB of words per K block) is multiplied
-// by every panel of the group while it sits in L2, so the activations stream from L3 once per
-// group, not once per panel. Rows short of a 16-row tile, and a last panel short of 32 W rows, go
-// through the AVX-512 register tiles on the same packed panels.
+// kAmxBlockWords (C tiles are reloaded from y once per block); each 32-row block of activations
+// (128 KiB of words per K block) is multiplied by every panel of the group while it sits in L2.
+// Rows short of a 16-row tile, and a last panel short of 32 W rows, go through the AVX-512
+// register tiles on the same packed panels.
 void
 amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
   thread_local std::vector<std::uint32_t> panels(
