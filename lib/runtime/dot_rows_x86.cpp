@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <immintrin.h>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 // GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
 // -Wuninitialized reports once they are inlined here.
@@ -151,10 +153,57 @@ dot_row_group_avx512(const T* w, std::int64_t cols, std::int64_t r, const float*
     y[r + static_cast<std::int64_t>(k)] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]));
 }
 
+// BF16 W read 32 values (64 bytes) per load and never widened lane by lane: each 32-bit lane holds
+// an even element in its low half and the next odd one in its high half, so a shift gives the even
+// elements as fp32 and a mask the odd ones, against x split once per call into the same order
+// (`pairs`: per 32 columns, 16 even then 16 odd, zero-padded).
+OPTKIT_AVX512 void
+split_even_odd(const float* x, std::int64_t cols, float* pairs) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (std::int64_t c = 0; c < cols; c += 32) {
+    const __m512 x0 = _mm512_maskz_loadu_ps(first_lanes(cols - c), x + c);
+    const __m512 x1 = _mm512_maskz_loadu_ps(first_lanes(cols - c - 16), x + c + 16);
+    _mm512_storeu_ps(pairs + c, _mm512_permutex2var_ps(x0, even, x1));
+    _mm512_storeu_ps(pairs + c + 16, _mm512_permutex2var_ps(x0, odd, x1));
+  }
+}
+
+template <std::size_t R>
+OPTKIT_AVX512 void
+dot_row_group_bf16_pairs(const Bf16* w, std::int64_t cols, std::int64_t r, const float* pairs, float* y) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512 acc[R][2];
+  for (std::size_t k = 0; k < R; ++k)
+    acc[k][0] = acc[k][1] = _mm512_setzero_ps();
+  for (std::int64_t c = 0; c < cols; c += 32) {
+    const std::int64_t left = cols - c;
+    const auto mask = static_cast<__mmask32>(left >= 32 ? 0xffffffffu : (1u << left) - 1);
+    const __m512 x_even = _mm512_loadu_ps(pairs + c), x_odd = _mm512_loadu_ps(pairs + c + 16);
+    for (std::size_t k = 0; k < R; ++k) {
+      const __m512i v = _mm512_maskz_loadu_epi16(mask, w + (r + static_cast<std::int64_t>(k)) * cols + c);
+      acc[k][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), x_even, acc[k][0]);
+      acc[k][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, high)), x_odd, acc[k][1]);
+    }
+  }
+  for (std::size_t k = 0; k < R; ++k)
+    y[r + static_cast<std::int64_t>(k)] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]));
+}
+
 template <typename T>
 OPTKIT_AVX512 void
 dot_rows_avx512_single(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, float* y) {
   std::int64_t r = r0;
+  if constexpr (std::is_same_v<T, Bf16>) {
+    thread_local std::vector<float> pairs;
+    pairs.resize(static_cast<std::size_t>((cols + 31) / 32 * 32));
+    split_even_odd(x, cols, pairs.data());
+    for (; r + 8 <= r1; r += 8)
+      dot_row_group_bf16_pairs<8>(w, cols, r, pairs.data(), y);
+    for (; r < r1; ++r)
+      dot_row_group_bf16_pairs<1>(w, cols, r, pairs.data(), y);
+    return;
+  }
   for (; r + 8 <= r1; r += 8)
     dot_row_group_avx512<8>(w, cols, r, x, y);
   for (; r < r1; ++r)
