@@ -1,10 +1,13 @@
 #include "runtime/quantized_weight.hpp"
 
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "model/dtype.hpp"
 #include "quant/packing.hpp"
 #include "quant/quantizer.hpp"
+#include "runtime/int8_gemm.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace optkit::runtime {
@@ -16,6 +19,8 @@ public:
   explicit QuantizedWeight(QuantizedWeightSpec spec) : m(std::move(spec)) {
     m_groups = (m.cols + m.group_size - 1) / m.group_size;
     m_words = quant::packed_words(m.cols, m.bits);
+    if (integer_products_apply())
+      m_row_offsets = int8_row_offsets(int8_values(), m.rows, m.cols);
   }
 
   std::int64_t rows() const override { return m.rows; }
@@ -62,14 +67,40 @@ public:
       multiply_widened(*this, x, rows_x, y, pool);
       return;
     }
+    if (!m_row_offsets.empty()) { // W8A8 in integers (VNNI)
+      const auto quantized =
+          quantize_activations_u8(x, rows_x, m.cols, m.input_activations->strategy == quant::Strategy::tensor);
+      const std::int64_t chunk =
+          rows_x == 1 ? std::max<std::int64_t>(16, m.rows / (8 * static_cast<std::int64_t>(pool.size()))) : 64;
+      pool.parallel_for(
+          m.rows,
+          [&](std::int64_t r0, std::int64_t r1) {
+            int8_gemm_rows(int8_values(), m.cols, r0, r1, m_row_offsets, m.scales, quantized, y, m.rows);
+          },
+          chunk);
+      return;
+    }
     std::vector<float> quantized(x, x + rows_x * m.cols);
     quant::fake_quantize_activations(quantized.data(), rows_x, m.cols, *m.input_activations);
     multiply_widened(*this, quantized.data(), rows_x, y, pool);
   }
 
 private:
+  const std::int8_t* int8_values() const { return reinterpret_cast<const std::int8_t*>(m.values.data()); }
+
+  // The integer kernel computes exactly this scheme: int8 weights with one scale per row, int8
+  // symmetric activations per token or per tensor (what int_w8a8 writes); anything else keeps
+  // the float path.
+  bool integer_products_apply() const {
+    const auto& a = m.input_activations;
+    return m.storage == QuantizedStorage::int8_values && m_groups == 1 && a && !a->is_fp8() && a->bits == 8 &&
+           a->symmetric && (a->strategy == quant::Strategy::token || a->strategy == quant::Strategy::tensor) &&
+           int8_gemm_supported();
+  }
+
   QuantizedWeightSpec m;
   std::int64_t m_groups = 1, m_words = 0;
+  std::vector<std::int32_t> m_row_offsets; // 128·Σ_c q_w[r, c]; empty: the float path
 };
 
 } // namespace
