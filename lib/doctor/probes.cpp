@@ -3,9 +3,12 @@
 #include "core/thread_pool.hpp"
 #include "doctor/gpu_probe.hpp"
 #include "model/dtype.hpp"
+#include "quant/quant_args.hpp"
 #include "runtime/dot_rows.hpp"
+#include "runtime/int8_gemm.hpp"
 #include "runtime/linear_weight.hpp"
 #include "runtime/panel_gemm.hpp"
+#include "runtime/quantized_weight.hpp"
 
 #include <cblas.h>
 
@@ -233,6 +236,17 @@ check_cpu_kernels() {
   check.f32_gflops = gflops([&] { f32->multiply(x.data(), m, y.data(), pool); });
   check.max_relative_error = std::max(check.max_relative_error, worst_error());
 
+  // W8A8 (int8 per-row weights, int8 per-token activations) on the same shape.
+  check.w8a8 = runtime::int8_gemm_supported() ? "avx512_vnni integers" : "fp32 fake-quantized";
+  std::vector<std::int8_t> w8(w16.size());
+  for (std::size_t i = 0; i < w8.size(); ++i)
+    w8[i] = static_cast<std::int8_t>(static_cast<int>(i % 251) - 125);
+  const auto int8 = runtime::make_quantized_weight(
+      {runtime::QuantizedStorage::int8_values, rows, cols, 8, std::as_bytes(std::span(w8)),
+       std::vector<float>(static_cast<std::size_t>(rows), 0.01f), cols,
+       quant::QuantArgs{8, quant::NumberType::integer, true, quant::Strategy::token, 0, true}});
+  check.w8a8_gflops = gflops([&] { int8->multiply(x.data(), m, y.data(), pool); });
+
   // Decode: one activation row against weights that stream from memory (2.5x the last-level
   // cache), beside the machine's read bandwidth over the same bytes with the same threads.
   std::vector<std::uint64_t> stream(streaming_bytes() / sizeof(std::uint64_t), 0x3c003c003c003c00ULL);
@@ -246,7 +260,7 @@ check_cpu_kernels() {
     const auto weight = runtime::make_dense_weight(dtype, bytes, w_rows, decode_cols);
     std::vector<float> dy(static_cast<std::size_t>(w_rows));
     double best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
+    for (int rep = 0; rep < 3; ++rep) {
       const auto start = std::chrono::steady_clock::now();
       weight->multiply(dx.data(), 1, dy.data(), pool);
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -285,6 +299,8 @@ run_probes() {
         {"bf16_widened_gflops", cpu.bf16_widened_gflops},
         {"f32_gflops", cpu.f32_gflops},
         {"f32_sgemm_gflops", cpu.f32_sgemm_gflops},
+        {"w8a8", cpu.w8a8},
+        {"w8a8_gflops", cpu.w8a8_gflops},
         {"max_relative_error", cpu.max_relative_error},
         {"stream_mib", cpu.stream_mib},
         {"read_gbps", cpu.read_gbps},

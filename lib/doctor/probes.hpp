@@ -27,6 +27,8 @@ struct CpuKernelCheck {
   std::string f32_prefill;  // "avx512f" (panel GEMM) or "sgemm"
   double bf16_gflops = 0, bf16_widened_gflops = 0;  // the runtime's BF16 product; widened + sgemm
   double f32_gflops = 0, f32_sgemm_gflops = 0;      // the runtime's F32 product; OpenBLAS sgemm
+  std::string w8a8;                                 // "avx512_vnni integers" or "fp32 fake-quantized"
+  double w8a8_gflops = 0;                           // the runtime's W8A8 product
   double max_relative_error = 0;                    // of the runtime's products against float64
   double stream_mib = 0;                            // bytes the two below stream (2.5x the L3 cache)
   double read_gbps = 0;                             // STREAM-style read bandwidth, all threads
