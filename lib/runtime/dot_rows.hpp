@@ -1,7 +1,8 @@
 // The row-dot kernel of dense weights: y[i·ldy + r] = Σ_c W[r, c]·x[i, c] for W's rows
 // r ∈ [r0, r1) and activation rows i ∈ [0, m). Few activation rows (decode) go through it, so it
 // is bound by streaming W. Which code runs is chosen at build time: on x86-64 (unless
-// OPTKIT_PORTABLE_KERNELS) dot_rows_x86.cpp with AVX2 + FMA + F16C when the CPU has them; elsewhere
+// OPTKIT_PORTABLE_KERNELS) dot_rows_x86.cpp, with AVX-512 for one activation row and AVX2 + FMA +
+// F16C for a few, as the CPU has them (chosen at run time); elsewhere
 // (Arm hosts of GH200/GB200 nodes, or a portable build) dot_rows_portable.cpp's plain loops.
 #pragma once
 
@@ -36,7 +37,8 @@ template <typename T>
 void dot_rows(const T* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m, float* y,
               std::int64_t ldy);
 
-// The kernel dot_rows runs on this build and CPU: "avx2" or "portable".
+// The kernels dot_rows runs on this build and CPU, e.g. "avx512 (one activation row), avx2",
+// "avx2" or "portable".
 const char* dot_rows_kernel();
 
 // The plain loops, for every build (and the fallback of the x86 kernels).

@@ -2,21 +2,13 @@
 // by CPUID (x86-64 builds only; see dot_rows.hpp). OPTKIT_CPU_BASELINE=1 in the environment selects
 // the portable loops on such a CPU (the tests run the oracle comparison both ways).
 #include "runtime/dot_rows.hpp"
+#include "runtime/x86_features.hpp"
 
 #include <algorithm>
 #include <cpuid.h>
-#include <cstdlib>
 #include <immintrin.h>
-#include <string_view>
 #include <type_traits>
 #include <vector>
-
-// GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
-// -Wuninitialized reports once they are inlined here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace optkit::runtime {
 
@@ -222,22 +214,9 @@ dot_rows_avx512_single(const T* w, std::int64_t cols, std::int64_t r0, std::int6
 }
 
 bool
-cpu_has_avx512() {
-  static const bool has = [] {
-    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
-    if (baseline && std::string_view(baseline) == "1")
-      return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
-  return has;
-}
-
-bool
 cpu_has_avx2() {
   static const bool has = [] {
-    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
-    if (baseline && std::string_view(baseline) == "1")
+    if (cpu_baseline_forced())
       return false;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

@@ -5,19 +5,12 @@
 // of unsigned activations, and issues R·MI VPDPBUSD. One activation row (decode) takes 8 W rows
 // at a time, streaming W once; more take 4 × 4, W's rows staying in L1 across activation rows.
 #include "runtime/int8_gemm.hpp"
+#include "runtime/x86_features.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <immintrin.h>
 #include <stdexcept>
-#include <string_view>
-
-// GCC 12's AVX-512 reductions start from self-initialized "undefined" vectors (-Wuninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace optkit::runtime {
 
@@ -142,13 +135,7 @@ rows_to_y(const std::int8_t* w, std::int64_t cols, std::int64_t r, std::span<con
 
 bool
 int8_gemm_supported() {
-  static const bool has = [] {
-    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
-    if (baseline && std::string_view(baseline) == "1")
-      return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  }();
+  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
   return has;
 }
 

@@ -10,23 +10,15 @@
 // Where the CPU has AMX-BF16, the BF16 products multiply the same packed panels and activations
 // as 16 x 16 tiles instead (see amx_gemm_rows).
 #include "runtime/panel_gemm.hpp"
+#include "runtime/x86_features.hpp"
 
 #include <algorithm>
 #include <cpuid.h>
-#include <cstdlib>
 #include <immintrin.h>
 #include <stdexcept>
-#include <string_view>
 #include <sys/syscall.h>
 #include <type_traits>
 #include <unistd.h>
-
-// GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
-// -Wuninitialized reports once they are inlined here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace optkit::runtime {
 
@@ -377,13 +369,7 @@ amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActiv
 
 bool
 panel_gemm_supported(PanelProduct product) {
-  static const bool has_f32 = [] {
-    const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
-    if (baseline && std::string_view(baseline) == "1")
-      return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
+  const bool has_f32 = cpu_has_avx512();
   static const bool has_bf16 = has_f32 && __builtin_cpu_supports("avx512bf16");
   return product == PanelProduct::f32 ? has_f32 : has_bf16;
 }

@@ -1,0 +1,33 @@
+// What the x86-64 kernel files (dot_rows_x86, panel_gemm_x86, int8_gemm_x86) share: the
+// intrinsics header, and the CPU checks that choose their kernels at run time, all honouring
+// OPTKIT_CPU_BASELINE=1 (the x86 kernels off: the tests run the portable paths on any CPU).
+#pragma once
+
+#include <cstdlib>
+#include <immintrin.h>
+#include <string_view>
+
+// GCC 12's AVX-512 headers build some results from self-initialized "undefined" vectors, which
+// -Wuninitialized reports once they are inlined into the kernels.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace optkit::runtime {
+
+inline bool
+cpu_baseline_forced() {
+  const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
+  return baseline != nullptr && std::string_view(baseline) == "1";
+}
+
+// AVX-512 F, BW and VL (what every AVX-512 kernel here needs), unless the baseline is forced.
+inline bool
+cpu_has_avx512() {
+  static const bool has = !cpu_baseline_forced() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+} // namespace optkit::runtime
