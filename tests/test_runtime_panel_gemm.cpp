@@ -1,10 +1,10 @@
 // The panel GEMMs against a float64 reference on awkward shapes (K not a multiple of 32, activation
 // and weight rows not multiples of the register tile or the 32-row panel, K spanning several packed
-// blocks of either kernel, a row pitch of whole 4 KiB pages; with and without whole 32-row panels
-// and 16-row AMX tiles), on the CPU's fastest kernel and on the AVX-512 one: BF16 `split` and F32
-// within fp32 accuracy, BF16 `rounded` the product of BF16-rounded activations. On a CPU without
-// the instructions (or OPTKIT_CPU_BASELINE=1, or a portable build) the kernels are not offered,
-// which is checked instead.
+// blocks of either kernel, a row pitch of whole 4 KiB pages; with and without whole 32-row panels,
+// 16-row AMX tiles and 32-row transposed blocks), on the CPU's fastest kernel and on the AVX-512
+// one: BF16 `split` and F32 within fp32 accuracy, BF16 `rounded` the product of BF16-rounded
+// activations. On a CPU without the instructions (or OPTKIT_CPU_BASELINE=1, or a portable build)
+// the kernels are not offered, which is checked instead.
 #include "model/dtype.hpp"
 #include "runtime/panel_gemm.hpp"
 
@@ -61,7 +61,7 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
   for (const Case c :
        {Case{1, 5, 32}, Case{4, 6, 64}, Case{7, 13, 37}, Case{12, 50, 100}, Case{9, 7, 1}, Case{33, 19, 256},
         Case{5, 11, 95}, Case{13, 70, 600}, Case{45, 70, 600}, Case{50, 96, 300}, Case{32, 64, 512}, Case{17, 33, 64},
-        Case{40, 64, 2100}, Case{20, 32, 1024}, Case{18, 32, 2048}}) {
+        Case{40, 64, 2100}, Case{20, 32, 1024}, Case{18, 32, 2048}, Case{56, 19, 700}}) {
     CAPTURE(c.m);
     CAPTURE(c.rows);
     CAPTURE(c.cols);
@@ -80,10 +80,9 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
       const bool rounded = product == PanelProduct::bf16_rounded;
       CAPTURE(static_cast<int>(product));
       // The CPU's fastest kernel (AMX where it has it) and the AVX-512 one.
-      for (const auto kernel : {*panel_gemm_kernel(product), PanelKernel::avx512}) {
+      for (const auto kernel : {*panel_gemm_kernel(product, c.m), PanelKernel::avx512}) {
         CAPTURE(static_cast<int>(kernel));
-        auto packed = pack_activations(x.data(), c.m, c.cols, product);
-        packed.kernel = kernel;
+        const auto packed = pack_activations(x.data(), c.m, c.cols, product, kernel);
         std::vector<float> y(static_cast<std::size_t>(c.m * c.rows), -1.0f);
         // Two calls over a split of W's rows, as two threads would make them.
         const std::int64_t half = c.rows / 2;
@@ -100,6 +99,10 @@ TEST_CASE("the panel GEMMs match a float64 reference") {
       }
     }
   }
+  // A kernel that does not serve the product is refused.
+  CHECK_THROWS_AS(pack_activations(nullptr, 0, 32, PanelProduct::bf16_split, PanelKernel::f32_transposed),
+                  std::logic_error);
+  CHECK_THROWS_AS(pack_activations(nullptr, 0, 32, PanelProduct::f32, PanelKernel::amx), std::logic_error);
   // F32 weights with a BF16 encoding (or the reverse) are a programming error, refused.
   const std::vector<float> x(32, 1.0f), w32(32, 1.0f);
   std::vector<float> y(1);

@@ -187,7 +187,10 @@ check_cpu_kernels() {
   check.bf16_prefill = !bf16_kernel                                ? "widened sgemm"
                        : *bf16_kernel == runtime::PanelKernel::amx ? "amx_bf16 tiles"
                                                                    : "avx512_bf16";
-  check.f32_prefill = runtime::panel_gemm_supported(runtime::PanelProduct::f32) ? "avx512f" : "sgemm";
+  const auto f32_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::f32, 128);
+  check.f32_prefill = !f32_kernel                                           ? "sgemm"
+                      : *f32_kernel == runtime::PanelKernel::f32_transposed ? "avx512f, activations transposed"
+                                                                            : "avx512f";
 
   const std::int64_t m = 128, rows = 2048, cols = 2048;
   std::mt19937 rng(7);

@@ -24,7 +24,7 @@ struct CpuKernelCheck {
   std::string isa;          // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
   std::string row_dot;      // decode kernel, as runtime::dot_rows_kernel() names it
   std::string bf16_prefill; // "amx_bf16 tiles", "avx512_bf16" (panel GEMM) or "widened sgemm"
-  std::string f32_prefill;  // "avx512f" (panel GEMM) or "sgemm"
+  std::string f32_prefill;  // "avx512f, activations transposed", "avx512f" (panel GEMM) or "sgemm"
   double bf16_gflops = 0, bf16_widened_gflops = 0;  // the runtime's BF16 product; widened + sgemm
   double f32_gflops = 0, f32_sgemm_gflops = 0;      // the runtime's F32 product; OpenBLAS sgemm
   std::string w8a8;                                 // "avx512_vnni integers" or "fp32 fake-quantized"

@@ -24,26 +24,38 @@ namespace optkit::runtime {
 
 enum class PanelProduct { bf16_rounded, bf16_split, f32 };
 
-// How the BF16 products are multiplied: AVX-512 register tiles of VDPBF16PS (or FMAs for f32), or
-// AMX tiles of TDPBF16PS (the same pair products, 16 x 16 outputs per instruction) where the CPU
-// has AMX-BF16 and Linux grants the tile state. Results agree to fp32 rounding either way.
-enum class PanelKernel { avx512, amx };
+// How a product is multiplied:
+//  - avx512: AVX-512 register tiles of VDPBF16PS (or FMAs for f32) over W packed into panels, one
+//    activation word broadcast per row;
+//  - amx: AMX tiles of TDPBF16PS (the same pair products, 16 x 16 outputs per instruction) over the
+//    same packed panels, where the CPU has AMX-BF16 and Linux grants the tile state;
+//  - f32_transposed (f32, 32 or more activation rows, at most a quarter of the last 32 padding):
+//    W is not packed at all — each W value is broadcast from its own row against the activations
+//    packed transposed (32 rows per pair of vectors), which saves the panel transposes that cost
+//    as much as a sixth of the FMAs (128 x 8192 x 2048 on one core: 116-133 -> 133-163 GFLOP/s).
+// Results agree to fp32 rounding whichever kernel runs.
+enum class PanelKernel { avx512, amx, f32_transposed };
 
 bool panel_gemm_supported(PanelProduct product);
 
-// The fastest kernel this CPU has for `product`, or none (panel_gemm_supported is false).
-std::optional<PanelKernel> panel_gemm_kernel(PanelProduct product);
+// The fastest kernel this CPU has for `product` on `m` activation rows, or none
+// (panel_gemm_supported is false).
+std::optional<PanelKernel> panel_gemm_kernel(PanelProduct product, std::int64_t m = 128);
 
 // x [m, cols] encoded for panel_gemm_rows, once per product and shared by every thread.
+// For f32_transposed the words are x transposed in blocks of 32 rows: word (b·cols + c)·32 + i is
+// x[32b + i, c] (zero past row m), and row_words is cols.
 struct PackedActivations {
   PanelProduct product = PanelProduct::bf16_split;
-  PanelKernel kernel = PanelKernel::avx512; // panel_gemm_kernel(product); a caller may pick avx512
+  PanelKernel kernel = PanelKernel::avx512;
   std::int64_t m = 0, cols = 0;
   std::int64_t row_words = 0; // 32-bit words per row (a bf16 pair or an fp32 each), zero-padded
   std::vector<std::uint32_t> words;
 };
 
-PackedActivations pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product);
+// `kernel`: the one to pack for (default: panel_gemm_kernel(product, m)); tests pick each in turn.
+PackedActivations pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product,
+                                   std::optional<PanelKernel> kernel = std::nullopt);
 
 // Rows r ∈ [r0, r1) of y's columns; W is row-major [rows, cols] with cols == x.cols, BF16 for the
 // bf16 products and fp32 for f32. r0 should be a multiple of 32 (a whole panel) for full speed.

@@ -12,12 +12,12 @@ panel_gemm_supported(PanelProduct) {
 }
 
 std::optional<PanelKernel>
-panel_gemm_kernel(PanelProduct) {
+panel_gemm_kernel(PanelProduct, std::int64_t) {
   return std::nullopt;
 }
 
 PackedActivations
-pack_activations(const float*, std::int64_t, std::int64_t, PanelProduct) {
+pack_activations(const float*, std::int64_t, std::int64_t, PanelProduct, std::optional<PanelKernel>) {
   throw std::logic_error("pack_activations: this build has no panel kernels; check panel_gemm_supported() first");
 }
 

@@ -34,6 +34,9 @@ constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 16 
 constexpr std::int64_t kAmxBlockWords = 1024; // the same for AMX tiles: 128 KiB panels, fewer C reloads
 constexpr std::int64_t kAmxGroupPanels = 4;   // panels multiplied per pass over the activations
 constexpr std::size_t kTileRows = 12;         // activation rows per register tile: 24 accumulators
+constexpr std::int64_t kLaneRows = 32;        // f32_transposed: activation rows per pair of vectors
+constexpr std::int64_t kBroadcastRows = 12;   // f32_transposed: W rows per register tile (24 accumulators)
+constexpr std::int64_t kBroadcastBlock = 256; // f32_transposed: columns per K block
 
 OPTKIT_AVX512BF16 inline __m512
 load16(const float* p, std::int64_t valid) {
@@ -292,6 +295,93 @@ cpu_has_amx_bf16() {
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
+bool
+amx_available() {
+  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") && cpu_has_amx_bf16();
+  return has;
+}
+
+// --- f32_transposed: W's values broadcast from its own rows, activations packed transposed.
+
+// out[(b·cols + c)·32 + i] = x[32b + i, c], zero for rows past m: 16 x 16 transposes of x.
+OPTKIT_AVX512BF16 void
+pack_transposed(const float* x, std::int64_t m, std::int64_t cols, std::uint32_t* out) {
+  __m512i r[16];
+  for (std::int64_t i0 = 0; i0 < m; i0 += 16) {
+    const std::int64_t b = i0 / kLaneRows, lane = i0 % kLaneRows;
+    for (std::int64_t c = 0; c < cols; c += 16) {
+      for (std::int64_t i = 0; i < 16; ++i)
+        r[i] = i0 + i < m ? _mm512_castps_si512(load16(x + (i0 + i) * cols + c, cols - c)) : _mm512_setzero_si512();
+      transpose16(r); // r[j]: column c + j of the 16 rows
+      for (std::int64_t j = 0; j < 16 && c + j < cols; ++j)
+        _mm512_storeu_si512(out + (b * cols + c + j) * kLaneRows + lane, r[j]);
+    }
+  }
+}
+
+// y^T block acc[j][0..32) (+)= Σ_{c ∈ [c0, c1)} W[r + j, c] · x[32b .. 32b + 32, c] for RR W rows.
+template <std::size_t RR>
+OPTKIT_AVX512BF16 void
+broadcast_block(const float* w, std::int64_t cols, std::int64_t r, std::int64_t c0, std::int64_t c1, const float* xt,
+                float* acc_out, bool accumulate) {
+  __m512 acc[RR][2];
+  for (std::size_t j = 0; j < RR; ++j) {
+    acc[j][0] = accumulate ? _mm512_loadu_ps(acc_out + j * kLaneRows) : _mm512_setzero_ps();
+    acc[j][1] = accumulate ? _mm512_loadu_ps(acc_out + j * kLaneRows + 16) : _mm512_setzero_ps();
+  }
+  const float* w0 = w + r * cols;
+  for (std::int64_t c = c0; c < c1; ++c) {
+    const __m512 a0 = _mm512_loadu_ps(xt + c * kLaneRows), a1 = _mm512_loadu_ps(xt + c * kLaneRows + 16);
+#pragma GCC unroll 12
+    for (std::size_t j = 0; j < RR; ++j) {
+      const __m512 wv = _mm512_set1_ps(w0[static_cast<std::int64_t>(j) * cols + c]);
+      acc[j][0] = _mm512_fmadd_ps(wv, a0, acc[j][0]);
+      acc[j][1] = _mm512_fmadd_ps(wv, a1, acc[j][1]);
+    }
+  }
+  for (std::size_t j = 0; j < RR; ++j) {
+    _mm512_storeu_ps(acc_out + j * kLaneRows, acc[j][0]);
+    _mm512_storeu_ps(acc_out + j * kLaneRows + 16, acc[j][1]);
+  }
+}
+
+template <std::size_t RR>
+void
+broadcast_dispatch(std::size_t rr, const float* w, std::int64_t cols, std::int64_t r, std::int64_t c0, std::int64_t c1,
+                   const float* xt, float* acc_out, bool accumulate) {
+  if constexpr (RR > 1) {
+    if (rr < RR)
+      return broadcast_dispatch<RR - 1>(rr, w, cols, r, c0, c1, xt, acc_out, accumulate);
+  }
+  broadcast_block<RR>(w, cols, r, c0, c1, xt, acc_out, accumulate);
+}
+
+// W rows [r0, r1) kBroadcastRows at a time; per K block of kBroadcastBlock columns (those W rows
+// stay in L1) every 32-row block of activations passes, accumulating y^T in a small buffer that is
+// written into y once the whole K is done.
+void
+f32_transposed_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                    std::int64_t ldy) {
+  const std::int64_t blocks = (x.m + kLaneRows - 1) / kLaneRows, cols = x.cols;
+  thread_local std::vector<float> acc;
+  acc.resize(static_cast<std::size_t>(blocks * kBroadcastRows * kLaneRows));
+  const auto* xt = reinterpret_cast<const float*>(x.words.data());
+  for (std::int64_t r = r0; r < r1; r += kBroadcastRows) {
+    const auto rr = static_cast<std::size_t>(std::min(kBroadcastRows, r1 - r));
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kBroadcastBlock) {
+      const std::int64_t c1 = std::min(cols, c0 + kBroadcastBlock);
+      for (std::int64_t b = 0; b < blocks; ++b)
+        broadcast_dispatch<static_cast<std::size_t>(kBroadcastRows)>(
+            rr, w, cols, r, c0, c1, xt + b * cols * kLaneRows, acc.data() + b * kBroadcastRows * kLaneRows, c0 > 0);
+    }
+    for (std::int64_t i = 0; i < x.m; ++i) {
+      const float* block = acc.data() + (i / kLaneRows) * kBroadcastRows * kLaneRows + i % kLaneRows;
+      for (std::size_t j = 0; j < rr; ++j)
+        y[i * ldy + r + static_cast<std::int64_t>(j)] = block[static_cast<std::int64_t>(j) * kLaneRows];
+    }
+  }
+}
+
 // Activation rows [i_begin, m) of one packed panel's K block on AVX-512 register tiles.
 template <bool Fma>
 void
@@ -375,22 +465,36 @@ panel_gemm_supported(PanelProduct product) {
 }
 
 std::optional<PanelKernel>
-panel_gemm_kernel(PanelProduct product) {
-  static const bool has_amx = panel_gemm_supported(PanelProduct::bf16_split) && cpu_has_amx_bf16();
+panel_gemm_kernel(PanelProduct product, std::int64_t m) {
   if (!panel_gemm_supported(product))
     return std::nullopt;
-  return product != PanelProduct::f32 && has_amx ? PanelKernel::amx : PanelKernel::avx512;
+  if (product == PanelProduct::f32) { // transposed wins unless padding wastes over a quarter of its lanes
+    const std::int64_t lanes = (m + kLaneRows - 1) / kLaneRows * kLaneRows;
+    return m >= kLaneRows && 4 * (lanes - m) <= lanes ? PanelKernel::f32_transposed : PanelKernel::avx512;
+  }
+  return amx_available() ? PanelKernel::amx : PanelKernel::avx512;
 }
 
 PackedActivations
-pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product) {
+pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct product,
+                 std::optional<PanelKernel> kernel) {
   if (!panel_gemm_supported(product))
     throw std::logic_error("pack_activations: this CPU lacks the AVX-512 kernels; check panel_gemm_supported() first");
   PackedActivations out;
   out.product = product;
-  out.kernel = *panel_gemm_kernel(product);
+  out.kernel = kernel.value_or(*panel_gemm_kernel(product, m));
+  const bool f32 = product == PanelProduct::f32;
+  if (out.kernel != PanelKernel::avx512 &&
+      (f32 ? out.kernel != PanelKernel::f32_transposed : out.kernel != PanelKernel::amx || !amx_available()))
+    throw std::logic_error("pack_activations: that kernel does not serve this product on this CPU");
   out.m = m;
   out.cols = cols;
+  if (out.kernel == PanelKernel::f32_transposed) {
+    out.row_words = cols;
+    out.words.resize(static_cast<std::size_t>((m + kLaneRows - 1) / kLaneRows * kLaneRows * cols));
+    pack_transposed(x, m, cols, out.words.data());
+    return out;
+  }
   const std::int64_t steps = (cols + kStep - 1) / kStep;
   out.row_words = steps * (product == PanelProduct::bf16_rounded ? 16 : 32);
   // A row pitch that is a multiple of 4 KiB puts the 16 rows of an AMX A tile in one L1 set; 16
@@ -415,6 +519,10 @@ panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedAct
 void
 panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                 std::int64_t ldy) {
+  if (x.kernel == PanelKernel::f32_transposed) {
+    f32_transposed_rows(w, r0, r1, x, y, ldy);
+    return;
+  }
   gemm_rows(w, r0, r1, x, y, ldy);
 }
 
