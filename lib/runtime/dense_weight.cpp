@@ -30,6 +30,7 @@ constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be wide
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
 constexpr std::int64_t kPanelMinRows = 4;        // activation rows from which the AVX-512 panel GEMM pays off
 constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (whole 32-row panels)
+constexpr std::int64_t kBroadcastChunk = 96;     // the same for f32_transposed (whole 12-row register tiles)
 
 // The AVX-512 product for W's storage type, if there is one: BF16 with split activations (results
 // within ~1e-5 of fp32, so prefill agrees with fp32 decode), F32 with FMA.
@@ -66,7 +67,7 @@ public:
         const auto packed = pack_activations(x, m, m_cols, *panel_product<T>());
         pool.parallel_for(
             m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
-            kPanelChunk);
+            packed.kernel == PanelKernel::f32_transposed ? kBroadcastChunk : kPanelChunk);
         return;
       }
     }

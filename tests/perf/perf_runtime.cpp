@@ -107,7 +107,7 @@ gemm_gflops(unsigned threads) {
       const auto packed = runtime::pack_activations(x.data(), m, cols, product);
       pool.parallel_for(
           rows, [&](std::int64_t r0, std::int64_t r1) { runtime::panel_gemm_rows(w, r0, r1, packed, y.data(), rows); },
-          64);
+          packed.kernel == runtime::PanelKernel::f32_transposed ? 96 : 64); // as the runtime splits them
     });
   };
   const auto bf16_weight = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols);
