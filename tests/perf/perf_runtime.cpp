@@ -350,7 +350,7 @@ main(int argc, char** argv) {
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
              gemv_bf16, 100.0 * gemv_bf16 / copy, gemv_f32, 100.0 * gemv_f32 / copy);
   fmt::print("GEMM alone (128 x 8192 x 2048), GFLOP/s: BF16 panel {:.0f} (split activations, the runtime's) / "
-             "{:.0f} (rounded), widened + sgemm {:.0f}; F32 panel {:.0f}, sgemm {:.0f}\n",
+             "{:.0f} (rounded), widened + sgemm {:.0f}; F32 (the runtime's kernel) {:.0f}, sgemm {:.0f}\n",
              gemm.bf16_split, gemm.bf16_rounded, gemm.bf16_widened, gemm.f32_panel, gemm.f32_sgemm);
   if (w8a8.gemm_int > 0)
     fmt::print("W8A8 (int8 per-row W, int8 per-token activations): integer VNNI kernel {:.0f} GFLOP/s at 128 x 8192 x "
