@@ -356,28 +356,35 @@ broadcast_dispatch(std::size_t rr, const float* w, std::int64_t cols, std::int64
   broadcast_block<RR>(w, cols, r, c0, c1, xt, acc_out, accumulate);
 }
 
-// W rows [r0, r1) kBroadcastRows at a time; per K block of kBroadcastBlock columns (those W rows
-// stay in L1) every 32-row block of activations passes, accumulating y^T in a small buffer that is
-// written into y once the whole K is done.
+// Per K block of kBroadcastBlock columns (the activations' slice, 32·m_pad words, stays in L2),
+// every row tile of kBroadcastRows W rows in [r0, r1) passes every 32-row block of activations,
+// accumulating y^T for the whole range in a small buffer that is written into y at the end.
 void
 f32_transposed_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                     std::int64_t ldy) {
-  const std::int64_t blocks = (x.m + kLaneRows - 1) / kLaneRows, cols = x.cols;
+  const std::int64_t blocks = (x.m + kLaneRows - 1) / kLaneRows, cols = x.cols,
+                     tiles = (r1 - r0 + kBroadcastRows - 1) / kBroadcastRows;
+  const std::int64_t tile_floats = blocks * kBroadcastRows * kLaneRows; // y^T of one row tile
   thread_local std::vector<float> acc;
-  acc.resize(static_cast<std::size_t>(blocks * kBroadcastRows * kLaneRows));
+  acc.resize(static_cast<std::size_t>(tiles * tile_floats));
   const auto* xt = reinterpret_cast<const float*>(x.words.data());
-  for (std::int64_t r = r0; r < r1; r += kBroadcastRows) {
-    const auto rr = static_cast<std::size_t>(std::min(kBroadcastRows, r1 - r));
-    for (std::int64_t c0 = 0; c0 < cols; c0 += kBroadcastBlock) {
-      const std::int64_t c1 = std::min(cols, c0 + kBroadcastBlock);
+  for (std::int64_t c0 = 0; c0 < cols; c0 += kBroadcastBlock) {
+    const std::int64_t c1 = std::min(cols, c0 + kBroadcastBlock);
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t r = r0 + t * kBroadcastRows;
+      const auto rr = static_cast<std::size_t>(std::min(kBroadcastRows, r1 - r));
       for (std::int64_t b = 0; b < blocks; ++b)
         broadcast_dispatch<static_cast<std::size_t>(kBroadcastRows)>(
-            rr, w, cols, r, c0, c1, xt + b * cols * kLaneRows, acc.data() + b * kBroadcastRows * kLaneRows, c0 > 0);
+            rr, w, cols, r, c0, c1, xt + b * cols * kLaneRows,
+            acc.data() + t * tile_floats + b * kBroadcastRows * kLaneRows, c0 > 0);
     }
+  }
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t r = r0 + t * kBroadcastRows, rr = std::min(kBroadcastRows, r1 - r);
     for (std::int64_t i = 0; i < x.m; ++i) {
-      const float* block = acc.data() + (i / kLaneRows) * kBroadcastRows * kLaneRows + i % kLaneRows;
-      for (std::size_t j = 0; j < rr; ++j)
-        y[i * ldy + r + static_cast<std::int64_t>(j)] = block[static_cast<std::int64_t>(j) * kLaneRows];
+      const float* block = acc.data() + t * tile_floats + (i / kLaneRows) * kBroadcastRows * kLaneRows + i % kLaneRows;
+      for (std::int64_t j = 0; j < rr; ++j)
+        y[i * ldy + r + j] = block[j * kLaneRows];
     }
   }
 }
