@@ -43,6 +43,18 @@ now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The fastest of five runs of `run`, in seconds.
+double
+best_seconds(const std::function<void()>& run) {
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = now();
+    run();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
 // The machine's read bandwidth as optkit doctor measures it (eight streams per thread over 2.5x the
 // L3 cache), with the same threads: the denominator of decode's fractions.
 double
@@ -91,15 +103,7 @@ gemm_gflops(unsigned threads) {
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 8.0f;
   ThreadPool pool(threads);
-  const auto best_of = [&](const std::function<void()>& run) {
-    double best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      const double t0 = now();
-      run();
-      best = std::min(best, now() - t0);
-    }
-    return flops / best / 1e9;
-  };
+  const auto best_of = [&](const std::function<void()>& run) { return flops / best_seconds(run) / 1e9; };
   const auto panel = [&](const auto* w, runtime::PanelProduct product) {
     if (!runtime::panel_gemm_supported(product))
       return 0.0;
@@ -146,17 +150,8 @@ w8a8_figures(unsigned threads) {
     std::vector<float> x(static_cast<std::size_t>(m * cols)), y(static_cast<std::size_t>(m * rows));
     for (std::size_t i = 0; i < x.size(); ++i)
       x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 8.0f;
-    const auto best = [&](const std::function<void()>& body) {
-      double t = 1e30;
-      for (int rep = 0; rep < 5; ++rep) {
-        const double t0 = now();
-        body();
-        t = std::min(t, now() - t0);
-      }
-      return t;
-    };
-    const double t_int = best([&] { weight->multiply(x.data(), m, y.data(), pool); });
-    const double t_float = best([&] {
+    const double t_int = best_seconds([&] { weight->multiply(x.data(), m, y.data(), pool); });
+    const double t_float = best_seconds([&] {
       std::vector<float> fake = x;
       quant::fake_quantize_activations(fake.data(), m, cols, per_token);
       runtime::multiply_widened(*weight, fake.data(), m, y.data(), pool);
