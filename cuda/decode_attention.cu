@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 namespace optkit::cuda {
 namespace {
@@ -233,14 +236,253 @@ __launch_bounds__(32 * kDecodeWarps)
   }
 }
 
-bool
-grouped_path(const DecodeAttentionShape& shape) {
-  return shape.head_dim == 64 || shape.head_dim == 128 || shape.head_dim == 256;
+// The path for GQA groups of 5 to 8 heads (head_dim 64, 128 or 256), where the grouped kernel
+// above spends its time in per-position shuffles and runs out of registers: each warp stages 32
+// cached positions of K and V in shared memory with cp.async, then
+//   scores   lane p computes position p's score for every head of the group from shared K
+//            (rows padded by 16 bytes, so the lanes of a 16-byte load phase hit distinct banks);
+//   softmax  one max and one rescale per head per 32 positions, not per position;
+//   values   lane i accumulates dimensions [i·D/32, (i+1)·D/32) over the 32 positions from shared V.
+// The query heads of the tile sit in shared memory, pre-scaled into base 2.
+template <int HeadDim> struct StagedConfig {
+  static constexpr int kWarps = HeadDim == 256 ? 1 : HeadDim == 128 ? 2 : 4;
+  static constexpr int kGroup = 8;           // heads per block at most
+  static constexpr int kChunk = 32;          // positions per warp per round
+  static constexpr int kPitch = HeadDim + 8; // bf16 per staged K row
+  static constexpr int kDims = HeadDim / 32; // output dimensions per lane
+  static constexpr int kKBytes = kChunk * kPitch * 2, kVBytes = kChunk * HeadDim * 2;
+  static constexpr int kWarpBytes = kKBytes + kVBytes;
+  static constexpr int kBytes = kWarps * kWarpBytes + kGroup * HeadDim * 4 + kWarps * kGroup * kChunk * 4;
+};
+
+__device__ __forceinline__ void
+copy_16_async(void* shared, const void* global) {
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+}
+
+__device__ __forceinline__ void
+wait_async_copies() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+template <int HeadDim>
+__global__ void
+__launch_bounds__(32 * StagedConfig<HeadDim>::kWarps)
+    decode_attention_partial_staged(const bf16* __restrict__ q, const bf16* __restrict__ k, const bf16* __restrict__ v,
+                                    float* __restrict__ partial_acc, float* __restrict__ partial_ml, int heads,
+                                    int kv_heads, int kv_len, int split_len, float scale) {
+  using C = StagedConfig<HeadDim>;
+  constexpr int kG = C::kGroup, kChunk = C::kChunk, kDims = C::kDims;
+  __shared__ __align__(16) unsigned char smem[C::kBytes];
+  const int group = heads / kv_heads, tiles = (group + kG - 1) / kG;
+  const int kv_head = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int b = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+  const int first_head = kv_head * group + tile * kG, g = min(kG, group - tile * kG);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  auto* ks = reinterpret_cast<bf16*>(smem + warp * C::kWarpBytes);
+  auto* vs = reinterpret_cast<bf16*>(smem + warp * C::kWarpBytes + C::kKBytes);
+  auto* qs = reinterpret_cast<float*>(smem + C::kWarps * C::kWarpBytes);
+  float* ws = qs + kG * HeadDim + warp * kG * kChunk;
+
+  const float q_scale = scale * 1.4426950408889634f;
+  for (int i = threadIdx.x; i < kG * HeadDim; i += blockDim.x) {
+    const int j = i / HeadDim, d = i % HeadDim;
+    qs[i] = j < g ? __bfloat162float(q[(std::size_t(b) * heads + first_head + j) * HeadDim + d]) * q_scale : 0.0f;
+  }
+  __syncthreads();
+
+  float m[kG], l[kG], acc[kG][kDims];
+#pragma unroll
+  for (int j = 0; j < kG; ++j) {
+    m[j] = -INFINITY;
+    l[j] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e)
+      acc[j][e] = 0.0f;
+  }
+
+  const std::size_t base = (std::size_t(b) * kv_heads + kv_head) * std::size_t(kv_len) * HeadDim;
+  const int begin = split * split_len, end = min(kv_len, begin + split_len);
+  constexpr int kPieces = kChunk * HeadDim / 8; // 16-byte pieces of a chunk of K (and of V)
+  for (int chunk = begin + warp * kChunk; chunk < end; chunk += C::kWarps * kChunk) {
+    const int n = min(kChunk, end - chunk);
+    for (int piece = lane; piece < kPieces; piece += 32) {
+      const int p = piece / (HeadDim / 8), c = piece % (HeadDim / 8);
+      if (p < n) {
+        const std::size_t at = base + std::size_t(chunk + p) * HeadDim + c * 8;
+        copy_16_async(ks + p * C::kPitch + c * 8, k + at);
+        copy_16_async(vs + p * HeadDim + c * 8, v + at);
+      }
+    }
+    wait_async_copies();
+    __syncwarp();
+
+    // Scores: lane = position.
+    float score[kG];
+#pragma unroll
+    for (int j = 0; j < kG; ++j)
+      score[j] = 0.0f;
+    const bf16* krow = ks + lane * C::kPitch;
+#pragma unroll 4
+    for (int d = 0; d < HeadDim; d += 8) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(krow + d);
+      const auto* k2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      float kf[8];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __bfloat1622float2(k2[e]);
+        kf[2 * e] = f.x;
+        kf[2 * e + 1] = f.y;
+      }
+#pragma unroll
+      for (int j = 0; j < kG; ++j) {
+        if (j < g) {
+          const float4 qa = *reinterpret_cast<const float4*>(qs + j * HeadDim + d);
+          const float4 qb = *reinterpret_cast<const float4*>(qs + j * HeadDim + d + 4);
+          score[j] = fmaf(qa.x, kf[0], score[j]);
+          score[j] = fmaf(qa.y, kf[1], score[j]);
+          score[j] = fmaf(qa.z, kf[2], score[j]);
+          score[j] = fmaf(qa.w, kf[3], score[j]);
+          score[j] = fmaf(qb.x, kf[4], score[j]);
+          score[j] = fmaf(qb.y, kf[5], score[j]);
+          score[j] = fmaf(qb.z, kf[6], score[j]);
+          score[j] = fmaf(qb.w, kf[7], score[j]);
+        }
+      }
+    }
+
+    // Online softmax, once per head per chunk.
+#pragma unroll
+    for (int j = 0; j < kG; ++j) {
+      if (j >= g)
+        continue;
+      const float s = lane < n ? score[j] : -INFINITY;
+      float top = s;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+        top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+      const float m_new = fmaxf(m[j], top);
+      const float correction = m[j] == -INFINITY ? 0.0f : exp2f(m[j] - m_new);
+      const float w = s == -INFINITY ? 0.0f : exp2f(s - m_new);
+      l[j] = l[j] * correction + w; // per lane; summed over the warp at the end
+      ws[j * kChunk + lane] = w;
+#pragma unroll
+      for (int e = 0; e < kDims; ++e)
+        acc[j][e] *= correction;
+      m[j] = m_new;
+    }
+    __syncwarp();
+
+    // Values: lane = dimensions.
+    for (int p = 0; p < n; ++p) {
+      float vf[kDims];
+      const bf16* vrow = vs + p * HeadDim + lane * kDims;
+      if constexpr (kDims == 8) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(vrow);
+        const auto* v2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 f = __bfloat1622float2(v2[e]);
+          vf[2 * e] = f.x;
+          vf[2 * e + 1] = f.y;
+        }
+      } else if constexpr (kDims == 4) {
+        const uint2 raw = *reinterpret_cast<const uint2*>(vrow);
+        const auto* v2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float2 f = __bfloat1622float2(v2[e]);
+          vf[2 * e] = f.x;
+          vf[2 * e + 1] = f.y;
+        }
+      } else {
+        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(vrow));
+        vf[0] = f.x;
+        vf[1] = f.y;
+      }
+#pragma unroll
+      for (int j = 0; j < kG; ++j) {
+        if (j < g) {
+          const float w = ws[j * kChunk + p];
+#pragma unroll
+          for (int e = 0; e < kDims; ++e)
+            acc[j][e] = fmaf(w, vf[e], acc[j][e]);
+        }
+      }
+    }
+    __syncwarp(); // the next chunk's copies overwrite ks, vs and ws
+  }
+#pragma unroll
+  for (int j = 0; j < kG; ++j)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      l[j] += __shfl_xor_sync(0xffffffffu, l[j], o);
+
+  // Merge the warps' partial softmaxes through shared memory (the staging area is free now).
+  __syncthreads();
+  auto* s_acc = reinterpret_cast<float*>(smem);   // [kWarps][kG][HeadDim]
+  float* s_ml = s_acc + C::kWarps * kG * HeadDim; // [kWarps][kG][2]
+#pragma unroll
+  for (int j = 0; j < kG; ++j) {
+#pragma unroll
+    for (int e = 0; e < kDims; ++e)
+      s_acc[(warp * kG + j) * HeadDim + lane * kDims + e] = acc[j][e];
+    if (lane == 0) {
+      s_ml[(warp * kG + j) * 2] = m[j];
+      s_ml[(warp * kG + j) * 2 + 1] = l[j];
+    }
+  }
+  __syncthreads();
+  for (int index = threadIdx.x; index < g * HeadDim; index += blockDim.x) {
+    const int j = index / HeadDim, d = index % HeadDim;
+    float top = -INFINITY;
+    for (int w = 0; w < C::kWarps; ++w)
+      top = fmaxf(top, s_ml[(w * kG + j) * 2]);
+    float sum = 0.0f, out = 0.0f;
+    for (int w = 0; w < C::kWarps; ++w) {
+      const float mw = s_ml[(w * kG + j) * 2];
+      const float c = mw == -INFINITY ? 0.0f : exp2f(mw - top);
+      sum += s_ml[(w * kG + j) * 2 + 1] * c;
+      out += s_acc[(w * kG + j) * HeadDim + d] * c;
+    }
+    const std::size_t row = (std::size_t(b) * heads + first_head + j) * splits + split;
+    partial_acc[row * HeadDim + d] = out;
+    if (d == 0) {
+      partial_ml[row * 2] = top == -INFINITY ? top : top * 0.6931471805599453f; // back to natural units
+      partial_ml[row * 2 + 1] = sum;
+    }
+  }
+}
+
+enum class DecodePath { generic, grouped, staged };
+
+// head_dim 64/128/256 take the grouped kernel for groups of up to 4 heads and the staged kernel
+// beyond; OPTKIT_DECODE_ATTENTION=grouped|staged forces one of the two (to compare them).
+DecodePath
+decode_path(const DecodeAttentionShape& shape) {
+  if (shape.head_dim != 64 && shape.head_dim != 128 && shape.head_dim != 256)
+    return DecodePath::generic;
+  if (const char* forced = std::getenv("OPTKIT_DECODE_ATTENTION")) {
+    if (std::strcmp(forced, "grouped") == 0)
+      return DecodePath::grouped;
+    if (std::strcmp(forced, "staged") == 0)
+      return DecodePath::staged;
+  }
+  return shape.heads / shape.kv_heads <= 4 ? DecodePath::grouped : DecodePath::staged;
 }
 
 int
 group_tile(const DecodeAttentionShape& shape) {
   return shape.heads / shape.kv_heads <= 4 ? 4 : 8;
+}
+
+int
+staged_warps(int head_dim) {
+  return head_dim == 256   ? StagedConfig<256>::kWarps
+         : head_dim == 128 ? StagedConfig<128>::kWarps
+                           : StagedConfig<64>::kWarps;
 }
 
 template <int HeadDim>
@@ -257,18 +499,51 @@ launch_grouped(const bf16* q, const bf16* k, const bf16* v, float* partial, floa
     decode_attention_partial_grouped<HeadDim, 8><<<grid, 32 * kDecodeWarps, 0, stream>>>(
         q, k, v, partial, stats, shape.heads, shape.kv_heads, shape.kv_len, splits.split_len, scale);
 }
+
+template <int HeadDim>
+void
+launch_staged(const bf16* q, const bf16* k, const bf16* v, float* partial, float* stats,
+              const DecodeAttentionShape& shape, const DecodeSplits& splits, float scale, cudaStream_t stream) {
+  using C = StagedConfig<HeadDim>;
+  const int group = shape.heads / shape.kv_heads;
+  const dim3 grid(static_cast<unsigned>(shape.kv_heads * ((group + C::kGroup - 1) / C::kGroup)),
+                  static_cast<unsigned>(shape.batch), static_cast<unsigned>(splits.splits));
+  decode_attention_partial_staged<HeadDim><<<grid, 32 * C::kWarps, 0, stream>>>(
+      q, k, v, partial, stats, shape.heads, shape.kv_heads, shape.kv_len, splits.split_len, scale);
+}
+// Calls f with the head size (64, 128 or 256) as a compile-time constant.
+template <class F>
+void
+with_head_dim(int head_dim, F&& f) {
+  if (head_dim == 64)
+    f(std::integral_constant<int, 64>{});
+  else if (head_dim == 128)
+    f(std::integral_constant<int, 128>{});
+  else
+    f(std::integral_constant<int, 256>{});
+}
 } // namespace
 
 DecodeSplits
 plan_decode_splits(const DecodeAttentionShape& shape, int multiprocessors) {
-  // Blocks before splitting: one per (query head, sequence) on the old path, one per (KV head ·
-  // head tile, sequence) on the grouped path. Split until every SM holds four blocks, keeping
-  // slices of at least 64 positions (256 on the old path, whose blocks read more slowly).
-  const bool grouped = grouped_path(shape);
-  const int tile = grouped ? group_tile(shape) : 1, group = shape.heads / shape.kv_heads;
-  const int blocks = shape.batch * (grouped ? shape.kv_heads * ((group + tile - 1) / tile) : shape.heads);
-  const int wanted = std::max(1, ((grouped ? 4 : 2) * multiprocessors + blocks - 1) / blocks);
-  const int min_slice = grouped ? 64 : 256;
+  // Blocks before splitting: one per (query head, sequence) on the generic path, one per (KV head
+  // · head tile, sequence) on the grouped and staged paths. Split until every SM holds four
+  // grouped blocks (16 warps; as many warps of the staged kernel), keeping slices of at least 64
+  // positions (256 on the generic path, whose blocks read more slowly).
+  const DecodePath path = decode_path(shape);
+  const int group = shape.heads / shape.kv_heads;
+  int blocks = shape.batch * shape.heads, wanted_warps = 2 * kDecodeWarps * multiprocessors, warps = kDecodeWarps;
+  if (path == DecodePath::grouped) {
+    const int tile = group_tile(shape);
+    blocks = shape.batch * shape.kv_heads * ((group + tile - 1) / tile);
+    wanted_warps = 4 * kDecodeWarps * multiprocessors;
+  } else if (path == DecodePath::staged) {
+    blocks = shape.batch * shape.kv_heads * ((group + 7) / 8);
+    wanted_warps = 4 * kDecodeWarps * multiprocessors;
+    warps = staged_warps(shape.head_dim);
+  }
+  const int wanted = std::max(1, (wanted_warps + blocks * warps - 1) / (blocks * warps));
+  const int min_slice = path == DecodePath::generic ? 256 : 64;
   const int splits = std::clamp((shape.kv_len + min_slice - 1) / min_slice, 1, wanted);
   return {splits, (shape.kv_len + splits - 1) / splits};
 }
@@ -291,15 +566,22 @@ launch_decode_attention(const bf16* q, const bf16* k, const bf16* v, bf16* out, 
                           static_cast<unsigned>(splits.splits));
   const dim3 combine_grid(static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch));
   const unsigned combine_threads = static_cast<unsigned>((shape.head_dim + 31) / 32 * 32);
-  if (shape.head_dim == 64)
-    launch_grouped<64>(q, k, v, partial, stats, shape, splits, scale, stream);
-  else if (shape.head_dim == 128)
-    launch_grouped<128>(q, k, v, partial, stats, shape, splits, scale, stream);
-  else if (shape.head_dim == 256)
-    launch_grouped<256>(q, k, v, partial, stats, shape, splits, scale, stream);
-  else
+  switch (decode_path(shape)) {
+  case DecodePath::grouped:
+    with_head_dim(shape.head_dim, [&](auto head_dim) {
+      launch_grouped<decltype(head_dim)::value>(q, k, v, partial, stats, shape, splits, scale, stream);
+    });
+    break;
+  case DecodePath::staged:
+    with_head_dim(shape.head_dim, [&](auto head_dim) {
+      launch_staged<decltype(head_dim)::value>(q, k, v, partial, stats, shape, splits, scale, stream);
+    });
+    break;
+  case DecodePath::generic:
     decode_attention_partial<<<partial_grid, 32 * kDecodeWarps, 0, stream>>>(
         q, k, v, partial, stats, shape.heads, shape.kv_heads, shape.head_dim, shape.kv_len, splits.split_len, scale);
+    break;
+  }
   decode_attention_combine<<<combine_grid, combine_threads, 0, stream>>>(partial, stats, out, shape.heads,
                                                                          shape.head_dim, splits.splits);
 }

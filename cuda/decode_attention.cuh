@@ -1,8 +1,11 @@
 // Split-KV decode attention: one new token per sequence attends to its cached keys and values
 // (BF16, GQA). Pass 1 runs an online softmax over slices of the cache in parallel; pass 2 merges
 // the slices. The split count fills the GPU even at batch 1. For head_dim 64, 128 and 256 one
-// block serves a whole GQA group from one read of the cache with 16-byte loads (2.3 TB/s on an
-// H100 at large batch × length, against 0.42 TB/s for the per-head path other sizes take).
+// block serves a whole GQA group from one read of the cache: groups of up to 4 heads with 16-byte
+// loads spread over the lanes of a position (2.3 TB/s on an H100 at large batch × length, against
+// 0.42 TB/s for the per-head path other sizes take); groups of 5 to 8 (and tiles of 8 beyond)
+// with positions staged in shared memory, one lane per position for the scores and one softmax
+// rescale per 32 positions. OPTKIT_DECODE_ATTENTION=grouped|staged forces one of the two.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -257,9 +257,12 @@ OperatorProfiler::attention_decode_max_error(int batch, int kv_len, int heads, i
     check(cudaMalloc(&dout, q_count * 2), "cudaMalloc");
     check(cudaMalloc(&partial, decode_attention_partial_floats(shape, splits) * 4), "cudaMalloc");
     check(cudaMalloc(&stats, decode_attention_stats_floats(shape, splits) * 4), "cudaMalloc");
-    check(cudaMemcpy(dq, q.data(), q_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaMemcpy(dk, k.data(), kv_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaMemcpy(dv, v.data(), kv_count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    // On the kernel's stream: a plain cudaMemcpy from pageable memory may return before its DMA
+    // lands, and s.stream does not wait for the legacy stream (a race that showed as errors of
+    // 0.1-0.3 on some runs of some shapes).
+    check(cudaMemcpyAsync(dq, q.data(), q_count * 2, cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dk, k.data(), kv_count * 2, cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dv, v.data(), kv_count * 2, cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync");
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     launch_decode_attention(dq, dk, dv, dout, partial, stats, shape, splits, scale, s.stream);
     check(cudaStreamSynchronize(s.stream), "decode attention");

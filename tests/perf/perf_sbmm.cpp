@@ -9,10 +9,10 @@
 //             ratio is not only the parallelism
 // Both outputs are compared. Usage: perf_sbmm [repeats, default 5] [threads, default all]
 #include "core/thread_pool.hpp"
-#include "model/safetensors_writer.hpp"
 #include "quant/delta_format.hpp"
 #include "runtime/delta_variant.hpp"
 #include "runtime/linear_weight.hpp"
+#include "support/random_delta.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <random>
 #include <vector>
 
@@ -30,41 +29,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kPerVariant = 4, kGroup = 128;
-
-std::vector<std::byte>
-random_delta_tensors(std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> value(-8, 7), pick(0, 5);
-  std::vector<float> q(static_cast<std::size_t>(kRows * kCols));
-  std::vector<std::uint8_t> kept(q.size());
-  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-  for (std::int64_t g = 0; g < kRows * kCols / 4; ++g) {
-    const auto* p = pairs[pick(rng)];
-    for (int j = 0; j < 2; ++j) {
-      const auto at = static_cast<std::size_t>(g * 4 + p[j]);
-      kept[at] = 1;
-      q[at] = static_cast<float>(value(rng));
-    }
-  }
-  const auto enc = quant::encode_sparse_2_4(q, kept, kRows, kCols, 4);
-  std::vector<float> scales(static_cast<std::size_t>(kRows * kCols / kGroup));
-  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
-  for (auto& s : scales)
-    s = scale(rng);
-  model::TensorSet set;
-  set.add_values("m.delta_values", model::DType::i32, {kRows, static_cast<std::int64_t>(enc.values.size()) / kRows},
-                 enc.values);
-  set.add_values("m.delta_indices", model::DType::u8, {kRows, kCols / 8}, enc.indices);
-  set.add_values("m.delta_scale", model::DType::f32, {kRows, kCols / kGroup}, scales);
-  const auto path = std::filesystem::temp_directory_path() / fmt::format("perf_sbmm_{}.safetensors", seed);
-  model::write_safetensors(path, set.tensors());
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::filesystem::remove(path);
-  std::vector<std::byte> bytes(raw.size());
-  std::transform(raw.begin(), raw.end(), bytes.begin(), [](char c) { return static_cast<std::byte>(c); });
-  return bytes;
-}
 
 template <class Work>
 double
@@ -84,16 +48,11 @@ int
 main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
-  const nlohmann::json config = {{"format", "optkit-delta"},
-                                 {"version", 1},
-                                 {"bits", 4},
-                                 {"levels", "midrise"},
-                                 {"base", nlohmann::json::object()}};
   std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
   std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas;
   for (std::int64_t v = 0; v < kVariants; ++v) {
-    artifacts.push_back(std::make_unique<quant::DeltaArtifact>(
-        config, random_delta_tensors(static_cast<std::uint32_t>(v + 1)), fmt::format("variant {}", v)));
+    artifacts.push_back(
+        test::random_delta_artifact(kRows, kCols, 4, true, kCols / kGroup, static_cast<std::uint32_t>(v + 1)));
     deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
   }
   const std::int64_t m = kVariants * kPerVariant;
