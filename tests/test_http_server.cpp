@@ -12,10 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 using namespace optkit;
 using namespace optkit::http;
@@ -268,4 +275,46 @@ TEST_CASE("an idle connection is closed after the idle timeout; a busy port is n
   const std::string expected = "cannot listen on 127.0.0.1:" + std::to_string(server.port());
   CHECK_THROWS_WITH_AS(Server(same, [](const Request&, const std::shared_ptr<Exchange>&) {}),
                        doctest::Contains(expected.c_str()), RuntimeFailure);
+}
+
+TEST_CASE("out of file descriptors, accepting pauses instead of spinning, and serving resumes") {
+  Server server({}, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", "ok");
+  });
+  server.start();
+  // Lower the process's descriptor limit to what is open, then take every free number below it
+  // (close-on-exec, so the client below starts with room).
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  int highest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::stoi(entry.path().filename().string()));
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(highest + 1);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> fillers;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+    fillers.push_back(fd);
+  const int open_errno = errno;
+  // Another process connects: the connection waits in the backlog while accept() has no descriptor.
+  const std::string client =
+      "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(server.port()) + "; sleep 10' >/dev/null 2>&1 &";
+  const int spawned = std::system(client.c_str());
+  const bool failed = eventually([&] { return server.accept_failures() > 0; }, 10s);
+  const std::uint64_t before = server.accept_failures();
+  std::this_thread::sleep_for(500ms);
+  const std::uint64_t during = server.accept_failures() - before;
+  for (const int fd : fillers)
+    ::close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  CHECK(open_errno == EMFILE);
+  CHECK(spawned == 0);
+  CHECK(failed);
+  // A retry every 50 ms makes about ten in half a second (fewer on a busy machine); accepting
+  // again at once made hundreds of thousands.
+  CHECK(during <= 50);
+  // With descriptors back, the waiting connection is accepted and requests are served.
+  CHECK(eventually([&] { return server.open_connections() > 0; }));
+  const auto response = raw_exchange(server.port(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(response.find("200") != std::string::npos);
 }

@@ -85,6 +85,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   Handler handler;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_retry; // on the acceptor's strand
+  std::atomic<std::uint64_t> accept_failures{0};
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
   std::atomic<bool> stopped{false};
@@ -96,7 +98,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       : options(std::move(o))
       , handler(std::move(h))
       , ioc(std::max(1, options.threads))
-      , acceptor(net::make_strand(ioc)) {}
+      , acceptor(net::make_strand(ioc))
+      , accept_retry(acceptor.get_executor()) {}
 
   void accept();
   std::vector<std::shared_ptr<Session>> snapshot();
@@ -434,21 +437,30 @@ Server::State::accept() {
   acceptor.async_accept(net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
     if (self->stopping.load())
       return;
-    if (!ec) {
-      // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm and the client's
-      // delayed ACK hold each token back for up to 40 ms.
-      beast::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      auto session = std::make_shared<Session>(std::move(socket), self);
-      {
-        const std::lock_guard lock(self->mutex);
-        ++self->live_sessions;
-        std::erase_if(self->sessions, [](const auto& weak) { return weak.expired(); });
-        self->sessions.push_back(session);
-      }
-      session->run();
+    if (ec) {
+      // Out of descriptors (EMFILE, ENFILE) and the like: the connection stays in the backlog, so
+      // accepting again at once would spin a core until a descriptor frees up. Pause instead.
+      ++self->accept_failures;
+      self->accept_retry.expires_after(std::chrono::milliseconds(50));
+      self->accept_retry.async_wait([self](beast::error_code wait_ec) {
+        if (!wait_ec && !self->stopping.load())
+          self->accept();
+      });
+      return;
     }
-    self->accept(); // errors such as too many open files: keep accepting
+    // Streams are many small writes: without TCP_NODELAY, Nagle's algorithm and the client's
+    // delayed ACK hold each token back for up to 40 ms.
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(std::move(socket), self);
+    {
+      const std::lock_guard lock(self->mutex);
+      ++self->live_sessions;
+      std::erase_if(self->sessions, [](const auto& weak) { return weak.expired(); });
+      self->sessions.push_back(session);
+    }
+    session->run();
+    self->accept();
   });
 }
 
@@ -507,6 +519,7 @@ Server::stop(std::chrono::milliseconds grace) {
   net::post(s.acceptor.get_executor(), [state = m_state] {
     beast::error_code ignored;
     state->acceptor.close(ignored);
+    state->accept_retry.cancel();
   });
   for (const auto& session : s.snapshot())
     net::post(session->executor(), [session] { session->close_when_idle(); });
@@ -528,6 +541,11 @@ Server::stop(std::chrono::milliseconds grace) {
   s.ioc.restart();
   for (int round = 0; round < 1000 && s.ioc.poll() > 0; ++round) {
   }
+}
+
+std::uint64_t
+Server::accept_failures() const {
+  return m_state->accept_failures.load();
 }
 
 std::size_t

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -74,6 +75,8 @@ public:
   // left, closes every connection and joins the threads. Idempotent.
   void stop(std::chrono::milliseconds grace);
   std::size_t open_connections() const;
+  // Accepts that failed (out of descriptors, say); each is retried after a pause of 50 ms.
+  std::uint64_t accept_failures() const;
 
   struct State;
 
