@@ -97,8 +97,12 @@ struct Connection : std::enable_shared_from_this<Connection> {
       request.body() = job.request.body;
       request.prepare_payload();
     }
-    stream.expires_after(impl_ptr->options.client.request_timeout);
-    net::dispatch(stream.get_executor(), [self] { self->send(); });
+    // The stream's timer is set on its strand, like every other operation on it: with several
+    // I/O threads the caller may be another connection's handler on another thread.
+    net::dispatch(stream.get_executor(), [self, timeout = impl_ptr->options.client.request_timeout] {
+      self->stream.expires_after(timeout);
+      self->send();
+    });
   }
 
   void send() {
