@@ -244,12 +244,14 @@ __launch_bounds__(32 * kDecodeWarps)
 //   softmax  one max and one rescale per head per 32 positions, not per position;
 //   values   lane i accumulates dimensions [i·D/32, (i+1)·D/32) over the 32 positions from shared V.
 // The query heads of the tile sit in shared memory, pre-scaled into base 2.
+constexpr int kStagedGroup = 8; // query heads one staged block serves
+
 template <int HeadDim> struct StagedConfig {
   static constexpr int kWarps = HeadDim == 256 ? 1 : HeadDim == 128 ? 2 : 4;
-  static constexpr int kGroup = 8;           // heads per block at most
-  static constexpr int kChunk = 32;          // positions per warp per round
-  static constexpr int kPitch = HeadDim + 8; // bf16 per staged K row
-  static constexpr int kDims = HeadDim / 32; // output dimensions per lane
+  static constexpr int kGroup = kStagedGroup; // heads per block at most
+  static constexpr int kChunk = 32;           // positions per warp per round
+  static constexpr int kPitch = HeadDim + 8;  // bf16 per staged K row
+  static constexpr int kDims = HeadDim / 32;  // output dimensions per lane
   static constexpr int kKBytes = kChunk * kPitch * 2, kVBytes = kChunk * HeadDim * 2;
   static constexpr int kWarpBytes = kKBytes + kVBytes;
   static constexpr int kBytes = kWarps * kWarpBytes + kGroup * HeadDim * 4 + kWarps * kGroup * kChunk * 4;
@@ -456,21 +458,19 @@ __launch_bounds__(32 * StagedConfig<HeadDim>::kWarps)
   }
 }
 
-enum class DecodePath { generic, grouped, staged };
-
 // head_dim 64/128/256 take the grouped kernel for groups of up to 4 heads and the staged kernel
 // beyond; OPTKIT_DECODE_ATTENTION=grouped|staged forces one of the two (to compare them).
-DecodePath
-decode_path(const DecodeAttentionShape& shape) {
+DecodeKernel
+decode_kernel(const DecodeAttentionShape& shape) {
   if (shape.head_dim != 64 && shape.head_dim != 128 && shape.head_dim != 256)
-    return DecodePath::generic;
+    return DecodeKernel::generic;
   if (const char* forced = std::getenv("OPTKIT_DECODE_ATTENTION")) {
     if (std::strcmp(forced, "grouped") == 0)
-      return DecodePath::grouped;
+      return DecodeKernel::grouped;
     if (std::strcmp(forced, "staged") == 0)
-      return DecodePath::staged;
+      return DecodeKernel::staged;
   }
-  return shape.heads / shape.kv_heads <= 4 ? DecodePath::grouped : DecodePath::staged;
+  return shape.heads / shape.kv_heads <= 4 ? DecodeKernel::grouped : DecodeKernel::staged;
 }
 
 int
@@ -530,22 +530,22 @@ plan_decode_splits(const DecodeAttentionShape& shape, int multiprocessors) {
   // · head tile, sequence) on the grouped and staged paths. Split until every SM holds four
   // grouped blocks (16 warps; as many warps of the staged kernel), keeping slices of at least 64
   // positions (256 on the generic path, whose blocks read more slowly).
-  const DecodePath path = decode_path(shape);
+  const DecodeKernel kernel = decode_kernel(shape); // chosen once here: the launch follows the plan
   const int group = shape.heads / shape.kv_heads;
   int blocks = shape.batch * shape.heads, wanted_warps = 2 * kDecodeWarps * multiprocessors, warps = kDecodeWarps;
-  if (path == DecodePath::grouped) {
+  if (kernel == DecodeKernel::grouped) {
     const int tile = group_tile(shape);
     blocks = shape.batch * shape.kv_heads * ((group + tile - 1) / tile);
     wanted_warps = 4 * kDecodeWarps * multiprocessors;
-  } else if (path == DecodePath::staged) {
-    blocks = shape.batch * shape.kv_heads * ((group + 7) / 8);
+  } else if (kernel == DecodeKernel::staged) {
+    blocks = shape.batch * shape.kv_heads * ((group + kStagedGroup - 1) / kStagedGroup);
     wanted_warps = 4 * kDecodeWarps * multiprocessors;
     warps = staged_warps(shape.head_dim);
   }
   const int wanted = std::max(1, (wanted_warps + blocks * warps - 1) / (blocks * warps));
-  const int min_slice = path == DecodePath::generic ? 256 : 64;
+  const int min_slice = kernel == DecodeKernel::generic ? 256 : 64;
   const int splits = std::clamp((shape.kv_len + min_slice - 1) / min_slice, 1, wanted);
-  return {splits, (shape.kv_len + splits - 1) / splits};
+  return {splits, (shape.kv_len + splits - 1) / splits, kernel};
 }
 
 std::size_t
@@ -566,18 +566,18 @@ launch_decode_attention(const bf16* q, const bf16* k, const bf16* v, bf16* out, 
                           static_cast<unsigned>(splits.splits));
   const dim3 combine_grid(static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch));
   const unsigned combine_threads = static_cast<unsigned>((shape.head_dim + 31) / 32 * 32);
-  switch (decode_path(shape)) {
-  case DecodePath::grouped:
+  switch (splits.kernel) {
+  case DecodeKernel::grouped:
     with_head_dim(shape.head_dim, [&](auto head_dim) {
       launch_grouped<decltype(head_dim)::value>(q, k, v, partial, stats, shape, splits, scale, stream);
     });
     break;
-  case DecodePath::staged:
+  case DecodeKernel::staged:
     with_head_dim(shape.head_dim, [&](auto head_dim) {
       launch_staged<decltype(head_dim)::value>(q, k, v, partial, stats, shape, splits, scale, stream);
     });
     break;
-  case DecodePath::generic:
+  case DecodeKernel::generic:
     decode_attention_partial<<<partial_grid, 32 * kDecodeWarps, 0, stream>>>(
         q, k, v, partial, stats, shape.heads, shape.kv_heads, shape.head_dim, shape.kv_len, splits.split_len, scale);
     break;

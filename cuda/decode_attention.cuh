@@ -5,7 +5,8 @@
 // loads spread over the lanes of a position (2.3 TB/s on an H100 at large batch × length, against
 // 0.42 TB/s for the per-head path other sizes take); groups of 5 to 8 (and tiles of 8 beyond)
 // with positions staged in shared memory, one lane per position for the scores and one softmax
-// rescale per 32 positions. OPTKIT_DECODE_ATTENTION=grouped|staged forces one of the two.
+// rescale per 32 positions. OPTKIT_DECODE_ATTENTION=grouped|staged, read when the splits are
+// planned, forces one of the two.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,9 +22,15 @@ struct DecodeAttentionShape {
   int batch, heads, kv_heads, head_dim, kv_len;
 };
 
-// How the cache is sliced: enough blocks to fill every SM twice, slices of at least 256 positions.
+// Which kernel runs pass 1: generic (any head_dim), grouped (head_dim 64/128/256, GQA groups of
+// up to 4) or staged (those head sizes, larger groups).
+enum class DecodeKernel { generic, grouped, staged };
+
+// How the cache is sliced, and by which kernel: enough blocks to fill every SM, slices of at
+// least 64 positions (256 on the generic kernel).
 struct DecodeSplits {
   int splits, split_len;
+  DecodeKernel kernel;
 };
 DecodeSplits plan_decode_splits(const DecodeAttentionShape& shape, int multiprocessors);
 

@@ -1,6 +1,7 @@
 #include "delta_linear.cuh"
 
 #include "check.cuh"
+#include "device_session.cuh"
 #include "fill.cuh"
 #include "gemm.cuh"
 #include "sbmm.cuh"
@@ -9,55 +10,69 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 namespace optkit::cuda {
 
-struct DeltaLinearDevice::State {
-  static constexpr std::size_t kWorkspaceBytes = 32u << 20;
-  int device = 0, rows = 0, cols = 0;
-  cudaDeviceProp properties{};
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CublasLtLibrary lt;
-  cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  float* base = nullptr;
-  std::vector<void*> allocations;
-  std::vector<SbmmDelta> deltas; // device pointers
-  SbmmDelta* device_deltas = nullptr;
-  std::vector<std::int64_t> packed_bytes;
-  std::map<int, std::unique_ptr<LtMatmul>> products; // by row count
-  // Per-batch device buffers, grown on demand.
-  float *x = nullptr, *y = nullptr, *dense = nullptr;
-  SbmmTile* tiles = nullptr;
-  std::size_t x_floats = 0, y_floats = 0, tile_capacity = 0;
+namespace {
 
-  template <class T> T* allocate(std::size_t count) {
+// Device memory for `count` values of T, grown on demand (the old contents are not kept).
+template <class T> struct DeviceArray {
+  T* data = nullptr;
+  std::size_t capacity = 0;
+
+  DeviceArray() = default;
+  DeviceArray(DeviceArray&& other) noexcept : data(other.data), capacity(other.capacity) {
+    other.data = nullptr;
+    other.capacity = 0;
+  }
+  DeviceArray& operator=(DeviceArray&&) = delete;
+  DeviceArray(const DeviceArray&) = delete;
+  ~DeviceArray() {
+    if (data != nullptr)
+      cudaFree(data);
+  }
+
+  void reserve(std::size_t count) {
+    if (count <= capacity)
+      return;
+    if (data != nullptr)
+      check(cudaFree(data), "cudaFree");
+    data = nullptr;
+    capacity = 0;
     void* p = nullptr;
     check(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
-    allocations.push_back(p);
-    return static_cast<T*>(p);
+    data = static_cast<T*>(p);
+    capacity = count;
   }
-  template <class T> T* upload(const T* host, std::size_t count) {
-    T* p = allocate<T>(count);
-    check(cudaMemcpy(p, host, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
-    return p;
+  void upload(const T* host, std::size_t count) {
+    reserve(count);
+    check(cudaMemcpy(data, host, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
   }
-  void reserve(int m, std::size_t tile_count) {
-    const std::size_t xf = std::size_t(m) * cols, yf = std::size_t(m) * rows;
-    if (xf > x_floats) {
-      x = allocate<float>(xf);
-      x_floats = xf;
-    }
-    if (yf > y_floats) {
-      y = allocate<float>(yf);
-      y_floats = yf;
-    }
-    if (tile_count > tile_capacity) {
-      tiles = allocate<SbmmTile>(tile_count);
-      tile_capacity = tile_count;
-    }
+};
+
+} // namespace
+
+struct DeltaLinearDevice::State : DeviceSession {
+  int rows = 0, cols = 0;
+  DeviceArray<float> base;
+  std::vector<DeviceArray<std::int32_t>> values;
+  std::vector<DeviceArray<std::uint8_t>> indices;
+  std::vector<DeviceArray<float>> scales;
+  std::vector<SbmmDelta> deltas; // host copies of what device_deltas holds
+  DeviceArray<SbmmDelta> device_deltas;
+  std::vector<std::int64_t> packed_bytes;
+  std::map<int, std::unique_ptr<LtMatmul>> products; // by row count
+  // Per-batch buffers.
+  DeviceArray<float> x, y, dense;
+  DeviceArray<SbmmTile> tiles;
+
+  State(int device, int r, int c) : DeviceSession(device), rows(r), cols(c) {}
+  ~State() {
+    cudaDeviceSynchronize();
+    products.clear(); // before the session's cuBLASLt handle; the arrays free themselves
   }
+
   // Column-major: D (rows × m) = op(A: cols × rows)ᵀ · B (cols × m), fp32 throughout.
   const LtMatmul& product(int m) {
     auto& p = products[m];
@@ -68,79 +83,62 @@ struct DeltaLinearDevice::State {
     }
     return *p;
   }
-  std::vector<SbmmSegment> segments(const std::vector<RowSegment>& in, int m) const {
-    std::vector<SbmmSegment> out;
-    for (const RowSegment& s : in) {
+  // Checks the segments against the batch, sizes the batch buffers and uploads the SBMM tiles;
+  // returns how many there are.
+  int prepare(const std::vector<RowSegment>& segments, int m) {
+    std::vector<SbmmTile> tile_list;
+    for (const RowSegment& s : segments) {
       if (s.row < 0 || s.count < 0 || s.row + s.count > m)
         throw std::runtime_error("row segment [" + std::to_string(s.row) + ", " + std::to_string(s.row + s.count) +
                                  ") is outside the batch of " + std::to_string(m) + " rows");
       if (s.variant >= static_cast<int>(deltas.size()))
         throw std::runtime_error("row segment names variant " + std::to_string(s.variant) + " of " +
                                  std::to_string(deltas.size()));
-      out.push_back({s.row, s.count, s.variant});
+      if (s.variant >= 0)
+        append_sbmm_tiles(s.row, s.count, s.variant, tile_list);
     }
-    return out;
-  }
-  int prepare_tiles(const std::vector<RowSegment>& in, int m) {
-    const auto tile_list = sbmm_tiles(segments(in, m));
-    reserve(m, tile_list.size());
+    x.reserve(std::size_t(m) * cols);
+    y.reserve(std::size_t(m) * rows);
+    tiles.reserve(tile_list.size());
     if (!tile_list.empty())
-      check(
-          cudaMemcpyAsync(tiles, tile_list.data(), tile_list.size() * sizeof(SbmmTile), cudaMemcpyHostToDevice, stream),
-          "cudaMemcpyAsync (tiles)");
+      check(cudaMemcpyAsync(tiles.data, tile_list.data(), tile_list.size() * sizeof(SbmmTile), cudaMemcpyHostToDevice,
+                            stream),
+            "cudaMemcpyAsync (tiles)");
     return static_cast<int>(tile_list.size());
   }
-  void run_sbmm(int tile_count) { launch_sbmm(x, y, rows, cols, device_deltas, tiles, tile_count, stream); }
-  void run_per_delta(const std::vector<RowSegment>& in) {
-    if (dense == nullptr)
-      dense = allocate<float>(std::size_t(rows) * cols);
-    for (const RowSegment& s : in) {
+  void upload_x(const float* host, int m) {
+    check(cudaMemcpyAsync(x.data, host, std::size_t(m) * cols * sizeof(float), cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (x)");
+  }
+  void download_y(float* host, int m) {
+    check(cudaMemcpyAsync(host, y.data, std::size_t(m) * rows * sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (y)");
+    check(cudaStreamSynchronize(stream), "the delta layer");
+  }
+  void run_base(int m) { product(m).run(base.data, x.data, y.data, workspace, stream); }
+  void run_sbmm(int tile_count) {
+    launch_sbmm(x.data, y.data, rows, cols, device_deltas.data, tiles.data, tile_count, stream);
+  }
+  void run_per_delta(const std::vector<RowSegment>& segments) {
+    dense.reserve(std::size_t(rows) * cols);
+    for (const RowSegment& s : segments) {
       if (s.variant < 0 || s.count == 0)
         continue;
-      launch_decode_delta(deltas[static_cast<std::size_t>(s.variant)], rows, cols, dense, stream);
-      product(s.count).run(dense, x + std::size_t(s.row) * cols, y + std::size_t(s.row) * rows, workspace, stream);
+      launch_decode_delta(deltas[static_cast<std::size_t>(s.variant)], rows, cols, dense.data, stream);
+      product(s.count).run(dense.data, x.data + std::size_t(s.row) * cols, y.data + std::size_t(s.row) * rows,
+                           workspace, stream);
     }
-  }
-  template <class Launch> double time_us(Launch&& launch) {
-    launch();
-    check(cudaStreamSynchronize(stream), "warm-up");
-    std::vector<double> samples;
-    for (int r = 0; r < 9; ++r) {
-      float ms = 0;
-      check(cudaEventRecord(start, stream), "cudaEventRecord");
-      for (int i = 0; i < 20; ++i)
-        launch();
-      check(cudaEventRecord(stop, stream), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      samples.push_back(1000.0 * ms / 20);
-    }
-    check(cudaGetLastError(), "timed launches");
-    std::nth_element(samples.begin(), samples.begin() + 4, samples.end());
-    return samples[4];
   }
 };
 
 DeltaLinearDevice::DeltaLinearDevice(int device, const float* base, int rows, int cols,
                                      const std::vector<PackedDelta>& deltas)
-    : m_state(std::make_unique<State>()) {
+    : m_state(std::make_unique<State>(device, rows, cols)) {
   State& s = *m_state;
-  s.device = device;
-  s.rows = rows;
-  s.cols = cols;
-  int count = 0;
-  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  if (device < 0 || device >= count)
-    throw std::runtime_error("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " visible)");
-  check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaGetDeviceProperties(&s.properties, device), "cudaGetDeviceProperties");
-  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaEventCreate(&s.start), "cudaEventCreate");
-  check(cudaEventCreate(&s.stop), "cudaEventCreate");
-  s.lt.open();
-  check(s.lt.create(&s.handle), "cublasLtCreate");
-  s.workspace = s.allocate<char>(State::kWorkspaceBytes);
-  s.base = s.upload(base, std::size_t(rows) * cols);
+  s.base.upload(base, std::size_t(rows) * cols);
+  s.values.resize(deltas.size());
+  s.indices.resize(deltas.size());
+  s.scales.resize(deltas.size());
   for (std::size_t v = 0; v < deltas.size(); ++v) {
     const PackedDelta& p = deltas[v];
     SbmmDelta d;
@@ -156,34 +154,24 @@ DeltaLinearDevice::DeltaLinearDevice(int device, const float* base, int rows, in
                                ": SBMM takes 2, 4 or 8-bit Δs with columns a multiple "
                                "of 8 and one scale per group (got " +
                                std::to_string(p.bits) + " bits, " + std::to_string(cols) + " columns)");
-    d.values = s.upload(p.values, std::size_t(rows) * p.words);
-    if (p.sparse)
-      d.indices = s.upload(p.indices, std::size_t(rows) * (cols / 8));
-    d.scales = s.upload(p.scales, std::size_t(rows) * p.groups);
+    s.values[v].upload(p.values, std::size_t(rows) * p.words);
+    d.values = s.values[v].data;
+    if (p.sparse) {
+      s.indices[v].upload(p.indices, std::size_t(rows) * (cols / 8));
+      d.indices = s.indices[v].data;
+    }
+    s.scales[v].upload(p.scales, std::size_t(rows) * p.groups);
+    d.scales = s.scales[v].data;
     s.deltas.push_back(d);
     s.packed_bytes.push_back(std::int64_t(rows) * (p.words * 4 + (p.sparse ? cols / 8 : 0) + p.groups * 4));
   }
-  s.device_deltas = s.upload(s.deltas.data(), s.deltas.size());
+  s.device_deltas.upload(s.deltas.data(), s.deltas.size());
   // cudaMemcpy from pageable memory may return before its DMA lands, and the non-blocking stream
   // the kernels run on does not wait for it.
   check(cudaDeviceSynchronize(), "uploads");
 }
 
-DeltaLinearDevice::~DeltaLinearDevice() {
-  State& s = *m_state;
-  cudaDeviceSynchronize();
-  s.products.clear();
-  for (void* p : s.allocations)
-    cudaFree(p);
-  if (s.handle != nullptr)
-    s.lt.destroy(s.handle);
-  if (s.start != nullptr)
-    cudaEventDestroy(s.start);
-  if (s.stop != nullptr)
-    cudaEventDestroy(s.stop);
-  if (s.stream != nullptr)
-    cudaStreamDestroy(s.stream);
-}
+DeltaLinearDevice::~DeltaLinearDevice() = default;
 
 std::string
 DeltaLinearDevice::device_name() const {
@@ -193,43 +181,37 @@ DeltaLinearDevice::device_name() const {
 void
 DeltaLinearDevice::multiply(const float* x, int m, const std::vector<RowSegment>& segments, float* y) {
   State& s = *m_state;
-  const int tile_count = s.prepare_tiles(segments, m);
-  check(cudaMemcpyAsync(s.x, x, std::size_t(m) * s.cols * sizeof(float), cudaMemcpyHostToDevice, s.stream),
-        "cudaMemcpyAsync (x)");
-  s.product(m).run(s.base, s.x, s.y, s.workspace, s.stream);
+  const int tile_count = s.prepare(segments, m);
+  s.upload_x(x, m);
+  s.run_base(m);
   s.run_sbmm(tile_count);
-  check(cudaMemcpyAsync(y, s.y, std::size_t(m) * s.rows * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
-        "cudaMemcpyAsync (y)");
-  check(cudaStreamSynchronize(s.stream), "SBMM layer");
+  s.download_y(y, m);
 }
 
 void
 DeltaLinearDevice::delta_products(const float* x, int m, const std::vector<RowSegment>& segments, float* y,
                                   bool per_delta) {
   State& s = *m_state;
-  const int tile_count = s.prepare_tiles(segments, m);
-  check(cudaMemcpyAsync(s.x, x, std::size_t(m) * s.cols * sizeof(float), cudaMemcpyHostToDevice, s.stream),
-        "cudaMemcpyAsync (x)");
-  check(cudaMemsetAsync(s.y, 0, std::size_t(m) * s.rows * sizeof(float), s.stream), "cudaMemsetAsync");
+  const int tile_count = s.prepare(segments, m);
+  s.upload_x(x, m);
+  check(cudaMemsetAsync(s.y.data, 0, std::size_t(m) * s.rows * sizeof(float), s.stream), "cudaMemsetAsync");
   if (per_delta)
     s.run_per_delta(segments);
   else
     s.run_sbmm(tile_count);
-  check(cudaMemcpyAsync(y, s.y, std::size_t(m) * s.rows * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
-        "cudaMemcpyAsync (y)");
-  check(cudaStreamSynchronize(s.stream), "Δ products");
+  s.download_y(y, m);
 }
 
 DeltaLinearTimings
 DeltaLinearDevice::time(int m, const std::vector<RowSegment>& segments) {
   State& s = *m_state;
-  const int tile_count = s.prepare_tiles(segments, m);
-  fill_finite_bytes(s.x, std::size_t(m) * s.cols * sizeof(float), 11, s.stream);
+  const int tile_count = s.prepare(segments, m);
+  fill_finite_bytes(s.x.data, std::size_t(m) * s.cols * sizeof(float), 11, s.stream);
   DeltaLinearTimings t;
-  t.base_us = s.time_us([&] { s.product(m).run(s.base, s.x, s.y, s.workspace, s.stream); });
+  t.base_us = s.time_us([&] { s.run_base(m); });
   t.sbmm_us = s.time_us([&] { s.run_sbmm(tile_count); });
   t.layer_us = s.time_us([&] {
-    s.product(m).run(s.base, s.x, s.y, s.workspace, s.stream);
+    s.run_base(m);
     s.run_sbmm(tile_count);
   });
   t.per_delta_us = s.time_us([&] { s.run_per_delta(segments); });

@@ -1,7 +1,7 @@
 #include "check.cuh"
 #include "copy.cuh"
-#include "cublaslt_library.cuh"
 #include "decode_attention.cuh"
+#include "device_session.cuh"
 #include "fill.cuh"
 #include "gemm.cuh"
 #include "operator_profiler.cuh"
@@ -22,15 +22,8 @@ namespace optkit::cuda {
 
 using bf16 = __nv_bfloat16;
 
-struct OperatorProfiler::State {
-  int device = 0;
-  cudaDeviceProp properties{};
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CublasLtLibrary lt;
-  cublasLtHandle_t handle = nullptr;
-  static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
-  void* workspace = nullptr;
+struct OperatorProfiler::State : DeviceSession {
+  explicit State(int device) : DeviceSession(device) {}
   struct Buffer {
     void* data = nullptr;
     std::size_t bytes = 0;
@@ -59,51 +52,9 @@ struct OperatorProfiler::State {
     const std::size_t l2 = static_cast<std::size_t>(std::max(properties.l2CacheSize, 1 << 20));
     return {std::clamp<std::size_t>((2 * l2 + stride - 1) / stride, 1, 64), stride};
   }
-
-  // Median over 7 measurements of the mean time of a batch of launches (about 2 ms each).
-  template <class Launch> double time_us(Launch&& launch) {
-    launch();
-    launch();
-    check(cudaStreamSynchronize(stream), "warm-up");
-    float ms = 0;
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    launch();
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    const int per_batch = std::clamp(static_cast<int>(2.0 / std::max(ms, 1e-3f)), 1, 200);
-    std::vector<double> samples;
-    for (int r = 0; r < 7; ++r) {
-      check(cudaEventRecord(start, stream), "cudaEventRecord");
-      for (int i = 0; i < per_batch; ++i)
-        launch();
-      check(cudaEventRecord(stop, stream), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      samples.push_back(1000.0 * ms / per_batch);
-    }
-    check(cudaGetLastError(), "timed launches");
-    std::nth_element(samples.begin(), samples.begin() + 3, samples.end());
-    return samples[3];
-  }
 };
 
-OperatorProfiler::OperatorProfiler(int device) : m_state(std::make_unique<State>()) {
-  State& s = *m_state;
-  s.device = device;
-  int count = 0;
-  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  if (device < 0 || device >= count)
-    throw std::runtime_error("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " visible)");
-  check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaGetDeviceProperties(&s.properties, device), "cudaGetDeviceProperties");
-  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaEventCreate(&s.start), "cudaEventCreate");
-  check(cudaEventCreate(&s.stop), "cudaEventCreate");
-  s.lt.open();
-  check(s.lt.create(&s.handle), "cublasLtCreate");
-  check(cudaMalloc(&s.workspace, State::kWorkspaceBytes), "cudaMalloc (workspace)");
-}
+OperatorProfiler::OperatorProfiler(int device) : m_state(std::make_unique<State>(device)) {}
 
 OperatorProfiler::~OperatorProfiler() {
   State& s = *m_state;
@@ -111,17 +62,7 @@ OperatorProfiler::~OperatorProfiler() {
   for (auto& b : s.buffers)
     if (b.data != nullptr)
       cudaFree(b.data);
-  if (s.workspace != nullptr)
-    cudaFree(s.workspace);
-  if (s.handle != nullptr)
-    s.lt.destroy(s.handle);
-  if (s.start != nullptr)
-    cudaEventDestroy(s.start);
-  if (s.stop != nullptr)
-    cudaEventDestroy(s.stop);
-  if (s.stream != nullptr)
-    cudaStreamDestroy(s.stream);
-  // The library stays loaded: cuBLASLt's own teardown runs at process exit.
+  // The stream, events, cuBLASLt handle and workspace go with the session.
 }
 
 std::string

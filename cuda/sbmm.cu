@@ -177,16 +177,10 @@ decode_delta_kernel(SbmmDelta d, int rows, int cols, float* __restrict__ out) {
 
 } // namespace
 
-std::vector<SbmmTile>
-sbmm_tiles(const std::vector<SbmmSegment>& segments) {
-  std::vector<SbmmTile> tiles;
-  for (const SbmmSegment& s : segments) {
-    if (s.delta < 0)
-      continue;
-    for (int r = 0; r < s.count; r += kSbmmTileRows)
-      tiles.push_back({s.row + r, std::min(kSbmmTileRows, s.count - r), s.delta});
-  }
-  return tiles;
+void
+append_sbmm_tiles(int row, int count, int delta, std::vector<SbmmTile>& tiles) {
+  for (int r = 0; r < count; r += kSbmmTileRows)
+    tiles.push_back({row + r, std::min(kSbmmTileRows, count - r), delta});
 }
 
 bool

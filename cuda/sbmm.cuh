@@ -27,11 +27,8 @@ struct SbmmTile {
 };
 constexpr int kSbmmTileRows = 8;
 
-// Splits segments (first row, row count, delta index; delta < 0: base rows, skipped) into tiles.
-struct SbmmSegment {
-  int row = 0, count = 0, delta = -1;
-};
-std::vector<SbmmTile> sbmm_tiles(const std::vector<SbmmSegment>& segments);
+// Appends the tiles of batch rows [row, row + count) of delta `delta`.
+void append_sbmm_tiles(int row, int count, int delta, std::vector<SbmmTile>& tiles);
 
 // Whether the kernel takes this Δ: bits 2, 4 or 8, cols a multiple of 8, group_size ≥ 1.
 bool sbmm_supports(const SbmmDelta& delta, int cols);

@@ -68,29 +68,26 @@ TEST_CASE("the CUDA delta layer equals the CPU path and a float64 oracle over mi
   const auto weight = runtime::make_owned_dense_weight(std::vector<float>(base), kRows, kCols);
   std::vector<float> cpu(static_cast<std::size_t>(m * kRows));
   weight->multiply(x.data(), m, cpu.data(), pool);
+  // x[i] · w[r] in float64, w row-major [kRows, kCols].
+  const auto row_dot = [&](const std::vector<float>& w, std::int64_t i, std::int64_t r) {
+    double sum = 0;
+    for (std::int64_t c = 0; c < kCols; ++c)
+      sum += double(x[static_cast<std::size_t>(i * kCols + c)]) * double(w[static_cast<std::size_t>(r * kCols + c)]);
+    return sum;
+  };
   std::vector<double> oracle(cpu.size(), 0.0), oracle_delta(cpu.size(), 0.0);
   for (const auto& s : segments) {
+    std::vector<float> dense;
+    if (s.variant >= 0) {
+      const auto& delta = *deltas[static_cast<std::size_t>(s.variant)];
+      delta.multiply_add(x.data() + s.row * kCols, s.count, cpu.data() + s.row * kRows, kRows, pool);
+      dense = artifacts[static_cast<std::size_t>(s.variant)]->decode_delta("m", kRows, kCols);
+    }
     for (int i = s.row; i < s.row + s.count; ++i)
       for (std::int64_t r = 0; r < kRows; ++r) {
-        double sum = 0;
-        for (std::int64_t c = 0; c < kCols; ++c)
-          sum += double(x[static_cast<std::size_t>(i * kCols + c)]) *
-                 double(base[static_cast<std::size_t>(r * kCols + c)]);
-        oracle[static_cast<std::size_t>(i * kRows + r)] = sum;
-      }
-    if (s.variant < 0)
-      continue;
-    const auto& delta = *deltas[static_cast<std::size_t>(s.variant)];
-    delta.multiply_add(x.data() + s.row * kCols, s.count, cpu.data() + s.row * kRows, kRows, pool);
-    const auto dense = artifacts[static_cast<std::size_t>(s.variant)]->decode_delta("m", kRows, kCols);
-    for (int i = s.row; i < s.row + s.count; ++i)
-      for (std::int64_t r = 0; r < kRows; ++r) {
-        double sum = 0;
-        for (std::int64_t c = 0; c < kCols; ++c)
-          sum += double(x[static_cast<std::size_t>(i * kCols + c)]) *
-                 double(dense[static_cast<std::size_t>(r * kCols + c)]);
-        oracle_delta[static_cast<std::size_t>(i * kRows + r)] = sum;
-        oracle[static_cast<std::size_t>(i * kRows + r)] += sum;
+        const auto at = static_cast<std::size_t>(i * kRows + r);
+        oracle_delta[at] = dense.empty() ? 0.0 : row_dot(dense, i, r);
+        oracle[at] = row_dot(base, i, r) + oracle_delta[at];
       }
   }
 
