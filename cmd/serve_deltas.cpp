@@ -15,7 +15,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   CLI::App* serve =
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
-    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none";
+    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none",
+                            device = "cpu";
     std::vector<std::string> deltas, loras;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
@@ -73,6 +74,11 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve->add_option("--mock-step-ms", flags->mock_step_ms, "with --mock: each engine step lasts this long")
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
+  serve
+      ->add_option("--device", flags->device,
+                   "cpu, or cuda[:N]: the linear layers (base products in cuBLASLt, the deltas' SBMM) on that GPU, "
+                   "the rest on the CPU")
+      ->capture_default_str();
   add_threads_option(*serve, flags->threads);
   commands.add({"serve-deltas", serve, [flags](AppContext& ctx) {
                   serve::ServeOptions options;
@@ -95,6 +101,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   if (!flags->delta_memory.empty())
                     options.delta_memory_bytes = serve::parse_byte_size(flags->delta_memory, "--delta-memory");
                   options.threads = flags->threads;
+                  options.device = serve::parse_device(flags->device, "--device");
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));
                   options.shutdown_grace = std::chrono::milliseconds(static_cast<long>(flags->shutdown_grace_s * 1000));

@@ -1,5 +1,6 @@
 #include "runtime/decoder_pass.hpp"
 
+#include "runtime/device_linear_layers.hpp"
 #include "runtime/kernels.hpp"
 
 #include <algorithm>
@@ -12,7 +13,6 @@ namespace {
 // The norm or bias vector a row uses: its variant's, else the base layer's.
 using LayerVector = std::vector<float> DecoderLayerWeights::*;
 using VariantVector = std::vector<float> VariantLayer::*;
-using VariantSlot = VariantMatrix VariantLayer::*;
 
 const float*
 row_vector(const BatchRows& batch, std::int64_t r, std::int64_t index, const DecoderLayerWeights& layer,
@@ -30,15 +30,6 @@ add_bias(float* y, const BatchRows& batch, std::int64_t index, const DecoderLaye
     for (std::int64_t i = 0; i < n; ++i)
       y[r * n + i] += bias[i];
   }
-}
-
-// After the base product over every row: each variant's Δ (or own matrix) on its rows.
-void
-apply_variants(const BatchRows& batch, std::int64_t index, VariantSlot slot, const float* x, std::int64_t in_width,
-               float* y, std::int64_t out_width, ThreadPool& pool) {
-  for (const auto& segment : batch.segments)
-    apply_variant(segment.variant->layer(index).*slot, x + segment.begin * in_width, segment.end - segment.begin,
-                  y + segment.begin * out_width, pool);
 }
 
 } // namespace
@@ -64,6 +55,22 @@ DecoderPass::Buffer::get(std::size_t size) {
     capacity = size;
   }
   return data.get();
+}
+
+void
+DecoderPass::project(std::int64_t index, Projection p, const BatchRows& batch, const float* x, std::int64_t in_width,
+                     float* y, std::int64_t out_width) {
+  const auto rows = static_cast<std::int64_t>(batch.position.size());
+  const int matrix = m_device ? m_device->matrix(index, p) : 0;
+  if (m_device)
+    m_device->multiply(matrix, x, rows, batch, y);
+  else
+    (m_weights->layer(index).*kProjectionWeight[static_cast<std::size_t>(p)])->multiply(x, rows, y, *m_pool);
+  // Then each variant's Δ (or own matrix) on its rows, where the device has not applied it.
+  for (const auto& segment : batch.segments)
+    if (!m_device || !m_device->holds(segment.variant, matrix))
+      apply_variant(segment.variant->layer(index).*kProjectionVariant[static_cast<std::size_t>(p)],
+                    x + segment.begin * in_width, segment.end - segment.begin, y + segment.begin * out_width, *m_pool);
 }
 
 void
@@ -110,12 +117,9 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   float* q = m_q.get(n(q_dim));
   float* k = m_k.get(n(kv_dim));
   float* v = m_v.get(n(kv_dim));
-  layer.q->multiply(h, rows, q, pool);
-  layer.k->multiply(h, rows, k, pool);
-  layer.v->multiply(h, rows, v, pool);
-  apply_variants(batch, index, &VariantLayer::q, h, hidden, q, q_dim, pool);
-  apply_variants(batch, index, &VariantLayer::k, h, hidden, k, kv_dim, pool);
-  apply_variants(batch, index, &VariantLayer::v, h, hidden, v, kv_dim, pool);
+  project(index, Projection::q, batch, h, hidden, q, q_dim);
+  project(index, Projection::k, batch, h, hidden, k, kv_dim);
+  project(index, Projection::v, batch, h, hidden, v, kv_dim);
   if (c.qkv_bias) {
     add_bias(q, batch, index, layer, &DecoderLayerWeights::q_bias, &VariantLayer::q_bias, rows);
     add_bias(k, batch, index, layer, &DecoderLayerWeights::k_bias, &VariantLayer::k_bias, rows);
@@ -178,8 +182,7 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   if (tap)
     tap->observe(LinearInput::attention_out, attended, rows, q_dim, sequences);
   float* projected = m_projected.get(x.size());
-  layer.o->multiply(attended, rows, projected, pool);
-  apply_variants(batch, index, &VariantLayer::o, attended, q_dim, projected, hidden, pool);
+  project(index, Projection::o, batch, attended, q_dim, projected, hidden);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] += projected[i];
 }
@@ -203,17 +206,14 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
   float* gate = m_gate.get(static_cast<std::size_t>(rows * inter));
   float* up = m_up.get(static_cast<std::size_t>(rows * inter));
-  layer.gate->multiply(h, rows, gate, pool);
-  layer.up->multiply(h, rows, up, pool);
-  apply_variants(batch, index, &VariantLayer::gate, h, hidden, gate, inter, pool);
-  apply_variants(batch, index, &VariantLayer::up, h, hidden, up, inter, pool);
+  project(index, Projection::gate, batch, h, hidden, gate, inter);
+  project(index, Projection::up, batch, h, hidden, up, inter);
   pool.parallel_for(
       rows, [&](std::int64_t a, std::int64_t b) { silu_multiply(gate + a * inter, up + a * inter, (b - a) * inter); });
   if (tap)
     tap->observe(LinearInput::mlp_hidden, gate, rows, inter, sequences);
   float* down = m_projected.get(x.size());
-  layer.down->multiply(gate, rows, down, pool);
-  apply_variants(batch, index, &VariantLayer::down, gate, inter, down, hidden, pool);
+  project(index, Projection::down, batch, gate, inter, down, hidden);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] += down[i];
 }

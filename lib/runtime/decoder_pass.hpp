@@ -15,6 +15,8 @@
 
 namespace optkit::runtime {
 
+class DeviceLinearLayers;
+
 // Where a decoder layer's linear layers read their input: q/k/v share the normed hidden state,
 // o reads the attention output, gate/up share the post-attention normed state, down reads
 // silu(gate)·up.
@@ -28,6 +30,16 @@ public:
   virtual void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                        std::int64_t sequences) = 0;
 };
+
+// A decoder layer's projections, in kDecoderLinears' order, and where each sits in the base's
+// layer and in a variant's.
+enum class Projection { q, k, v, o, gate, up, down };
+inline constexpr std::unique_ptr<LinearWeight> DecoderLayerWeights::*kProjectionWeight[] = {
+    &DecoderLayerWeights::q,    &DecoderLayerWeights::k,  &DecoderLayerWeights::v,   &DecoderLayerWeights::o,
+    &DecoderLayerWeights::gate, &DecoderLayerWeights::up, &DecoderLayerWeights::down};
+inline constexpr VariantMatrix VariantLayer::*kProjectionVariant[] = {
+    &VariantLayer::q,    &VariantLayer::k,  &VariantLayer::v,   &VariantLayer::o,
+    &VariantLayer::gate, &VariantLayer::up, &VariantLayer::down};
 
 // The linear layers of a decoder layer by their HF names, and which input each reads.
 struct LinearName {
@@ -71,6 +83,8 @@ class DecoderPass {
 public:
   DecoderPass(const DecoderWeights& weights, ThreadPool& pool) : m_weights(&weights), m_pool(&pool) {}
 
+  // Runs the linear layers on `device` (null: on the CPU), which must hold these weights.
+  void set_device(DeviceLinearLayers* device) { m_device = device; }
   // Fills rows.cos/sin from rows.position.
   void fill_rope(BatchRows& rows) const;
   // x (rows × hidden) through layer `layer`, whose keys and values go to `cache` layer `cache_layer`.
@@ -89,9 +103,13 @@ private:
                  std::vector<float>& x, ActivationTap* tap);
   void mlp(std::int64_t index, const BatchRows& rows, std::vector<float>& x, ActivationTap* tap,
            std::int64_t sequences);
+  // y[rows, out] = x[rows, in] · Wᵀ for projection p of layer `index`, each row's variant applied.
+  void project(std::int64_t index, Projection p, const BatchRows& rows, const float* x, std::int64_t in_width, float* y,
+               std::int64_t out_width);
 
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;
+  DeviceLinearLayers* m_device = nullptr;
   Buffer m_normed, m_q, m_k, m_v, m_attended, m_projected, m_gate, m_up;
   std::vector<KvRows> m_row_cache; // each row's cached keys/values in the layer being run
 };

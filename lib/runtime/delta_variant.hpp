@@ -34,6 +34,20 @@ public:
   // Δ rows [r0, r0 + n) as fp32, into out[n, cols].
   void decode_rows(std::int64_t r0, std::int64_t n, float* out) const;
   std::uint64_t storage_bytes() const;
+  // The packed form as stored, for a device to take as it is: codes [rows, words], kept positions
+  // [rows, cols/8] when sparse (else null), scales [rows, groups] widened to fp32.
+  struct Packed {
+    int bits = 0;
+    bool sparse = true;
+    float offset = 0;
+    std::int64_t words = 0, group_size = 0, groups = 0;
+    const std::int32_t* values = nullptr;
+    const std::uint8_t* indices = nullptr;
+    const float* scales = nullptr;
+  };
+  Packed packed() const {
+    return {m_bits, m_sparse, m_offset, m_words, m_group_size, m_groups, m_values, m_indices, m_scales.data()};
+  }
 
 private:
   std::int64_t m_rows = 0, m_cols = 0, m_words = 0, m_group_size = 0, m_groups = 0;

@@ -189,4 +189,12 @@ make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t ro
   }
 }
 
+std::vector<float>
+dense_floats(const LinearWeight& w) {
+  std::vector<float> out(static_cast<std::size_t>(w.rows() * w.cols()));
+  for (std::int64_t r = 0; r < w.rows(); ++r)
+    w.row(r, out.data() + r * w.cols());
+  return out;
+}
+
 } // namespace optkit::runtime

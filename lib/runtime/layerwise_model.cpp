@@ -100,12 +100,4 @@ LayerwiseModel::final_norm(std::span<const float> x) const {
   return normed;
 }
 
-std::vector<float>
-dense_floats(const LinearWeight& w) {
-  std::vector<float> out(static_cast<std::size_t>(w.rows() * w.cols()));
-  for (std::int64_t r = 0; r < w.rows(); ++r)
-    w.row(r, out.data() + r * w.cols());
-  return out;
-}
-
 } // namespace optkit::runtime

@@ -50,7 +50,4 @@ private:
   DecoderPass m_pass;
 };
 
-// W as fp32, row-major [rows, cols].
-std::vector<float> dense_floats(const LinearWeight& w);
-
 } // namespace optkit::runtime

@@ -40,6 +40,9 @@ std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<co
 // W computed in memory (calibration reconstructions, merged deltas), owned, fp32.
 std::unique_ptr<LinearWeight> make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t cols);
 
+// W as fp32, row-major [rows, cols].
+std::vector<float> dense_floats(const LinearWeight& w);
+
 // y = x · Wᵀ for any weight: blocks of rows decoded to fp32 with row(), one sgemm per block.
 void multiply_widened(const LinearWeight& weight, const float* x, std::int64_t m, float* y, ThreadPool& pool);
 // y = x · Wᵀ for a row-major fp32 W: one sgemm per block of rows, blocks split over the pool.

@@ -14,8 +14,21 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     , m_weights(model_dir, options.delta)
     , m_pool(options.threads)
     , m_pass(m_weights, m_pool)
+    , m_device_index(options.device)
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
-              options.kv_cache) {}
+              options.kv_cache) {
+  open_device();
+}
+
+void
+CpuTransformer::open_device() {
+  m_pass.set_device(nullptr);
+  m_device.reset(); // the old weights' copy goes before the new one is made
+  if (m_device_index < 0)
+    return;
+  m_device = std::make_unique<DeviceLinearLayers>(m_device_index, m_weights);
+  m_pass.set_device(m_device.get());
+}
 
 std::int32_t
 CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
@@ -35,6 +48,8 @@ CpuTransformer::set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> varia
     throw InputError(fmt::format("variant id {} is out of range", id));
   if (static_cast<std::size_t>(id) >= m_variants.size())
     m_variants.resize(static_cast<std::size_t>(id) + 1);
+  if (m_device) // before the old variant goes: the device forgets it first
+    m_device->set_variant(id, variant.get());
   m_variants[static_cast<std::size_t>(id)] = std::move(variant);
 }
 
@@ -49,6 +64,7 @@ CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
   if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
     throw InputError("the swapped-in weights have another shape than the loaded model");
   m_weights = std::move(next);
+  open_device();
 }
 
 std::vector<float>
@@ -140,10 +156,14 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
              normed.data() + i * hidden);
   }
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
-  m_weights.lm_head().multiply(normed.data(), out_count, logits.data(), m_pool);
+  if (m_device)
+    m_device->multiply(m_device->lm_head(), normed.data(), out_count, heads, logits.data());
+  else
+    m_weights.lm_head().multiply(normed.data(), out_count, logits.data(), m_pool);
   for (const auto& segment : heads.segments)
-    apply_variant(segment.variant->lm_head(), normed.data() + segment.begin * hidden, segment.end - segment.begin,
-                  logits.data() + segment.begin * c.vocab_size, m_pool);
+    if (!m_device || !m_device->holds(segment.variant, m_device->lm_head()))
+      apply_variant(segment.variant->lm_head(), normed.data() + segment.begin * hidden, segment.end - segment.begin,
+                    logits.data() + segment.begin * c.vocab_size, m_pool);
   return logits;
 }
 

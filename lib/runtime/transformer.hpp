@@ -1,13 +1,14 @@
 // The CPU transformer for inference: Llama / Mistral / Qwen2 / Qwen3 decoder layers (RMSNorm, RoPE
 // incl. llama3 scaling, grouped-query attention over a block KV cache, SwiGLU) over LinearWeight
-// layers, fp32 activations, multi-threaded. Batches sequences of different lengths and phases in
-// one pass. Layer-wise calibration runs over the same weights through LayerwiseModel.
+// layers, fp32 activations, multi-threaded; optionally with the linear layers on a CUDA device. Batches sequences of
+// different lengths and phases in one pass. Layer-wise calibration runs over the same weights through LayerwiseModel.
 #pragma once
 
 #include "core/thread_pool.hpp"
 #include "runtime/decoder_pass.hpp"
 #include "runtime/decoder_weights.hpp"
 #include "runtime/delta_variant.hpp"
+#include "runtime/device_linear_layers.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/language_model.hpp"
 
@@ -23,6 +24,8 @@ struct RuntimeOptions {
   // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
   std::optional<std::filesystem::path> delta;
   KvCacheOptions kv_cache; // byte budget (0: none) and block size
+  // A CUDA device for the linear layers (runtime/device_linear_layers.hpp); −1: all on the CPU.
+  int device = -1;
 };
 
 class CpuTransformer final : public LanguageModel {
@@ -55,13 +58,20 @@ public:
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
   std::string weight_format() const { return m_weights.lm_head().format(); }
+  // The linear layers' device, when options.device chose one (null: the CPU).
+  const DeviceLinearLayers* device() const { return m_device.get(); }
 
 private:
+  // (Re)makes the device's copy of the weights, when options.device chose one.
+  void open_device();
+
   std::filesystem::path m_dir;
   DecoderWeights m_weights;
   std::vector<std::unique_ptr<DeltaVariant>> m_variants;
   ThreadPool m_pool;
   DecoderPass m_pass;
+  int m_device_index = -1;
+  std::unique_ptr<DeviceLinearLayers> m_device; // after the weights it holds a copy of
   KvCache m_cache;
   BatchRows m_rows; // reused from step to step
 };

@@ -27,6 +27,8 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   LoadedModel loaded;
   loaded.engine = options.engine;
   if (options.mock) {
+    if (options.device >= 0)
+      throw InputError("--device cannot be combined with --mock (the mock model computes nothing)");
     if (!options.deltas.empty() || !options.loras.empty())
       throw InputError(std::string(options.deltas.empty() ? "--lora" : "--delta") +
                        " cannot be combined with --mock (the mock model computes nothing to apply it to)");
@@ -42,6 +44,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     return loaded;
   }
   runtime::RuntimeOptions runtime_options;
+  runtime_options.device = options.device;
   runtime_options.threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.budget_bytes =
@@ -56,6 +59,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
       dirs.push_back(dir);
     }
     auto swap = std::make_unique<SwapModel>(options.base, dirs, runtime_options);
+    loaded.device_name = swap->device_name();
     loaded.kv = &swap->kv_cache();
     loaded.swap = swap.get();
     loaded.model = std::move(swap);
@@ -66,6 +70,11 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     return loaded;
   }
   auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
+  if (const auto* device = transformer->device()) {
+    loaded.device_name = device->device_name();
+    log::info("serve-deltas: linear layers on {} ({:.1f} GiB of base weights)", loaded.device_name,
+              static_cast<double>(device->weight_bytes()) / (1u << 30));
+  }
   loaded.transformer = transformer.get();
   loaded.kv = &transformer->kv_cache();
   loaded.model = std::move(transformer);

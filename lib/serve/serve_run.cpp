@@ -51,6 +51,22 @@ parse_byte_size(const std::string& text, const std::string& flag) {
   return static_cast<std::uint64_t>(value * scale);
 }
 
+int
+parse_device(const std::string& text, const std::string& flag) {
+  if (text == "cpu")
+    return -1;
+  if (text == "cuda")
+    return 0;
+  if (text.starts_with("cuda:")) {
+    const std::string index = text.substr(5);
+    if (!index.empty() && index.size() <= 4 && std::all_of(index.begin(), index.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        }))
+      return std::stoi(index);
+  }
+  throw InputError(flag + " '" + text + "': expected cpu, cuda or cuda:N (N: a device index as nvidia-smi lists them)");
+}
+
 ServeSummary
 run_serve(const ServeOptions& options, const ServeRunContext& context, const std::function<void(int)>& on_listening) {
   if (!std::filesystem::is_directory(options.base))
@@ -98,6 +114,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       {"max_num_batched_tokens", loaded.engine.max_num_batched_tokens},
       {"max_deltas", loaded.engine.max_deltas},
       {"threads", loaded.threads > 0 ? nlohmann::json(loaded.threads) : nlohmann::json(nullptr)},
+      {"device", loaded.device_name.empty() ? nlohmann::json("cpu") : nlohmann::json(loaded.device_name)},
       {"kv_cache_bytes", static_cast<std::uint64_t>(kv.capacity_blocks().value_or(0)) * kv.block_bytes()},
       {"kv_cache_blocks", kv.capacity_blocks().value_or(0)},
       {"block_tokens", kv.block_tokens()},

@@ -35,6 +35,7 @@ struct ServeOptions {
   EngineOptions engine;
   std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
   unsigned threads = 0;             // runtime threads (0: one per core)
+  int device = -1;                  // a CUDA device for the linear layers (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;
   std::chrono::milliseconds shutdown_grace{5000};
   // No model computation: MockModel with the --base folder's config and tokenizer, each engine
@@ -51,6 +52,8 @@ struct ServeSummary {
 
 // Parses "NAME=DIR" of --delta. Throws InputError naming the flag.
 std::pair<std::string, std::filesystem::path> parse_named_path(const std::string& text, const std::string& flag);
+// Parses --device: "cpu" → −1, "cuda" → 0, "cuda:N" → N. Throws InputError naming the flag.
+int parse_device(const std::string& text, const std::string& flag);
 // Parses "4GiB", "512MiB", "1.5G", "1000000" (bytes). Throws InputError naming `flag`.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& flag);
 

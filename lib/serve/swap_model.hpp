@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace optkit::serve {
@@ -31,6 +32,8 @@ public:
 
   const runtime::KvCache& kv_cache() const { return m_model.kv_cache(); }
   std::int64_t swaps() const { return m_swaps; }
+  // The linear layers' CUDA device (empty: the CPU); a swap re-uploads them there.
+  std::string device_name() const { return m_model.device() ? m_model.device()->device_name() : std::string(); }
   double swap_seconds() const { return m_swap_seconds; }
 
 private:

@@ -192,6 +192,15 @@ expect_err_has "--baseline"
 run serve-deltas --base "$base" --lora "x=$SCRATCH/code" --port 0
 expect_rc 2
 expect_err_has "--lora x=$SCRATCH/code: no adapter_config.json"
+run serve-deltas --base "$base" --device gpu0 --port 0
+expect_rc 2
+expect_err_has "--device 'gpu0': expected cpu, cuda or cuda:N"
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  # No GPU here: asking for one is a runtime failure (exit 3) that says so.
+  run serve-deltas --base "$base" --device cuda --port 0
+  expect_rc 3
+  expect_err_has "cannot serve on CUDA device 0"
+fi
 run serve-deltas --base "$base" --delta code
 expect_rc 2
 expect_err_has "--delta 'code': expected NAME=DIR"

@@ -8,11 +8,13 @@
 //   throughput = generated tokens / (last finish − first arrival); TTFT = first token − arrival.
 // The deltas are made once with the real `optkit compress delta` (delta_2of4_int4) into
 // $TMPDIR/perf_deltazip. Usage: perf_deltazip [requests, default 200] [rate req/s, default 20]
-//   [threads, default all] [seed, default 1]
+//   [threads, default all] [seed, default 1] [device cpu|cuda[:N], default cpu: where the linear
+//   layers run, for both ways of serving]
 #include "model/tokenizer.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/engine.hpp"
 #include "serve/model_loader.hpp"
+#include "serve/serve_run.hpp"
 
 #include <fmt/format.h>
 
@@ -181,6 +183,7 @@ main(int argc, char** argv) {
   for (const char* name : kFineTunes)
     options.deltas.emplace_back(name, make_delta(name));
   options.threads = threads;
+  options.device = serve::parse_device(argc > 5 ? argv[5] : "cpu", "device");
   options.engine.max_num_seqs = 64;
   const auto tokenizer = model::Tokenizer::load_folder(options.base);
   const auto trace = make_trace(requests, rate, seed, tokenizer);
@@ -191,6 +194,8 @@ main(int argc, char** argv) {
              "(requests: base {}, code {}, glosses {}, licenses {}, quotes {}), {} output tokens each\n",
              requests, rate, trace.back().arrival_s, per_model[0], per_model[1], per_model[2], per_model[3],
              per_model[4], output_tokens);
+  if (options.device >= 0)
+    fmt::print("linear layers on CUDA device {}\n", options.device);
 
   options.delta_serving = serve::DeltaServing::decoupled;
   const Result decoupled = replay(options, tokenizer, trace, output_tokens);

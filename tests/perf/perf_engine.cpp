@@ -6,11 +6,12 @@
 // Decode is timed from the step after every request has its first token to the last finish, so
 // both figures are decode alone. The model is written once under $TMPDIR/optkit-perf-models (the
 // folder perf_runtime uses). Usage: perf_engine [decode tokens, default 16] [threads, default all]
-//   [dtype BF16|F32, default BF16]
+//   [dtype BF16|F32, default BF16] [device cpu|cuda[:N], default cpu: where the linear layers run]
 #include "model/random_model.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/transformer.hpp"
 #include "serve/engine.hpp"
+#include "serve/serve_run.hpp"
 
 #include <fmt/format.h>
 
@@ -40,8 +41,8 @@ prompt(int seed) {
 }
 
 double
-runtime_decode_tps(const std::filesystem::path& dir, unsigned threads, int steps) {
-  runtime::CpuTransformer model(dir, {threads});
+runtime_decode_tps(const std::filesystem::path& dir, const runtime::RuntimeOptions& options, int steps) {
+  runtime::CpuTransformer model(dir, options);
   std::vector<std::vector<runtime::TokenId>> prompts;
   std::vector<runtime::SequenceInput> inputs;
   for (int b = 0; b < kBatch; ++b)
@@ -65,8 +66,8 @@ runtime_decode_tps(const std::filesystem::path& dir, unsigned threads, int steps
 }
 
 double
-engine_decode_tps(const std::filesystem::path& dir, unsigned threads, int steps) {
-  auto model = std::make_unique<runtime::CpuTransformer>(dir, runtime::RuntimeOptions{threads});
+engine_decode_tps(const std::filesystem::path& dir, const runtime::RuntimeOptions& options, int steps) {
+  auto model = std::make_unique<runtime::CpuTransformer>(dir, options);
   const runtime::KvCache& kv = model->kv_cache();
   serve::Engine engine(std::move(model), kv, {});
   std::mutex mutex;
@@ -108,6 +109,9 @@ main(int argc, char** argv) {
     return 2;
   }
   const model::DType dtype = *parsed;
+  runtime::RuntimeOptions options;
+  options.threads = threads;
+  options.device = serve::parse_device(argc > 4 ? argv[4] : "cpu", "device");
   const auto dir = std::filesystem::temp_directory_path() / "optkit-perf-models" /
                    fmt::format("llama-3.2-1b-{}", model::dtype_name(dtype));
   if (!std::filesystem::exists(dir / "config.json")) {
@@ -117,11 +121,13 @@ main(int argc, char** argv) {
   // Alternated twice, best of each, so a noisy neighbour does not decide the ratio.
   double runtime_best = 0, engine_best = 0;
   for (int round = 0; round < 2; ++round) {
-    runtime_best = std::max(runtime_best, runtime_decode_tps(dir, threads, steps));
-    engine_best = std::max(engine_best, engine_decode_tps(dir, threads, steps));
+    runtime_best = std::max(runtime_best, runtime_decode_tps(dir, options, steps));
+    engine_best = std::max(engine_best, engine_decode_tps(dir, options, steps));
   }
-  fmt::print("llama-3.2-1b {} random weights, batch {}, {}-token prompts, {} decode steps, {} threads\n",
-             model::dtype_name(dtype), kBatch, kPrompt, steps, threads);
+  fmt::print("llama-3.2-1b {} random weights, batch {}, {}-token prompts, {} decode steps, {} threads, linear "
+             "layers on {}\n",
+             model::dtype_name(dtype), kBatch, kPrompt, steps, threads,
+             options.device < 0 ? std::string("the CPU") : fmt::format("CUDA device {}", options.device));
   fmt::print("runtime batched forward  {:>8.2f} tok/s\n", runtime_best);
   fmt::print("serve engine             {:>8.2f} tok/s\n", engine_best);
   fmt::print("runtime / engine: {:.2f}x (goal <= 1.5x)\n", runtime_best / engine_best);

@@ -1,4 +1,4 @@
-// SBMM on a CUDA device, side by side in one run (cuda/delta_linear.cuh): Δ products of 8
+// SBMM on a CUDA device, side by side in one run (cuda/device_linears.cuh): Δ products of 8
 // variants × 4 rows each through a Llama-3.2-1B-shaped layer, Δ 2:4 sparse with group-128 scales,
 // random values.
 //   sbmm       one launch over every variant's segment, Δs read packed and decoded in registers
@@ -7,7 +7,7 @@
 //   layer      the base product over all 32 rows (cuBLASLt, fp32) plus the SBMM launch, against
 //              the base product alone: what serving the variants decoupled adds to the layer
 // Both Δ outputs are compared. Usage: perf_sbmm_cuda [device, default 0]
-#include "delta_linear.cuh"
+#include "device_linears.cuh"
 #include "runtime/delta_variant.hpp"
 #include "support/packed_delta.hpp"
 #include "support/random_delta.hpp"
@@ -45,7 +45,10 @@ measure(int device, const Shape& shape) {
   std::vector<float> base(static_cast<std::size_t>(shape.rows) * static_cast<std::size_t>(shape.cols));
   for (auto& w : base)
     w = 0.02f * normal(rng);
-  cuda::DeltaLinearDevice layer(device, base.data(), shape.rows, shape.cols, packed);
+  cuda::DeviceLinears layer(device);
+  const int w = layer.add_matrix(base.data(), shape.rows, shape.cols);
+  for (int v = 0; v < shape.variants; ++v)
+    layer.set_delta(w, v, packed[static_cast<std::size_t>(v)]);
   std::vector<cuda::RowSegment> segments;
   for (int v = 0; v < shape.variants; ++v)
     segments.push_back({v * shape.per_variant, shape.per_variant, v});
@@ -55,15 +58,15 @@ measure(int device, const Shape& shape) {
   for (auto& value : x)
     value = normal(rng);
   std::vector<float> y_sbmm(static_cast<std::size_t>(m) * static_cast<std::size_t>(shape.rows)), y_loop(y_sbmm.size());
-  layer.delta_products(x.data(), m, segments, y_sbmm.data(), false);
-  layer.delta_products(x.data(), m, segments, y_loop.data(), true);
+  layer.delta_products(w, x.data(), m, segments, y_sbmm.data(), false);
+  layer.delta_products(w, x.data(), m, segments, y_loop.data(), true);
   double worst = 0, scale = 1e-30;
   for (std::size_t i = 0; i < y_sbmm.size(); ++i) {
     worst = std::max(worst, std::fabs(double(y_sbmm[i]) - double(y_loop[i])));
     scale = std::max(scale, std::fabs(double(y_loop[i])));
   }
 
-  const cuda::DeltaLinearTimings t = layer.time(m, segments);
+  const cuda::DeltaLinearTimings t = layer.time(w, m, segments);
   fmt::print("{} [{} x {}], {} variants x {} rows, {}-bit 2:4, group {} ({}):\n", shape.name, shape.rows, shape.cols,
              shape.variants, shape.per_variant, shape.bits, kGroup, layer.device_name());
   fmt::print("  per-delta dense decode + cuBLASLt  {:9.1f} us\n", t.per_delta_us);

@@ -1,10 +1,10 @@
-// The decoupled delta layer on a CUDA device (cuda/delta_linear.cuh: cuBLASLt base product + one
+// The decoupled delta layers on a CUDA device (cuda/device_linears.cuh: cuBLASLt base product + one
 // SBMM launch over the variants' row segments) against the CPU: the runtime's own path
 // (LinearWeight product + CompressedDelta::multiply_add per segment) and a float64 oracle on
 // each Δ decoded whole by the artifact. Variants of 2, 4 and 8 bits, 2:4 sparse and dense, share
 // one launch with base rows; shapes leave partial blocks, tiles, words and x chunks. Without a
 // device ctest reports this file as skipped (SKIPPED: below).
-#include "delta_linear.cuh"
+#include "device_linears.cuh"
 
 #include "core/thread_pool.hpp"
 #include "doctor/gpu_probe.hpp"
@@ -30,7 +30,7 @@ struct Variant {
 
 } // namespace
 
-TEST_CASE("the CUDA delta layer equals the CPU path and a float64 oracle over mixed variants in one launch") {
+TEST_CASE("the CUDA linear layers equal the CPU path and a float64 oracle over mixed variants in one launch") {
   const doctor::GpuProbe probe = doctor::probe_gpus();
   if (probe.devices.empty()) {
     MESSAGE("SKIPPED: no CUDA device: " << probe.error);
@@ -78,10 +78,10 @@ TEST_CASE("the CUDA delta layer equals the CPU path and a float64 oracle over mi
   std::vector<double> oracle(cpu.size(), 0.0), oracle_delta(cpu.size(), 0.0);
   for (const auto& s : segments) {
     std::vector<float> dense;
-    if (s.variant >= 0) {
-      const auto& delta = *deltas[static_cast<std::size_t>(s.variant)];
+    if (s.slot >= 0) {
+      const auto& delta = *deltas[static_cast<std::size_t>(s.slot)];
       delta.multiply_add(x.data() + s.row * kCols, s.count, cpu.data() + s.row * kRows, kRows, pool);
-      dense = artifacts[static_cast<std::size_t>(s.variant)]->decode_delta("m", kRows, kCols);
+      dense = artifacts[static_cast<std::size_t>(s.slot)]->decode_delta("m", kRows, kCols);
     }
     for (int i = s.row; i < s.row + s.count; ++i)
       for (std::int64_t r = 0; r < kRows; ++r) {
@@ -91,11 +91,17 @@ TEST_CASE("the CUDA delta layer equals the CPU path and a float64 oracle over mi
       }
   }
 
-  cuda::DeltaLinearDevice layer(0, base.data(), kRows, kCols, packed);
+  // A small matrix first, so the layer under test is not matrix 0 and the batch buffers are shared.
+  cuda::DeviceLinears layer(0);
+  const std::vector<float> other(8 * 16, 0.5f);
+  const int small = layer.add_matrix(other.data(), 8, 16);
+  const int w = layer.add_matrix(base.data(), kRows, kCols);
+  for (std::size_t v = 0; v < packed.size(); ++v)
+    layer.set_delta(w, static_cast<int>(v), packed[v]);
   std::vector<float> gpu(cpu.size()), sbmm(cpu.size()), per_delta(cpu.size());
-  layer.multiply(x.data(), m, segments, gpu.data());
-  layer.delta_products(x.data(), m, segments, sbmm.data(), false);
-  layer.delta_products(x.data(), m, segments, per_delta.data(), true);
+  layer.multiply(w, x.data(), m, segments, gpu.data());
+  layer.delta_products(w, x.data(), m, segments, sbmm.data(), false);
+  layer.delta_products(w, x.data(), m, segments, per_delta.data(), true);
 
   double scale = 0, delta_scale = 0, worst_cpu = 0, worst_oracle = 0, worst_sbmm = 0, worst_per_delta = 0;
   for (std::size_t i = 0; i < cpu.size(); ++i) {
@@ -115,13 +121,42 @@ TEST_CASE("the CUDA delta layer equals the CPU path and a float64 oracle over mi
   CHECK(worst_sbmm <= 1e-5 * delta_scale);
   CHECK(worst_per_delta <= 1e-5 * delta_scale);
 
-  // Base-only batches run no SBMM tile and leave the base product as it is.
-  std::vector<float> base_only(static_cast<std::size_t>(2 * kRows));
-  layer.multiply(x.data(), 2, {{0, 2, -1}}, base_only.data());
-  for (std::size_t i = 0; i < base_only.size(); ++i)
-    CHECK(std::fabs(double(base_only[i]) - oracle[i]) <= 1e-5 * scale);
+  // Base-only batches run no SBMM tile and leave the base product as it is; so does a slot that
+  // holds no Δ of this matrix, or one that was emptied.
+  const auto base_rows_match = [&](const std::vector<cuda::RowSegment>& only, int rows) {
+    std::vector<float> out(static_cast<std::size_t>(rows * kRows));
+    layer.multiply(w, x.data(), rows, only, out.data());
+    double worst = 0;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      worst = std::max(worst, std::fabs(double(out[i]) - (oracle[i] - oracle_delta[i])));
+    return worst <= 1e-5 * scale;
+  };
+  CHECK(base_rows_match({{0, 2, -1}}, 2));
+  CHECK(base_rows_match({{0, 2, 9}}, 2));
+  layer.clear_slot(1);
+  CHECK(base_rows_match({{6, 11, 1}}, 17));
+  // The other slots still hold theirs: the first segments are unchanged.
+  std::vector<float> again(static_cast<std::size_t>(6 * kRows));
+  layer.multiply(w, x.data(), 6, {{0, 3, -1}, {3, 3, 0}}, again.data());
+  for (std::size_t i = 0; i < again.size(); ++i)
+    CHECK(std::fabs(double(again[i]) - double(gpu[i])) <= 1e-6 * scale);
+  // The small matrix: every output is 0.5 · the row's sum of its first 16 values.
+  std::vector<float> small_y(static_cast<std::size_t>(2 * 8)), small_x(x.begin(), x.begin() + 2 * 16);
+  layer.multiply(small, small_x.data(), 2, {{0, 2, 0}}, small_y.data());
+  for (std::int64_t i = 0; i < 2; ++i) {
+    double sum = 0;
+    for (std::int64_t c = 0; c < 16; ++c)
+      sum += 0.5 * double(small_x[static_cast<std::size_t>(i * 16 + c)]);
+    for (std::int64_t r = 0; r < 8; ++r)
+      CHECK(std::fabs(double(small_y[static_cast<std::size_t>(i * 8 + r)]) - sum) <= 1e-4);
+  }
+  CHECK(layer.delta_bytes() > 0);
+  CHECK(layer.weight_bytes() == static_cast<std::uint64_t>((8 * 16 + kRows * kCols) * 4));
 
-  // A segment outside the batch or naming an unknown variant is refused, not run.
-  CHECK_THROWS_AS(layer.multiply(x.data(), 4, {{2, 3, 0}}, gpu.data()), std::runtime_error);
-  CHECK_THROWS_AS(layer.multiply(x.data(), 4, {{0, 2, 9}}, gpu.data()), std::runtime_error);
+  // A segment outside the batch, an unknown matrix or a Δ the kernel does not take is refused.
+  CHECK_THROWS_AS(layer.multiply(w, x.data(), 4, {{2, 3, 0}}, gpu.data()), std::runtime_error);
+  CHECK_THROWS_AS(layer.multiply(7, x.data(), 4, {{0, 2, 0}}, gpu.data()), std::runtime_error);
+  cuda::PackedDelta three_bits = packed[0];
+  three_bits.bits = 3;
+  CHECK_THROWS_AS(layer.set_delta(w, 0, three_bits), std::runtime_error);
 }
