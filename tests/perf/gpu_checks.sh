@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The GPU checks of a session lent a device (/work/.library/device/README.md), prepared so they
+# take one call:
+#   tests/perf/gpu_checks.sh pack   here, after a CUDA build in build/ (cmake -DOPTKIT_CUDA=ON
+#                                   -DCMAKE_CUDA_ARCHITECTURES=90): strips and compresses the
+#                                   binaries below into .devrun/ (ignored by .git/info/exclude)
+#   tests/perf/gpu_checks.sh run    there, from the repository root, with .devrun carried: unpacks,
+#                                   then runs the CUDA tests (and compute-sanitizer on them), the
+#                                   GPU benchmarks beside their CPU baselines, and a served stream
+#                                   with --device cuda; one log per step under $OUT (or /tmp/gpu).
+# The binaries find testdata/ and each other by the absolute paths they were built with, so `run`
+# links this checkout there when the paths differ.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+binaries=(optkit optkit_tests perf_sbmm_cuda perf_engine perf_deltazip)
+
+pack() {
+  set -e
+  rm -rf .devrun
+  mkdir -p .devrun/bin .devrun/lib
+  grep -qx '/.devrun/' .git/info/exclude || echo '/.devrun/' >> .git/info/exclude
+  for b in "${binaries[@]}"; do
+    strip -o ".devrun/bin/$b" "build/$b"
+  done
+  cp /lib/x86_64-linux-gnu/libonig.so.5 .devrun/lib/ # the one shared library the device image lacks
+  sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt > .devrun/source_dir
+  xz -9 -T2 .devrun/bin/*
+  du -sh .devrun
+}
+
+# step NAME COMMAND...: runs it with its output in $out/NAME.log, prints a line with its exit status.
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-28s rc=%d  %3d s\n' "$name" "$rc" $((SECONDS - t0))
+  tail -n 4 "$out/$name.log" | sed 's/^/    /'
+  return 0
+}
+
+# A streamed chat completion from serve-deltas --device cuda (python3 as the client: the device
+# image has no curl), then SIGTERM.
+serve_stream() {
+  local port=18123 log=$out/serve-deltas.server.log
+  build/optkit serve-deltas --base testdata/models/tiny-base --device cuda --port "$port" > "$log" 2>&1 &
+  local pid=$!
+  python3 - "$port" << 'PY'
+import json, sys, time, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(150):
+    try:
+        urllib.request.urlopen(base + "/health", timeout=1)
+        break
+    except Exception:
+        time.sleep(0.2)
+print(urllib.request.urlopen(base + "/version").read().decode())
+body = {"model": "tiny-base", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16, "stream": True}
+request = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+lines = [l.decode().strip() for l in urllib.request.urlopen(request) if l.strip()]
+print("\n".join(lines[-3:]))
+sys.exit(0 if lines and lines[-1] == "data: [DONE]" else 1)
+PY
+  local client=$?
+  kill -TERM "$pid"
+  wait "$pid"
+  local server=$?
+  echo "client exit $client, server exit $server"
+  cat "$log"
+  [ "$client" = 0 ] && [ "$server" = 0 ]
+}
+
+run() {
+  out=${OUT:-/tmp/gpu}
+  mkdir -p "$out"
+  local source_dir
+  source_dir=$(cat .devrun/source_dir)
+  if [ "$(realpath "$source_dir" 2> /dev/null)" != "$(pwd -P)" ]; then
+    if ! mkdir -p "$(dirname "$source_dir")" || ! ln -sfn "$(pwd -P)" "$source_dir"; then
+      echo "cannot link this checkout at $source_dir" >&2
+      exit 1
+    fi
+  fi
+  mkdir -p build
+  for b in "${binaries[@]}"; do
+    xz -dc ".devrun/bin/$b.xz" > "build/$b" && chmod +x "build/$b"
+  done
+  export LD_LIBRARY_PATH=$PWD/.devrun/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  nvidia-smi -L
+  local tests='--source-file=*test_cuda_device_linears.cpp,*test_runtime_device_linear_layers.cpp'
+  step cuda_tests build/optkit_tests "$tests"
+  if command -v compute-sanitizer > /dev/null; then
+    step memcheck compute-sanitizer --tool memcheck build/optkit_tests "$tests"
+  fi
+  step perf_sbmm_cuda build/perf_sbmm_cuda
+  step serve_stream serve_stream
+  step perf_engine_cuda build/perf_engine 16 16 BF16 cuda
+  step perf_engine_cpu build/perf_engine 16 16 BF16 cpu
+  step perf_deltazip_cuda build/perf_deltazip 200 20 16 1 cuda
+  step perf_deltazip_cpu build/perf_deltazip 200 20 16 1 cpu
+}
+
+case "${1:-}" in
+pack) pack ;;
+run) run ;;
+*)
+  echo "usage: tests/perf/gpu_checks.sh pack|run" >&2
+  exit 2
+  ;;
+esac
