@@ -87,11 +87,13 @@ struct DeviceLinears::State : DeviceSession {
 
   explicit State(int device) : DeviceSession(device) {}
   ~State() {
+    cudaSetDevice(device);
     cudaDeviceSynchronize();
     products.clear(); // before the session's cuBLASLt handle; the arrays free themselves
   }
 
   Matrix& matrix(int id) {
+    make_current();
     if (id < 0 || id >= static_cast<int>(matrices.size()))
       throw std::runtime_error("no device matrix " + std::to_string(id) + " (" + std::to_string(matrices.size()) +
                                " uploaded)");
@@ -179,6 +181,7 @@ DeviceLinears::device_name() const {
 
 int
 DeviceLinears::add_matrix(const float* w, int rows, int cols) {
+  m_state->make_current();
   if (rows < 1 || cols < 1)
     throw std::runtime_error("a device matrix needs rows and columns (got " + std::to_string(rows) + " × " +
                              std::to_string(cols) + ")");
@@ -248,6 +251,7 @@ void
 DeviceLinears::clear_slot(int slot) {
   if (slot < 0)
     return;
+  m_state->make_current();
   const auto index = static_cast<std::size_t>(slot);
   for (auto& w : m_state->matrices)
     if (index < w->slots.size() && w->slots[index]) {

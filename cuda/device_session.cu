@@ -26,6 +26,7 @@ DeviceSession::DeviceSession(int device_index) : device(device_index) {
 }
 
 DeviceSession::~DeviceSession() {
+  cudaSetDevice(device);
   cudaDeviceSynchronize();
   release();
 }

@@ -31,6 +31,10 @@ struct DeviceSession {
   DeviceSession(const DeviceSession&) = delete;
   DeviceSession& operator=(const DeviceSession&) = delete;
 
+  // Makes this session's device the calling thread's current one (CUDA keeps it per thread: a
+  // session opened on one thread and used from another would otherwise launch on device 0).
+  void make_current() const { check(cudaSetDevice(device), "cudaSetDevice"); }
+
   // Median over 7 measurements of the mean time of a batch of launches (about 2 ms each), in
   // microseconds, after two warm-up launches.
   template <class Launch> double time_us(Launch&& launch) {
