@@ -13,8 +13,8 @@ CLI::Option*
 add_threads_option(CLI::App& app, unsigned& target) {
   return app
       .add_option("--threads", target,
-                  "CPU threads each worker child uses (0: the hardware threads shared among the children running "
-                  "at once)")
+                  "CPU threads each worker child uses (0: the CPUs optkit may use — affinity mask, cgroup quota — "
+                  "shared among the children running at once)")
       ->capture_default_str();
 }
 

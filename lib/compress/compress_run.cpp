@@ -6,6 +6,7 @@
 #include "compress/delta_writer.hpp"
 #include "compress/layerwise.hpp"
 #include "core/atomic_file.hpp"
+#include "core/available_cpus.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -126,9 +127,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   StagedDirectory staged(output);
 
   const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
-  const unsigned threads = options.threads > 0
-                               ? options.threads
-                               : std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(jobs));
+  const unsigned threads =
+      options.threads > 0 ? options.threads : std::max(1u, available_cpus() / static_cast<unsigned>(jobs));
   std::vector<proc::WorkerTask> tasks;
   for (std::int64_t i = 0; i < options.trials; ++i) {
     proc::WorkerTask task;

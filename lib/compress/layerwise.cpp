@@ -1,5 +1,6 @@
 #include "compress/layerwise.hpp"
 
+#include "core/available_cpus.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -21,7 +22,7 @@ using runtime::LinearInput;
 
 int
 hardware_threads(unsigned requested) {
-  return static_cast<int>(requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency()));
+  return static_cast<int>(requested > 0 ? requested : available_cpus());
 }
 
 // Collects the Hessian of each linear input of one layer.

@@ -1,5 +1,7 @@
 #include "core/thread_pool.hpp"
 
+#include "core/available_cpus.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -38,10 +40,14 @@ part(std::int64_t count, unsigned parts, unsigned index) {
   return {begin, begin + base + (static_cast<std::int64_t>(index) < extra ? 1 : 0)};
 }
 
-// Spins until `done()` holds or kSpin passes; returns done().
+// Spins until `done()` holds or kSpin passes; returns done(). A pool with more threads than the
+// process has CPUs does not spin: a spinning thread would hold a CPU that a thread with work to do
+// is waiting for, and every loop would take a scheduler slice.
 template <typename Done>
 bool
-spin_until(Done done) {
+spin_until(unsigned pool_threads, Done done) {
+  if (pool_threads > available_cpus())
+    return done();
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline)
@@ -55,7 +61,7 @@ spin_until(Done done) {
 
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = available_cpus();
   for (unsigned i = 1; i < threads; ++i)
     m_workers.emplace_back([this, i] { worker_loop(i); });
 }
@@ -75,7 +81,7 @@ ThreadPool::worker_loop(unsigned index) {
   std::uint64_t seen = 0;
   for (;;) {
     const auto ready = [&] { return m_stop.load() || m_generation.load(std::memory_order_acquire) != seen; };
-    if (!spin_until(ready)) {
+    if (!spin_until(size(), ready)) {
       std::unique_lock lock(m_mutex);
       m_wake.wait(lock, ready);
     }
@@ -144,7 +150,7 @@ ThreadPool::parallel_for(std::int64_t count, const std::function<void(std::int64
   }
   const auto finished = [&] { return m_pending.load(std::memory_order_acquire) == 0; };
   std::unique_lock lock(m_mutex, std::defer_lock);
-  if (!spin_until(finished)) {
+  if (!spin_until(size(), finished)) {
     lock.lock();
     m_done.wait(lock, finished);
   } else {

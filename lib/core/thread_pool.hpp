@@ -15,7 +15,7 @@ namespace optkit {
 
 class ThreadPool {
 public:
-  // 0 = one thread per hardware thread.
+  // 0 = one thread per CPU this process may use (core/available_cpus.hpp).
   explicit ThreadPool(unsigned threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -35,7 +35,8 @@ private:
   void run_share(unsigned index);
 
   // Workers and the caller spin briefly before sleeping: a decode step issues ~10 loops per
-  // layer, and a condition-variable wake-up per loop would cost a tenth of the step.
+  // layer, and a condition-variable wake-up per loop would cost a tenth of the step. A pool with
+  // more threads than the process has CPUs sleeps at once instead.
   std::vector<std::thread> m_workers;
   std::mutex m_call_mutex; // held by the caller whose loop the workers are running
   std::mutex m_mutex;

@@ -26,7 +26,7 @@ struct HeteroRunOptions {
   std::int64_t calib_samples = 16;    // the file's first documents used
   std::int64_t calib_length = 512;    // tokens per document at most
   std::string indicator = "variance"; // variance (SplitQuant's) | hessian (λ_max · ‖Q(W) − W‖²)
-  unsigned threads = 0;               // the calibration pass (0: one per hardware thread)
+  unsigned threads = 0;               // the calibration pass (0: one per available CPU)
 };
 
 struct HeteroRun {

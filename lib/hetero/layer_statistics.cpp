@@ -1,5 +1,6 @@
 #include "hetero/layer_statistics.hpp"
 
+#include "core/available_cpus.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "model/safetensors.hpp"
@@ -162,8 +163,7 @@ measure_layer_statistics(const std::filesystem::path& model_dir, const std::vect
     throw InputError("--calibration: no calibration sequence to measure the indicator on");
   const auto started = Clock::now();
   runtime::LayerwiseModel model(model_dir, options.threads);
-  const int threads =
-      static_cast<int>(options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = static_cast<int>(options.threads > 0 ? options.threads : available_cpus());
   const auto& config = model.config();
 
   MeasuredStatistics out;

@@ -20,7 +20,7 @@ namespace optkit::hetero {
 struct StatisticsOptions {
   std::vector<int> bits; // the Hessian indicator's bitwidths
   bool hessian = false;
-  unsigned threads = 0; // 0: one per hardware thread
+  unsigned threads = 0; // 0: one per available CPU
 };
 
 struct MeasuredStatistics {

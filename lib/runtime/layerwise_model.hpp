@@ -19,7 +19,7 @@ namespace optkit::runtime {
 
 class LayerwiseModel {
 public:
-  // threads 0: one per hardware thread.
+  // threads 0: one per available CPU (core/available_cpus.hpp).
   LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads);
 
   const model::ModelConfig& config() const { return m_weights.config(); }

@@ -19,7 +19,7 @@
 namespace optkit::runtime {
 
 struct RuntimeOptions {
-  unsigned threads = 0; // 0: one per hardware thread
+  unsigned threads = 0; // 0: one per available CPU (core/available_cpus.hpp)
   // A compressed delta (optkit compress delta) applied to the model folder, which must be the
   // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
   std::optional<std::filesystem::path> delta;

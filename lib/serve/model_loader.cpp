@@ -1,5 +1,6 @@
 #include "serve/model_loader.hpp"
 
+#include "core/available_cpus.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "model/model_config.hpp"
@@ -45,7 +46,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   }
   runtime::RuntimeOptions runtime_options;
   runtime_options.device = options.device;
-  runtime_options.threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  runtime_options.threads = options.threads > 0 ? options.threads : available_cpus();
   loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.budget_bytes =
       kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));

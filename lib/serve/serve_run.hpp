@@ -34,7 +34,7 @@ struct ServeOptions {
   std::string api_key;
   EngineOptions engine;
   std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
-  unsigned threads = 0;             // runtime threads (0: one per core)
+  unsigned threads = 0;             // runtime threads (0: one per available CPU)
   int device = -1;                  // a CUDA device for the linear layers (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;
   std::chrono::milliseconds shutdown_grace{5000};
