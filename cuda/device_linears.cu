@@ -1,6 +1,7 @@
 #include "device_linears.cuh"
 
 #include "check.cuh"
+#include "device_array.cuh"
 #include "device_session.cuh"
 #include "fill.cuh"
 #include "gemm.cuh"
@@ -16,43 +17,6 @@
 namespace optkit::cuda {
 
 namespace {
-
-// Device memory for `count` values of T, grown on demand (the old contents are not kept).
-template <class T> struct DeviceArray {
-  T* data = nullptr;
-  std::size_t capacity = 0;
-
-  DeviceArray() = default;
-  DeviceArray(DeviceArray&& other) noexcept : data(other.data), capacity(other.capacity) {
-    other.data = nullptr;
-    other.capacity = 0;
-  }
-  DeviceArray& operator=(DeviceArray&&) = delete;
-  DeviceArray(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (data != nullptr)
-      cudaFree(data);
-  }
-
-  void reserve(std::size_t count) {
-    if (count <= capacity)
-      return;
-    if (data != nullptr)
-      check(cudaFree(data), "cudaFree");
-    data = nullptr;
-    capacity = 0;
-    void* p = nullptr;
-    check(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
-    data = static_cast<T*>(p);
-    capacity = count;
-  }
-  // Synchronous with the host: cudaMemcpy from pageable memory may return before its DMA lands, and
-  // the non-blocking stream the kernels run on does not wait for it, so callers synchronise after.
-  void upload(const T* host, std::size_t count) {
-    reserve(count);
-    check(cudaMemcpy(data, host, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
-  }
-};
 
 // One variant's packed Δ of one matrix, on the device.
 struct SlotDelta {
@@ -85,12 +49,9 @@ struct DeviceLinears::State : DeviceSession {
   DeviceArray<float> x, y, dense;
   DeviceArray<SbmmTile> tiles;
 
+  // Members go before the session: the products before its cuBLASLt handle, the arrays (cudaFree
+  // waits for the device) before its stream.
   explicit State(int device) : DeviceSession(device) {}
-  ~State() {
-    cudaSetDevice(device);
-    cudaDeviceSynchronize();
-    products.clear(); // before the session's cuBLASLt handle; the arrays free themselves
-  }
 
   Matrix& matrix(int id) {
     make_current();

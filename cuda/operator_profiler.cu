@@ -1,6 +1,7 @@
 #include "check.cuh"
 #include "copy.cuh"
 #include "decode_attention.cuh"
+#include "device_array.cuh"
 #include "device_session.cuh"
 #include "fill.cuh"
 #include "gemm.cuh"
@@ -24,24 +25,13 @@ using bf16 = __nv_bfloat16;
 
 struct OperatorProfiler::State : DeviceSession {
   explicit State(int device) : DeviceSession(device) {}
-  struct Buffer {
-    void* data = nullptr;
-    std::size_t bytes = 0;
-  };
-  Buffer buffers[6];
+  DeviceArray<std::byte> buffers[6];
 
   // Buffer `slot` of at least `bytes` bytes, filled with small finite values when (re)allocated.
   void* buffer(int slot, std::size_t bytes) {
-    Buffer& b = buffers[slot];
-    if (b.bytes < bytes) {
-      if (b.data != nullptr)
-        check(cudaFree(b.data), "cudaFree");
-      b.data = nullptr;
-      b.bytes = 0;
-      check(cudaMalloc(&b.data, bytes), "cudaMalloc (the point needs more memory than is free)");
-      b.bytes = bytes;
+    DeviceArray<std::byte>& b = buffers[slot];
+    if (b.reserve(bytes, "cudaMalloc (the point needs more memory than is free)"))
       fill_finite_bytes(b.data, bytes, static_cast<std::uint32_t>(slot * 7919 + 17), stream);
-    }
     return b.data;
   }
 
@@ -56,14 +46,9 @@ struct OperatorProfiler::State : DeviceSession {
 
 OperatorProfiler::OperatorProfiler(int device) : m_state(std::make_unique<State>(device)) {}
 
-OperatorProfiler::~OperatorProfiler() {
-  State& s = *m_state;
-  cudaDeviceSynchronize();
-  for (auto& b : s.buffers)
-    if (b.data != nullptr)
-      cudaFree(b.data);
-  // The stream, events, cuBLASLt handle and workspace go with the session.
-}
+// The buffers go first (cudaFree waits for the device), then the session's stream, events,
+// cuBLASLt handle and workspace.
+OperatorProfiler::~OperatorProfiler() = default;
 
 std::string
 OperatorProfiler::device_name() const {

@@ -58,19 +58,27 @@ DecoderPass::Buffer::get(std::size_t size) {
 }
 
 void
+multiply_served(const LinearWeight& base, DeviceLinearLayers* device, int matrix, const BatchRows& batch,
+                const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x, std::int64_t rows,
+                std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool) {
+  if (device)
+    device->multiply(matrix, x, rows, batch, y);
+  else
+    base.multiply(x, rows, y, pool);
+  for (const auto& segment : batch.segments)
+    if (!device || !device->holds(segment.variant, matrix))
+      apply_variant(of(*segment.variant), x + segment.begin * in_width, segment.end - segment.begin,
+                    y + segment.begin * out_width, pool);
+}
+
+void
 DecoderPass::project(std::int64_t index, Projection p, const BatchRows& batch, const float* x, std::int64_t in_width,
                      float* y, std::int64_t out_width) {
-  const auto rows = static_cast<std::int64_t>(batch.position.size());
-  const int matrix = m_device ? m_device->matrix(index, p) : 0;
-  if (m_device)
-    m_device->multiply(matrix, x, rows, batch, y);
-  else
-    (m_weights->layer(index).*kProjectionWeight[static_cast<std::size_t>(p)])->multiply(x, rows, y, *m_pool);
-  // Then each variant's Δ (or own matrix) on its rows, where the device has not applied it.
-  for (const auto& segment : batch.segments)
-    if (!m_device || !m_device->holds(segment.variant, matrix))
-      apply_variant(segment.variant->layer(index).*kProjectionVariant[static_cast<std::size_t>(p)],
-                    x + segment.begin * in_width, segment.end - segment.begin, y + segment.begin * out_width, *m_pool);
+  const auto slot = static_cast<std::size_t>(p);
+  multiply_served(
+      *(m_weights->layer(index).*kProjectionWeight[slot]), m_device, m_device ? m_device->matrix(index, p) : 0, batch,
+      [&](const DeltaVariant& v) -> const VariantMatrix& { return v.layer(index).*kProjectionVariant[slot]; }, x,
+      static_cast<std::int64_t>(batch.position.size()), in_width, y, out_width, *m_pool);
 }
 
 void

@@ -10,6 +10,7 @@
 #include "runtime/kv_cache.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -78,6 +79,13 @@ struct BatchRows {
     return variant.empty() ? nullptr : variant[static_cast<std::size_t>(row)];
   }
 };
+
+// y[rows, out] = x[rows, in] · Wᵀ for the base weight `base` — on `device` as its matrix `matrix`
+// when there is one — then, on each of the batch's variant segments, that variant's own matrix
+// (`of`) where the device has not applied it: a Δ added, a whole matrix in place of the base's.
+void multiply_served(const LinearWeight& base, DeviceLinearLayers* device, int matrix, const BatchRows& batch,
+                     const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
+                     std::int64_t rows, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
 class DecoderPass {
 public:

@@ -156,14 +156,10 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
              normed.data() + i * hidden);
   }
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
-  if (m_device)
-    m_device->multiply(m_device->lm_head(), normed.data(), out_count, heads, logits.data());
-  else
-    m_weights.lm_head().multiply(normed.data(), out_count, logits.data(), m_pool);
-  for (const auto& segment : heads.segments)
-    if (!m_device || !m_device->holds(segment.variant, m_device->lm_head()))
-      apply_variant(segment.variant->lm_head(), normed.data() + segment.begin * hidden, segment.end - segment.begin,
-                    logits.data() + segment.begin * c.vocab_size, m_pool);
+  multiply_served(
+      m_weights.lm_head(), m_device.get(), m_device ? m_device->lm_head() : 0, heads,
+      [](const DeltaVariant& v) -> const VariantMatrix& { return v.lm_head(); }, normed.data(), out_count, hidden,
+      logits.data(), c.vocab_size, m_pool);
   return logits;
 }
 
