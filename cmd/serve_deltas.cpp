@@ -23,6 +23,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     unsigned threads = 0;
     double shutdown_grace_s = 5;
     bool mock = false;
+    bool prefix_caching = false;
     double mock_step_ms = 0;
   };
   auto flags = std::make_shared<Flags>();
@@ -63,6 +64,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       ->capture_default_str();
   serve->add_option("--kv-cache-memory", flags->kv_cache_memory,
                     "KV cache budget, e.g. 2GiB (default: max-num-seqs full contexts, at most 4 GiB)");
+  serve->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", flags->prefix_caching,
+                  "keep full KV blocks after their request ends and reuse them for prompts that start with the same "
+                  "tokens of the same model (vLLM's automatic prefix caching; default: off)");
   serve
       ->add_option("--shutdown-grace", flags->shutdown_grace_s,
                    "seconds streams in flight may take to finish after SIGTERM or Ctrl-C")
@@ -102,6 +106,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                     options.delta_memory_bytes = serve::parse_byte_size(flags->delta_memory, "--delta-memory");
                   options.threads = flags->threads;
                   options.device = serve::parse_device(flags->device, "--device");
+                  options.prefix_caching = flags->prefix_caching;
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));
                   options.shutdown_grace = std::chrono::milliseconds(static_cast<long>(flags->shutdown_grace_s * 1000));

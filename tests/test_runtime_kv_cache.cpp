@@ -1,9 +1,12 @@
 // The block KV cache: block accounting against a byte budget, refusals that change nothing,
-// blocks reused after a sequence leaves, and rows addressed across block boundaries.
+// blocks reused after a sequence leaves, rows addressed across block boundaries, and prefix
+// caching: blocks found again by content, shared and never written, evicted in order, forgotten
+// when their model changes.
 #include "runtime/kv_cache.hpp"
 
 #include <doctest/doctest.h>
 
+#include <numeric>
 #include <set>
 
 using namespace optkit;
@@ -19,7 +22,8 @@ TEST_CASE("blocks are counted per sequence and the budget caps them") {
   CHECK(cache.blocks_needed(a, 4) == 1);
   CHECK(cache.blocks_needed(a, 5) == 2);
   CHECK(cache.reserve(a, 5) == 0);
-  cache.advance(a, 5);
+  const std::vector<TokenId> five{1, 2, 3, 4, 5};
+  cache.advance(a, five, -1);
   CHECK(cache.used_blocks() == 2);
   CHECK(cache.blocks_needed(a, 3) == 0); // the second block has room for 3 more
   CHECK(cache.blocks_needed(a, 4) == 1);
@@ -79,4 +83,125 @@ TEST_CASE("rows are addressed block by block, keys and values of every layer apa
 TEST_CASE("a budget smaller than one block, or a block of no tokens, is refused") {
   CHECK_THROWS_AS(KvCache(2, 8, 100, {.budget_bytes = 500, .block_tokens = 4}), InputError);
   CHECK_THROWS_AS(KvCache(2, 8, 100, {.block_tokens = 0}), InputError);
+}
+
+namespace {
+// A sequence of `tokens` computed by `variant`: reserved, its first key of layer 0 stamped with
+// `stamp` per position (what "computing" writes), advanced. Returns the sequence.
+SequenceId
+compute(KvCache& cache, SequenceId s, const std::vector<TokenId>& tokens, std::int32_t variant, float stamp) {
+  const auto start = cache.length(s);
+  const auto count = static_cast<std::int64_t>(tokens.size()) - start;
+  cache.reserve(s, count);
+  for (std::int64_t p = start; p < start + count; ++p)
+    cache.rows(s, 0).key(p)[0] = stamp + float(p);
+  cache.advance(s, std::span<const TokenId>(tokens).subspan(static_cast<std::size_t>(start)), variant);
+  return s;
+}
+std::vector<TokenId>
+iota_tokens(std::size_t n, TokenId first) {
+  std::vector<TokenId> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+} // namespace
+
+TEST_CASE("prefix caching: a new sequence takes the full blocks an earlier one computed, never the last token's") {
+  KvCache cache(2, 4, 100, {.budget_bytes = 8 * 2 * 2 * 4 * 4 * 4, .block_tokens = 4, .prefix_caching = true});
+  REQUIRE(cache.capacity_blocks() == 8);
+  const auto prompt = iota_tokens(10, 100); // blocks [0,4) [4,8) full, [8,10) partial
+  const auto a = compute(cache, cache.add(), prompt, -1, 1000);
+  CHECK(cache.cached_blocks() == 2);
+  CHECK(cache.used_blocks() == 3);
+
+  // Same tokens: both full blocks, shared (no new block used), keys as `a` wrote them.
+  const auto b = cache.add();
+  CHECK(cache.reuse_prefix(b, prompt, -1) == 8);
+  CHECK(cache.length(b) == 8);
+  CHECK(cache.used_blocks() == 3);
+  CHECK(cache.rows(b, 0).key(5) == cache.rows(a, 0).key(5));
+  CHECK(cache.rows(b, 0).key(7)[0] == 1007.0f);
+  compute(cache, b, prompt, -1, 2000); // writes positions 8, 9 in a block of its own
+  CHECK(cache.rows(a, 0).key(8)[0] == 1008.0f);
+  CHECK(cache.rows(b, 0).key(8)[0] == 2008.0f);
+
+  // A prompt of exactly the two cached blocks takes only the first: its last token is computed.
+  const auto c = cache.add();
+  CHECK(cache.reuse_prefix(c, iota_tokens(8, 100), -1) == 4);
+  // Another variant, or a different token inside the second block, or a different first block.
+  CHECK(cache.reuse_prefix(cache.add(), prompt, 3) == 0);
+  auto changed = prompt;
+  changed[6] = 7;
+  CHECK(cache.reuse_prefix(cache.add(), changed, -1) == 4);
+  changed[0] = 7;
+  CHECK(cache.reuse_prefix(cache.add(), changed, -1) == 0);
+  // Only an empty sequence takes a prefix.
+  CHECK_THROWS_AS(cache.reuse_prefix(b, prompt, -1), InputError);
+}
+
+TEST_CASE("prefix caching: cached blocks nobody holds count as free and go least recently released first") {
+  KvCache cache(1, 2, 100, {.budget_bytes = 4 * 1 * 2 * 2 * 2 * 4, .block_tokens = 2, .prefix_caching = true});
+  REQUIRE(cache.capacity_blocks() == 4);
+  const auto first = iota_tokens(5, 10);  // 2 full blocks + 1 partial
+  const auto second = iota_tokens(5, 50); // another 2 + 1
+  const auto a = compute(cache, cache.add(), first, -1, 0);
+  cache.remove(a);
+  CHECK(cache.used_blocks() == 0);
+  CHECK(cache.free_blocks() == 4);
+  CHECK(cache.cached_blocks() == 2);
+  // `second` needs 3 blocks: the partial one's freed block, a new one, then the oldest released
+  // cached block — `first`'s second block (a sequence's last block is released first).
+  const auto b = compute(cache, cache.add(), second, -1, 100);
+  CHECK(cache.used_blocks() == 3);
+  CHECK(cache.cached_blocks() == 3); // second's 2 full blocks, and first's first block
+  const auto probe = cache.add();
+  CHECK(cache.reuse_prefix(probe, first, -1) == 2);
+  CHECK(cache.rows(probe, 0).key(1)[0] == 1.0f);
+  cache.remove(probe);
+  cache.remove(b);
+  // Taking cached blocks no one held reduces what is free.
+  const auto c = cache.add();
+  CHECK(cache.reuse_prefix(c, second, -1) == 4);
+  CHECK(cache.free_blocks() == 2);
+  CHECK_THROWS_AS(cache.reserve(c, 7), KvCacheFull); // 4 more blocks: refused, nothing changed
+  CHECK(cache.length(c) == 4);
+  CHECK(cache.used_blocks() == 2);
+}
+
+TEST_CASE("prefix caching: a block is found through its parent only, and forgotten when its model changes") {
+  KvCache cache(1, 2, 100, {.block_tokens = 2, .prefix_caching = true});
+  const auto prompt = iota_tokens(7, 1);
+  compute(cache, cache.add(), prompt, 2, 0);
+  compute(cache, cache.add(), prompt, -1, 0);
+  CHECK(cache.cached_blocks() == 6);
+  // The same second block's tokens after another first block are another block.
+  auto other_start = prompt;
+  other_start[1] = 99;
+  CHECK(cache.reuse_prefix(cache.add(), other_start, -1) == 0);
+  cache.forget_variant(2);
+  CHECK(cache.cached_blocks() == 3);
+  CHECK(cache.reuse_prefix(cache.add(), prompt, 2) == 0);
+  CHECK(cache.reuse_prefix(cache.add(), prompt, -1) == 6);
+  cache.forget_all();
+  CHECK(cache.cached_blocks() == 0);
+  CHECK(cache.reuse_prefix(cache.add(), prompt, -1) == 0);
+}
+
+TEST_CASE("without prefix caching nothing is kept or found, and without a budget the pool stops growing") {
+  {
+    KvCache cache(1, 2, 100, {.block_tokens = 2});
+    const auto prompt = iota_tokens(5, 1);
+    cache.remove(compute(cache, cache.add(), prompt, -1, 0));
+    CHECK(cache.cached_blocks() == 0);
+    CHECK(cache.reuse_prefix(cache.add(), prompt, -1) == 0);
+  }
+  KvCache cache(1, 2, 100, {.block_tokens = 2, .prefix_caching = true});
+  std::set<const float*> blocks;
+  for (TokenId start = 0; start < 50; start += 5) { // 10 different prompts of 3 blocks, one at a time
+    const auto s = compute(cache, cache.add(), iota_tokens(5, start * 10), -1, 0);
+    for (std::int64_t p = 0; p < 5; p += 2)
+      blocks.insert(cache.rows(s, 0).key(p));
+    cache.remove(s);
+  }
+  CHECK(blocks.size() == 3); // cached blocks were evicted rather than the pool grown
 }

@@ -1,6 +1,7 @@
 // The CPU runtime against the independent PyTorch reference (testdata/models/tools/hf_reference.py):
 // logits must match within 1e-3 x the logit range on every architecture variant, whether a prompt
-// is prefilled alone, batched with others of different lengths, or decoded token by token.
+// is prefilled alone, batched with others of different lengths, decoded token by token, or
+// continued from a prefix another sequence left in the prefix cache.
 #include "core/error.hpp"
 #include "runtime/transformer.hpp"
 #include "support/oracle_logits.hpp"
@@ -119,6 +120,34 @@ TEST_CASE("prefill of half a prompt then batched decode of the rest matches the 
         }
       }
     }
+}
+
+TEST_CASE("a sequence continued from a cached prefix gets the reference's logits for the rest of its prompt") {
+  for (const char* name : kModels) {
+    CAPTURE(name);
+    const auto dir = test::testdata_dir() / "models" / name;
+    CpuTransformer model(dir, {.threads = 2, .kv_cache = {.block_tokens = 4, .prefix_caching = true}});
+    const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+    int reused_prompts = 0;
+    for (const auto& p : read_oracle(dir)) {
+      const auto n = static_cast<std::int64_t>(p.ids.size());
+      const auto first = model.add_sequence();
+      const SequenceInput whole{first, p.ids, false};
+      model.forward({&whole, 1});
+      model.remove_sequence(first); // its full blocks stay, cached
+      const auto second = model.add_sequence();
+      const auto reused = model.reuse_prefix(second, p.ids, -1);
+      CHECK(reused == (n - 1) / 4 * 4);
+      CHECK(model.sequence_length(second) == reused);
+      const auto rest = std::span<const TokenId>(p.ids).subspan(static_cast<std::size_t>(reused));
+      const SequenceInput in{second, rest, true};
+      const auto logits = model.forward({&in, 1});
+      CHECK(relative_error(logits, p.logits, static_cast<std::size_t>(reused), rest.size(), vocab) <= 1e-3);
+      reused_prompts += reused > 0;
+      model.remove_sequence(second);
+    }
+    CHECK(reused_prompts > 0);
+  }
 }
 
 TEST_CASE("forward refuses a token outside the vocabulary and a sequence past its maximum length") {

@@ -50,6 +50,7 @@ struct Collected {
   std::condition_variable cv;
   std::map<RequestId, std::vector<TokenId>> tokens;
   std::map<RequestId, FinishReason> finish;
+  std::map<RequestId, std::optional<std::int64_t>> cached_tokens;
   std::vector<RequestId> finish_order;
 
   OutputSink sink_for(std::shared_ptr<RequestId> id) {
@@ -59,6 +60,7 @@ struct Collected {
         tokens[*id].push_back(*out.token);
       if (out.finish != FinishReason::none) {
         finish[*id] = out.finish;
+        cached_tokens[*id] = out.cached_tokens;
         finish_order.push_back(*id);
         cv.notify_all();
       }
@@ -73,9 +75,11 @@ struct Collected {
 struct EngineUnderTest {
   std::unique_ptr<Engine> engine;
   std::int32_t variant = -1, second_variant = -1;
-  explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0, bool with_delta = false) {
+  explicit EngineUnderTest(EngineOptions options, std::uint64_t kv_budget = 0, bool with_delta = false,
+                           bool prefix_caching = false) {
     runtime::RuntimeOptions runtime_options{.threads = 2};
     runtime_options.kv_cache.budget_bytes = kv_budget;
+    runtime_options.kv_cache.prefix_caching = prefix_caching;
     auto model = std::make_unique<runtime::CpuTransformer>(tiny_base(), runtime_options);
     if (with_delta) { // the same delta twice: two variants as far as the scheduler is concerned
       variant = model->add_variant(test::code_delta());
@@ -162,6 +166,59 @@ TEST_CASE("batched, chunked and preempted requests decode exactly as each prompt
     CHECK(t.engine->stats().preemptions > 0);
     CHECK(blocks_return(*t.engine)); // every block came back
   }
+  SUBCASE("the same with prefix caching: a recomputed sequence takes back its own cached blocks") {
+    runtime::KvCache probe(4, 64, 1024, {0, 16});
+    EngineUnderTest t({256, 2048}, probe.block_bytes() * 12, false, true);
+    serve_all(t);
+    const auto stats = t.engine->stats();
+    CHECK(stats.preemptions > 0);
+    CHECK(stats.prefix_cache_hits > 0);
+    CHECK(blocks_return(*t.engine)); // cached blocks no request holds are free, not used
+  }
+}
+
+TEST_CASE("prefix caching: prompts that share a prefix reuse its blocks, per model, and decode as each prompt alone") {
+  const int count = 8;
+  const auto shared = prompt_of(40, 7); // two full blocks of 16 tokens, and 8 more
+  const auto with_suffix = [&](int salt) {
+    auto p = shared;
+    for (const auto t : prompt_of(5 + salt, 20 + salt))
+      p.push_back(t);
+    return p;
+  };
+  EngineUnderTest t({256, 2048}, 0, true, true);
+  Collected c;
+  GenerationParams on_variant = greedy(count);
+  on_variant.variant = t.variant;
+  // The first request fills the cache; it ends before the others arrive.
+  const auto first = t.submit(c, with_suffix(0), greedy(count));
+  REQUIRE(c.wait_for(1));
+  CHECK(c.cached_tokens[first] == 0);
+  // Then, at once: two base prompts with the shared prefix, and the variant with it, twice: the
+  // variant's keys and values are its own, so its first request finds nothing of the base's.
+  const auto b1 = t.submit(c, with_suffix(1), greedy(count));
+  const auto b2 = t.submit(c, with_suffix(2), greedy(count));
+  const auto v1 = t.submit(c, with_suffix(1), on_variant);
+  REQUIRE(c.wait_for(4));
+  const auto v2 = t.submit(c, with_suffix(3), on_variant);
+  // A prompt of exactly the cached blocks: its last token is computed, so one block is reused.
+  const auto exact = t.submit(c, std::vector<TokenId>(shared.begin(), shared.begin() + 32), greedy(count));
+  REQUIRE(c.wait_for(6));
+  CHECK(c.cached_tokens[b1] == 32);
+  CHECK(c.cached_tokens[b2] == 32);
+  CHECK(c.cached_tokens[v1] == 0);
+  CHECK(c.cached_tokens[v2] == 32);
+  CHECK(c.cached_tokens[exact] == 16);
+  for (const auto& [id, salt] : {std::pair{first, 0}, {b1, 1}, {b2, 2}}) {
+    CAPTURE(salt);
+    CHECK(c.tokens[id] == greedy_alone(with_suffix(salt), count));
+  }
+  CHECK(c.tokens[v1] == greedy_alone(with_suffix(1), count, test::code_delta()));
+  CHECK(c.tokens[v2] == greedy_alone(with_suffix(3), count, test::code_delta()));
+  CHECK(c.tokens[exact] == greedy_alone(std::vector<TokenId>(shared.begin(), shared.begin() + 32), count));
+  const auto stats = t.engine->stats();
+  CHECK(stats.prefix_cache_hits == 32 + 32 + 32 + 16);
+  CHECK(blocks_return(*t.engine));
 }
 
 TEST_CASE("base and delta requests in one batch decode as the base alone and the merged variant alone") {

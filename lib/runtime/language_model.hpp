@@ -30,6 +30,11 @@ public:
   virtual SequenceId add_sequence() = 0;
   virtual void remove_sequence(SequenceId sequence) = 0;
   virtual std::int64_t sequence_length(SequenceId sequence) const = 0;
+  // Gives a new, empty sequence the keys and values its first tokens would get, when a model with
+  // prefix caching holds them from an earlier sequence of the same tokens and variant, and returns
+  // how many tokens that covers (fewer than tokens.size(): at least the last is computed); the
+  // sequence's length is then that. 0 for a model without prefix caching.
+  virtual std::int64_t reuse_prefix(SequenceId, std::span<const TokenId>, std::int32_t /*variant*/) { return 0; }
   // Appends each input's tokens to its sequence and returns fp32 logits, vocab_size per row: for
   // each input in order, one row per token when all_logits, else one row for its last token.
   virtual std::vector<float> forward(std::span<const SequenceInput> inputs) = 0;

@@ -51,6 +51,7 @@ CpuTransformer::set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> varia
   if (m_device) // before the old variant goes: the device forgets it first
     m_device->set_variant(id, variant.get());
   m_variants[static_cast<std::size_t>(id)] = std::move(variant);
+  m_cache.forget_variant(id); // keys and values the old weights under this id computed
 }
 
 void
@@ -64,6 +65,7 @@ CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
   if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
     throw InputError("the swapped-in weights have another shape than the loaded model");
   m_weights = std::move(next);
+  m_cache.forget_all();
   open_device();
 }
 
@@ -132,7 +134,7 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   for (std::int64_t l = 0; l < c.num_layers; ++l)
     m_pass.run_layer(l, m_cache, l, batch, x, nullptr);
   for (const auto& in : inputs)
-    m_cache.advance(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
+    m_cache.advance(in.sequence, in.tokens, in.variant);
 
   std::vector<std::int64_t> out_rows;
   BatchRows heads; // the output rows' variants, for the final norm and the LM head

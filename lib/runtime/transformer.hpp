@@ -36,6 +36,9 @@ public:
   SequenceId add_sequence() override { return m_cache.add(); }
   void remove_sequence(SequenceId sequence) override { m_cache.remove(sequence); }
   std::int64_t sequence_length(SequenceId sequence) const override { return m_cache.length(sequence); }
+  std::int64_t reuse_prefix(SequenceId sequence, std::span<const TokenId> tokens, std::int32_t variant) override {
+    return m_cache.reuse_prefix(sequence, tokens, variant);
+  }
   // Throws KvCacheFull, with nothing appended, when the batch's new tokens do not fit the budget.
   std::vector<float> forward(std::span<const SequenceInput> inputs) override;
 

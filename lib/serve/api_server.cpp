@@ -75,6 +75,7 @@ public:
     record(out);
     m_usage.prompt_tokens = out.prompt_tokens;
     m_usage.completion_tokens = out.generated_tokens;
+    m_usage.cached_tokens = out.cached_tokens;
     if (out.finish == FinishReason::cancelled || out.finish == FinishReason::error) {
       m_done = true;
       if (m_exchange->cancelled())

@@ -41,6 +41,7 @@ struct Engine::Active {
   Clock::time_point arrival, scheduled, first_token;
   bool skipped_line = false;                              // admitted past a request the --max-deltas cap held back
   std::vector<runtime::PositionLogprobs> prompt_logprobs; // collected while the prompt is prefilled
+  std::optional<std::int64_t> cached_tokens;              // prompt tokens found in the prefix cache at admission
 
   Active(GenerationParams p) : params(std::move(p)), sampler(params.sampling) {}
 
@@ -61,6 +62,7 @@ struct Engine::Active {
     StepOutput out;
     out.finish = finish;
     out.prompt_tokens = prompt_len;
+    out.cached_tokens = cached_tokens;
     out.generated_tokens = generated;
     out.arrival = arrival;
     out.scheduled = scheduled;
@@ -73,6 +75,7 @@ struct Engine::Active {
 
 Engine::Engine(std::unique_ptr<runtime::LanguageModel> model, const runtime::KvCache& kv, EngineOptions options)
     : m_model(std::move(model)), m_kv(kv), m_options(options) {
+  m_stats.prefix_caching = kv.prefix_caching();
   if (m_options.max_num_seqs < 1)
     throw InputError("max_num_seqs must be at least 1, got " + std::to_string(m_options.max_num_seqs));
   if (m_options.max_num_batched_tokens < 1)
@@ -319,6 +322,7 @@ Engine::step() {
   std::int64_t budget = m_options.max_num_batched_tokens;
   std::optional<std::int64_t> free = m_kv.free_blocks();
   std::int64_t preempted = 0;
+  std::int64_t prefix_queries = 0, prefix_hits = 0; // tokens looked up in the prefix cache and found
   // Rows of vocabulary logits for prompt logprobs in one step, all requests together: 512 rows of
   // a 128k vocabulary are 256 MiB. A request with none left this step waits for the next.
   std::int64_t logit_rows = 512;
@@ -378,16 +382,37 @@ Engine::step() {
       ++it;
       continue;
     }
-    const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size());
-    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
-    if (n == 0) {
+    const std::int64_t known = static_cast<std::int64_t>(request.tokens.size());
+    if (std::min({known, budget, request.chunk_cap(logit_rows)}) == 0) {
       ++it;
       continue;
     }
-    const std::int64_t need = (n + m_kv.block_tokens() - 1) / m_kv.block_tokens();
-    if (free && need > *free)
-      break; // out of cache: first come, first served from here on
     request.sequence = m_model->add_sequence();
+    // With prefix caching, the blocks a cached prefix fills are taken, not computed (not when
+    // every prompt position's logits are wanted). Taking a cached block no one held uses one of
+    // the free blocks the budget counts.
+    std::int64_t reused = 0, taken = 0;
+    if (m_kv.prefix_caching() && !request.wants_prompt_logprobs()) {
+      const auto used_before = m_kv.used_blocks();
+      reused = m_model->reuse_prefix(*request.sequence, request.tokens, v);
+      taken = m_kv.used_blocks() - used_before;
+    }
+    const std::int64_t pending = known - reused;
+    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
+    const std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
+    if (free && need + taken > *free) {
+      release(request);
+      break; // out of cache: first come, first served from here on
+    }
+    if (free)
+      *free -= taken;
+    request.computed = reused;
+    if (m_kv.prefix_caching() && !request.wants_prompt_logprobs()) {
+      prefix_queries += known;
+      prefix_hits += reused;
+    }
+    if (m_kv.prefix_caching() && request.generated == 0)
+      request.cached_tokens = reused;
     if (request.scheduled == Clock::time_point{})
       request.scheduled = Clock::now();
     request.skipped_line = blocked && takes_slot(v);
@@ -408,6 +433,11 @@ Engine::step() {
       m_stats.preemptions += preempted;
     }
     return false;
+  }
+  {
+    const std::lock_guard lock(m_mutex);
+    m_stats.prefix_cache_queries += prefix_queries;
+    m_stats.prefix_cache_hits += prefix_hits;
   }
 
   // Rows of one variant together: the runtime adds each variant's Δ over one run of rows.

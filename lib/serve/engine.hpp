@@ -76,6 +76,7 @@ struct StepOutput {
   std::string error;                                      // what failed, with FinishReason::error
   FinishReason finish = FinishReason::none;
   std::int64_t prompt_tokens = 0;
+  std::optional<std::int64_t> cached_tokens; // of the prompt, found in the prefix cache (none: no prefix caching)
   std::int64_t generated_tokens = 0;
   Clock::time_point arrival, scheduled, first_token, finished;
 };
@@ -85,6 +86,8 @@ struct EngineStats {
   std::int64_t running = 0, waiting = 0;
   std::int64_t preemptions = 0, steps = 0;
   std::int64_t prompt_tokens = 0, generated_tokens = 0;
+  bool prefix_caching = false;
+  std::int64_t prefix_cache_queries = 0, prefix_cache_hits = 0; // tokens looked up at admission, tokens found
   std::int64_t kv_used_blocks = 0;
   std::optional<std::int64_t> kv_capacity_blocks;
   std::map<std::int32_t, std::int64_t> running_by_variant, waiting_by_variant; // -1: the base

@@ -36,7 +36,7 @@ MockModel::forward(std::span<const runtime::SequenceInput> inputs) {
   for (const auto& input : inputs) {
     const auto count = static_cast<std::int64_t>(input.tokens.size());
     const std::int64_t first = m_cache.reserve(input.sequence, count);
-    m_cache.advance(input.sequence, count);
+    m_cache.advance(input.sequence, input.tokens, input.variant);
     for (std::int64_t i = input.all_logits ? 0 : count - 1; i < count; ++i) {
       const auto position = static_cast<std::size_t>(first + i);
       // a margin no temperature (at most 100) can flatten: the cycle comes out whatever the sampling

@@ -23,6 +23,10 @@ public:
   runtime::SequenceId add_sequence() override { return m_cache.add(); }
   void remove_sequence(runtime::SequenceId sequence) override { m_cache.remove(sequence); }
   std::int64_t sequence_length(runtime::SequenceId sequence) const override { return m_cache.length(sequence); }
+  std::int64_t reuse_prefix(runtime::SequenceId sequence, std::span<const runtime::TokenId> tokens,
+                            std::int32_t variant) override {
+    return m_cache.reuse_prefix(sequence, tokens, variant);
+  }
   std::vector<float> forward(std::span<const runtime::SequenceInput> inputs) override;
 
   const runtime::KvCache& kv_cache() const { return m_cache; }

@@ -39,6 +39,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
         cycle.push_back(t);
     runtime::KvCacheOptions kv_options;
     kv_options.budget_bytes = kv_budget(2 * sizeof(float));
+    kv_options.prefix_caching = options.prefix_caching;
     auto mock = std::make_unique<MockModel>(config, cycle, options.mock_step, kv_options);
     loaded.kv = &mock->kv_cache();
     loaded.model = std::move(mock);
@@ -48,6 +49,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   runtime_options.device = options.device;
   runtime_options.threads = options.threads > 0 ? options.threads : available_cpus();
   loaded.threads = runtime_options.threads;
+  runtime_options.kv_cache.prefix_caching = options.prefix_caching;
   runtime_options.kv_cache.budget_bytes =
       kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));
   if (options.delta_serving == DeltaServing::swap) {

@@ -236,9 +236,12 @@ namespace {
 
 json
 usage_json(const Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-          {"completion_tokens", usage.completion_tokens}};
+  json out = {{"prompt_tokens", usage.prompt_tokens},
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+              {"completion_tokens", usage.completion_tokens}};
+  if (usage.cached_tokens)
+    out["prompt_tokens_details"] = {{"cached_tokens", *usage.cached_tokens}};
+  return out;
 }
 
 json

@@ -45,6 +45,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body);
 
 struct Usage {
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  std::optional<std::int64_t> cached_tokens; // prompt_tokens_details.cached_tokens, with prefix caching
 };
 
 // One response id and creation time per request, stable across its chunks.

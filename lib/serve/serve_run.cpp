@@ -118,6 +118,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       {"kv_cache_bytes", static_cast<std::uint64_t>(kv.capacity_blocks().value_or(0)) * kv.block_bytes()},
       {"kv_cache_blocks", kv.capacity_blocks().value_or(0)},
       {"block_tokens", kv.block_tokens()},
+      {"enable_prefix_caching", kv.prefix_caching()},
       {"max_model_len", served.max_model_len},
       {"mock", options.mock}};
   try {
@@ -148,6 +149,10 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
       metric("prompt_tokens", double(st.prompt_tokens), "tokens");
       metric("generated_tokens", double(st.generated_tokens), "tokens");
       metric("preemptions", double(st.preemptions), "sequences");
+      if (st.prefix_caching) {
+        metric("prefix_cache_queries", double(st.prefix_cache_queries), "tokens");
+        metric("prefix_cache_hits", double(st.prefix_cache_hits), "tokens");
+      }
       metric("variants", double(options.deltas.size()), "deltas");
       if (deltas) {
         const auto store = deltas->stats();

@@ -34,6 +34,7 @@ struct ServeOptions {
   std::string api_key;
   EngineOptions engine;
   std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
+  bool prefix_caching = false;      // --enable-prefix-caching (runtime/kv_cache.hpp)
   unsigned threads = 0;             // runtime threads (0: one per available CPU)
   int device = -1;                  // a CUDA device for the linear layers (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;

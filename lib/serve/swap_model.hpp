@@ -27,6 +27,11 @@ public:
   std::int64_t sequence_length(runtime::SequenceId sequence) const override {
     return m_model.sequence_length(sequence);
   }
+  // Cached blocks are the loaded model's (a swap forgets them all): only its requests reuse them.
+  std::int64_t reuse_prefix(runtime::SequenceId sequence, std::span<const runtime::TokenId> tokens,
+                            std::int32_t variant) override {
+    return variant == m_loaded ? m_model.reuse_prefix(sequence, tokens, -1) : 0;
+  }
   // Every input must name the same variant; when it is not the loaded one, it is swapped in first.
   std::vector<float> forward(std::span<const runtime::SequenceInput> inputs) override;
 
