@@ -89,3 +89,30 @@ TEST_CASE("a rendered command line is one shell command with quoted JSON") {
   CHECK(text.find(R"('{"method":"eagle","num_speculative_tokens":3}')") != std::string::npos);
   CHECK(text.find(" \\\n    --tensor-parallel-size 4") != std::string::npos);
 }
+
+TEST_CASE("enable_prefix_caching: each engine's own switch, its default left alone when unset") {
+  for (const bool on : {true, false}) {
+    CAPTURE(on);
+    auto s = settings();
+    apply_knob(EngineKind::vllm, s, "enable_prefix_caching", on ? 1.0 : 0.0);
+    const auto vllm = command_line(EngineKind::vllm, s).argv();
+    CHECK(std::count(vllm.begin(), vllm.end(), on ? "--enable-prefix-caching" : "--no-enable-prefix-caching") == 1);
+    const auto sglang = command_line(EngineKind::sglang, s).argv(); // the radix cache is on by default
+    CHECK(std::count(sglang.begin(), sglang.end(), "--disable-radix-cache") == (on ? 0 : 1));
+    const auto trt = command_line(EngineKind::trtllm, s, "opts.yaml");
+    CHECK(trt.extra_options_yaml.find(on ? "  enable_block_reuse: true\n" : "  enable_block_reuse: false\n") !=
+          std::string::npos);
+    EngineSettings mine;
+    mine.model = "testdata/models/tiny-base";
+    apply_knob(EngineKind::optkit, mine, "enable_prefix_caching", on ? 1.0 : 0.0);
+    const auto optkit = command_line(EngineKind::optkit, mine).argv();
+    CHECK(std::count(optkit.begin(), optkit.end(), on ? "--enable-prefix-caching" : "--no-enable-prefix-caching") == 1);
+  }
+  const auto unset = command_line(EngineKind::vllm, settings()).argv();
+  CHECK(std::none_of(unset.begin(), unset.end(), [](const auto& a) { return a.find("prefix-caching") != a.npos; }));
+  CHECK(command_line(EngineKind::trtllm, settings(), "o.yaml").extra_options_yaml.find("enable_block_reuse") ==
+        std::string::npos);
+  auto s = settings();
+  CHECK_THROWS_WITH_AS(apply_knob(EngineKind::vllm, s, "enable_prefix_caching", 0.5),
+                       doctest::Contains("enable_prefix_caching is 0 or 1, got 0.5"), optkit::InputError);
+}

@@ -69,6 +69,8 @@ vllm(const EngineSettings& s) {
     batching.insert(batching.end(), {"--max-num-batched-tokens", std::to_string(*s.max_num_batched_tokens)});
   if (s.max_model_len)
     batching.insert(batching.end(), {"--max-model-len", std::to_string(*s.max_model_len)});
+  if (s.prefix_caching)
+    batching.push_back(*s.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   c.groups.push_back(batching);
   Group memory;
   if (s.memory_fraction)
@@ -107,6 +109,8 @@ sglang(const EngineSettings& s) {
     batching.insert(batching.end(), {"--chunked-prefill-size", std::to_string(*s.max_num_batched_tokens)});
   if (s.max_model_len)
     batching.insert(batching.end(), {"--context-length", std::to_string(*s.max_model_len)});
+  if (s.prefix_caching && !*s.prefix_caching) // the radix cache is on by default
+    batching.push_back("--disable-radix-cache");
   c.groups.push_back(batching);
   Group memory;
   if (s.memory_fraction)
@@ -157,6 +161,8 @@ trtllm(const EngineSettings& s, const std::string& options_file) {
   yaml += fmt::format("  dtype: {}\n", s.kv_cache_dtype.empty() ? "auto" : kv_dtype(s, EngineKind::trtllm));
   if (s.memory_fraction)
     yaml += fmt::format("  free_gpu_memory_fraction: {}\n", number(*s.memory_fraction));
+  if (s.prefix_caching)
+    yaml += fmt::format("  enable_block_reuse: {}\n", *s.prefix_caching ? "true" : "false");
   if (s.max_num_seqs)
     yaml += fmt::format("cuda_graph_config:\n  max_batch_size: {}\n", *s.max_num_seqs);
   if (s.speculative_tokens > 0)
@@ -197,6 +203,8 @@ optkit_serve(const EngineSettings& s) {
     batching.insert(batching.end(), {"--max-num-batched-tokens", std::to_string(*s.max_num_batched_tokens)});
   if (s.max_active_deltas)
     batching.insert(batching.end(), {"--max-deltas", std::to_string(*s.max_active_deltas)});
+  if (s.prefix_caching)
+    batching.push_back(*s.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   c.groups.push_back(batching);
   if (s.threads)
     c.groups.push_back({"--threads", std::to_string(*s.threads)});
@@ -281,9 +289,10 @@ command_line(EngineKind kind, const EngineSettings& settings, const std::string&
 
 const std::vector<std::string>&
 logical_knobs(EngineKind kind) {
-  static const std::vector<std::string> gpu{"max_num_seqs", "max_num_batched_tokens", "tensor_parallel",
-                                            "memory_fraction", "speculative_tokens"};
-  static const std::vector<std::string> cpu{"max_num_seqs", "max_num_batched_tokens", "threads", "max_active_deltas"};
+  static const std::vector<std::string> gpu{"max_num_seqs",    "max_num_batched_tokens", "enable_prefix_caching",
+                                            "tensor_parallel", "memory_fraction",        "speculative_tokens"};
+  static const std::vector<std::string> cpu{"max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
+                                            "threads", "max_active_deltas"};
   return kind == EngineKind::optkit ? cpu : gpu;
 }
 
@@ -311,6 +320,11 @@ apply_knob(EngineKind kind, EngineSettings& s, const std::string& knob, double v
     s.threads = static_cast<int>(integer);
   else if (knob == "max_active_deltas")
     s.max_active_deltas = static_cast<int>(integer);
+  else if (knob == "enable_prefix_caching") {
+    if (value != 0.0 && value != 1.0)
+      reject(kind, fmt::format("enable_prefix_caching is 0 or 1, got {}", value));
+    s.prefix_caching = value == 1.0;
+  }
 }
 
 } // namespace optkit::engines

@@ -28,6 +28,7 @@ struct EngineSettings {
   std::optional<int> max_num_seqs;
   std::optional<std::int64_t> max_num_batched_tokens;
   std::optional<std::int64_t> max_model_len;
+  std::optional<bool> prefix_caching;    // reuse of cached prompt KV blocks (none: the engine's default)
   std::optional<double> memory_fraction; // the engine's own meaning (vLLM total, SGLang static, TRT free)
   std::string kv_cache_dtype;            // "" (engine default), "auto", "fp8", "int8"
   std::string quantization;              // "" or "fp8"
@@ -52,9 +53,9 @@ struct CommandLine {
 };
 
 // The logical knobs a tuner's search space may name for this engine, as its adapter maps them:
-// max_num_seqs, max_num_batched_tokens and, for the GPU engines, tensor_parallel,
-// memory_fraction (each engine's own meaning) and speculative_tokens; for optkit serve-deltas,
-// threads and max_active_deltas.
+// max_num_seqs, max_num_batched_tokens, enable_prefix_caching (0 or 1) and, for the GPU engines,
+// tensor_parallel, memory_fraction (each engine's own meaning) and speculative_tokens; for optkit
+// serve-deltas, threads and max_active_deltas.
 const std::vector<std::string>& logical_knobs(EngineKind kind);
 // Sets what knob `knob` names; InputError naming the knob and the engine's knobs when it has none.
 void apply_knob(EngineKind kind, EngineSettings& settings, const std::string& knob, double value);

@@ -1,7 +1,7 @@
 # optkit serve-deltas as a black box over HTTP, with Python's http.client as an independent client:
 # bad requests get clear 4xx answers and the server keeps serving; an oversized body is 413; a
 # prompt beyond the context is 400 naming the limit; Ctrl-C exits 130, SIGTERM exits 0, and the
-# run is archived.
+# run is archived; prefix caching reuses a prompt's blocks and says so.
 . "$(dirname "$0")/lib.sh"
 
 base="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
@@ -179,6 +179,33 @@ generated=$(sql "SELECT value FROM metrics WHERE run_id = $first AND name = 'gen
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 9 else 1)" "${generated:-0}" ||
   fail "generated_tokens of the first server run: '$generated'"
 [ "$(sql "SELECT value FROM metrics WHERE run_id = $first AND name = 'variants'")" = 1.0 ] || fail "variants not recorded"
+
+# --enable-prefix-caching: the second request whose prompt starts as the first's takes its cached
+# blocks (usage.prompt_tokens_details.cached_tokens, the /metrics counters, the archive) and
+# answers the same text; another model's request finds none of the base's blocks.
+start_serve_deltas "$base" --delta "code=$SCRATCH/code" --enable-prefix-caching
+long=$(printf 'The quick brown fox jumps over the lazy dog. %.0s' 1 2 3 4 5 6)
+first_out=$(http POST /v1/completions "{\"prompt\": \"$long\", \"max_tokens\": 6, \"temperature\": 0}")
+second_out=$(http POST /v1/completions "{\"prompt\": \"$long\", \"max_tokens\": 6, \"temperature\": 0}")
+code_out=$(http POST /v1/completions "{\"model\": \"code\", \"prompt\": \"$long\", \"max_tokens\": 2}")
+python3 - "$first_out" "$second_out" "$code_out" <<'PY' || fail "prefix caching: $first_out / $second_out / $code_out"
+import json, sys
+first, second, code = (json.loads(a.split(" ", 1)[1]) for a in sys.argv[1:])
+cached = lambda r: r["usage"]["prompt_tokens_details"]["cached_tokens"]
+assert cached(first) == 0 and cached(code) == 0, (first["usage"], code["usage"])
+assert 16 <= cached(second) < second["usage"]["prompt_tokens"], second["usage"]
+assert cached(second) % 16 == 0, second["usage"]  # whole blocks
+assert first["choices"][0]["text"] == second["choices"][0]["text"]
+PY
+out=$(http GET /metrics)
+[[ $out == *'optkit:prefix_cache_hits_total{model_name="'* ]] || fail "/metrics without the prefix cache counters: $out"
+out=$(http GET /version)
+[[ $out == *'"enable_prefix_caching":true'* ]] || fail "/version: $out"
+kill -TERM "$server"
+wait "$server" || fail "SIGTERM with prefix caching: exit $?"
+last=$(sql "SELECT MAX(id) FROM runs WHERE command = 'serve-deltas'")
+hits=$(sql "SELECT value FROM metrics WHERE run_id = $last AND name = 'prefix_cache_hits'")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 16 else 1)" "${hits:-0}" || fail "prefix_cache_hits: '$hits'"
 
 run serve-deltas --base "$SCRATCH/nowhere"
 expect_rc 2
