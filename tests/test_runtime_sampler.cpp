@@ -50,3 +50,21 @@ TEST_CASE("top-k and top-p cut the tail") {
   CHECK_THROWS_AS(Sampler({-1.0f, 0, 1.0f, 0}), InputError);
   CHECK_THROWS_AS(Sampler({1.0f, 0, 0.0f, 0}), InputError);
 }
+
+TEST_CASE(
+    "penalties as vLLM applies them: repetition on prompt and output tokens, frequency and presence on the output") {
+  const std::vector<TokenId> prompt{0, 4, 4}, output{1, 1, 2, 99}; // 99: outside the vocabulary, ignored
+  std::vector<float> logits{2.0f, -2.0f, 1.0f, 0.5f, 3.0f};
+  apply_penalties(logits, {.presence = 0.25f, .frequency = 0.5f, .repetition = 2.0f}, prompt, output);
+  CHECK(logits[0] == 1.0f);   // prompt: 2 / 2
+  CHECK(logits[1] == -5.25f); // output twice: -2 · 2 − 0.5 · 2 − 0.25
+  CHECK(logits[2] == -0.25f); // output once: 1 / 2 − 0.5 − 0.25
+  CHECK(logits[3] == 0.5f);   // neither
+  CHECK(logits[4] == 1.5f);   // prompt (twice counts once): 3 / 2
+  std::vector<float> no_repetition{2.0f, -2.0f, 1.0f, 0.5f, 3.0f};
+  apply_penalties(no_repetition, {.presence = 0.25f, .frequency = 0.5f}, prompt, output);
+  CHECK(no_repetition == std::vector<float>{2.0f, -3.25f, 0.25f, 0.5f, 3.0f}); // the prompt is not penalised
+  std::vector<float> none{2.0f, -2.0f};
+  apply_penalties(none, {}, prompt, output);
+  CHECK(none == std::vector<float>{2.0f, -2.0f});
+}

@@ -14,6 +14,8 @@
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -297,6 +299,53 @@ TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the 
   // Preempted and recomputed, the skippers' tokens are still the merged variant's greedy tokens.
   for (int i = 0; i < 4; ++i)
     CHECK(c.tokens[cs[static_cast<std::size_t>(i)]] == greedy_alone(prompt_of(6 + i, 3 + i), 50, test::code_delta()));
+}
+
+TEST_CASE("penalties: greedy decoding with repetition, frequency and presence penalties as a plain loop computes it") {
+  const int count = 12;
+  std::vector<TokenId> prompt; // a pattern the model continues, so that greedy decoding repeats tokens
+  for (int i = 0; i < 24; ++i)
+    prompt.push_back(static_cast<TokenId>(50 + 10 * (i % 3)));
+  const runtime::Penalties penalties{.presence = 1.5f, .frequency = 2.0f, .repetition = 2.0f};
+  // The reference: the runtime alone, each row penalised by a loop over the tokens written here.
+  std::vector<TokenId> expected;
+  {
+    runtime::CpuTransformer model(tiny_base(), {.threads = 2});
+    const auto seq = model.add_sequence();
+    std::vector<TokenId> next = prompt;
+    for (int i = 0; i < count; ++i) {
+      const runtime::SequenceInput input{seq, next, false};
+      auto logits = model.forward(std::span(&input, 1));
+      std::map<TokenId, int> in_output;
+      for (const auto t : expected)
+        ++in_output[t];
+      for (std::size_t v = 0; v < logits.size(); ++v) {
+        const auto t = static_cast<TokenId>(v);
+        const bool seen = in_output.count(t) > 0 || std::find(prompt.begin(), prompt.end(), t) != prompt.end();
+        if (seen)
+          logits[v] = logits[v] > 0 ? logits[v] / penalties.repetition : logits[v] * penalties.repetition;
+        if (in_output.count(t) > 0)
+          logits[v] -= penalties.frequency * static_cast<float>(in_output[t]) + penalties.presence;
+      }
+      expected.push_back(runtime::argmax(logits));
+      next = {expected.back()};
+    }
+  }
+  // Through the engine, with a small KV cache and another request so that it is preempted and
+  // recomputed on the way: the penalties still count this request's own output only.
+  runtime::KvCache probe(4, 64, 1024, {0, 16});
+  EngineUnderTest t({256, 2048}, probe.block_bytes() * 4);
+  Collected c;
+  GenerationParams params = greedy(count);
+  params.penalties = penalties;
+  const auto penalised = t.submit(c, prompt, params);
+  const auto plain = t.submit(c, prompt_of(30, 5), greedy(count));
+  REQUIRE(c.wait_for(2));
+  CHECK(c.tokens[penalised] == expected);
+  CHECK(c.tokens[plain] == greedy_alone(prompt_of(30, 5), count));
+  CAPTURE(fmt::format("{}", fmt::join(expected, " ")));
+  CHECK(expected != greedy_alone(prompt, count)); // the penalties changed the output
+  CHECK(t.engine->stats().preemptions > 0);
 }
 
 TEST_CASE("EOS ends a request unless ignored or before min_tokens; stop token ids end it too") {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <vector>
 
 namespace optkit::runtime {
@@ -98,6 +99,29 @@ Sampler::next(std::span<const float> logits) {
       return order[i];
   }
   return order[keep - 1];
+}
+
+void
+apply_penalties(std::span<float> logits, const Penalties& penalties, std::span<const TokenId> prompt,
+                std::span<const TokenId> output) {
+  if (!penalties.any())
+    return;
+  // Per token: its count in the output, or −1 for one only in the prompt.
+  std::unordered_map<TokenId, std::int64_t> seen;
+  seen.reserve(prompt.size() + output.size());
+  for (const auto t : output)
+    ++seen[t];
+  if (penalties.repetition != 1.0f)
+    for (const auto t : prompt)
+      seen.try_emplace(t, -1);
+  for (const auto& [token, count] : seen) {
+    if (token < 0 || static_cast<std::size_t>(token) >= logits.size())
+      continue;
+    float& logit = logits[static_cast<std::size_t>(token)];
+    logit = logit > 0.0f ? logit / penalties.repetition : logit * penalties.repetition;
+    if (count > 0)
+      logit -= penalties.frequency * static_cast<float>(count) + penalties.presence;
+  }
 }
 
 } // namespace optkit::runtime

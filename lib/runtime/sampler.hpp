@@ -31,4 +31,17 @@ private:
 // Index of the largest logit (lowest index on ties).
 TokenId argmax(std::span<const float> logits);
 
+// OpenAI's and vLLM's penalties on a row of logits, before sampling: a token the output holds
+// loses `presence` once and `frequency` per occurrence; a token in the prompt or the output has
+// a positive logit divided by `repetition` and a negative one multiplied by it (CTRL's penalty,
+// as vLLM and Hugging Face apply it).
+struct Penalties {
+  float presence = 0.0f;   // OpenAI's range [-2, 2]
+  float frequency = 0.0f;  // [-2, 2]
+  float repetition = 1.0f; // (0, 2]; 1: none
+  bool any() const { return presence != 0.0f || frequency != 0.0f || repetition != 1.0f; }
+};
+void apply_penalties(std::span<float> logits, const Penalties& penalties, std::span<const TokenId> prompt,
+                     std::span<const TokenId> output);
+
 } // namespace optkit::runtime

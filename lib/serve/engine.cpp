@@ -489,8 +489,17 @@ Engine::step() {
     const std::span<const float> raw = row;
     std::vector<float> masked;
     const bool suppress = request.generated < request.params.min_tokens;
-    if (suppress) { // no EOS or stop token before min_tokens
+    if (request.params.penalties.any()) {
       masked.assign(row.begin(), row.end());
+      const std::span<const TokenId> all(request.tokens);
+      runtime::apply_penalties(masked, request.params.penalties,
+                               all.first(static_cast<std::size_t>(request.prompt_len)),
+                               all.subspan(static_cast<std::size_t>(request.prompt_len)));
+      row = masked;
+    }
+    if (suppress) { // no EOS or stop token before min_tokens
+      if (masked.empty())
+        masked.assign(row.begin(), row.end());
       const auto block = [&](std::int64_t t) {
         if (t >= 0 && static_cast<std::size_t>(t) < vocab)
           masked[static_cast<std::size_t>(t)] = -std::numeric_limits<float>::infinity();

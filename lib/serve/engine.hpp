@@ -55,6 +55,7 @@ struct GenerationParams {
   std::int64_t min_tokens = 0; // EOS and stop tokens are suppressed until this many are generated
   bool ignore_eos = false;
   runtime::SamplingParams sampling; // a random seed is drawn when none is given
+  runtime::Penalties penalties;     // on the logits before sampling (not on reported logprobs)
   bool seeded = false;
   std::vector<TokenId> stop_token_ids; // besides the model's EOS
   std::int32_t variant = -1;           // a delta served beside the base (the model's variant id)

@@ -174,12 +174,13 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
       r.generation.logprobs = static_cast<int>(top.value_or(0));
   }
   refuse_unless(body, "n", 1);
-  refuse_unless(body, "presence_penalty", 0);
-  refuse_unless(body, "frequency_penalty", 0);
-  refuse_unless(body, "repetition_penalty", 1);
   refuse_unless(body, "logit_bias", json(nullptr));
 
   auto& g = r.generation;
+  g.penalties.presence = static_cast<float>(number(body, "presence_penalty", 0.0, -2.0, 2.0));
+  g.penalties.frequency = static_cast<float>(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
+  // vLLM's range: (0, 2]
+  g.penalties.repetition = static_cast<float>(number(body, "repetition_penalty", 1.0, 1e-6, 2.0));
   g.sampling.temperature = static_cast<float>(number(body, "temperature", 1.0, 0.0, 100.0));
   g.sampling.top_p = static_cast<float>(number(body, "top_p", 1.0, 1e-9, 1.0));
   const auto top_k = integer(body, "top_k", -1, INT32_MAX);

@@ -104,6 +104,13 @@ out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
 [[ $out == 400* && $out == *"context of 1024 tokens"* ]] || fail "huge max_tokens: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "n": 3}')
 [[ $out == 400* && $out == *"'n' is not supported"* ]] || fail "n > 1: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "frequency_penalty": 2.5}')
+[[ $out == 400* && $out == *"'frequency_penalty' must be between -2"* ]] || fail "frequency_penalty 2.5: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "repetition_penalty": 0}')
+[[ $out == 400* && $out == *'"param":"repetition_penalty"'* ]] || fail "repetition_penalty 0: $out"
+out=$(http POST /v1/completions \
+  '{"prompt": "Hello", "max_tokens": 2, "presence_penalty": 1, "frequency_penalty": -1, "repetition_penalty": 1.3}')
+[[ $out == 200* ]] || fail "penalties: $out"
 out=$(http POST /v1/chat/completions '{"messages": []}')
 [[ $out == 400* && $out == *"'messages'"* ]] || fail "empty messages: $out"
 out=$(http GET /v1/completions '')
