@@ -348,6 +348,29 @@ TEST_CASE("penalties: greedy decoding with repetition, frequency and presence pe
   CHECK(t.engine->stats().preemptions > 0);
 }
 
+TEST_CASE("logit_bias: +100 makes a token the greedy choice, -100 rules the greedy one out; out-of-vocabulary ids are "
+          "refused") {
+  const int count = 4;
+  const auto prompt = prompt_of(12, 6);
+  const auto plain = greedy_alone(prompt, count);
+  EngineUnderTest t({256, 2048});
+  Collected c;
+  GenerationParams forced = greedy(count);
+  forced.logit_bias = {{1234, 100.0f}};
+  GenerationParams banned = greedy(1);
+  banned.logit_bias = {{plain[0], -100.0f}};
+  const auto a = t.submit(c, prompt, forced);
+  const auto b = t.submit(c, prompt, banned);
+  REQUIRE(c.wait_for(2));
+  CHECK(c.tokens[a] == std::vector<TokenId>(count, 1234));
+  REQUIRE(c.tokens[b].size() == 1);
+  CHECK(c.tokens[b][0] != plain[0]);
+  GenerationParams outside = greedy(1);
+  outside.logit_bias = {{2048, 1.0f}}; // tiny-base's vocabulary is 2048 tokens
+  CHECK_THROWS_WITH_AS(t.engine->submit(prompt, outside, [](const StepOutput&) {}),
+                       doctest::Contains("logit_bias names token 2048, outside the vocabulary"), InputError);
+}
+
 TEST_CASE("EOS ends a request unless ignored or before min_tokens; stop token ids end it too") {
   const auto prompt = prompt_of(8, 3);
   const auto reference = greedy_alone(prompt, 6);

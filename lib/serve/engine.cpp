@@ -102,6 +102,10 @@ Engine::submit(std::vector<TokenId> prompt, GenerationParams params, OutputSink 
     if (t < 0 || t >= config.vocab_size)
       throw InputError("prompt token " + std::to_string(t) + " is outside the vocabulary (0.." +
                        std::to_string(config.vocab_size - 1) + ")");
+  for (const auto& [t, bias] : params.logit_bias)
+    if (t < 0 || t >= config.vocab_size)
+      throw InputError("logit_bias names token " + std::to_string(t) + ", outside the vocabulary (0.." +
+                       std::to_string(config.vocab_size - 1) + ")");
   const std::int64_t total = static_cast<std::int64_t>(prompt.size()) + params.max_tokens;
   if (total > config.max_position_embeddings)
     throw InputError("the prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
@@ -489,8 +493,10 @@ Engine::step() {
     const std::span<const float> raw = row;
     std::vector<float> masked;
     const bool suppress = request.generated < request.params.min_tokens;
-    if (request.params.penalties.any()) {
+    if (request.params.penalties.any() || !request.params.logit_bias.empty()) {
       masked.assign(row.begin(), row.end());
+      for (const auto& [t, bias] : request.params.logit_bias)
+        masked[static_cast<std::size_t>(t)] += bias;
       const std::span<const TokenId> all(request.tokens);
       runtime::apply_penalties(masked, request.params.penalties,
                                all.first(static_cast<std::size_t>(request.prompt_len)),

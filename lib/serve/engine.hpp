@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace optkit::runtime {
@@ -54,8 +55,9 @@ struct GenerationParams {
   std::int64_t max_tokens = 16;
   std::int64_t min_tokens = 0; // EOS and stop tokens are suppressed until this many are generated
   bool ignore_eos = false;
-  runtime::SamplingParams sampling; // a random seed is drawn when none is given
-  runtime::Penalties penalties;     // on the logits before sampling (not on reported logprobs)
+  runtime::SamplingParams sampling;                  // a random seed is drawn when none is given
+  runtime::Penalties penalties;                      // on the logits before sampling (not on reported logprobs)
+  std::vector<std::pair<TokenId, float>> logit_bias; // OpenAI's: added to those tokens' logits, before the penalties
   bool seeded = false;
   std::vector<TokenId> stop_token_ids; // besides the model's EOS
   std::int32_t variant = -1;           // a delta served beside the base (the model's variant id)

@@ -1,5 +1,6 @@
 #include "serve/openai_protocol.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -174,9 +175,23 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
       r.generation.logprobs = static_cast<int>(top.value_or(0));
   }
   refuse_unless(body, "n", 1);
-  refuse_unless(body, "logit_bias", json(nullptr));
 
   auto& g = r.generation;
+  if (const auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
+    if (!it->is_object())
+      wrong_type("logit_bias", "an object of token id to bias", *it);
+    for (const auto& [key, value] : it->items()) {
+      const bool digits = !key.empty() && key.size() <= 10 &&
+                          std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      const long long id = digits ? std::stoll(key) : -1;
+      if (id < 0 || id > INT32_MAX)
+        throw BadRequest("'logit_bias' keys are token ids, got \"" + key + "\"", "logit_bias");
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || std::fabs(value.get<double>()) > 100.0)
+        throw BadRequest("'logit_bias' values are numbers from -100 to 100, got " + value.dump() + " for token " + key,
+                         "logit_bias");
+      g.logit_bias.emplace_back(static_cast<TokenId>(id), value.get<float>());
+    }
+  }
   g.penalties.presence = static_cast<float>(number(body, "presence_penalty", 0.0, -2.0, 2.0));
   g.penalties.frequency = static_cast<float>(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
   // vLLM's range: (0, 2]

@@ -111,6 +111,16 @@ out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "repetitio
 out=$(http POST /v1/completions \
   '{"prompt": "Hello", "max_tokens": 2, "presence_penalty": 1, "frequency_penalty": -1, "repetition_penalty": 1.3}')
 [[ $out == 200* ]] || fail "penalties: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 1, "logit_bias": {"abc": 1}}')
+[[ $out == 400* && $out == *"'logit_bias' keys are token ids"* ]] || fail "logit_bias key: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 1, "logit_bias": {"5": 101}}')
+[[ $out == 400* && $out == *"from -100 to 100"* ]] || fail "logit_bias value: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 1, "logit_bias": {"99999": 1}}')
+[[ $out == 400* && $out == *"outside the vocabulary"* ]] || fail "logit_bias token: $out"
+out=$(http POST /detokenize '{"tokens": [7, 7, 7]}')
+forced=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["prompt"])' "$out")
+out=$(http POST /v1/completions '{"prompt": [5, 6], "max_tokens": 3, "temperature": 0, "logit_bias": {"7": 100}}')
+[[ $out == 200* && "$(completion_text "$out")" = "$forced" ]] || fail "logit_bias +100 did not force token 7: $out"
 out=$(http POST /v1/chat/completions '{"messages": []}')
 [[ $out == 400* && $out == *"'messages'"* ]] || fail "empty messages: $out"
 out=$(http GET /v1/completions '')
