@@ -211,9 +211,9 @@ TEST_CASE("prefix caching: prompts that share a prefix reuse its blocks, per mod
   CHECK(c.cached_tokens[v1] == 0);
   CHECK(c.cached_tokens[v2] == 32);
   CHECK(c.cached_tokens[exact] == 16);
-  for (const auto& [id, salt] : {std::pair{first, 0}, {b1, 1}, {b2, 2}}) {
-    CAPTURE(salt);
-    CHECK(c.tokens[id] == greedy_alone(with_suffix(salt), count));
+  for (const auto& request : {std::pair{first, 0}, {b1, 1}, {b2, 2}}) {
+    CAPTURE(request.second);
+    CHECK(c.tokens[request.first] == greedy_alone(with_suffix(request.second), count));
   }
   CHECK(c.tokens[v1] == greedy_alone(with_suffix(1), count, test::code_delta()));
   CHECK(c.tokens[v2] == greedy_alone(with_suffix(3), count, test::code_delta()));
