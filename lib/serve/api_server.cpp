@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <mutex>
 
 namespace optkit::serve {
@@ -40,44 +41,55 @@ sse(const json& data) {
   return "data: " + data.dump() + "\n\n";
 }
 
-// One generation in flight: turns the engine's tokens into text, chunks and the final response.
-// Everything here runs on the engine thread (the sink); the exchange is thread-safe.
+// One response in flight: its n choices (OpenAI's n), each an engine request of its own, turned
+// into text, chunks and the final body. Everything here runs on the engine thread (the sinks);
+// the exchange is thread-safe.
 class Generation {
 public:
-  // With echo, `prompt_text` leads the returned text and `first_prompt_token` the logprobs.
+  // With echo, `prompt_text` leads each choice's text and `first_prompt_token` its logprobs.
   Generation(Engine& engine, ServeMetrics& metrics, const model::Tokenizer& tokenizer, ApiRequest request,
              ResponseIdentity who, std::shared_ptr<http::Exchange> exchange, std::string prompt_text,
              TokenId first_prompt_token)
       : m_engine(engine)
       , m_metrics(metrics)
       , m_variant(request.generation.variant)
-      , m_text(tokenizer, request.stop)
       , m_request(std::move(request))
       , m_who(std::move(who))
       , m_exchange(std::move(exchange))
       , m_echo(m_request.echo ? std::move(prompt_text) : std::string())
       , m_first_prompt_token(first_prompt_token) {
-    if (m_request.generation.logprobs >= 0)
-      m_logprobs.emplace(tokenizer, m_request.endpoint);
+    for (int i = 0; i < m_request.n; ++i) {
+      m_choices.emplace_back(tokenizer, m_request.stop);
+      if (m_request.generation.logprobs >= 0)
+        m_choices.back().logprobs.emplace(tokenizer, m_request.endpoint);
+    }
   }
 
   void begin_stream() {
     m_exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    if (m_request.endpoint == Endpoint::chat) // the role delta comes first
-      m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", true, nullptr, m_request.include_usage)));
+    if (m_request.endpoint == Endpoint::chat) // each choice's role delta comes first
+      for (int i = 0; i < m_request.n; ++i)
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, i, "", true, nullptr, m_request.include_usage)));
   }
 
-  void set_id(RequestId id) { m_id = id; }
+  void set_ids(std::vector<RequestId> ids) { m_ids = std::move(ids); }
+  // Nothing more is sent (the request was refused after some choices were queued).
+  void abandon() { m_failed = true; }
 
-  void on_output(const StepOutput& out) {
-    if (m_done)
+  void on_output(int index, const StepOutput& out) {
+    Choice& choice = m_choices[static_cast<std::size_t>(index)];
+    if (m_failed || choice.done)
       return;
-    record(out);
-    m_usage.prompt_tokens = out.prompt_tokens;
-    m_usage.completion_tokens = out.generated_tokens;
-    m_usage.cached_tokens = out.cached_tokens;
+    record(choice, out);
+    choice.completion_tokens = out.generated_tokens;
+    if (index == 0)
+      m_cached_tokens = out.cached_tokens;
+    m_prompt_tokens = out.prompt_tokens;
     if (out.finish == FinishReason::cancelled || out.finish == FinishReason::error) {
-      m_done = true;
+      m_failed = true; // one failed choice fails the response: the others stop
+      for (std::size_t i = 0; i < m_ids.size(); ++i)
+        if (static_cast<int>(i) != index && !m_choices[i].done)
+          m_engine.cancel(m_ids[i]);
       if (m_exchange->cancelled())
         return; // the client is gone: nothing to say
       const std::string message =
@@ -93,67 +105,97 @@ public:
     }
     std::string text;
     bool stopped = false;
-    if (m_first) { // echo: the prompt's text, and its tokens' logprobs, come first
-      m_first = false;
+    if (choice.first) { // echo: the prompt's text, and its tokens' logprobs, come first
+      choice.first = false;
       text = m_echo;
-      if (m_logprobs && m_request.echo) {
-        m_logprobs->add_unscored(m_first_prompt_token);
+      if (choice.logprobs && m_request.echo) {
+        choice.logprobs->add_unscored(m_first_prompt_token);
         for (const auto& entry : out.prompt_logprobs)
-          m_logprobs->add(entry);
+          choice.logprobs->add(entry);
       }
     }
     // A token that ended the request by being EOS or a stop token is not part of the text.
     if (out.token && out.finish != FinishReason::stop) {
-      auto piece = m_text.push(*out.token);
+      auto piece = choice.text.push(*out.token);
       text += piece.text;
       stopped = piece.stopped;
-      if (m_logprobs && out.logprobs)
-        m_logprobs->add(*out.logprobs);
+      if (choice.logprobs && out.logprobs)
+        choice.logprobs->add(*out.logprobs);
     }
     const char* finish = nullptr;
     StepOutput last = out;
     if (stopped) {
       finish = "stop";
-      m_engine.cancel(m_id); // a stop string: the engine frees the sequence at its next step
+      m_engine.cancel(m_ids[static_cast<std::size_t>(index)]); // a stop string: freed at the engine's next step
       last.finish = FinishReason::stop;
       last.finished = Clock::now();
       finished(last);
     } else if (out.finish != FinishReason::none) {
-      text += m_text.finish();
+      text += choice.text.finish();
       finish = finish_reason_name(out.finish);
     }
-    const auto logprobs = [&]() -> json { return m_logprobs ? m_logprobs->take() : json(nullptr); };
+    const auto logprobs = [&]() -> json { return choice.logprobs ? choice.logprobs->take() : json(nullptr); };
+    if (finish != nullptr) {
+      choice.done = true;
+      choice.result = {m_echo + choice.text.text(), finish, nullptr};
+      ++m_finished;
+    }
+    const bool all_done = m_finished == m_request.n;
     if (m_request.stream) {
       // Logprobs travel with the text of their tokens; text held back (a possible stop string, an
       // unfinished character) keeps them waiting, and the end flushes both.
-      const bool pending = m_logprobs && !m_logprobs->empty();
+      const bool pending = choice.logprobs && !choice.logprobs->empty();
       if (!text.empty() || (finish != nullptr && pending))
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, text, false, nullptr, m_request.include_usage,
-                                          pending ? logprobs() : json(nullptr))));
-      if (finish != nullptr) {
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, "", false, finish, m_request.include_usage,
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, index, text, false, nullptr,
+                                          m_request.include_usage, pending ? logprobs() : json(nullptr))));
+      if (finish != nullptr)
+        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, index, "", false, finish, m_request.include_usage,
                                           nullptr, timing_json(last))));
+      if (all_done) {
         if (m_request.include_usage)
-          m_exchange->send(sse(usage_chunk(m_request.endpoint, m_who, m_usage)));
+          m_exchange->send(sse(usage_chunk(m_request.endpoint, m_who, usage())));
         m_exchange->send("data: [DONE]\n\n");
         m_exchange->finish();
       }
     } else if (finish != nullptr) {
-      send_json(m_exchange, 200,
-                response_body(m_request.endpoint, m_who, m_echo + m_text.text(), finish, m_usage, logprobs(),
-                              timing_json(last)));
+      choice.result.logprobs = logprobs();
+      if (all_done) {
+        std::vector<ChoiceResult> results;
+        for (const auto& c : m_choices)
+          results.push_back(c.result);
+        send_json(m_exchange, 200, response_body(m_request.endpoint, m_who, results, usage(), timing_json(last)));
+      }
     }
-    m_done = finish != nullptr;
   }
 
 private:
-  // Latencies for /metrics: the gap since the previous token, and at the end TTFT and e2e.
-  void record(const StepOutput& out) {
+  struct Choice {
+    Choice(const model::Tokenizer& tokenizer, const std::vector<std::string>& stop) : text(tokenizer, stop) {}
+    TextStream text;
+    std::optional<LogprobsWriter> logprobs;
+    ChoiceResult result; // once done, for the final body
+    std::int64_t completion_tokens = 0;
+    bool first = true, done = false;
+    Clock::time_point last_token;
+  };
+
+  // The prompt counted once, the completion tokens of every choice, the cache hits of the first.
+  Usage usage() const {
+    Usage u;
+    u.prompt_tokens = m_prompt_tokens;
+    u.cached_tokens = m_cached_tokens;
+    for (const auto& c : m_choices)
+      u.completion_tokens += c.completion_tokens;
+    return u;
+  }
+  // Latencies for /metrics (each choice a request): the gap since the choice's previous token,
+  // and at its end TTFT and e2e.
+  void record(Choice& choice, const StepOutput& out) {
     if (out.token) {
       const auto now = Clock::now();
-      if (m_last_token != Clock::time_point{})
-        m_metrics.inter_token(m_variant, std::chrono::duration<double>(now - m_last_token).count());
-      m_last_token = now;
+      if (choice.last_token != Clock::time_point{})
+        m_metrics.inter_token(m_variant, std::chrono::duration<double>(now - choice.last_token).count());
+      choice.last_token = now;
     }
     if (out.finish != FinishReason::none)
       finished(out);
@@ -167,18 +209,17 @@ private:
   Engine& m_engine;
   ServeMetrics& m_metrics;
   std::int32_t m_variant; // for the metrics: -1 the base
-  TextStream m_text;
   ApiRequest m_request;
   ResponseIdentity m_who;
   std::shared_ptr<http::Exchange> m_exchange;
   std::string m_echo;
   TokenId m_first_prompt_token;
-  std::optional<LogprobsWriter> m_logprobs;
-  RequestId m_id = 0;
-  Usage m_usage;
-  bool m_done = false;
-  bool m_first = true;
-  Clock::time_point m_last_token;
+  std::vector<Choice> m_choices;
+  std::vector<RequestId> m_ids; // the choices' engine requests
+  int m_finished = 0;
+  bool m_failed = false;
+  std::int64_t m_prompt_tokens = 0;
+  std::optional<std::int64_t> m_cached_tokens;
 };
 
 } // namespace
@@ -386,33 +427,53 @@ ApiServer::start(ApiRequest api, std::vector<TokenId> prompt, const ResponseIden
   auto generation = std::make_shared<Generation>(engine, *m_metrics, *m_model.tokenizer, api, who, exchange,
                                                  std::move(prompt_text), first_prompt_token);
   const bool stream = api.stream;
-  RequestId id = 0;
+  // The delta store's hold ends with the engine's last word on the last choice.
+  auto remaining = std::make_shared<std::atomic<int>>(api.n);
+  const auto one_ended = [remaining, release] {
+    if (remaining->fetch_sub(1) == 1 && release)
+      release();
+  };
+  std::vector<RequestId> ids;
   {
-    // The sink may run before submit returns: it waits on this lock until the stream's head is
-    // out and the id is known. submit() validates first, so a request that cannot run is a 400.
+    // The sinks may run before submit returns: they wait on this lock until the stream's head is
+    // out and the ids are known. submit() validates first, so a request that cannot run is a 400.
     auto mutex = std::make_shared<std::mutex>();
     const std::lock_guard lock(*mutex);
-    try {
-      id = engine.submit(std::move(prompt), api.generation, [generation, mutex, release](const StepOutput& out) {
-        const std::lock_guard guard(*mutex);
-        generation->on_output(out);
-        if (out.finish != FinishReason::none && release) // the engine's last word on the request
-          release();
-      });
-    } catch (const InputError& e) {
-      if (release)
-        release();
-      return send_error(exchange, 400, e.what());
-    } catch (const RuntimeFailure& e) { // the engine is stopping
-      if (release)
-        release();
-      return send_error(exchange, 503, e.what());
+    const auto refuse = [&](int status, const std::string& message) {
+      generation->abandon();
+      for (const auto id : ids)
+        engine.cancel(id);
+      for (int i = static_cast<int>(ids.size()); i < api.n; ++i) // never submitted
+        one_ended();
+      send_error(exchange, status, message);
+    };
+    for (int i = 0; i < api.n; ++i) {
+      GenerationParams params = api.generation;
+      if (params.seeded) // vLLM's seeds for n choices: seed + index
+        params.sampling.seed += static_cast<std::uint64_t>(i);
+      std::vector<TokenId> tokens = i + 1 == api.n ? std::move(prompt) : prompt;
+      try {
+        ids.push_back(
+            engine.submit(std::move(tokens), params, [generation, mutex, one_ended, i](const StepOutput& out) {
+              const std::lock_guard guard(*mutex);
+              generation->on_output(i, out);
+              if (out.finish != FinishReason::none) // the engine's last word on it
+                one_ended();
+            }));
+      } catch (const InputError& e) {
+        return refuse(400, e.what());
+      } catch (const RuntimeFailure& e) { // the engine is stopping
+        return refuse(503, e.what());
+      }
     }
-    generation->set_id(id);
+    generation->set_ids(ids);
     if (stream)
       generation->begin_stream();
   }
-  exchange->on_cancel([&engine, id] { engine.cancel(id); });
+  exchange->on_cancel([&engine, ids] {
+    for (const auto id : ids)
+      engine.cancel(id);
+  });
 }
 
 namespace {

@@ -174,7 +174,7 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
     if (logprobs)
       r.generation.logprobs = static_cast<int>(top.value_or(0));
   }
-  refuse_unless(body, "n", 1);
+  r.n = static_cast<int>(integer(body, "n", 1, 128).value_or(1)); // OpenAI's limit
 
   auto& g = r.generation;
   if (const auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
@@ -289,18 +289,21 @@ timing_json(const StepOutput& last) {
 }
 
 json
-response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, const char* finish_reason,
-              const Usage& usage, const json& logprobs, const json& timing) {
+response_body(Endpoint endpoint, const ResponseIdentity& who, const std::vector<ChoiceResult>& choices,
+              const Usage& usage, const json& timing) {
   const bool chat = endpoint == Endpoint::chat;
   json out = head(who, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}};
-  if (chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
-  choice["logprobs"] = logprobs;
-  choice["finish_reason"] = reason(finish_reason);
-  out["choices"] = json::array({choice});
+  out["choices"] = json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    json choice = {{"index", i}};
+    if (chat)
+      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+    else
+      choice["text"] = choices[i].text;
+    choice["logprobs"] = choices[i].logprobs;
+    choice["finish_reason"] = reason(choices[i].finish_reason);
+    out["choices"].push_back(std::move(choice));
+  }
   out["usage"] = usage_json(usage);
   if (!timing.is_null())
     out["timing"] = timing;
@@ -308,11 +311,11 @@ response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string&
 }
 
 json
-stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
+stream_chunk(Endpoint endpoint, const ResponseIdentity& who, int index, const std::string& text, bool first,
              const char* finish_reason, bool include_usage, const json& logprobs, const json& timing) {
   const bool chat = endpoint == Endpoint::chat;
   json out = head(who, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}};
+  json choice = {{"index", index}};
   if (chat) {
     json delta = json::object();
     if (first)

@@ -37,10 +37,11 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;
   bool echo = false; // completions: the prompt's text (and with logprobs its tokens') first
+  int n = 1;         // choices: each its own engine request (seeded: seed + index, as vLLM seeds them)
 };
 
 // Throws BadRequest naming the field for a value of the wrong type or range, or a feature this
-// server does not implement (n > 1, penalties, logit_bias, suffix), rather than ignoring it.
+// server does not implement (best_of, suffix), rather than ignoring it.
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& body);
 
 struct Usage {
@@ -61,14 +62,21 @@ ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
 // moments are null. Sent in the final response body and the finish_reason chunk as "timing".
 nlohmann::ordered_json timing_json(const StepOutput& last);
 
-// `logprobs` is the choice's value (null when not asked for); `timing` is left out when null.
-nlohmann::ordered_json response_body(Endpoint endpoint, const ResponseIdentity& who, const std::string& text,
-                                     const char* finish_reason, const Usage& usage,
-                                     const nlohmann::ordered_json& logprobs, const nlohmann::ordered_json& timing);
-// A stream chunk carrying `text` (and, for chat, the role on the first); finish_reason null until
-// the last. With include_usage every chunk carries "usage": null, as OpenAI documents.
-nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& who, const std::string& text, bool first,
-                                    const char* finish_reason, bool include_usage,
+// One finished choice of a response: `logprobs` is its value (null when not asked for).
+struct ChoiceResult {
+  std::string text;
+  const char* finish_reason = nullptr;
+  nlohmann::ordered_json logprobs;
+};
+// The choices in index order; `timing` is left out when null.
+nlohmann::ordered_json response_body(Endpoint endpoint, const ResponseIdentity& who,
+                                     const std::vector<ChoiceResult>& choices, const Usage& usage,
+                                     const nlohmann::ordered_json& timing);
+// A stream chunk carrying `text` for choice `index` (and, for chat, the role on the first);
+// finish_reason null until the last. With include_usage every chunk carries "usage": null, as
+// OpenAI documents.
+nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& who, int index, const std::string& text,
+                                    bool first, const char* finish_reason, bool include_usage,
                                     const nlohmann::ordered_json& logprobs = nullptr,
                                     const nlohmann::ordered_json& timing = nullptr);
 nlohmann::ordered_json usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage);

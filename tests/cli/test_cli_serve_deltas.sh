@@ -102,8 +102,47 @@ out=$(http POST /v1/completions '{"prompt": 42}')
 [[ $out == 400* && $out == *"'prompt' must be"* ]] || fail "wrong type: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 100000}')
 [[ $out == 400* && $out == *"context of 1024 tokens"* ]] || fail "huge max_tokens: $out"
-out=$(http POST /v1/completions '{"prompt": "Hello", "n": 3}')
-[[ $out == 400* && $out == *"'n' is not supported"* ]] || fail "n > 1: $out"
+out=$(http POST /v1/completions '{"prompt": "Hello", "n": 129}')
+[[ $out == 400* && $out == *"'n' must be between 1 and 128"* ]] || fail "n 129: $out"
+# n choices: each an engine request; seeded, choice i is what a single request with seed + i
+# gives (vLLM's seeds); the prompt counted once in the usage, the completions summed.
+out=$(http POST /v1/completions '{"prompt": "Hello", "n": 3, "max_tokens": 5, "temperature": 1, "seed": 40}')
+singles=()
+for seed in 40 41 42; do
+  singles+=("$(completion_text "$(http POST /v1/completions \
+    "{\"prompt\": \"Hello\", \"max_tokens\": 5, \"temperature\": 1, \"seed\": $seed}")")")
+done
+tokens=$(http POST /tokenize '{"prompt": "Hello"}')
+python3 - "$out" "${singles[@]}" "${tokens#200 }" <<'PY' || fail "n = 3: $out / ${singles[*]}"
+import json, sys
+status, body = sys.argv[1].split(" ", 1)
+r = json.loads(body)
+assert status == "200" and [c["index"] for c in r["choices"]] == [0, 1, 2], r
+assert [c["text"] for c in r["choices"]] == sys.argv[2:5], (r["choices"], sys.argv[2:5])
+assert r["usage"]["completion_tokens"] == 15, r["usage"]
+assert r["usage"]["prompt_tokens"] == len(json.loads(sys.argv[5])["tokens"]), r["usage"]
+PY
+# Streamed chat with n = 2: each choice's role delta, text and finish chunk under its index, then
+# one usage chunk and [DONE].
+python3 - "$port" <<'PY' || fail "a streamed chat with n = 2"
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+c.request("POST", "/v1/chat/completions", headers={"Content-Type": "application/json"}, body=json.dumps({
+    "messages": [{"role": "user", "content": "Hi"}], "n": 2, "max_tokens": 4, "temperature": 0,
+    "stream": True, "stream_options": {"include_usage": True}}))
+r = c.getresponse()
+events = [l[6:] for l in r.read().decode().split("\n") if l.startswith("data: ")]
+assert events[-1] == "[DONE]", events
+chunks = [json.loads(e) for e in events[:-1]]
+assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 8, chunks[-1]
+roles = [ch["choices"][0]["index"] for ch in chunks[:-1] if ch["choices"][0]["delta"].get("role") == "assistant"]
+finishes = [ch["choices"][0]["index"] for ch in chunks[:-1] if ch["choices"][0]["finish_reason"]]
+assert sorted(roles) == [0, 1] and sorted(finishes) == [0, 1], (roles, finishes)
+text = {i: "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks[:-1] if ch["choices"][0]["index"] == i)
+        for i in (0, 1)}
+assert text[0] == text[1] and text[0], text  # greedy: the same answer twice
+assert len({ch["id"] for ch in chunks}) == 1
+PY
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "frequency_penalty": 2.5}')
 [[ $out == 400* && $out == *"'frequency_penalty' must be between -2"* ]] || fail "frequency_penalty 2.5: $out"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "repetition_penalty": 0}')

@@ -30,8 +30,10 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       __builtin_trap();
     if (request.generation.prompt_logprobs && (!request.echo || request.generation.logprobs < 0))
       __builtin_trap();
-    (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model), "text", "stop",
-                                       {1, 2}, nullptr, nullptr)
+    if (request.n < 1 || request.n > 128)
+      __builtin_trap();
+    (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model),
+                                       {{"text", "stop", nullptr}}, {1, 2}, nullptr)
         .dump();
   } catch (const optkit::serve::BadRequest&) {
   }
