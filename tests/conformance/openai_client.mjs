@@ -101,6 +101,19 @@ assert.equal(chunkIds.size, 1, "one id across the stream");
 assert.ok(usage && usage.completion_tokens > 0, "the include_usage chunk arrives");
 assert.equal(content, whole.choices[0].message.content, "streamed and whole greedy texts agree");
 
+// n choices, whole and streamed: the streamed choices, put together by index, are the whole ones.
+const several = await client.chat.completions.create({
+  model: "tiny-base", messages, max_completion_tokens: 6, temperature: 0.8, seed: 7, n: 3,
+});
+assert.deepEqual(several.choices.map((c) => c.index), [0, 1, 2]);
+const severalStream = await client.chat.completions.create({
+  model: "tiny-base", messages, max_completion_tokens: 6, temperature: 0.8, seed: 7, n: 3, stream: true,
+});
+const byIndex = ["", "", ""];
+for await (const chunk of severalStream)
+  for (const choice of chunk.choices) byIndex[choice.index] += choice.delta.content ?? "";
+assert.deepEqual(byIndex, several.choices.map((c) => c.message.content));
+
 await assert.rejects(client.completions.create({ model: "no-such-model", prompt: "x" }),
   (e) => e instanceof OpenAI.NotFoundError && /tiny-base/.test(e.message));
 await assert.rejects(client.completions.create({ model: "tiny-base", prompt: "x", temperature: "hot" }),
@@ -120,4 +133,4 @@ try {
 const after = await client.completions.create({ model: "tiny-base", prompt: "Again", max_tokens: 2 });
 assert.equal(after.choices.length, 1);
 const version = JSON.parse(readFileSync(nodeModules + "/openai/package.json", "utf8")).version;
-console.log(`openai@${version}: models, completions, echo + logprobs, chat logprobs, chat stream, errors, abort: ok`);
+console.log(`openai@${version}: models, completions, echo + logprobs, chat logprobs, chat stream, n choices, errors, abort: ok`);
