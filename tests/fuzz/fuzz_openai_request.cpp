@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes as the body of /v1/completions and /v1/chat/completions.
 // Properties: parsing either accepts or throws BadRequest (never another exception, a crash or a
-// hang), and what it accepts is in range — what the engine is then handed cannot be invalid.
+// hang), and what it accepts is in range (sampling, penalties, logit_bias, n) — what the engine is
+// then handed cannot be invalid.
 #include "serve/openai_protocol.hpp"
 
 #include <cmath>
@@ -32,6 +33,12 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       __builtin_trap();
     if (request.n < 1 || request.n > 128)
       __builtin_trap();
+    const auto& p = request.generation.penalties;
+    if (!(std::fabs(p.presence) <= 2 && std::fabs(p.frequency) <= 2 && p.repetition > 0 && p.repetition <= 2))
+      __builtin_trap();
+    for (const auto& [token, bias] : request.generation.logit_bias)
+      if (token < 0 || !(std::fabs(bias) <= 100))
+        __builtin_trap();
     (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model),
                                        {{"text", "stop", nullptr}}, {1, 2}, nullptr)
         .dump();
