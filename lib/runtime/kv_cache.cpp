@@ -215,7 +215,7 @@ KvCache::cache_full_block(Entry& e, std::int32_t block) {
 
 void
 KvCache::forget_variant(std::int32_t variant) {
-  std::vector<std::int32_t> blocks;
+  std::vector<std::int32_t> blocks; // collected first: uncache() erases from m_cached
   for (const auto& [key, block] : m_cached)
     if (key.variant == variant)
       blocks.push_back(block);
@@ -225,11 +225,8 @@ KvCache::forget_variant(std::int32_t variant) {
 
 void
 KvCache::forget_all() {
-  std::vector<std::int32_t> blocks;
-  for (const auto& [key, block] : m_cached)
-    blocks.push_back(block);
-  for (const auto block : blocks)
-    uncache(block);
+  while (!m_cached.empty())
+    uncache(m_cached.begin()->second);
 }
 
 std::int64_t

@@ -396,7 +396,8 @@ Engine::step() {
     // every prompt position's logits are wanted). Taking a cached block no one held uses one of
     // the free blocks the budget counts.
     std::int64_t reused = 0, taken = 0;
-    if (m_kv.prefix_caching() && !request.wants_prompt_logprobs()) {
+    const bool lookup = m_kv.prefix_caching() && !request.wants_prompt_logprobs();
+    if (lookup) {
       const auto used_before = m_kv.used_blocks();
       reused = m_model->reuse_prefix(*request.sequence, request.tokens, v);
       taken = m_kv.used_blocks() - used_before;
@@ -411,7 +412,7 @@ Engine::step() {
     if (free)
       *free -= taken;
     request.computed = reused;
-    if (m_kv.prefix_caching() && !request.wants_prompt_logprobs()) {
+    if (lookup) {
       prefix_queries += known;
       prefix_hits += reused;
     }
