@@ -77,6 +77,22 @@ TEST_CASE("grids and external values follow steps, logs and choices") {
   CHECK(s.parameters[2].external(99999.0) == 8192);
   CHECK(s.parameters[0].external(1.0) == "static");
   CHECK(s.parameters[0].internal("static") == 1.0);
+  for (const auto& p : s.parameters)
+    CHECK(p.grid_count(4) == p.grid(4).size());
+}
+
+TEST_CASE("a huge stepped range is counted without being built, and one past 2^53 steps is refused") {
+  // 10^12 grid points: grid_size counts them (the fuzzer found it building them, out of memory).
+  const auto big = parse_search_space("name: s\nparameters:\n  - {name: a, type: int, low: 0, high: 1000000000000}\n"
+                                      "  - {name: b, type: float, low: 0, high: 1}\n",
+                                      "space.yaml");
+  CHECK(big.parameters[0].grid_count(3) == 1'000'000'000'001ULL);
+  CHECK(big.grid_size(3) == 3'000'000'000'003ULL);
+  CHECK(error_of("name: s\nparameters:\n  - {name: a, type: int, low: 0, high: 1e17}\n")
+            .find("parameter 'a': (high − low) / step = 1e+17 steps is more than a grid can hold") !=
+        std::string::npos);
+  CHECK(error_of("name: s\nparameters:\n  - {name: a, type: float, low: 0, high: 1, step: 1e-17}\n")
+            .find("more than a grid can hold") != std::string::npos);
 }
 
 TEST_CASE("bad spaces are refused with the file and what to change") {

@@ -96,6 +96,13 @@ parse_parameter(const nlohmann::json& p, const std::string& source, const std::v
       fail(source, where + ": 'step' must be positive");
     if (out.log && out.step && *out.step != 1)
       fail(source, where + ": 'log' and a 'step' other than 1 cannot be combined (as in Optuna)");
+    if (out.stepped()) {
+      // Past 2^53 steps a double no longer holds every grid point, and the counts overflow.
+      const double cells = (out.high - out.low) / out.grid_step();
+      if (!(cells <= 9007199254740992.0))
+        fail(source,
+             fmt::format("{}: (high − low) / step = {} steps is more than a grid can hold (2^53)", where, cells));
+    }
     if (out.step && !out.log) {
       const double cells = (out.high - out.low) / *out.step;
       if (std::abs(cells - std::round(cells)) > 1e-9 * std::max(1.0, cells))
@@ -199,6 +206,15 @@ Parameter::external(double x) const {
   return x;
 }
 
+std::size_t
+Parameter::grid_count(std::size_t points) const {
+  if (kind == ParamKind::categorical)
+    return choices.size();
+  if (stepped()) // the parser keeps (high − low) / step within 2^53
+    return static_cast<std::size_t>(std::llround((high - low) / grid_step())) + 1;
+  return std::max<std::size_t>(points, 2);
+}
+
 std::vector<nlohmann::json>
 Parameter::grid(std::size_t points) const {
   std::vector<nlohmann::json> out;
@@ -209,7 +225,7 @@ Parameter::grid(std::size_t points) const {
   }
   if (stepped()) {
     const double q = grid_step();
-    const auto cells = static_cast<std::int64_t>(std::llround((high - low) / q));
+    const auto cells = static_cast<std::int64_t>(grid_count(points) - 1);
     for (std::int64_t i = 0; i <= cells; ++i)
       out.push_back(external(low + static_cast<double>(i) * q));
     return out;
@@ -269,7 +285,7 @@ std::size_t
 SearchSpace::grid_size(std::size_t float_points) const {
   std::size_t total = 1;
   for (const auto& p : parameters) {
-    const std::size_t n = p.grid(float_points).size();
+    const std::size_t n = p.grid_count(float_points);
     total = total > SIZE_MAX / n ? SIZE_MAX : total * n;
   }
   return total;

@@ -43,6 +43,7 @@ struct Parameter {
   // Grid points: every choice, every step between low and high, or `points` spread (log-spaced
   // when `log`) for a continuous float.
   std::vector<nlohmann::json> grid(std::size_t points) const;
+  std::size_t grid_count(std::size_t points) const; // grid(points).size(), without building it
 };
 
 struct SearchSpace {
