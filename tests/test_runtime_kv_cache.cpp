@@ -114,7 +114,12 @@ TEST_CASE("prefix caching: a new sequence takes the full blocks an earlier one c
   CHECK(cache.cached_blocks() == 2);
   CHECK(cache.used_blocks() == 3);
 
-  // Same tokens: both full blocks, shared (no new block used), keys as `a` wrote them.
+  // Same tokens: both full blocks, shared (no new block used), keys as `a` wrote them. Asking
+  // first takes nothing.
+  CHECK(cache.cached_prefix(prompt, -1) == 8);
+  CHECK(cache.cached_prefix(prompt, 3) == 0);
+  CHECK(cache.cached_prefix(iota_tokens(8, 100), -1) == 4);
+  CHECK(cache.used_blocks() == 3);
   const auto b = cache.add();
   CHECK(cache.reuse_prefix(b, prompt, -1) == 8);
   CHECK(cache.length(b) == 8);
@@ -193,6 +198,7 @@ TEST_CASE("without prefix caching nothing is kept or found, and without a budget
     const auto prompt = iota_tokens(5, 1);
     cache.remove(compute(cache, cache.add(), prompt, -1, 0));
     CHECK(cache.cached_blocks() == 0);
+    CHECK(cache.cached_prefix(prompt, -1) == 0);
     CHECK(cache.reuse_prefix(cache.add(), prompt, -1) == 0);
   }
   KvCache cache(1, 2, 100, {.block_tokens = 2, .prefix_caching = true});

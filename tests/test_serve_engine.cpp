@@ -223,6 +223,47 @@ TEST_CASE("prefix caching: prompts that share a prefix reuse its blocks, per mod
   CHECK(blocks_return(*t.engine));
 }
 
+TEST_CASE("prefix caching: requests that arrive together with a shared prefix compute it once") {
+  const int count = 6;
+  const auto shared = prompt_of(40, 9); // two full blocks of 16 tokens, and 8 more
+  const auto with_suffix = [&](int salt) {
+    auto p = shared;
+    for (const auto t : prompt_of(3 + salt, 30 + salt))
+      p.push_back(t);
+    return p;
+  };
+  EngineUnderTest t({256, 2048}, 0, true, true);
+  Collected c;
+  GenerationParams on_variant = greedy(count);
+  on_variant.variant = t.variant;
+  // Nothing is cached yet. Whenever the engine picks them up, the first of each model computes
+  // the shared blocks and the others wait for them rather than compute them too.
+  const auto b0 = t.submit(c, with_suffix(0), greedy(count));
+  const auto v0 = t.submit(c, with_suffix(0), on_variant);
+  const auto b1 = t.submit(c, with_suffix(1), greedy(count));
+  const auto b2 = t.submit(c, with_suffix(2), greedy(count));
+  const auto v1 = t.submit(c, with_suffix(1), on_variant);
+  // Shorter than a block past the first: nothing to share, nothing to wait for.
+  const auto short_one = t.submit(c, std::vector<TokenId>(shared.begin(), shared.begin() + 16), greedy(count));
+  REQUIRE(c.wait_for(6));
+  CHECK(c.cached_tokens[b0] == 0);
+  CHECK(c.cached_tokens[v0] == 0);
+  CHECK(c.cached_tokens[b1] == 32);
+  CHECK(c.cached_tokens[b2] == 32);
+  CHECK(c.cached_tokens[v1] == 32);
+  CHECK(c.cached_tokens[short_one] == 0);
+  for (const auto& request : {std::pair{b0, 0}, {b1, 1}, {b2, 2}}) {
+    CAPTURE(request.second);
+    CHECK(c.tokens[request.first] == greedy_alone(with_suffix(request.second), count));
+  }
+  CHECK(c.tokens[v0] == greedy_alone(with_suffix(0), count, test::code_delta()));
+  CHECK(c.tokens[v1] == greedy_alone(with_suffix(1), count, test::code_delta()));
+  const auto stats = t.engine->stats();
+  CHECK(stats.prefix_cache_hits == 3 * 32);
+  CHECK(stats.prompt_tokens == 43 + 43 + 44 + 45 + 44 + 16 - 3 * 32);
+  CHECK(blocks_return(*t.engine));
+}
+
 TEST_CASE("base and delta requests in one batch decode as the base alone and the merged variant alone") {
   const int count = 10;
   const auto p1 = prompt_of(9, 1), p2 = prompt_of(30, 2);

@@ -167,6 +167,32 @@ KvCache::BlockKeyHash::operator()(const BlockKey& key) const {
   return static_cast<std::size_t>(h);
 }
 
+std::vector<std::int32_t>
+KvCache::cached_chain(std::span<const TokenId> tokens, std::int32_t variant, std::uint64_t* last_serial) const {
+  std::vector<std::int32_t> chain;
+  const auto most = (static_cast<std::int64_t>(tokens.size()) - 1) / m_block_tokens;
+  BlockKey key{0, variant, {}};
+  for (std::int64_t b = 0; b < most; ++b) {
+    const auto first = tokens.begin() + b * m_block_tokens;
+    key.tokens.assign(first, first + m_block_tokens);
+    const auto found = m_cached.find(key);
+    if (found == m_cached.end())
+      break;
+    chain.push_back(found->second);
+    key.parent = m_state[static_cast<std::size_t>(found->second)].serial;
+  }
+  if (last_serial)
+    *last_serial = key.parent;
+  return chain;
+}
+
+std::int64_t
+KvCache::cached_prefix(std::span<const TokenId> tokens, std::int32_t variant) const {
+  if (!m_prefix_caching || tokens.empty())
+    return 0;
+  return static_cast<std::int64_t>(cached_chain(tokens, variant, nullptr).size()) * m_block_tokens;
+}
+
 std::int64_t
 KvCache::reuse_prefix(SequenceId sequence, std::span<const TokenId> tokens, std::int32_t variant) {
   auto& e = entry(sequence);
@@ -176,24 +202,14 @@ KvCache::reuse_prefix(SequenceId sequence, std::span<const TokenId> tokens, std:
     throw InputError(
         fmt::format("sequence {} is not empty: a cached prefix is reused only by a new sequence", sequence));
   e.variant = variant;
-  const auto most = (static_cast<std::int64_t>(tokens.size()) - 1) / m_block_tokens;
-  BlockKey key{0, variant, {}};
-  for (std::int64_t b = 0; b < most; ++b) {
-    const auto first = tokens.begin() + b * m_block_tokens;
-    key.tokens.assign(first, first + m_block_tokens);
-    const auto found = m_cached.find(key);
-    if (found == m_cached.end())
-      break;
-    const auto block = found->second;
+  for (const auto block : cached_chain(tokens, variant, &e.chain)) {
     auto& state = m_state[static_cast<std::size_t>(block)];
     if (state.refs++ == 0) {
       ++m_used;
       m_evictable.erase(state.evictable);
     }
     attach(e, block);
-    key.parent = state.serial;
   }
-  e.chain = key.parent;
   e.length = static_cast<std::int64_t>(e.blocks.size()) * m_block_tokens;
   return e.length;
 }

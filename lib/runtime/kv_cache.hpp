@@ -78,6 +78,8 @@ public:
   // are counted as used from then on, so free_blocks() may shrink.
   bool prefix_caching() const { return m_prefix_caching; }
   std::int64_t reuse_prefix(SequenceId sequence, std::span<const TokenId> tokens, std::int32_t variant);
+  // The tokens reuse_prefix would give a new sequence for `tokens`, taking nothing.
+  std::int64_t cached_prefix(std::span<const TokenId> tokens, std::int32_t variant) const;
   // Forgets the cached blocks `variant` computed (its weights changed), or all of them (the
   // model's weights changed); blocks sequences still hold stay theirs.
   void forget_variant(std::int32_t variant);
@@ -115,6 +117,10 @@ private:
     std::optional<BlockKey> key;                 // while cached
     std::list<std::int32_t>::iterator evictable; // while cached and held by none
   };
+  // The cached blocks `tokens` computed by `variant` begin with (at most (size − 1) / block_tokens),
+  // and the serial of the last of them (0: none).
+  std::vector<std::int32_t> cached_chain(std::span<const TokenId> tokens, std::int32_t variant,
+                                         std::uint64_t* last_serial) const;
   Entry& entry(SequenceId sequence);
   const Entry& entry(SequenceId sequence) const;
   std::int32_t take_block();

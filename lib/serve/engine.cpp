@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <span>
 
 namespace optkit::serve {
 
@@ -314,6 +315,32 @@ Engine::loop() {
   }
 }
 
+// Blocks that a request's prompt begins with, that the prefix cache does not hold yet, and that a
+// running request of the same variant is computing (in this step or a later one): the request
+// waits for them to be cached instead of computing them a second time. Requests that arrive
+// together with a shared system prompt, and the n choices of one request, compute it once. A
+// request waits at most while another computes that prefix, which leaves the running set when it
+// is preempted.
+bool
+Engine::awaits_shared_prefix(const Active& request) const {
+  const std::int64_t block = m_kv.block_tokens();
+  const auto prompt = std::span<const TokenId>(request.tokens);
+  const std::int64_t usable = (static_cast<std::int64_t>(prompt.size()) - 1) / block * block;
+  if (usable == 0)
+    return false;
+  const std::int64_t cached = m_kv.cached_prefix(prompt, request.params.variant);
+  for (const auto& other : m_running) {
+    if (other->params.variant != request.params.variant || other->computed >= usable)
+      continue;
+    const auto limit = std::min<std::int64_t>(usable, static_cast<std::int64_t>(other->tokens.size()));
+    const auto differs = std::mismatch(prompt.begin(), prompt.begin() + limit, other->tokens.begin()).first;
+    const std::int64_t shared = (differs - prompt.begin()) / block * block;
+    if (shared > cached && other->computed < shared)
+      return true;
+  }
+  return false;
+}
+
 bool
 Engine::step() {
   struct Planned {
@@ -391,12 +418,16 @@ Engine::step() {
       ++it;
       continue;
     }
-    request.sequence = m_model->add_sequence();
     // With prefix caching, the blocks a cached prefix fills are taken, not computed (not when
     // every prompt position's logits are wanted). Taking a cached block no one held uses one of
     // the free blocks the budget counts.
-    std::int64_t reused = 0, taken = 0;
     const bool lookup = m_kv.prefix_caching() && !request.wants_prompt_logprobs();
+    if (lookup && awaits_shared_prefix(request)) {
+      ++it;
+      continue;
+    }
+    request.sequence = m_model->add_sequence();
+    std::int64_t reused = 0, taken = 0;
     if (lookup) {
       const auto used_before = m_kv.used_blocks();
       reused = m_model->reuse_prefix(*request.sequence, request.tokens, v);

@@ -129,6 +129,7 @@ private:
   void cancel_request(Active& request); // released, and its sink told
   void preempt(Active& request);
   std::int64_t release_skippers();
+  bool awaits_shared_prefix(const Active& request) const;
   bool takes_slot(std::int32_t variant) const { return variant >= 0 || m_options.base_takes_slot; }
 
   std::unique_ptr<runtime::LanguageModel> m_model;

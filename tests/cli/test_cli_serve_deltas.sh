@@ -255,6 +255,24 @@ assert first["choices"][0]["text"] == second["choices"][0]["text"]
 PY
 out=$(http GET /metrics)
 [[ $out == *'optkit:prefix_cache_hits_total{model_name="'* ]] || fail "/metrics without the prefix cache counters: $out"
+# The n choices of one request compute their prompt once: choices 1 and 2 wait for the blocks
+# choice 0 computes and take them (a prompt nothing cached starts as).
+hits_total() {
+  http GET /metrics | python3 -c '
+import re, sys
+text = sys.stdin.read().split(" ", 1)[1]
+print(int(sum(float(v) for v in re.findall(r"^optkit:prefix_cache_hits_total\{[^}]*\} (\S+)$", text, re.M))))'
+}
+before=$(hits_total)
+out=$(http POST /v1/completions "{\"prompt\": \"Numbers: $long\", \"max_tokens\": 2, \"n\": 3, \"temperature\": 1, \"seed\": 5}")
+after=$(hits_total)
+python3 - "$out" "$before" "$after" <<'PY' || fail "n = 3 with prefix caching: $out (hits $before -> $after)"
+import json, sys
+status, body = sys.argv[1].split(" ", 1)
+assert status == "200", sys.argv[1]
+prompt = json.loads(body)["usage"]["prompt_tokens"]
+assert int(sys.argv[3]) - int(sys.argv[2]) == 2 * 16 * ((prompt - 1) // 16), (prompt, sys.argv[2:])
+PY
 out=$(http GET /version)
 [[ $out == *'"enable_prefix_caching":true'* ]] || fail "/version: $out"
 kill -TERM "$server"
