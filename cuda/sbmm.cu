@@ -1,6 +1,9 @@
 #include "sbmm.cuh"
 
+#include "check.cuh"
+
 #include <algorithm>
+#include <string>
 
 namespace optkit::cuda {
 namespace {
@@ -150,7 +153,7 @@ __launch_bounds__(32 * kWarps) sbmm_kernel(const float* __restrict__ x, float* _
 // Thread per column of one row: the dense value of Δ[row, column].
 __global__ void
 decode_delta_kernel(SbmmDelta d, int rows, int cols, float* __restrict__ out) {
-  const int row = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x; // rows on x: a vocabulary passes 65535
   if (row >= rows || c >= cols)
     return;
   const int per_word = 32 / d.bits, bias = 1 << (d.bits - 1);
@@ -193,14 +196,18 @@ launch_sbmm(const float* x, float* y, int rows, int cols, const SbmmDelta* delta
             int tile_count, cudaStream_t stream) {
   if (tile_count == 0 || rows == 0)
     return;
+  if (tile_count > 65535) // the grid's y dimension: 65535 tiles of 8 rows, far past a step's rows
+    throw std::runtime_error("SBMM over " + std::to_string(tile_count) + " tiles: at most 65535 in one launch");
   const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), static_cast<unsigned>(tile_count));
   sbmm_kernel<<<grid, 32 * kWarps, 0, stream>>>(x, y, rows, cols, deltas, tiles);
+  check(cudaGetLastError(), "SBMM launch");
 }
 
 void
 launch_decode_delta(const SbmmDelta& delta, int rows, int cols, float* out, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(rows));
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((cols + 255) / 256));
   decode_delta_kernel<<<grid, 256, 0, stream>>>(delta, rows, cols, out);
+  check(cudaGetLastError(), "Δ decode launch");
 }
 
 } // namespace optkit::cuda
