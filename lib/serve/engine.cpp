@@ -328,14 +328,18 @@ Engine::awaits_shared_prefix(const Active& request) const {
   const std::int64_t usable = (static_cast<std::int64_t>(prompt.size()) - 1) / block * block;
   if (usable == 0)
     return false;
-  const std::int64_t cached = m_kv.cached_prefix(prompt, request.params.variant);
+  std::optional<std::int64_t> cached; // looked up only once a running request shares blocks
   for (const auto& other : m_running) {
     if (other->params.variant != request.params.variant || other->computed >= usable)
       continue;
     const auto limit = std::min<std::int64_t>(usable, static_cast<std::int64_t>(other->tokens.size()));
     const auto differs = std::mismatch(prompt.begin(), prompt.begin() + limit, other->tokens.begin()).first;
     const std::int64_t shared = (differs - prompt.begin()) / block * block;
-    if (shared > cached && other->computed < shared)
+    if (other->computed >= shared)
+      continue;
+    if (!cached)
+      cached = m_kv.cached_prefix(prompt, request.params.variant);
+    if (shared > *cached)
       return true;
   }
   return false;

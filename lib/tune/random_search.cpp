@@ -30,8 +30,8 @@ random_value(const Parameter& p, RandomSource& random) {
     return p.external(std::exp(random.uniform(lo, hi)));
   }
   if (p.stepped()) {
-    const auto cells = static_cast<std::uint64_t>(std::llround((p.high - p.low) / p.grid_step()));
-    return p.external(p.low + static_cast<double>(random.below(cells + 1)) * p.grid_step());
+    const auto points = static_cast<std::uint64_t>(p.grid_count(0));
+    return p.external(p.low + static_cast<double>(random.below(points)) * p.grid_step());
   }
   return p.external(random.uniform(p.low, p.high));
 }

@@ -102,10 +102,7 @@ parse_parameter(const nlohmann::json& p, const std::string& source, const std::v
       if (!(cells <= 9007199254740992.0))
         fail(source,
              fmt::format("{}: (high − low) / step = {} steps is more than a grid can hold (2^53)", where, cells));
-    }
-    if (out.step && !out.log) {
-      const double cells = (out.high - out.low) / *out.step;
-      if (std::abs(cells - std::round(cells)) > 1e-9 * std::max(1.0, cells))
+      if (out.step && !out.log && std::abs(cells - std::round(cells)) > 1e-9 * std::max(1.0, cells))
         fail(source,
              fmt::format("{}: high − low = {} is not a multiple of step {}", where, out.high - out.low, *out.step));
     }
