@@ -22,29 +22,38 @@ pack() {
   for b in "${binaries[@]}"; do
     strip -o ".devrun/bin/$b" "build/$b"
   done
-  cp /lib/x86_64-linux-gnu/libonig.so.5 .devrun/lib/ # the one shared library the device image lacks
+  # The shared libraries the binaries link beyond the C/C++ runtime, as this machine resolves them:
+  # the device image is not Debian, so it may lack them or hold other versions.
+  ldd "${binaries[@]/#/build/}" | awk '$3 ~ /^\// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*|libcuda)\.so' |
+    xargs -r cp -L -t .devrun/lib
   sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt > .devrun/source_dir
-  xz -9 -T2 .devrun/bin/*
+  xz -9 -T2 .devrun/bin/* .devrun/lib/*
   du -sh .devrun
 }
 
-# step NAME COMMAND...: runs it with its output in $out/NAME.log, prints a line with its exit status.
+# step NAME SECONDS COMMAND...: runs it for at most SECONDS with its output in $out/NAME.log, prints
+# a line with its exit status (124: it ran out of time).
 step() {
-  local name=$1
-  shift
+  local name=$1 limit=$2
+  shift 2
   local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  if [ "$(type -t "$1")" = function ]; then
+    "$@" > "$out/$name.log" 2>&1 # bounds its own waits
+  else
+    timeout -k 5 "$limit" "$@" > "$out/$name.log" 2>&1
+  fi
   local rc=$?
   printf '%-28s rc=%d  %3d s\n' "$name" "$rc" $((SECONDS - t0))
-  tail -n 4 "$out/$name.log" | sed 's/^/    /'
+  tail -n 6 "$out/$name.log" | sed 's/^/    /'
   return 0
 }
 
 # A streamed chat completion from serve-deltas --device cuda (python3 as the client: the device
 # image has no curl), then SIGTERM.
 serve_stream() {
-  local port=18123 log=$out/serve-deltas.server.log
-  build/optkit serve-deltas --base testdata/models/tiny-base --device cuda --port "$port" > "$log" 2>&1 &
+  local port=18123 log=/tmp/serve-deltas.server.log # $OUT brings back at most 8 files
+  timeout -k 5 90 build/optkit serve-deltas --base testdata/models/tiny-base --device cuda --port "$port" > "$log" 2>&1 &
   local pid=$!
   python3 - "$port" << 'PY'
 import json, sys, time, urllib.request
@@ -55,11 +64,11 @@ for _ in range(150):
         break
     except Exception:
         time.sleep(0.2)
-print(urllib.request.urlopen(base + "/version").read().decode())
+print(urllib.request.urlopen(base + "/version", timeout=10).read().decode())
 body = {"model": "tiny-base", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16, "stream": True}
 request = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
-lines = [l.decode().strip() for l in urllib.request.urlopen(request) if l.strip()]
+lines = [l.decode().strip() for l in urllib.request.urlopen(request, timeout=60) if l.strip()]
 print("\n".join(lines[-3:]))
 sys.exit(0 if lines and lines[-1] == "data: [DONE]" else 1)
 PY
@@ -83,23 +92,32 @@ run() {
       exit 1
     fi
   fi
-  mkdir -p build
+  mkdir -p build .devrun/libs
   for b in "${binaries[@]}"; do
     xz -dc ".devrun/bin/$b.xz" > "build/$b" && chmod +x "build/$b"
   done
-  export LD_LIBRARY_PATH=$PWD/.devrun/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  nvidia-smi -L
-  local tests='--source-file=*test_cuda_device_linears.cpp,*test_runtime_device_linear_layers.cpp'
-  step cuda_tests build/optkit_tests "$tests"
-  if command -v compute-sanitizer > /dev/null; then
-    step memcheck compute-sanitizer --tool memcheck build/optkit_tests "$tests"
+  for l in .devrun/lib/*.xz; do
+    xz -dc "$l" > ".devrun/libs/$(basename "$l" .xz)"
+  done
+  export LD_LIBRARY_PATH=$PWD/.devrun/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if [ -z "${OPTKIT_CUBLASLT:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]; then
+    OPTKIT_CUBLASLT=$(find / -name 'libcublasLt.so.1[23]' -not -path '/proc/*' 2> /dev/null | head -n 1)
+    export OPTKIT_CUBLASLT
   fi
-  step perf_sbmm_cuda build/perf_sbmm_cuda
-  step serve_stream serve_stream
-  step perf_engine_cuda build/perf_engine 16 16 BF16 cuda
-  step perf_engine_cpu build/perf_engine 16 16 BF16 cpu
-  step perf_deltazip_cuda build/perf_deltazip 200 20 16 1 cuda
-  step perf_deltazip_cpu build/perf_deltazip 200 20 16 1 cpu
+  nvidia-smi -L
+  echo "cuBLASLt: ${OPTKIT_CUBLASLT:-/usr/local/cuda/lib64}; unresolved libraries: $(ldd build/* | grep -c 'not found')"
+  # Most telling first, so a run cut short by its limit still says what matters.
+  local tests='--source-file=*test_cuda_device_linears.cpp,*test_runtime_device_linear_layers.cpp'
+  step cuda_tests 150 build/optkit_tests "$tests"
+  step perf_sbmm_cuda 90 build/perf_sbmm_cuda
+  step serve_stream 100 serve_stream
+  step perf_engine_cuda 180 build/perf_engine 16 16 BF16 cuda
+  step perf_deltazip_cuda 150 build/perf_deltazip 200 20 16 1 cuda
+  if command -v compute-sanitizer > /dev/null; then
+    step memcheck 150 compute-sanitizer --tool memcheck build/optkit_tests "$tests"
+  fi
+  step perf_engine_cpu 150 build/perf_engine 16 16 BF16 cpu
+  step perf_deltazip_cpu 120 build/perf_deltazip 200 20 16 1 cpu
 }
 
 case "${1:-}" in
