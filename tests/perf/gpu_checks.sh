@@ -8,6 +8,7 @@
 #                                   then runs the CUDA tests (and compute-sanitizer on them), the
 #                                   GPU benchmarks beside their CPU baselines, and a served stream
 #                                   with --device cuda; one log per step under $OUT (or /tmp/gpu).
+#   tests/perf/gpu_checks.sh load   there, likewise: perf_deltazip at 60 and 150 req/s.
 # The binaries find testdata/ and each other by the absolute paths they were built with, so `run`
 # links this checkout there when the paths differ.
 set -uo pipefail
@@ -49,13 +50,17 @@ step() {
   return 0
 }
 
-# A streamed chat completion from serve-deltas --device cuda (python3 as the client: the device
-# image has no curl), then SIGTERM.
+# serve_stream [MODEL [FLAGS...]]: a streamed chat completion for MODEL (default tiny-base) from
+# serve-deltas --device cuda FLAGS (python3 as the client: the device image has no curl), then
+# SIGTERM.
 serve_stream() {
+  local model=${1:-tiny-base}
+  shift || true
   local port=18123 log=/tmp/serve-deltas.server.log # $OUT brings back at most 8 files
-  timeout -k 5 90 build/optkit serve-deltas --base testdata/models/tiny-base --device cuda --port "$port" > "$log" 2>&1 &
+  timeout -k 5 90 build/optkit serve-deltas --base testdata/models/tiny-base --device cuda --port "$port" "$@" \
+    > "$log" 2>&1 &
   local pid=$!
-  python3 - "$port" << 'PY'
+  python3 - "$port" "$model" << 'PY'
 import json, sys, time, urllib.request
 base = f"http://127.0.0.1:{sys.argv[1]}"
 for _ in range(150):
@@ -65,7 +70,7 @@ for _ in range(150):
     except Exception:
         time.sleep(0.2)
 print(urllib.request.urlopen(base + "/version", timeout=10).read().decode())
-body = {"model": "tiny-base", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16, "stream": True}
+body = {"model": sys.argv[2], "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16, "stream": True}
 request = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
 lines = [l.decode().strip() for l in urllib.request.urlopen(request, timeout=60) if l.strip()]
@@ -81,7 +86,8 @@ PY
   [ "$client" = 0 ] && [ "$server" = 0 ]
 }
 
-run() {
+# Unpacks the binaries and points them at this checkout, the libraries and cuBLASLt.
+setup() {
   out=${OUT:-/tmp/gpu}
   mkdir -p "$out"
   local source_dir
@@ -106,6 +112,10 @@ run() {
   fi
   nvidia-smi -L
   echo "cuBLASLt: ${OPTKIT_CUBLASLT:-/usr/local/cuda/lib64}; unresolved libraries: $(ldd build/* | grep -c 'not found')"
+}
+
+run() {
+  setup
   # Most telling first, so a run cut short by its limit still says what matters.
   local tests='--source-file=*test_cuda_device_linears.cpp,*test_runtime_device_linear_layers.cpp'
   step cuda_tests 150 build/optkit_tests "$tests"
@@ -120,11 +130,22 @@ run() {
   step perf_deltazip_cpu 120 build/perf_deltazip 200 20 16 1 cpu
 }
 
+# DeltaZip's comparison past the rate where the GPU still idles between arrivals (at 20 req/s
+# both ways keep up, so throughput only says the trace's offered load).
+load() {
+  setup
+  step perf_deltazip_cuda_60 150 build/perf_deltazip 600 60 16 1 cuda
+  step serve_stream_code 100 serve_stream code --delta code=/tmp/perf_deltazip/code # made by perf_deltazip
+  step perf_deltazip_cuda_150 150 build/perf_deltazip 600 150 16 1 cuda
+  step perf_deltazip_cpu_150 150 build/perf_deltazip 600 150 16 1 cpu
+}
+
 case "${1:-}" in
 pack) pack ;;
 run) run ;;
+load) load ;;
 *)
-  echo "usage: tests/perf/gpu_checks.sh pack|run" >&2
+  echo "usage: tests/perf/gpu_checks.sh pack|run|load" >&2
   exit 2
   ;;
 esac
