@@ -8,7 +8,7 @@
 #                                   then runs the CUDA tests (and compute-sanitizer on them), the
 #                                   GPU benchmarks beside their CPU baselines, and a served stream
 #                                   with --device cuda; one log per step under $OUT (or /tmp/gpu).
-#   tests/perf/gpu_checks.sh load   there, likewise: perf_deltazip at 60 and 150 req/s.
+#   tests/perf/gpu_checks.sh load   there, likewise: perf_deltazip from 60 to 1000 req/s.
 # The binaries find testdata/ and each other by the absolute paths they were built with, so `run`
 # links this checkout there when the paths differ.
 set -uo pipefail
@@ -130,14 +130,17 @@ run() {
   step perf_deltazip_cpu 120 build/perf_deltazip 200 20 16 1 cpu
 }
 
-# DeltaZip's comparison past the rate where the GPU still idles between arrivals (at 20 req/s
-# both ways keep up, so throughput only says the trace's offered load).
+# DeltaZip's comparison as the load grows past the rate where both ways keep up (at 20 req/s
+# throughput only says the trace's offered load), on the GPU and, at 150 and 1000 req/s, the CPU.
 load() {
   setup
   step perf_deltazip_cuda_60 150 build/perf_deltazip 600 60 16 1 cuda
   step serve_stream_code 100 serve_stream code --delta code=/tmp/perf_deltazip/code # made by perf_deltazip
   step perf_deltazip_cuda_150 150 build/perf_deltazip 600 150 16 1 cuda
+  step perf_deltazip_cuda_400 150 build/perf_deltazip 1200 400 16 1 cuda
+  step perf_deltazip_cuda_1000 150 build/perf_deltazip 1200 1000 16 1 cuda
   step perf_deltazip_cpu_150 150 build/perf_deltazip 600 150 16 1 cpu
+  step perf_deltazip_cpu_1000 150 build/perf_deltazip 1200 1000 16 1 cpu
 }
 
 case "${1:-}" in
