@@ -39,4 +39,10 @@ expect_rc 1
 expect_out_has "set OPTKIT_DATA_DIR"
 
 man -l "$prefix/share/man/man1/optkit.1" 2>/dev/null | grep -q "EXIT STATUS" || fail "man page does not render"
+# Every installed page renders without a troff warning (a line opening with ' or . is a request
+# and vanishes from the page).
+for page in "$prefix"/share/man/man1/*.1; do
+  warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+  [ -z "$warnings" ] || fail "$(basename "$page"): $warnings"
+done
 echo "ok"
