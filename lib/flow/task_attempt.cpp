@@ -2,6 +2,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/clock.hpp"
+#include "core/error.hpp"
 #include "core/text.hpp"
 #include "proc/child_process.hpp"
 #include "proc/slurm_jobs.hpp"
@@ -97,15 +98,23 @@ start_attempt(const fs::path& executable, const std::vector<std::string>& args, 
 }
 
 void
-stop_stale_attempt(const fs::path& dir) {
+stop_stale_attempt(const fs::path& dir, const Clock& clock) {
   std::ifstream in(dir / "slurm_job");
   std::string id;
-  if (in >> id && id.find_first_not_of("0123456789") == std::string::npos) {
-    try {
-      proc::cancel_batch_jobs({id}, dir / "scancel.txt");
-    } catch (...) {
-      // No Slurm here any more: nothing can be writing into the folder.
-    }
+  if (!(in >> id) || id.find_first_not_of("0123456789") != std::string::npos)
+    return;
+  try {
+    proc::cancel_batch_jobs({id}, dir / "scancel.txt");
+  } catch (...) {
+    return; // No Slurm here any more: nothing can be writing into the folder.
+  }
+  const double deadline = clock.monotonic_seconds() + kStaleJobWaitSeconds;
+  while (!proc::batch_job_final_state(id, dir / "scontrol.txt")) {
+    if (clock.monotonic_seconds() > deadline)
+      throw RuntimeFailure(fmt::format("Slurm job {} of a killed attempt in {} has not ended {:.0f} s after scancel; "
+                                       "end it (scancel --signal=KILL {}) and resume again",
+                                       id, dir.string(), kStaleJobWaitSeconds, id));
+    clock.sleep_for(0.2);
   }
 }
 

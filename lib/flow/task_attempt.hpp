@@ -5,6 +5,8 @@
 // process group killed, the job cancelled).
 #pragma once
 
+#include "core/clock.hpp"
+
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -38,9 +40,12 @@ std::unique_ptr<TaskAttempt> start_attempt(const std::filesystem::path& executab
                                            const std::vector<std::string>& args, const std::filesystem::path& dir,
                                            const std::string& task_name, const SlurmSettings& slurm);
 
-// A folder left by a flow that was killed may belong to a Slurm job still running: cancels it, so
-// it cannot write into the folder's next attempt. Nothing for local attempts (their children die
-// with the flow).
-void stop_stale_attempt(const std::filesystem::path& dir);
+// A folder left by a flow that was killed may belong to a Slurm job still pending or running:
+// cancels it and waits until Slurm reports it ended (scancel only asks; a job still starting would
+// otherwise `cd` into the folder's next attempt and truncate its output), at most
+// kStaleJobWaitSeconds, then throws RuntimeFailure naming the job. Nothing for local attempts
+// (their children die with the flow).
+inline constexpr double kStaleJobWaitSeconds = 300;
+void stop_stale_attempt(const std::filesystem::path& dir, const Clock& clock);
 
 } // namespace optkit::flow

@@ -126,7 +126,7 @@ run_task_graph(const std::vector<FlowTask>& tasks, const GraphOptions& options) 
     r.dir = options.work_dir / folder_name(task->name, r.key);
     r.attempt = ++attempts[task];
     std::error_code ec;
-    stop_stale_attempt(r.dir);
+    stop_stale_attempt(r.dir, clock);
     fs::remove_all(r.dir, ec); // whatever a killed attempt left
     fs::create_directories(r.dir);
     std::vector<std::string> args = options.global_args;
