@@ -69,6 +69,26 @@ TEST_CASE("hostile templates are bounded: deep nesting, endless loops, runaway r
       "{{ ns.s }}",
       "t.jinja");
   CHECK_THROWS_AS(render_chat(big, Chat{}, false), InputError);
+  // A value that would contain itself is refused where it would be stored (fuzz_chat_template found
+  // `{% set ns.count = ns %}{{ ns }}` overflowing the stack); so is nesting past the value depth.
+  const auto self_attribute =
+      parse_chat_template("{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns }}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(self_attribute, Chat{}, false),
+                       doctest::Contains("t.jinja:1:37: cannot set an attribute"), InputError);
+  const auto inner = parse_chat_template(
+      "{% set ns = namespace(l=[]) %}{% set d = {'ns': [ns]} %}{% set ns.l = d %}{{ ns }}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(inner, Chat{}, false), doctest::Contains("value that holds it"), InputError);
+  const auto self_append = parse_chat_template("{% set l = [1] %}{% set m = [l] %}{{ l.append(m) }}{{ l }}", "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(self_append, Chat{}, false), doctest::Contains("value that holds the list"),
+                       InputError);
+  const auto nested = parse_chat_template(
+      "{% set ns = namespace(x=0) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+      "t.jinja");
+  CHECK_THROWS_WITH_AS(render_chat(nested, Chat{}, false), doctest::Contains("deeper than 256 levels"), InputError);
+  // Sharing a value without a cycle is fine.
+  const auto shared = parse_chat_template(
+      "{% set l = [1] %}{% set ns = namespace(a=l, b=l) %}{{ l.append(2) }}{{ ns.a }} {{ ns.b | tojson }}", "t.jinja");
+  CHECK(render_chat(shared, Chat{}, false) == "[1, 2] [1, 2]");
 }
 
 TEST_CASE("numbers at the edges of 64 bits: literals that do not fit are errors, arithmetic that overflows is "

@@ -94,6 +94,8 @@ private:
       auto object = evaluate(*target.a);
       if (!object.is(Kind::object))
         fail(target, "cannot set an attribute on a " + object.type_name());
+      if (holds(value, object))
+        fail(target, "cannot set an attribute of a " + object.type_name() + " to a value that holds it");
       object.set(target.text, value);
     } else {
       if (!value.is(Kind::array) || value.array->size() != target.items.size())
@@ -699,8 +701,11 @@ Renderer::bound_method(const Value& self, const std::string& name) {
   if (self.is(Kind::array) && name == "append") {
     const auto list = self;
     return method([list](std::vector<Value>& args, Kwargs&) {
-      for (auto& a : args)
+      for (auto& a : args) {
+        if (holds(a, list))
+          throw InputError("cannot append to a list a value that holds the list");
         list.array->push_back(a);
+      }
       return Value::none();
     });
   }

@@ -1,5 +1,7 @@
 #include "jinja/value.hpp"
 
+#include "core/error.hpp"
+
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -198,8 +200,19 @@ Value::to_output() const {
   return "";
 }
 
+namespace {
+
+void
+check_depth(int depth) {
+  if (depth > kMaxValueDepth)
+    throw InputError(fmt::format("a template value nests lists or dicts deeper than {} levels", kMaxValueDepth));
+}
+
+} // namespace
+
 bool
-equal(const Value& a, const Value& b) {
+equal(const Value& a, const Value& b, int depth) {
+  check_depth(depth);
   if (a.is_number() && b.is_number())
     return a.number() == b.number();
   if (a.kind != b.kind)
@@ -216,7 +229,7 @@ equal(const Value& a, const Value& b) {
     if (a.array->size() != b.array->size())
       return false;
     for (std::size_t i = 0; i < a.array->size(); ++i)
-      if (!equal((*a.array)[i], (*b.array)[i]))
+      if (!equal((*a.array)[i], (*b.array)[i], depth + 1))
         return false;
     return true;
   case Value::Kind::object:
@@ -228,6 +241,7 @@ equal(const Value& a, const Value& b) {
 
 std::string
 to_json(const Value& value, int indent, int depth) {
+  check_depth(depth);
   switch (value.kind) {
   case Value::Kind::undefined:
   case Value::Kind::none:
@@ -271,6 +285,25 @@ to_json(const Value& value, int indent, int depth) {
     return "null";
   }
   return "null";
+}
+
+bool
+holds(const Value& value, const Value& container, int depth) {
+  check_depth(depth);
+  if (value.kind == Value::Kind::array) {
+    if (container.kind == Value::Kind::array && value.array == container.array)
+      return true;
+    for (const auto& item : *value.array)
+      if (holds(item, container, depth + 1))
+        return true;
+  } else if (value.kind == Value::Kind::object) {
+    if (container.kind == Value::Kind::object && value.object == container.object)
+      return true;
+    for (const auto& [key, item] : *value.object)
+      if (holds(item, container, depth + 1))
+        return true;
+  }
+  return false;
 }
 
 } // namespace optkit::jinja

@@ -62,10 +62,18 @@ struct Value {
   std::string type_name() const;
 };
 
-bool equal(const Value& a, const Value& b);
+// Lists and dicts nest at most this deep: equal, to_json and holds refuse a deeper value with
+// InputError, so a template cannot overflow the stack by nesting a list in itself in a loop.
+inline constexpr int kMaxValueDepth = 256;
+
+bool equal(const Value& a, const Value& b, int depth = 0);
 
 // JSON as the tojson filter writes it: ", " and ": " separators (or "," with an indent), keys in
 // insertion order, non-ASCII kept.
 std::string to_json(const Value& value, int indent = 0, int depth = 0);
+
+// Whether `value` is the list or dict `container` or holds it at any depth: storing it there would
+// make a value that contains itself (which no renderer can print, and which is never freed).
+bool holds(const Value& value, const Value& container, int depth = 0);
 
 } // namespace optkit::jinja
