@@ -264,9 +264,18 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   if (g2.finished.at("bench").exit_code != 0) {
     outcome.status = "SLO infeasible";
     const auto binding = outcome.bench.value("binding", nlohmann::json());
-    outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}",
-                                  outcome.trials[*outcome.chosen].recipe, outcome.trials[*outcome.chosen].trial,
-                                  binding.is_string() ? ": " + binding.get<std::string>() : "");
+    const std::string why = binding.is_string() ? ": " + binding.get<std::string>() : "";
+    const auto& chosen = outcome.trials[*outcome.chosen];
+    // Only a failed closed-loop gate (one request at a time) shows no rate can work; a search
+    // that ran out of trials has only not found one yet.
+    const std::string stop_reason = outcome.bench.value("stop_reason", std::string());
+    if (stop_reason.empty() || stop_reason == "the closed-loop gate failed" || stop_reason.starts_with("converged"))
+      outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe,
+                                    chosen.trial, why);
+    else
+      outcome.message = fmt::format("the chosen model ({} trial {}) met the SLOs at no rate bench tried ({}){}; raise "
+                                    "bench.max_trials or relax bench.slo",
+                                    chosen.recipe, chosen.trial, stop_reason, why);
     finish_timing(outcome, start);
     return outcome;
   }

@@ -14,12 +14,13 @@ cat >"$SCRATCH/gate.yaml" <<'YAML'
 rules:
   - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9, alpha: 0.05}
 YAML
+# Two bench trials: a stall of this shared machine during one can break its steadiness (CI saw beta 2.05).
 cat >"$SCRATCH/job.yaml" <<YAML
 name: small
 model: $data/models/tiny-arith
 compress: {recipes: [int_w8a8], trials: 2, calib: $data/corpora/english.calib.txt, samples: 16, seq_len: 64, seed: 5}
 gate: {suite: arith, rules: gate.yaml, limit: 30}
-bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9,
+bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 2, beta_tolerance: 0.9,
   max_dispatch_lag_ms: 1000}
 tune: {sim: {space: sim-serving, optimizer: random, trials: 3}}
 executor: {slots: 2, threads: 1}
@@ -186,7 +187,7 @@ expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$failed_run")" 4 # ba
 # subcommand, make stops on a failed gate.
 if [ "$asan" -eq 0 ]; then
   make_args=(-s -C "$OPTKIT_SOURCE_DIR" -f profiles/flows/tiny-arith.mk OPTKIT="$OPTKIT" OUT="$SCRATCH/mk" SEEDS=1 LIMIT=20
-    SLO='e2e:p95<=30s' BENCH_FLAGS='--min-trial-seconds 0.5 --max-trials 1 --beta-tolerance 0.9 --max-dispatch-lag-ms 1000'
+    SLO='e2e:p95<=30s' BENCH_FLAGS='--min-trial-seconds 0.5 --max-trials 2 --beta-tolerance 0.9 --max-dispatch-lag-ms 1000'
     TUNE_FLAGS='--optimizer random --trials 2 --top-k 0 --goodput-requests 16 --max-dispatch-lag-ms 1000')
   make "${make_args[@]}" >"$SCRATCH/make.log" 2>&1 || fail "make: $(cat "$SCRATCH/make.log")"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["best"]["launch"].startswith("optkit serve-deltas"), d' \

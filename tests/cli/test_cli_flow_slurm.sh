@@ -16,13 +16,14 @@ cat >"$SCRATCH/gate.yaml" <<'YAML'
 rules:
   - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9, alpha: 0.05}
 YAML
+# Two bench trials: a stall of this shared machine during one can break its steadiness (CI saw beta 2.05).
 write_job() { # write_job FILE EXECUTOR_KIND
   cat >"$1" <<YAML
 name: slurm-check
 model: $data/models/tiny-arith
 compress: {recipes: [int_w8a8], trials: 2, calib: $data/corpora/english.calib.txt, samples: 16, seq_len: 64, seed: 3}
 gate: {suite: arith, rules: gate.yaml, limit: 20}
-bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 1, beta_tolerance: 0.9,
+bench: {profile: chat-small, slo: ["e2e:p95<=30s"], min_trial_seconds: 0.5, max_trials: 2, beta_tolerance: 0.9,
   max_dispatch_lag_ms: 1000}
 executor: {kind: $2, slots: 2, threads: 1}
 YAML
