@@ -151,9 +151,13 @@ TEST_CASE("a stream written from another thread arrives as server-sent events, i
   std::vector<std::thread> workers;
   Server server({}, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {
     exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    workers.emplace_back([exchange] {
+    workers.emplace_back([exchange, last_with_end = workers.size() % 2 == 1] {
       for (int i = 0; i < 200; ++i)
         exchange->send(format_sse_event(nlohmann::json{{"i", i}}.dump()));
+      if (last_with_end) { // the second stream ends with its last piece in one write
+        exchange->finish(format_sse_event("[DONE]"));
+        return;
+      }
       exchange->send(format_sse_event("[DONE]"));
       exchange->finish();
     });

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <map>
+#include <random>
+#include <vector>
 
 using namespace optkit;
 using namespace optkit::runtime;
@@ -27,6 +30,51 @@ TEST_CASE("seeded sampling is reproducible and follows the softmax") {
   }
   CHECK(counts[0] / 20000.0 == doctest::Approx(0.5).epsilon(0.05));
   CHECK(counts[2] / 20000.0 == doctest::Approx(0.2).epsilon(0.08));
+}
+
+// The draw as a plain inverse-CDF walk over the whole vocabulary, weights below e^-80 of the top
+// token's taken as 0: what the sampler's plain-temperature path must return token for token.
+TokenId
+whole_vocabulary_draw(const std::vector<float>& logits, float temperature, std::mt19937_64& rng) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> weights(logits.size());
+  double total = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const double z = static_cast<double>(logits[i] - top) / static_cast<double>(temperature);
+    total += weights[i] = z < -80.0 ? 0.0 : std::exp(z);
+  }
+  double draw = std::uniform_real_distribution<double>(0.0, total)(rng);
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    draw -= weights[i];
+    if (draw < 0.0)
+      return static_cast<TokenId>(i);
+  }
+  return argmax(logits);
+}
+
+TEST_CASE("plain temperature sampling draws what a walk over the whole vocabulary draws") {
+  std::mt19937_64 make(7);
+  for (const float temperature : {0.05f, 0.7f, 1.0f, 3.0f}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      // Spreads from a near-uniform row to one where a few tokens sit just either side of the
+      // e^-80 cut, which the sampler's pre-test must not move.
+      const std::vector<float> spreads{0.5f, 20.0f, 200.0f, 80.0f * temperature};
+      const float spread = spreads[static_cast<std::size_t>(trial % 4)];
+      std::vector<float> logits(1000);
+      std::uniform_real_distribution<float> value(-spread, 0.0f);
+      for (auto& l : logits)
+        l = value(make);
+      if (trial % 4 == 3)
+        for (int k = 0; k < 50; ++k)
+          logits[static_cast<std::size_t>(k * 20)] = -80.0f * temperature * (1.0f + static_cast<float>(k - 25) * 1e-6f);
+      logits[static_cast<std::size_t>(trial * 7 % 1000)] = 0.0f;
+      const std::uint64_t seed = 100 + static_cast<std::uint64_t>(trial);
+      Sampler sampler({temperature, 0, 1.0f, seed});
+      std::mt19937_64 rng(seed);
+      for (int draw = 0; draw < 50; ++draw)
+        REQUIRE(sampler.next(logits) == whole_vocabulary_draw(logits, temperature, rng));
+    }
+  }
 }
 
 TEST_CASE("top-k and top-p cut the tail") {

@@ -114,7 +114,8 @@ public:
   void respond(int status, const std::string& content_type, std::string body, const Headers& extra) override;
   void start_stream(int status, const std::string& content_type, const Headers& extra) override;
   bool send(std::string piece) override;
-  void finish() override;
+  using Exchange::finish;
+  void finish(std::string last_piece) override;
   bool cancelled() const override { return m_cancelled.load(); }
   void on_cancel(std::function<void()> callback) override {
     {
@@ -183,7 +184,9 @@ public:
     enqueue(response_head(status, content_type, extra, keep_alive(), std::nullopt), false);
   }
   void write_chunk(std::string piece) { enqueue(chunk(piece), false); }
-  void write_last_chunk() { enqueue("0\r\n\r\n", true); }
+  void write_last_chunk(const std::string& last_piece) {
+    enqueue(last_piece.empty() ? std::string("0\r\n\r\n") : chunk(last_piece) + "0\r\n\r\n", true);
+  }
 
   // The server is stopping: close now when idle, else after the response in flight.
   void close_when_idle() {
@@ -425,9 +428,9 @@ ExchangeImpl::send(std::string piece) {
 }
 
 void
-ExchangeImpl::finish() {
+ExchangeImpl::finish(std::string last_piece) {
   advance(Phase::streaming, Phase::done, "finish()");
-  post([](Session& s) { s.write_last_chunk(); });
+  post([last_piece = std::move(last_piece)](Session& s) { s.write_last_chunk(last_piece); });
 }
 
 } // namespace

@@ -38,7 +38,9 @@ public:
   // Headers now (Transfer-Encoding: chunked); then send() pieces, then finish().
   virtual void start_stream(int status, const std::string& content_type, const Headers& extra = {}) = 0;
   virtual bool send(std::string piece) = 0; // false once the client is gone
-  virtual void finish() = 0;
+  // Ends the stream; a non-empty `last_piece` goes out with the end, in one write.
+  virtual void finish(std::string last_piece) = 0;
+  void finish() { finish({}); }
   // True once the client disconnected, a write failed or the server stopped: stop working on it.
   virtual bool cancelled() const = 0;
   // Runs `callback` once when the exchange is cancelled (at once if it already is), on an I/O

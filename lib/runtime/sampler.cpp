@@ -31,23 +31,37 @@ Sampler::next(std::span<const float> logits) {
   if (m_params.temperature == 0.0f)
     return argmax(logits);
   if (m_params.top_k == 0 && m_params.top_p >= 1.0f && m_params.min_p <= 0.0f) {
-    // Plain temperature sampling needs no order: one pass for the maximum, one for the weights,
-    // one for the draw (a sort of the vocabulary per token is what a serving engine cannot afford).
-    const float top = *std::max_element(logits.begin(), logits.end());
-    thread_local std::vector<double> weights;
-    weights.resize(logits.size());
+    // Plain temperature sampling needs no order: one pass for the maximum, one for the weights of
+    // the tokens that can be drawn, one over those for the draw (a sort of the vocabulary per
+    // token is what a serving engine cannot afford).
+    float top = logits[0];
+    for (const float l : logits)
+      top = std::max(top, l);
+    // Below e^-80 of the top token's weight a token cannot be drawn (its share is < 1e-34 even
+    // over a million-token vocabulary); skipping exp() there avoids libm's slow underflow path.
+    // The float pre-test, a hair below that cut, spares the division for almost every token and
+    // leaves the exact test, so the draw is the same as over the whole vocabulary.
+    const double temperature = m_params.temperature;
+    const float surely_below = static_cast<float>(-80.0 * 1.0001 * temperature);
+    thread_local std::vector<std::pair<TokenId, double>> drawable;
+    drawable.clear();
     double total = 0.0;
     for (std::size_t i = 0; i < logits.size(); ++i) {
-      // Below e^-80 of the top token's weight a token cannot be drawn (its share is < 1e-34 even
-      // over a million-token vocabulary); skipping exp() there avoids libm's slow underflow path.
-      const double z = static_cast<double>(logits[i] - top) / static_cast<double>(m_params.temperature);
-      total += weights[i] = z < -80.0 ? 0.0 : std::exp(z);
+      const float d = logits[i] - top;
+      if (d < surely_below)
+        continue;
+      const double z = static_cast<double>(d) / temperature;
+      if (z < -80.0)
+        continue;
+      const double weight = std::exp(z);
+      drawable.emplace_back(static_cast<TokenId>(i), weight);
+      total += weight;
     }
     double draw = std::uniform_real_distribution<double>(0.0, total)(m_rng);
-    for (std::size_t i = 0; i < logits.size(); ++i) {
-      draw -= weights[i];
+    for (const auto& [token, weight] : drawable) {
+      draw -= weight;
       if (draw < 0.0)
-        return static_cast<TokenId>(i);
+        return token;
     }
     return argmax(logits);
   }

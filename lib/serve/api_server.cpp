@@ -55,6 +55,7 @@ public:
       , m_variant(request.generation.variant)
       , m_request(std::move(request))
       , m_who(std::move(who))
+      , m_chunk_head(chunk_head(m_request.endpoint, m_who))
       , m_exchange(std::move(exchange))
       , m_echo(m_request.echo ? std::move(prompt_text) : std::string())
       , m_first_prompt_token(first_prompt_token) {
@@ -69,7 +70,7 @@ public:
     m_exchange->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
     if (m_request.endpoint == Endpoint::chat) // each choice's role delta comes first
       for (int i = 0; i < m_request.n; ++i)
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, i, "", true, nullptr, m_request.include_usage)));
+        m_exchange->send(stream_event(m_chunk_head, m_request.endpoint, i, "", true, nullptr, m_request.include_usage));
   }
 
   void set_ids(std::vector<RequestId> ids) { m_ids = std::move(ids); }
@@ -95,9 +96,8 @@ public:
       const std::string message =
           out.finish == FinishReason::error ? "generation failed: " + out.error : "the server is shutting down";
       if (m_request.stream) {
-        m_exchange->send(sse(error_json(out.finish == FinishReason::error ? 500 : 503, message)));
-        m_exchange->send("data: [DONE]\n\n");
-        m_exchange->finish();
+        m_exchange->finish(sse(error_json(out.finish == FinishReason::error ? 500 : 503, message)) +
+                           "data: [DONE]\n\n");
       } else {
         send_error(m_exchange, out.finish == FinishReason::error ? 500 : 503, message);
       }
@@ -145,17 +145,21 @@ public:
       // Logprobs travel with the text of their tokens; text held back (a possible stop string, an
       // unfinished character) keeps them waiting, and the end flushes both.
       const bool pending = choice.logprobs && !choice.logprobs->empty();
+      // What this output adds goes out as one piece: one hand-over to the I/O thread, one write.
+      std::string events;
       if (!text.empty() || (finish != nullptr && pending))
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, index, text, false, nullptr,
-                                          m_request.include_usage, pending ? logprobs() : json(nullptr))));
+        events += stream_event(m_chunk_head, m_request.endpoint, index, text, false, nullptr, m_request.include_usage,
+                               pending ? logprobs() : json(nullptr));
       if (finish != nullptr)
-        m_exchange->send(sse(stream_chunk(m_request.endpoint, m_who, index, "", false, finish, m_request.include_usage,
-                                          nullptr, timing_json(last))));
+        events += stream_event(m_chunk_head, m_request.endpoint, index, "", false, finish, m_request.include_usage,
+                               nullptr, timing_json(last));
       if (all_done) {
         if (m_request.include_usage)
-          m_exchange->send(sse(usage_chunk(m_request.endpoint, m_who, usage())));
-        m_exchange->send("data: [DONE]\n\n");
-        m_exchange->finish();
+          events += usage_event(m_chunk_head, usage());
+        events += "data: [DONE]\n\n";
+        m_exchange->finish(std::move(events));
+      } else if (!events.empty()) {
+        m_exchange->send(std::move(events));
       }
     } else if (finish != nullptr) {
       choice.result.logprobs = logprobs();
@@ -211,6 +215,7 @@ private:
   std::int32_t m_variant; // for the metrics: -1 the base
   ApiRequest m_request;
   ResponseIdentity m_who;
+  std::string m_chunk_head; // chunk_head(): what every stream chunk starts with
   std::shared_ptr<http::Exchange> m_exchange;
   std::string m_echo;
   TokenId m_first_prompt_token;

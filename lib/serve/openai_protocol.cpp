@@ -310,38 +310,41 @@ response_body(Endpoint endpoint, const ResponseIdentity& who, const std::vector<
   return out;
 }
 
-json
-stream_chunk(Endpoint endpoint, const ResponseIdentity& who, int index, const std::string& text, bool first,
+std::string
+chunk_head(Endpoint endpoint, const ResponseIdentity& who) {
+  std::string out = head(who, endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion").dump();
+  out.pop_back(); // the closing brace: the chunk's own fields follow
+  return out;
+}
+
+std::string
+stream_event(const std::string& head, Endpoint endpoint, int index, const std::string& text, bool first,
              const char* finish_reason, bool include_usage, const json& logprobs, const json& timing) {
-  const bool chat = endpoint == Endpoint::chat;
-  json out = head(who, chat ? "chat.completion.chunk" : "text_completion");
   json choice = {{"index", index}};
-  if (chat) {
+  if (endpoint == Endpoint::chat) {
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
     if (!text.empty() || (first && finish_reason == nullptr))
       delta["content"] = text;
-    choice["delta"] = delta;
+    choice["delta"] = std::move(delta);
   } else {
     choice["text"] = text;
   }
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = reason(finish_reason);
-  out["choices"] = json::array({choice});
+  std::string out = "data: " + head + R"(,"choices":[)" + choice.dump() + "]";
   if (include_usage)
-    out["usage"] = nullptr;
+    out += R"(,"usage":null)";
   if (!timing.is_null())
-    out["timing"] = timing;
+    out += R"(,"timing":)" + timing.dump();
+  out += "}\n\n";
   return out;
 }
 
-json
-usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage) {
-  json out = head(who, endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
-  out["choices"] = json::array();
-  out["usage"] = usage_json(usage);
-  return out;
+std::string
+usage_event(const std::string& head, const Usage& usage) {
+  return "data: " + head + R"(,"choices":[],"usage":)" + usage_json(usage).dump() + "}\n\n";
 }
 
 } // namespace optkit::serve

@@ -72,13 +72,17 @@ struct ChoiceResult {
 nlohmann::ordered_json response_body(Endpoint endpoint, const ResponseIdentity& who,
                                      const std::vector<ChoiceResult>& choices, const Usage& usage,
                                      const nlohmann::ordered_json& timing);
-// A stream chunk carrying `text` for choice `index` (and, for chat, the role on the first);
-// finish_reason null until the last. With include_usage every chunk carries "usage": null, as
-// OpenAI documents.
-nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& who, int index, const std::string& text,
-                                    bool first, const char* finish_reason, bool include_usage,
-                                    const nlohmann::ordered_json& logprobs = nullptr,
-                                    const nlohmann::ordered_json& timing = nullptr);
-nlohmann::ordered_json usage_chunk(Endpoint endpoint, const ResponseIdentity& who, const Usage& usage);
+// What every chunk of one response starts with, serialized once per response: `{"id":…,
+// "object":…,"created":…,"model":…` (the object still open).
+std::string chunk_head(Endpoint endpoint, const ResponseIdentity& who);
+// The SSE event (`data: {…}\n\n`) of a stream chunk carrying `text` for choice `index` (and, for
+// chat, the role on the first); finish_reason null until the last. With include_usage every chunk
+// carries "usage": null, as OpenAI documents. `head` is chunk_head's.
+std::string stream_event(const std::string& head, Endpoint endpoint, int index, const std::string& text, bool first,
+                         const char* finish_reason, bool include_usage,
+                         const nlohmann::ordered_json& logprobs = nullptr,
+                         const nlohmann::ordered_json& timing = nullptr);
+// The event of the usage chunk that ends a stream with include_usage: no choices, the usage.
+std::string usage_event(const std::string& head, const Usage& usage);
 
 } // namespace optkit::serve
