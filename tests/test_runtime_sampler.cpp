@@ -3,9 +3,9 @@
 #include "core/error.hpp"
 #include "runtime/sampler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <doctest/doctest.h>
-#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
