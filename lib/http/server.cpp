@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 namespace optkit::http {
 
@@ -300,17 +301,23 @@ private:
     m_watching = true;
     m_stream.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
       self->m_watching = false;
+      // Set when the response ended while this wait was pending: the read of the next request
+      // is this handler's to start, whichever way the wait ended.
+      const bool resume = std::exchange(self->m_resume_read, false);
       if (ec == net::error::operation_aborted) {
-        if (self->m_resume_read) {
-          self->m_resume_read = false;
+        if (resume)
           self->read_request();
-        }
         return;
       }
       beast::error_code available_ec;
       const std::size_t available = self->m_stream.socket().available(available_ec);
       if (ec || available_ec || available == 0)
-        self->close(); // the client is gone: cancel its request
+        return self->close(); // the client is gone: cancel its request
+      // Bytes: the client's next request. It was sent the moment the response ended, so the wait
+      // completed before after_response() could cancel it; without this read nothing would hold
+      // the session, and its socket would close under the request (a reset, as wrk showed).
+      if (resume)
+        self->read_request();
     });
   }
 
