@@ -1,9 +1,11 @@
 // Server overhead of serve-deltas, side by side in one run: streamed completions per second
 // through the whole path (HTTP, JSON, tokenizer, engine steps with the mock model, SSE chunks)
-// against lib/http alone answering the same stream from a canned handler. Loopback clients are
-// optkit's own http::Client on their own threads, so on a 2-core machine they share the cores
-// with the server: the figures are what one box sustains end to end, not the server's ceiling.
-//   perf_serve [seconds per run, default 5] [client threads, default 8]
+// against lib/http alone answering the same stream from a canned handler. Two loopback clients
+// load each: blocking http::Client threads (one request in flight each), and, as wrk does, one
+// I/O thread keeping many keep-alive connections busy (http::AsyncClient). On a 2-core machine
+// either shares the cores with the server: the figures are what one box sustains end to end.
+//   perf_serve [seconds per run, default 5] [client threads, default 8] [async connections, default 32]
+#include "http/async_client.hpp"
 #include "http/client.hpp"
 #include "http/server.hpp"
 #include "model/tokenizer.hpp"
@@ -18,6 +20,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,12 +63,51 @@ load(int port, int clients, double seconds) {
   return double(completed.load()) / elapsed;
 }
 
+// Keeps `connections` streams in flight from one I/O thread for `seconds`, each connection's next
+// request sent as its last one ends; returns completed streams per second.
+double
+load_async(int port, int connections, double seconds) {
+  http::AsyncClientOptions options;
+  options.max_connections = static_cast<std::size_t>(connections);
+  http::AsyncClient client(http::parse_url("http://127.0.0.1:" + std::to_string(port)), options);
+  std::atomic<long> completed{0}, failed{0};
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::duration<double>(seconds);
+  std::function<void()> start_one = [&] {
+    auto body = std::make_shared<std::string>();
+    client.submit({"POST", "/v1/completions", kBody, "application/json"},
+                  {nullptr,
+                   [body](std::string_view piece) {
+                     *body += piece;
+                     return true;
+                   },
+                   [&, body](http::AsyncResult r) {
+                     if (r.status == 200 && r.error.empty() && body->ends_with("data: [DONE]\n\n"))
+                       ++completed;
+                     else
+                       ++failed;
+                     if (Clock::now() < deadline)
+                       start_one();
+                   }});
+  };
+  for (int c = 0; c < connections; ++c)
+    start_one();
+  std::this_thread::sleep_until(deadline);
+  while (client.in_flight() > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  if (failed > 0)
+    fmt::print(stderr, "perf_serve: {} requests failed\n", failed.load());
+  return double(completed.load()) / elapsed;
+}
+
 } // namespace
 
 int
 main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
   const int clients = argc > 2 ? std::atoi(argv[2]) : 8;
+  const int connections = argc > 3 ? std::atoi(argv[3]) : 32;
   const std::filesystem::path base = std::filesystem::path(OPTKIT_SOURCE_DIR) / "testdata/models/tiny-base";
 
   // Baseline: lib/http alone, a canned stream of the same shape (4 token chunks, a finish chunk,
@@ -80,6 +124,7 @@ main(int argc, char** argv) {
   });
   canned.start();
   const double http_only = load(canned.port(), clients, seconds);
+  const double http_only_async = load_async(canned.port(), connections, seconds);
   canned.stop(std::chrono::seconds(1));
 
   // The whole path with the mock model.
@@ -96,12 +141,17 @@ main(int argc, char** argv) {
   server.attach(engine,
                 {"tiny-base", base.string(), {}, nullptr, tokenizer, std::nullopt, config.max_position_embeddings});
   const double full = load(server.port(), clients, seconds);
+  const double full_async = load_async(server.port(), connections, seconds);
   server.stop(std::chrono::seconds(1));
   engine.stop();
 
-  fmt::print("streamed completions/s ({} client threads, {:.0f} s each, {} hardware threads)\n", clients, seconds,
+  fmt::print("streamed completions/s ({:.0f} s each, {} hardware threads)\n", seconds,
              std::thread::hardware_concurrency());
-  fmt::print("  lib/http, canned stream     {:>9.0f}\n", http_only);
-  fmt::print("  serve-deltas --mock (full)  {:>9.0f}   ({:.2f} of lib/http alone)\n", full, full / http_only);
+  fmt::print("                              {:>2} client threads   1 I/O thread, {} connections\n", clients,
+             connections);
+  fmt::print("  lib/http, canned stream     {:>9.0f}            {:>9.0f}\n", http_only, http_only_async);
+  fmt::print("  serve-deltas --mock (full)  {:>9.0f}            {:>9.0f}\n", full, full_async);
+  fmt::print("  full / lib/http alone       {:>9.2f}            {:>9.2f}\n", full / http_only,
+             full_async / http_only_async);
   return 0;
 }
