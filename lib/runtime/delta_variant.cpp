@@ -10,6 +10,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace optkit::runtime {
 
@@ -52,8 +58,39 @@ decode_sparse_row(const std::int32_t* words, const std::uint8_t* indices, std::i
   constexpr std::int64_t kPerWord = 32 / Bits;
   constexpr std::uint32_t kMask = (1u << Bits) - 1u;
   constexpr int kBias = 1 << (Bits - 1);
-  std::fill(out, out + cols, 0.0f);
   const bool aligned = group_size % 4 == 0; // a group of four never straddles two scales
+#if defined(__SSE2__)
+  if (aligned) {
+    // Each group's four columns in one store: the kept two placed by masks looked up by the
+    // group's nibble (the second wins should both name one column, as the scalar path's order).
+    struct alignas(16) Mask {
+      std::uint32_t lanes[4];
+    };
+    static const auto masks = [] {
+      std::array<std::array<Mask, 2>, 16> m{};
+      for (unsigned nibble = 0; nibble < 16; ++nibble) {
+        m[nibble][0].lanes[nibble & 3u] = 0xffffffffu;
+        m[nibble][1].lanes[nibble >> 2] = 0xffffffffu;
+      }
+      return m;
+    }();
+    for (std::int64_t g = 0; g < cols / 4; ++g) {
+      const unsigned nibble = (static_cast<unsigned>(indices[g >> 1]) >> ((g & 1) * 4)) & 0xfu;
+      const std::int64_t k = g * 2;
+      const auto word = static_cast<std::uint32_t>(words[k / kPerWord]);
+      const auto shift = static_cast<unsigned>(Bits * (k % kPerWord));
+      const float s = scales[g * 4 / group_size];
+      const float v0 = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s;
+      const float v1 = (static_cast<float>(static_cast<int>((word >> (shift + Bits)) & kMask) - kBias) + offset) * s;
+      const __m128 m0 = _mm_load_ps(reinterpret_cast<const float*>(masks[nibble][0].lanes));
+      const __m128 m1 = _mm_load_ps(reinterpret_cast<const float*>(masks[nibble][1].lanes));
+      const __m128 first = _mm_and_ps(m0, _mm_set1_ps(v0));
+      _mm_storeu_ps(out + g * 4, _mm_or_ps(_mm_and_ps(m1, _mm_set1_ps(v1)), _mm_andnot_ps(m1, first)));
+    }
+    return;
+  }
+#endif
+  std::fill(out, out + cols, 0.0f);
   for (std::int64_t g = 0; g < cols / 4; ++g) {
     const unsigned nibble = (static_cast<unsigned>(indices[g >> 1]) >> ((g & 1) * 4)) & 0xfu;
     const std::int64_t k = g * 2; // the pair shares a word (kPerWord is even)
