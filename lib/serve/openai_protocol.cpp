@@ -320,24 +320,38 @@ chunk_head(Endpoint endpoint, const ResponseIdentity& who) {
 std::string
 stream_event(const std::string& head, Endpoint endpoint, int index, const std::string& text, bool first,
              const char* finish_reason, bool include_usage, const json& logprobs, const json& timing) {
-  json choice = {{"index", index}};
+  // Written field by field in the order a json object of the chunk dumps them (the test holds
+  // the two equal): one string built per token instead of a tree of objects.
+  std::string out;
+  out.reserve(head.size() + text.size() + 128);
+  out += "data: ";
+  out += head;
+  out += R"(,"choices":[{"index":)";
+  out += std::to_string(index);
   if (endpoint == Endpoint::chat) {
-    json delta = json::object();
+    out += R"(,"delta":{)";
     if (first)
-      delta["role"] = "assistant";
-    if (!text.empty() || (first && finish_reason == nullptr))
-      delta["content"] = text;
-    choice["delta"] = std::move(delta);
+      out += R"("role":"assistant")";
+    if (!text.empty() || (first && finish_reason == nullptr)) {
+      out += first ? R"(,"content":)" : R"("content":)";
+      out += json(text).dump();
+    }
+    out += "}";
   } else {
-    choice["text"] = text;
+    out += R"(,"text":)";
+    out += json(text).dump();
   }
-  choice["logprobs"] = logprobs;
-  choice["finish_reason"] = reason(finish_reason);
-  std::string out = "data: " + head + R"(,"choices":[)" + choice.dump() + "]";
+  out += R"(,"logprobs":)";
+  out += logprobs.is_null() ? std::string("null") : logprobs.dump();
+  out += R"(,"finish_reason":)";
+  out += finish_reason == nullptr ? std::string("null") : json(finish_reason).dump();
+  out += "}]";
   if (include_usage)
     out += R"(,"usage":null)";
-  if (!timing.is_null())
-    out += R"(,"timing":)" + timing.dump();
+  if (!timing.is_null()) {
+    out += R"(,"timing":)";
+    out += timing.dump();
+  }
   out += "}\n\n";
   return out;
 }
