@@ -1,8 +1,10 @@
 // libFuzzer target: arbitrary bytes as the body of /v1/completions and /v1/chat/completions.
 // Properties: parsing either accepts or throws BadRequest (never another exception, a crash or a
 // hang), and what it accepts is in range (sampling, penalties, logit_bias, n) — what the engine is
-// then handed cannot be invalid.
+// then handed cannot be invalid; a stream chunk carrying the request's strings parses back to them.
 #include "serve/openai_protocol.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -39,9 +41,21 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     for (const auto& [token, bias] : request.generation.logit_bias)
       if (token < 0 || !(std::fabs(bias) <= 100))
         __builtin_trap();
-    (void)optkit::serve::response_body(endpoint, optkit::serve::new_identity(endpoint, request.model),
-                                       {{"text", "stop", nullptr}}, {1, 2}, nullptr)
-        .dump();
+    const auto who = optkit::serve::new_identity(endpoint, request.model);
+    (void)optkit::serve::response_body(endpoint, who, {{"text", "stop", nullptr}}, {1, 2}, nullptr).dump();
+    // The stream chunk written by hand, with the request's own strings as model and text, is one
+    // JSON object carrying them unchanged.
+    const std::string event =
+        optkit::serve::stream_event(optkit::serve::chunk_head(endpoint, who), endpoint, 0, request.model, true, "stop",
+                                    request.include_usage);
+    if (!event.starts_with("data: ") || !event.ends_with("\n\n"))
+      __builtin_trap();
+    const auto chunk = nlohmann::ordered_json::parse(event.substr(6, event.size() - 8));
+    const auto& choice = chunk.at("choices").at(0);
+    if (chunk.at("model") != request.model ||
+        (endpoint == Endpoint::chat ? choice.at("delta").value("content", std::string())
+                                    : choice.at("text").get<std::string>()) != request.model)
+      __builtin_trap();
   } catch (const optkit::serve::BadRequest&) {
   }
   return 0;
