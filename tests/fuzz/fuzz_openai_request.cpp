@@ -45,9 +45,8 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     (void)optkit::serve::response_body(endpoint, who, {{"text", "stop", nullptr}}, {1, 2}, nullptr).dump();
     // The stream chunk written by hand, with the request's own strings as model and text, is one
     // JSON object carrying them unchanged.
-    const std::string event =
-        optkit::serve::stream_event(optkit::serve::chunk_head(endpoint, who), endpoint, 0, request.model, true, "stop",
-                                    request.include_usage);
+    const std::string event = optkit::serve::stream_event(optkit::serve::chunk_head(endpoint, who), endpoint, 0,
+                                                          request.model, true, "stop", request.include_usage);
     if (!event.starts_with("data: ") || !event.ends_with("\n\n"))
       __builtin_trap();
     const auto chunk = nlohmann::ordered_json::parse(event.substr(6, event.size() - 8));
