@@ -9,6 +9,12 @@ export OPTKIT_ARCHIVE="$SCRATCH/archive.db"
 export HOME="$SCRATCH/home" # no user config file leaks in
 unset OPTKIT_CONFIG XDG_CONFIG_HOME XDG_DATA_HOME
 
+# sanitizer_build: true when $OPTKIT is the ASan+UBSan build, which serves ~10x slower. clang links
+# the sanitizer runtime into the binary, so ldd cannot tell; --version says so.
+sanitizer_build() {
+  "$OPTKIT" --version 2>/dev/null | grep -q '(ASan+UBSan)'
+}
+
 fail() {
   echo "FAIL: $*" >&2
   exit 1

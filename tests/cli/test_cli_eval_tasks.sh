@@ -22,7 +22,7 @@ YAML
 # A sanitizer build serves ~10x slower: it runs the first 80 problems (still p < 1e-10 for int2),
 # a Release build all 200.
 items=200
-ldd "$OPTKIT" | grep -q libasan && items=80
+sanitizer_build && items=80
 limit=(--limit "$items")
 
 # The baseline: the task model itself.

@@ -112,7 +112,7 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["reused_tasks"]
 # below, which exercises no flow code, to the Release build.)
 kill_stages=(compress gate bench)
 asan=0
-ldd "$OPTKIT" | grep -q libasan && asan=1 && kill_stages=(gate)
+sanitizer_build && asan=1 && kill_stages=(gate)
 for stage in "${kill_stages[@]}"; do
   out="$SCRATCH/killed-$stage"
   "$OPTKIT" -q flow run "$SCRATCH/job.yaml" -o "$out" >/dev/null 2>&1 &

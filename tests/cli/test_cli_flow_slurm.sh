@@ -36,7 +36,7 @@ run --quiet flow run "$SCRATCH/slurm.yaml" -o "$SCRATCH/slurm" --format json
 expect_rc 0
 reference=$(model_digest "$SCRATCH/slurm")
 # The same job run locally chooses the same model (left to Release: the sanitizer build serves ~10x slower).
-if ! ldd "$OPTKIT" | grep -q libasan; then
+if ! sanitizer_build; then
   run --quiet flow run "$SCRATCH/local.yaml" -o "$SCRATCH/local"
   expect_rc 0
   expect_eq "$(model_digest "$SCRATCH/local")" "$reference"
