@@ -269,7 +269,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     // Only a failed closed-loop gate (one request at a time) shows no rate can work; a search
     // that ran out of trials has only not found one yet.
     const std::string stop_reason = outcome.bench.value("stop_reason", std::string());
-    if (stop_reason.empty() || stop_reason == "the closed-loop gate failed" || stop_reason.starts_with("converged"))
+    if (stop_reason.empty() || stop_reason == "the closed-loop gate failed")
       outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe,
                                     chosen.trial, why);
     else

@@ -33,6 +33,12 @@ namespace {
 
 const std::string kBody = R"({"prompt": "Hello there", "max_tokens": 4, "stream": true, "ignore_eos": true})";
 
+// A stream that arrived whole ends with the [DONE] event.
+bool
+complete_stream(const std::string& body) {
+  return body.ends_with("data: [DONE]\n\n");
+}
+
 // Streams requests from `clients` threads for `seconds`; returns completed streams per second.
 double
 load(int port, int clients, double seconds) {
@@ -48,7 +54,7 @@ load(int port, int clients, double seconds) {
           body += piece;
           return true;
         });
-        if (r.status == 200 && body.size() >= 14 && body.compare(body.size() - 14, 14, "data: [DONE]\n\n") == 0)
+        if (r.status == 200 && complete_stream(body))
           ++completed;
         else
           ++failed;
@@ -82,7 +88,7 @@ load_async(int port, int connections, double seconds) {
                      return true;
                    },
                    [&, body](http::AsyncResult r) {
-                     if (r.status == 200 && r.error.empty() && body->ends_with("data: [DONE]\n\n"))
+                     if (r.status == 200 && r.error.empty() && complete_stream(*body))
                        ++completed;
                      else
                        ++failed;
