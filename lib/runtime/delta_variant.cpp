@@ -1,5 +1,6 @@
 #include "runtime/delta_variant.hpp"
 
+#include "runtime/delta_decode.hpp"
 #include "runtime/dot_rows.hpp"
 
 #include "core/error.hpp"
@@ -12,10 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace optkit::runtime {
 
@@ -34,146 +31,23 @@ CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& m
   const auto stored = artifact.stored_delta(module, rows, cols);
   auto d = std::unique_ptr<CompressedDelta>(new CompressedDelta());
   d->m_rows = rows;
-  d->m_cols = cols;
-  d->m_bits = stored.bits;
-  d->m_sparse = stored.sparse;
-  d->m_words = stored.words;
-  d->m_offset = stored.offset;
-  d->m_groups = stored.groups;
-  d->m_group_size = stored.group_size;
-  d->m_values = stored.values;
-  d->m_indices = stored.indices;
   d->m_scales = stored.scale.to_floats();
+  d->m_codes = {stored.bits,       stored.sparse, stored.offset, cols,           stored.words,
+                stored.group_size, stored.groups, stored.values, stored.indices, d->m_scales.data()};
   return d;
 }
 
-namespace {
-
-// One 2:4 row decoded and scaled in one pass, `Bits` known at compile time: per group of four
-// columns a nibble of kept positions and two values from one packed word.
-template <int Bits>
-void
-decode_sparse_row(const std::int32_t* words, const std::uint8_t* indices, std::int64_t cols, float offset,
-                  const float* scales, std::int64_t group_size, float* out) {
-  constexpr std::int64_t kPerWord = 32 / Bits;
-  constexpr std::uint32_t kMask = (1u << Bits) - 1u;
-  constexpr int kBias = 1 << (Bits - 1);
-  const bool aligned = group_size % 4 == 0; // a group of four never straddles two scales
-#if defined(__SSE2__)
-  if (aligned) {
-    // Each group's four columns in one store: the kept two placed by masks looked up by the
-    // group's nibble (the second wins should both name one column, as the scalar path's order).
-    struct alignas(16) Mask {
-      std::uint32_t lanes[4];
-    };
-    static const auto masks = [] {
-      std::array<std::array<Mask, 2>, 16> m{};
-      for (unsigned nibble = 0; nibble < 16; ++nibble) {
-        m[nibble][0].lanes[nibble & 3u] = 0xffffffffu;
-        m[nibble][1].lanes[nibble >> 2] = 0xffffffffu;
-      }
-      return m;
-    }();
-    for (std::int64_t g = 0; g < cols / 4; ++g) {
-      const unsigned nibble = (static_cast<unsigned>(indices[g >> 1]) >> ((g & 1) * 4)) & 0xfu;
-      const std::int64_t k = g * 2;
-      const auto word = static_cast<std::uint32_t>(words[k / kPerWord]);
-      const auto shift = static_cast<unsigned>(Bits * (k % kPerWord));
-      const float s = scales[g * 4 / group_size];
-      const float v0 = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s;
-      const float v1 = (static_cast<float>(static_cast<int>((word >> (shift + Bits)) & kMask) - kBias) + offset) * s;
-      const __m128 m0 = _mm_load_ps(reinterpret_cast<const float*>(masks[nibble][0].lanes));
-      const __m128 m1 = _mm_load_ps(reinterpret_cast<const float*>(masks[nibble][1].lanes));
-      const __m128 first = _mm_and_ps(m0, _mm_set1_ps(v0));
-      _mm_storeu_ps(out + g * 4, _mm_or_ps(_mm_and_ps(m1, _mm_set1_ps(v1)), _mm_andnot_ps(m1, first)));
-    }
-    return;
-  }
-#endif
-  std::fill(out, out + cols, 0.0f);
-  for (std::int64_t g = 0; g < cols / 4; ++g) {
-    const unsigned nibble = (static_cast<unsigned>(indices[g >> 1]) >> ((g & 1) * 4)) & 0xfu;
-    const std::int64_t k = g * 2; // the pair shares a word (kPerWord is even)
-    const auto word = static_cast<std::uint32_t>(words[k / kPerWord]);
-    const auto shift = static_cast<unsigned>(Bits * (k % kPerWord));
-    const std::int64_t c0 = g * 4 + (nibble & 3u), c1 = g * 4 + (nibble >> 2);
-    const float s0 = scales[(aligned ? g * 4 : c0) / group_size], s1 = aligned ? s0 : scales[c1 / group_size];
-    out[c0] = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s0;
-    out[c1] = (static_cast<float>(static_cast<int>((word >> (shift + Bits)) & kMask) - kBias) + offset) * s1;
-  }
-}
-
-// One dense row decoded and scaled, `Bits` known at compile time and one scale per run of
-// group_size columns (no per-element division): the embedding and LM head Δs take this path.
-template <int Bits>
-void
-decode_dense_row(const std::int32_t* words, std::int64_t cols, float offset, const float* scales,
-                 std::int64_t group_size, float* out) {
-  constexpr std::int64_t kPerWord = 32 / Bits;
-  constexpr std::uint32_t kMask = (1u << Bits) - 1u;
-  constexpr int kBias = 1 << (Bits - 1);
-  for (std::int64_t c0 = 0; c0 < cols; c0 += group_size) {
-    const float s = scales[c0 / group_size];
-    const std::int64_t end = std::min(cols, c0 + group_size);
-    for (std::int64_t c = c0; c < end; ++c) {
-      const auto word = static_cast<std::uint32_t>(words[c / kPerWord]);
-      const auto shift = static_cast<unsigned>(Bits * (c % kPerWord));
-      out[c] = (static_cast<float>(static_cast<int>((word >> shift) & kMask) - kBias) + offset) * s;
-    }
-  }
-}
-
-} // namespace
-
 void
 CompressedDelta::decode_rows(std::int64_t r0, std::int64_t n, float* out) const {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = r0 + i;
-    float* row = out + i * m_cols;
-    const std::int32_t* words = m_values + r * m_words;
-    const float* scales = m_scales.data() + r * m_groups;
-    if (m_sparse) {
-      const std::uint8_t* indices = m_indices + r * m_cols / 8;
-      switch (m_bits) {
-      case 2:
-        decode_sparse_row<2>(words, indices, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      case 4:
-        decode_sparse_row<4>(words, indices, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      case 8:
-        decode_sparse_row<8>(words, indices, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      default:
-        quant::decode_sparse_2_4_row(words, indices, m_cols, m_bits, m_offset, row);
-      }
-    } else {
-      switch (m_bits) {
-      case 2:
-        decode_dense_row<2>(words, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      case 4:
-        decode_dense_row<4>(words, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      case 8:
-        decode_dense_row<8>(words, m_cols, m_offset, scales, m_group_size, row);
-        continue;
-      default:
-        for (std::int64_t c = 0; c < m_cols; ++c)
-          row[c] = static_cast<float>(quant::unpack_value(words, c, m_bits)) + m_offset;
-      }
-    }
-    for (std::int64_t c = 0; c < m_cols; ++c)
-      row[c] *= scales[c / m_group_size];
-  }
+  decode_delta_rows(m_codes, r0, n, out);
 }
 
 void
 CompressedDelta::row_add(std::int64_t r, float* out) const {
   thread_local std::vector<float> row;
-  row.resize(static_cast<std::size_t>(m_cols));
+  row.resize(static_cast<std::size_t>(m_codes.cols));
   decode_rows(r, 1, row.data());
-  for (std::int64_t c = 0; c < m_cols; ++c)
+  for (std::int64_t c = 0; c < m_codes.cols; ++c)
     out[c] += row[static_cast<std::size_t>(c)];
 }
 
@@ -182,7 +56,7 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
   const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
   pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
     thread_local std::vector<float> decoded;
-    decoded.resize(static_cast<std::size_t>(kDecodeBlockRows * m_cols));
+    decoded.resize(static_cast<std::size_t>(kDecodeBlockRows * m_codes.cols));
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t r0 = b * kDecodeBlockRows, n = std::min(kDecodeBlockRows, m_rows - r0);
       decode_rows(r0, n, decoded.data()); // once per block, for every row of the segment
@@ -191,23 +65,23 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
         // without sgemm's packing of both operands (which costs more than the product here).
         thread_local std::vector<float> part;
         part.resize(static_cast<std::size_t>(m * n));
-        dot_rows(decoded.data(), m_cols, 0, n, x, m, part.data(), n);
+        dot_rows(decoded.data(), m_codes.cols, 0, n, x, m, part.data(), n);
         for (std::int64_t i = 0; i < m; ++i)
           for (std::int64_t r = 0; r < n; ++r)
             y[i * ldy + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
         continue;
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-                  static_cast<blasint>(m_cols), 1.0f, x, static_cast<blasint>(m_cols), decoded.data(),
-                  static_cast<blasint>(m_cols), 1.0f, y + r0, static_cast<blasint>(ldy));
+                  static_cast<blasint>(m_codes.cols), 1.0f, x, static_cast<blasint>(m_codes.cols), decoded.data(),
+                  static_cast<blasint>(m_codes.cols), 1.0f, y + r0, static_cast<blasint>(ldy));
     }
   });
 }
 
 std::uint64_t
 CompressedDelta::storage_bytes() const {
-  return static_cast<std::uint64_t>(m_rows) *
-             (static_cast<std::uint64_t>(m_words) * 4 + (m_sparse ? static_cast<std::uint64_t>(m_cols) / 8 : 0)) +
+  return static_cast<std::uint64_t>(m_rows) * (static_cast<std::uint64_t>(m_codes.words) * 4 +
+                                               (m_codes.sparse ? static_cast<std::uint64_t>(m_codes.cols) / 8 : 0)) +
          m_scales.size() * 4;
 }
 

@@ -10,6 +10,7 @@
 #include "core/thread_pool.hpp"
 #include "quant/delta_format.hpp"
 #include "runtime/decoder_weights.hpp"
+#include "runtime/delta_decode.hpp"
 #include "runtime/lora_adapter.hpp"
 
 #include <filesystem>
@@ -26,7 +27,7 @@ public:
   static std::unique_ptr<CompressedDelta> load(const quant::DeltaArtifact& artifact, const std::string& module,
                                                std::int64_t rows, std::int64_t cols);
   std::int64_t rows() const { return m_rows; }
-  std::int64_t cols() const { return m_cols; }
+  std::int64_t cols() const { return m_codes.cols; }
   // y[m, rows] += x[m, cols] · Δᵀ (y's rows are `ldy` floats apart).
   void multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const;
   // out[cols] += Δ[r, :]
@@ -34,28 +35,12 @@ public:
   // Δ rows [r0, r0 + n) as fp32, into out[n, cols].
   void decode_rows(std::int64_t r0, std::int64_t n, float* out) const;
   std::uint64_t storage_bytes() const;
-  // The packed form as stored, for a device to take as it is: codes [rows, words], kept positions
-  // [rows, cols/8] when sparse (else null), scales [rows, groups] widened to fp32.
-  struct Packed {
-    int bits = 0;
-    bool sparse = true;
-    float offset = 0;
-    std::int64_t words = 0, group_size = 0, groups = 0;
-    const std::int32_t* values = nullptr;
-    const std::uint8_t* indices = nullptr;
-    const float* scales = nullptr;
-  };
-  Packed packed() const {
-    return {m_bits, m_sparse, m_offset, m_words, m_group_size, m_groups, m_values, m_indices, m_scales.data()};
-  }
+  // The packed form as stored, for a device to take as it is.
+  const DeltaCodes& codes() const { return m_codes; }
 
 private:
-  std::int64_t m_rows = 0, m_cols = 0, m_words = 0, m_group_size = 0, m_groups = 0;
-  int m_bits = 0;
-  float m_offset = 0;
-  bool m_sparse = true;
-  const std::int32_t* m_values = nullptr;
-  const std::uint8_t* m_indices = nullptr;
+  std::int64_t m_rows = 0;
+  DeltaCodes m_codes; // its scales are m_scales'
   std::vector<float> m_scales;
 };
 

@@ -79,7 +79,7 @@ DeviceLinearLayers::set_variant(std::int32_t slot, const DeltaVariant* variant) 
   const auto put = [&](int matrix, const VariantMatrix& m) {
     if (!m.delta)
       return;
-    const auto p = m.delta->packed();
+    const auto& p = m.delta->codes();
     const cuda::PackedDelta packed{p.bits,   p.sparse, p.offset,  p.words, p.group_size,
                                    p.groups, p.values, p.indices, p.scales};
     if (!cuda::DeviceLinears::takes(packed, narrow(m.delta->cols(), "columns")))
