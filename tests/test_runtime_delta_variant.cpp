@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/safetensors_writer.hpp"
 #include "quant/delta_format.hpp"
+#include "quant/packing.hpp"
 #include "runtime/transformer.hpp"
 #include "support/delta_fixture.hpp"
 #include "support/test_support.hpp"
@@ -104,48 +105,68 @@ TEST_CASE("a delta of another base, or an unknown variant id, is refused by name
   CHECK_THROWS_WITH_AS(served.forward(batch), doctest::Contains("names variant 3"), InputError);
 }
 
-TEST_CASE("the fused decode of 2-, 4- and 8-bit 2:4 deltas equals the artifact's reference decode") {
-  const std::int64_t rows = 5, cols = 96; // scale groups of 32, or of 14 (straddling groups of four)
-  for (const int bits : {2, 4, 8}) {
-    for (const std::int64_t groups : {3, 7}) {
-      CAPTURE(bits);
-      CAPTURE(groups);
-      std::mt19937 rng(static_cast<std::uint32_t>(bits * 10 + groups));
-      const int high = (1 << (bits - 1)) - 1;
-      std::uniform_int_distribution<int> value(-high - 1, high), pick(0, 3);
-      std::vector<float> q(static_cast<std::size_t>(rows * cols));
-      std::vector<std::uint8_t> kept(q.size());
-      for (std::int64_t g = 0; g < rows * cols / 4; ++g) {
-        const int a = pick(rng), b = (a + 1 + pick(rng) % 3) % 4;
-        for (const int p : {a, b}) {
-          kept[static_cast<std::size_t>(g * 4 + p)] = 1;
-          q[static_cast<std::size_t>(g * 4 + p)] = static_cast<float>(value(rng));
+// The kernel file's decode (AVX2 on x86-64 where the shape allows) against quant's reference. The
+// shapes: 96 columns in scale groups of 32 (the vector path), or of 14 (groups straddling four
+// columns: the loops), and 104 columns (not a run of 16: the loops). Some 2:4 nibbles name one
+// column twice or their columns in falling order, as a corrupted file could.
+TEST_CASE("the decode of 2-, 4- and 8-bit deltas, 2:4 and dense, equals the artifact's reference decode") {
+  const std::int64_t rows = 5;
+  for (const bool sparse : {true, false})
+    for (const int bits : {2, 4, 8})
+      for (const auto& [cols, groups] : {std::pair<std::int64_t, std::int64_t>{96, 3}, {96, 7}, {104, 1}}) {
+        CAPTURE(sparse);
+        CAPTURE(bits);
+        CAPTURE(cols);
+        CAPTURE(groups);
+        std::mt19937 rng(static_cast<std::uint32_t>(bits * 10 + groups + cols));
+        const int high = (1 << (bits - 1)) - 1;
+        std::uniform_int_distribution<int> value(-high - 1, high), pick(0, 3);
+        std::vector<float> scales(static_cast<std::size_t>(rows * groups));
+        for (std::size_t i = 0; i < scales.size(); ++i)
+          scales[i] = 0.01f * static_cast<float>(i + 1);
+        model::TensorSet set;
+        set.add_values("m.delta_scale", model::DType::f32, {rows, groups}, scales);
+        if (sparse) {
+          std::vector<float> q(static_cast<std::size_t>(rows * cols));
+          std::vector<std::uint8_t> kept(q.size());
+          for (std::int64_t g = 0; g < rows * cols / 4; ++g) {
+            const int a = pick(rng), b = (a + 1 + pick(rng) % 3) % 4;
+            for (const int p : {a, b}) {
+              kept[static_cast<std::size_t>(g * 4 + p)] = 1;
+              q[static_cast<std::size_t>(g * 4 + p)] = static_cast<float>(value(rng));
+            }
+          }
+          auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
+          enc.indices[1] = 0x5a; // groups 2 and 3: columns 2 and 2, then 1 and 1
+          enc.indices[6] = 0x1e; // columns 2 then 3, then 1 then 0
+          set.add_values("m.delta_values", model::DType::i32,
+                         {rows, static_cast<std::int64_t>(enc.values.size()) / rows}, enc.values);
+          set.add_values("m.delta_indices", model::DType::u8, {rows, cols / 8}, enc.indices);
+        } else {
+          std::vector<std::int8_t> q(static_cast<std::size_t>(rows * cols));
+          for (auto& v : q)
+            v = static_cast<std::int8_t>(value(rng));
+          const auto packed = quant::pack_rows(q, rows, cols, bits);
+          set.add_values("m.delta_packed", model::DType::i32, {rows, static_cast<std::int64_t>(packed.size()) / rows},
+                         packed);
         }
+        test::ScratchDir dir;
+        model::write_safetensors(dir / "delta.safetensors", set.tensors());
+        const auto text = test::read_text(dir / "delta.safetensors");
+        const auto* begin = reinterpret_cast<const std::byte*>(text.data());
+        const nlohmann::json config = {{"format", "optkit-delta"},
+                                       {"version", 1},
+                                       {"bits", bits},
+                                       {"levels", "midrise"},
+                                       {"base", nlohmann::json::object()}};
+        const quant::DeltaArtifact artifact(config, std::vector<std::byte>(begin, begin + text.size()), "test");
+        const auto delta = CompressedDelta::load(artifact, "m", rows, cols);
+        REQUIRE(delta);
+        std::vector<float> decoded(static_cast<std::size_t>(rows * cols));
+        delta->decode_rows(0, rows, decoded.data());
+        CHECK(decoded == artifact.decode_delta("m", rows, cols));
+        std::vector<float> tail(static_cast<std::size_t>(2 * cols)); // rows 3 and 4 alone
+        delta->decode_rows(3, 2, tail.data());
+        CHECK(std::equal(tail.begin(), tail.end(), decoded.begin() + 3 * cols));
       }
-      const auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
-      std::vector<float> scales(static_cast<std::size_t>(rows * groups));
-      for (std::size_t i = 0; i < scales.size(); ++i)
-        scales[i] = 0.01f * static_cast<float>(i + 1);
-      model::TensorSet set;
-      set.add_values("m.delta_values", model::DType::i32, {rows, static_cast<std::int64_t>(enc.values.size()) / rows},
-                     enc.values);
-      set.add_values("m.delta_indices", model::DType::u8, {rows, cols / 8}, enc.indices);
-      set.add_values("m.delta_scale", model::DType::f32, {rows, groups}, scales);
-      test::ScratchDir dir;
-      model::write_safetensors(dir / "delta.safetensors", set.tensors());
-      const auto text = test::read_text(dir / "delta.safetensors");
-      const auto* begin = reinterpret_cast<const std::byte*>(text.data());
-      const nlohmann::json config = {{"format", "optkit-delta"},
-                                     {"version", 1},
-                                     {"bits", bits},
-                                     {"levels", "midrise"},
-                                     {"base", nlohmann::json::object()}};
-      const quant::DeltaArtifact artifact(config, std::vector<std::byte>(begin, begin + text.size()), "test");
-      const auto delta = CompressedDelta::load(artifact, "m", rows, cols);
-      REQUIRE(delta);
-      std::vector<float> fused(static_cast<std::size_t>(rows * cols));
-      delta->decode_rows(0, rows, fused.data());
-      CHECK(fused == artifact.decode_delta("m", rows, cols));
-    }
-  }
 }
