@@ -170,20 +170,21 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   const std::int64_t group = c.num_heads / c.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Causal attention costs grow with position, so equal contiguous shares would leave the thread
-  // with the early rows idle: threads take chunks of (row, head) jobs as they go instead.
-  const std::int64_t jobs = rows * c.num_heads;
+  // with the early rows idle: threads take chunks of (row, KV head) jobs as they go instead.
+  const std::int64_t jobs = rows * c.num_kv_heads;
   const std::int64_t chunk = std::max<std::int64_t>(1, jobs / (8 * static_cast<std::int64_t>(pool.size())));
   pool.parallel_for(
       jobs,
       [&](std::int64_t a, std::int64_t b) {
-        thread_local std::vector<float> scores;
+        thread_local std::vector<float> scratch;
         for (std::int64_t job = a; job < b; ++job) {
-          const std::int64_t r = job / c.num_heads, head = job % c.num_heads;
+          const std::int64_t r = job / c.num_kv_heads, kv_head = job % c.num_kv_heads;
           const auto pos = batch.position[static_cast<std::size_t>(r)];
           const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
-          scores.resize(std::max(scores.size(), static_cast<std::size_t>(pos + 1)));
-          attend(q + r * q_dim + head * hd, m_row_cache[static_cast<std::size_t>(r)], (head / group) * hd, first, pos,
-                 hd, scale, scores.data(), attended + r * q_dim + head * hd);
+          scratch.resize(std::max(scratch.size(), static_cast<std::size_t>(group * (pos + 3))));
+          const std::int64_t head = kv_head * group; // the group's first query head
+          attend(q + r * q_dim + head * hd, group, m_row_cache[static_cast<std::size_t>(r)], kv_head * hd, first, pos,
+                 hd, scale, scratch.data(), attended + r * q_dim + head * hd);
         }
       },
       chunk);

@@ -1,6 +1,7 @@
 #include "runtime/kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace optkit::runtime {
@@ -33,37 +34,63 @@ silu_multiply(float* gate, const float* up, std::int64_t n) {
   }
 }
 
+namespace {
+
+// Σ a[d]·b[d] in eight interleaved partial sums: one serial chain of adds would make each score
+// wait head_dim additions' latency; these the compiler keeps in vector registers.
+float
+dot(const float* a, const float* b, std::int64_t n) {
+  constexpr std::int64_t kLanes = 8;
+  std::array<float, kLanes> part{};
+  std::int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes)
+    for (std::int64_t j = 0; j < kLanes; ++j)
+      part[static_cast<std::size_t>(j)] += a[d + j] * b[d + j];
+  for (; d < n; ++d)
+    part[0] += a[d] * b[d];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+} // namespace
+
 void
-attend(const float* query, const KvRows& cache, std::int64_t offset, std::int64_t first, std::int64_t position,
-       std::int64_t head_dim, float scale, float* scores, float* out) {
-  // Block by block, so the inner loops walk contiguous rows.
-  const std::int64_t bt = cache.block_tokens, stride = cache.stride;
-  float max_score = -INFINITY;
+attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
+       std::int64_t position, std::int64_t head_dim, float scale, float* scratch, float* out) {
+  // Block by block, so the inner loops walk contiguous rows; each key and value row is read once
+  // for all the heads that share it.
+  const std::int64_t bt = cache.block_tokens, stride = cache.stride, span = position + 1;
+  float* const max_score = scratch + heads * span;
+  float* const total = max_score + heads;
+  std::fill(max_score, max_score + heads, -INFINITY);
   for (std::int64_t block = first / bt; block <= position / bt; ++block) {
     const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
     const float* k = cache.key_blocks[block] + (t0 - block * bt) * stride + offset;
-    for (std::int64_t t = t0; t <= t1; ++t, k += stride) {
-      float s = 0.0f;
-      for (std::int64_t d = 0; d < head_dim; ++d)
-        s += query[d] * k[d];
-      scores[t] = s * scale;
-      max_score = std::max(max_score, scores[t]);
+    for (std::int64_t t = t0; t <= t1; ++t, k += stride)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float& score = scratch[h * span + t];
+        score = dot(queries + h * head_dim, k, head_dim) * scale;
+        max_score[h] = std::max(max_score[h], score);
+      }
+  }
+  for (std::int64_t h = 0; h < heads; ++h) {
+    float* scores = scratch + h * span;
+    total[h] = 0.0f;
+    for (std::int64_t t = first; t <= position; ++t) {
+      scores[t] = std::exp(scores[t] - max_score[h]);
+      total[h] += scores[t];
     }
   }
-  float total = 0.0f;
-  for (std::int64_t t = first; t <= position; ++t) {
-    scores[t] = std::exp(scores[t] - max_score);
-    total += scores[t];
-  }
-  std::fill(out, out + head_dim, 0.0f);
+  std::fill(out, out + heads * head_dim, 0.0f);
   for (std::int64_t block = first / bt; block <= position / bt; ++block) {
     const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
     const float* v = cache.value_blocks[block] + (t0 - block * bt) * stride + offset;
-    for (std::int64_t t = t0; t <= t1; ++t, v += stride) {
-      const float p = scores[t] / total;
-      for (std::int64_t d = 0; d < head_dim; ++d)
-        out[d] += p * v[d];
-    }
+    for (std::int64_t t = t0; t <= t1; ++t, v += stride)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const float p = scratch[h * span + t] / total[h];
+        float* o = out + h * head_dim;
+        for (std::int64_t d = 0; d < head_dim; ++d)
+          o[d] += p * v[d];
+      }
   }
 }
 

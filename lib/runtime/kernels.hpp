@@ -28,10 +28,11 @@ struct KvRows {
   float* value(std::int64_t p) const { return value_blocks[p / block_tokens] + (p % block_tokens) * stride; }
 };
 
-// Causal attention of one query head at absolute position `position` over the cached rows of
-// positions [first, position] (the head's slice of a row starts at `offset`). Writes head_dim
-// outputs; `scores` needs position + 1 floats of scratch.
-void attend(const float* query, const KvRows& cache, std::int64_t offset, std::int64_t first, std::int64_t position,
-            std::int64_t head_dim, float scale, float* scores, float* out);
+// Causal attention of `heads` query heads that share one KV head (GQA's group), at absolute
+// position `position`, over the cached rows of positions [first, position] (the KV head's slice of
+// a row starts at `offset`). The queries and the outputs are `heads` rows of head_dim floats;
+// `scratch` needs heads · (position + 3) floats.
+void attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
+            std::int64_t position, std::int64_t head_dim, float scale, float* scratch, float* out);
 
 } // namespace optkit::runtime
