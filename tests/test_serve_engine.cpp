@@ -341,6 +341,38 @@ TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the 
     CHECK(c.tokens[cs[static_cast<std::size_t>(i)]] == greedy_alone(prompt_of(6 + i, 3 + i), 50, test::code_delta()));
 }
 
+TEST_CASE("--max-deltas 1 with preempt_skippers off (the swap baseline): line-skippers finish, their variant takes "
+          "no more, then the held request runs") {
+  // As above, but as vLLM-SCB batches a model's requests: nothing is preempted or computed twice.
+  // Once A (the variant-0 request that did not skip) finishes, the skippers C1..C4 run to their end
+  // while variant 0 admits no more — C5, submitted then, waits behind B, which runs next.
+  EngineUnderTest t({256, 2048, 1, false, false}, 0, true);
+  Collected c;
+  GenerationParams a_params = greedy(30), b_params = greedy(5), c_params = greedy(50);
+  a_params.variant = c_params.variant = t.variant;
+  b_params.variant = t.second_variant;
+  const auto a = t.submit(c, prompt_of(8, 1), a_params);
+  const auto b = t.submit(c, prompt_of(8, 2), b_params);
+  std::vector<RequestId> cs;
+  for (int i = 0; i < 4; ++i)
+    cs.push_back(t.submit(c, prompt_of(6 + i, 3 + i), c_params));
+  REQUIRE(c.wait_for(1));
+  const auto c5 = t.submit(c, prompt_of(7, 9), c_params);
+  REQUIRE(c.wait_for(7));
+  const auto position = [&](RequestId id) {
+    return std::find(c.finish_order.begin(), c.finish_order.end(), id) - c.finish_order.begin();
+  };
+  CHECK(position(a) == 0);
+  for (const auto id : cs)
+    CHECK(position(id) < position(b)); // the skippers were not preempted: B waited for them
+  CHECK(position(b) < position(c5));   // variant 0 took no new request while B waited
+  CHECK(t.engine->stats().preemptions == 0);
+  for (int i = 0; i < 4; ++i)
+    CHECK(c.tokens[cs[static_cast<std::size_t>(i)]] == greedy_alone(prompt_of(6 + i, 3 + i), 50, test::code_delta()));
+  CHECK(c.tokens[c5] == greedy_alone(prompt_of(7, 9), 50, test::code_delta()));
+  CHECK(c.tokens[b] == greedy_alone(prompt_of(8, 2), 5, test::code_delta()));
+}
+
 TEST_CASE("penalties: greedy decoding with repetition, frequency and presence penalties as a plain loop computes it") {
   const int count = 12;
   std::vector<TokenId> prompt; // a pattern the model continues, so that greedy decoding repeats tokens

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <set>
@@ -215,8 +216,14 @@ Engine::release_skippers() {
   const bool someone_blocked = std::any_of(m_waiting.begin(), m_waiting.end(), [&](const auto& r) {
     return takes_slot(r->params.variant) && active.count(r->params.variant) == 0;
   });
+  m_draining.clear();
   if (!someone_blocked || static_cast<int>(active.size()) < m_options.max_deltas)
     return 0;
+  if (!m_options.preempt_skippers) { // they finish instead, and their variant takes no more
+    std::set_difference(active.begin(), active.end(), held_by_others.begin(), held_by_others.end(),
+                        std::inserter(m_draining, m_draining.end()));
+    return 0;
+  }
   std::int64_t preempted = 0;
   for (auto it = m_running.begin(); it != m_running.end();) {
     const std::int32_t v = (*it)->params.variant;
@@ -410,8 +417,9 @@ Engine::step() {
        it != m_waiting.end() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
     Active& request = **it;
     const std::int32_t v = request.params.variant;
-    const bool allowed = !takes_slot(v) || active.count(v) > 0 || m_options.max_deltas <= 0 ||
-                         static_cast<int>(active.size()) < m_options.max_deltas;
+    const bool allowed = (!takes_slot(v) || active.count(v) > 0 || m_options.max_deltas <= 0 ||
+                          static_cast<int>(active.size()) < m_options.max_deltas) &&
+                         m_draining.count(v) == 0;
     if (!allowed) {
       blocked = true;
       ++it;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -49,6 +50,11 @@ struct EngineOptions {
   // The base counts against max_deltas like a delta: with max_deltas 1, one model per step — what
   // swap-full-model serving (SwapModel, the --baseline swap of serve-deltas) needs.
   bool base_takes_slot = false;
+  // What becomes of the line-skippers once their variant's other requests finished while a request
+  // waits for the slot: preempted and recomputed later (DeltaZip's policy, the default), or — false,
+  // as the swap baseline serves — left to finish while their variant admits no more, after which
+  // the waiting request gets the slot (nothing is computed twice; its wait grows by their length).
+  bool preempt_skippers = true;
 };
 
 struct GenerationParams {
@@ -148,6 +154,7 @@ private:
   // Engine-thread state.
   std::deque<std::unique_ptr<Active>> m_waiting;
   std::vector<std::unique_ptr<Active>> m_running; // in admission order
+  std::set<std::int32_t> m_draining; // variants that admit no more (preempt_skippers false; see release_skippers)
   std::thread m_thread;
 };
 

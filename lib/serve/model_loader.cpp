@@ -68,6 +68,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     loaded.model = std::move(swap);
     loaded.engine.max_deltas = 1;
     loaded.engine.base_takes_slot = true;
+    loaded.engine.preempt_skippers = false; // vLLM-SCB batches a model's requests; it computes nothing twice
     log::info("serve-deltas: --baseline swap: {} variants served as whole merged models, one loaded at a time",
               dirs.size());
     return loaded;

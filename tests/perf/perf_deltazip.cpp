@@ -9,7 +9,8 @@
 // The deltas are made once with the real `optkit compress delta` (delta_2of4_int4) into
 // $TMPDIR/perf_deltazip. Usage: perf_deltazip [requests, default 200] [rate req/s, default 20]
 //   [threads, default all] [seed, default 1] [device cpu|cuda[:N], default cpu: where the linear
-//   layers run, for both ways of serving]
+//   layers run, for both ways of serving] [traces, default 1: seeds seed, seed+1, …, each run all
+//   three ways, then the ratios over all of them: total tokens over total makespan]
 #include "model/tokenizer.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/engine.hpp"
@@ -101,7 +102,7 @@ make_trace(int count, double rate, std::uint32_t seed, const model::Tokenizer& t
 struct Result {
   double throughput = 0, mean_ttft = 0, p90_ttft = 0, makespan = 0;
   std::int64_t tokens = 0, failed = 0;
-  std::int64_t swaps = 0, steps = 0;
+  std::int64_t swaps = 0, steps = 0, preemptions = 0;
   double swap_seconds = 0;
 };
 
@@ -149,6 +150,7 @@ replay(const serve::ServeOptions& options, const model::Tokenizer& tokenizer, co
   engine.stop();
   Result r;
   r.steps = engine.stats().steps;
+  r.preemptions = engine.stats().preemptions;
   if (swap) {
     r.swaps = swap->swaps();
     r.swap_seconds = swap->swap_seconds();
@@ -175,7 +177,8 @@ main(int argc, char** argv) {
   const int requests = argc > 1 ? std::atoi(argv[1]) : 200;
   const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
   const unsigned threads = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 0;
-  const auto seed = static_cast<std::uint32_t>(argc > 4 ? std::atoi(argv[4]) : 1);
+  const auto first_seed = static_cast<std::uint32_t>(argc > 4 ? std::atoi(argv[4]) : 1);
+  const int traces = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
   const int output_tokens = 32;
 
   serve::ServeOptions options;
@@ -186,37 +189,59 @@ main(int argc, char** argv) {
   options.device = serve::parse_device(argc > 5 ? argv[5] : "cpu", "device");
   options.engine.max_num_seqs = 64;
   const auto tokenizer = model::Tokenizer::load_folder(options.base);
-  const auto trace = make_trace(requests, rate, seed, tokenizer);
-  std::array<int, 5> per_model{};
-  for (const auto& r : trace)
-    ++per_model[static_cast<std::size_t>(r.model + 1)];
-  fmt::print("trace: {} requests, Poisson {:.1f} req/s over {:.1f} s, Zipf-1.5 over base + 4 deltas "
-             "(requests: base {}, code {}, glosses {}, licenses {}, quotes {}), {} output tokens each\n",
-             requests, rate, trace.back().arrival_s, per_model[0], per_model[1], per_model[2], per_model[3],
-             per_model[4], output_tokens);
   if (options.device >= 0)
     fmt::print("linear layers on CUDA device {}\n", options.device);
-
-  options.delta_serving = serve::DeltaServing::decoupled;
-  const Result decoupled = replay(options, tokenizer, trace, output_tokens);
-  options.delta_serving = serve::DeltaServing::swap;
-  const Result swap = replay(options, tokenizer, trace, output_tokens);
-  // For reference: the same trace with every request sent to the base (what serving deltas costs).
-  auto base_only_trace = trace;
-  for (auto& r : base_only_trace)
-    r.model = -1;
-  options.delta_serving = serve::DeltaServing::decoupled;
-  const Result base_only = replay(options, tokenizer, base_only_trace, output_tokens);
   const auto row = [](const char* name, const Result& r) {
     fmt::print("{:<28} {:>8.1f} tok/s  mean TTFT {:>7.1f} ms  p90 TTFT {:>7.1f} ms  makespan {:>5.2f} s  {} steps  "
-               "{} swaps ({:.2f} s)  failed {}\n",
+               "{} swaps ({:.2f} s)  {} preempted  failed {}\n",
                name, r.throughput, r.mean_ttft * 1e3, r.p90_ttft * 1e3, r.makespan, r.steps, r.swaps, r.swap_seconds,
-               r.failed);
+               r.preemptions, r.failed);
   };
-  row("decoupled (serve-deltas)", decoupled);
-  row("swap full models (baseline)", swap);
-  row("(every request on the base)", base_only);
-  fmt::print("decoupled / swap: throughput {:.2f}x (goal >= 2x), mean TTFT {:.2f}x (goal <= 0.5x)\n",
-             decoupled.throughput / swap.throughput, decoupled.mean_ttft / swap.mean_ttft);
-  return decoupled.failed + swap.failed == 0 ? 0 : 1;
+  // Over all traces: tokens over summed makespans, and TTFT means weighted by request.
+  double tokens[2] = {0, 0}, makespan[2] = {0, 0}, ttft[2] = {0, 0};
+  std::vector<double> throughput_ratios;
+  std::int64_t failed = 0;
+  for (int t = 0; t < traces; ++t) {
+    const auto seed = first_seed + static_cast<std::uint32_t>(t);
+    const auto trace = make_trace(requests, rate, seed, tokenizer);
+    std::array<int, 5> per_model{};
+    for (const auto& r : trace)
+      ++per_model[static_cast<std::size_t>(r.model + 1)];
+    fmt::print("trace (seed {}): {} requests, Poisson {:.1f} req/s over {:.1f} s, Zipf-1.5 over base + 4 deltas "
+               "(requests: base {}, code {}, glosses {}, licenses {}, quotes {}), {} output tokens each\n",
+               seed, requests, rate, trace.back().arrival_s, per_model[0], per_model[1], per_model[2], per_model[3],
+               per_model[4], output_tokens);
+    options.delta_serving = serve::DeltaServing::decoupled;
+    const Result decoupled = replay(options, tokenizer, trace, output_tokens);
+    options.delta_serving = serve::DeltaServing::swap;
+    const Result swap = replay(options, tokenizer, trace, output_tokens);
+    // For reference: the same trace with every request sent to the base (what serving deltas costs).
+    auto base_only_trace = trace;
+    for (auto& r : base_only_trace)
+      r.model = -1;
+    options.delta_serving = serve::DeltaServing::decoupled;
+    const Result base_only = replay(options, tokenizer, base_only_trace, output_tokens);
+    row("decoupled (serve-deltas)", decoupled);
+    row("swap full models (baseline)", swap);
+    row("(every request on the base)", base_only);
+    fmt::print("decoupled / swap: throughput {:.2f}x (goal >= 2x), mean TTFT {:.2f}x (goal <= 0.5x)\n",
+               decoupled.throughput / swap.throughput, decoupled.mean_ttft / swap.mean_ttft);
+    throughput_ratios.push_back(decoupled.throughput / swap.throughput);
+    for (int i = 0; i < 2; ++i) {
+      const Result& r = i == 0 ? decoupled : swap;
+      tokens[i] += static_cast<double>(r.tokens);
+      makespan[i] += r.makespan;
+      ttft[i] += r.mean_ttft / traces;
+    }
+    failed += decoupled.failed + swap.failed;
+  }
+  if (traces > 1) {
+    std::sort(throughput_ratios.begin(), throughput_ratios.end());
+    fmt::print("over {} traces (seeds {}..{}): decoupled / swap throughput {:.2f}x (per trace {:.2f}x to {:.2f}x), "
+               "mean TTFT {:.2f}x\n",
+               traces, first_seed, first_seed + static_cast<std::uint32_t>(traces - 1),
+               (tokens[0] / makespan[0]) / (tokens[1] / makespan[1]), throughput_ratios.front(),
+               throughput_ratios.back(), ttft[0] / ttft[1]);
+  }
+  return failed == 0 ? 0 : 1;
 }
