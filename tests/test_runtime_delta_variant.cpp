@@ -3,18 +3,16 @@
 // perplexity --delta` runs): the logits agree to float tolerance, in a batch that mixes the base
 // and the variant, through prefill and decode.
 #include "core/error.hpp"
-#include "model/safetensors_writer.hpp"
 #include "quant/delta_format.hpp"
-#include "quant/packing.hpp"
 #include "runtime/transformer.hpp"
 #include "support/delta_fixture.hpp"
+#include "support/random_delta.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 using namespace optkit;
 using namespace optkit::runtime;
@@ -118,53 +116,13 @@ TEST_CASE("the decode of 2-, 4- and 8-bit deltas, 2:4 and dense, equals the arti
         CAPTURE(bits);
         CAPTURE(cols);
         CAPTURE(groups);
-        std::mt19937 rng(static_cast<std::uint32_t>(bits * 10 + groups + cols));
-        const int high = (1 << (bits - 1)) - 1;
-        std::uniform_int_distribution<int> value(-high - 1, high), pick(0, 3);
-        std::vector<float> scales(static_cast<std::size_t>(rows * groups));
-        for (std::size_t i = 0; i < scales.size(); ++i)
-          scales[i] = 0.01f * static_cast<float>(i + 1);
-        model::TensorSet set;
-        set.add_values("m.delta_scale", model::DType::f32, {rows, groups}, scales);
-        if (sparse) {
-          std::vector<float> q(static_cast<std::size_t>(rows * cols));
-          std::vector<std::uint8_t> kept(q.size());
-          for (std::int64_t g = 0; g < rows * cols / 4; ++g) {
-            const int a = pick(rng), b = (a + 1 + pick(rng) % 3) % 4;
-            for (const int p : {a, b}) {
-              kept[static_cast<std::size_t>(g * 4 + p)] = 1;
-              q[static_cast<std::size_t>(g * 4 + p)] = static_cast<float>(value(rng));
-            }
-          }
-          auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
-          enc.indices[1] = 0x5a; // groups 2 and 3: columns 2 and 2, then 1 and 1
-          enc.indices[6] = 0x1e; // columns 2 then 3, then 1 then 0
-          set.add_values("m.delta_values", model::DType::i32,
-                         {rows, static_cast<std::int64_t>(enc.values.size()) / rows}, enc.values);
-          set.add_values("m.delta_indices", model::DType::u8, {rows, cols / 8}, enc.indices);
-        } else {
-          std::vector<std::int8_t> q(static_cast<std::size_t>(rows * cols));
-          for (auto& v : q)
-            v = static_cast<std::int8_t>(value(rng));
-          const auto packed = quant::pack_rows(q, rows, cols, bits);
-          set.add_values("m.delta_packed", model::DType::i32, {rows, static_cast<std::int64_t>(packed.size()) / rows},
-                         packed);
-        }
-        test::ScratchDir dir;
-        model::write_safetensors(dir / "delta.safetensors", set.tensors());
-        const auto text = test::read_text(dir / "delta.safetensors");
-        const auto* begin = reinterpret_cast<const std::byte*>(text.data());
-        const nlohmann::json config = {{"format", "optkit-delta"},
-                                       {"version", 1},
-                                       {"bits", bits},
-                                       {"levels", "midrise"},
-                                       {"base", nlohmann::json::object()}};
-        const quant::DeltaArtifact artifact(config, std::vector<std::byte>(begin, begin + text.size()), "test");
-        const auto delta = CompressedDelta::load(artifact, "m", rows, cols);
+        const auto seed = static_cast<std::uint32_t>(bits * 10 + groups + cols);
+        const auto artifact = test::random_delta_artifact(rows, cols, bits, sparse, groups, seed, true);
+        const auto delta = CompressedDelta::load(*artifact, "m", rows, cols);
         REQUIRE(delta);
         std::vector<float> decoded(static_cast<std::size_t>(rows * cols));
         delta->decode_rows(0, rows, decoded.data());
-        CHECK(decoded == artifact.decode_delta("m", rows, cols));
+        CHECK(decoded == artifact->decode_delta("m", rows, cols));
         std::vector<float> tail(static_cast<std::size_t>(2 * cols)); // rows 3 and 4 alone
         delta->decode_rows(3, 2, tail.data());
         CHECK(std::equal(tail.begin(), tail.end(), decoded.begin() + 3 * cols));

@@ -313,6 +313,35 @@ TEST_CASE("swap serving (the --baseline swap): one whole model per step, outputs
   CHECK(swap.swaps() >= 1); // the base was loaded first; the variant needed at least one swap
 }
 
+namespace {
+
+// DeltaZip's adversarial pattern under --max-deltas 1: A (variant 0, 30 tokens) runs; B (variant
+// 1, 5 tokens) is held by the cap; C1..C4 (variant 0, 50 tokens each) skip the line past B.
+struct AdversarialStream {
+  RequestId a, b;
+  std::vector<RequestId> cs;
+};
+
+AdversarialStream
+submit_adversarial_stream(EngineUnderTest& t, Collected& c) {
+  GenerationParams a_params = greedy(30), b_params = greedy(5), c_params = greedy(50);
+  a_params.variant = c_params.variant = t.variant;
+  b_params.variant = t.second_variant;
+  AdversarialStream s;
+  s.a = t.submit(c, prompt_of(8, 1), a_params);
+  s.b = t.submit(c, prompt_of(8, 2), b_params);
+  for (int i = 0; i < 4; ++i)
+    s.cs.push_back(t.submit(c, prompt_of(6 + i, 3 + i), c_params));
+  return s;
+}
+
+std::ptrdiff_t
+finish_position(const Collected& c, RequestId id) {
+  return std::find(c.finish_order.begin(), c.finish_order.end(), id) - c.finish_order.begin();
+}
+
+} // namespace
+
 TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the slot back, the held request runs") {
   // A (variant 0, long) runs; B (variant 1) is held by the cap; C1..C4 (variant 0) skip the line
   // past B and would keep variant 0 active long after A — without DeltaZip's preemption B would
@@ -320,18 +349,9 @@ TEST_CASE("--max-deltas 1 against an adversarial stream: line-skippers give the 
   // the line, finishes.
   EngineUnderTest t({256, 2048, 1}, 0, true);
   Collected c;
-  GenerationParams a_params = greedy(30), b_params = greedy(5), c_params = greedy(50);
-  a_params.variant = c_params.variant = t.variant;
-  b_params.variant = t.second_variant;
-  const auto a = t.submit(c, prompt_of(8, 1), a_params);
-  const auto b = t.submit(c, prompt_of(8, 2), b_params);
-  std::vector<RequestId> cs;
-  for (int i = 0; i < 4; ++i)
-    cs.push_back(t.submit(c, prompt_of(6 + i, 3 + i), c_params));
+  const auto [a, b, cs] = submit_adversarial_stream(t, c);
   REQUIRE(c.wait_for(6));
-  const auto position = [&](RequestId id) {
-    return std::find(c.finish_order.begin(), c.finish_order.end(), id) - c.finish_order.begin();
-  };
+  const auto position = [&](RequestId id) { return finish_position(c, id); };
   CHECK(position(a) < position(b));
   for (const auto id : cs)
     CHECK(position(b) < position(id)); // B did not wait for the line-skippers
@@ -348,20 +368,13 @@ TEST_CASE("--max-deltas 1 with preempt_skippers off (the swap baseline): line-sk
   // while variant 0 admits no more — C5, submitted then, waits behind B, which runs next.
   EngineUnderTest t({256, 2048, 1, false, false}, 0, true);
   Collected c;
-  GenerationParams a_params = greedy(30), b_params = greedy(5), c_params = greedy(50);
-  a_params.variant = c_params.variant = t.variant;
-  b_params.variant = t.second_variant;
-  const auto a = t.submit(c, prompt_of(8, 1), a_params);
-  const auto b = t.submit(c, prompt_of(8, 2), b_params);
-  std::vector<RequestId> cs;
-  for (int i = 0; i < 4; ++i)
-    cs.push_back(t.submit(c, prompt_of(6 + i, 3 + i), c_params));
+  const auto [a, b, cs] = submit_adversarial_stream(t, c);
   REQUIRE(c.wait_for(1));
-  const auto c5 = t.submit(c, prompt_of(7, 9), c_params);
+  GenerationParams c5_params = greedy(50);
+  c5_params.variant = t.variant;
+  const auto c5 = t.submit(c, prompt_of(7, 9), c5_params);
   REQUIRE(c.wait_for(7));
-  const auto position = [&](RequestId id) {
-    return std::find(c.finish_order.begin(), c.finish_order.end(), id) - c.finish_order.begin();
-  };
+  const auto position = [&](RequestId id) { return finish_position(c, id); };
   CHECK(position(a) == 0);
   for (const auto id : cs)
     CHECK(position(id) < position(b)); // the skippers were not preempted: B waited for them

@@ -88,37 +88,25 @@ decode_dense_row(const std::int32_t* words, std::int64_t cols, float offset, con
   }
 }
 
+template <int Bits>
+void
+decode_row(const DeltaCodes& codes, std::int64_t r, float* out) {
+  const std::int32_t* words = codes.values + r * codes.words;
+  const float* scales = codes.scales + r * codes.groups;
+  if (codes.sparse)
+    decode_sparse_row<Bits>(words, codes.indices + r * codes.cols / 8, codes.cols, codes.offset, scales,
+                            codes.group_size, out);
+  else
+    decode_dense_row<Bits>(words, codes.cols, codes.offset, scales, codes.group_size, out);
+}
+
 } // namespace
 
 void
 decode_delta_rows_loops(const DeltaCodes& codes, std::int64_t r0, std::int64_t n, float* out) {
-  const std::int64_t cols = codes.cols;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = r0 + i;
-    float* row = out + i * cols;
-    const std::int32_t* words = codes.values + r * codes.words;
-    const float* scales = codes.scales + r * codes.groups;
-    const std::uint8_t* indices = codes.sparse ? codes.indices + r * cols / 8 : nullptr;
-    switch (codes.bits) {
-    case 2:
-      if (indices)
-        decode_sparse_row<2>(words, indices, cols, codes.offset, scales, codes.group_size, row);
-      else
-        decode_dense_row<2>(words, cols, codes.offset, scales, codes.group_size, row);
-      break;
-    case 4:
-      if (indices)
-        decode_sparse_row<4>(words, indices, cols, codes.offset, scales, codes.group_size, row);
-      else
-        decode_dense_row<4>(words, cols, codes.offset, scales, codes.group_size, row);
-      break;
-    default: // 8: the artifact admits no other width (quant::DeltaArtifact::stored_delta)
-      if (indices)
-        decode_sparse_row<8>(words, indices, cols, codes.offset, scales, codes.group_size, row);
-      else
-        decode_dense_row<8>(words, cols, codes.offset, scales, codes.group_size, row);
-    }
-  }
+  const auto decode = codes.bits == 2 ? decode_row<2> : codes.bits == 4 ? decode_row<4> : decode_row<8>;
+  for (std::int64_t i = 0; i < n; ++i) // 8 bits unless 2 or 4: the artifact admits no other width
+    decode(codes, r0 + i, out + i * codes.cols);
 }
 
 } // namespace optkit::runtime

@@ -1,5 +1,7 @@
 // A compressed Δ with random codes and scales, in the delta artifact's format (2:4 sparse or
 // dense, 2/4/8-bit, `groups` scales per row), held in memory as a DeltaArtifact of one module "m".
+// With `odd_nibbles`, two bytes of kept positions name one column twice and columns in falling
+// order, as a corrupted file could (the first row of a 2:4 Δ of 56 or more columns).
 #pragma once
 
 #include "model/safetensors_writer.hpp"
@@ -22,7 +24,7 @@ namespace optkit::test {
 
 inline std::unique_ptr<quant::DeltaArtifact>
 random_delta_artifact(std::int64_t rows, std::int64_t cols, int bits, bool sparse, std::int64_t groups,
-                      std::uint32_t seed) {
+                      std::uint32_t seed, bool odd_nibbles = false) {
   std::mt19937 rng(seed);
   const int top = 1 << (bits - 1);
   std::uniform_int_distribution<int> code(-top, top - 1), pick(0, 5);
@@ -39,7 +41,11 @@ random_delta_artifact(std::int64_t rows, std::int64_t cols, int bits, bool spars
         q[at] = static_cast<float>(code(rng));
       }
     }
-    const auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
+    auto enc = quant::encode_sparse_2_4(q, kept, rows, cols, bits);
+    if (odd_nibbles) {
+      enc.indices.at(1) = 0x5a; // groups 2 and 3: columns 2 and 2, then 1 and 1
+      enc.indices.at(6) = 0x1e; // groups 12 and 13: columns 2 then 3, then 1 then 0
+    }
     set.add_values("m.delta_values", model::DType::i32, {rows, static_cast<std::int64_t>(enc.values.size()) / rows},
                    enc.values);
     set.add_values("m.delta_indices", model::DType::u8, {rows, cols / 8}, enc.indices);
