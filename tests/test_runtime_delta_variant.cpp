@@ -111,7 +111,8 @@ TEST_CASE("the decode of 2-, 4- and 8-bit deltas, 2:4 and dense, equals the arti
   const std::int64_t rows = 5;
   for (const bool sparse : {true, false})
     for (const int bits : {2, 4, 8})
-      for (const auto& [cols, groups] : {std::pair<std::int64_t, std::int64_t>{96, 3}, {96, 7}, {104, 1}}) {
+      for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{96, 3}, {96, 7}, {104, 1}}) {
+        const std::int64_t cols = shape.first, groups = shape.second; // (clang 14 lambdas take no bindings)
         CAPTURE(sparse);
         CAPTURE(bits);
         CAPTURE(cols);
