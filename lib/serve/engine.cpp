@@ -199,13 +199,10 @@ Engine::preempt(Active& request) {
   request.computed = 0;
 }
 
-std::int64_t
-Engine::release_skippers() {
-  // DeltaZip's bound on starvation under --max-deltas: a variant kept active only by requests
-  // that skipped the line gives its slot up while a request waits for one — they are preempted
-  // (recomputed later, in arrival order) so that the waiting variant gets the slot at once.
+std::set<std::int32_t>
+Engine::held_only_by_skippers() const {
   if (m_options.max_deltas <= 0)
-    return 0;
+    return {};
   std::set<std::int32_t> active, held_by_others;
   for (const auto& r : m_running)
     if (takes_slot(r->params.variant)) {
@@ -216,18 +213,27 @@ Engine::release_skippers() {
   const bool someone_blocked = std::any_of(m_waiting.begin(), m_waiting.end(), [&](const auto& r) {
     return takes_slot(r->params.variant) && active.count(r->params.variant) == 0;
   });
-  m_draining.clear();
   if (!someone_blocked || static_cast<int>(active.size()) < m_options.max_deltas)
+    return {};
+  std::set<std::int32_t> held;
+  std::set_difference(active.begin(), active.end(), held_by_others.begin(), held_by_others.end(),
+                      std::inserter(held, held.end()));
+  return held;
+}
+
+std::int64_t
+Engine::release_skippers() {
+  // DeltaZip's bound on starvation under --max-deltas: a variant kept active only by requests
+  // that skipped the line gives its slot up while a request waits for one — they are preempted
+  // (recomputed later, in arrival order) so that the waiting variant gets the slot at once.
+  // (Without preempt_skippers they finish instead: step() admits no more of their variant.)
+  if (!m_options.preempt_skippers)
     return 0;
-  if (!m_options.preempt_skippers) { // they finish instead, and their variant takes no more
-    std::set_difference(active.begin(), active.end(), held_by_others.begin(), held_by_others.end(),
-                        std::inserter(m_draining, m_draining.end()));
-    return 0;
-  }
+  const auto released = held_only_by_skippers();
   std::int64_t preempted = 0;
   for (auto it = m_running.begin(); it != m_running.end();) {
     const std::int32_t v = (*it)->params.variant;
-    if (takes_slot(v) && held_by_others.count(v) == 0) {
+    if (released.count(v) > 0) {
       preempt(**it);
       (*it)->skipped_line = false;
       // back in arrival order: behind the request that waits for the slot
@@ -412,6 +418,8 @@ Engine::step() {
   for (const auto& r : m_running)
     if (takes_slot(r->params.variant))
       active.insert(r->params.variant);
+  // Without preempt_skippers, a variant kept active only by its line-skippers takes no more.
+  const auto draining = m_options.preempt_skippers ? std::set<std::int32_t>{} : held_only_by_skippers();
   bool blocked = false;
   for (auto it = m_waiting.begin();
        it != m_waiting.end() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
@@ -419,7 +427,7 @@ Engine::step() {
     const std::int32_t v = request.params.variant;
     const bool allowed = (!takes_slot(v) || active.count(v) > 0 || m_options.max_deltas <= 0 ||
                           static_cast<int>(active.size()) < m_options.max_deltas) &&
-                         m_draining.count(v) == 0;
+                         draining.count(v) == 0;
     if (!allowed) {
       blocked = true;
       ++it;

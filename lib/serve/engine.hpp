@@ -135,6 +135,9 @@ private:
   void cancel_request(Active& request); // released, and its sink told
   void preempt(Active& request);
   std::int64_t release_skippers();
+  // The active variants kept active only by requests that skipped the line, while a request waits
+  // for a slot the --max-deltas cap holds (else none).
+  std::set<std::int32_t> held_only_by_skippers() const;
   bool awaits_shared_prefix(const Active& request) const;
   bool takes_slot(std::int32_t variant) const { return variant >= 0 || m_options.base_takes_slot; }
 
@@ -154,7 +157,6 @@ private:
   // Engine-thread state.
   std::deque<std::unique_ptr<Active>> m_waiting;
   std::vector<std::unique_ptr<Active>> m_running; // in admission order
-  std::set<std::int32_t> m_draining; // variants that admit no more (preempt_skippers false; see release_skippers)
   std::thread m_thread;
 };
 
