@@ -2,6 +2,7 @@
 
 #include "runtime/delta_decode.hpp"
 #include "runtime/dot_rows.hpp"
+#include "runtime/panel_gemm.hpp"
 
 #include "core/error.hpp"
 #include "quant/packing.hpp"
@@ -13,13 +14,15 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace optkit::runtime {
 
 namespace {
 
 constexpr std::int64_t kDecodeBlockRows = 32;
-constexpr std::int64_t kFewRows = 8; // up to this many activation rows: row dots, not sgemm
+constexpr std::int64_t kFewRows = 8;       // up to this many activation rows: row dots, not sgemm
+constexpr std::int64_t kPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
 
 } // namespace
 
@@ -54,26 +57,34 @@ CompressedDelta::row_add(std::int64_t r, float* out) const {
 void
 CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const {
   const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
+  // A batch of prefills, on a CPU with the AVX-512 kernels: x is packed once for the panel GEMM,
+  // which multiplies each decoded block while it sits in L1; sgemm would pack x and the block anew
+  // for every block (a Llama-3.2-1B gate_proj, 8 variants × 16 rows: 140 ms against 49 with the
+  // panel GEMM; × 64 rows: 262 against 109). Under 16 rows OpenBLAS's small-matrix kernel, which
+  // packs nothing, is faster (× 12 rows: 30 ms against 46).
+  std::optional<PackedActivations> packed;
+  if (m >= kPanelMinRows && panel_gemm_supported(PanelProduct::f32))
+    packed = pack_activations(x, m, m_codes.cols, PanelProduct::f32);
   pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
-    thread_local std::vector<float> decoded;
+    thread_local std::vector<float> decoded, part;
     decoded.resize(static_cast<std::size_t>(kDecodeBlockRows * m_codes.cols));
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t r0 = b * kDecodeBlockRows, n = std::min(kDecodeBlockRows, m_rows - r0);
       decode_rows(r0, n, decoded.data()); // once per block, for every row of the segment
-      if (m <= kFewRows) {
-        // Decode steps: a few activation rows against a block still in L1 — the row-dot kernel,
-        // without sgemm's packing of both operands (which costs more than the product here).
-        thread_local std::vector<float> part;
-        part.resize(static_cast<std::size_t>(m * n));
-        dot_rows(decoded.data(), m_codes.cols, 0, n, x, m, part.data(), n);
-        for (std::int64_t i = 0; i < m; ++i)
-          for (std::int64_t r = 0; r < n; ++r)
-            y[i * ldy + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
+      if (m > kFewRows && !packed) {      // OpenBLAS: 9 to 15 rows, or no AVX-512
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+                    static_cast<blasint>(m_codes.cols), 1.0f, x, static_cast<blasint>(m_codes.cols), decoded.data(),
+                    static_cast<blasint>(m_codes.cols), 1.0f, y + r0, static_cast<blasint>(ldy));
         continue;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-                  static_cast<blasint>(m_codes.cols), 1.0f, x, static_cast<blasint>(m_codes.cols), decoded.data(),
-                  static_cast<blasint>(m_codes.cols), 1.0f, y + r0, static_cast<blasint>(ldy));
+      part.resize(static_cast<std::size_t>(m * n));
+      if (packed)
+        panel_gemm_rows(decoded.data(), 0, n, *packed, part.data(), n);
+      else // decode steps: a few activation rows, the row-dot kernel (sgemm's packing costs more than the product)
+        dot_rows(decoded.data(), m_codes.cols, 0, n, x, m, part.data(), n);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t r = 0; r < n; ++r)
+          y[i * ldy + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
     }
   });
 }

@@ -1,13 +1,16 @@
 // The delta product serve-deltas runs, side by side in one run (DeltaZip's SBMM on the CPU):
-// 8 variants × 4 rows each through one Llama-3.2-1B-shaped layer (gate_proj, 8192 × 2048), Δ 4-bit
-// 2:4 sparse with group-128 scales, random values.
+// 8 variants × 4 rows each (decode steps; more rows per variant: a batch of prefills) through one
+// Llama-3.2-1B-shaped layer (gate_proj, 8192 × 2048), Δ 4-bit 2:4 sparse with group-128 scales,
+// random values.
 //   sbmm      CompressedDelta::multiply_add per variant segment: Δ decoded a block of rows at a
-//             time into cache, one sgemm per block (what the runtime does)
+//             time into cache and multiplied there (what the runtime does): row dots up to 8
+//             rows; from 16, the AVX-512 panel GEMM on x packed once; else one sgemm per block
 //   per-delta a loop over variants that decodes each whole Δ to a dense fp32 matrix and
 //             multiplies (DeltaArtifact::decode_delta + sgemm: the baseline of the issue)
 //   per-delta, parallel decode: the same with the decoding split over the threads too, so the
 //             ratio is not only the parallelism
 // Both outputs are compared. Usage: perf_sbmm [repeats, default 5] [threads, default all]
+//   [rows per variant, default 4]
 #include "core/thread_pool.hpp"
 #include "quant/delta_format.hpp"
 #include "runtime/delta_variant.hpp"
@@ -28,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kPerVariant = 4, kGroup = 128;
+constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kGroup = 128;
 
 template <class Work>
 double
@@ -48,6 +51,7 @@ int
 main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
+  const std::int64_t per_variant = argc > 3 ? std::max(1, std::atoi(argv[3])) : 4;
   std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
   std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas;
   for (std::int64_t v = 0; v < kVariants; ++v) {
@@ -55,7 +59,7 @@ main(int argc, char** argv) {
         test::random_delta_artifact(kRows, kCols, 4, true, kCols / kGroup, static_cast<std::uint32_t>(v + 1)));
     deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
   }
-  const std::int64_t m = kVariants * kPerVariant;
+  const std::int64_t m = kVariants * per_variant;
   std::vector<float> x(static_cast<std::size_t>(m * kCols));
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
@@ -66,14 +70,14 @@ main(int argc, char** argv) {
   const double sbmm = best_ms(repeats, [&] {
     std::fill(y_sbmm.begin(), y_sbmm.end(), 0.0f);
     for (std::int64_t v = 0; v < kVariants; ++v)
-      deltas[static_cast<std::size_t>(v)]->multiply_add(x.data() + v * kPerVariant * kCols, kPerVariant,
-                                                        y_sbmm.data() + v * kPerVariant * kRows, kRows, pool);
+      deltas[static_cast<std::size_t>(v)]->multiply_add(x.data() + v * per_variant * kCols, per_variant,
+                                                        y_sbmm.data() + v * per_variant * kRows, kRows, pool);
   });
   const double loop = best_ms(repeats, [&] {
     for (std::int64_t v = 0; v < kVariants; ++v) {
       const auto dense = artifacts[static_cast<std::size_t>(v)]->decode_delta("m", kRows, kCols);
-      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * kPerVariant * kCols, kPerVariant,
-                                  y_loop.data() + v * kPerVariant * kRows, pool);
+      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * per_variant * kCols, per_variant,
+                                  y_loop.data() + v * per_variant * kRows, pool);
     }
   });
   std::vector<float> dense(static_cast<std::size_t>(kRows * kCols)), y_par(y_sbmm.size());
@@ -83,8 +87,8 @@ main(int argc, char** argv) {
       pool.parallel_for(kRows / 64, [&](std::int64_t b0, std::int64_t b1) {
         delta.decode_rows(b0 * 64, (b1 - b0) * 64, dense.data() + b0 * 64 * kCols);
       });
-      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * kPerVariant * kCols, kPerVariant,
-                                  y_par.data() + v * kPerVariant * kRows, pool);
+      runtime::multiply_fp32_rows(dense.data(), kRows, kCols, x.data() + v * per_variant * kCols, per_variant,
+                                  y_par.data() + v * per_variant * kRows, pool);
     }
   });
   float worst = 0, scale = 1e-12f;
@@ -92,11 +96,11 @@ main(int argc, char** argv) {
     worst = std::max(worst, std::fabs(y_sbmm[i] - y_loop[i]));
     scale = std::max(scale, std::fabs(y_loop[i]));
   }
-  fmt::print("Δ products: {} variants x {} rows, [{} x {}] 4-bit 2:4, best of {}, {} threads\n", kVariants, kPerVariant,
+  fmt::print("Δ products: {} variants x {} rows, [{} x {}] 4-bit 2:4, best of {}, {} threads\n", kVariants, per_variant,
              kRows, kCols, repeats, pool.size());
   fmt::print("  per-delta dense decode + sgemm  {:8.2f} ms\n", loop);
   fmt::print("  per-delta, parallel decode      {:8.2f} ms\n", parallel);
-  fmt::print("  sbmm (block decode + sgemm)     {:8.2f} ms   {:.2f}x the first, {:.2f}x the second\n", sbmm,
+  fmt::print("  sbmm (block decode + product)   {:8.2f} ms   {:.2f}x the first, {:.2f}x the second\n", sbmm,
              loop / sbmm, parallel / sbmm);
   fmt::print("  max |difference| {:.2e} of max |y| {:.2e}\n", worst, scale);
   return worst <= 1e-4f * scale ? 0 : 1;
