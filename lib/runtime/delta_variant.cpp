@@ -59,9 +59,9 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
   const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
   // A batch of prefills, on a CPU with the AVX-512 kernels: x is packed once for the panel GEMM,
   // which multiplies each decoded block while it sits in L1; sgemm would pack x and the block anew
-  // for every block (a Llama-3.2-1B gate_proj, 8 variants × 16 rows: 140 ms against 49 with the
-  // panel GEMM; × 64 rows: 262 against 109). Under 16 rows OpenBLAS's small-matrix kernel, which
-  // packs nothing, is faster (× 12 rows: 30 ms against 46).
+  // for every block (perf_sbmm on 2 cores, 8 variants × 16 rows: 243 ms with sgemm, 53 with the
+  // panel GEMM; × 64 rows: 310 and 106). Under 16 rows OpenBLAS's small-matrix kernel, which packs
+  // nothing, is as fast or faster (× 12 rows: 27–32 ms against 33–47).
   std::optional<PackedActivations> packed;
   if (m >= kPanelMinRows && panel_gemm_supported(PanelProduct::f32))
     packed = pack_activations(x, m, m_codes.cols, PanelProduct::f32);
