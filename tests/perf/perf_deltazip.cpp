@@ -225,10 +225,11 @@ main(int argc, char** argv) {
     row("decoupled (serve-deltas)", decoupled);
     row("swap full models (baseline)", swap);
     row("(every request on the base)", base_only);
-    fmt::print("decoupled / swap: throughput {:.2f}x (goal >= 2x), mean TTFT {:.2f}x (goal <= 0.5x)\n",
-               decoupled.throughput / swap.throughput, decoupled.mean_ttft / swap.mean_ttft);
-    lowest_ratio = std::min(lowest_ratio, decoupled.throughput / swap.throughput);
-    highest_ratio = std::max(highest_ratio, decoupled.throughput / swap.throughput);
+    const double ratio = decoupled.throughput / swap.throughput;
+    fmt::print("decoupled / swap: throughput {:.2f}x (goal >= 2x), mean TTFT {:.2f}x (goal <= 0.5x)\n", ratio,
+               decoupled.mean_ttft / swap.mean_ttft);
+    lowest_ratio = std::min(lowest_ratio, ratio);
+    highest_ratio = std::max(highest_ratio, ratio);
     for (int i = 0; i < 2; ++i) {
       const Result& r = i == 0 ? decoupled : swap;
       tokens[i] += static_cast<double>(r.tokens);
