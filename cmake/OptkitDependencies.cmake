@@ -1,6 +1,7 @@
 # Third-party libraries, all from Debian 12 packages (scripts/install-deps.sh). Every library that
-# Debian ships as an archive is linked statically; spdlog and fmt ship no archive and are used
-# header-only. Oniguruma (the regex engine Hugging Face tokenizers compile their patterns with) is
+# Debian ships as an archive is linked statically. spdlog and fmt ship no archive: spdlog is used
+# header-only, and fmt's compiled part is built once from its headers (optkit_fmt,
+# lib/thirdparty/fmt_compiled.cpp) instead of in every translation unit. Oniguruma (the regex engine Hugging Face tokenizers compile their patterns with) is
 # the one exception: Debian 12 ships it only as a shared library (libonig5), so it is linked
 # dynamically and the binary needs libonig5 at run time.
 
@@ -65,9 +66,12 @@ endforeach()
 add_library(optkit_cbc INTERFACE)
 target_link_libraries(optkit_cbc INTERFACE ${OPTKIT_COIN_LIBS} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_FORTRAN_RUNTIME})
 
+# fmt's own code: third-party, so compiled without the project's warning flags.
+add_library(optkit_fmt STATIC ${CMAKE_SOURCE_DIR}/lib/thirdparty/fmt_compiled.cpp)
+
 add_library(optkit_thirdparty INTERFACE)
-target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY JSON_DIAGNOSTICS=1
+target_compile_definitions(optkit_thirdparty INTERFACE SPDLOG_HEADER_ONLY JSON_DIAGNOSTICS=1
                            BOOST_ALLOW_DEPRECATED_HEADERS)
-target_link_libraries(optkit_thirdparty INTERFACE ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
+target_link_libraries(optkit_thirdparty INTERFACE optkit_fmt ${OPTKIT_YAMLCPP_LIB} ${OPTKIT_SQLITE_LIB}
                       ${OPTKIT_BOOST_FS_LIB} ${OPTKIT_OPENBLAS_LIB} ${OPTKIT_ZSTD_LIB} ${OPTKIT_ONIG_LIB} ${OPTKIT_FORTRAN_RUNTIME}
                       Threads::Threads ${CMAKE_DL_LIBS} m)

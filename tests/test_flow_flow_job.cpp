@@ -1,13 +1,16 @@
 // Flow job files: paths relative to the file, bundled names kept as names, schema errors with
 // file:line:col, and validation that names the key and value before anything runs.
 #include "flow/flow_job.hpp"
+#include "flow/flow_stages.hpp"
 
 #include "core/error.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 
 using namespace optkit;
 using namespace optkit::flow;
@@ -47,6 +50,27 @@ TEST_CASE("paths in a job are relative to its file; bundled names stay names; it
   CHECK(job.slots == 2);
   const auto back = flow_job_from_json(to_json(job));
   CHECK(to_json(back) == to_json(job));
+}
+
+TEST_CASE("bench.max_trial_seconds reaches bench's --max-trial-seconds and the bench task's key; default 600") {
+  test::ScratchDir dir;
+  std::ofstream(dir / "gate.yaml")
+      << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  const auto argv_value = [&](const FlowJob& job, const std::string& flag) {
+    const auto argv = bench_task(job, "bench", "").command(dir.path(), {});
+    const auto it = std::find(argv.begin(), argv.end(), flag);
+    REQUIRE(it != argv.end());
+    REQUIRE(std::next(it) != argv.end());
+    return *std::next(it);
+  };
+  const auto defaults = load_flow_job(write_job(dir, job_text("[int_w8a8]")).string());
+  CHECK(defaults.bench.max_trial_seconds == 600);
+  CHECK(argv_value(defaults, "--max-trial-seconds") == "600");
+  const auto capped = load_flow_job(write_job(dir, job_text("[int_w8a8]") + "  max_trial_seconds: 20\n").string());
+  CHECK(capped.bench.max_trial_seconds == 20);
+  CHECK(argv_value(capped, "--max-trial-seconds") == "20");
+  CHECK(bench_task(capped, "bench", "").spec != bench_task(defaults, "bench", "").spec);
+  CHECK(flow_job_from_json(to_json(capped)).bench.max_trial_seconds == 20);
 }
 
 TEST_CASE("a malformed job names the file, line and column; an unknown key suggests the right one") {

@@ -64,6 +64,7 @@ job_schema() {
                   string_list("slo", "SLO expressions, e.g. 'e2e:p95<=2s'", true),
                   string_list("engine_args", "serve-deltas flags for the certified server"),
                   config::number_field("min_trial_seconds", "shortest open-loop trial", 0.1, 3600),
+                  config::number_field("max_trial_seconds", "longest open-loop trial (0: no limit)", 0, 86400),
                   config::number_field("max_trials", "open-loop trials at most", 1, 100),
                   config::number_field("beta_tolerance", "accepted |1 - beta| of the steady-state test", 0, 1),
                   Field{"baseline", Type::boolean, false, "also certify the uncompressed model, for comparison"},
@@ -188,6 +189,7 @@ parse_flow_job(const std::string& text, const fs::path& file) {
   job.bench.slos = strings(b, "slo");
   job.bench.engine_args = strings(b, "engine_args");
   job.bench.min_trial_seconds = b.value("min_trial_seconds", job.bench.min_trial_seconds);
+  job.bench.max_trial_seconds = b.value("max_trial_seconds", job.bench.max_trial_seconds);
   job.bench.max_trials = b.value("max_trials", job.bench.max_trials);
   job.bench.beta_tolerance = b.value("beta_tolerance", job.bench.beta_tolerance);
   job.bench.baseline = b.value("baseline", false);
@@ -274,6 +276,7 @@ to_json(const FlowJob& job) {
             {"slo", job.bench.slos},
             {"engine_args", job.bench.engine_args},
             {"min_trial_seconds", job.bench.min_trial_seconds},
+            {"max_trial_seconds", job.bench.max_trial_seconds},
             {"max_trials", job.bench.max_trials},
             {"beta_tolerance", job.bench.beta_tolerance},
             {"baseline", job.bench.baseline},
@@ -322,6 +325,7 @@ job_from_json(const nlohmann::json& j) {
                b.at("slo").get<std::vector<std::string>>(),
                b.at("engine_args").get<std::vector<std::string>>(),
                b.at("min_trial_seconds").get<double>(),
+               b.value("max_trial_seconds", BenchStage{}.max_trial_seconds),
                b.at("max_trials").get<int>(),
                b.at("beta_tolerance").get<double>(),
                b.value("baseline", false),

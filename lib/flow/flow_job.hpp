@@ -35,6 +35,7 @@ struct BenchStage {
   std::vector<std::string> slos;
   std::vector<std::string> engine_args; // passed to serve-deltas
   double min_trial_seconds = 1;
+  double max_trial_seconds = 600; // longest open-loop trial (0: no limit), as bench's flag
   int max_trials = 4;
   double beta_tolerance = 0.3;
   bool baseline = false;          // also certify the uncompressed model, for comparison

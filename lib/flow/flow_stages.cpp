@@ -197,6 +197,7 @@ bench_task(const FlowJob& job, const std::string& name, const std::string& model
             {"slo", job.bench.slos},
             {"engine_args", job.bench.engine_args},
             {"min_trial_seconds", job.bench.min_trial_seconds},
+            {"max_trial_seconds", job.bench.max_trial_seconds},
             {"max_trials", job.bench.max_trials},
             {"beta_tolerance", job.bench.beta_tolerance}};
   if (model_task.empty())
@@ -214,6 +215,8 @@ bench_task(const FlowJob& job, const std::string& name, const std::string& model
                                      job.bench.profile,
                                      "--min-trial-seconds",
                                      fmt::format("{}", job.bench.min_trial_seconds),
+                                     "--max-trial-seconds",
+                                     fmt::format("{}", job.bench.max_trial_seconds),
                                      "--max-trials",
                                      std::to_string(job.bench.max_trials),
                                      "--beta-tolerance",
