@@ -70,11 +70,6 @@ supported_dtype_names() {
   return "F32, F16, BF16, F8_E4M3, I8, U8, I32, I64";
 }
 
-float
-bf16_to_float(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-
 std::uint16_t
 float_to_bf16(float value) {
   auto bits = std::bit_cast<std::uint32_t>(value);

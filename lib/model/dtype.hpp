@@ -1,6 +1,7 @@
 // Element types of tensors on disk (the safetensors dtype names) and their conversions to fp32.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,7 +20,13 @@ std::size_t dtype_size(DType type);
 // The supported names, comma separated, for error messages.
 std::string_view supported_dtype_names();
 
-float bf16_to_float(std::uint16_t bits);
+// Inline: the portable kernels convert every weight with it, and a call per element cost more
+// than the multiply-add it feeds.
+inline float
+bf16_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
 // Round to nearest even; NaN stays NaN.
 std::uint16_t float_to_bf16(float value);
 float f16_to_float(std::uint16_t bits);
