@@ -1,9 +1,10 @@
 # Third-party libraries, all from Debian 12 packages (scripts/install-deps.sh). Every library that
 # Debian ships as an archive is linked statically. spdlog and fmt ship no archive: spdlog is used
 # header-only, and fmt's compiled part is built once from its headers (optkit_fmt,
-# lib/thirdparty/fmt_compiled.cpp) instead of in every translation unit. Oniguruma (the regex engine Hugging Face tokenizers compile their patterns with) is
-# the one exception: Debian 12 ships it only as a shared library (libonig5), so it is linked
-# dynamically and the binary needs libonig5 at run time.
+# lib/thirdparty/fmt_compiled.cpp) instead of in every translation unit. Oniguruma (the regex
+# engine Hugging Face tokenizers compile their patterns with) is the one exception: Debian 12 ships
+# it only as a shared library (libonig5), so it is linked dynamically and the binary needs libonig5
+# at run time.
 
 set(OPTKIT_INSTALL_HINT "run scripts/install-deps.sh")
 
