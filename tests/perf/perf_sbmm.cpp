@@ -9,7 +9,7 @@
 //             multiplies (DeltaArtifact::decode_delta + sgemm: the baseline of the issue)
 //   per-delta, parallel decode: the same with the decoding split over the threads too, so the
 //             ratio is not only the parallelism
-// Both outputs are compared. Usage: perf_sbmm [repeats, default 5] [threads, default all] [rows per variant, default 4]
+// Both outputs are compared. Usage: perf_sbmm [repeats, default 5] [threads, default all]
 //   [rows per variant, default 4]
 #include "core/thread_pool.hpp"
 #include "quant/delta_format.hpp"
