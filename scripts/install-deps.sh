@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# Installs optkit's build and test dependencies from Debian 12 packages. Idempotent: packages
-# already present are left alone, so running it twice costs one dpkg query.
+# Installs optkit's dependencies from Debian 12 packages: what the build and the binary need, and
+# with --tests what the test suite needs too. Idempotent: packages already present are left alone,
+# so running it twice costs one dpkg query.
 set -euo pipefail
 
+# What building and running optkit needs (README command (a)).
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3
-  doctest-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev
+  libboost-dev libboost-filesystem-dev nlohmann-json3-dev
   libopenblas-dev gfortran libzstd-dev libonig-dev
   coinor-libcbc-dev libbz2-dev zlib1g-dev # plan hetero's ILP solver (CBC), linked statically
-  clang clang-format libclang-rt-14-dev
-  procps util-linux man-db python3 nodejs
-  python3-prometheus-client # tests only: parses serve-deltas' /metrics as Prometheus does
-  python3-optuna # tests only: the oracle optkit tune's TPE is checked against
-  slurm-wlm munge # tests only: the localhost cluster tune --executor slurm is tested on
-  chromium # tests only: renders flow's report.html headless to prove it needs nothing external
+  man-db # man -l man/optkit.1
 )
-# --training adds what testdata/models/tools/*.py need to retrain the test models and rewrite
-# the logit oracle (PyTorch as a test oracle only; never a dependency of optkit itself).
-if [ "${1:-}" = "--training" ]; then
-  packages+=(python3-torch python3-regex fortunes wordnet-base debian-reference-en gnu-standards)
-fi
+# --tests adds what scripts/test-all.sh needs beyond the build (README command (b)); --training
+# adds what testdata/models/tools/*.py need to retrain the test models and rewrite the logit oracle
+# (PyTorch as a test oracle only; never a dependency of optkit itself).
+for option in "$@"; do
+  case $option in
+    --tests)
+      packages+=(
+        doctest-dev # the unit tests
+        clang clang-format libclang-rt-14-dev # the format check, the ASan+UBSan build, libFuzzer
+        procps util-linux python3 # pgrep, taskset and the CLI tests' JSON checks
+        nodejs # the npm tokenizer, chat-template and openai client conformance tests
+        python3-prometheus-client # parses serve-deltas' /metrics as Prometheus does
+        python3-optuna # the oracle optkit tune's TPE is checked against
+        slurm-wlm munge # the localhost cluster tune --executor slurm is tested on
+        chromium # renders flow's report.html headless to prove it needs nothing external
+      ) ;;
+    --training)
+      packages+=(python3-torch python3-regex fortunes wordnet-base debian-reference-en gnu-standards) ;;
+    *)
+      echo "install-deps: unknown option '$option' (use --tests and/or --training)" >&2
+      exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

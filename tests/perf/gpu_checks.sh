@@ -2,7 +2,8 @@
 # The GPU checks of a session lent a device (/work/.library/device/README.md), prepared so they
 # take one call:
 #   tests/perf/gpu_checks.sh pack   here, after a CUDA build in build/ (cmake -DOPTKIT_CUDA=ON
-#                                   -DCMAKE_CUDA_ARCHITECTURES=90): strips and compresses the
+#                                   -DCMAKE_CUDA_ARCHITECTURES=90 -DOPTKIT_TESTS=ON
+#                                   -DOPTKIT_PERF=ON): strips and compresses the
 #                                   binaries below into .devrun/ (ignored by .git/info/exclude)
 #   tests/perf/gpu_checks.sh run    there, from the repository root, with .devrun carried: unpacks,
 #                                   then runs the CUDA tests (and compute-sanitizer on them), the
