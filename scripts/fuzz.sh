@@ -7,7 +7,7 @@
 # inputs that found past defects), then mutates for the rest of its time. scripts/test-all.sh runs
 # it with a short budget (OPTKIT_FUZZ_SECONDS, default 20) so CI fits its time; run it for hours
 # before a release. A finding is saved under BUILD_DIR (crash-*, leak-*, timeout-*) and the script
-# exits 1; new inputs that reached new coverage stay in a scratch copy, never in the checkout.
+# exits non-zero; new inputs that reached new coverage stay in a scratch copy, never in the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
