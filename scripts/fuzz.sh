@@ -16,18 +16,18 @@ jobs=$(nproc)
 
 targets=()
 for binary in "$build"/fuzz_*; do
-  [[ -x "$binary" && -f "$binary" ]] && targets+=("${binary##*/fuzz_}")
+  [[ -x "$binary" && -f "$binary" ]] || continue
+  target=${binary##*/fuzz_}
+  [ -d "tests/fuzz/corpus/$target" ] || {
+    echo "fuzz.sh: fuzz_$target has no corpus: add seed inputs under tests/fuzz/corpus/$target/" >&2
+    exit 2
+  }
+  targets+=("$target")
 done
 [ ${#targets[@]} -gt 0 ] || {
   echo "fuzz.sh: no fuzz_* targets in $build; build them with CC=clang CXX=clang++ -DOPTKIT_FUZZ=ON" >&2
   exit 2
 }
-for target in "${targets[@]}"; do
-  [ -d "tests/fuzz/corpus/$target" ] || {
-    echo "fuzz.sh: fuzz_$target has no corpus: add seed inputs under tests/fuzz/corpus/$target/" >&2
-    exit 2
-  }
-done
 
 fuzz_one() { # target -> 0 when the fuzzer ran its time without a finding
   local target=$1 corpus log
