@@ -2,6 +2,7 @@
 // the work each shape does can be counted by hand.
 #include "perf/roofline.hpp"
 #include "perf/step_model.hpp"
+#include "support/system_fixtures.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -13,11 +14,6 @@ using namespace optkit;
 using namespace optkit::perf;
 
 namespace {
-
-SystemSpec
-h100() {
-  return load_system(test::testdata_dir().parent_path() / "profiles", "h100_sxm");
-}
 
 // Causal attention work of one prompt chunk, as attention_prefill_cost counts it.
 double
@@ -57,7 +53,7 @@ TEST_CASE("a mixed batch keeps its token count, its prefill attention FLOPs and 
 }
 
 TEST_CASE("pricing a long and a short prompt together costs more than two of their mean length") {
-  const SystemSpec system = h100();
+  const SystemSpec system = test::h100_sxm();
   const PerfDatabase db(system);
   const ModelArch model = resolve_model("llama-3.1-8b");
   const StepModel step(model, system, db, ParallelConfig{}, ServingPrecision{}, 0);
@@ -79,7 +75,7 @@ TEST_CASE("pricing a long and a short prompt together costs more than two of the
 }
 
 TEST_CASE("one step model priced from many threads gives each the single-threaded answer") {
-  const SystemSpec system = h100();
+  const SystemSpec system = test::h100_sxm();
   const PerfDatabase db(system);
   const ModelArch model = resolve_model("llama-3.1-8b");
   const StepModel step(model, system, db, ParallelConfig{2, 1, 1, 1}, ServingPrecision{}, 0);

@@ -5,6 +5,7 @@
 #include "perf/perf_database.hpp"
 #include "plan/profile_sweep.hpp"
 #include "plan/profile_tables.hpp"
+#include "support/system_fixtures.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -17,11 +18,6 @@ using namespace optkit::perf;
 using namespace optkit::plan;
 
 namespace {
-
-SystemSpec
-h100() {
-  return load_system(test::testdata_dir().parent_path() / "profiles", "h100_sxm");
-}
 
 // A device model: affine in work, so every figure is known; fp8 unsupported, one shape refused.
 class ModelTimer final : public OperatorTimer {
@@ -61,7 +57,7 @@ has_gemm(const ProfileSweep& sweep, const std::string& kind, int m, int n, int k
 } // namespace
 
 TEST_CASE("the sweep measures the shapes plans look up, and lists what it cannot") {
-  const auto system = h100();
+  const auto system = test::h100_sxm();
   const auto sweep = build_profile_sweep({.models = {"llama-3.1-8b"}}, system);
   // Llama-3.1-8B: QKV (32 + 2·8)·128 = 6144 × 4096 at TP 1, 3072 at TP 2; down 4096 × 14336/4.
   for (const int m : {1, 16, 4096, 16384}) {
@@ -99,7 +95,7 @@ TEST_CASE("the sweep measures the shapes plans look up, and lists what it cannot
 }
 
 TEST_CASE("measured tables load back as a perf database that returns the figures as measured") {
-  const auto system = h100();
+  const auto system = test::h100_sxm();
   const auto sweep = build_profile_sweep({.models = {"llama-3.1-8b"}, .quick = true}, system);
   ModelTimer timer;
   std::size_t last_done = 0;
@@ -131,7 +127,7 @@ TEST_CASE("measured tables load back as a perf database that returns the figures
 }
 
 TEST_CASE("a device that stops working stops the profile at once") {
-  const auto sweep = build_profile_sweep({.models = {"llama-3.1-8b"}, .quick = true}, h100());
+  const auto sweep = build_profile_sweep({.models = {"llama-3.1-8b"}, .quick = true}, test::h100_sxm());
   ModelTimer timer;
   timer.refuse_everything = true;
   CHECK_THROWS_WITH_AS(measure_sweep(sweep, timer), doctest::Contains("a 1 MiB copy then failed too"), RuntimeFailure);

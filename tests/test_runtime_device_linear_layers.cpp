@@ -19,11 +19,6 @@ using namespace optkit::runtime;
 
 namespace {
 
-std::filesystem::path
-tiny_base() {
-  return test::testdata_dir() / "models" / "tiny-base";
-}
-
 // max |a − b| over max |b|.
 double
 relative_error(const std::vector<float>& a, const std::vector<float>& b) {
@@ -52,13 +47,13 @@ TEST_CASE("linear layers on a CUDA device give the CPU path's logits and greedy 
   const doctor::GpuProbe probe = doctor::probe_gpus();
   if (probe.devices.empty()) {
     // Asking for a device where there is none is refused, naming it and why.
-    CHECK_THROWS_WITH_AS(CpuTransformer(tiny_base(), {.threads = 1, .device = 0}),
+    CHECK_THROWS_WITH_AS(CpuTransformer(test::tiny_base(), {.threads = 1, .device = 0}),
                          doctest::Contains("cannot serve on CUDA device 0"), RuntimeFailure);
     MESSAGE("no CUDA device (" << probe.error << "): the GPU comparison did not run");
     return;
   }
-  CpuTransformer cpu(tiny_base(), {.threads = 2});
-  CpuTransformer gpu(tiny_base(), {.threads = 2, .device = 0});
+  CpuTransformer cpu(test::tiny_base(), {.threads = 2});
+  CpuTransformer gpu(test::tiny_base(), {.threads = 2, .device = 0});
   REQUIRE(gpu.device() != nullptr);
   const auto code_cpu = cpu.add_variant(test::code_delta());
   const auto code = gpu.add_variant(test::code_delta());
@@ -127,8 +122,8 @@ TEST_CASE("a swap of whole weights re-uploads them to the device") {
     MESSAGE("no CUDA device: not run");
     return;
   }
-  CpuTransformer merged(tiny_base(), {.threads = 2, .delta = test::code_delta()});
-  CpuTransformer swapped(tiny_base(), {.threads = 2, .device = 0});
+  CpuTransformer merged(test::tiny_base(), {.threads = 2, .delta = test::code_delta()});
+  CpuTransformer swapped(test::tiny_base(), {.threads = 2, .device = 0});
   swapped.reload(test::code_delta());
   const std::vector<TokenId> p{3, 14, 15, 92, 65};
   const std::vector<SequenceInput> a{{merged.add_sequence(), p, true, -1}}, b{{swapped.add_sequence(), p, true, -1}};

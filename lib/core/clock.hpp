@@ -2,12 +2,16 @@
 // timeouts are deterministic (the ninja habit).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace optkit {
+
+// Seconds elapsed on the steady clock since `start` (for timing a stage in a report).
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 class Clock {
 public:

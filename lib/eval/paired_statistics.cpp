@@ -36,15 +36,6 @@ binomial_half_cdf(std::int64_t k, std::int64_t n) {
   return total;
 }
 
-double
-percentile(std::vector<double>& sorted, double q) {
-  // numpy's default (linear interpolation between closest ranks).
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 } // namespace
 
 double
@@ -102,8 +93,8 @@ compare_paired(std::span<const double> baseline, std::span<const double> candida
   const double alpha = 1 - options.confidence;
   if (!recoveries.empty()) {
     std::sort(recoveries.begin(), recoveries.end());
-    r.recovery_low = percentile(recoveries, alpha / 2);
-    r.recovery_high = percentile(recoveries, 1 - alpha / 2);
+    r.recovery_low = percentile_of_sorted(recoveries, 100 * alpha / 2);
+    r.recovery_high = percentile_of_sorted(recoveries, 100 * (1 - alpha / 2));
   } else {
     r.recovery_low = r.recovery_high = std::numeric_limits<double>::quiet_NaN();
   }

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/statistics.hpp"
 #include "model/tokenizer.hpp"
 #include "runtime/transformer.hpp"
 
@@ -25,17 +26,6 @@ log_softmax(const float* logits, std::int64_t n, std::vector<double>& out) {
   const double log_total = std::log(total) + static_cast<double>(top);
   for (std::int64_t i = 0; i < n; ++i)
     out[static_cast<std::size_t>(i)] = static_cast<double>(logits[i]) - log_total;
-}
-
-double
-percentile(std::vector<double> values, double q) {
-  if (values.empty())
-    return 0.0;
-  std::sort(values.begin(), values.end());
-  const double pos = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
 double
@@ -226,11 +216,12 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
     for (const double d : delta_p)
       dp_sum += d;
     kl.delta_p_mean = dp_sum / scored;
-    kl.delta_p_p01 = percentile(delta_p, 0.01);
-    kl.delta_p_p05 = percentile(delta_p, 0.05);
-    kl.delta_p_p50 = percentile(delta_p, 0.50);
-    kl.delta_p_p95 = percentile(delta_p, 0.95);
-    kl.delta_p_p99 = percentile(delta_p, 0.99);
+    std::sort(delta_p.begin(), delta_p.end());
+    kl.delta_p_p01 = percentile_of_sorted(delta_p, 1);
+    kl.delta_p_p05 = percentile_of_sorted(delta_p, 5);
+    kl.delta_p_p50 = percentile_of_sorted(delta_p, 50);
+    kl.delta_p_p95 = percentile_of_sorted(delta_p, 95);
+    kl.delta_p_p99 = percentile_of_sorted(delta_p, 99);
     kl.base_perplexity = std::exp(base_nll / scored);
     result.kl = kl;
   }

@@ -1,8 +1,10 @@
 #include "hetero/hetero_planner.hpp"
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "hetero/bitwidth_transfer.hpp"
 #include "hetero/ilp_solver.hpp"
+#include "perf/system_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -14,13 +16,6 @@
 namespace optkit::hetero {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-double
-seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int
 default_group_size(int layers) {
@@ -149,8 +144,8 @@ plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vect
         "--cluster {}: the model does not fit: {} layers at {} bits with the KV cache of batch {} at {} tokens need "
         "{:.1f} GiB, the GPUs offer {:.1f} GiB after the engine reserve, activations and embeddings: {:.1f} GiB "
         "missing",
-        cluster.source, model.layers, bits.front(), w.batch, w.isl + w.osl, needed / kGiB, offered / kGiB,
-        (needed - offered) / kGiB));
+        cluster.source, model.layers, bits.front(), w.batch, w.isl + w.osl, needed / perf::kGiB, offered / perf::kGiB,
+        (needed - offered) / perf::kGiB));
 
   // Every order of the device groups (GPUs of one group stay together) × every η.
   const auto started = std::chrono::steady_clock::now();

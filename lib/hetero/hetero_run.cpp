@@ -8,6 +8,7 @@
 #include "model/calibration_documents.hpp"
 #include "perf/estimate.hpp"
 #include "perf/model_arch.hpp"
+#include "perf/system_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -21,11 +22,7 @@
 
 namespace optkit::hetero {
 
-namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-} // namespace
+namespace {} // namespace
 
 std::string
 bits_text(const std::vector<int>& bits, int first, int end) {
@@ -218,8 +215,8 @@ stage_table(const HeteroRun& run) {
   for (std::size_t j = 0; j < p.stages.size(); ++j) {
     const auto& s = p.stages[j];
     t.add_row({static_cast<int>(j), s.gpu, s.node, fmt::format("{}-{}", s.first_layer, s.end_layer - 1),
-               bits_text(p.layer_bits, s.first_layer, s.end_layer), std::round(s.memory_bytes / kGiB * 10) / 10,
-               std::round(s.capacity_bytes / kGiB * 10) / 10, s.prefill_s * 1e3, s.decode_s * 1e3,
+               bits_text(p.layer_bits, s.first_layer, s.end_layer), std::round(s.memory_bytes / perf::kGiB * 10) / 10,
+               std::round(s.capacity_bytes / perf::kGiB * 10) / 10, s.prefill_s * 1e3, s.decode_s * 1e3,
                perf::source_names(s.sources)});
   }
   return t;

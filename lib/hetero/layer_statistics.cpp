@@ -2,6 +2,7 @@
 
 #include "core/available_cpus.hpp"
 #include "core/blas_threads.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "model/safetensors.hpp"
 #include "quant/hessian.hpp"
@@ -23,11 +24,6 @@ namespace {
 
 using runtime::LinearInput;
 using Clock = std::chrono::steady_clock;
-
-double
-seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Summarises each linear input of one layer as the calibration rows pass: the moments of all its
 // entries and, for the Hessian indicator, 2/N · Σ XᵀX.

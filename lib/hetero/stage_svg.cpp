@@ -2,6 +2,7 @@
 
 #include "core/svg_chart.hpp"
 #include "perf/perf_database.hpp"
+#include "perf/system_spec.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -10,7 +11,6 @@ namespace optkit::hetero {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double label_width = 250, panel_width = 200, panel_gap = 30, row_height = 34, top = 78, bottom = 40;
 
 struct Panel {
@@ -33,7 +33,7 @@ stage_svg(const HeteroRun& run) {
   const auto& p = run.plan;
   double capacity = 0, prefill = 0, decode = 0;
   for (const auto& s : p.stages) {
-    capacity = std::max({capacity, s.capacity_bytes / kGiB, s.memory_bytes / kGiB});
+    capacity = std::max({capacity, s.capacity_bytes / perf::kGiB, s.memory_bytes / perf::kGiB});
     prefill = std::max(prefill, s.prefill_s * 1e3);
     decode = std::max(decode, s.decode_s * 1e3);
   }
@@ -76,11 +76,11 @@ stage_svg(const HeteroRun& run) {
     svg += fmt::format("<text x=\"10\" y=\"{:.1f}\" fill=\"#555\">bits {} · {}</text>\n", y + 26,
                        bits_text(p.layer_bits, s.first_layer, s.end_layer), xml_escape(perf::source_names(s.sources)));
     const double scale0 = panel_width / panels[0].axis_end;
-    svg += bar(panel_x(0), y + 4, s.capacity_bytes / kGiB * scale0, 24, "#ddd",
-               fmt::format("capacity {:.1f} GiB", s.capacity_bytes / kGiB));
-    svg += bar(panel_x(0), y + 8, s.memory_bytes / kGiB * scale0, 16,
+    svg += bar(panel_x(0), y + 4, s.capacity_bytes / perf::kGiB * scale0, 24, "#ddd",
+               fmt::format("capacity {:.1f} GiB", s.capacity_bytes / perf::kGiB));
+    svg += bar(panel_x(0), y + 8, s.memory_bytes / perf::kGiB * scale0, 16,
                s.memory_bytes > s.capacity_bytes ? "#c00" : "#1f77b4",
-               fmt::format("used {:.2f} GiB of {:.1f}", s.memory_bytes / kGiB, s.capacity_bytes / kGiB));
+               fmt::format("used {:.2f} GiB of {:.1f}", s.memory_bytes / perf::kGiB, s.capacity_bytes / perf::kGiB));
     svg += bar(panel_x(1), y + 8, s.prefill_s * 1e3 * panel_width / panels[1].axis_end, 16, "#ff7f0e",
                fmt::format("prefill {:.3g} ms", s.prefill_s * 1e3));
     svg += bar(panel_x(2), y + 8, s.decode_s * 1e3 * panel_width / panels[2].axis_end, 16, "#2ca02c",

@@ -12,6 +12,8 @@
 
 namespace optkit::perf {
 
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0; // bytes
+
 // Fractions of peak that real kernels reach when no measurement says otherwise.
 struct DefaultEfficiency {
   double gemm = 0.70;              // large matrix products vs dense tensor peak
@@ -48,7 +50,7 @@ struct SystemSpec {
   DefaultEfficiency efficiency;
   std::vector<std::string> sources;
 
-  double memory_bytes() const { return memory_gib * 1024.0 * 1024.0 * 1024.0; }
+  double memory_bytes() const { return memory_gib * kGiB; }
   // Dense tensor-core FLOP/s (or OP/s) a product of this kind runs at.
   double peak_flops(const std::string& gemm_kind) const;
   // Bytes/s of the link between `gpus` cooperating GPUs (inside a node when they fit in one).

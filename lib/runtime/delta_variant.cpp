@@ -21,8 +21,8 @@ namespace optkit::runtime {
 namespace {
 
 constexpr std::int64_t kDecodeBlockRows = 32;
-constexpr std::int64_t kFewRows = 8;       // up to this many activation rows: row dots, not sgemm
-constexpr std::int64_t kPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
+constexpr std::int64_t kFewRows = 8;            // up to this many activation rows: row dots, not sgemm
+constexpr std::int64_t kDeltaPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
 
 } // namespace
 
@@ -63,7 +63,7 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
   // panel GEMM; × 64 rows: 310 and 106). Under 16 rows OpenBLAS's small-matrix kernel, which packs
   // nothing, is as fast or faster (× 12 rows: 27–32 ms against 33–47).
   std::optional<PackedActivations> packed;
-  if (m >= kPanelMinRows && panel_gemm_supported(PanelProduct::f32))
+  if (m >= kDeltaPanelMinRows && panel_gemm_supported(PanelProduct::f32))
     packed = pack_activations(x, m, m_codes.cols, PanelProduct::f32);
   pool.parallel_for(blocks, [&](std::int64_t b0, std::int64_t b1) {
     thread_local std::vector<float> decoded, part;

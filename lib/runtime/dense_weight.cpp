@@ -28,7 +28,7 @@ using model::DType;
 constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which sgemm pays off
 constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
-constexpr std::int64_t kPanelMinRows = 4;        // activation rows from which the AVX-512 panel GEMM pays off
+constexpr std::int64_t kDensePanelMinRows = 4;   // activation rows from which the AVX-512 panel GEMM pays off
 constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (whole 32-row panels)
 constexpr std::int64_t kBroadcastChunk = 96;     // the same for f32_transposed (whole 12-row register tiles)
 
@@ -63,7 +63,7 @@ public:
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
     if constexpr (panel_product<T>().has_value()) {
-      if (m >= kPanelMinRows && panel_gemm_supported(*panel_product<T>())) {
+      if (m >= kDensePanelMinRows && panel_gemm_supported(*panel_product<T>())) {
         const auto packed = pack_activations(x, m, m_cols, *panel_product<T>());
         pool.parallel_for(
             m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
