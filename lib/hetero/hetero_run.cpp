@@ -22,8 +22,6 @@
 
 namespace optkit::hetero {
 
-namespace {} // namespace
-
 std::string
 bits_text(const std::vector<int>& bits, int first, int end) {
   std::string text;
