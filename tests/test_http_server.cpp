@@ -136,6 +136,28 @@ TEST_CASE("caps: a body over the limit is 413, headers over it 431, garbage 400;
   CHECK(client.request("GET", "/health").body == "ok");
 }
 
+TEST_CASE("a chunked body's trailers over the header cap are 431, a 70 KiB trailer field or name included") {
+  ServerOptions options;
+  options.max_header_bytes = 2000;
+  Server server(options, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", request.body);
+  });
+  server.start();
+  const std::string head = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
+  const std::string big(70'000, 'v');
+  for (const std::string& trailer : {"X-T: " + big + "\r\n", big + ": v\r\n", std::string("X-T: ok\r\n")}) {
+    const std::string answer = raw_exchange(server.port(), head + trailer + "\r\n");
+    if (trailer.size() < 100) {
+      CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+      CHECK(answer.ends_with("hello"));
+    } else {
+      CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
+      CHECK(answer.find("headers or trailers") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_WITH_AS(Server({.max_header_bytes = 1 << 20}, {}), doctest::Contains("max_header_bytes"), InputError);
+}
+
 TEST_CASE("Expect: 100-continue gets its go-ahead, as curl waits for") {
   Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
     exchange->respond(200, "text/plain", request.body);

@@ -1,6 +1,7 @@
 #include "http/server.hpp"
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -103,6 +104,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       , accept_retry(acceptor.get_executor()) {}
 
   void accept();
+  void run_io();
   std::vector<std::shared_ptr<Session>> snapshot();
 };
 
@@ -164,7 +166,7 @@ private:
 class Session : public std::enable_shared_from_this<Session> {
 public:
   Session(tcp::socket socket, std::shared_ptr<Server::State> server)
-      : m_stream(std::move(socket)), m_server(std::move(server)) {}
+      : m_stream(std::move(socket)), m_server(std::move(server)), m_buffer(m_server->options.max_header_bytes) {}
   ~Session() {
     const std::lock_guard lock(m_server->mutex);
     --m_server->live_sessions;
@@ -249,8 +251,10 @@ private:
     if (ec == bhttp::error::body_limit)
       return reject(413, "request body is larger than the server's limit of " +
                              std::to_string(m_server->options.max_body_bytes) + " bytes");
-    if (ec == bhttp::error::header_limit)
-      return reject(431, "request headers are larger than the server's limit of " +
+    // The read buffer holds at most max_header_bytes: a header, a chunk's header line or a chunked
+    // body's trailer block larger than that overflows it.
+    if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow)
+      return reject(431, "request headers or trailers are larger than the server's limit of " +
                              std::to_string(m_server->options.max_header_bytes) + " bytes");
     if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
@@ -389,9 +393,9 @@ private:
   }
 
   beast::tcp_stream m_stream;
-  beast::flat_buffer m_buffer;
-  std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
   std::shared_ptr<Server::State> m_server;
+  beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
+  std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
   std::shared_ptr<ExchangeImpl> m_exchange;
   std::deque<std::string> m_queue;
   std::string m_out, m_continue, m_drain;
@@ -474,6 +478,21 @@ Server::State::accept() {
   });
 }
 
+// Runs the io_context on this thread until it is stopped. An exception out of a completion handler
+// (a defect: a request's own failures are answered in its session) ends the connection whose
+// handler threw, whose state unwinds with it, and never the server.
+void
+Server::State::run_io() {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      log::error("http server: a connection ended on an unexpected exception: {}", e.what());
+    }
+  }
+}
+
 std::vector<std::shared_ptr<Session>>
 Server::State::snapshot() {
   const std::lock_guard lock(mutex);
@@ -487,6 +506,11 @@ Server::State::snapshot() {
 Server::Server(ServerOptions options, Handler handler)
     : m_state(std::make_shared<State>(std::move(options), std::move(handler))) {
   State& s = *m_state;
+  // Beast keeps a field's length in 16 bits and throws on a longer one; the read buffer, capped at
+  // max_header_bytes, keeps every field shorter.
+  if (s.options.max_header_bytes < 1024 || s.options.max_header_bytes > 65535)
+    throw InputError(
+        fmt::format("http server: max_header_bytes {} is outside 1024..65535", s.options.max_header_bytes));
   const std::string where = s.options.host + ":" + std::to_string(s.options.port);
   try {
     const auto address = net::ip::make_address(s.options.host);
@@ -517,7 +541,7 @@ Server::start() {
   State& s = *m_state;
   s.accept();
   for (int i = 0; i < std::max(1, s.options.threads); ++i)
-    s.threads.emplace_back([state = m_state] { state->ioc.run(); });
+    s.threads.emplace_back([state = m_state] { state->run_io(); });
 }
 
 void
