@@ -53,8 +53,8 @@ using Handler = std::function<void(const Request&, const std::shared_ptr<Exchang
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 0; // 0: a free port, see Server::port()
-  std::size_t max_header_bytes = std::size_t{16}
-                                 << 10; // request line + headers; a chunked body's trailers; 1 KiB..64 KiB
+  // The request line and headers, and apart a chunked body's trailers: 1 KiB to 64 KiB.
+  std::size_t max_header_bytes = std::size_t{16} << 10;
   std::size_t max_body_bytes = std::size_t{8} << 20;
   std::chrono::milliseconds idle_timeout{60'000}; // reading a request, and between requests
   int threads = 1;
