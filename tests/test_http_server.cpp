@@ -52,13 +52,16 @@ local(const Server& server) {
   return parse_url("http://127.0.0.1:" + std::to_string(server.port()));
 }
 
-// Sends raw bytes on a fresh connection and returns everything the server answers until it closes.
+// Sends raw bytes on a fresh connection (then ends its sending side, with `half_close`) and returns
+// everything the server answers until it closes.
 std::string
-raw_exchange(int port, const std::string& bytes) {
+raw_exchange(int port, const std::string& bytes, bool half_close = false) {
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::socket socket(ioc);
   socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
   boost::asio::write(socket, boost::asio::buffer(bytes));
+  if (half_close)
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_send);
   std::string answer;
   char buffer[4096];
   boost::system::error_code ec;
@@ -156,6 +159,41 @@ TEST_CASE("a chunked body's trailers over the header cap are 431, a 70 KiB trail
     }
   }
   CHECK_THROWS_WITH_AS(Server({.max_header_bytes = 1 << 20}, {}), doctest::Contains("max_header_bytes"), InputError);
+}
+
+// A client that ends its sending side cannot be told from one that went away: the request in flight
+// when the end arrives is cancelled (as vLLM cancels a disconnected client's), the ones before it
+// were answered.
+TEST_CASE("pipelined requests in one write are all answered, in order, however they are sized") {
+  // Answered from another thread a little later, as the engine answers.
+  Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    std::thread([body = request.body, exchange] {
+      std::this_thread::sleep_for(5ms);
+      exchange->respond(200, "text/plain", "<" + body.substr(0, 3) + ">");
+    }).detach();
+  });
+  server.start();
+  for (const int count : {2, 4, 8})
+    for (const std::size_t size : {std::size_t{5}, std::size_t{3000}})
+      for (const bool half_close : {false, true}) {
+        std::string bytes, expected;
+        for (int i = 0; i < count; ++i) {
+          const std::string body = std::to_string(100 + i) + std::string(size, 'x');
+          bytes += "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(body.size()) +
+                   (i + 1 == count ? "\r\nConnection: close" : "") + "\r\n\r\n" + body;
+          if (!half_close || i + 1 < count)
+            expected += "<" + std::to_string(100 + i) + ">";
+        }
+        const std::string answer = raw_exchange(server.port(), bytes, half_close);
+        std::string bodies;
+        for (std::size_t at = answer.find("\r\n\r\n"); at != std::string::npos; at = answer.find("\r\n\r\n", at + 4))
+          bodies += answer.substr(at + 4, 5);
+        CAPTURE(count);
+        CAPTURE(size);
+        CAPTURE(half_close);
+        CHECK(bodies == expected);
+      }
+  server.stop(1s);
 }
 
 TEST_CASE("Expect: 100-continue gets its go-ahead, as curl waits for") {

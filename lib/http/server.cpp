@@ -198,6 +198,7 @@ public:
       close();
   }
   void close() {
+    const auto held = std::move(m_held); // freed when this returns
     if (m_closed)
       return;
     m_closed = true;
@@ -285,7 +286,13 @@ private:
     request.body = std::move(message.body());
     m_keep_alive = message.keep_alive();
     m_exchange = std::make_shared<ExchangeImpl>(weak_from_this());
-    watch_for_disconnect();
+    // The next request already read (pipelined in the same write): its bytes will not wake a wait
+    // on the socket, and it is answered next, in order. Else a wait on the socket tells when the
+    // client goes away.
+    if (m_buffer.size() > 0)
+      m_held = shared_from_this();
+    else
+      watch_for_disconnect();
     const auto exchange = m_exchange;
     try {
       m_server->handler(request, exchange);
@@ -317,11 +324,14 @@ private:
       const std::size_t available = self->m_stream.socket().available(available_ec);
       if (ec || available_ec || available == 0)
         return self->close(); // the client is gone: cancel its request
-      // Bytes: the client's next request. It was sent the moment the response ended, so the wait
-      // completed before after_response() could cancel it; without this read nothing would hold
-      // the session, and its socket would close under the request (a reset, as wrk showed).
+      // Bytes: the client's next request, read when this response ends. Sent the moment the
+      // response ended, the wait completed before after_response() could cancel it: read now.
+      // Sent earlier (pipelined), the session holds itself until the response ends: nothing else
+      // would, and its socket would close under the request (a reset, as wrk showed).
       if (resume)
         self->read_request();
+      else
+        self->m_held = self;
     });
   }
 
@@ -357,6 +367,7 @@ private:
   }
 
   void after_response() {
+    const auto held = std::move(m_held); // freed when this returns
     m_last_queued = false;
     m_exchange.reset();
     if (m_linger)
@@ -397,6 +408,7 @@ private:
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
   std::shared_ptr<ExchangeImpl> m_exchange;
+  std::shared_ptr<Session> m_held; // itself, while a response is pending and no wait holds it
   std::deque<std::string> m_queue;
   std::string m_out, m_continue, m_drain;
   bool m_writing = false, m_last_queued = false, m_keep_alive = false, m_watching = false, m_resume_read = false,
