@@ -1,7 +1,12 @@
-# Unity builds: the files of one lib/ area compiled OPTKIT_UNITY_BATCH at a time as one translation
-# unit, so the standard, JSON, fmt and Boost headers they share are parsed once per batch instead
-# of once per file (parsing is about half of GCC's time in a typical file here). An area's batches
-# hold only that area's files, so the include layering the build enforces is unchanged.
+# Unity builds: the files of one target (a lib/ area, the binary, the unit tests) compiled
+# OPTKIT_UNITY_BATCH at a time as one translation unit, so the standard, JSON, fmt and Boost
+# headers they share are parsed once per batch instead of once per file (parsing is about half of
+# GCC's time in a typical file here). Measured on a 2-core Debian 12 machine, GCC -O3, the binary
+# alone: 737 s -> 420 s; the lib/ areas 1,749 -> 844 job-seconds, cmd/ 270 -> ~45.
+# An area's batches hold only that area's files, so the include layering the build enforces is
+# unchanged. A batch may come to hold any two files of a target, so what a file defines in its
+# anonymous namespace must have a name no other file of the target gives its own: a configuration
+# with -DOPTKIT_UNITY_BATCH=0 (one batch per target) checks every pair at once.
 # -DOPTKIT_UNITY_BUILD=OFF compiles each file alone, which checks that it includes what it uses.
 option(OPTKIT_UNITY_BUILD "Compile each lib/ area's files in batches (unity build)" ON)
 set(OPTKIT_UNITY_BATCH 8 CACHE STRING "Files per unity batch")

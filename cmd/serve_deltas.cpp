@@ -24,6 +24,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     double shutdown_grace_s = 5;
     bool mock = false;
     bool prefix_caching = false;
+    serve::AdapterLoading adapter_loading;
     double mock_step_ms = 0;
   };
   auto flags = std::make_shared<Flags>();
@@ -46,6 +47,16 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                    "swap: serve each --delta as a whole merged model, one loaded at a time (the swap-full-model "
                    "baseline DeltaZip is measured against); none: decoupled serving")
       ->check(CLI::IsMember({"none", "swap"}))
+      ->capture_default_str();
+  serve->add_flag("--enable-adapter-loading", flags->adapter_loading.enabled,
+                  "open POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's runtime adapter routes) for "
+                  "folders under --adapter-root; without it they do not exist");
+  serve->add_option("--adapter-root", flags->adapter_loading.root,
+                    "the folder runtime-loaded adapters must lie in (links out of it are refused)");
+  serve
+      ->add_option("--max-adapters", flags->adapter_loading.max_adapters,
+                   "most deltas and adapters registered at once; runtime loads beyond it are refused")
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
@@ -97,6 +108,10 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.host = flags->host;
                   options.port = flags->port;
                   options.api_key = flags->api_key;
+                  if (flags->adapter_loading.enabled && flags->adapter_loading.root.empty())
+                    throw InputError("--enable-adapter-loading needs --adapter-root DIR, the folder adapters are "
+                                     "loaded from");
+                  options.adapter_loading = flags->adapter_loading;
                   options.engine.max_num_seqs = flags->max_num_seqs;
                   options.engine.max_num_batched_tokens = flags->max_num_batched_tokens;
                   options.engine.max_deltas = flags->max_deltas;

@@ -2,6 +2,8 @@
 // tokenizer.json through optkit's tokenizer, which the tokenizer tests pin to Hugging Face's).
 #include "bench/prompt_synthesis.hpp"
 #include "bench/serving_profile.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "model/tokenizer.hpp"
 #include "support/test_support.hpp"
 
@@ -33,4 +35,51 @@ TEST_CASE("synthesized prompts have exactly the token count the server will see,
   const auto prefix = tokenizer.decode(std::vector<std::int32_t>(ids.begin(), ids.begin() + 32));
   CHECK(b.text.rfind(prefix.substr(0, prefix.size() / 2), 0) == 0);
   CHECK(a.text != b.text);
+}
+
+namespace {
+
+// A server whose /detokenize text always counts back to an odd number of tokens: no prompt of an
+// even count ever comes out exact, so every one takes all its retries.
+class DriftingCodec final : public TokenCodec {
+public:
+  std::vector<std::int32_t> encode(const std::string& text) const override {
+    return std::vector<std::int32_t>(text.size() / 2, 1);
+  }
+  std::string decode(const std::vector<std::int32_t>& ids) const override {
+    return std::string(ids.size() * 4 + 2, 'a');
+  }
+  std::string source() const override { return "server /tokenize"; }
+  std::int64_t added_special_tokens() const override { return 0; }
+};
+
+} // namespace
+
+TEST_CASE(
+    "a codec that never round-trips exhausts the batch's budget: exit 3 naming the round trip; reseed renews it") {
+  const DriftingCodec codec;
+  PromptSynthesizer prompts(codec, std::string(400, 'a'), 0, 1, {.max_round_trips = 20, .max_seconds = 3600});
+  CHECK(prompts.make(10).tokens % 2 == 1); // the closest it got
+  CHECK(prompts.make(10).tokens % 2 == 1);
+  CHECK(prompts.make(10).tokens % 2 == 1);
+  try {
+    prompts.make(10);
+    FAIL("no budget error");
+  } catch (const optkit::RuntimeFailure& e) {
+    CHECK(e.code() == optkit::ExitCode::runtime);
+    CHECK(std::string(e.what()).find("prompt synthesis through server /tokenize ran past its budget (20 decode/encode "
+                                     "round trips") != std::string::npos);
+    CHECK(std::string(e.what()).find("--tokenizer DIR") != std::string::npos);
+  }
+  prompts.reseed(2);
+  CHECK(prompts.make(10).tokens % 2 == 1);
+}
+
+TEST_CASE("Ctrl-C stops prompt synthesis at its next round trip") {
+  const DriftingCodec codec;
+  PromptSynthesizer prompts(codec, std::string(400, 'a'), 0, 1);
+  optkit::request_interrupt(2);
+  CHECK_THROWS_AS(prompts.make(10), optkit::Interrupted);
+  optkit::reset_interrupt();
+  CHECK(prompts.make(10).tokens % 2 == 1);
 }

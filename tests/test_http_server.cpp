@@ -3,6 +3,7 @@
 // bind 127.0.0.1 on a free port. No test waits on a speed: each waits for an event, with a
 // deadline far beyond it.
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "http/client.hpp"
 #include "http/server.hpp"
 #include "http/sse.hpp"
@@ -136,6 +137,9 @@ TEST_CASE("caps: a body over the limit is 413, headers over it 431, garbage 400;
   CHECK(client2.request("GET", "/health").status == 431);
   const std::string garbage = raw_exchange(server.port(), "NOT HTTP AT ALL\r\n\r\n");
   CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);
+  const std::string not_ascii = raw_exchange(server.port(), "GET /v1/\xff\xfe HTTP/1.1\r\nHost: a\r\n\r\n");
+  CHECK(not_ascii.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(not_ascii.find("not ASCII") != std::string::npos);
   CHECK(client.request("GET", "/health").body == "ok");
 }
 
@@ -194,6 +198,21 @@ TEST_CASE("pipelined requests in one write are all answered, in order, however t
         CHECK(bodies == expected);
       }
   server.stop(1s);
+}
+
+TEST_CASE("Ctrl-C abandons a blocking request that the server never answers: Interrupted") {
+  std::shared_ptr<Exchange> held; // written on the server's thread only
+  Server server({}, [&held](const Request&, const std::shared_ptr<Exchange>& exchange) { held = exchange; });
+  server.start();
+  Client client(local(server));
+  std::thread signal([] {
+    std::this_thread::sleep_for(50ms);
+    request_interrupt(SIGINT);
+  });
+  CHECK_THROWS_WITH_AS(client.request("GET", "/never"), doctest::Contains("interrupted during a request"), Interrupted);
+  signal.join();
+  reset_interrupt();
+  server.stop(0ms);
 }
 
 TEST_CASE("Expect: 100-continue gets its go-ahead, as curl waits for") {

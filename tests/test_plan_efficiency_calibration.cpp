@@ -21,18 +21,14 @@ using namespace optkit::plan;
 
 namespace {
 
-std::filesystem::path
-profiles() {
-  return test::testdata_dir().parent_path() / "profiles";
-}
-
 // Mean absolute percentage errors when the calibration was committed (25 figures).
 constexpr double kCommittedBefore = 23.1, kCommittedAfter = 12.3;
 
 } // namespace
 
 TEST_CASE("the fallback's efficiencies fitted to published static-batching figures") {
-  const auto points = load_published_points(profiles() / "calibration" / "published.yaml", profiles());
+  const auto points =
+      load_published_points(test::profiles_dir() / "calibration" / "published.yaml", test::profiles_dir());
   REQUIRE(points.points.size() >= 20);
   const auto fit = fit_efficiencies(points, perf::DefaultEfficiency{});
   REQUIRE(fit.after_rows.size() == fit.before_rows.size());
@@ -51,9 +47,9 @@ TEST_CASE("the fallback's efficiencies fitted to published static-batching figur
   CHECK(mean_absolute_log_error(fit.after_rows) < mean_absolute_log_error(fit.before_rows));
 
   // Every bundled system carries the fit, and says which points it came from.
-  for (const auto& name : perf::list_systems(profiles())) {
+  for (const auto& name : perf::list_systems(test::profiles_dir())) {
     CAPTURE(name);
-    const auto system = perf::load_system(profiles(), name);
+    const auto system = perf::load_system(test::profiles_dir(), name);
     CHECK(system.efficiency.gemm == doctest::Approx(fit.after.gemm));
     CHECK(system.efficiency.attention == doctest::Approx(fit.after.attention));
     CHECK(system.efficiency.memory == doctest::Approx(fit.after.memory));
@@ -75,18 +71,19 @@ TEST_CASE("a points file names its errors") {
   CHECK_THROWS_WITH_AS(
       load_published_points(write("name: x\nsource: y\npoints:\n  - {system: h100_sxm, model: llama-3.1-8b, "
                                   "precision: bf16, tp: 1, batch: 1, isl: 128}\n"),
-                            profiles()),
+                            test::profiles_dir()),
       doctest::Contains("give output_tokens_per_s_per_gpu, ttft_ms or both"), InputError);
   CHECK_THROWS_WITH_AS(
       load_published_points(write("name: x\nsource: y\npoints:\n  - {system: h999, model: llama-3.1-8b, "
                                   "precision: bf16, tp: 1, batch: 1, isl: 128, ttft_ms: 5}\n"),
-                            profiles()),
+                            test::profiles_dir()),
       doctest::Contains("h999"), InputError);
   CHECK_THROWS_WITH_AS(
       load_published_points(write("name: x\nsource: y\npoints:\n  - {system: h100_sxm, model: llama-3.1-8b, "
                                   "precision: fp7, tp: 1, batch: 1, isl: 128, ttft_ms: 5}\n"),
-                            profiles()),
+                            test::profiles_dir()),
       doctest::Contains("fp7"), InputError);
-  CHECK_THROWS_WITH_AS(load_published_points(write("name: x\nsource: y\npoints:\n  - {sytem: h100_sxm}\n"), profiles()),
-                       doctest::Contains("points.yaml:4:"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load_published_points(write("name: x\nsource: y\npoints:\n  - {sytem: h100_sxm}\n"), test::profiles_dir()),
+      doctest::Contains("points.yaml:4:"), InputError);
 }

@@ -14,32 +14,26 @@ using namespace optkit;
 using namespace optkit::perf;
 using namespace optkit::plan;
 
-namespace {
-
-std::filesystem::path
-profiles() {
-  return test::testdata_dir().parent_path() / "profiles";
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("every bundled system loads, and an unknown one lists them") {
-  const auto names = list_systems(profiles());
+  const auto names = list_systems(test::profiles_dir());
   CHECK(names.size() == 10);
   for (const auto& name : names) {
     CAPTURE(name);
-    const SystemSpec s = load_system(profiles(), name);
+    const SystemSpec s = load_system(test::profiles_dir(), name);
     CHECK(s.memory_gib > 0);
     CHECK(s.peak_flops("bf16") > 0);
     CHECK(!s.sources.empty());
   }
-  CHECK(load_system(profiles(), "t4").peak_flops("bf16") == 65e12);       // no bf16 cores: fp16 rate
-  CHECK(load_system(profiles(), "a100_80g").peak_flops("fp8") == 312e12); // no fp8: 16-bit rate
-  CHECK_THROWS_WITH_AS(load_system(profiles(), "h100"), doctest::Contains("did you mean h100_sxm"), InputError);
+  CHECK(load_system(test::profiles_dir(), "t4").peak_flops("bf16") == 65e12);       // no bf16 cores: fp16 rate
+  CHECK(load_system(test::profiles_dir(), "a100_80g").peak_flops("fp8") == 312e12); // no fp8: 16-bit rate
+  CHECK_THROWS_WITH_AS(load_system(test::profiles_dir(), "h100"), doctest::Contains("did you mean h100_sxm"),
+                       InputError);
   // Names the directory does not list never reach the filesystem (the cluster fuzzer found a
   // name longer than a file name may be; a path would read another file).
-  CHECK_THROWS_AS(load_system(profiles(), std::string(300, 'a')), InputError);
-  CHECK_THROWS_AS(load_system(profiles(), "../systems/h100_sxm"), InputError);
+  CHECK_THROWS_AS(load_system(test::profiles_dir(), std::string(300, 'a')), InputError);
+  CHECK_THROWS_AS(load_system(test::profiles_dir(), "../systems/h100_sxm"), InputError);
 }
 
 TEST_CASE("speculative decoding emits (1 - a^(k+1)) / (1 - a) tokens per step") {
@@ -52,7 +46,7 @@ TEST_CASE("static decode of a dense model is bound by reading the weights") {
   // The built-in default efficiencies (memory 0.8, 4 µs per kernel), not the calibrated ones the
   // system file carries: this checks the step model's physics, test_plan_efficiency_calibration
   // the fitted figures.
-  SystemSpec h200 = load_system(profiles(), "h200_sxm");
+  SystemSpec h200 = load_system(test::profiles_dir(), "h200_sxm");
   h200.efficiency = DefaultEfficiency{};
   const PerfDatabase db(h200);
   const ModelArch model = resolve_model("llama-3.1-8b");
@@ -74,7 +68,7 @@ TEST_CASE("static decode of a dense model is bound by reading the weights") {
 }
 
 TEST_CASE("aggregated estimate follows Algorithm 2") {
-  const SystemSpec h200 = load_system(profiles(), "h200_sxm");
+  const SystemSpec h200 = load_system(test::profiles_dir(), "h200_sxm");
   const PerfDatabase db(h200);
   const ModelArch model = resolve_model("llama-3.1-8b");
   const StepModel step(model, h200, db, ParallelConfig{}, ServingPrecision{}, 0);
@@ -124,7 +118,7 @@ TEST_CASE("expert-parallel imbalance under power-law routing") {
 }
 
 TEST_CASE("memory: weights + KV beyond the GPU are infeasible, and never in a plan") {
-  const SystemSpec h100 = load_system(profiles(), "h100_sxm");
+  const SystemSpec h100 = load_system(test::profiles_dir(), "h100_sxm");
   const ModelArch model = resolve_model("llama-3.1-70b");
   const MemoryBudget one_gpu = memory_budget(model, h100, {}, {}, Engine::vllm, 0.9, 4096, 4500);
   CHECK(one_gpu.weight_bytes > 130e9);
@@ -153,7 +147,7 @@ TEST_CASE("memory: weights + KV beyond the GPU are infeasible, and never in a pl
 }
 
 TEST_CASE("the search meets the SLA it reports, and --target-rate sizes the cluster") {
-  const SystemSpec h200 = load_system(profiles(), "h200_sxm");
+  const SystemSpec h200 = load_system(test::profiles_dir(), "h200_sxm");
   PlanRequest request;
   request.model = resolve_model("llama-3.1-70b");
   request.gpus = 8;

@@ -84,3 +84,54 @@ TEST_CASE("stream chunks written field by field equal the chunk object's dump") 
     CHECK(usage_event(chunk_head(endpoint, who), usage) == "data: " + out.dump() + "\n\n");
   }
 }
+
+TEST_CASE("what the server does not implement is a 400 naming the field; values that change nothing pass") {
+  const auto param_of = [](Endpoint endpoint, const json& body) -> std::string {
+    try {
+      parse_api_request(endpoint, body.dump());
+      return "(accepted)";
+    } catch (const BadRequest& e) {
+      return e.param;
+    }
+  };
+  const json chat = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+  const json completion = {{"prompt", "hi"}};
+  const auto with = [](json body, const char* field, const json& value) {
+    body[field] = value;
+    return body;
+  };
+  for (const auto& [field, value] :
+       std::vector<std::pair<const char*, json>>{{"response_format", {{"type", "json_object"}}},
+                                                 {"guided_json", {{"type", "object"}}},
+                                                 {"guided_choice", json::array({"a", "b"})},
+                                                 {"structured_outputs", {{"regex", "a+"}}},
+                                                 {"prompt_logprobs", 1},
+                                                 {"use_beam_search", true}}) {
+    CAPTURE(field);
+    CHECK(param_of(Endpoint::completions, with(completion, field, value)) == field);
+    CHECK(param_of(Endpoint::chat, with(chat, field, value)) == field);
+  }
+  for (const auto& [field, value] :
+       std::vector<std::pair<const char*, json>>{{"tool_choice", "required"},
+                                                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
+                                                 {"chat_template", "{{ messages }}"},
+                                                 {"chat_template_kwargs", {{"enable_thinking", false}}},
+                                                 {"echo", true},
+                                                 {"add_generation_prompt", false}}) {
+    CAPTURE(field);
+    CHECK(param_of(Endpoint::chat, with(chat, field, value)) == field);
+  }
+  CHECK(param_of(Endpoint::completions, with(completion, "suffix", "x")) == "suffix");
+  CHECK(param_of(Endpoint::completions, with(completion, "best_of", 2)) == "best_of");
+  // Values that ask for what the server does anyway.
+  CHECK(param_of(Endpoint::chat, with(with(chat, "response_format", {{"type", "text"}}), "tool_choice", "auto")) ==
+        "(accepted)");
+  CHECK(param_of(Endpoint::chat, with(chat, "echo", false)) == "(accepted)");
+  CHECK(param_of(Endpoint::completions, with(completion, "best_of", 1)) == "(accepted)");
+  // Images, audio and files in a message: refused; text parts pass.
+  json parts = chat;
+  parts["messages"][0]["content"] = json::array({{{"type", "text"}, {"text", "hi"}}});
+  CHECK(param_of(Endpoint::chat, parts) == "(accepted)");
+  parts["messages"][0]["content"].push_back({{"type", "image_url"}, {"image_url", {{"url", "data:,"}}}});
+  CHECK(param_of(Endpoint::chat, parts) == "messages");
+}

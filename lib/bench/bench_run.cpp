@@ -249,8 +249,10 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   const auto url = http::openai_base_url(engine ? engine->url() : options.endpoint);
   result.endpoint = url.text;
   http::ClientOptions client_options;
-  client_options.connect_timeout = std::chrono::milliseconds(5000);
-  client_options.request_timeout = std::chrono::milliseconds(30000);
+  // --request-timeout bounds every call: /v1/models and the token counting too.
+  const auto request_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request_timeout_s * 1000));
+  client_options.connect_timeout = std::min(std::chrono::milliseconds(5000), request_timeout);
+  client_options.request_timeout = request_timeout;
   if (!options.api_key.empty())
     client_options.headers.emplace_back("Authorization", "Bearer " + options.api_key);
   http::Client control(url, client_options);

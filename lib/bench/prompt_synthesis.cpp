@@ -1,7 +1,9 @@
 #include "bench/prompt_synthesis.hpp"
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/interrupt.hpp"
 #include "core/random_source.hpp"
 #include "core/resource_paths.hpp"
 #include "http/client.hpp"
@@ -88,8 +90,12 @@ default_corpus_text() {
 }
 
 PromptSynthesizer::PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text,
-                                     std::int64_t shared_prefix_tokens, std::uint64_t seed)
-    : m_codec(codec), m_special(codec.added_special_tokens()), m_corpus(codec.encode(corpus_text)), m_state(seed) {
+                                     std::int64_t shared_prefix_tokens, std::uint64_t seed, SynthesisBudget budget)
+    : m_codec(codec)
+    , m_special(codec.added_special_tokens())
+    , m_corpus(codec.encode(corpus_text))
+    , m_state(seed)
+    , m_budget(budget) {
   if (m_corpus.empty())
     throw InputError("the prompt corpus encodes to no tokens");
   if (shared_prefix_tokens > 0)
@@ -105,6 +111,29 @@ PromptSynthesizer::window(std::size_t start, std::int64_t length) const {
   return ids;
 }
 
+void
+PromptSynthesizer::reseed(std::uint64_t seed) {
+  m_state = seed;
+  m_round_trips = 0;
+  m_batch_started = std::chrono::steady_clock::now();
+}
+
+// Decodes `ids` into `text` and counts its tokens, within the batch's budget.
+std::int64_t
+PromptSynthesizer::counted_round_trip(const std::vector<std::int32_t>& ids, std::string& text) {
+  throw_if_interrupted();
+  const double seconds = seconds_since(m_batch_started);
+  if (m_round_trips >= m_budget.max_round_trips || seconds > m_budget.max_seconds)
+    throw RuntimeFailure(fmt::format(
+        "prompt synthesis through {} ran past its budget ({} decode/encode round trips in {:.0f} s, limits {} and "
+        "{:.0f} s): the text it decodes does not encode back to the tokens asked for; give --tokenizer DIR (the "
+        "model folder's tokenizer.json)",
+        m_codec.source(), m_round_trips, seconds, m_budget.max_round_trips, m_budget.max_seconds));
+  ++m_round_trips;
+  text = m_codec.decode(ids);
+  return static_cast<std::int64_t>(m_codec.encode(text).size());
+}
+
 SynthesizedPrompt
 PromptSynthesizer::make(std::int64_t total_tokens) {
   const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
@@ -117,8 +146,8 @@ PromptSynthesizer::make(std::int64_t total_tokens) {
     auto ids = m_prefix;
     const auto body = window(start, length);
     ids.insert(ids.end(), body.begin(), body.end());
-    SynthesizedPrompt candidate{m_codec.decode(ids), 0};
-    candidate.tokens = static_cast<std::int64_t>(m_codec.encode(candidate.text).size());
+    SynthesizedPrompt candidate;
+    candidate.tokens = counted_round_trip(ids, candidate.text);
     if (best.text.empty() || std::llabs(candidate.tokens - tokens) < std::llabs(best.tokens - tokens))
       best = candidate;
     if (candidate.tokens == tokens)

@@ -6,6 +6,7 @@
 
 #include "bench/serving_profile.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,28 +42,41 @@ struct SynthesizedPrompt {
   std::int64_t tokens = 0; // as the codec counts the text (equal to the plan unless the corpus is too short)
 };
 
+// What one batch of prompts (from a reseed() to the next: a trial's) may spend on the codec. A
+// server whose /detokenize text does not count back to the tokens asked for makes every prompt
+// retry through the network; past the budget the batch fails instead of running on.
+struct SynthesisBudget {
+  std::int64_t max_round_trips = 8192; // decode + encode pairs (2,048 prompts at most per batch)
+  double max_seconds = 120;
+};
+
 class PromptSynthesizer {
 public:
   // Encodes `corpus_text` once; throws InputError when it encodes to no tokens.
   PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text, std::int64_t shared_prefix_tokens,
-                    std::uint64_t seed);
+                    std::uint64_t seed, SynthesisBudget budget = {});
   // One prompt of `tokens` tokens as the server counts them (its added special tokens included).
   // Cuts a window of ids at a seeded offset, decodes it, and re-encodes to check: when the round
   // trip merges or splits tokens at the edges, the window is adjusted until the count is exact
-  // (a few tries; the closest is kept otherwise).
+  // (a few tries; the closest is kept otherwise). Throws RuntimeFailure past the budget, naming
+  // the codec's round trip, and Interrupted after Ctrl-C.
   SynthesizedPrompt make(std::int64_t tokens);
-  // Starts the sequence of prompts over from `seed` (each trial its own), without encoding the
-  // corpus again.
-  void reseed(std::uint64_t seed) { m_state = seed; }
+  // Starts the sequence of prompts over from `seed` (each trial its own), and the budget, without
+  // encoding the corpus again.
+  void reseed(std::uint64_t seed);
 
 private:
   std::vector<std::int32_t> window(std::size_t start, std::int64_t length) const;
+  std::int64_t counted_round_trip(const std::vector<std::int32_t>& ids, std::string& text);
 
   const TokenCodec& m_codec;
   std::int64_t m_special = 0;
   std::vector<std::int32_t> m_corpus;
   std::vector<std::int32_t> m_prefix;
   std::uint64_t m_state;
+  SynthesisBudget m_budget;
+  std::int64_t m_round_trips = 0;
+  std::chrono::steady_clock::time_point m_batch_started = std::chrono::steady_clock::now();
 };
 
 // The corpus prompts are cut from when the user names none: profiles/serving/corpus.txt.

@@ -100,10 +100,16 @@ EngineProcess::wait_ready(double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     throw_if_interrupted();
-    if (const auto status = m_child->poll())
-      throw RuntimeFailure(fmt::format("engine {} exited ({}) before it was ready; the end of its log ({}):{}",
-                                       to_string(m_options.kind), proc::describe(*status), m_log.string(),
-                                       log_tail(m_log, 12)));
+    if (const auto status = m_child->poll()) {
+      const std::string message =
+          fmt::format("engine {} exited ({}) before it was ready; the end of its log ({}):{}",
+                      to_string(m_options.kind), proc::describe(*status), m_log.string(), log_tail(m_log, 12));
+      // optkit's own server exits 2 for input it refuses (a corrupt model folder): the same input
+      // error, and exit code, as compress and eval perplexity give for it.
+      if (m_options.kind == EngineKind::optkit && status->exit_code == static_cast<int>(ExitCode::bad_input))
+        throw InputError(message);
+      throw RuntimeFailure(message);
+    }
     try {
       if (client.request("GET", "/health").status == 200)
         break;

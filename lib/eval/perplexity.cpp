@@ -29,7 +29,7 @@ log_softmax(const float* logits, std::int64_t n, std::vector<double>& out) {
 }
 
 double
-mean_stderr(double sum, double sum_sq, double n) {
+stderr_from_sums(double sum, double sum_sq, double n) {
   if (n < 2)
     return 0.0;
   const double mean = sum / n;
@@ -204,12 +204,12 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
   const auto scored = static_cast<double>(result.scored_tokens);
   result.nll_mean = nll_sum / scored;
   result.perplexity = std::exp(result.nll_mean);
-  result.perplexity_stderr = result.perplexity * mean_stderr(nll_sum, nll_sq, scored);
+  result.perplexity_stderr = result.perplexity * stderr_from_sums(nll_sum, nll_sq, scored);
   result.bits_per_byte = nll_sum / std::log(2.0) / static_cast<double>(std::max<std::int64_t>(1, result.scored_bytes));
   if (base) {
     KlStats kl;
     kl.kl_mean = kl_sum / scored;
-    kl.kl_stderr = mean_stderr(kl_sum, kl_sq, scored);
+    kl.kl_stderr = stderr_from_sums(kl_sum, kl_sq, scored);
     kl.kl_max = kl_max;
     kl.top1_agreement = static_cast<double>(agree) / scored;
     double dp_sum = 0;

@@ -1,6 +1,7 @@
 #include "http/client.hpp"
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -81,7 +82,8 @@ struct Client::Impl {
   std::string where() const { return url.text; }
 
   // Runs one asynchronous operation to completion on the private io_context: the way to get
-  // timeouts (beast::tcp_stream honours them on asynchronous operations only).
+  // timeouts (beast::tcp_stream honours them on asynchronous operations only), and to abandon it
+  // on an interrupt.
   template <class Start> beast::error_code run(Start&& start) {
     beast::error_code result;
     bool done = false;
@@ -90,7 +92,17 @@ struct Client::Impl {
       done = true;
     });
     ioc.restart();
-    while (!done && ioc.run_one() > 0) {
+    bool abandoned = false;
+    while (!done && !ioc.stopped()) {
+      ioc.run_one_for(std::chrono::milliseconds(100));
+      if (!done && !abandoned && options.stop_on_interrupt && interrupt_requested() && stream) {
+        stream->cancel(); // the operation completes now, aborted
+        abandoned = true;
+      }
+    }
+    if (abandoned) {
+      drop();
+      throw Interrupted("interrupted during a request to " + where());
     }
     return result;
   }

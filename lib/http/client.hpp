@@ -29,6 +29,9 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds request_timeout{600'000}; // whole request, streamed or not
   Headers headers;                                    // sent with every request (Authorization, ...)
+  // Ctrl-C or SIGTERM (core/interrupt.hpp) abandons the call within a tenth of a second, which
+  // then throws Interrupted.
+  bool stop_on_interrupt = true;
 };
 
 struct Response {

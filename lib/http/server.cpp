@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "http/json_body.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -42,7 +43,8 @@ error_body(int status, const std::string& message) {
                      : status == 429 ? "rate_limit_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
-  return nlohmann::json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}}.dump();
+  return dump_json(
+      nlohmann::json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
 }
 
 namespace {
@@ -275,6 +277,11 @@ private:
       return on_read_error(ec);
     m_stream.expires_never();
     auto& message = m_parser->get();
+    // RFC 3986: a request target is ASCII; anything else is percent-encoded.
+    const auto target = message.target();
+    if (std::any_of(target.begin(), target.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+      return reject(400,
+                    "malformed HTTP request: the request target holds bytes that are not ASCII (percent-encode them)");
     Request request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -557,7 +564,7 @@ Server::start() {
 }
 
 void
-Server::stop(std::chrono::milliseconds grace) {
+Server::stop(std::chrono::milliseconds grace, const std::function<bool()>& cut_grace_short) {
   State& s = *m_state;
   if (s.stopped.exchange(true))
     return;
@@ -569,14 +576,15 @@ Server::stop(std::chrono::milliseconds grace) {
   });
   for (const auto& session : s.snapshot())
     net::post(session->executor(), [session] { session->close_when_idle(); });
-  const auto wait_until_closed = [&](std::chrono::steady_clock::time_point deadline) {
-    while (open_connections() > 0 && std::chrono::steady_clock::now() < deadline && !s.threads.empty())
+  const auto wait_until_closed = [&](std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cut) {
+    while (open_connections() > 0 && std::chrono::steady_clock::now() < deadline && !s.threads.empty() &&
+           !(cut && cut()))
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
   };
-  wait_until_closed(std::chrono::steady_clock::now() + grace);
+  wait_until_closed(std::chrono::steady_clock::now() + grace, cut_grace_short);
   for (const auto& session : s.snapshot())
     net::post(session->executor(), [session] { session->close(); });
-  wait_until_closed(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  wait_until_closed(std::chrono::steady_clock::now() + std::chrono::seconds(2), {});
   s.ioc.stop();
   for (auto& thread : s.threads)
     if (thread.joinable())

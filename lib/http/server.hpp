@@ -75,8 +75,9 @@ public:
   // Serves on options.threads threads until stop().
   void start();
   // Stops accepting, lets the requests in flight finish for up to `grace`, then cancels what is
-  // left, closes every connection and joins the threads. Idempotent.
-  void stop(std::chrono::milliseconds grace);
+  // left, closes every connection and joins the threads; the grace ends early once
+  // `cut_grace_short` (polled) returns true. Idempotent.
+  void stop(std::chrono::milliseconds grace, const std::function<bool()>& cut_grace_short = {});
   std::size_t open_connections() const;
   // Accepts that failed (out of descriptors, say); each is retried after a pause of 50 ms.
   std::uint64_t accept_failures() const;

@@ -53,15 +53,17 @@ build_request(const PlanOptions& o) {
   if (o.speed) {
     if (o.tpot_ms)
       throw InputError("--speed and --tpot both bound the time per output token; give one");
-    if (!(*o.speed > 0))
-      throw InputError("--speed must be above 0 tokens/s/user");
+    if (!(*o.speed > 0) || !std::isfinite(*o.speed))
+      throw InputError("--speed must be a finite number above 0 tokens/s/user");
     r.tpot_limit_ms = 1000.0 / *o.speed;
   }
-  if (!(r.ttft_limit_ms > 0) || !(r.tpot_limit_ms > 0))
-    throw InputError("--ttft and --tpot must be above 0 ms");
+  if (!(r.ttft_limit_ms > 0) || !std::isfinite(r.ttft_limit_ms))
+    throw InputError("--ttft must be a finite number above 0 ms");
+  if (!(r.tpot_limit_ms > 0) || !std::isfinite(r.tpot_limit_ms))
+    throw InputError("--tpot must be a finite number above 0 ms");
   if (o.e2e_ms) {
-    if (!(*o.e2e_ms > 0))
-      throw InputError("--e2e must be above 0 ms");
+    if (!(*o.e2e_ms > 0) || !std::isfinite(*o.e2e_ms))
+      throw InputError("--e2e must be a finite number above 0 ms");
     r.request_latency_limit_ms = *o.e2e_ms;
     // AIConfigurator's --request-latency: the budget bounds TPOT unless --tpot/--speed does. The
     // loosest TPOT any request within it can have is e2e / (OSL − 1) (at TTFT 0); the e2e check

@@ -1,6 +1,7 @@
 #include "serve/api_server.hpp"
 
 #include "core/error.hpp"
+#include "http/json_body.hpp"
 #include "serve/logprobs_format.hpp"
 #include "serve/openai_protocol.hpp"
 #include "serve/text_stream.hpp"
@@ -18,7 +19,7 @@ using json = nlohmann::ordered_json;
 
 void
 send_json(const std::shared_ptr<http::Exchange>& exchange, int status, const json& body) {
-  exchange->respond(status, "application/json", body.dump());
+  exchange->respond(status, "application/json", http::dump_json(body));
 }
 
 // The OpenAI error body (http::error_body) with the offending field named when there is one.
@@ -38,7 +39,7 @@ send_error(const std::shared_ptr<http::Exchange>& exchange, int status, const st
 
 std::string
 sse(const json& data) {
-  return "data: " + data.dump() + "\n\n";
+  return "data: " + http::dump_json(data) + "\n\n";
 }
 
 // One response in flight: its n choices (OpenAI's n), each an engine request of its own, turned
@@ -79,9 +80,11 @@ public:
 
   void on_output(int index, const StepOutput& out) {
     Choice& choice = m_choices[static_cast<std::size_t>(index)];
-    if (m_failed || choice.done)
+    if (choice.done)
       return;
-    record(choice, out);
+    record(choice, out); // each choice is a request to /metrics, those of a failed response too
+    if (m_failed)
+      return;
     choice.completion_tokens = out.generated_tokens;
     if (index == 0)
       m_cached_tokens = out.cached_tokens;
@@ -318,7 +321,7 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
         return;
       return generate(path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, request, exchange);
     }
-    if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter") {
+    if ((path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter") && m_options.adapter_loading.enabled) {
       if (!method_is("POST"))
         return;
       if (!m_model.deltas)
@@ -330,12 +333,7 @@ ApiServer::handle(const http::Request& request, const std::shared_ptr<http::Exch
     if (path == "/tokenize" || path == "/detokenize") {
       if (!method_is("POST"))
         return;
-      json body;
-      try {
-        body = json::parse(request.body);
-      } catch (const json::exception& e) { // parse_error, or out_of_range for a number like 1E400
-        throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
-      }
+      const json body = parse_request_body(request.body);
       if (path == "/tokenize") {
         if (!body.is_object() || !body.contains("prompt") || !body["prompt"].is_string())
           throw BadRequest("'prompt' must be a string", "prompt");
@@ -486,12 +484,7 @@ namespace {
 // The body of vLLM's adapter routes: an object with string fields.
 json
 adapter_body(const http::Request& request, std::initializer_list<const char*> required) {
-  json body;
-  try {
-    body = json::parse(request.body);
-  } catch (const json::exception& e) {
-    throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
-  }
+  json body = parse_request_body(request.body);
   if (!body.is_object())
     throw BadRequest("the body must be a JSON object");
   for (const char* field : required)
@@ -505,18 +498,24 @@ adapter_body(const http::Request& request, std::initializer_list<const char*> re
 void
 ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
   const json body = adapter_body(request, {"lora_name", "lora_path"});
+  const auto& loading = m_options.adapter_loading;
   const std::string name = body["lora_name"].get<std::string>();
-  const std::filesystem::path dir = body["lora_path"].get<std::string>();
+  check_adapter_name(loading, name);
   if (name == m_model.name)
     throw BadRequest("'" + name + "' is the base model's name; pick another", "lora_name");
   for (const auto& d : m_model.deltas->list())
     if (d.name == name)
       throw BadRequest("a delta named '" + name + "' is already served; unload it first or pick another name",
                        "lora_name");
-  if (!std::filesystem::is_directory(dir))
-    throw BadRequest("lora_path " + dir.string() + ": no such folder", "lora_path");
+  if (m_model.deltas->list().size() + m_loads_in_flight.load() >= loading.max_adapters)
+    throw BadRequest("the server holds " + std::to_string(loading.max_adapters) +
+                         " adapters, its --max-adapters; unload one first",
+                     "lora_name");
+  const std::filesystem::path dir = confined_adapter_folder(loading, body["lora_path"].get<std::string>());
   // Loaded and checked against the base on the store's thread before the 200; serving goes on.
+  ++m_loads_in_flight;
   m_model.deltas->add_async(name, dir, [this, name, exchange](std::int32_t id, const std::string& error) {
+    --m_loads_in_flight;
     if (id < 0)
       return send_error(exchange, 400, error, "lora_path");
     m_metrics->name_variant(id, name);

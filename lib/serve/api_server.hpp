@@ -8,6 +8,7 @@
 #include "http/server.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
+#include "serve/adapter_loading.hpp"
 #include "serve/delta_store.hpp"
 #include "serve/engine.hpp"
 #include "serve/metrics.hpp"
@@ -44,6 +45,7 @@ struct ServedModel {
 struct ApiOptions {
   std::string api_key; // empty: no key required
   std::string version;
+  AdapterLoading adapter_loading; // the load/unload routes: absent unless enabled
 };
 
 class ApiServer {
@@ -56,7 +58,9 @@ public:
   // The engine and model are ready: generation routes open. Both must outlive the server.
   void attach(Engine& engine, ServedModel model);
   // Stops accepting, lets streams finish for `grace`, cancels the rest.
-  void stop(std::chrono::milliseconds grace) { m_http.stop(grace); }
+  void stop(std::chrono::milliseconds grace, const std::function<bool()>& cut_grace_short = {}) {
+    m_http.stop(grace, cut_grace_short);
+  }
 
 private:
   void handle(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
@@ -70,6 +74,7 @@ private:
 
   ApiOptions m_options;
   std::atomic<Engine*> m_engine{nullptr};
+  std::atomic<std::size_t> m_loads_in_flight{0}; // adapter loads posted, not yet answered
   ServedModel m_model;
   std::unique_ptr<ServeMetrics> m_metrics;
   http::Server m_http;

@@ -1,5 +1,7 @@
 #include "serve/openai_protocol.hpp"
 
+#include "http/json_body.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -83,12 +85,55 @@ boolean(const json& body, const std::string& field, bool fallback) {
   return it->get<bool>();
 }
 
-// A feature left out is refused by name rather than silently ignored.
+// A feature left out is refused by name rather than silently ignored; a value that asks for what
+// the server does anyway (`harmless`) passes.
 void
-refuse_unless(const json& body, const std::string& field, const json& harmless) {
+refuse_unless(const json& body, const std::string& field, std::initializer_list<json> harmless = {}) {
   const auto it = body.find(field);
-  if (it != body.end() && !it->is_null() && *it != harmless)
+  if (it != body.end() && !it->is_null() && std::find(harmless.begin(), harmless.end(), *it) == harmless.end())
     throw BadRequest("'" + field + "' is not supported by optkit serve-deltas yet; leave it out", field);
+}
+
+// Fields of the OpenAI API and of vLLM's extensions that change what is generated, which this
+// server does not implement, with the values that change nothing.
+void
+refuse_unsupported(const json& body, Endpoint endpoint) {
+  for (const char* field :
+       {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "guided_whitespace_pattern",
+        "structured_outputs", "prompt_logprobs", "prediction", "audio", "reasoning_effort", "web_search_options",
+        "functions", "function_call", "logits_processors", "bad_words", "allowed_token_ids", "truncate_prompt_tokens"})
+    refuse_unless(body, field);
+  refuse_unless(body, "response_format", {json{{"type", "text"}}});
+  refuse_unless(body, "use_beam_search", {false});
+  refuse_unless(body, "length_penalty", {1, 1.0});
+  if (endpoint == Endpoint::completions) {
+    refuse_unless(body, "suffix");
+    refuse_unless(body, "best_of", {1});
+    return;
+  }
+  refuse_unless(body, "tool_choice", {"none", "auto"});
+  refuse_unless(body, "echo", {false});
+  refuse_unless(body, "add_generation_prompt", {true});
+  refuse_unless(body, "continue_final_message", {false});
+  refuse_unless(body, "modalities", {json::array({"text"})});
+  for (const char* field : {"chat_template", "chat_template_kwargs", "documents"})
+    refuse_unless(body, field);
+}
+
+// A message's content: a string, or a list of text parts (images, audio and files are not read).
+void
+check_content_parts(const json& message) {
+  const auto content = message.find("content");
+  if (content == message.end() || !content->is_array())
+    return;
+  for (const auto& part : *content) {
+    const auto type = part.is_object() ? part.find("type") : part.end();
+    if (!part.is_object() || type == part.end() || *type != "text")
+      throw BadRequest("'messages' holds a content part of type " +
+                           (part.is_object() && type != part.end() ? type->dump() : std::string("(none)")) +
+                           "; this server reads text parts only",
+                       "messages");
+  }
 }
 
 std::vector<TokenId>
@@ -109,16 +154,21 @@ token_ids(const json& v, const std::string& field) {
 
 } // namespace
 
-ApiRequest
-parse_api_request(Endpoint endpoint, const std::string& text) {
-  json body;
+nlohmann::ordered_json
+parse_request_body(const std::string& body) {
   try {
-    body = json::parse(text);
-  } catch (const json::exception& e) { // parse_error, or out_of_range for a number like 1E400
+    return http::parse_json_body(body);
+  } catch (const http::JsonBodyError& e) { // not JSON, a number like 1E400, or past a limit
     throw BadRequest(std::string("the body is not valid JSON: ") + e.what());
   }
+}
+
+ApiRequest
+parse_api_request(Endpoint endpoint, const std::string& text) {
+  const json body = parse_request_body(text);
   if (!body.is_object())
     throw BadRequest(std::string("the body must be a JSON object, got ") + type_name(body));
+  refuse_unsupported(body, endpoint);
   ApiRequest r;
   r.endpoint = endpoint;
   if (const auto it = body.find("model"); it != body.end() && !it->is_null()) {
@@ -152,8 +202,6 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
       r.generation.logprobs = static_cast<int>(*n);
       r.generation.prompt_logprobs = r.echo;
     }
-    refuse_unless(body, "suffix", json(nullptr));
-    refuse_unless(body, "best_of", 1);
   } else {
     const auto it = body.find("messages");
     if (it == body.end() || !it->is_array() || it->empty())
@@ -161,6 +209,8 @@ parse_api_request(Endpoint endpoint, const std::string& text) {
     for (const auto& m : *it)
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
         throw BadRequest("each of 'messages' needs a string 'role'", "messages");
+    for (const auto& m : *it)
+      check_content_parts(m);
     r.messages = *it;
     if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null())
       r.tools = *tools;
@@ -334,12 +384,12 @@ stream_event(const std::string& head, Endpoint endpoint, int index, const std::s
       out += R"("role":"assistant")";
     if (!text.empty() || (first && finish_reason == nullptr)) {
       out += first ? R"(,"content":)" : R"("content":)";
-      out += json(text).dump();
+      out += http::dump_json(json(text));
     }
     out += "}";
   } else {
     out += R"(,"text":)";
-    out += json(text).dump();
+    out += http::dump_json(json(text));
   }
   out += R"(,"logprobs":)";
   out += logprobs.is_null() ? std::string("null") : logprobs.dump();

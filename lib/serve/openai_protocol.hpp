@@ -22,6 +22,10 @@ public:
   std::string param; // the offending field, for the error body
 };
 
+// A request body as JSON, in time linear in its size (http/json_body.hpp); BadRequest when it is
+// not JSON or nests or repeats past the limits.
+nlohmann::ordered_json parse_request_body(const std::string& body);
+
 enum class Endpoint { completions, chat };
 
 struct ApiRequest {

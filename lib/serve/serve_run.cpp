@@ -79,6 +79,10 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   http.threads = 1;
   ApiOptions api;
   api.api_key = options.api_key;
+  api.adapter_loading = options.adapter_loading;
+  if (api.adapter_loading.enabled && !std::filesystem::is_directory(api.adapter_loading.root))
+    throw InputError("--adapter-root " + api.adapter_loading.root.string() +
+                     ": no such folder (--enable-adapter-loading reads adapters from it only)");
   api.version = build_info().version;
   ApiServer server(http, api); // listening now: /health answers 503 while the model loads
   ServeSummary summary;
@@ -135,7 +139,8 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   summary.signal = interrupt_signal();
   log::info("serve-deltas: stopping (signal {}), finishing streams for up to {} ms", summary.signal,
             options.shutdown_grace.count());
-  server.stop(interrupt_count() > 1 ? std::chrono::milliseconds(0) : options.shutdown_grace);
+  // A second signal, now or during the grace, cuts it short.
+  server.stop(options.shutdown_grace, [] { return interrupt_count() > 1; });
   engine.stop();
   summary.stats = engine.stats();
   if (context.archive) {

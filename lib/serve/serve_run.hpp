@@ -4,6 +4,7 @@
 #pragma once
 
 #include "archive/run_archive.hpp"
+#include "serve/adapter_loading.hpp"
 #include "serve/engine.hpp"
 
 #include <chrono>
@@ -32,6 +33,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000; // 0: a free port (reported on stderr and through on_listening)
   std::string api_key;
+  AdapterLoading adapter_loading; // --enable-adapter-loading, --adapter-root, --max-adapters
   EngineOptions engine;
   std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
   bool prefix_caching = false;      // --enable-prefix-caching (runtime/kv_cache.hpp)

@@ -48,6 +48,16 @@ sql() {
   sqlite3 -batch -noheader "$OPTKIT_ARCHIVE" "$1"
 }
 
+# wait_for_file_text FILE TEXT: waits until FILE holds TEXT; fails after a minute (a deadline, not
+# an expected duration).
+wait_for_file_text() {
+  for _ in $(seq 1 3000); do
+    grep -qF -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  fail "$1 never held '$2': $(cat "$1" 2>/dev/null)"
+}
+
 # start_serve_deltas MODEL_DIR [FLAGS...]: serve-deltas on a free loopback port in the background
 # (1 thread; pid in $server, port in $port, log in $SCRATCH/server.log, archive $SERVE_ARCHIVE or
 # the test's), returning once it serves the model. The caller's EXIT trap kills $server.

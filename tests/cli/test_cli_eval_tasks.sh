@@ -108,6 +108,13 @@ expect_err_has "give the official file with --data"
 run eval tasks --model "$SCRATCH/nowhere" --suite arith
 expect_rc 2
 expect_err_has "not a model folder"
+# A corrupt checkpoint: the serving child refuses it (exit 2), and so does eval tasks, as
+# compress and eval perplexity do.
+cp -r "$models/tiny-arith" "$SCRATCH/corrupt"
+echo garbage >"$SCRATCH/corrupt/model.safetensors"
+run eval tasks --model "$SCRATCH/corrupt" --suite arith --limit 2
+expect_rc 2
+expect_err_has "invalid safetensors file"
 run eval tasks --model "$models/tiny-arith" --suite arith --baseline 99999
 expect_rc 2
 run eval tasks --suite arith

@@ -52,6 +52,13 @@ expect_err_has "closest: "
 expect_err_has "misses --ttft 1"
 [ "$(sql "SELECT status FROM runs ORDER BY id DESC LIMIT 1")" = "goal_not_met" ] || fail "unmet SLA not archived as goal_not_met"
 
+# An SLA that is not a finite number is refused by name (inf once read as "no limit").
+for sla in "--ttft inf" "--tpot nan" "--e2e inf" "--speed inf"; do
+  run plan --model llama-3.1-70b --system h200_sxm --gpus 8 $sla
+  expect_rc 2
+  expect_err_has "${sla% *} must be a finite number above 0"
+done
+
 # A request-latency budget (--e2e): the best row's TTFT + 499·TPOT fits it, with no TPOT default;
 # a budget nothing meets names the missed term.
 run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --e2e 15000 --format json
@@ -73,7 +80,7 @@ expect_rc 1
 expect_err_has "misses --e2e 100"
 run plan --model llama-3.1-70b --system h200_sxm --e2e 0
 expect_rc 2
-expect_err_has "--e2e must be above 0"
+expect_err_has "--e2e must be a finite number above 0"
 
 # Memory: 70B in bf16 cannot fit one 80 GB GPU — nothing is recommended.
 run plan --model llama-3.1-70b --system h100_sxm --gpus 1 --isl 1000 --osl 100

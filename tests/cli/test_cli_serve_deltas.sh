@@ -50,7 +50,18 @@ for name, (shape, values) in tensors.items():
 head = json.dumps(header).encode()
 open(os.path.join(out, "adapter_model.safetensors"), "wb").write(struct.pack("<Q", len(head)) + head + data)
 PY
-start_serve_deltas "$base" --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora"
+# Runtime adapter loading, opted into and confined to $SCRATCH/adapters (4 registered at most).
+mkdir -p "$SCRATCH/adapters/notdelta" "$SCRATCH/adapters/zero" "$SCRATCH/adapters/fifo"
+cp -r "$SCRATCH/code" "$SCRATCH/adapters/code"
+cp "$OPTKIT_SOURCE_DIR/testdata/models/tiny-quotes/config.json" "$SCRATCH/adapters/notdelta/"
+cp -r "$SCRATCH/code/." "$SCRATCH/adapters/zero/"
+ln -sf /dev/zero "$SCRATCH/adapters/zero/delta.safetensors"
+cp -r "$SCRATCH/code/." "$SCRATCH/adapters/fifo/"
+rm "$SCRATCH/adapters/fifo/delta_config.json"
+mkfifo "$SCRATCH/adapters/fifo/delta_config.json"
+ln -s "$SCRATCH/code" "$SCRATCH/adapters/outside"
+start_serve_deltas "$base" --max-num-seqs 4 --delta "code=$SCRATCH/code" --lora "zero=$SCRATCH/lora" \
+  --enable-adapter-loading --adapter-root "$SCRATCH/adapters" --max-adapters 4
 out=$(http POST /v1/completions '{"model": "zero", "prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
 lora_text=$(completion_text "$out")
 out=$(http POST /v1/completions '{"prompt": "Hello there", "max_tokens": 5, "temperature": 0}')
@@ -66,19 +77,32 @@ out=$(http POST /v1/completions '{"model": "nope", "prompt": "x"}')
 [[ $out == 404* && $out == *"served: tiny-base, code"* ]] || fail "unknown model: $out"
 
 # Registering while serving, as vLLM's clients do: the same artifact under a second name.
-out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/code\"}")
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/adapters/code\"}")
 [[ $out == "200 Success: LoRA adapter 'code2' added successfully." ]] || fail "load_lora_adapter: $out"
 out=$(http GET /v1/models '')
 [[ $out == *'"id":"code2"'*'"parent":"tiny-base"'* ]] || fail "the loaded delta is not listed: $out"
 out=$(http POST /v1/completions '{"model": "code2", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
 loaded_text=$(completion_text "$out")
 [ "$loaded_text" = "$decoupled_text" ] || fail "the delta loaded over HTTP: '$loaded_text', at start: '$decoupled_text'"
-out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"$SCRATCH/code\"}")
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"code2\", \"lora_path\": \"code\"}")
 [[ $out == 400* && $out == *"already served"* ]] || fail "a second load under a taken name: $out"
-out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"other\", \"lora_path\": \"$SCRATCH/nowhere\"}")
-[[ $out == 400* && $out == *"no such folder"* ]] || fail "a load from a missing folder: $out"
-out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"quotes\", \"lora_path\": \"$OPTKIT_SOURCE_DIR/testdata/models/tiny-quotes\"}")
+out=$(http POST /v1/load_lora_adapter '{"lora_name": "quotes", "lora_path": "notdelta"}')
 [[ $out == 400* && $out == *'"param":"lora_path"'* ]] || fail "a folder that is not a delta: $out"
+# Missing, outside the root (by .., by an absolute path, by a link), a link to /dev/zero, a FIFO:
+# one answer, which says nothing of what exists.
+for path in nowhere ../code "$SCRATCH/code" outside /etc zero fifo; do
+  out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"other\", \"lora_path\": \"$path\"}")
+  [[ $out == 400* && $out == *"lora_path '$path' is not an adapter under the adapter root"* ]] ||
+    fail "lora_path $path: $out"
+done
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"$(printf 'n%.0s' $(seq 200))\", \"lora_path\": \"code\"}")
+[[ $out == 400* && $out == *'"param":"lora_name"'* ]] || fail "a 200-byte adapter name: $out"
+out=$(http POST /v1/load_lora_adapter '{"lora_name": "code3", "lora_path": "code"}')
+[[ $out == 200* ]] || fail "a fourth adapter: $out"
+out=$(http POST /v1/load_lora_adapter '{"lora_name": "code4", "lora_path": "code"}')
+[[ $out == 400* && $out == *"holds 4 adapters, its --max-adapters"* ]] || fail "a fifth adapter: $out"
+out=$(http POST /v1/unload_lora_adapter '{"lora_name": "code3"}')
+[[ $out == 200* ]] || fail "unloading the fourth adapter: $out"
 out=$(http POST /v1/load_lora_adapter '{"lora_name": "x"}')
 [[ $out == 400* && $out == *"'lora_path' must be a non-empty string"* ]] || fail "a load without a path: $out"
 out=$(http POST /v1/unload_lora_adapter '{"lora_name": "code2"}')
@@ -221,6 +245,9 @@ swap_text=$(completion_text "$out")
 [ "$swap_text" = "$decoupled_text" ] || fail "--baseline swap: '$swap_text', decoupled: '$decoupled_text'"
 out=$(http POST /v1/completions '{"prompt": "Hello", "max_tokens": 2, "temperature": 0}')
 [[ $out == 200* ]] || fail "the base after the variant under --baseline swap: $out"
+# Without --enable-adapter-loading the adapter routes do not exist.
+out=$(http POST /v1/load_lora_adapter "{\"lora_name\": \"c\", \"lora_path\": \"$SCRATCH/code\"}")
+[[ $out == 404* ]] || fail "load_lora_adapter without --enable-adapter-loading: $out"
 kill -TERM "$server"
 wait "$server"
 RC=$?
@@ -319,6 +346,48 @@ assert not failures, failures[:3]
 PY
 kill -TERM "$server"
 wait "$server" || fail "SIGTERM after the keep-alive clients: exit $?"
+
+# A second SIGTERM during the shutdown grace skips the rest of it (a 10-minute grace and a
+# stream that would take as long: the test's deadline is far shorter than either).
+start_serve_deltas "$base" --mock --mock-step-ms 1000 --shutdown-grace 600
+# A client that leaves a stream of n = 4 choices aborts four requests, as /metrics counts them.
+python3 - "$port" <<'PY' || fail "an aborted n=4 stream in /metrics"
+import http.client, socket, sys, time, urllib.request
+port = int(sys.argv[1])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+c.request("POST", "/v1/completions", body=b'{"prompt": "Hi", "max_tokens": 600, "n": 4, "stream": true}',
+          headers={"Content-Type": "application/json"})
+r = c.getresponse()
+r.fp.readline()
+c.sock.shutdown(socket.SHUT_RDWR)
+c.close()
+deadline = time.time() + 60
+while True:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+    line = [l for l in text.splitlines() if l.startswith("optkit:request_success_total") and 'finished_reason="abort"' in l]
+    if line and float(line[0].split()[-1]) == 4:
+        break
+    assert time.time() < deadline, line
+    time.sleep(0.05)
+PY
+python3 - "$port" >"$SCRATCH/stream.out" 2>&1 <<'PY' &
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=900)
+c.request("POST", "/v1/completions", body=b'{"prompt": "Hi", "max_tokens": 600, "stream": true, "ignore_eos": true}',
+          headers={"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, flush=True)
+r.read()
+PY
+client=$!
+wait_for_file_text "$SCRATCH/stream.out" "200"
+kill -TERM "$server"
+wait_for_file_text "$SCRATCH/server.log" "stopping (signal 15)"
+kill -TERM "$server"
+for _ in $(seq 1 3000); do kill -0 "$server" 2>/dev/null || break; sleep 0.02; done
+kill -0 "$server" 2>/dev/null && fail "a second SIGTERM did not cut the 600 s grace short: $(cat "$SCRATCH/server.log")"
+wait "$server" || fail "two SIGTERMs: exit $?"
+kill "$client" 2>/dev/null || true
 
 run serve-deltas --base "$SCRATCH/nowhere"
 expect_rc 2

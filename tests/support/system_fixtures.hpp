@@ -8,7 +8,7 @@ namespace optkit::test {
 
 inline perf::SystemSpec
 h100_sxm() {
-  return perf::load_system(testdata_dir().parent_path() / "profiles", "h100_sxm");
+  return perf::load_system(profiles_dir(), "h100_sxm");
 }
 
 } // namespace optkit::test

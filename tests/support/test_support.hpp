@@ -25,6 +25,12 @@ testdata_dir() {
   return OPTKIT_TEST_DATA;
 }
 
+// profiles/ of the source tree (systems, serving profiles, the perf database).
+inline std::filesystem::path
+profiles_dir() {
+  return testdata_dir().parent_path() / "profiles";
+}
+
 // The bundled tiny Llama-architecture model (testdata/models/MODEL_CARD.md).
 inline std::filesystem::path
 tiny_base() {
