@@ -155,10 +155,16 @@ chmod +x "$SCRATCH/bin/broken"
 run bench --engine sglang --model m --engine-executable "$SCRATCH/bin/broken" --no-calibration
 expect_rc 3
 expect_err_has "CUDA out of memory"
-# The real optkit engine refusing an argument it does not know: its own message comes through.
+# The real optkit engine refusing an argument it does not know: its own message comes through, and
+# its bad-input exit (2) is bench's too, as for a corrupt model folder.
 run bench --engine optkit --model "$base" --engine-arg=--tensor-parallel-size --no-calibration
-expect_rc 3
+expect_rc 2
 expect_err_has "not expected: --tensor-parallel-size"
+cp -r "$base" "$SCRATCH/corrupt"
+echo garbage >"$SCRATCH/corrupt/model.safetensors"
+run bench --engine optkit --model "$SCRATCH/corrupt" --no-calibration
+expect_rc 2
+expect_err_has "invalid safetensors file"
 run bench --engine vllm
 expect_rc 2
 expect_err_has "--engine needs --model"
