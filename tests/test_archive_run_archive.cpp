@@ -1,6 +1,7 @@
 #include "archive/run_archive.hpp"
 
 #include "archive/recorded_run.hpp"
+#include "archive/sqlite_db.hpp"
 #include "core/error.hpp"
 #include "support/test_support.hpp"
 
@@ -174,4 +175,25 @@ TEST_CASE("record_run records success, each failure category and interruption") 
   expect([](std::int64_t) { throw RuntimeFailure("crash"); }, "failed", 3);
   expect([](std::int64_t) { throw Interrupted("ctrl-c"); }, "interrupted", 130);
   expect([](std::int64_t) { throw std::runtime_error("surprise"); }, "failed", 3);
+}
+
+TEST_CASE("a garbage archive file is refused at once, naming it; only a lock held elsewhere is retried") {
+  test::ScratchDir scratch;
+  const auto garbage = scratch.path() / "garbage.db";
+  test::write_text(garbage, std::string(100000, 'g'));
+  {
+    Database db(garbage.string());
+    CHECK_THROWS_AS(db.exec("PRAGMA journal_mode = WAL"), RuntimeFailure);
+    CHECK_FALSE(db.failed_on_lock()); // what RunArchive does not retry
+  }
+  CHECK_THROWS_WITH_AS(RunArchive{garbage}, doctest::Contains("not a valid SQLite database"), RuntimeFailure);
+  // A lock another connection holds: worth a retry.
+  const auto locked = scratch.path() / "locked.db";
+  Database holder(locked.string());
+  holder.exec("CREATE TABLE t (x); BEGIN EXCLUSIVE");
+  Database other(locked.string());
+  other.exec("PRAGMA busy_timeout = 0");
+  CHECK_THROWS_AS(other.exec("INSERT INTO t VALUES (1)"), RuntimeFailure);
+  CHECK(other.failed_on_lock());
+  holder.exec("COMMIT");
 }

@@ -58,9 +58,8 @@ configure_connection(Database& db) {
       db.exec("PRAGMA journal_mode = WAL");
       break;
     } catch (const RuntimeFailure&) {
-      if (attempt >= 50) {
+      if (attempt >= 50 || !db.failed_on_lock()) // a garbage file: refused at once
         throw;
-      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * attempt));
     }
   }

@@ -141,6 +141,12 @@ Database::exec(const std::string& sql) {
   }
 }
 
+bool
+Database::failed_on_lock() const {
+  const int code = sqlite3_extended_errcode(m_db) & 0xff;
+  return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
 Statement
 Database::prepare(const std::string& sql) {
   auto found = m_cache.find(sql);

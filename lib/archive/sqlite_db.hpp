@@ -64,6 +64,9 @@ public:
   Statement prepare(const std::string& sql);
   std::int64_t last_insert_id() const;
   int changes() const;
+  // Whether the last failed call failed on another connection's lock (SQLITE_BUSY, SQLITE_LOCKED):
+  // worth a retry, unlike a file that is no database.
+  bool failed_on_lock() const;
   const std::string& name() const { return m_name; }
 
 private:
