@@ -107,7 +107,8 @@ TEST_CASE("what the server does not implement is a 400 naming the field; values 
                                                  {"structured_outputs", {{"regex", "a+"}}},
                                                  {"prompt_logprobs", 1},
                                                  {"use_beam_search", true}}) {
-    CAPTURE(field);
+    const std::string name = field; // a binding cannot be captured (C++20, clang 14)
+    CAPTURE(name);
     CHECK(param_of(Endpoint::completions, with(completion, field, value)) == field);
     CHECK(param_of(Endpoint::chat, with(chat, field, value)) == field);
   }
@@ -118,7 +119,8 @@ TEST_CASE("what the server does not implement is a 400 naming the field; values 
                                                  {"chat_template_kwargs", {{"enable_thinking", false}}},
                                                  {"echo", true},
                                                  {"add_generation_prompt", false}}) {
-    CAPTURE(field);
+    const std::string name = field; // a binding cannot be captured (C++20, clang 14)
+    CAPTURE(name);
     CHECK(param_of(Endpoint::chat, with(chat, field, value)) == field);
   }
   CHECK(param_of(Endpoint::completions, with(completion, "suffix", "x")) == "suffix");
