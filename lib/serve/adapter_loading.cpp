@@ -18,8 +18,7 @@ refuse(const std::string& lora_path) {
 // True when `path` is `root` or lies below it (both canonical).
 bool
 inside(const std::filesystem::path& path, const std::filesystem::path& root) {
-  const auto [root_end, path_at] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  return root_end == root.end();
+  return std::mismatch(root.begin(), root.end(), path.begin(), path.end()).first == root.end();
 }
 
 } // namespace

@@ -503,11 +503,12 @@ ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http
   check_adapter_name(loading, name);
   if (name == m_model.name)
     throw BadRequest("'" + name + "' is the base model's name; pick another", "lora_name");
-  for (const auto& d : m_model.deltas->list())
+  const auto registered = m_model.deltas->list();
+  for (const auto& d : registered)
     if (d.name == name)
       throw BadRequest("a delta named '" + name + "' is already served; unload it first or pick another name",
                        "lora_name");
-  if (m_model.deltas->list().size() + m_loads_in_flight.load() >= loading.max_adapters)
+  if (registered.size() + m_loads_in_flight.load() >= loading.max_adapters)
     throw BadRequest("the server holds " + std::to_string(loading.max_adapters) +
                          " adapters, its --max-adapters; unload one first",
                      "lora_name");
