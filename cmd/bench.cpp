@@ -1,5 +1,6 @@
 // optkit bench — certify the highest request rate an OpenAI-compatible server sustains under SLOs.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "bench/bench_report.hpp"
 #include "bench/bench_run.hpp"
@@ -35,7 +36,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   bench->add_option("--engine-executable", o.engine_executable,
                     "the engine's executable (default: on PATH; optkit: this binary)");
   bench->add_option("--engine-timeout", o.engine_timeout_s, "seconds the engine may take to answer /health")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   bench->add_flag("--calibrate", flags->calibrate,
                   "measure the load generator's own ceiling against a loopback no-op endpoint, then exit");
@@ -49,60 +50,60 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   bench->add_option("--corpus", o.corpus, "UTF-8 text prompts are cut from (default: profiles/serving/corpus.txt)");
   bench->add_option("--slo", o.slos, "SLO, e.g. 'ttft:p95<=500ms', 'e2e:p99<2s+5%' (repeatable)");
   bench->add_option("--rate", flags->rate, "run one open-loop trial at this many requests/s instead of certifying")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   bench->add_option("--concurrency", flags->concurrency, "run one closed-loop trial with this many streams instead")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(number_range(1, 1 << 20));
   bench->add_option("--trace", o.trace,
                     "replay a request trace (JSON lines: timestamp, input_tokens, output_tokens) instead");
   bench->add_option("--time-scale", o.time_scale, "trace replay speed (2: twice as fast)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   bench->add_option("--requests", o.requests, "requests in a --rate/--concurrency trial (default: sized as a trial)");
   bench->add_option("--initial-rate", c.initial_rate, "first open-loop rate (default: the gate's lower bound LB)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   bench->add_option("--max-trials", c.max_trials, "open-loop trial budget")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_range(1, 1000))
       ->capture_default_str();
   bench->add_option("--precision", c.precision, "stop when failing − passing rate ≤ this fraction of the passing rate")
-      ->check(CLI::Range(0.001, 1.0))
+      ->check(number_range(0.001, 1.0))
       ->capture_default_str();
   bench->add_option("--beta-tolerance", c.summary.beta_tolerance, "steady state iff |β − 1| ≤ this (Eq. 1)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_range(0.0, 1.0))
       ->capture_default_str();
   bench->add_option("--max-error-rate", c.summary.max_error_rate, "a trial with more failed requests fails")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_range(0.0, 1.0))
       ->capture_default_str();
   bench
       ->add_option("--max-dispatch-lag-ms", flags->max_dispatch_lag_ms,
                    "p99 dispatch lag beyond which a trial is client-limited")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   bench->add_option("--gate-requests", c.gate_requests, "requests in the closed-loop gate")
-      ->check(CLI::Range(2, 1 << 20))
+      ->check(number_range(2, 1 << 20))
       ->capture_default_str();
   bench->add_option("--min-requests", c.min_requests, "fewest requests in an open-loop trial")
-      ->check(CLI::Range(8, 1 << 24))
+      ->check(number_range(8, 1 << 24))
       ->capture_default_str();
   bench->add_option("--min-trial-seconds", c.min_trial_s, "shortest open-loop trial")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   bench->add_option("--max-trial-seconds", c.max_trial_s, "longest open-loop trial (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   bench->add_option("--warmup", c.summary.warmup_fraction, "share of each trial's schedule excluded at the start")
-      ->check(CLI::Range(0.0, 0.45))
+      ->check(number_range(0.0, 0.45))
       ->capture_default_str();
   bench->add_option("--cooldown", c.summary.cooldown_fraction, "share excluded at the end")
-      ->check(CLI::Range(0.0, 0.45))
+      ->check(number_range(0.0, 0.45))
       ->capture_default_str();
   bench->add_option("--replicates", c.replicates, "runs of the boundary rate; a certificate needs all to pass")
-      ->check(CLI::Range(1, 20))
+      ->check(number_range(1, 20))
       ->capture_default_str();
   bench->add_option("--request-timeout", o.request_timeout_s, "seconds one request may take before it fails")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   bench->add_option("--max-connections", o.max_connections, "connections the generator may open")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(number_range(1, 1 << 20))
       ->capture_default_str();
   bench->add_option("--requests-out", o.requests_out, "write every request's timings as JSON lines to FILE");
   bench->add_flag("!--no-calibration", o.calibration,

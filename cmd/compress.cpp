@@ -1,6 +1,7 @@
 // optkit compress — recipe-driven post-training quantization in parallel trials, writing
 // compressed-tensors models; `compress delta` — DeltaZip compression of a fine-tuned variant.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "compress/compress_run.hpp"
 #include "compress/recipe.hpp"
@@ -29,16 +30,16 @@ add_common_options(CLI::App& app, CompressFlags& f) {
   app.add_option("--recipe", f.recipe, "recipe name (see --list-recipes) or a recipe YAML file");
   app.add_option("--calib", f.calib, "calibration text (paragraphs) or JSONL ({\"text\"} or {\"messages\"} rows)");
   app.add_option("--samples", f.samples, "calibration samples per trial (default: the recipe's)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(number_range(1, 1000000));
   app.add_option("--seq-len", f.seq_len, "tokens per calibration sample (default: the recipe's)")
-      ->check(CLI::Range(8, 1 << 20));
+      ->check(number_range(8, 1 << 20));
   app.add_option("--sampler", f.sampler, "uniform, length or stratified (default: the recipe's)")
       ->check(CLI::IsMember({"uniform", "length", "stratified"}));
   app.add_option("--trials", f.trials, "independent compressions with distinct calibration subsets")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_range(1, 1000))
       ->capture_default_str();
   app.add_option("--jobs", f.jobs, "trials run at once (child processes)")
-      ->check(CLI::Range(1, 256))
+      ->check(number_range(1, 256))
       ->capture_default_str();
   add_seed_option(app, f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)");
   add_threads_option(app, f.threads);

@@ -2,6 +2,7 @@
 // and KL divergence / top-1 agreement / Δp against a base model. `eval tasks`: task suites scored
 // as lm-eval scores them, with recovery, paired significance and a gate.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
@@ -36,23 +37,23 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
   tasks->add_option("--data", o.data, "the suite's documents: the official JSONL/JSON/CSV file (one --suite)");
   tasks->add_option("--fewshot", o.fewshot, "few-shot exemplars file, overriding the suite's");
   tasks->add_option("--num-fewshot", o.num_fewshot, "exemplars per prompt, overriding the suite's")
-      ->check(CLI::Range(0, 64));
+      ->check(number_range(0, 64));
   tasks->add_option("--max-gen-toks", o.max_gen_toks, "generated-token budget, overriding the suite's")
-      ->check(CLI::Range(1, 1 << 20));
-  tasks->add_option("--limit", o.limit, "evaluate the first N documents only (0: all)")->check(CLI::NonNegativeNumber);
+      ->check(number_range(1, 1 << 20));
+  tasks->add_option("--limit", o.limit, "evaluate the first N documents only (0: all)")->check(non_negative_number());
   tasks->add_option("--concurrency", o.concurrency, "requests in flight")
-      ->check(CLI::Range(1, 4096))
+      ->check(number_range(1, 4096))
       ->capture_default_str();
   tasks->add_option("--max-retries", o.max_retries, "retries of a request on 429, 5xx or a dropped connection")
-      ->check(CLI::Range(0, 100))
+      ->check(number_range(0, 100))
       ->capture_default_str();
   tasks->add_option("--request-timeout", o.request_timeout_s, "seconds one request may take")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   tasks->add_flag("--no-cache", flags->no_cache, "neither read nor write the response cache");
   tasks->add_option("--cache-dir", o.cache_dir, "response cache folder (default: ~/.cache/optkit/eval)");
   tasks->add_option("--repeat", o.repeat, "evaluate K times (cache bypassed after the first) to measure determinism")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_range(1, 1000))
       ->capture_default_str();
   tasks->add_option("--baseline", o.baseline,
                     "an earlier eval tasks run (id) or a model folder evaluated now: recovery, CI and p-values");
@@ -63,7 +64,7 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
   tasks->add_option("--engine-executable", o.engine_executable, "serve-deltas binary for --model (default: this one)")
       ->group("");
   tasks->add_option("--bootstrap", o.bootstrap.resamples, "bootstrap resamples for recovery intervals")
-      ->check(CLI::Range(100, 10'000'000))
+      ->check(number_range(100, 10'000'000))
       ->capture_default_str();
   add_threads_option(*tasks, o.threads);
   add_format_option(*tasks, flags->format);
@@ -105,15 +106,15 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
       "Perplexity and bits per byte of a model on a text file (llama-perplexity's protocol), optionally KL vs a base");
   ppl->add_option("--model", flags->model, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)");
   ppl->add_option("--data", flags->data, "UTF-8 text file to score");
-  ppl->add_option("--ctx", flags->ctx, "tokens per window")->check(CLI::Range(8, 1 << 20))->capture_default_str();
+  ppl->add_option("--ctx", flags->ctx, "tokens per window")->check(number_range(8, 1 << 20))->capture_default_str();
   ppl->add_option("--stride", flags->stride,
                   "llama-perplexity --ppl-stride: windows every N tokens, the last N scored (default: whole windows)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(number_range(1, 1 << 20));
   ppl->add_option("--kl-base", flags->kl_base, "base model folder: adds KL(base || model), top-1 agreement and Δp");
   ppl->add_option("--delta", flags->delta,
                   "compressed delta (optkit compress delta) to apply to --model, which must be its base");
   ppl->add_option("--max-windows", flags->max_windows, "score at most this many windows (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   add_threads_option(*ppl, flags->threads);
   add_timeout_option(*ppl, flags->timeout_s);
   add_format_option(*ppl, flags->format);

@@ -1,5 +1,6 @@
 // optkit runs list | show | export | compare | rm — reading and pruning the run archive.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "archive/recorded_run.hpp"
 #include "archive/run_report.hpp"
@@ -57,7 +58,7 @@ register_runs(CLI::App& app, CommandRegistry& commands) {
   list->add_option("--status", flags->status, "only runs with this status")
       ->check(CLI::IsMember(archive::run_status_names()));
   list->add_option("--since", flags->since, "only runs started since a date, UTC timestamp or age (7d, 12h)");
-  list->add_option("--limit", flags->limit, "at most this many runs")->check(CLI::PositiveNumber);
+  list->add_option("--limit", flags->limit, "at most this many runs")->check(positive_number());
   add_format_option(*list, flags->format);
   commands.add({"runs list", list,
                 [flags](AppContext& ctx) {

@@ -1,5 +1,6 @@
 // optkit serve-deltas — an OpenAI-compatible server over optkit's runtime with continuous batching.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -37,7 +38,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve
       ->add_option("--max-deltas", flags->max_deltas,
                    "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
-      ->check(CLI::Range(0, 1 << 20))
+      ->check(number_range(0, 1 << 20))
       ->capture_default_str();
   serve->add_option("--delta-memory", flags->delta_memory,
                     "host memory for resident deltas, e.g. 2GiB; beyond it the least recently used idle delta is "
@@ -56,22 +57,22 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve
       ->add_option("--max-adapters", flags->adapter_loading.max_adapters,
                    "most deltas and adapters registered at once; runtime loads beyond it are refused")
-      ->check(CLI::Range(1, 1 << 16))
+      ->check(number_range(1, 1 << 16))
       ->capture_default_str();
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
   serve->add_option("--port", flags->port, "port to bind (0: a free one, printed on stderr)")
-      ->check(CLI::Range(0, 65535))
+      ->check(number_range(0, 65535))
       ->capture_default_str();
   serve->add_option("--api-key", flags->api_key, "require 'Authorization: Bearer KEY' (default: $OPTKIT_API_KEY)")
       ->envname("OPTKIT_API_KEY");
   serve->add_option("--max-num-seqs", flags->max_num_seqs, "most sequences in one engine step")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(number_range(1, 1 << 20))
       ->capture_default_str();
   serve
       ->add_option("--max-num-batched-tokens", flags->max_num_batched_tokens,
                    "most tokens in one engine step (prompt chunks and decodes together)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(number_range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
   serve->add_option("--kv-cache-memory", flags->kv_cache_memory,
                     "KV cache budget, e.g. 2GiB (default: max-num-seqs full contexts, at most 4 GiB)");
@@ -81,13 +82,13 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   serve
       ->add_option("--shutdown-grace", flags->shutdown_grace_s,
                    "seconds streams in flight may take to finish after SIGTERM or Ctrl-C")
-      ->check(CLI::Range(0.0, 3600.0))
+      ->check(number_range(0.0, 3600.0))
       ->capture_default_str();
   serve->add_flag("--mock", flags->mock,
                   "compute nothing: emit a fixed token cycle through the real engine and HTTP path (overhead "
                   "measurements, a stand-in server for tests)");
   serve->add_option("--mock-step-ms", flags->mock_step_ms, "with --mock: each engine step lasts this long")
-      ->check(CLI::Range(0.0, 60000.0))
+      ->check(number_range(0.0, 60000.0))
       ->capture_default_str();
   serve
       ->add_option("--device", flags->device,

@@ -1,5 +1,7 @@
 #include "shared_options.hpp"
 
+#include "number_checks.hpp"
+
 #include <cstdlib>
 
 namespace optkit::cmd {
@@ -23,7 +25,7 @@ add_timeout_option(CLI::App& app, double& target) {
   return app
       .add_option("--timeout", target,
                   "seconds each worker child may run before it is stopped (SIGTERM, then SIGKILL; 0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
 }
 

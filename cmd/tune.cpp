@@ -1,5 +1,6 @@
 // optkit tune — search engine knobs for the best SLO-feasible configuration.
 #include "app_context.hpp"
+#include "number_checks.hpp"
 
 #include "core/error.hpp"
 #include "tune/sim_calibration_run.hpp"
@@ -40,14 +41,12 @@ register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
   auto& o = flags->options;
   cal->add_option("run", o.run, "the bench run (an id or 'last')")->required();
   cal->add_option("--max-num-seqs", o.max_num_seqs, "the engine's max_num_seqs during that run")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(number_range(1, 1 << 20))
       ->capture_default_str();
   cal->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "the engine's token budget during that run")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(number_range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
-  cal->add_option("--slo-seconds", o.slo_s, "the setup's p99 target")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  cal->add_option("--slo-seconds", o.slo_s, "the setup's p99 target")->check(positive_number())->capture_default_str();
   cal->add_option("--name", o.name, "the setup's name (default: calibrated-run-N)");
   add_output_option(*cal, o.output, "write the fitted simulator setup (YAML) to FILE");
   add_format_option(*cal, flags->format);
@@ -98,35 +97,35 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   tune->add_option("--engine-arg", o.engine_args, "live engines: an argument appended to every launch (repeatable)")
       ->allow_extra_args(false);
   tune->add_option("--engine-timeout", o.engine_timeout_s, "live engines: seconds to answer /health")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   tune->add_option("--profile", o.profile, "live engines: bench's serving profile for every trial")
       ->capture_default_str();
   tune->add_option("--tokenizer", o.tokenizer, "live engines: model folder whose tokenizer counts prompt tokens");
   tune->add_option("--bench-min-trial-seconds", o.bench_min_trial_s,
                    "live, certified: the shortest open-loop bench trial")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   tune->add_option("--bench-max-trials", o.bench_max_trials,
                    "live, certified: open-loop bench trials per certification")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_range(1, 1000))
       ->capture_default_str();
   tune->add_option("--beta-tolerance", o.beta_tolerance, "live, certified: bench's steady-state tolerance (Eq. 1)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_range(0.0, 1.0))
       ->capture_default_str();
   tune->add_option("--max-dispatch-lag-ms", o.max_dispatch_lag_ms,
                    "live: bench's p99 dispatch-lag bound before a trial is client-limited")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   tune->add_option("--goodput-requests", o.goodput_requests, "live, goodput: requests in each closed-loop segment")
-      ->check(CLI::Range(10, 1 << 24))
+      ->check(number_range(10, 1 << 24))
       ->capture_default_str();
   tune->add_option("--space", o.space, "search space: a name under profiles/spaces/ or a YAML file");
   tune->add_option("--optimizer", o.optimizer, "tpe | hillclimb | random | grid")
       ->check(CLI::IsMember({"tpe", "hillclimb", "random", "grid"}))
       ->capture_default_str();
   tune->add_option("--trials", o.trials, "search trials (the baseline included)")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_range(1, 100000))
       ->capture_default_str();
   tune->add_option("--objective", o.objective,
                    "goodput (SLO-Tuner Eq. 3) | certified (OptiKit Eq. 2: certified rate per GPU)")
@@ -135,7 +134,7 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   tune->add_option("--slo", o.slos, "certified objective: an SLO in bench's syntax, e.g. 'e2e:p99<=1.2s' (repeatable)");
   tune->add_option("--slo-seconds", flags->slo_seconds,
                    "goodput objective: the p99 end-to-end target (default: the simulator setup's slo_s)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   tune->add_option("--lambda", o.lambda, "Eq. 3: weight of the p99 overshoot")->capture_default_str();
   tune->add_option("--hw-cost", flags->hw_cost,
                    "Eq. 2 of SLO-Tuner: knob=weight of the hardware-cost term (repeatable; default concurrency=0.01 "
@@ -145,37 +144,37 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
                    "warm-start: run a simulated TPE study on this simulator setup first and measure its best "
                    "configurations first (tpe, random)");
   tune->add_option("--prior-trials", o.prior_trials, "--prior: simulated trials")
-      ->check(CLI::Range(1, 1000000))
+      ->check(number_range(1, 1000000))
       ->capture_default_str();
   tune->add_option("--prior-top", o.prior_top, "--prior: configurations taken from it")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_range(1, 1000))
       ->capture_default_str();
   tune->add_option("--tpe-startup", o.tpe.startup_trials, "TPE: random trials before the model (n_startup_trials)")
-      ->check(CLI::Range(0, 100000))
+      ->check(number_range(0, 100000))
       ->capture_default_str();
   tune->add_option("--tpe-candidates", o.tpe.ei_candidates, "TPE: candidates scored per parameter (n_ei_candidates)")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_range(1, 100000))
       ->capture_default_str();
   tune->add_option("--start", flags->start, "hill-climb: the starting configuration as JSON (default: the defaults)");
   tune->add_option("--delta", o.hillclimb.delta, "hill-climb: the smallest score gain that moves (δ)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   tune->add_option("--step", flags->steps, "hill-climb: knob=step of a neighbour move (repeatable)");
   tune->add_option("--grid-points", o.grid_points, "grid: points per continuous float parameter")
-      ->check(CLI::Range(2, 1000))
+      ->check(number_range(2, 1000))
       ->capture_default_str();
   tune->add_option("--top-k", o.top_k, "configurations re-measured at the end")
-      ->check(CLI::Range(0, 1000))
+      ->check(number_range(0, 1000))
       ->capture_default_str();
   tune->add_option("--replicates", o.replicates, "re-measurements of each of them")
-      ->check(CLI::Range(0, 100))
+      ->check(number_range(0, 100))
       ->capture_default_str();
   tune->add_flag("!--no-baseline", o.baseline, "do not measure the space's defaults as trial 0");
   tune->add_option("--executor", o.executor, "where trials run: local, or slurm (every trial an sbatch job)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   tune->add_option("--slots", o.slots, "trials at once (local: threads/engines; slurm: jobs in the queue)")
-      ->check(CLI::Range(1, 4096))
+      ->check(number_range(1, 4096))
       ->capture_default_str();
   tune->add_option("--gpus", o.gpus,
                    "local: GPU ids shared out among the slots, each engine launched with its slot's "

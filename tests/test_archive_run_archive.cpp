@@ -89,11 +89,13 @@ TEST_CASE("list_runs filters by command, prefix, status and time, newest first")
   CHECK(ids({.command = "tune"}).empty());
 }
 
-TEST_CASE("a running run whose process is gone reads as abandoned") {
+TEST_CASE("a running run whose process is gone reads as abandoned, and so do its running trials") {
   test::ScratchDir dir;
   RunArchive archive(dir / "a.db");
   const auto run = archive.begin_run(new_run("compress"));
+  archive.begin_trial(run, 0, 1, {});
   CHECK(archive.find_run(run)->status == "running"); // this process is alive
+  CHECK(archive.load_run(run).trials.at(0).status == "running");
   {
     Database db((dir / "a.db").string());
     db.exec("UPDATE runs SET pid = 999999999");
@@ -101,6 +103,7 @@ TEST_CASE("a running run whose process is gone reads as abandoned") {
   CHECK(archive.find_run(run)->status == "abandoned");
   CHECK(archive.list_runs({.status = "abandoned"}).size() == 1);
   CHECK(archive.list_runs({.status = "running"}).empty());
+  CHECK(archive.load_run(run).trials.at(0).status == "abandoned"); // and so is its running trial
 }
 
 TEST_CASE("resolve_run accepts ids and 'last', and names what is wrong") {

@@ -1,9 +1,13 @@
 #include "core/atomic_file.hpp"
 
 #include "core/error.hpp"
+#include "core/process_identity.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <unistd.h>
 
 using namespace optkit;
 
@@ -79,4 +83,33 @@ TEST_CASE("a replacing StagedDirectory swaps the old folder out only on commit")
   }
   CHECK(test::read_text(dir / "db" / "new.csv") == "new");
   CHECK(entries(dir.path()) == 1);
+}
+
+TEST_CASE("a StagedDirectory sweeps the staging folders a killed writer of this host left") {
+  test::ScratchDir dir;
+  const std::string host = host_name();
+  const auto killed = dir / fmt::format(".db.partial.{}.999999999.0000abcd", host);
+  const auto other_host = dir / ".db.partial.some-other-host.999999999.0000abcd";
+  const auto alive = dir / fmt::format(".db.partial.{}.{}.0000abcd", host, ::getpid());
+  const auto unparsable = dir / ".db.partial.garbage";
+  for (const auto& folder : {killed, other_host, alive, unparsable}) {
+    std::filesystem::create_directory(folder);
+    test::write_text(folder / "shard.safetensors", "half");
+  }
+  StagedDirectory staged(dir / "db");
+  CHECK_FALSE(std::filesystem::exists(killed));
+  CHECK(std::filesystem::exists(other_host)); // a shared file system: that host may still be writing
+  CHECK(std::filesystem::exists(alive));
+  CHECK(std::filesystem::exists(unparsable));
+}
+
+TEST_CASE("an old folder a killed commit set aside stays while it is the only copy") {
+  test::ScratchDir dir;
+  const auto set_aside = dir / fmt::format(".db.replaced.{}.999999999.0000abcd", host_name());
+  std::filesystem::create_directory(set_aside);
+  { StagedDirectory staged(dir / "db", ExistingDestination::replace); }
+  CHECK(std::filesystem::exists(set_aside)); // no db: the set-aside folder holds the only copy
+  std::filesystem::create_directory(dir / "db");
+  { StagedDirectory staged(dir / "db", ExistingDestination::replace); }
+  CHECK_FALSE(std::filesystem::exists(set_aside));
 }

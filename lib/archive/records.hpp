@@ -51,7 +51,7 @@ struct TrialRecord {
   std::int64_t trial_index = 0;
   std::int64_t attempt = 1;
   nlohmann::json params;
-  std::string status;
+  std::string status; // a trial status, or "abandoned" for a running trial of an abandoned run
   std::optional<std::int64_t> exit_code;
   std::optional<std::int64_t> signal;
   nlohmann::json result; // null when none

@@ -3,25 +3,18 @@
 #include "archive/schema.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/process_identity.hpp"
 #include "core/sha256.hpp"
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <csignal>
 #include <thread>
 #include <unistd.h>
 
 namespace optkit::archive {
 namespace {
-
-std::string
-host_name() {
-  char buffer[256] = {};
-  return ::gethostname(buffer, sizeof buffer - 1) == 0 ? std::string(buffer) : std::string("unknown");
-}
 
 std::string
 current_directory() {
@@ -40,12 +33,6 @@ parse_json_column(const std::string& text) {
 std::string
 json_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// A process on this host that no longer exists cannot still be running its run.
-bool
-process_is_gone(std::int64_t pid) {
-  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 void
@@ -383,6 +370,8 @@ RunArchive::load_run(std::int64_t run_id) {
       t.error = stmt.text(8);
       t.started_at = stmt.int64(9);
       t.ended_at = stmt.optional_int64(10);
+      if (t.status == "running" && detail.run.status == "abandoned")
+        t.status = "abandoned"; // its run's process is gone, so no one runs it
       detail.trials.push_back(std::move(t));
     }
   }

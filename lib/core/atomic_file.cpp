@@ -1,10 +1,12 @@
 #include "core/atomic_file.hpp"
 
 #include "core/error.hpp"
+#include "core/process_identity.hpp"
 
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
 #include <fcntl.h>
 #include <random>
 #include <unistd.h>
@@ -12,10 +14,50 @@
 namespace optkit {
 namespace {
 
+// "HOST.PID.RANDOM": whose temporary name it is, so a later process can tell whether its writer
+// still lives.
 std::string
 unique_suffix() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{}.{:08x}", ::getpid(), static_cast<std::uint32_t>(rng()));
+  return fmt::format("{}.{}.{:08x}", host_name(), ::getpid(), static_cast<std::uint32_t>(rng()));
+}
+
+// Whether the writer named by a unique_suffix() is a process of this host that no longer exists.
+// Names of other hosts (a shared file system) and names that do not parse are left alone.
+bool
+writer_is_gone(std::string_view suffix, const std::string& this_host) {
+  const auto random_at = suffix.rfind('.');
+  if (random_at == std::string_view::npos || random_at == 0)
+    return false;
+  const auto pid_at = suffix.rfind('.', random_at - 1);
+  if (pid_at == std::string_view::npos || suffix.substr(0, pid_at) != this_host)
+    return false;
+  const auto digits = suffix.substr(pid_at + 1, random_at - pid_at - 1);
+  std::int64_t pid = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  return ec == std::errc() && end == digits.data() + digits.size() && process_is_gone(pid);
+}
+
+// Removes the staging folders of `destination` whose writer was killed before it could clean up
+// (kill -9, OOM), and the old folders a killed commit() had set aside once the new one is in
+// place. A set-aside folder without a destination is the only copy left, so it stays.
+void
+sweep_abandoned_siblings(const std::filesystem::path& destination) {
+  const std::filesystem::path parent = destination.parent_path().empty() ? "." : destination.parent_path();
+  const std::string name = destination.filename().string();
+  const std::string this_host = host_name();
+  std::error_code ec;
+  const bool destination_exists = std::filesystem::exists(destination, ec);
+  for (const std::string_view kind : {"partial", "replaced"}) {
+    if (kind == "replaced" && !destination_exists)
+      continue;
+    const std::string prefix = fmt::format(".{}.{}.", name, kind);
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+      const std::string file = entry.path().filename().string();
+      if (file.starts_with(prefix) && writer_is_gone(std::string_view(file).substr(prefix.size()), this_host))
+        std::filesystem::remove_all(entry.path(), ec);
+    }
+  }
 }
 
 void
@@ -67,6 +109,7 @@ write_file_atomic(const std::filesystem::path& path, std::string_view content) {
 
 StagedDirectory::StagedDirectory(std::filesystem::path destination, ExistingDestination existing)
     : m_destination(std::move(destination)), m_replace(existing == ExistingDestination::replace) {
+  sweep_abandoned_siblings(m_destination);
   std::error_code ec;
   if (!m_replace && std::filesystem::exists(m_destination, ec)) {
     throw InputError(fmt::format("{} already exists; remove it or choose another output path", m_destination.string()));

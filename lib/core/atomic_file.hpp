@@ -18,7 +18,9 @@ enum class ExistingDestination {
 };
 
 // A directory under construction: created as a hidden temporary sibling of `destination`,
-// renamed to `destination` by commit(), removed with its contents if never committed.
+// renamed to `destination` by commit(), removed with its contents if never committed. The
+// sibling's name records this host and pid, so the constructor first sweeps the siblings a killed
+// process of this host left behind.
 class StagedDirectory {
 public:
   explicit StagedDirectory(std::filesystem::path destination,

@@ -51,6 +51,16 @@ run runs show banana
 expect_rc 2
 expect_err_has "expected a run id"
 
+# A number out of its range is named in a few characters, not with DBL_MAX's 309 digits.
+run runs list --limit -3
+expect_rc 2
+expect_err_has "-3 is not a finite number > 0"
+[ "${#ERR}" -lt 200 ] || fail "range error too long (${#ERR} chars): $ERR"
+run runs list --limit 1e400
+expect_rc 2
+expect_err_has "1e400"
+[ "${#ERR}" -lt 200 ] || fail "range error too long (${#ERR} chars): $ERR"
+
 run
 expect_rc 2
 expect_out_has "Usage"
