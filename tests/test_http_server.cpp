@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -421,4 +422,87 @@ TEST_CASE("out of file descriptors, accepting pauses instead of spinning, and se
   int child_status = 0;
   CHECK(::waitpid(child, &child_status, 0) == child);
   CHECK(WIFSIGNALED(child_status)); // it connected and was waiting, not exited for a failed connect
+}
+
+TEST_CASE("with a bulk lane, a large body's slow handler does not hold up small requests; a throw is still a 500") {
+  ServerOptions options;
+  options.bulk_body_bytes = 1024;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool small_answered = false;
+  std::atomic<bool> large_started{false};
+  Server server(options, [&](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    if (request.path() == "/throw")
+      throw std::runtime_error("parser exploded");
+    if (request.body.size() < 1024)
+      return exchange->respond(200, "text/plain", "small");
+    large_started = true;
+    // A huge body's parse: it ends only once the small request has been answered meanwhile
+    // (handled on the I/O thread, this would wait out its deadline instead).
+    std::unique_lock lock(mutex);
+    const bool overtaken = wake.wait_for(lock, 30s, [&] { return small_answered; });
+    exchange->respond(200, "text/plain", overtaken ? "overtaken" : "blocked the small request");
+  });
+  server.start();
+  std::thread large([&] {
+    Client client(local(server));
+    CHECK(client.request("POST", "/large", std::string(4096, 'x')).body == "overtaken");
+  });
+  REQUIRE(eventually([&] { return large_started.load(); }));
+  Client client(local(server));
+  CHECK(client.request("POST", "/small", "tiny").body == "small");
+  {
+    const std::lock_guard lock(mutex);
+    small_answered = true;
+  }
+  wake.notify_all();
+  large.join();
+  const Response thrown = client.request("POST", "/throw", std::string(2048, 'x'));
+  CHECK(thrown.status == 500);
+  CHECK(nlohmann::json::parse(thrown.body)["error"]["message"] == "parser exploded");
+}
+
+TEST_CASE("past max_bulk_waiting large requests, the next one is a 503 with Retry-After; the server keeps serving") {
+  ServerOptions options;
+  options.bulk_body_bytes = 1024;
+  options.max_bulk_waiting = 1;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool release = false;
+  std::atomic<int> started{0};
+  Server server(options, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    ++started;
+    std::unique_lock lock(mutex);
+    wake.wait_for(lock, 30s, [&] { return release; });
+    exchange->respond(200, "text/plain", "done");
+  });
+  server.start();
+  const std::string body(4096, 'x');
+  std::array<std::atomic<int>, 3> statuses{};
+  std::array<std::string, 3> retry_after;
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < 3; ++i) {
+    clients.emplace_back([&, i] {
+      Client client(local(server));
+      const Response r = client.request("POST", "/large", body);
+      statuses[i] = r.status;
+      retry_after[i] = r.headers.count("retry-after") ? r.headers.at("retry-after") : "";
+    });
+    if (i == 0) // the first is running; of the next two, one waits and the other is refused
+      REQUIRE(eventually([&] { return started.load() == 1; }));
+  }
+  // The refused one answers at once, while the lane is still blocked.
+  REQUIRE(eventually([&] { return statuses[1] == 503 || statuses[2] == 503; }));
+  {
+    const std::lock_guard lock(mutex);
+    release = true;
+  }
+  wake.notify_all();
+  for (auto& c : clients)
+    c.join();
+  CHECK(statuses[0] == 200);
+  CHECK(((statuses[1] == 200 && statuses[2] == 503) || (statuses[1] == 503 && statuses[2] == 200)));
+  CHECK(retry_after[statuses[1] == 503 ? 1 : 2] == "1");
+  Client client(local(server));
+  CHECK(client.request("POST", "/large", body).status == 200);
 }

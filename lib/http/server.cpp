@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "http/bulk_lane.hpp"
 #include "http/json_body.hpp"
 
 #include <boost/asio.hpp>
@@ -87,6 +88,7 @@ chunk(const std::string& piece) {
 struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerOptions options;
   Handler handler;
+  std::unique_ptr<BulkLane> bulk_lane; // when options.bulk_body_bytes > 0
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer accept_retry; // on the acceptor's strand
@@ -101,6 +103,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   State(ServerOptions o, Handler h)
       : options(std::move(o))
       , handler(std::move(h))
+      , bulk_lane(options.bulk_body_bytes > 0 ? std::make_unique<BulkLane>(options.max_bulk_waiting) : nullptr)
       , ioc(std::max(1, options.threads))
       , acceptor(net::make_strand(ioc))
       , accept_retry(acceptor.get_executor()) {}
@@ -132,6 +135,9 @@ public:
     }
     callback();
   }
+  // Cancels the exchange and closes its connection: what is left after a handler failed midway
+  // through a stream.
+  void abort_connection();
   // The connection went away (or the server is stopping) before the response was complete.
   void cancel() {
     std::vector<std::function<void()>> callbacks;
@@ -161,6 +167,21 @@ private:
   Phase m_phase = Phase::fresh;
   std::vector<std::function<void()>> m_callbacks;
 };
+
+// Runs the handler, on an I/O thread or the bulk lane. An exception answers 500 with its message;
+// when a stream had already begun, all that is left is to drop the connection.
+void
+run_handler(const Handler& handler, const Request& request, const std::shared_ptr<ExchangeImpl>& exchange) {
+  try {
+    handler(request, exchange);
+  } catch (const std::exception& e) {
+    try {
+      exchange->respond(500, "application/json", error_body(500, e.what()), {});
+    } catch (const std::logic_error&) {
+      exchange->abort_connection();
+    }
+  }
+}
 
 // One connection: reads a request, hands it to the handler, writes what the exchange sends, and
 // reads the next request when the response is complete (keep-alive). All of its state is touched
@@ -301,16 +322,19 @@ private:
     else
       watch_for_disconnect();
     const auto exchange = m_exchange;
-    try {
-      m_server->handler(request, exchange);
-    } catch (const std::exception& e) {
-      try {
-        exchange->respond(500, "application/json", error_body(500, e.what()), {});
-      } catch (const std::logic_error&) {
-        exchange->cancel(); // a stream was already started: all we can do is drop it
-        close();
-      }
-    }
+    if (m_server->bulk_lane && request.body.size() >= m_server->options.bulk_body_bytes)
+      return hand_to_bulk_lane(std::move(request), exchange);
+    run_handler(m_server->handler, request, exchange);
+  }
+
+  void hand_to_bulk_lane(Request request, const std::shared_ptr<ExchangeImpl>& exchange) {
+    auto job = [state = m_server, request = std::move(request), exchange] {
+      run_handler(state->handler, request, exchange);
+    };
+    if (!m_server->bulk_lane->post(std::move(job)))
+      exchange->respond(503, "application/json",
+                        error_body(503, "the server is busy with other large requests; retry shortly"),
+                        {{"Retry-After", "1"}});
   }
 
   // While a request is being answered, a read-readiness wait tells a closed connection (readable
@@ -427,6 +451,12 @@ void
 ExchangeImpl::post(Work&& work) {
   if (const auto session = m_session.lock())
     net::post(session->executor(), [session, work = std::forward<Work>(work)]() mutable { work(*session); });
+}
+
+void
+ExchangeImpl::abort_connection() {
+  cancel();
+  post([](Session& s) { s.close(); });
 }
 
 void
@@ -585,6 +615,8 @@ Server::stop(std::chrono::milliseconds grace, const std::function<bool()>& cut_g
   for (const auto& session : s.snapshot())
     net::post(session->executor(), [session] { session->close(); });
   wait_until_closed(std::chrono::steady_clock::now() + std::chrono::seconds(2), {});
+  if (s.bulk_lane)
+    s.bulk_lane->stop(); // the requests it had not started are gone with their connections
   s.ioc.stop();
   for (auto& thread : s.threads)
     if (thread.joinable())

@@ -58,6 +58,12 @@ struct ServerOptions {
   std::size_t max_body_bytes = std::size_t{8} << 20;
   std::chrono::milliseconds idle_timeout{60'000}; // reading a request, and between requests
   int threads = 1;
+  // Requests whose body holds at least this many bytes are handled on a thread of their own at
+  // the lowest CPU priority, one at a time (http/bulk_lane.hpp), so a huge body's parsing never
+  // delays the small requests; past `max_bulk_waiting` waiting ones they are answered 503 with
+  // Retry-After. 0: every handler runs on the I/O threads.
+  std::size_t bulk_body_bytes = 0;
+  std::size_t max_bulk_waiting = 8;
 };
 
 // JSON error body in the shape OpenAI clients parse: {"error": {"message", "type", "code"}}.

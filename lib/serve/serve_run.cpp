@@ -76,6 +76,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   http.host = options.host;
   http.port = options.port;
   http.max_body_bytes = options.max_body_bytes;
+  http.bulk_body_bytes = options.bulk_body_bytes;
   http.threads = 1;
   ApiOptions api;
   api.api_key = options.api_key;

@@ -40,6 +40,9 @@ struct ServeOptions {
   unsigned threads = 0;             // runtime threads (0: one per available CPU)
   int device = -1;                  // a CUDA device for the linear layers (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;
+  // Bodies this large are parsed and tokenized on the server's low-priority bulk lane, one at a
+  // time, never on the I/O thread that answers every other request (http::ServerOptions).
+  std::size_t bulk_body_bytes = std::size_t{64} << 10;
   std::chrono::milliseconds shutdown_grace{5000};
   // No model computation: MockModel with the --base folder's config and tokenizer, each engine
   // step lasting mock_step (the server's own overhead, and a stand-in engine for bench's tests).

@@ -9,6 +9,7 @@
 //   deep          nesting past the parser's depth cap, just under the body cap
 //   over-cap      a body one byte over the cap (refused from its Content-Length)
 //   perf_serve_hostile [seconds per phase, default 10] [hostile connections, default 2]
+//                      [bulk body bytes, default serve-deltas' 65536; 0: every body on the I/O thread]
 #include "core/statistics.hpp"
 #include "http/client.hpp"
 #include "model/tokenizer.hpp"
@@ -140,6 +141,7 @@ main(int argc, char** argv) {
   serve::Engine engine(std::move(mock), kv, {256, 2048});
   http::ServerOptions http_options;
   http_options.max_body_bytes = defaults.max_body_bytes;
+  http_options.bulk_body_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : defaults.bulk_body_bytes;
   serve::ApiServer server(http_options, {});
   server.start();
   server.attach(engine,
