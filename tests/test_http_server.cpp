@@ -151,7 +151,10 @@ TEST_CASE("a chunked body's trailers over the header cap are 431, a 70 KiB trail
     exchange->respond(200, "text/plain", request.body);
   });
   server.start();
-  const std::string head = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
+  // Connection: close, so the accepted request's connection ends with its answer instead of
+  // idling out.
+  const std::string head =
+      "POST /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
   const std::string big(70'000, 'v');
   for (const std::string& trailer : {"X-T: " + big + "\r\n", big + ": v\r\n", std::string("X-T: ok\r\n")}) {
     const std::string answer = raw_exchange(server.port(), head + trailer + "\r\n");
