@@ -8,11 +8,7 @@
 #include "http/async_client.hpp"
 #include "http/client.hpp"
 #include "http/server.hpp"
-#include "model/tokenizer.hpp"
-#include "runtime/kv_cache.hpp"
-#include "serve/api_server.hpp"
-#include "serve/engine.hpp"
-#include "serve/mock_model.hpp"
+#include "support/mock_serving.hpp"
 
 #include <fmt/format.h>
 
@@ -134,22 +130,12 @@ main(int argc, char** argv) {
   canned.stop(std::chrono::seconds(1));
 
   // The whole path with the mock model.
-  auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(base));
-  const auto config = model::load_model_config(base);
-  runtime::KvCacheOptions kv_options;
-  kv_options.budget_bytes = std::uint64_t{64} << 20;
-  auto mock = std::make_unique<serve::MockModel>(config, tokenizer->encode(" a b c d", false),
-                                                 std::chrono::microseconds(0), kv_options);
-  const runtime::KvCache& kv = mock->kv_cache();
-  serve::Engine engine(std::move(mock), kv, {256, 2048});
-  serve::ApiServer server({}, {});
-  server.start();
-  server.attach(engine,
-                {"tiny-base", base.string(), {}, nullptr, tokenizer, std::nullopt, config.max_position_embeddings});
-  const double full = load(server.port(), clients, seconds);
-  const double full_async = load_async(server.port(), connections, seconds);
-  server.stop(std::chrono::seconds(1));
-  engine.stop();
+  double full = 0, full_async = 0;
+  {
+    test::MockServing serving(base, {});
+    full = load(serving.port(), clients, seconds);
+    full_async = load_async(serving.port(), connections, seconds);
+  }
 
   fmt::print("streamed completions/s ({:.0f} s each, {} hardware threads)\n", seconds,
              std::thread::hardware_concurrency());

@@ -12,12 +12,8 @@
 //                      [bulk body bytes, default serve-deltas' 65536; 0: every body on the I/O thread]
 #include "core/statistics.hpp"
 #include "http/client.hpp"
-#include "model/tokenizer.hpp"
-#include "runtime/kv_cache.hpp"
-#include "serve/api_server.hpp"
-#include "serve/engine.hpp"
-#include "serve/mock_model.hpp"
 #include "serve/serve_run.hpp"
+#include "support/mock_serving.hpp"
 
 #include <fmt/format.h>
 
@@ -131,27 +127,15 @@ main(int argc, char** argv) {
   const std::filesystem::path base = std::filesystem::path(OPTKIT_SOURCE_DIR) / "testdata/models/tiny-base";
   const serve::ServeOptions defaults;
 
-  auto tokenizer = std::make_shared<const model::Tokenizer>(model::Tokenizer::load_folder(base));
-  const auto config = model::load_model_config(base);
-  runtime::KvCacheOptions kv_options;
-  kv_options.budget_bytes = std::uint64_t{64} << 20;
-  auto mock = std::make_unique<serve::MockModel>(config, tokenizer->encode(" a b c d", false),
-                                                 std::chrono::microseconds(0), kv_options);
-  const runtime::KvCache& kv = mock->kv_cache();
-  serve::Engine engine(std::move(mock), kv, {256, 2048});
   http::ServerOptions http_options;
   http_options.max_body_bytes = defaults.max_body_bytes;
   http_options.bulk_body_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : defaults.bulk_body_bytes;
-  serve::ApiServer server(http_options, {});
-  server.start();
-  server.attach(engine,
-                {"tiny-base", base.string(), {}, nullptr, tokenizer, std::nullopt, config.max_position_embeddings});
+  test::MockServing serving(base, http_options);
+  const int port = serving.port();
 
-  std::vector<Phase> phases{measure(server.port(), phase_seconds, connections, nullptr)};
+  std::vector<Phase> phases{measure(port, phase_seconds, connections, nullptr)};
   for (const auto& hostile : hostile_bodies(defaults.max_body_bytes))
-    phases.push_back(measure(server.port(), phase_seconds, connections, &hostile));
-  server.stop(std::chrono::seconds(1));
-  engine.stop();
+    phases.push_back(measure(port, phase_seconds, connections, &hostile));
 
   fmt::print("victim completion latency, one request every 5 ms for {:.0f} s per phase; {} hostile connections; {} "
              "hardware threads\n",
