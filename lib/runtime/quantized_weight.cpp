@@ -39,24 +39,28 @@ public:
   }
 
   void row(std::int64_t r, float* out) const override {
+    // The loop bounds in locals: read through `this` they would be re-read (and, in the sanitizer
+    // build, type-checked) for every value.
+    const std::int64_t cols = m.cols, group_size = m.group_size;
     const float* scales = m.scales.data() + r * m_groups;
     switch (m.storage) {
     case QuantizedStorage::int8_values: {
-      const auto* v = reinterpret_cast<const std::int8_t*>(m.values.data()) + r * m.cols;
-      for (std::int64_t c = 0; c < m.cols; ++c)
-        out[c] = static_cast<float>(v[c]) * scales[c / m.group_size];
+      const auto* v = reinterpret_cast<const std::int8_t*>(m.values.data()) + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c)
+        out[c] = static_cast<float>(v[c]) * scales[c / group_size];
       break;
     }
     case QuantizedStorage::packed_int32: {
       const auto* words = reinterpret_cast<const std::int32_t*>(m.values.data()) + r * m_words;
-      for (std::int64_t c = 0; c < m.cols; ++c)
-        out[c] = static_cast<float>(quant::unpack_value(words, c, m.bits)) * scales[c / m.group_size];
+      const int bits = m.bits;
+      for (std::int64_t c = 0; c < cols; ++c)
+        out[c] = static_cast<float>(quant::unpack_value(words, c, bits)) * scales[c / group_size];
       break;
     }
     case QuantizedStorage::fp8_values: {
-      const auto* v = reinterpret_cast<const std::uint8_t*>(m.values.data()) + r * m.cols;
-      for (std::int64_t c = 0; c < m.cols; ++c)
-        out[c] = model::f8_e4m3_to_float(v[c]) * scales[c / m.group_size];
+      const auto* v = reinterpret_cast<const std::uint8_t*>(m.values.data()) + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c)
+        out[c] = model::f8_e4m3_to_float(v[c]) * scales[c / group_size];
       break;
     }
     }
