@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds optkit and runs every test: the clang-format check, a Release build with warnings as
-# errors (the binary and the tests) and its full suite, then one clang
-# build with AddressSanitizer + UndefinedBehaviorSanitizer (the portable CPU kernels, so both kernel
-# paths pass the suite; -O1 so the numeric tests finish) that runs the same suite and, through
+# errors (the binary and the tests) and its full suite, then one clang build with
+# AddressSanitizer + UndefinedBehaviorSanitizer (the portable CPU kernels, so both kernel paths
+# pass the suite; -O1, and -O2 without fuzzing coverage for the numeric inner loops, see
+# lib/CMakeLists.txt, so the numeric tests finish) that runs the same suite and, through
 # scripts/fuzz.sh, each libFuzzer target for OPTKIT_FUZZ_SECONDS (default 20) seconds after
 # replaying its corpus, one target per core at a time. The CUDA code is compiled by the Release
 # build only. The benchmark programs (tests/perf/, -DOPTKIT_PERF=ON) are run by hand and never
