@@ -508,13 +508,12 @@ ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http
     if (d.name == name)
       throw BadRequest("a delta named '" + name + "' is already served; unload it first or pick another name",
                        "lora_name");
-  if (registered.size() + m_loads_in_flight.load() >= loading.max_adapters)
+  const std::filesystem::path dir = confined_adapter_folder(loading, body["lora_path"].get<std::string>());
+  if (!reserve_adapter_load(loading.max_adapters))
     throw BadRequest("the server holds " + std::to_string(loading.max_adapters) +
                          " adapters, its --max-adapters; unload one first",
                      "lora_name");
-  const std::filesystem::path dir = confined_adapter_folder(loading, body["lora_path"].get<std::string>());
   // Loaded and checked against the base on the store's thread before the 200; serving goes on.
-  ++m_loads_in_flight;
   m_model.deltas->add_async(name, dir, [this, name, exchange](std::int32_t id, const std::string& error) {
     --m_loads_in_flight;
     if (id < 0)
@@ -522,6 +521,20 @@ ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http
     m_metrics->name_variant(id, name);
     exchange->respond(200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' added successfully.");
   });
+}
+
+bool
+ApiServer::reserve_adapter_load(std::size_t max_adapters) {
+  // A small request is handled on the I/O thread, a large one on the bulk lane, so two loads may
+  // ask at once: the slot is taken by compare-and-swap. A load that ends adds to the registered
+  // deltas before it leaves the in-flight count, so reading the count first never undercounts.
+  while (true) {
+    std::size_t in_flight = m_loads_in_flight.load();
+    if (m_model.deltas->list().size() + in_flight >= max_adapters)
+      return false;
+    if (m_loads_in_flight.compare_exchange_strong(in_flight, in_flight + 1))
+      return true;
+  }
 }
 
 void

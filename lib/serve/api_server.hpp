@@ -70,6 +70,8 @@ private:
              const std::shared_ptr<http::Exchange>& exchange, std::int32_t variant, std::function<void()> release);
   void load_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
   void unload_adapter(const http::Request& request, const std::shared_ptr<http::Exchange>& exchange);
+  // Takes one of the --max-adapters slots for a load (false when none is free); the load's answer frees it.
+  bool reserve_adapter_load(std::size_t max_adapters);
   std::string served_names() const;
 
   ApiOptions m_options;
