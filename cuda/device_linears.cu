@@ -1,6 +1,7 @@
 #include "device_linears.cuh"
 
 #include "check.cuh"
+#include "delta_slots.cuh"
 #include "device_array.cuh"
 #include "device_session.cuh"
 #include "fill.cuh"
@@ -18,26 +19,12 @@ namespace optkit::cuda {
 
 namespace {
 
-// One variant's packed Δ of one matrix, on the device.
-struct SlotDelta {
-  DeviceArray<std::int32_t> values;
-  DeviceArray<std::uint8_t> indices;
-  DeviceArray<float> scales;
-  SbmmDelta view;
-  std::uint64_t bytes = 0;
-};
-
 struct Matrix {
   int rows = 0, cols = 0;
   DeviceArray<float> weight;
-  std::vector<std::unique_ptr<SlotDelta>> slots; // by slot; null: the slot holds no Δ of this matrix
-  std::vector<SbmmDelta> table;                  // the slots' views, as the kernel indexes them
-  DeviceArray<SbmmDelta> device_table;
-  bool table_stale = false;
+  DeltaSlots deltas;
 
-  const SlotDelta* slot(int s) const {
-    return s >= 0 && s < static_cast<int>(slots.size()) ? slots[static_cast<std::size_t>(s)].get() : nullptr;
-  }
+  Matrix(int r, int c) : rows(r), cols(c), deltas(r, c) {}
 };
 
 } // namespace
@@ -82,15 +69,8 @@ struct DeviceLinears::State : DeviceSession {
                                  ") is outside the batch of " + std::to_string(m) + " rows");
       if (s.slot < -1)
         throw std::runtime_error("row segment names slot " + std::to_string(s.slot));
-      if (w.slot(s.slot) != nullptr)
+      if (w.deltas.holds(s.slot))
         append_sbmm_tiles(s.row, s.count, s.slot, tile_list);
-    }
-    if (w.table_stale) {
-      w.device_table.reserve(w.table.size());
-      check(cudaMemcpyAsync(w.device_table.data, w.table.data(), w.table.size() * sizeof(SbmmDelta),
-                            cudaMemcpyHostToDevice, stream),
-            "cudaMemcpyAsync (slot table)");
-      w.table_stale = false;
     }
     x.reserve(std::size_t(m) * w.cols);
     y.reserve(std::size_t(m) * w.rows);
@@ -113,17 +93,16 @@ struct DeviceLinears::State : DeviceSession {
   void run_base(const Matrix& w, int m) {
     product(w.rows, w.cols, m).run(w.weight.data, x.data, y.data, workspace, stream);
   }
-  void run_sbmm(const Matrix& w, int tile_count) {
+  void run_sbmm(Matrix& w, int tile_count) {
     if (tile_count > 0)
-      launch_sbmm(x.data, y.data, w.rows, w.cols, w.device_table.data, tiles.data, tile_count, stream);
+      launch_sbmm(x.data, y.data, w.rows, w.cols, w.deltas.table(stream), tiles.data, tile_count, stream);
   }
   void run_per_delta(const Matrix& w, const std::vector<RowSegment>& segments) {
     dense.reserve(std::size_t(w.rows) * w.cols);
     for (const RowSegment& s : segments) {
-      const SlotDelta* delta = w.slot(s.slot);
-      if (delta == nullptr || s.count == 0)
+      if (!w.deltas.holds(s.slot) || s.count == 0)
         continue;
-      launch_decode_delta(delta->view, w.rows, w.cols, dense.data, stream);
+      launch_decode_delta(w.deltas.view(s.slot), w.rows, w.cols, dense.data, stream);
       product(w.rows, w.cols, s.count)
           .run(dense.data, x.data + std::size_t(s.row) * w.cols, y.data + std::size_t(s.row) * w.rows, workspace,
                stream);
@@ -146,66 +125,21 @@ DeviceLinears::add_matrix(const float* w, int rows, int cols) {
   if (rows < 1 || cols < 1)
     throw std::runtime_error("a device matrix needs rows and columns (got " + std::to_string(rows) + " × " +
                              std::to_string(cols) + ")");
-  auto matrix = std::make_unique<Matrix>();
-  matrix->rows = rows;
-  matrix->cols = cols;
+  auto matrix = std::make_unique<Matrix>(rows, cols);
   matrix->weight.upload(w, std::size_t(rows) * cols);
   check(cudaDeviceSynchronize(), "uploads");
   m_state->matrices.push_back(std::move(matrix));
   return static_cast<int>(m_state->matrices.size()) - 1;
 }
 
-namespace {
-
-SbmmDelta
-sbmm_view(const PackedDelta& p) {
-  SbmmDelta d;
-  d.bits = p.bits;
-  d.sparse = p.sparse ? 1 : 0;
-  d.offset = p.offset;
-  d.words = static_cast<int>(p.words);
-  d.groups = static_cast<int>(p.groups);
-  d.group_size = static_cast<int>(p.group_size);
-  return d;
-}
-
-} // namespace
-
 bool
 DeviceLinears::takes(const PackedDelta& p, int cols) {
-  return sbmm_supports(sbmm_view(p), cols) && p.values != nullptr && p.scales != nullptr &&
-         (!p.sparse || p.indices != nullptr) && p.group_size >= 1 && (cols - 1) / p.group_size < p.groups;
+  return sbmm_takes(p, cols);
 }
 
 void
 DeviceLinears::set_delta(int matrix, int slot, const PackedDelta& p) {
-  Matrix& w = m_state->matrix(matrix);
-  if (slot < 0 || slot > 1'000'000)
-    throw std::runtime_error("delta slot " + std::to_string(slot) + " is out of range");
-  if (!takes(p, w.cols))
-    throw std::runtime_error("SBMM takes 2, 4 or 8-bit Δs with columns a multiple of 8 and one scale per group (got " +
-                             std::to_string(p.bits) + " bits, " + std::to_string(w.cols) + " columns)");
-  SbmmDelta d = sbmm_view(p);
-  auto delta = std::make_unique<SlotDelta>();
-  delta->values.upload(p.values, std::size_t(w.rows) * p.words);
-  d.values = delta->values.data;
-  if (p.sparse) {
-    delta->indices.upload(p.indices, std::size_t(w.rows) * (w.cols / 8));
-    d.indices = delta->indices.data;
-  }
-  delta->scales.upload(p.scales, std::size_t(w.rows) * p.groups);
-  d.scales = delta->scales.data;
-  check(cudaDeviceSynchronize(), "uploads");
-  delta->view = d;
-  delta->bytes = std::uint64_t(w.rows) * std::uint64_t(p.words * 4 + (p.sparse ? w.cols / 8 : 0) + p.groups * 4);
-  const auto index = static_cast<std::size_t>(slot);
-  if (index >= w.slots.size()) {
-    w.slots.resize(index + 1);
-    w.table.resize(index + 1);
-  }
-  w.slots[index] = std::move(delta); // frees the Δ the slot held (cudaFree waits for the device)
-  w.table[index] = d;
-  w.table_stale = true;
+  m_state->matrix(matrix).deltas.set(slot, p);
 }
 
 void
@@ -213,13 +147,8 @@ DeviceLinears::clear_slot(int slot) {
   if (slot < 0)
     return;
   m_state->make_current();
-  const auto index = static_cast<std::size_t>(slot);
   for (auto& w : m_state->matrices)
-    if (index < w->slots.size() && w->slots[index]) {
-      w->slots[index].reset();
-      w->table[index] = SbmmDelta{};
-      w->table_stale = true;
-    }
+    w->deltas.clear(slot);
 }
 
 void
@@ -263,8 +192,8 @@ DeviceLinears::time(int matrix, int m, const std::vector<RowSegment>& segments) 
   });
   t.per_delta_us = s.time_us([&] { s.run_per_delta(w, segments); });
   for (const RowSegment& seg : segments)
-    if (const SlotDelta* delta = w.slot(seg.slot); delta != nullptr && seg.count > 0)
-      t.delta_bytes += static_cast<double>(delta->bytes);
+    if (seg.count > 0)
+      t.delta_bytes += static_cast<double>(w.deltas.bytes(seg.slot));
   return t;
 }
 
@@ -280,9 +209,7 @@ std::uint64_t
 DeviceLinears::delta_bytes() const {
   std::uint64_t bytes = 0;
   for (const auto& w : m_state->matrices)
-    for (const auto& delta : w->slots)
-      if (delta)
-        bytes += delta->bytes;
+    bytes += w->deltas.bytes();
   return bytes;
 }
 

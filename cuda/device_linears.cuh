@@ -5,23 +5,14 @@
 // batch buffers. Plain C++ interface: callers need no CUDA headers.
 #pragma once
 
+#include "delta_slots.cuh"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace optkit::cuda {
-
-// One compressed Δ [rows, cols] in host memory, as the delta artifact packs it.
-struct PackedDelta {
-  int bits = 0;
-  bool sparse = true;
-  float offset = 0;
-  std::int64_t words = 0, group_size = 0, groups = 0;
-  const std::int32_t* values = nullptr;  // [rows, words]
-  const std::uint8_t* indices = nullptr; // [rows, cols/8] when sparse
-  const float* scales = nullptr;         // [rows, groups]
-};
 
 // Batch rows [row, row + count) belong to the variant in slot `slot` (−1: the base).
 struct RowSegment {

@@ -47,7 +47,7 @@ struct DeviceSession {
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
     check(cudaEventSynchronize(stop), "cudaEventSynchronize");
     check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    const int per_batch = std::clamp(static_cast<int>(2.0 / std::max(ms, 1e-3f)), 1, 200);
+    const int per_batch = std::clamp(static_cast<int>(2.0f / std::max(ms, 1e-3f)), 1, 200);
     std::vector<double> samples;
     for (int r = 0; r < 7; ++r) {
       check(cudaEventRecord(start, stream), "cudaEventRecord");
@@ -56,7 +56,7 @@ struct DeviceSession {
       check(cudaEventRecord(stop, stream), "cudaEventRecord");
       check(cudaEventSynchronize(stop), "cudaEventSynchronize");
       check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      samples.push_back(1000.0 * ms / per_batch);
+      samples.push_back(1000.0 * static_cast<double>(ms) / per_batch);
     }
     check(cudaGetLastError(), "timed launches");
     std::nth_element(samples.begin(), samples.begin() + 3, samples.end());

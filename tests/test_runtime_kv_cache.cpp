@@ -211,3 +211,28 @@ TEST_CASE("without prefix caching nothing is kept or found, and without a budget
   }
   CHECK(blocks.size() == 3); // cached blocks were evicted rather than the pool grown
 }
+
+TEST_CASE("a cache whose blocks live on a device keeps their bookkeeping: block tables, BF16 block bytes") {
+  // 2 layers × K,V × 4 tokens × 8 elements × 2 bytes = 256 bytes a block; 1000 bytes hold 3.
+  KvCache cache(2, 8, 100, {.budget_bytes = 1000, .block_tokens = 4, .device_element_bytes = 2});
+  CHECK_FALSE(cache.host_storage());
+  CHECK(cache.block_bytes() == 256);
+  CHECK(cache.capacity_blocks() == 3);
+  const auto a = cache.add(), b = cache.add();
+  CHECK(cache.reserve(a, 5) == 0);
+  CHECK(cache.reserve(b, 3) == 0);
+  const auto table_a = cache.block_table(a), table_b = cache.block_table(b);
+  REQUIRE(table_a.size() == 2);
+  REQUIRE(table_b.size() == 1);
+  // Three distinct block ids below the capacity: the device's cache is indexed by them.
+  const std::set<std::int32_t> ids{table_a[0], table_a[1], table_b[0]};
+  CHECK(ids.size() == 3);
+  CHECK(*ids.rbegin() < 3);
+  CHECK_THROWS_AS(cache.rows(a, 0), RuntimeFailure); // no host rows to read
+  const std::set<std::int32_t> given_back{table_a[0], table_a[1]};
+  cache.remove(a);
+  const auto c = cache.add();
+  CHECK(cache.reserve(c, 8) == 0);
+  const auto table_c = cache.block_table(c);
+  CHECK(std::set<std::int32_t>(table_c.begin(), table_c.end()) == given_back); // a's blocks, reused
+}

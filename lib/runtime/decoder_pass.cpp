@@ -1,6 +1,5 @@
 #include "runtime/decoder_pass.hpp"
 
-#include "runtime/device_linear_layers.hpp"
 #include "runtime/kernels.hpp"
 
 #include <algorithm>
@@ -58,17 +57,13 @@ DecoderPass::Buffer::get(std::size_t size) {
 }
 
 void
-multiply_served(const LinearWeight& base, DeviceLinearLayers* device, int matrix, const BatchRows& batch,
+multiply_served(const LinearWeight& base, const BatchRows& batch,
                 const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x, std::int64_t rows,
                 std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool) {
-  if (device)
-    device->multiply(matrix, x, rows, batch, y);
-  else
-    base.multiply(x, rows, y, pool);
+  base.multiply(x, rows, y, pool);
   for (const auto& segment : batch.segments)
-    if (!device || !device->holds(segment.variant, matrix))
-      apply_variant(of(*segment.variant), x + segment.begin * in_width, segment.end - segment.begin,
-                    y + segment.begin * out_width, pool);
+    apply_variant(of(*segment.variant), x + segment.begin * in_width, segment.end - segment.begin,
+                  y + segment.begin * out_width, pool);
 }
 
 void
@@ -76,7 +71,7 @@ DecoderPass::project(std::int64_t index, Projection p, const BatchRows& batch, c
                      float* y, std::int64_t out_width) {
   const auto slot = static_cast<std::size_t>(p);
   multiply_served(
-      *(m_weights->layer(index).*kProjectionWeight[slot]), m_device, m_device ? m_device->matrix(index, p) : 0, batch,
+      *(m_weights->layer(index).*kProjectionWeight[slot]), batch,
       [&](const DeltaVariant& v) -> const VariantMatrix& { return v.layer(index).*kProjectionVariant[slot]; }, x,
       static_cast<std::int64_t>(batch.position.size()), in_width, y, out_width, *m_pool);
 }

@@ -16,8 +16,6 @@
 
 namespace optkit::runtime {
 
-class DeviceLinearLayers;
-
 // Where a decoder layer's linear layers read their input: q/k/v share the normed hidden state,
 // o reads the attention output, gate/up share the post-attention normed state, down reads
 // silu(gate)·up.
@@ -80,10 +78,9 @@ struct BatchRows {
   }
 };
 
-// y[rows, out] = x[rows, in] · Wᵀ for the base weight `base` — on `device` as its matrix `matrix`
-// when there is one — then, on each of the batch's variant segments, that variant's own matrix
-// (`of`) where the device has not applied it: a Δ added, a whole matrix in place of the base's.
-void multiply_served(const LinearWeight& base, DeviceLinearLayers* device, int matrix, const BatchRows& batch,
+// y[rows, out] = x[rows, in] · Wᵀ for the base weight `base`, then, on each of the batch's variant
+// segments, that variant's own matrix (`of`): a Δ added, a whole matrix in place of the base's.
+void multiply_served(const LinearWeight& base, const BatchRows& batch,
                      const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
                      std::int64_t rows, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
@@ -91,8 +88,6 @@ class DecoderPass {
 public:
   DecoderPass(const DecoderWeights& weights, ThreadPool& pool) : m_weights(&weights), m_pool(&pool) {}
 
-  // Runs the linear layers on `device` (null: on the CPU), which must hold these weights.
-  void set_device(DeviceLinearLayers* device) { m_device = device; }
   // Fills rows.cos/sin from rows.position.
   void fill_rope(BatchRows& rows) const;
   // x (rows × hidden) through layer `layer`, whose keys and values go to `cache` layer `cache_layer`.
@@ -117,7 +112,6 @@ private:
 
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;
-  DeviceLinearLayers* m_device = nullptr;
   Buffer m_normed, m_q, m_k, m_v, m_attended, m_projected, m_gate, m_up;
   std::vector<KvRows> m_row_cache; // each row's cached keys/values in the layer being run
 };

@@ -9,6 +9,7 @@ KvCache::KvCache(std::int64_t layers, std::int64_t kv_dim, std::int64_t max_posi
     , m_kv_dim(kv_dim)
     , m_max_positions(max_positions)
     , m_block_tokens(options.block_tokens)
+    , m_element_bytes(options.device_element_bytes)
     , m_prefix_caching(options.prefix_caching) {
   if (m_block_tokens < 1)
     throw InputError(fmt::format("KV cache block of {} tokens: a block holds at least one", m_block_tokens));
@@ -22,7 +23,8 @@ KvCache::KvCache(std::int64_t layers, std::int64_t kv_dim, std::int64_t max_posi
 
 std::uint64_t
 KvCache::block_bytes() const {
-  return static_cast<std::uint64_t>(m_layers * 2 * m_block_tokens * m_kv_dim) * sizeof(float);
+  return static_cast<std::uint64_t>(m_layers * 2 * m_block_tokens * m_kv_dim) *
+         (host_storage() ? sizeof(float) : m_element_bytes);
 }
 
 std::optional<std::int64_t>
@@ -74,6 +76,8 @@ KvCache::release_block(std::int32_t block) {
 void
 KvCache::attach(Entry& e, std::int32_t block) {
   e.blocks.push_back(block);
+  if (!host_storage())
+    return;
   float* base = m_blocks[static_cast<std::size_t>(block)].get();
   const auto layer_floats = 2 * m_block_tokens * m_kv_dim;
   for (std::int64_t l = 0; l < m_layers; ++l) {
@@ -128,7 +132,7 @@ KvCache::take_block() {
     m_free.pop_back();
   } else {
     const auto floats = static_cast<std::size_t>(m_layers * 2 * m_block_tokens * m_kv_dim);
-    m_blocks.push_back(std::make_unique_for_overwrite<float[]>(floats));
+    m_blocks.push_back(host_storage() ? std::make_unique_for_overwrite<float[]>(floats) : nullptr);
     m_state.emplace_back();
     block = static_cast<std::int32_t>(m_blocks.size() - 1);
   }
@@ -278,6 +282,8 @@ KvCache::advance(SequenceId sequence, std::span<const TokenId> tokens, std::int3
 KvRows
 KvCache::rows(SequenceId sequence, std::int64_t layer) const {
   const Entry& e = entry(sequence);
+  if (!host_storage())
+    throw RuntimeFailure("the KV cache's blocks are on a device: no host rows to read");
   return {e.keys[static_cast<std::size_t>(layer)].data(), e.values[static_cast<std::size_t>(layer)].data(),
           m_block_tokens, m_kv_dim};
 }

@@ -33,6 +33,10 @@ struct KvCacheOptions {
   std::uint64_t budget_bytes = 0; // 0: no budget (sequences are bounded only by max_positions)
   std::int64_t block_tokens = 16;
   bool prefix_caching = false; // keep full blocks findable by content (see above)
+  // > 0: the blocks hold no host memory. A device keeps their keys and values at the same block
+  // ids (runtime/device_engine.hpp), this many bytes an element, and this cache only their
+  // bookkeeping: block_table() instead of rows().
+  std::uint32_t device_element_bytes = 0;
 };
 
 // Appending would need more blocks than the budget has free (a resource limit, not bad input).
@@ -69,8 +73,11 @@ public:
   // `tokens` were computed by `variant` (-1: the base) and their keys and values written: the
   // length grows by their count, and with prefix caching each block they fill becomes findable.
   void advance(SequenceId sequence, std::span<const TokenId> tokens, std::int32_t variant);
-  // The sequence's reserved rows in one layer.
+  // The sequence's reserved rows in one layer (host storage only).
   KvRows rows(SequenceId sequence, std::int64_t layer) const;
+  // The sequence's blocks in order: position p lies in block_table()[p / block_tokens()].
+  std::span<const std::int32_t> block_table(SequenceId sequence) const { return entry(sequence).blocks; }
+  bool host_storage() const { return m_element_bytes == 0; }
 
   // Prefix caching. reuse_prefix gives an empty sequence the cached blocks that `tokens` computed
   // by `variant` begin with (at most (tokens.size() − 1) / block_tokens of them, so the last token
@@ -130,8 +137,9 @@ private:
   void uncache(std::int32_t block);
 
   std::int64_t m_layers, m_kv_dim, m_max_positions, m_block_tokens;
+  std::uint32_t m_element_bytes; // 0: host fp32 blocks
   std::optional<std::int64_t> m_capacity;
-  std::vector<std::unique_ptr<float[]>> m_blocks; // [layer][key, value][block_tokens][kv_dim] each
+  std::vector<std::unique_ptr<float[]>> m_blocks; // [layer][key, value][block_tokens][kv_dim] each (null on a device)
   std::vector<BlockState> m_state;                // per block
   std::vector<std::int32_t> m_free;               // blocks neither held nor cached
   std::int64_t m_used = 0;                        // blocks held by a sequence

@@ -15,19 +15,17 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     , m_pool(options.threads)
     , m_pass(m_weights, m_pool)
     , m_device_index(options.device)
+    , m_precision(options.device_precision)
+    , m_kv_options(options.kv_cache)
+    , m_device(open_device(std::nullopt))
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
-              options.kv_cache) {
-  open_device();
-}
+              m_device ? m_device->cache_options() : options.kv_cache) {}
 
-void
-CpuTransformer::open_device() {
-  m_pass.set_device(nullptr);
-  m_device.reset(); // the old weights' copy goes before the new one is made
+std::unique_ptr<DeviceEngine>
+CpuTransformer::open_device(std::optional<std::int64_t> kv_blocks) const {
   if (m_device_index < 0)
-    return;
-  m_device = std::make_unique<DeviceLinearLayers>(m_device_index, m_weights);
-  m_pass.set_device(m_device.get());
+    return nullptr;
+  return std::make_unique<DeviceEngine>(m_device_index, m_weights, m_precision, m_kv_options, kv_blocks);
 }
 
 std::int32_t
@@ -39,7 +37,11 @@ CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
 
 std::unique_ptr<DeltaVariant>
 CpuTransformer::load_variant(const std::filesystem::path& delta_dir) const {
-  return std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir);
+  auto variant = std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir);
+  if (m_device)
+    if (const auto why = DeviceEngine::unsupported(*variant, config().num_layers); !why.empty())
+      throw InputError(fmt::format("{}: {}; serve it with --device cpu", delta_dir.string(), why));
+  return variant;
 }
 
 void
@@ -64,9 +66,10 @@ CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
   DecoderWeights next(m_dir, delta); // loaded in full before the old weights go
   if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
     throw InputError("the swapped-in weights have another shape than the loaded model");
+  m_device.reset(); // the old weights' copy goes before the new one is made
   m_weights = std::move(next);
   m_cache.forget_all();
-  open_device();
+  m_device = open_device(m_cache.capacity_blocks()); // the same block ids and capacity
 }
 
 std::vector<float>
@@ -112,7 +115,8 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   }
   batch.set_segments();
   const auto rows = static_cast<std::int64_t>(batch.position.size());
-  m_pass.fill_rope(batch);
+  if (!m_device)
+    m_pass.fill_rope(batch);
   const auto hidden = c.hidden_size;
   std::vector<float> x(static_cast<std::size_t>(rows * hidden));
   {
@@ -131,23 +135,52 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
       }
     }
   }
-  for (std::int64_t l = 0; l < c.num_layers; ++l)
-    m_pass.run_layer(l, m_cache, l, batch, x, nullptr);
+  auto logits = m_device ? run_on_device(inputs, x) : run_on_cpu(inputs, x);
   for (const auto& in : inputs)
     m_cache.advance(in.sequence, in.tokens, in.variant);
+  return logits;
+}
 
-  std::vector<std::int64_t> out_rows;
-  BatchRows heads; // the output rows' variants, for the final norm and the LM head
-  for (std::int64_t r = 0, s = 0; s < static_cast<std::int64_t>(inputs.size()); ++s) {
-    const auto& in = inputs[static_cast<std::size_t>(s)];
+namespace {
+
+// The rows of a step whose logits come back: every row of an input with all_logits, else its last.
+std::vector<std::int64_t>
+output_rows(std::span<const SequenceInput> inputs) {
+  std::vector<std::int64_t> rows;
+  std::int64_t r = 0;
+  for (const auto& in : inputs) {
     const auto n = static_cast<std::int64_t>(in.tokens.size());
-    for (std::int64_t t = in.all_logits ? 0 : n - 1; t < n; ++t) {
-      out_rows.push_back(r + t);
-      if (any_variant)
-        heads.variant.push_back(variant_of(in));
-    }
+    for (std::int64_t t = in.all_logits ? 0 : n - 1; t < n; ++t)
+      rows.push_back(r + t);
     r += n;
   }
+  return rows;
+}
+
+} // namespace
+
+std::vector<float>
+CpuTransformer::run_on_device(std::span<const SequenceInput> inputs, const std::vector<float>& x) {
+  std::vector<std::int32_t> slot;
+  for (const auto& in : inputs)
+    slot.insert(slot.end(), in.tokens.size(), in.variant);
+  const auto out_rows = output_rows(inputs);
+  std::vector<float> logits(out_rows.size() * static_cast<std::size_t>(config().vocab_size));
+  m_device->forward({m_rows.sequence, m_rows.position, slot, out_rows, x.data()}, m_cache, logits.data());
+  return logits;
+}
+
+std::vector<float>
+CpuTransformer::run_on_cpu(std::span<const SequenceInput> inputs, std::vector<float>& x) {
+  const auto& c = config();
+  const auto hidden = c.hidden_size;
+  for (std::int64_t l = 0; l < c.num_layers; ++l)
+    m_pass.run_layer(l, m_cache, l, m_rows, x, nullptr);
+  const auto out_rows = output_rows(inputs);
+  BatchRows heads; // the output rows' variants, for the final norm and the LM head
+  if (!m_rows.variant.empty())
+    for (const auto r : out_rows)
+      heads.variant.push_back(m_rows.variant[static_cast<std::size_t>(r)]);
   heads.set_segments();
   const auto out_count = static_cast<std::int64_t>(out_rows.size());
   std::vector<float> normed(static_cast<std::size_t>(out_count * hidden));
@@ -159,9 +192,8 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   }
   std::vector<float> logits(static_cast<std::size_t>(out_count * c.vocab_size));
   multiply_served(
-      m_weights.lm_head(), m_device.get(), m_device ? m_device->lm_head() : 0, heads,
-      [](const DeltaVariant& v) -> const VariantMatrix& { return v.lm_head(); }, normed.data(), out_count, hidden,
-      logits.data(), c.vocab_size, m_pool);
+      m_weights.lm_head(), heads, [](const DeltaVariant& v) -> const VariantMatrix& { return v.lm_head(); },
+      normed.data(), out_count, hidden, logits.data(), c.vocab_size, m_pool);
   return logits;
 }
 

@@ -1,14 +1,15 @@
-// The CPU transformer for inference: Llama / Mistral / Qwen2 / Qwen3 decoder layers (RMSNorm, RoPE
+// The transformer for inference: Llama / Mistral / Qwen2 / Qwen3 decoder layers (RMSNorm, RoPE
 // incl. llama3 scaling, grouped-query attention over a block KV cache, SwiGLU) over LinearWeight
-// layers, fp32 activations, multi-threaded; optionally with the linear layers on a CUDA device. Batches sequences of
-// different lengths and phases in one pass. Layer-wise calibration runs over the same weights through LayerwiseModel.
+// layers, fp32 activations, multi-threaded on the CPU, or the whole step on a CUDA device
+// (runtime/device_engine.hpp). Batches sequences of different lengths and phases in one pass.
+// Layer-wise calibration runs over the same weights through LayerwiseModel.
 #pragma once
 
 #include "core/thread_pool.hpp"
 #include "runtime/decoder_pass.hpp"
 #include "runtime/decoder_weights.hpp"
 #include "runtime/delta_variant.hpp"
-#include "runtime/device_linear_layers.hpp"
+#include "runtime/device_engine.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/language_model.hpp"
 
@@ -24,8 +25,10 @@ struct RuntimeOptions {
   // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
   std::optional<std::filesystem::path> delta;
   KvCacheOptions kv_cache; // byte budget (0: none) and block size
-  // A CUDA device for the linear layers (runtime/device_linear_layers.hpp); −1: all on the CPU.
+  // A CUDA device for the whole step (runtime/device_engine.hpp); −1: the CPU. On a device the KV
+  // cache lives in device memory: kv_cache.budget_bytes sizes it (0: most of the memory left).
   int device = -1;
+  DevicePrecision device_precision = DevicePrecision::bf16;
 };
 
 class CpuTransformer final : public LanguageModel {
@@ -61,12 +64,16 @@ public:
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
   std::string weight_format() const { return m_weights.lm_head().format(); }
-  // The linear layers' device, when options.device chose one (null: the CPU).
-  const DeviceLinearLayers* device() const { return m_device.get(); }
+  // The device the step runs on, when options.device chose one (null: the CPU).
+  const DeviceEngine* device() const { return m_device.get(); }
 
 private:
-  // (Re)makes the device's copy of the weights, when options.device chose one.
-  void open_device();
+  // The device's copy of the weights, when options.device chose one (else null), with a cache of
+  // `kv_blocks` blocks (nullopt: as the options size it).
+  std::unique_ptr<DeviceEngine> open_device(std::optional<std::int64_t> kv_blocks) const;
+  // The step's logits on the CPU or on the device.
+  std::vector<float> run_on_cpu(std::span<const SequenceInput> inputs, std::vector<float>& x);
+  std::vector<float> run_on_device(std::span<const SequenceInput> inputs, const std::vector<float>& x);
 
   std::filesystem::path m_dir;
   DecoderWeights m_weights;
@@ -74,7 +81,9 @@ private:
   ThreadPool m_pool;
   DecoderPass m_pass;
   int m_device_index = -1;
-  std::unique_ptr<DeviceLinearLayers> m_device; // after the weights it holds a copy of
+  DevicePrecision m_precision;
+  KvCacheOptions m_kv_options;
+  std::unique_ptr<DeviceEngine> m_device; // after the weights it holds a copy of, before the cache it sizes
   KvCache m_cache;
   BatchRows m_rows; // reused from step to step
 };

@@ -50,8 +50,9 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   runtime_options.threads = options.threads > 0 ? options.threads : available_cpus();
   loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.prefix_caching = options.prefix_caching;
+  const std::uint64_t element_bytes = options.device >= 0 ? 2 : sizeof(float); // a device keeps BF16 keys and values
   runtime_options.kv_cache.budget_bytes =
-      kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * sizeof(float));
+      kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * element_bytes);
   if (options.delta_serving == DeltaServing::swap) {
     if (!options.loras.empty())
       throw InputError("--baseline swap serves --delta artifacts as merged models; --lora is served decoupled only");
@@ -76,8 +77,9 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
   if (const auto* device = transformer->device()) {
     loaded.device_name = device->device_name();
-    log::info("serve-deltas: linear layers on {} ({:.1f} GiB of base weights)", loaded.device_name,
-              static_cast<double>(device->weight_bytes()) / (1u << 30));
+    log::info("serve-deltas: the whole step on {} ({:.1f} GiB of BF16 weights, a KV cache of {} blocks)",
+              loaded.device_name, static_cast<double>(device->weight_bytes()) / (1u << 30),
+              transformer->kv_cache().capacity_blocks().value_or(0));
   }
   loaded.transformer = transformer.get();
   loaded.kv = &transformer->kv_cache();

@@ -6,15 +6,17 @@
 #                                   -DOPTKIT_PERF=ON): strips and compresses the
 #                                   binaries below into .devrun/ (ignored by .git/info/exclude)
 #   tests/perf/gpu_checks.sh run    there, from the repository root, with .devrun carried: unpacks,
-#                                   then runs the CUDA tests (and compute-sanitizer on them), the
-#                                   GPU benchmarks beside their CPU baselines, and a served stream
-#                                   with --device cuda; one log per step under $OUT (or /tmp/gpu).
+#                                   then runs the CUDA tests, the whole decoder step at Llama-3.1-8B's
+#                                   shape (perf_decoder_cuda), a served stream with --device cuda,
+#                                   the engine at Llama-3.2-1B's shape on the device, and
+#                                   compute-sanitizer on the tests; one log per step under $OUT (or
+#                                   /tmp/gpu).
 #   tests/perf/gpu_checks.sh load   there, likewise: perf_deltazip from 60 to 1000 req/s.
 # The binaries find testdata/ and each other by the absolute paths they were built with, so `run`
 # links this checkout there when the paths differ.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-binaries=(optkit optkit_tests perf_sbmm_cuda perf_engine perf_deltazip)
+binaries=(optkit optkit_tests perf_decoder_cuda perf_sbmm_cuda perf_engine perf_deltazip)
 
 pack() {
   set -e
@@ -118,17 +120,14 @@ setup() {
 run() {
   setup
   # Most telling first, so a run cut short by its limit still says what matters.
-  local tests='--source-file=*test_cuda_device_linears.cpp,*test_runtime_device_linear_layers.cpp'
-  step cuda_tests 150 build/optkit_tests "$tests"
-  step perf_sbmm_cuda 90 build/perf_sbmm_cuda
-  step serve_stream 100 serve_stream
-  step perf_engine_cuda 180 build/perf_engine 16 16 BF16 cuda
-  step perf_deltazip_cuda 150 build/perf_deltazip 200 20 16 1 cuda
+  local tests='--source-file=*test_cuda_device_linears.cpp,*test_cuda_paged_attention.cpp,*test_runtime_device_engine.cpp'
+  step cuda_tests 90 build/optkit_tests "$tests"
+  step perf_decoder_cuda 150 build/perf_decoder_cuda
+  step serve_stream 60 serve_stream
+  step perf_engine_cuda 100 build/perf_engine 16 16 BF16 cuda
   if command -v compute-sanitizer > /dev/null; then
-    step memcheck 150 compute-sanitizer --tool memcheck build/optkit_tests "$tests"
+    step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 1 build/optkit_tests "$tests"
   fi
-  step perf_engine_cpu 150 build/perf_engine 16 16 BF16 cpu
-  step perf_deltazip_cpu 120 build/perf_deltazip 200 20 16 1 cpu
 }
 
 # DeltaZip's comparison as the load grows past the rate where both ways keep up (at 20 req/s
