@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of a session lent a device (/work/.library/device/README.md), prepared so they
 # take one call:
-#   tests/perf/gpu_checks.sh pack   here, after a CUDA build in build/ (cmake -DOPTKIT_CUDA=ON
+#   tests/perf/gpu_checks.sh pack [run|load]  here, after a CUDA build in build/ (cmake -DOPTKIT_CUDA=ON
 #                                   -DCMAKE_CUDA_ARCHITECTURES=90 -DOPTKIT_TESTS=ON
 #                                   -DOPTKIT_PERF=ON): strips and compresses the
 #                                   binaries below into .devrun/ (ignored by .git/info/exclude)
@@ -16,7 +16,11 @@
 # links this checkout there when the paths differ.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-binaries=(optkit optkit_tests perf_decoder_cuda perf_sbmm_cuda perf_engine perf_deltazip)
+# What each check needs (the tree and .devrun travel within 64 MiB: pack only one set).
+run_binaries=(optkit optkit_tests perf_decoder_cuda perf_engine)
+load_binaries=(optkit perf_deltazip)
+binaries=("${run_binaries[@]}")
+[ "${2:-run}" = load ] && binaries=("${load_binaries[@]}")
 
 pack() {
   set -e
@@ -102,7 +106,7 @@ setup() {
     fi
   fi
   mkdir -p build .devrun/libs
-  for b in "${binaries[@]}"; do
+  for b in $(cd .devrun/bin && ls | sed 's/\.xz$//'); do
     xz -dc ".devrun/bin/$b.xz" > "build/$b" && chmod +x "build/$b"
   done
   for l in .devrun/lib/*.xz; do
