@@ -43,7 +43,7 @@ __launch_bounds__(32 * kWarps)
   constexpr int kLanes = HeadDim / 8;
   constexpr int kPerWarp = 32 / kLanes;
   constexpr int kStates = kWarps * kPerWarp;
-  constexpr int kUnroll = 2;
+  constexpr int kUnroll = GroupTile == 8 ? 2 : 4; // positions a lane has in flight (registers allowing)
   const int group = heads / kv_heads, tiles = (group + GroupTile - 1) / GroupTile;
   const int kv_head = blockIdx.x / tiles, tile = blockIdx.x % tiles;
   const int r = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
@@ -210,7 +210,8 @@ plan_paged_attention(const PagedAttentionShape& shape, int multiprocessors) {
   const int group = shape.heads / shape.kv_heads;
   const int group_tile = group <= 4 ? 4 : 8;
   const int blocks = shape.kv_heads * ((group + group_tile - 1) / group_tile) * std::max(shape.rows, 1);
-  const int wanted = (2 * multiprocessors + blocks - 1) / blocks;
+  // Eight blocks of four warps an SM: enough loads in flight to near the memory's bandwidth.
+  const int wanted = (8 * multiprocessors + blocks - 1) / blocks;
   const int splits = std::clamp((shape.max_length + kMinSlice - 1) / kMinSlice, 1, std::max(wanted, 1));
   return {splits, (shape.max_length + splits - 1) / splits, group_tile};
 }

@@ -28,7 +28,7 @@ bool paged_attention_supports(int head_dim, int heads, int kv_heads);
 struct PagedAttentionPlan {
   int splits, split_len, group_tile;
 };
-// Enough blocks to fill every SM, slices of at least 64 positions.
+// Eight blocks an SM where slices of at least 64 positions allow.
 PagedAttentionPlan plan_paged_attention(const PagedAttentionShape& shape, int multiprocessors);
 std::size_t paged_attention_scratch_floats(const PagedAttentionShape& shape, const PagedAttentionPlan& plan);
 

@@ -8,7 +8,7 @@
 namespace optkit::cuda {
 namespace {
 
-constexpr int kWarps = 8, kRowsPerWarp = 2, kRowsPerBlock = kWarps * kRowsPerWarp;
+constexpr int kWarps = 8, kRowsPerWarp = 4, kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kChunkCols = 1024; // x columns staged per round (a multiple of every word's span)
 constexpr int kChunkPitch = kChunkCols + kChunkCols / 32; // one float of skew per 32: lanes' columns spread over banks
 
@@ -26,10 +26,12 @@ grid_value(std::uint32_t word, int index, float offset) {
   return static_cast<float>(static_cast<int>((word >> (Bits * index)) & kMask) - kBias) + offset;
 }
 
-// One block: kRowsPerBlock rows of Δ against the tile's (≤ 8) rows of x. Lanes take consecutive
+// One block: kRowsPerBlock rows of Δ against the tile's rows of x, TileRows (1, 2, 4 or 8) of them
+// staged and multiplied: a decode tile of one or two rows does a quarter or an eighth of a full
+// tile's work. Lanes take consecutive
 // packed words, so the loads of values and indices are coalesced; each lane decodes its word's
 // values and multiplies them with the staged x columns they fall on.
-template <int Bits, bool Sparse>
+template <int Bits, bool Sparse, int TileRows>
 __device__ void
 sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, const SbmmDelta& d,
            const SbmmTile& t, float (*xs)[kChunkPitch]) {
@@ -40,11 +42,11 @@ sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int col
   const int first_row = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;
   // One scale per word when groups never split a word's columns (group 128 and the like).
   const bool word_scale = d.group_size % kColsPerWord == 0;
-  float acc[kRowsPerWarp][kSbmmTileRows] = {};
+  float acc[kRowsPerWarp][TileRows] = {};
 
   for (int c0 = 0; c0 < cols; c0 += kChunkCols) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kSbmmTileRows * kChunkCols; i += blockDim.x) {
+    for (int i = threadIdx.x; i < TileRows * kChunkCols; i += blockDim.x) {
       const int r = i / kChunkCols, c = i % kChunkCols;
       xs[r][skewed(c)] = r < t.count && c0 + c < cols ? x[std::size_t(t.row + r) * cols + c0 + c] : 0.0f;
     }
@@ -84,7 +86,7 @@ sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int col
             const float vb = grid_value<Bits>(word, 2 * q + 1, d.offset) * sb;
             const int la = skewed(ca - c0), lb = skewed(cb - c0);
 #pragma unroll
-            for (int i = 0; i < kSbmmTileRows; ++i)
+            for (int i = 0; i < TileRows; ++i)
               acc[rr][i] = fmaf(va, xs[i][la], fmaf(vb, xs[i][lb], acc[rr][i]));
           }
         } else {
@@ -97,7 +99,7 @@ sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int col
                 grid_value<Bits>(word, q, d.offset) * (word_scale ? s_word : __ldg(scales + c / d.group_size));
             const int lc = skewed(c - c0);
 #pragma unroll
-            for (int i = 0; i < kSbmmTileRows; ++i)
+            for (int i = 0; i < TileRows; ++i)
               acc[rr][i] = fmaf(value, xs[i][lc], acc[rr][i]);
           }
         }
@@ -108,7 +110,7 @@ sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int col
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int row = first_row + rr;
 #pragma unroll
-    for (int i = 0; i < kSbmmTileRows; ++i) {
+    for (int i = 0; i < TileRows; ++i) {
       float sum = acc[rr][i];
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1)
@@ -119,6 +121,26 @@ sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int col
   }
 }
 
+template <int Bits, bool Sparse>
+__device__ void
+sbmm_rows(int tile_rows, const float* x, float* y, int rows, int cols, const SbmmDelta& d, const SbmmTile& t,
+          float (*xs)[kChunkPitch]) {
+  switch (tile_rows) {
+  case 1:
+    sbmm_block<Bits, Sparse, 1>(x, y, rows, cols, d, t, xs);
+    break;
+  case 2:
+    sbmm_block<Bits, Sparse, 2>(x, y, rows, cols, d, t, xs);
+    break;
+  case 4:
+    sbmm_block<Bits, Sparse, 4>(x, y, rows, cols, d, t, xs);
+    break;
+  default:
+    sbmm_block<Bits, Sparse, 8>(x, y, rows, cols, d, t, xs);
+    break;
+  }
+}
+
 __global__ void
 __launch_bounds__(32 * kWarps) sbmm_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                            const SbmmDelta* __restrict__ deltas, const SbmmTile* __restrict__ tiles) {
@@ -126,24 +148,25 @@ __launch_bounds__(32 * kWarps) sbmm_kernel(const float* __restrict__ x, float* _
   const SbmmTile t = tiles[blockIdx.y];
   const SbmmDelta d = deltas[t.delta];
   // Uniform over the block: every thread takes the same instantiation.
+  const int tile_rows = t.count <= 1 ? 1 : t.count <= 2 ? 2 : t.count <= 4 ? 4 : 8;
   switch (d.bits * 2 + (d.sparse ? 1 : 0)) {
   case 2 * 2 + 1:
-    sbmm_block<2, true>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<2, true>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   case 4 * 2 + 1:
-    sbmm_block<4, true>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<4, true>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   case 8 * 2 + 1:
-    sbmm_block<8, true>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<8, true>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   case 2 * 2:
-    sbmm_block<2, false>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<2, false>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   case 4 * 2:
-    sbmm_block<4, false>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<4, false>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   case 8 * 2:
-    sbmm_block<8, false>(x, y, rows, cols, d, t, xs);
+    sbmm_rows<8, false>(tile_rows, x, y, rows, cols, d, t, xs);
     break;
   default:
     break; // refused on the host (sbmm_supports)
