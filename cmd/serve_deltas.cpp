@@ -92,8 +92,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       ->capture_default_str();
   serve
       ->add_option("--device", flags->device,
-                   "cpu, or cuda[:N]: the linear layers (base products in cuBLASLt, the deltas' SBMM) on that GPU, "
-                   "the rest on the CPU")
+                   "cpu, or cuda[:N]: the whole step on that GPU (BF16 weights, paged KV cache in device "
+                   "memory, the deltas' SBMM)")
       ->capture_default_str();
   add_threads_option(*serve, flags->threads);
   commands.add({"serve-deltas", serve, [flags](AppContext& ctx) {

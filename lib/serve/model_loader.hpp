@@ -23,7 +23,7 @@ struct LoadedModel {
   EngineOptions engine;                           // options.engine, with what the delta serving mode needs
   const SwapModel* swap = nullptr;                // with --baseline swap: the model (its swap counts), owned by `model`
   unsigned threads = 0;                           // runtime threads, resolved (0: the mock model computes nothing)
-  std::string device_name;                        // the linear layers' CUDA device (empty: the CPU)
+  std::string device_name;                        // the step's CUDA device (empty: the CPU)
 };
 
 // Throws InputError naming the flag for a combination that cannot be served.

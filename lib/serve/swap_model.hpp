@@ -37,7 +37,7 @@ public:
 
   const runtime::KvCache& kv_cache() const { return m_model.kv_cache(); }
   std::int64_t swaps() const { return m_swaps; }
-  // The linear layers' CUDA device (empty: the CPU); a swap re-uploads them there.
+  // The step's CUDA device (empty: the CPU); a swap re-uploads the weights there.
   std::string device_name() const { return m_model.device() ? m_model.device()->device_name() : std::string(); }
   double swap_seconds() const { return m_swap_seconds; }
 

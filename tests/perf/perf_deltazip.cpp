@@ -190,7 +190,7 @@ main(int argc, char** argv) {
   options.engine.max_num_seqs = 64;
   const auto tokenizer = model::Tokenizer::load_folder(options.base);
   if (options.device >= 0)
-    fmt::print("linear layers on CUDA device {}\n", options.device);
+    fmt::print("the step on CUDA device {}\n", options.device);
   const auto row = [](const char* name, const Result& r) {
     fmt::print("{:<28} {:>8.1f} tok/s  mean TTFT {:>7.1f} ms  p90 TTFT {:>7.1f} ms  makespan {:>5.2f} s  {} steps  "
                "{} swaps ({:.2f} s)  {} preempted  failed {}\n",

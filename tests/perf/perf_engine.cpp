@@ -6,7 +6,7 @@
 // Decode is timed from the step after every request has its first token to the last finish, so
 // both figures are decode alone. The model is written once under $TMPDIR/optkit-perf-models (the
 // folder perf_runtime uses). Usage: perf_engine [decode tokens, default 16] [threads, default all]
-//   [dtype BF16|F32, default BF16] [device cpu|cuda[:N], default cpu: where the linear layers run]
+//   [dtype BF16|F32, default BF16] [device cpu|cuda[:N], default cpu: where the step runs]
 #include "model/random_model.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/transformer.hpp"
@@ -124,8 +124,8 @@ main(int argc, char** argv) {
     runtime_best = std::max(runtime_best, runtime_decode_tps(dir, options, steps));
     engine_best = std::max(engine_best, engine_decode_tps(dir, options, steps));
   }
-  fmt::print("llama-3.2-1b {} random weights, batch {}, {}-token prompts, {} decode steps, {} threads, linear "
-             "layers on {}\n",
+  fmt::print("llama-3.2-1b {} random weights, batch {}, {}-token prompts, {} decode steps, {} threads, the "
+             "step on {}\n",
              model::dtype_name(dtype), kBatch, kPrompt, steps, threads,
              options.device < 0 ? std::string("the CPU") : fmt::format("CUDA device {}", options.device));
   fmt::print("runtime batched forward  {:>8.2f} tok/s\n", runtime_best);
