@@ -117,7 +117,7 @@ TEST_CASE("the step on a CUDA device gives the CPU path's logits and greedy toke
     MESSAGE("no CUDA device (" << doctor::probe_gpus().error << "): the GPU comparison did not run");
     return;
   }
-  CpuTransformer cpu(test::tiny_base(), {.threads = 2});
+  CpuTransformer cpu(test::tiny_base(), {.threads = 2, .int8_delta_activations = false}); // as the device
   CpuTransformer gpu(
       test::tiny_base(),
       {.threads = 2, .kv_cache = {.budget_bytes = 8 << 20}, .device = 0, .device_precision = DevicePrecision::fp32});
@@ -163,7 +163,7 @@ TEST_CASE("with BF16 weights and cache the device's logits stay within BF16's ro
     MESSAGE("no CUDA device: not run");
     return;
   }
-  CpuTransformer cpu(test::tiny_base(), {.threads = 2});
+  CpuTransformer cpu(test::tiny_base(), {.threads = 2, .int8_delta_activations = false}); // as the device
   CpuTransformer gpu(test::tiny_base(), {.threads = 2, .kv_cache = {.budget_bytes = 8 << 20}, .device = 0});
   const auto code = gpu.add_variant(test::code_delta());
   REQUIRE(cpu.add_variant(test::code_delta()) == code);

@@ -1,5 +1,7 @@
 #include "runtime/delta_variant.hpp"
 
+#include "runtime/delta_int8.hpp"
+
 #include "runtime/delta_decode.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/panel_gemm.hpp"
@@ -24,6 +26,17 @@ constexpr std::int64_t kDecodeBlockRows = 32;
 constexpr std::int64_t kFewRows = 8;            // up to this many activation rows: row dots, not sgemm
 constexpr std::int64_t kDeltaPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
 
+// x̂ = q·s, row by row, as the integer kernel sees x.
+void
+dequantize_activations(const QuantizedActivations& q, std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(q.m * q.cols));
+  for (std::int64_t i = 0; i < q.m; ++i)
+    for (std::int64_t c = 0; c < q.cols; ++c)
+      out[static_cast<std::size_t>(i * q.cols + c)] =
+          (static_cast<float>(q.u[static_cast<std::size_t>(i * q.pitch + c)]) - 128.0f) *
+          q.scale[static_cast<std::size_t>(i)];
+}
+
 } // namespace
 
 std::unique_ptr<CompressedDelta>
@@ -37,6 +50,7 @@ CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& m
   d->m_scales = stored.scale.to_floats();
   d->m_codes = {stored.bits,       stored.sparse, stored.offset, cols,           stored.words,
                 stored.group_size, stored.groups, stored.values, stored.indices, d->m_scales.data()};
+  d->m_integer_capable = delta_int8_supported(d->m_codes, delta_pairs_distinct(d->m_codes, rows));
   return d;
 }
 
@@ -56,6 +70,18 @@ CompressedDelta::row_add(std::int64_t r, float* out) const {
 
 void
 CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const {
+  thread_local std::vector<float> dequantized;
+  if (m_integer_kernel) {
+    const QuantizedActivations q = quantize_activations_u8(x, m, m_codes.cols, false);
+    if (m <= kFewRows) { // decode steps: the packed Δ against the int8 activations
+      pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) { delta_int8_rows(m_codes, r0, r1, q, y, ldy); });
+      return;
+    }
+    // More rows: the float path on the same x̂ = q·s, so a row's Δ product does not depend on how
+    // many rows share its step (a prompt computed whole or after a cached prefix decodes alike).
+    dequantize_activations(q, dequantized);
+    x = dequantized.data();
+  }
   const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
   // A batch of prefills, on a CPU with the AVX-512 kernels: x is packed once for the panel GEMM,
   // which multiplies each decoded block while it sits in L1; sgemm would pack x and the block anew
@@ -87,6 +113,11 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
           y[i * ldy + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
     }
   });
+}
+
+void
+CompressedDelta::set_int8_activations(bool on) {
+  m_integer_kernel = on && m_integer_capable;
 }
 
 std::uint64_t
@@ -211,6 +242,17 @@ DeltaVariant::resident_bytes() const {
       total += v->size() * 4;
   }
   return total;
+}
+
+void
+DeltaVariant::set_int8_activations(bool on) {
+  for (auto* m : {&m_embedding, &m_lm_head})
+    if (m->delta)
+      m->delta->set_int8_activations(on);
+  for (auto& l : m_layers)
+    for (auto* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      if (m->delta)
+        m->delta->set_int8_activations(on);
 }
 
 void

@@ -28,19 +28,27 @@ public:
                                                std::int64_t rows, std::int64_t cols);
   std::int64_t rows() const { return m_rows; }
   std::int64_t cols() const { return m_codes.cols; }
-  // y[m, rows] += x[m, cols] · Δᵀ (y's rows are `ldy` floats apart).
+  // y[m, rows] += x[m, cols] · Δᵀ (y's rows are `ldy` floats apart). With int8 activations (see
+  // set_int8_activations) x is quantized to int8 per row first, and up to 8 rows go through the
+  // integer kernel (runtime/delta_int8.hpp).
   void multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const;
   // out[cols] += Δ[r, :]
   void row_add(std::int64_t r, float* out) const;
   // Δ rows [r0, r0 + n) as fp32, into out[n, cols].
   void decode_rows(std::int64_t r0, std::int64_t n, float* out) const;
   std::uint64_t storage_bytes() const;
+  // Multiplies with x quantized to int8 per row where the integer kernel takes this Δ on this CPU
+  // (off: fp32 activations, the merged model's product to fp32 rounding). Off after load().
+  void set_int8_activations(bool on);
+  bool int8_activations() const { return m_integer_kernel; }
   // The packed form as stored, for a device to take as it is.
   const DeltaCodes& codes() const { return m_codes; }
 
 private:
   std::int64_t m_rows = 0;
-  DeltaCodes m_codes; // its scales are m_scales'
+  DeltaCodes m_codes;             // its scales are m_scales'
+  bool m_integer_capable = false; // delta_int8_supported
+  bool m_integer_kernel = false;
   std::vector<float> m_scales;
 };
 
@@ -72,6 +80,8 @@ public:
   const std::vector<float>& final_norm() const { return m_final_norm; }
   // Bytes this variant holds beyond the shared base (compressed Δs, whole matrices, norms).
   std::uint64_t resident_bytes() const;
+  // Every compressed Δ's CompressedDelta::set_int8_activations.
+  void set_int8_activations(bool on);
 
 private:
   void load_lora(const DecoderWeights& base, const std::filesystem::path& dir);

@@ -16,6 +16,7 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     , m_pass(m_weights, m_pool)
     , m_device_index(options.device)
     , m_precision(options.device_precision)
+    , m_int8_delta_activations(options.int8_delta_activations)
     , m_kv_options(options.kv_cache)
     , m_device(open_device(std::nullopt))
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
@@ -38,6 +39,7 @@ CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
 std::unique_ptr<DeltaVariant>
 CpuTransformer::load_variant(const std::filesystem::path& delta_dir) const {
   auto variant = std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir);
+  variant->set_int8_activations(m_int8_delta_activations && !m_device); // the device's SBMM reads fp32 activations
   if (m_device)
     if (const auto why = DeviceEngine::unsupported(*variant, config().num_layers); !why.empty())
       throw InputError(fmt::format("{}: {}; serve it with --device cpu", delta_dir.string(), why));

@@ -25,6 +25,11 @@ struct RuntimeOptions {
   // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
   std::optional<std::filesystem::path> delta;
   KvCacheOptions kv_cache; // byte budget (0: none) and block size
+  // Served deltas multiply their packed Δs with activations quantized to int8 per row where the
+  // CPU has the integer kernel (runtime/delta_int8.hpp: decode steps several times faster, exact
+  // within the activation quantization); false: fp32 activations, the merged model's product to
+  // fp32 rounding.
+  bool int8_delta_activations = true;
   // A CUDA device for the whole step (runtime/device_engine.hpp); −1: the CPU. On a device the KV
   // cache lives in device memory: kv_cache.budget_bytes sizes it (0: most of the memory left).
   int device = -1;
@@ -82,6 +87,7 @@ private:
   DecoderPass m_pass;
   int m_device_index = -1;
   DevicePrecision m_precision;
+  bool m_int8_delta_activations;
   KvCacheOptions m_kv_options;
   std::unique_ptr<DeviceEngine> m_device; // after the weights it holds a copy of, before the cache it sizes
   KvCache m_cache;

@@ -35,10 +35,11 @@ struct ServeOptions {
   std::string api_key;
   AdapterLoading adapter_loading; // --enable-adapter-loading, --adapter-root, --max-adapters
   EngineOptions engine;
-  std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
-  bool prefix_caching = false;      // --enable-prefix-caching (runtime/kv_cache.hpp)
-  unsigned threads = 0;             // runtime threads (0: one per available CPU)
-  int device = -1;                  // a CUDA device for the whole step (--device cuda[:N]); −1: the CPU
+  std::uint64_t kv_cache_bytes = 0;   // 0: room for max_num_seqs full contexts, at most 4 GiB
+  bool prefix_caching = false;        // --enable-prefix-caching (runtime/kv_cache.hpp)
+  unsigned threads = 0;               // runtime threads (0: one per available CPU)
+  bool int8_delta_activations = true; // --delta-activations int8 (runtime::RuntimeOptions)
+  int device = -1;                    // a CUDA device for the whole step (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;
   // Bodies this large are parsed and tokenized on the server's low-priority bulk lane, one at a
   // time, never on the I/O thread that answers every other request (http::ServerOptions).

@@ -1,0 +1,34 @@
+// The Δ product on the packed form in integers (DeltaZip's Δ kernel on a CPU's integer units): a
+// 2:4 sparse 4-bit Δ times activation rows quantized to int8 per row, as the W8A8 path quantizes
+// them (runtime/int8_gemm.hpp: x ≈ q·s, q = round-half-even(x / s), s = max|x| / 127). Per 128
+// columns of a Δ row: the 64 kept codes are widened from nibbles to bytes in registers, the 2:4
+// positions expanded into a byte permutation that gathers the 64 activations they multiply
+// (AVX512_VBMI: VPERMB, VPMULTISHIFTQB, VPERMI2B), and VPDPBUSD sums the products exactly in int32;
+// each group's scale is applied once per group. The result equals the float path on x̂ = q·s to
+// fp32 rounding: exact within the activation quantization. Never decoded to floats, so a decode
+// step reads the Δ's packed bytes once (about 1/5 of a BF16 matrix's with its indices and scales).
+// Where the CPU lacks AVX512_VNNI + AVX512_VBMI (or OPTKIT_CPU_BASELINE=1, or a portable build),
+// or the Δ has another shape, delta_int8_supported() is false and the float path runs.
+#pragma once
+
+#include "runtime/delta_decode.hpp"
+#include "runtime/int8_gemm.hpp"
+
+#include <cstdint>
+
+namespace optkit::runtime {
+
+// Whether the integer kernel takes `codes`: 4-bit, 2:4 sparse, columns and scale groups multiples
+// of 128, offset 0 or ½, and (`distinct_pairs`) no nibble naming one column twice, which the
+// reference decode resolves by keeping the second value and a gather would add twice.
+bool delta_int8_supported(const DeltaCodes& codes, bool distinct_pairs);
+
+// Whether every kept-position nibble of the Δ names two different columns.
+bool delta_pairs_distinct(const DeltaCodes& codes, std::int64_t rows);
+
+// y[i·ldy + r] += Σ_c x̂[i, c] · Δ[r, c] for Δ rows [r0, r1) and every row i of x (x quantized per
+// row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold.
+void delta_int8_rows(const DeltaCodes& codes, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, float* y,
+                     std::int64_t ldy);
+
+} // namespace optkit::runtime

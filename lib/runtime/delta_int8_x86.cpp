@@ -1,0 +1,151 @@
+// AVX512_VNNI + AVX512_VBMI kernel of delta_int8.hpp (x86-64 builds; chosen at run time by CPUID).
+//
+// 128 columns of a 2:4 4-bit Δ row are 32 bytes of codes (code 2g of group g in the low nibble of
+// byte g, code 2g + 1 in the high nibble) and 16 bytes of kept positions (group g's nibble: the
+// column of code 2g in its low 2 bits, of code 2g + 1 in the high 2). In one 64-byte vector, lane
+// g < 32 takes code 2g and lane 32 + g code 2g + 1; the same lanes of a second vector hold the
+// column each one multiplies, 4g + position, and VPERMI2B gathers those activations from the
+// chunk's 128 (two 64-byte registers). VPDPBUSD then adds u·w over the lanes, with u = q + 128
+// the unsigned activation and w the signed code: 2·code − 15 on a mid-rise grid (offset ½, the
+// value is w/2), code − 8 without one; 128·Σw, taken off, is one more VPDPBUSD against ones.
+#include "runtime/delta_int8.hpp"
+#include "runtime/x86_features.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <immintrin.h>
+
+namespace optkit::runtime {
+
+namespace {
+
+#define OPTKIT_VBMI_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+constexpr std::int64_t kChunk = 128; // columns per step
+constexpr std::size_t kMaxRows = 4;  // activation rows one pass over a Δ row serves
+
+bool
+cpu_has_int8_delta() {
+  static const bool has =
+      cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+// The lane constants: which index byte a lane's nibble sits in, the bit offset (within the lane's
+// qword) of its 2-bit position, and its group's first column.
+struct Lanes {
+  __m512i nibble_byte, position_shift, group_base;
+};
+
+OPTKIT_VBMI_VNNI Lanes
+lanes() {
+  alignas(64) std::uint8_t byte[64], shift[64], base[64];
+  for (int lane = 0; lane < 64; ++lane) {
+    const int group = lane % 32;
+    byte[lane] = static_cast<std::uint8_t>(group / 2);
+    shift[lane] = static_cast<std::uint8_t>(8 * (lane % 8) + 4 * (group % 2) + (lane >= 32 ? 2 : 0));
+    base[lane] = static_cast<std::uint8_t>(4 * group);
+  }
+  return {_mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
+}
+
+// Rows [r0, r1) of the Δ against activation rows [i0, i0 + M).
+template <std::size_t M>
+OPTKIT_VBMI_VNNI void
+rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, std::int64_t i0,
+            float* y, std::int64_t ldy) {
+  const Lanes l = lanes();
+  const bool mid_rise = d.offset != 0.0f;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(mid_rise ? 15 : 8));
+  const float factor = mid_rise ? 0.5f : 1.0f;
+  const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
+  const std::uint8_t* u[M];
+  for (std::size_t j = 0; j < M; ++j)
+    u[j] = x.u.data() + (i0 + static_cast<std::int64_t>(j)) * x.pitch;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
+    const std::uint8_t* positions = d.indices + r * (d.cols / 8);
+    __m512 sum[M];
+    for (std::size_t j = 0; j < M; ++j)
+      sum[j] = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+      __m512i acc[M], acc_w = _mm512_setzero_si512();
+      for (std::size_t j = 0; j < M; ++j)
+        acc[j] = _mm512_setzero_si512();
+      for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k) {
+        const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32));
+        const __m256i even = _mm256_and_si256(packed, _mm512_castsi512_si256(low4));
+        const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm512_castsi512_si256(low4));
+        const __m512i code = _mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1);
+        const __m512i w = _mm512_sub_epi8(mid_rise ? _mm512_add_epi8(code, code) : code, bias);
+        const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
+        const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
+        const __m512i position = _mm512_and_si512(_mm512_multishift_epi64_epi8(l.position_shift, spread), three);
+        const __m512i column = _mm512_add_epi8(position, l.group_base);
+        acc_w = _mm512_dpbusd_epi32(acc_w, ones, w);
+        for (std::size_t j = 0; j < M; ++j) {
+          const std::uint8_t* chunk = u[j] + k * kChunk;
+          const __m512i gathered =
+              _mm512_permutex2var_epi8(_mm512_loadu_si512(chunk), column, _mm512_loadu_si512(chunk + 64));
+          acc[j] = _mm512_dpbusd_epi32(acc[j], gathered, w);
+        }
+      }
+      const __m512 scale = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
+      const __m512i offset = _mm512_slli_epi32(acc_w, 7); // 128 · Σ w
+      for (std::size_t j = 0; j < M; ++j)
+        sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], offset)), scale, sum[j]);
+    }
+    for (std::size_t j = 0; j < M; ++j)
+      y[(i0 + static_cast<std::int64_t>(j)) * ldy + r] +=
+          _mm512_reduce_add_ps(sum[j]) * x.scale[static_cast<std::size_t>(i0) + j];
+  }
+}
+
+template <std::size_t M>
+void
+rows_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x,
+              std::int64_t i0, float* y, std::int64_t ldy) {
+  if constexpr (M > 0) {
+    if (m == M)
+      rows_kernel<M>(d, r0, r1, x, i0, y, ldy);
+    else
+      rows_dispatch<M - 1>(m, d, r0, r1, x, i0, y, ldy);
+  }
+}
+
+} // namespace
+
+bool
+delta_int8_supported(const DeltaCodes& d, bool distinct_pairs) {
+  return cpu_has_int8_delta() && distinct_pairs && d.bits == 4 && d.sparse && d.indices != nullptr &&
+         d.cols % kChunk == 0 && d.cols > 0 && d.group_size > 0 && d.group_size % kChunk == 0 &&
+         d.cols % d.group_size == 0 && d.groups == d.cols / d.group_size && d.words * 16 == d.cols &&
+         (d.offset == 0.0f || d.offset == 0.5f);
+}
+
+bool
+delta_pairs_distinct(const DeltaCodes& d, std::int64_t rows) {
+  if (!d.sparse || d.indices == nullptr)
+    return true;
+  const std::int64_t bytes = rows * (d.cols / 8);
+  for (std::int64_t i = 0; i < bytes; ++i)
+    for (const int nibble : {d.indices[i] & 0xf, d.indices[i] >> 4})
+      if ((nibble & 3) == (nibble >> 2))
+        return false;
+  return true;
+}
+
+void
+delta_int8_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, float* y,
+                std::int64_t ldy) {
+  if (x.cols != d.cols)
+    throw RuntimeFailure("integer Δ product: activations of another width than the Δ");
+  constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
+  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep)
+    rows_dispatch<kMaxRows>(static_cast<std::size_t>(std::min(kStep, x.m - i0)), d, r0, r1, x, i0, y, ldy);
+}
+
+} // namespace optkit::runtime

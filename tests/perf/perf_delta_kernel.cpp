@@ -1,0 +1,137 @@
+// The Δ product of a decode step on the CPU, side by side in one run, on Llama-3.2-1B's gate_proj
+// shape (8192 × 2048), for 1, 2, 4 and 8 activation rows:
+//   base      the BF16 base product of the same shape (LinearWeight, what every row pays anyway)
+//   integer   a 2:4 4-bit Δ (group-128 scales) on its packed form against int8 activations
+//             (runtime/delta_int8.hpp: VPERMI2B gather, VPDPBUSD), activations quantized included
+//   float     the same Δ decoded 32 rows at a time to fp32 and multiplied by row dots (the path the
+//             CPUs without AVX512_VNNI + AVX512_VBMI keep)
+// The Δs rotate over 8 variants (55 MB, past the last-level cache, as a batch of 8 variants reads
+// them) and the base over 2 copies; each figure is the best of the repeats, per product. Goal of the
+// DeltaZip issue: integer ≤ 0.3× base at 1 and at 8 rows. Usage: perf_delta_kernel [repeats,
+// default 5] [threads, default all]
+#include "core/thread_pool.hpp"
+#include "model/dtype.hpp"
+#include "runtime/delta_int8.hpp"
+#include "runtime/delta_variant.hpp"
+#include "runtime/dot_rows.hpp"
+#include "runtime/linear_weight.hpp"
+#include "support/random_delta.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <span>
+#include <vector>
+
+using namespace optkit;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kBaseCopies = 2, kBlock = 32;
+
+template <class Work>
+double
+best_ms(int repeats, Work&& work) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+// The float path: blocks of rows decoded to fp32, then row dots against x.
+void
+float_path(const runtime::CompressedDelta& d, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
+  pool.parallel_for((kRows + kBlock - 1) / kBlock, [&](std::int64_t b0, std::int64_t b1) {
+    thread_local std::vector<float> decoded, part;
+    decoded.resize(static_cast<std::size_t>(kBlock * kCols));
+    part.resize(static_cast<std::size_t>(m * kBlock));
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t r0 = b * kBlock, n = std::min(kBlock, kRows - r0);
+      d.decode_rows(r0, n, decoded.data());
+      runtime::dot_rows(decoded.data(), kCols, 0, n, x, m, part.data(), n);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t r = 0; r < n; ++r)
+          y[i * kRows + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
+    }
+  });
+}
+
+} // namespace
+
+int
+main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
+  ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
+  std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
+  std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas;
+  for (std::int64_t v = 0; v < kVariants; ++v) {
+    artifacts.push_back(
+        test::random_delta_artifact(kRows, kCols, 4, true, kCols / 128, static_cast<std::uint32_t>(v + 1)));
+    deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
+    deltas.back()->set_int8_activations(true); // where the CPU has the kernel
+  }
+  const bool integer = runtime::delta_int8_supported(deltas[0]->codes(), true);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<std::uint16_t>> base_bits;
+  std::vector<std::unique_ptr<runtime::LinearWeight>> bases;
+  for (std::int64_t c = 0; c < kBaseCopies; ++c) {
+    auto& bits = base_bits.emplace_back(static_cast<std::size_t>(kRows * kCols));
+    for (auto& b : bits)
+      b = model::float_to_bf16(0.02f * normal(rng));
+    bases.push_back(runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(bits)), kRows, kCols));
+  }
+  const double delta_mb = double(deltas[0]->storage_bytes()) / 1e6, base_mb = double(kRows * kCols * 2) / 1e6;
+  fmt::print("Δ product, {} × {}, {} threads: BF16 base {:.1f} MB, 2:4 4-bit Δ {:.1f} MB ({:.3f}×); integer kernel "
+             "{}\n",
+             kRows, kCols, pool.size(), base_mb, delta_mb, delta_mb / base_mb,
+             integer ? "on (AVX512_VNNI + AVX512_VBMI)" : "off: this CPU lacks it");
+  fmt::print("{:>4}   {:>10}   {:>16}   {:>16}   {:>12}\n", "rows", "base ms", "integer ms (×)", "float ms (×)",
+             "int max err");
+  for (const std::int64_t m : {1, 2, 4, 8}) {
+    std::vector<float> x(static_cast<std::size_t>(m * kCols)), y(static_cast<std::size_t>(m * kRows));
+    for (auto& v : x)
+      v = normal(rng);
+    const double base = best_ms(repeats,
+                                [&] {
+                                  for (const auto& w : bases)
+                                    w->multiply(x.data(), m, y.data(), pool);
+                                }) /
+                        kBaseCopies;
+    double integer_ms = 0, error = 0;
+    if (integer) {
+      integer_ms = best_ms(repeats,
+                           [&] {
+                             for (const auto& d : deltas)
+                               d->multiply_add(x.data(), m, y.data(), kRows, pool);
+                           }) /
+                   kVariants;
+      // Against the float path on the same x: the activation quantization's error, relative.
+      std::vector<float> a(y.size(), 0.0f), b(y.size(), 0.0f);
+      deltas[0]->multiply_add(x.data(), m, a.data(), kRows, pool);
+      float_path(*deltas[0], x.data(), m, b.data(), pool);
+      double scale = 1e-30;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        error = std::max(error, double(std::abs(a[i] - b[i])));
+        scale = std::max(scale, double(std::abs(b[i])));
+      }
+      error /= scale;
+    }
+    const double float_ms = best_ms(repeats,
+                                    [&] {
+                                      for (const auto& d : deltas)
+                                        float_path(*d, x.data(), m, y.data(), pool);
+                                    }) /
+                            kVariants;
+    fmt::print("{:>4}   {:>10.3f}   {:>8.3f} ({:>4.2f})   {:>8.3f} ({:>4.2f})   {:>12.1e}\n", m, base, integer_ms,
+               integer_ms / base, float_ms, float_ms / base, error);
+  }
+  return 0;
+}
