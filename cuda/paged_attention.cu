@@ -1,6 +1,7 @@
 #include "paged_attention.cuh"
 
 #include "check.cuh"
+#include "grouped_softmax.cuh"
 
 #include <cuda_bf16.h>
 
@@ -32,8 +33,7 @@ load8(const float* p, float (&f)[8]) {
 }
 
 // Block (KV head · head tile, row, split): the row's query heads of one GQA tile against the
-// positions of its slice. A position is spread over HeadDim / 8 lanes of 8 elements each; scores
-// run in base 2 (q carries scale · log2 e), and the partial (max, sum) go out in natural units.
+// positions of its slice, by grouped_softmax.cuh's online softmax.
 template <int HeadDim, int GroupTile, class T>
 __global__ void
 __launch_bounds__(32 * kWarps)
@@ -91,62 +91,13 @@ __launch_bounds__(32 * kWarps)
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-      for (int j = 0; j < GroupTile; ++j) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          dot = fmaf(qr[j][e], kf[u][e], dot);
-#pragma unroll
-        for (int o = kLanes / 2; o > 0; o >>= 1)
-          dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        if (valid[u] && j < g) {
-          const float m_new = fmaxf(m[j], dot);
-          const float correction = exp2f(m[j] - m_new), weight = exp2f(dot - m_new);
-          l[j] = l[j] * correction + weight;
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            acc[j][e] = fmaf(acc[j][e], correction, weight * vf[u][e]);
-          m[j] = m_new;
-        }
-      }
-    }
+    for (int u = 0; u < kUnroll; ++u)
+      softmax_update<HeadDim, GroupTile>(qr, kf[u], vf[u], valid[u], g, m, l, acc);
   }
 
-  // Merge the kStates partial softmaxes of each head through shared memory.
-  __shared__ float s_m[kStates][GroupTile], s_l[kStates][GroupTile];
-  __shared__ float s_acc[kStates][GroupTile][HeadDim];
-  const int state = warp * kPerWarp + sub;
-#pragma unroll
-  for (int j = 0; j < GroupTile; ++j) {
-    if (part == 0) {
-      s_m[state][j] = m[j];
-      s_l[state][j] = l[j];
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      s_acc[state][j][part * 8 + e] = acc[j][e];
-  }
-  __syncthreads();
-  for (int index = threadIdx.x; index < g * HeadDim; index += blockDim.x) {
-    const int j = index / HeadDim, d = index % HeadDim;
-    float top = -INFINITY;
-    for (int st = 0; st < kStates; ++st)
-      top = fmaxf(top, s_m[st][j]);
-    float sum = 0.0f, out = 0.0f;
-    for (int st = 0; st < kStates; ++st) {
-      const float c = s_m[st][j] == -INFINITY ? 0.0f : exp2f(s_m[st][j] - top);
-      sum += s_l[st][j] * c;
-      out += s_acc[st][j][d] * c;
-    }
-    const std::size_t row = (std::size_t(r) * heads + first_head + j) * splits + split;
-    partial_acc[row * HeadDim + d] = out;
-    if (d == 0) {
-      partial_ml[row * 2] = top == -INFINITY ? top : top * 0.6931471805599453f; // back to natural units
-      partial_ml[row * 2 + 1] = sum;
-    }
-  }
+  merge_states<HeadDim, GroupTile, kStates>(m, l, acc, warp * kPerWarp + sub, part, g,
+                                            std::size_t(r) * heads + first_head, splits, split, partial_acc,
+                                            partial_ml);
 }
 
 // Block (row · head): merges the splits' partial softmaxes into the output.
