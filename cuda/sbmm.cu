@@ -27,10 +27,10 @@ grid_value(std::uint32_t word, int index, float offset) {
 }
 
 // One block: kRowsPerBlock rows of Δ against the tile's rows of x, TileRows (1, 2, 4 or 8) of them
-// staged and multiplied: a decode tile of one or two rows does a quarter or an eighth of a full
-// tile's work. Lanes take consecutive
-// packed words, so the loads of values and indices are coalesced; each lane decodes its word's
-// values and multiplies them with the staged x columns they fall on.
+// staged and multiplied, so a decode tile of one or two rows does an eighth or a quarter of a full
+// tile's work. Lanes take consecutive packed words, so the loads of values and indices are
+// coalesced; each lane decodes its word's values and multiplies them with the staged x columns
+// they fall on.
 template <int Bits, bool Sparse, int TileRows>
 __device__ void
 sbmm_block(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, const SbmmDelta& d,
