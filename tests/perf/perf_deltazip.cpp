@@ -8,8 +8,8 @@
 //   throughput = generated tokens / (last finish − first arrival); TTFT = first token − arrival.
 // The deltas are made once with the real `optkit compress delta` (delta_2of4_int4) into
 // $TMPDIR/perf_deltazip. Usage: perf_deltazip [requests, default 200] [rate req/s, default 20]
-//   [threads, default all] [seed, default 1] [device cpu|cuda[:N], default cpu: where the linear
-//   layers run, for both ways of serving] [traces, default 1: seeds seed, seed+1, …, each run all
+//   [threads, default all] [seed, default 1] [device cpu|cuda[:N], default cpu: where the step
+//   runs, for both ways of serving] [traces, default 1: seeds seed, seed+1, …, each run all
 //   three ways, then the ratios over all of them: total tokens over total makespan]
 #include "model/tokenizer.hpp"
 #include "runtime/kv_cache.hpp"
