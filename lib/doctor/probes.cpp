@@ -4,6 +4,7 @@
 #include "doctor/gpu_probe.hpp"
 #include "model/dtype.hpp"
 #include "quant/quant_args.hpp"
+#include "runtime/delta_int8.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/int8_gemm.hpp"
 #include "runtime/linear_weight.hpp"
@@ -184,6 +185,7 @@ check_cpu_kernels() {
                                                    {"fma", __builtin_cpu_supports("fma")},
                                                    {"avx512f", __builtin_cpu_supports("avx512f")},
                                                    {"avx512_vnni", __builtin_cpu_supports("avx512vnni")},
+                                                   {"avx512_vbmi", __builtin_cpu_supports("avx512vbmi")},
                                                    {"avx512_bf16", __builtin_cpu_supports("avx512bf16")},
                                                    {"amx_bf16", cpuid_has_amx_bf16()}};
   for (const auto& [name, present] : features)
@@ -251,6 +253,7 @@ check_cpu_kernels() {
 
   // W8A8 (int8 per-row weights, int8 per-token activations) on the same shape.
   check.w8a8 = runtime::int8_gemm_supported() ? "avx512_vnni integers" : "fp32 fake-quantized";
+  check.delta_product = runtime::delta_int8_cpu() ? "avx512_vnni + avx512_vbmi integers" : "fp32 decode";
   std::vector<std::int8_t> w8(w16.size());
   for (std::size_t i = 0; i < w8.size(); ++i)
     w8[i] = static_cast<std::int8_t>(static_cast<int>(i % 251) - 125);
@@ -310,6 +313,7 @@ run_probes() {
         {"row_dot", cpu.row_dot},
         {"bf16_prefill", cpu.bf16_prefill},
         {"f32_prefill", cpu.f32_prefill},
+        {"delta_product", cpu.delta_product},
         {"bf16_gflops", cpu.bf16_gflops},
         {"bf16_widened_gflops", cpu.bf16_widened_gflops},
         {"f32_gflops", cpu.f32_gflops},

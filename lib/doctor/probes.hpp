@@ -25,13 +25,14 @@ struct CpuKernelCheck {
   std::string row_dot;      // decode kernel, as runtime::dot_rows_kernel() names it
   std::string bf16_prefill; // "amx_bf16 tiles", "avx512_bf16" (panel GEMM) or "widened sgemm"
   std::string f32_prefill;  // "avx512f, activations transposed", "avx512f" (panel GEMM) or "sgemm"
-  double bf16_gflops = 0, bf16_widened_gflops = 0;  // the runtime's BF16 product; widened + sgemm
-  double f32_gflops = 0, f32_sgemm_gflops = 0;      // the runtime's F32 product; OpenBLAS sgemm
-  std::string w8a8;                                 // "avx512_vnni integers" or "fp32 fake-quantized"
-  double w8a8_gflops = 0;                           // the runtime's W8A8 product
-  double max_relative_error = 0;                    // of the runtime's products against float64
-  double stream_mib = 0;                            // bytes the two below stream (2.5x the L3 cache)
-  double read_gbps = 0;                             // STREAM-style read bandwidth, all threads
+  double bf16_gflops = 0, bf16_widened_gflops = 0; // the runtime's BF16 product; widened + sgemm
+  double f32_gflops = 0, f32_sgemm_gflops = 0;     // the runtime's F32 product; OpenBLAS sgemm
+  std::string w8a8;                                // "avx512_vnni integers" or "fp32 fake-quantized"
+  double w8a8_gflops = 0;                          // the runtime's W8A8 product
+  std::string delta_product;     // served deltas' decode: "avx512_vnni + avx512_vbmi integers" or "fp32 decode"
+  double max_relative_error = 0; // of the runtime's products against float64
+  double stream_mib = 0;         // bytes the two below stream (2.5x the L3 cache)
+  double read_gbps = 0;          // STREAM-style read bandwidth, all threads
   double bf16_decode_gbps = 0, f32_decode_gbps = 0; // one activation row against those bytes as W
 };
 

@@ -18,6 +18,9 @@
 
 namespace optkit::runtime {
 
+// Whether this CPU runs the integer kernel (AVX512_VNNI + AVX512_VBMI, not OPTKIT_CPU_BASELINE=1).
+bool delta_int8_cpu();
+
 // Whether the integer kernel takes `codes`: 4-bit, 2:4 sparse, columns and scale groups multiples
 // of 128, offset 0 or ½, and (`distinct_pairs`) no nibble naming one column twice, which the
 // reference decode resolves by keeping the second value and a gather would add twice.

@@ -6,6 +6,11 @@
 namespace optkit::runtime {
 
 bool
+delta_int8_cpu() {
+  return false;
+}
+
+bool
 delta_int8_supported(const DeltaCodes&, bool) {
   return false;
 }

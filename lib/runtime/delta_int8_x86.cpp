@@ -26,13 +26,6 @@ namespace {
 constexpr std::int64_t kChunk = 128; // columns per step
 constexpr std::size_t kMaxRows = 4;  // activation rows one pass over a Δ row serves
 
-bool
-cpu_has_int8_delta() {
-  static const bool has =
-      cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
-  return has;
-}
-
 // The lane constants: which index byte a lane's nibble sits in, the bit offset (within the lane's
 // qword) of its 2-bit position, and its group's first column.
 struct Lanes {
@@ -119,8 +112,15 @@ rows_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t 
 } // namespace
 
 bool
+delta_int8_cpu() {
+  static const bool has =
+      cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+bool
 delta_int8_supported(const DeltaCodes& d, bool distinct_pairs) {
-  return cpu_has_int8_delta() && distinct_pairs && d.bits == 4 && d.sparse && d.indices != nullptr &&
+  return delta_int8_cpu() && distinct_pairs && d.bits == 4 && d.sparse && d.indices != nullptr &&
          d.cols % kChunk == 0 && d.cols > 0 && d.group_size > 0 && d.group_size % kChunk == 0 &&
          d.cols % d.group_size == 0 && d.groups == d.cols / d.group_size && d.words * 16 == d.cols &&
          (d.offset == 0.0f || d.offset == 0.5f);
