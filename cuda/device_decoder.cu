@@ -151,6 +151,141 @@ struct DeviceDecoder::State : DeviceSession {
     const auto l = static_cast<std::size_t>(layer);
     return {keys[l].data, values[l].data, bf16, dims.kv_heads, dims.head_dim, block_tokens};
   }
+
+  // A step as the device runs it: its rows' metadata there, the SBMM tiles of its rows' and of its
+  // output rows' variant segments, and the attention's plan.
+  struct Step {
+    int rows = 0, outputs = 0;
+    DeviceRows device_rows;
+    const int* output_row = nullptr;
+    int row_tiles = 0, head_tiles = 0; // in `tiles`: the rows' first, then the output rows'
+    PagedAttentionShape shape{};
+    PagedAttentionPlan plan{};
+  };
+
+  Step upload_step(const DecoderStep& step) {
+    Step p;
+    p.rows = step.rows;
+    p.outputs = step.outputs;
+    int max_slot = -1, max_length = 0;
+    for (int r = 0; r < step.rows; ++r) {
+      max_slot = std::max(max_slot, step.slot[r]);
+      max_length = std::max(max_length, step.position[r] + 1);
+    }
+    widen(max_slot + 1);
+    upload_rows(step);
+    upload_tiles(step, p);
+    const int* slot = meta.data;
+    p.device_rows = {slot, slot + p.rows, slot + 2 * p.rows, slot + 3 * p.rows + p.outputs};
+    p.output_row = slot + 3 * p.rows;
+    p.shape = {p.rows, dims.heads, dims.kv_heads, dims.head_dim, max_length, dims.sliding_window};
+    p.plan = plan_paged_attention(p.shape, properties.multiProcessorCount);
+    reserve_buffers(p);
+    check(cudaMemcpyAsync(x.data, step.embeddings, std::size_t(p.rows) * dims.hidden * sizeof(float),
+                          cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (embeddings)");
+    return p;
+  }
+
+  // The metadata in one upload: slot | position | table_start | output_row | tables.
+  void upload_rows(const DecoderStep& step) {
+    for (int t = 0; t < step.table_size; ++t)
+      if (step.tables[t] < 0 || step.tables[t] >= kv_blocks)
+        throw std::runtime_error("block " + std::to_string(step.tables[t]) + " is outside the device cache of " +
+                                 std::to_string(kv_blocks));
+    host_meta.assign(step.slot, step.slot + step.rows);
+    host_meta.insert(host_meta.end(), step.position, step.position + step.rows);
+    host_meta.insert(host_meta.end(), step.table_start, step.table_start + step.rows);
+    host_meta.insert(host_meta.end(), step.output_row, step.output_row + step.outputs);
+    host_meta.insert(host_meta.end(), step.tables, step.tables + step.table_size);
+    meta.reserve(host_meta.size());
+    check(cudaMemcpyAsync(meta.data, host_meta.data(), host_meta.size() * sizeof(int), cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (step rows)");
+  }
+
+  void upload_tiles(const DecoderStep& step, Step& p) {
+    host_tiles.clear();
+    append_slot_tiles(
+        step.rows, [&](int r) { return step.slot[r]; }, slots, host_tiles);
+    p.row_tiles = static_cast<int>(host_tiles.size());
+    append_slot_tiles(
+        step.outputs, [&](int i) { return step.slot[step.output_row[i]]; }, slots, host_tiles);
+    p.head_tiles = static_cast<int>(host_tiles.size()) - p.row_tiles;
+    tiles.reserve(host_tiles.size());
+    if (!host_tiles.empty())
+      check(cudaMemcpyAsync(tiles.data, host_tiles.data(), host_tiles.size() * sizeof(SbmmTile), cudaMemcpyHostToDevice,
+                            stream),
+            "cudaMemcpyAsync (tiles)");
+  }
+
+  void reserve_buffers(const Step& p) {
+    const auto n = static_cast<std::size_t>(p.rows);
+    const std::size_t q_dim = std::size_t(dims.heads) * dims.head_dim,
+                      kv_dim = std::size_t(dims.kv_heads) * dims.head_dim;
+    x.reserve(n * dims.hidden, "cudaMalloc (activations)");
+    h.reserve(n * dims.hidden);
+    q.reserve(n * q_dim);
+    k.reserve(n * kv_dim);
+    v.reserve(n * kv_dim);
+    attended.reserve(n * q_dim);
+    projected.reserve(n * dims.hidden);
+    gate.reserve(n * dims.intermediate);
+    up.reserve(n * dims.intermediate);
+    logits.reserve(std::size_t(std::max(p.outputs, 1)) * dims.vocab);
+    if (bf16) {
+      h16.reserve(n * dims.hidden);
+      attended16.reserve(n * q_dim);
+      gate16.reserve(n * dims.intermediate);
+    }
+    scratch.reserve(paged_attention_scratch_floats(p.shape, p.plan));
+  }
+
+  // A product's BF16 input buffer (null with fp32 weights).
+  __nv_bfloat16* gemm_in(DeviceArray<__nv_bfloat16>& buffer) const { return bf16 ? buffer.data : nullptr; }
+
+  // One decoder layer over the step's rows: attention, then the MLP, each added to x.
+  void run_layer(int l, const Step& p) {
+    const std::int64_t n = p.rows;
+    const int* slot = p.device_rows.slot;
+    const auto project = [&](int projection, const float* in, const __nv_bfloat16* in16, float* out) {
+      multiply(weight(l, projection), p.rows, in, in16, out, tiles.data, p.row_tiles);
+    };
+    launch_rms_norm(x.data, nullptr, slot, table(l, DecoderVector::input_norm), p.rows, dims.hidden, dims.eps, h.data,
+                    gemm_in(h16), stream);
+    project(0, h.data, gemm_in(h16), q.data);
+    project(1, h.data, gemm_in(h16), k.data);
+    project(2, h.data, gemm_in(h16), v.data);
+    const QkvTables qkv{table(l, DecoderVector::q_bias), table(l, DecoderVector::k_bias),
+                        table(l, DecoderVector::v_bias), table(l, DecoderVector::q_norm),
+                        table(l, DecoderVector::k_norm)};
+    launch_qkv_finish(q.data, k.data, v.data, p.device_rows, p.rows, dims.heads, qkv, dims.eps, inverse_frequency.data,
+                      paged(l), stream);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dims.head_dim));
+    launch_paged_attention(q.data, paged(l), p.device_rows, attended.data, scratch.data, p.shape, p.plan, scale,
+                           stream);
+    if (bf16)
+      launch_to_bf16(attended.data, attended16.data, n * dims.heads * dims.head_dim, stream);
+    project(3, attended.data, gemm_in(attended16), projected.data);
+    launch_add(x.data, projected.data, n * dims.hidden, stream);
+    launch_rms_norm(x.data, nullptr, slot, table(l, DecoderVector::post_norm), p.rows, dims.hidden, dims.eps, h.data,
+                    gemm_in(h16), stream);
+    project(4, h.data, gemm_in(h16), gate.data);
+    project(5, h.data, gemm_in(h16), up.data);
+    launch_silu_multiply(gate.data, up.data, n * dims.intermediate, gemm_in(gate16), stream);
+    project(6, gate.data, gemm_in(gate16), projected.data);
+    launch_add(x.data, projected.data, n * dims.hidden, stream);
+  }
+
+  // The final norm and the LM head over the output rows; their logits copied to `out`.
+  void run_head(const Step& p, float* out) {
+    launch_rms_norm(x.data, p.output_row, p.device_rows.slot, table(dims.layers, DecoderVector::input_norm), p.outputs,
+                    dims.hidden, dims.eps, h.data, gemm_in(h16), stream);
+    multiply(weight(dims.layers, 0), p.outputs, h.data, gemm_in(h16), logits.data, tiles.data + p.row_tiles,
+             p.head_tiles);
+    check(cudaMemcpyAsync(out, logits.data, std::size_t(p.outputs) * dims.vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                          stream),
+          "cudaMemcpyAsync (logits)");
+  }
 };
 
 DeviceDecoder::DeviceDecoder(int device, const DecoderDims& dims, bool bf16, int block_tokens) {
@@ -294,115 +429,15 @@ void
 DeviceDecoder::forward(const DecoderStep& step, float* logits) {
   State& s = *m_state;
   s.make_current();
-  const DecoderDims& d = s.dims;
-  const int rows = step.rows, outputs = step.outputs;
-  if (rows < 1 || outputs < 0 || outputs > rows)
-    throw std::runtime_error("a device step needs rows (got " + std::to_string(rows) + ")");
+  if (step.rows < 1 || step.outputs < 0 || step.outputs > step.rows)
+    throw std::runtime_error("a device step needs rows (got " + std::to_string(step.rows) + ")");
   if (s.keys.empty())
     throw std::runtime_error("the device's KV cache is not allocated");
-
-  // Metadata in one upload: slot | position | table_start | output_row | tables.
-  int max_slot = -1, max_length = 0;
-  for (int r = 0; r < rows; ++r) {
-    max_slot = std::max(max_slot, step.slot[r]);
-    max_length = std::max(max_length, step.position[r] + 1);
-  }
-  s.widen(max_slot + 1);
-  auto& meta = s.host_meta;
-  meta.assign(step.slot, step.slot + rows);
-  meta.insert(meta.end(), step.position, step.position + rows);
-  meta.insert(meta.end(), step.table_start, step.table_start + rows);
-  meta.insert(meta.end(), step.output_row, step.output_row + outputs);
-  meta.insert(meta.end(), step.tables, step.tables + step.table_size);
-  for (int t = 0; t < step.table_size; ++t)
-    if (step.tables[t] < 0 || step.tables[t] >= s.kv_blocks)
-      throw std::runtime_error("block " + std::to_string(step.tables[t]) + " is outside the device cache of " +
-                               std::to_string(s.kv_blocks));
-  auto& tile_list = s.host_tiles;
-  tile_list.clear();
-  append_slot_tiles(
-      rows, [&](int r) { return step.slot[r]; }, s.slots, tile_list);
-  const int step_tiles = static_cast<int>(tile_list.size());
-  append_slot_tiles(
-      outputs, [&](int i) { return step.slot[step.output_row[i]]; }, s.slots, tile_list);
-  const int head_tiles = static_cast<int>(tile_list.size()) - step_tiles;
-
-  s.meta.reserve(meta.size());
-  check(cudaMemcpyAsync(s.meta.data, meta.data(), meta.size() * sizeof(int), cudaMemcpyHostToDevice, s.stream),
-        "cudaMemcpyAsync (step rows)");
-  s.tiles.reserve(tile_list.size());
-  if (!tile_list.empty())
-    check(cudaMemcpyAsync(s.tiles.data, tile_list.data(), tile_list.size() * sizeof(SbmmTile), cudaMemcpyHostToDevice,
-                          s.stream),
-          "cudaMemcpyAsync (tiles)");
-  const int* slot = s.meta.data;
-  const DeviceRows device_rows{slot, slot + rows, slot + 2 * rows, slot + 3 * rows + outputs};
-  const int* output_row = slot + 3 * rows;
-
-  const std::size_t n = static_cast<std::size_t>(rows);
-  const int q_dim = d.heads * d.head_dim, kv_dim = d.kv_heads * d.head_dim;
-  s.x.reserve(n * d.hidden, "cudaMalloc (activations)");
-  s.h.reserve(n * d.hidden);
-  s.q.reserve(n * q_dim);
-  s.k.reserve(n * kv_dim);
-  s.v.reserve(n * kv_dim);
-  s.attended.reserve(n * q_dim);
-  s.projected.reserve(n * d.hidden);
-  s.gate.reserve(n * d.intermediate);
-  s.up.reserve(n * d.intermediate);
-  s.logits.reserve(std::size_t(std::max(outputs, 1)) * d.vocab);
-  if (s.bf16) {
-    s.h16.reserve(n * d.hidden);
-    s.attended16.reserve(n * q_dim);
-    s.gate16.reserve(n * d.intermediate);
-  }
-  const PagedAttentionShape shape{rows, d.heads, d.kv_heads, d.head_dim, max_length, d.sliding_window};
-  const PagedAttentionPlan plan = plan_paged_attention(shape, s.properties.multiProcessorCount);
-  s.scratch.reserve(paged_attention_scratch_floats(shape, plan));
-  check(cudaMemcpyAsync(s.x.data, step.embeddings, n * d.hidden * sizeof(float), cudaMemcpyHostToDevice, s.stream),
-        "cudaMemcpyAsync (embeddings)");
-
-  __nv_bfloat16* h16 = s.bf16 ? s.h16.data : nullptr;
-  __nv_bfloat16* attended16 = s.bf16 ? s.attended16.data : nullptr;
-  __nv_bfloat16* gate16 = s.bf16 ? s.gate16.data : nullptr;
-  const SbmmTile* row_tiles = s.tiles.data;
-  const auto project = [&](int layer, int projection, const float* in, const __nv_bfloat16* in16, float* out) {
-    s.multiply(s.weight(layer, projection), rows, in, in16, out, row_tiles, step_tiles);
-  };
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
-  for (int l = 0; l < d.layers; ++l) {
-    launch_rms_norm(s.x.data, nullptr, slot, s.table(l, DecoderVector::input_norm), rows, d.hidden, d.eps, s.h.data,
-                    h16, s.stream);
-    project(l, 0, s.h.data, h16, s.q.data);
-    project(l, 1, s.h.data, h16, s.k.data);
-    project(l, 2, s.h.data, h16, s.v.data);
-    const QkvTables tables{s.table(l, DecoderVector::q_bias), s.table(l, DecoderVector::k_bias),
-                           s.table(l, DecoderVector::v_bias), s.table(l, DecoderVector::q_norm),
-                           s.table(l, DecoderVector::k_norm)};
-    launch_qkv_finish(s.q.data, s.k.data, s.v.data, device_rows, rows, d.heads, tables, d.eps, s.inverse_frequency.data,
-                      s.paged(l), s.stream);
-    launch_paged_attention(s.q.data, s.paged(l), device_rows, s.attended.data, s.scratch.data, shape, plan, scale,
-                           s.stream);
-    if (s.bf16)
-      launch_to_bf16(s.attended.data, attended16, std::int64_t(n) * q_dim, s.stream);
-    project(l, 3, s.attended.data, attended16, s.projected.data);
-    launch_add(s.x.data, s.projected.data, std::int64_t(n) * d.hidden, s.stream);
-    launch_rms_norm(s.x.data, nullptr, slot, s.table(l, DecoderVector::post_norm), rows, d.hidden, d.eps, s.h.data, h16,
-                    s.stream);
-    project(l, 4, s.h.data, h16, s.gate.data);
-    project(l, 5, s.h.data, h16, s.up.data);
-    launch_silu_multiply(s.gate.data, s.up.data, std::int64_t(n) * d.intermediate, gate16, s.stream);
-    project(l, 6, s.gate.data, gate16, s.projected.data);
-    launch_add(s.x.data, s.projected.data, std::int64_t(n) * d.hidden, s.stream);
-  }
-  if (outputs > 0) {
-    launch_rms_norm(s.x.data, output_row, slot, s.table(d.layers, DecoderVector::input_norm), outputs, d.hidden, d.eps,
-                    s.h.data, h16, s.stream);
-    s.multiply(s.weight(d.layers, 0), outputs, s.h.data, h16, s.logits.data, row_tiles + step_tiles, head_tiles);
-    check(cudaMemcpyAsync(logits, s.logits.data, std::size_t(outputs) * d.vocab * sizeof(float), cudaMemcpyDeviceToHost,
-                          s.stream),
-          "cudaMemcpyAsync (logits)");
-  }
+  const State::Step planned = s.upload_step(step);
+  for (int l = 0; l < s.dims.layers; ++l)
+    s.run_layer(l, planned);
+  if (step.outputs > 0)
+    s.run_head(planned, logits);
   check(cudaStreamSynchronize(s.stream), "the device step");
 }
 
