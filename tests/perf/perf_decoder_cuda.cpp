@@ -139,6 +139,22 @@ struct RandomDeltas {
   }
 };
 
+// A step's rows as the decoder takes them, over the shared block tables and embeddings.
+struct StepRows {
+  std::vector<int> slot, position, table_start, output_row;
+  cuda::DecoderStep step(const std::vector<int>& tables, const std::vector<float>& embeddings) const {
+    return {static_cast<int>(slot.size()),
+            embeddings.data(),
+            slot.data(),
+            position.data(),
+            table_start.data(),
+            tables.data(),
+            static_cast<int>(tables.size()),
+            static_cast<int>(output_row.size()),
+            output_row.data()};
+  }
+};
+
 double
 median_step_ms(cuda::DeviceDecoder& decoder, const cuda::DecoderStep& step, std::vector<float>& logits, int steps) {
   std::vector<double> ms;
@@ -208,24 +224,16 @@ step_table(int device, int context) {
   // Prefill: 4 sequences of `context` tokens a step, the base's.
   double prefill_s = 0;
   for (int first = 0; first < sequences; first += 4) {
-    std::vector<int> slot, position, table_start, output_row;
+    StepRows rows;
     for (int s = first; s < first + 4; ++s) {
       for (int p = 0; p < context; ++p) {
-        slot.push_back(-1);
-        position.push_back(p);
-        table_start.push_back(s * blocks_per);
+        rows.slot.push_back(-1);
+        rows.position.push_back(p);
+        rows.table_start.push_back(s * blocks_per);
       }
-      output_row.push_back(static_cast<int>(position.size()) - 1);
+      rows.output_row.push_back(static_cast<int>(rows.position.size()) - 1);
     }
-    const cuda::DecoderStep step{static_cast<int>(slot.size()),
-                                 embeddings.data(),
-                                 slot.data(),
-                                 position.data(),
-                                 table_start.data(),
-                                 tables.data(),
-                                 static_cast<int>(tables.size()),
-                                 4,
-                                 output_row.data()};
+    const cuda::DecoderStep step = rows.step(tables, embeddings);
     const auto start = SteadyClock::now();
     decoder.forward(step, logits.data());
     prefill_s += std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -233,20 +241,12 @@ step_table(int device, int context) {
   fmt::print("prefill: {} sequences × {} tokens in {:.2f} s ({:.0f} tokens/s)\n", sequences, context, prefill_s,
              sequences * context / prefill_s);
 
-  std::vector<int> slot(sequences, -1), position(sequences, context), table_start, output_row;
+  StepRows rows{std::vector<int>(sequences, -1), std::vector<int>(sequences, context), {}, {}};
   for (int s = 0; s < sequences; ++s) {
-    table_start.push_back(s * blocks_per);
-    output_row.push_back(s);
+    rows.table_start.push_back(s * blocks_per);
+    rows.output_row.push_back(s);
   }
-  const cuda::DecoderStep step{sequences,
-                               embeddings.data(),
-                               slot.data(),
-                               position.data(),
-                               table_start.data(),
-                               tables.data(),
-                               static_cast<int>(tables.size()),
-                               sequences,
-                               output_row.data()};
+  const cuda::DecoderStep step = rows.step(tables, embeddings); // points at rows.slot, changed below
   const double base_ms = median_step_ms(decoder, step, logits, 30);
   const double weight_gb = double(decoder.weight_bytes()) / 1e9;
   const double delta_gb = double(decoder.delta_bytes()) / 1e9 / variants; // one variant's Δs
@@ -257,7 +257,7 @@ step_table(int device, int context) {
   // bound the ratio from below: (base + n · Δ) / base.
   for (const int used : {1, 2, variants}) {
     for (int s = 0; s < sequences; ++s)
-      slot[std::size_t(s)] = s / (sequences / used); // in order, sequences / used rows a variant
+      rows.slot[std::size_t(s)] = s / (sequences / used); // in order, sequences / used rows a variant
     const double delta_ms = median_step_ms(decoder, step, logits, 30);
     fmt::print("  {} variant(s) (SBMM) {:>7.2f} ms  ({:>6.0f} tokens/s)   ratio {:.2f}x, bytes bound {:.2f}x, "
                "Δ read at {:.0f} GB/s beyond the base\n",

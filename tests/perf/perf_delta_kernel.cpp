@@ -15,6 +15,7 @@
 #include "runtime/delta_variant.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/linear_weight.hpp"
+#include "support/best_of.hpp"
 #include "support/random_delta.hpp"
 
 #include <fmt/format.h>
@@ -27,23 +28,11 @@
 #include <vector>
 
 using namespace optkit;
-using Clock = std::chrono::steady_clock;
+using test::best_ms;
 
 namespace {
 
 constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kBaseCopies = 2, kBlock = 32;
-
-template <class Work>
-double
-best_ms(int repeats, Work&& work) {
-  double best = 1e300;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    work();
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return best;
-}
 
 // The float path: blocks of rows decoded to fp32, then row dots against x.
 void
