@@ -204,6 +204,31 @@ TEST_CASE("pipelined requests in one write are all answered, in order, however t
   server.stop(1s);
 }
 
+TEST_CASE("a local connection (a socketpair, no TCP) is served like an accepted one, pipelining included") {
+  Server server({}, [](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", request.method + " " + request.path() + " " + request.body);
+  });
+  server.start();
+  const std::string two = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+                          "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const int fd = server.open_local_connection();
+  REQUIRE(fd >= 0);
+  CHECK(::send(fd, two.data(), two.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(two.size()));
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+    answer.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  CHECK(answer.find("HTTP/1.1 200 OK") == 0);
+  const auto first = answer.find("POST /a one"), second = answer.find("GET /b ");
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(first < second);
+  CHECK(eventually([&] { return server.open_connections() == 0; }));
+  server.stop(1s);
+  CHECK_THROWS_AS(server.open_local_connection(), RuntimeFailure);
+}
+
 TEST_CASE("Ctrl-C abandons a blocking request that the server never answers: Interrupted") {
   std::shared_ptr<Exchange> held; // written on the server's thread only
   Server server({}, [&held](const Request&, const std::shared_ptr<Exchange>& exchange) { held = exchange; });

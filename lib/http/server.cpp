@@ -25,6 +25,8 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+// A session's socket: an accepted TCP connection, or one end of an in-process socketpair.
+using StreamProtocol = net::generic::stream_protocol;
 
 std::string
 Request::path() const {
@@ -109,6 +111,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       , accept_retry(acceptor.get_executor()) {}
 
   void accept();
+  void serve(StreamProtocol::socket socket); // a new connection: its session, counted and started
   void run_io();
   std::vector<std::shared_ptr<Session>> snapshot();
 };
@@ -188,7 +191,7 @@ run_handler(const Handler& handler, const Request& request, const std::shared_pt
 // on its strand only.
 class Session : public std::enable_shared_from_this<Session> {
 public:
-  Session(tcp::socket socket, std::shared_ptr<Server::State> server)
+  Session(StreamProtocol::socket socket, std::shared_ptr<Server::State> server)
       : m_stream(std::move(socket)), m_server(std::move(server)), m_buffer(m_server->options.max_header_bytes) {}
   ~Session() {
     const std::lock_guard lock(m_server->mutex);
@@ -228,7 +231,7 @@ public:
     if (m_exchange)
       m_exchange->cancel();
     beast::error_code ignored;
-    m_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    m_stream.socket().shutdown(net::socket_base::shutdown_both, ignored);
     m_stream.socket().close(ignored);
   }
 
@@ -341,7 +344,7 @@ private:
   // with nothing to read) from a pipelined next request (readable with bytes).
   void watch_for_disconnect() {
     m_watching = true;
-    m_stream.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    m_stream.socket().async_wait(net::socket_base::wait_read, [self = shared_from_this()](beast::error_code ec) {
       self->m_watching = false;
       // Set when the response ended while this wait was pending: the read of the next request
       // is this handler's to start, whichever way the wait ended.
@@ -420,7 +423,7 @@ private:
   // instead of the 413 (the lingering close of nginx and Apache).
   void linger() {
     beast::error_code ignored;
-    m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    m_stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
     m_drain.resize(64 * 1024);
     drain(std::size_t{256} << 20);
   }
@@ -434,7 +437,7 @@ private:
                              });
   }
 
-  beast::tcp_stream m_stream;
+  beast::basic_stream<StreamProtocol> m_stream;
   std::shared_ptr<Server::State> m_server;
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
@@ -515,16 +518,21 @@ Server::State::accept() {
     // delayed ACK hold each token back for up to 40 ms.
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(std::move(socket), self);
-    {
-      const std::lock_guard lock(self->mutex);
-      ++self->live_sessions;
-      std::erase_if(self->sessions, [](const auto& weak) { return weak.expired(); });
-      self->sessions.push_back(session);
-    }
-    session->run();
+    self->serve(StreamProtocol::socket(std::move(socket)));
     self->accept();
   });
+}
+
+void
+Server::State::serve(StreamProtocol::socket socket) {
+  auto session = std::make_shared<Session>(std::move(socket), shared_from_this());
+  {
+    const std::lock_guard lock(mutex);
+    ++live_sessions;
+    std::erase_if(sessions, [](const auto& weak) { return weak.expired(); });
+    sessions.push_back(session);
+  }
+  session->run();
 }
 
 // Runs the io_context on this thread until it is stopped. An exception out of a completion handler
@@ -591,6 +599,18 @@ Server::start() {
   s.accept();
   for (int i = 0; i < std::max(1, s.options.threads); ++i)
     s.threads.emplace_back([state = m_state] { state->run_io(); });
+}
+
+int
+Server::open_local_connection() {
+  State& s = *m_state;
+  if (s.stopping.load())
+    throw RuntimeFailure("http server: a local connection was asked for while the server stops");
+  net::local::stream_protocol::socket server_end(net::make_strand(s.ioc));
+  net::local::stream_protocol::socket client_end(s.ioc);
+  net::local::connect_pair(server_end, client_end);
+  s.serve(StreamProtocol::socket(std::move(server_end)));
+  return client_end.release();
 }
 
 void

@@ -80,6 +80,10 @@ public:
   int port() const;
   // Serves on options.threads threads until stop().
   void start();
+  // A connection from inside this process, over a socketpair (no TCP, no port), served exactly as
+  // an accepted one: returns the client end's file descriptor, which the caller owns and closes.
+  // The fuzz target feeds raw bytes to the server this way. Throws RuntimeFailure once stopping.
+  int open_local_connection();
   // Stops accepting, lets the requests in flight finish for up to `grace`, then cancels what is
   // left, closes every connection and joins the threads; the grace ends early once
   // `cut_grace_short` (polled) returns true. Idempotent.
