@@ -14,7 +14,15 @@ if(NOT OPTKIT_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
     endif()
     enable_language(CUDA)
+    # Debian 12's CMake (3.25.1) FindCUDAToolkit marks CUDA::nvToolsExt deprecated, for projects
+    # that require 3.25, without checking the target exists; CUDA 12.9 and later ship no
+    # nvToolsExt library, so configuring fails ("set_property could not find TARGET
+    # CUDA::nvToolsExt"). The lookup runs under 3.24's rules, which skip that mark (optkit uses
+    # neither NVTX target).
+    set(optkit_minimum_required ${CMAKE_MINIMUM_REQUIRED_VERSION})
+    set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
     find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_MINIMUM_REQUIRED_VERSION ${optkit_minimum_required})
     set(OPTKIT_HAVE_CUDA ON)
     message(STATUS "optkit: CUDA ${CUDAToolkit_VERSION} found, compiling cuda/ for ${CMAKE_CUDA_ARCHITECTURES}")
   elseif(OPTKIT_CUDA STREQUAL "ON")
