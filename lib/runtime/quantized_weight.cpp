@@ -14,6 +14,33 @@ namespace optkit::runtime {
 
 namespace {
 
+// One row of packed `Bits`-bit values (compressed-tensors' pack-quantized: value c in bits
+// [Bits·(c mod n), …) of word c / n, n = 32 / Bits, stored with an offset of 2^(Bits−1)) times
+// its group's scale, word by word: no division per value, and each word's values unrolled. Needs
+// group_size to be a multiple of n, so every group starts on a word.
+template <int Bits>
+void
+unpack_scaled_row(const std::int32_t* words, std::int64_t cols, const float* scales, std::int64_t group_size,
+                  float* out) {
+  constexpr int kPerWord = 32 / Bits;
+  constexpr std::uint32_t kMask = (1u << Bits) - 1u;
+  constexpr int kOffset = 1 << (Bits - 1);
+  const auto value = [](std::int32_t word, int j) {
+    return static_cast<float>(static_cast<int>((static_cast<std::uint32_t>(word) >> (Bits * j)) & kMask) - kOffset);
+  };
+  for (std::int64_t start = 0; start < cols; start += group_size) {
+    const float scale = scales[start / group_size];
+    const std::int64_t end = std::min(cols, start + group_size);
+    const std::int32_t* word = words + start / kPerWord;
+    std::int64_t c = start;
+    for (; c + kPerWord <= end; c += kPerWord, ++word)
+      for (int j = 0; j < kPerWord; ++j)
+        out[c + j] = value(*word, j) * scale;
+    for (int j = 0; c < end; ++c, ++j) // the row's last, partial word
+      out[c] = value(*word, j) * scale;
+  }
+}
+
 class QuantizedWeight final : public LinearWeight {
 public:
   explicit QuantizedWeight(QuantizedWeightSpec spec) : m(std::move(spec)) {
@@ -53,6 +80,10 @@ public:
     case QuantizedStorage::packed_int32: {
       const auto* words = reinterpret_cast<const std::int32_t*>(m.values.data()) + r * m_words;
       const int bits = m.bits;
+      if (bits == 4 && group_size % 8 == 0)
+        return unpack_scaled_row<4>(words, cols, scales, group_size, out);
+      if (bits == 8 && group_size % 4 == 0)
+        return unpack_scaled_row<8>(words, cols, scales, group_size, out);
       for (std::int64_t c = 0; c < cols; ++c)
         out[c] = static_cast<float>(quant::unpack_value(words, c, bits)) * scales[c / group_size];
       break;
