@@ -23,6 +23,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     std::int64_t max_num_batched_tokens = 2048;
     unsigned threads = 0;
     double shutdown_grace_s = 5;
+    double adapter_load_timeout_s = 120;
     bool mock = false;
     bool prefix_caching = false;
     serve::AdapterLoading adapter_loading;
@@ -65,6 +66,12 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       ->add_option("--max-adapters", flags->adapter_loading.max_adapters,
                    "most deltas and adapters registered at once; runtime loads beyond it are refused")
       ->check(number_range(1, 1 << 16))
+      ->capture_default_str();
+  serve
+      ->add_option("--adapter-load-timeout", flags->adapter_load_timeout_s,
+                   "seconds a runtime adapter load may take (queued behind others included) before it is "
+                   "abandoned and answered 504")
+      ->check(number_range(0.001, 86400.0))
       ->capture_default_str();
   serve->add_option("--served-model-name", flags->name, "the name clients send as \"model\" (default: the folder's)");
   serve->add_option("--host", flags->host, "address to bind")->capture_default_str();
@@ -120,6 +127,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                     throw InputError("--enable-adapter-loading needs --adapter-root DIR, the folder adapters are "
                                      "loaded from");
                   options.adapter_loading = flags->adapter_loading;
+                  options.adapter_loading.load_timeout =
+                      std::chrono::milliseconds(static_cast<long>(flags->adapter_load_timeout_s * 1000));
                   options.engine.max_num_seqs = flags->max_num_seqs;
                   options.engine.max_num_batched_tokens = flags->max_num_batched_tokens;
                   options.engine.max_deltas = flags->max_deltas;

@@ -113,6 +113,21 @@ TEST_CASE("a delta of another base, or an unknown variant id, is refused by name
   CHECK_THROWS_WITH_AS(served.forward(batch), doctest::Contains("names variant 3"), InputError);
 }
 
+TEST_CASE("a load's checkpoint runs before the artifact and before each layer, and a throw abandons the load") {
+  CpuTransformer served(models() / "tiny-base", {.threads = 1});
+  const auto layers = served.config().num_layers;
+  std::int64_t calls = 0;
+  CHECK(served.load_variant(test::code_delta(), [&] { ++calls; }) != nullptr);
+  CHECK(calls == layers + 1);
+  calls = 0;
+  const auto stop_at_second_layer = [&] {
+    if (++calls == 3)
+      throw RuntimeFailure("abandoned");
+  };
+  CHECK_THROWS_WITH_AS(served.load_variant(test::code_delta(), stop_at_second_layer), "abandoned", RuntimeFailure);
+  CHECK(calls == 3);
+}
+
 // The kernel file's decode (AVX2 on x86-64 where the shape allows) against quant's reference. The
 // shapes: 96 columns in scale groups of 32 (the vector path), or of 14 (groups straddling four
 // columns: the loops), and 104 columns (not a run of 16: the loops). Some 2:4 nibbles name one

@@ -155,3 +155,24 @@ TEST_CASE("a delta a request holds is never evicted; unregistering refuses new r
   s.store->add("a", test::code_delta()); // the name is free again (a new id)
   CHECK(s.generate("a", 4) == greedy_merged(4));
 }
+
+TEST_CASE("a runtime load past its deadline is abandoned with nothing registered; one within it loads") {
+  Served s(0);
+  const auto add = [&](const std::string& name, std::chrono::steady_clock::time_point deadline) {
+    std::promise<AddOutcome> done;
+    s.store->add_async(name, test::code_delta(), deadline, [&](const AddOutcome& o) { done.set_value(o); });
+    return done.get_future().get();
+  };
+  const auto late = add("late", std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  CHECK(late.timed_out);
+  CHECK(late.id < 0);
+  CHECK(late.error.find("deadline") != std::string::npos);
+  CHECK(s.store->list().empty());
+  CHECK(s.store->stats().loads == 0);
+  const auto in_time = add("late", std::chrono::steady_clock::now() + std::chrono::hours(1)); // the name is free
+  CHECK_FALSE(in_time.timed_out);
+  CHECK(in_time.error.empty());
+  CHECK(in_time.id >= 0);
+  CHECK(s.resident("late"));
+  CHECK(s.generate("late", 4) == greedy_merged(4));
+}

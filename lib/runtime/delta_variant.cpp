@@ -153,7 +153,8 @@ matrix_bytes(const VariantMatrix& m) {
 } // namespace
 
 void
-DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path& dir) {
+DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path& dir,
+                        const std::function<void()>& checkpoint) {
   // The base's norms and biases, embedding and LM head; the factors on the modules it targets.
   auto factors = load_lora_adapter(dir, base.config());
   m_tied = &base.lm_head() == &base.embedding();
@@ -165,6 +166,8 @@ DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path&
     return m;
   };
   for (std::int64_t i = 0; i < base.config().num_layers; ++i) {
+    if (checkpoint)
+      checkpoint();
     const auto p = fmt::format("model.layers.{}.", i);
     const auto& b = base.layer(i);
     VariantLayer l;
@@ -187,9 +190,11 @@ DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path&
 }
 
 DeltaVariant::DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
-                           const std::filesystem::path& delta_dir) {
+                           const std::filesystem::path& delta_dir, const std::function<void()>& checkpoint) {
+  if (checkpoint)
+    checkpoint();
   if (is_lora_adapter(delta_dir)) {
-    load_lora(base, delta_dir);
+    load_lora(base, delta_dir, checkpoint);
     return;
   }
   m_artifact = std::make_unique<quant::DeltaArtifact>(delta_dir);
@@ -211,6 +216,8 @@ DeltaVariant::DeltaVariant(const DecoderWeights& base, const std::filesystem::pa
     m_lm_head = load_matrix(a, "lm_head", c.vocab_size, c.hidden_size);
   m_final_norm = vector("model.norm.weight", base.final_norm());
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    if (checkpoint)
+      checkpoint();
     const auto p = fmt::format("model.layers.{}.", i);
     const auto& b = base.layer(i);
     VariantLayer l;

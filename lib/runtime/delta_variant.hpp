@@ -14,6 +14,7 @@
 #include "runtime/lora_adapter.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,9 +70,10 @@ class DeltaVariant {
 public:
   // `delta_dir`: an optkit delta artifact, or a PEFT LoRA adapter (adapter_config.json). Throws
   // InputError when the artifact is not a delta of `base_dir` (weights SHA-256) or does not fit
-  // the base's shapes.
+  // the base's shapes. `checkpoint`, when given, runs before each layer is read: it throws to
+  // abandon the load (a server's load timeout, or its shutdown).
   DeltaVariant(const DecoderWeights& base, const std::filesystem::path& base_dir,
-               const std::filesystem::path& delta_dir);
+               const std::filesystem::path& delta_dir, const std::function<void()>& checkpoint = {});
 
   const VariantLayer& layer(std::int64_t index) const { return m_layers.at(static_cast<std::size_t>(index)); }
   const VariantMatrix& embedding() const { return m_embedding; }
@@ -84,7 +86,7 @@ public:
   void set_int8_activations(bool on);
 
 private:
-  void load_lora(const DecoderWeights& base, const std::filesystem::path& dir);
+  void load_lora(const DecoderWeights& base, const std::filesystem::path& dir, const std::function<void()>& checkpoint);
 
   std::unique_ptr<quant::DeltaArtifact> m_artifact; // the packed Δs point into its bytes (none for LoRA)
   std::vector<VariantLayer> m_layers;

@@ -37,8 +37,8 @@ CpuTransformer::add_variant(const std::filesystem::path& delta_dir) {
 }
 
 std::unique_ptr<DeltaVariant>
-CpuTransformer::load_variant(const std::filesystem::path& delta_dir) const {
-  auto variant = std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir);
+CpuTransformer::load_variant(const std::filesystem::path& delta_dir, const std::function<void()>& checkpoint) const {
+  auto variant = std::make_unique<DeltaVariant>(m_weights, m_dir, delta_dir, checkpoint);
   variant->set_int8_activations(m_int8_delta_activations && !m_device); // the device's SBMM reads fp32 activations
   if (m_device)
     if (const auto why = DeviceEngine::unsupported(*variant, config().num_layers); !why.empty())

@@ -14,6 +14,7 @@
 #include "runtime/language_model.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -59,7 +60,9 @@ public:
   // and checks the artifact against the base (safe while forward() runs on another thread: it
   // only reads the base weights); set_variant installs it under `id` (nullptr evicts it) and must
   // not run concurrently with forward(). An id whose slot is empty is refused by forward().
-  std::unique_ptr<DeltaVariant> load_variant(const std::filesystem::path& delta_dir) const;
+  // `checkpoint` runs between layers and throws to abandon the load (DeltaVariant).
+  std::unique_ptr<DeltaVariant> load_variant(const std::filesystem::path& delta_dir,
+                                             const std::function<void()>& checkpoint = {}) const;
   void set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> variant);
   // Replaces the weights by the base merged with `delta` (none: the base itself), as loading that
   // model anew would: swap-full-model serving, the baseline DeltaZip measures itself against.

@@ -2,9 +2,10 @@
 // operator opts in (vLLM likewise needs VLLM_ALLOW_RUNTIME_LORA_UPDATING), and then confined to
 // one folder: a client names a folder under --adapter-root, and the server reads only regular
 // files there, each under a size cap, so a link to /dev/zero or a FIFO cannot exhaust its memory
-// or block a load forever.
+// or block a load forever; a load that takes too long is abandoned.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,9 @@ struct AdapterLoading {
   std::size_t max_adapters = 64;                            // registered at once, resident or not
   std::size_t max_name_bytes = 128;                         // lora_name
   std::uintmax_t max_file_bytes = std::uintmax_t{16} << 30; // each file of an adapter folder
+  // A load still running this long after its request (queued behind others included) is
+  // abandoned before its next layer and answered 504, nothing registered.
+  std::chrono::milliseconds load_timeout{120'000};
 };
 
 // The folder `lora_path` names, relative to the root or absolute, resolved (links included) and

@@ -6,9 +6,11 @@
 #include "serve/openai_protocol.hpp"
 #include "serve/text_stream.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 namespace optkit::serve {
@@ -514,13 +516,21 @@ ApiServer::load_adapter(const http::Request& request, const std::shared_ptr<http
                          " adapters, its --max-adapters; unload one first",
                      "lora_name");
   // Loaded and checked against the base on the store's thread before the 200; serving goes on.
-  m_model.deltas->add_async(name, dir, [this, name, exchange](std::int32_t id, const std::string& error) {
+  const auto timeout = loading.load_timeout;
+  const auto answer = [this, name, exchange, timeout](const AddOutcome& outcome) {
     --m_loads_in_flight;
-    if (id < 0)
-      return send_error(exchange, 400, error, "lora_path");
-    m_metrics->name_variant(id, name);
+    if (outcome.timed_out)
+      return send_error(exchange, 504,
+                        fmt::format("loading adapter '{}' took longer than the server's --adapter-load-timeout of "
+                                    "{:g} s; it was abandoned and nothing was registered",
+                                    name, std::chrono::duration<double>(timeout).count()),
+                        "lora_path");
+    if (outcome.id < 0)
+      return send_error(exchange, 400, outcome.error, "lora_path");
+    m_metrics->name_variant(outcome.id, name);
     exchange->respond(200, "text/plain; charset=utf-8", "Success: LoRA adapter '" + name + "' added successfully.");
-  });
+  };
+  m_model.deltas->add_async(name, dir, std::chrono::steady_clock::now() + timeout, answer);
 }
 
 bool

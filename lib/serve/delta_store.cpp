@@ -10,6 +10,17 @@
 
 namespace optkit::serve {
 
+namespace {
+
+// Thrown by a load's checkpoint: the load ran past its deadline or the store is stopping.
+class LoadAbandoned : public std::runtime_error {
+public:
+  LoadAbandoned(const std::string& why, bool past_deadline) : std::runtime_error(why), timed_out(past_deadline) {}
+  bool timed_out;
+};
+
+} // namespace
+
 DeltaStore::DeltaStore(runtime::CpuTransformer& model, Engine& engine, DeltaStoreOptions options)
     : m_model(model), m_engine(engine), m_options(options), m_thread([this] { loader(); }) {}
 
@@ -55,7 +66,7 @@ DeltaStore::add(const std::string& name, const std::filesystem::path& dir) {
   auto result = done.get_future();
   post([&] {
     try {
-      done.set_value(register_and_load(name, dir));
+      done.set_value(register_and_load(name, dir, [this] { throw_if_stopping(); }));
     } catch (...) {
       done.set_exception(std::current_exception());
     }
@@ -64,23 +75,38 @@ DeltaStore::add(const std::string& name, const std::filesystem::path& dir) {
 }
 
 void
-DeltaStore::add_async(const std::string& name, const std::filesystem::path& dir, Callback then) {
-  post([this, name, dir, then = std::move(then)] {
-    std::int32_t id = -1;
-    std::string error;
+DeltaStore::add_async(const std::string& name, const std::filesystem::path& dir,
+                      std::chrono::steady_clock::time_point deadline, std::function<void(const AddOutcome&)> then) {
+  post([this, name, dir, deadline, then = std::move(then)] {
+    const auto checkpoint = [this, deadline] {
+      throw_if_stopping();
+      if (std::chrono::steady_clock::now() > deadline)
+        throw LoadAbandoned("the load ran past its deadline", true);
+    };
+    AddOutcome outcome;
     try {
-      id = register_and_load(name, dir);
+      outcome.id = register_and_load(name, dir, checkpoint);
+    } catch (const LoadAbandoned& e) {
+      outcome.error = e.what();
+      outcome.timed_out = e.timed_out;
     } catch (const std::exception& e) {
-      error = e.what();
+      outcome.error = e.what();
     }
-    then(id, error);
+    then(outcome);
   });
 }
 
+void
+DeltaStore::throw_if_stopping() const {
+  if (m_stopping.load())
+    throw LoadAbandoned("the server is stopping", false);
+}
+
 std::uint64_t
-DeltaStore::load_and_install(std::int32_t id, const std::filesystem::path& dir) {
+DeltaStore::load_and_install(std::int32_t id, const std::filesystem::path& dir,
+                             const std::function<void()>& checkpoint) {
   const auto start = std::chrono::steady_clock::now();
-  auto variant = m_model.load_variant(dir); // off the engine thread: serving goes on meanwhile
+  auto variant = m_model.load_variant(dir, checkpoint); // off the engine thread: serving goes on meanwhile
   const std::uint64_t bytes = variant->resident_bytes();
   if (m_options.host_budget_bytes > 0 && bytes > m_options.host_budget_bytes)
     throw InputError(dir.string() + ": the delta holds " + format_bytes(bytes) + ", more than the whole " +
@@ -94,7 +120,8 @@ DeltaStore::load_and_install(std::int32_t id, const std::filesystem::path& dir) 
 }
 
 std::int32_t
-DeltaStore::register_and_load(const std::string& name, const std::filesystem::path& dir) {
+DeltaStore::register_and_load(const std::string& name, const std::filesystem::path& dir,
+                              const std::function<void()>& checkpoint) {
   std::int32_t id = 0;
   {
     const std::lock_guard lock(m_mutex);
@@ -103,7 +130,7 @@ DeltaStore::register_and_load(const std::string& name, const std::filesystem::pa
       throw InputError("a delta named '" + name + "' is already served; unload it first or pick another name");
     id = m_next_id++;
   }
-  const std::uint64_t bytes = load_and_install(id, dir); // throws with nothing registered
+  const std::uint64_t bytes = load_and_install(id, dir, checkpoint); // throws with nothing registered
   std::unique_lock lock(m_mutex);
   Slot& slot = m_slots[id];
   slot.entry = {name, dir, id, true, bytes, 0};
@@ -123,7 +150,7 @@ DeltaStore::load(std::int32_t id) {
   std::string error;
   std::uint64_t bytes = 0;
   try {
-    bytes = load_and_install(id, dir);
+    bytes = load_and_install(id, dir, [this] { throw_if_stopping(); });
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -11,6 +11,8 @@
 #include "runtime/transformer.hpp"
 #include "serve/engine.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,6 +31,14 @@ namespace optkit::serve {
 class UnknownDelta : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+// How add_async ended: the variant id, or the error; `timed_out` when the load ran past its
+// deadline and was abandoned (nothing registered).
+struct AddOutcome {
+  std::int32_t id = -1;
+  std::string error;
+  bool timed_out = false;
 };
 
 struct DeltaStoreOptions {
@@ -54,7 +64,9 @@ class DeltaStore {
 public:
   // `model` is owned by `engine`; both must outlive the store.
   DeltaStore(runtime::CpuTransformer& model, Engine& engine, DeltaStoreOptions options);
-  ~DeltaStore(); // joins the loader thread
+  // Joins the loader thread: queued loads are dropped, and a load under way is abandoned before
+  // its next layer, so shutdown waits at most for one layer's read.
+  ~DeltaStore();
   DeltaStore(const DeltaStore&) = delete;
   DeltaStore& operator=(const DeltaStore&) = delete;
 
@@ -62,9 +74,10 @@ public:
   // InputError, with nothing registered or evicted, for a taken name, an artifact that is not a
   // delta of the base, or one larger than the whole budget. Returns the variant id.
   std::int32_t add(const std::string& name, const std::filesystem::path& dir);
-  // The same on the loader thread: `then(id, error)` runs there when done (error empty on success).
+  // The same on the loader thread, abandoned before its next layer once `deadline` has passed
+  // (the time it waited behind other loads counts): `then` runs there when done.
   void add_async(const std::string& name, const std::filesystem::path& dir,
-                 std::function<void(std::int32_t id, const std::string& error)> then);
+                 std::chrono::steady_clock::time_point deadline, std::function<void(const AddOutcome&)> then);
   // Unregisters `name`: new requests for it are refused at once; it leaves memory when its last
   // request ends. Throws UnknownDelta.
   void remove(const std::string& name);
@@ -92,10 +105,14 @@ private:
   // eviction of the same slot), and never with m_mutex held while it waits for the engine.
   void post(std::function<void()> job);
   void loader();
-  std::int32_t register_and_load(const std::string& name, const std::filesystem::path& dir);
+  // `checkpoint` runs before each layer is read, and throws to abandon the load.
+  std::int32_t register_and_load(const std::string& name, const std::filesystem::path& dir,
+                                 const std::function<void()>& checkpoint);
   void load(std::int32_t id); // a registered slot on disk, for the requests waiting on it
   // Loads `dir` and installs it as variant `id`; returns its bytes. Throws InputError.
-  std::uint64_t load_and_install(std::int32_t id, const std::filesystem::path& dir);
+  std::uint64_t load_and_install(std::int32_t id, const std::filesystem::path& dir,
+                                 const std::function<void()>& checkpoint);
+  void throw_if_stopping() const; // a checkpoint: LoadAbandoned once the store stops
   void evict_idle_beyond_budget(std::unique_lock<std::mutex>& lock, std::int32_t keep);
   void evict(std::unique_lock<std::mutex>& lock, std::int32_t id);
   void evict_if_unregistered(std::int32_t id);
@@ -111,7 +128,7 @@ private:
   std::deque<std::function<void()>> m_jobs; // for the loader thread
   std::uint64_t m_clock = 0;                // for LRU
   DeltaStoreStats m_stats;                  // counters; resident_bytes is summed from the slots when asked
-  bool m_stopping = false;
+  std::atomic<bool> m_stopping{false};      // set under m_mutex; read by loads' checkpoints without it
   std::int32_t m_next_id = 0;
   std::thread m_thread;
 };

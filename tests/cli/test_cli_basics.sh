@@ -60,6 +60,9 @@ run runs list --limit 1e400
 expect_rc 2
 expect_err_has "1e400"
 [ "${#ERR}" -lt 200 ] || fail "range error too long (${#ERR} chars): $ERR"
+run serve-deltas --base "$OPTKIT_SOURCE_DIR/testdata/models/tiny-base" --adapter-load-timeout 0
+expect_rc 2
+expect_err_has "--adapter-load-timeout"
 
 run
 expect_rc 2
