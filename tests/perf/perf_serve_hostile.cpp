@@ -8,14 +8,21 @@
 //   many-keys     an object with the 10,000 keys the parser allows, in an ignored field
 //   deep          nesting past the parser's depth cap, just under the body cap
 //   over-cap      a body one byte over the cap (refused from its Content-Length)
+// The attacker runs in this process, on the server's cores. A remote attacker spends another
+// machine's CPU on sending, so by default the hostile threads run at SCHED_IDLE: they send as fast
+// as the cores the server leaves idle allow (the hostile-bodies column says how fast that was),
+// and the victim's latency measures the server's own work on the hostile bytes. `normal` gives
+// them the server's priority (an attacker on the same host).
 //   perf_serve_hostile [seconds per phase, default 10] [hostile connections, default 2]
 //                      [bulk body bytes, default serve-deltas' 65536; 0: every body on the I/O thread]
+//                      [attacker priority: idle (default) or normal]
 #include "core/statistics.hpp"
 #include "http/client.hpp"
 #include "serve/serve_run.hpp"
 #include "support/mock_serving.hpp"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -86,13 +93,23 @@ struct Phase {
   long hostile_sent = 0;
 };
 
+// The calling thread runs only when a core would otherwise be idle (Linux's SCHED_IDLE).
+void
+run_at_idle_priority() {
+  const sched_param none{};
+  if (sched_setscheduler(0, SCHED_IDLE, &none) != 0)
+    fmt::print(stderr, "perf_serve_hostile: SCHED_IDLE refused; the attacker keeps normal priority\n");
+}
+
 Phase
-measure(int port, double phase_seconds, int connections, const HostileBody* hostile) {
+measure(int port, double phase_seconds, int connections, const HostileBody* hostile, bool idle_attacker) {
   std::atomic<bool> done{false};
   std::atomic<long> sent{0};
   std::vector<std::thread> attackers;
   for (int c = 0; hostile != nullptr && c < connections; ++c)
     attackers.emplace_back([&] {
+      if (idle_attacker)
+        run_at_idle_priority();
       http::ClientOptions options;
       options.request_timeout = std::chrono::seconds(120);
       while (!done) {
@@ -130,16 +147,17 @@ main(int argc, char** argv) {
   http::ServerOptions http_options;
   http_options.max_body_bytes = defaults.max_body_bytes;
   http_options.bulk_body_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : defaults.bulk_body_bytes;
+  const bool idle_attacker = argc > 4 ? std::string(argv[4]) != "normal" : true;
   test::MockServing serving(base, http_options);
   const int port = serving.port();
 
-  std::vector<Phase> phases{measure(port, phase_seconds, connections, nullptr)};
+  std::vector<Phase> phases{measure(port, phase_seconds, connections, nullptr, idle_attacker)};
   for (const auto& hostile : hostile_bodies(defaults.max_body_bytes))
-    phases.push_back(measure(port, phase_seconds, connections, &hostile));
+    phases.push_back(measure(port, phase_seconds, connections, &hostile, idle_attacker));
 
-  fmt::print("victim completion latency, one request every 5 ms for {:.0f} s per phase; {} hostile connections; {} "
-             "hardware threads\n",
-             phase_seconds, connections, std::thread::hardware_concurrency());
+  fmt::print("victim completion latency, one request every 5 ms for {:.0f} s per phase; {} hostile connections at {} "
+             "priority; {} hardware threads\n",
+             phase_seconds, connections, idle_attacker ? "SCHED_IDLE" : "normal", std::thread::hardware_concurrency());
   fmt::print("  {:<12} {:>9} {:>9} {:>9} {:>9} {:>12} {:>15}\n", "hostile", "requests", "p50 ms", "p99 ms", "max ms",
              "p99 / idle", "hostile bodies");
   for (const auto& p : phases)
