@@ -58,7 +58,7 @@ foreach(rt gfortran quadmath)
   execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${rt}.a
                   OUTPUT_VARIABLE _path OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT EXISTS "${_path}")
-    message(FATAL_ERROR "lib${rt}.a not found next to ${CMAKE_CXX_COMPILER} (Debian package gfortran); ${OPTKIT_INSTALL_HINT}")
+    message(FATAL_ERROR "lib${rt}.a not found next to ${CMAKE_CXX_COMPILER} (Debian packages libgfortran-12-dev, libgcc-12-dev); ${OPTKIT_INSTALL_HINT}")
   endif()
   list(APPEND OPTKIT_FORTRAN_RUNTIME "${_path}")
 endforeach()

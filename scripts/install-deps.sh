@@ -9,9 +9,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-  libopenblas-dev gfortran libzstd-dev libonig-dev
+  libopenblas-dev libgfortran-12-dev libzstd-dev libonig-dev # libgfortran.a: OpenBLAS's LAPACK half
   coinor-libcbc-dev libbz2-dev zlib1g-dev # plan hetero's ILP solver (CBC), linked statically
-  man-db # man -l man/optkit.1
 )
 # --tests adds what scripts/test-all.sh needs beyond the build (README command (b)); --training
 # adds what testdata/models/tools/*.py need to retrain the test models and rewrite the logit oracle
@@ -21,6 +20,7 @@ for option in "$@"; do
     --tests)
       packages+=(
         doctest-dev # the unit tests
+        man-db # the packaging test renders the installed man page
         clang clang-format libclang-rt-14-dev # the format check, the ASan+UBSan build, libFuzzer
         procps util-linux python3 # pgrep, taskset and the CLI tests' JSON checks
         nodejs # the npm tokenizer, chat-template and openai client conformance tests

@@ -255,6 +255,23 @@ TEST_CASE("Expect: 100-continue gets its go-ahead, as curl waits for") {
   CHECK(answer.substr(answer.size() - 5) == "hello");
 }
 
+TEST_CASE("a body announced over the cap is refused 413 from its Content-Length, with no 100 Continue first") {
+  ServerOptions options;
+  options.max_body_bytes = 1000;
+  Server server(options, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", "read");
+  });
+  server.start();
+  // The client waits for the go-ahead and, refused, half-closes without sending the body.
+  const std::string answer = raw_exchange(server.port(),
+                                          "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nExpect: "
+                                          "100-continue\r\n\r\n",
+                                          true);
+  CHECK(answer.rfind("HTTP/1.1 413 ", 0) == 0);
+  CHECK(answer.find("100 Continue") == std::string::npos);
+  CHECK(answer.find("limit of 1000 bytes") != std::string::npos);
+}
+
 TEST_CASE("a stream written from another thread arrives as server-sent events, in order, to the end") {
   std::vector<std::thread> workers;
   Server server({}, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {

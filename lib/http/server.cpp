@@ -253,6 +253,10 @@ private:
   void on_header(beast::error_code ec) {
     if (ec)
       return on_read_error(ec);
+    // Refused from its Content-Length, before a 100 Continue: a client that waits for the
+    // go-ahead (curl, for bodies over 1 KiB) then never sends the body.
+    if (const auto length = m_parser->content_length(); length && *length > m_server->options.max_body_bytes)
+      return reject_oversized_body();
     const auto expect = m_parser->get()[bhttp::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       // curl sends this before bodies over 1 KiB and waits for the go-ahead
@@ -276,8 +280,7 @@ private:
 
   void on_read_error(beast::error_code ec) {
     if (ec == bhttp::error::body_limit)
-      return reject(413, "request body is larger than the server's limit of " +
-                             std::to_string(m_server->options.max_body_bytes) + " bytes");
+      return reject_oversized_body();
     // The read buffer holds at most max_header_bytes: a header, a chunk's header line or a chunked
     // body's trailer block larger than that overflows it.
     if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow)
@@ -287,6 +290,11 @@ private:
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
       return reject(400, "malformed HTTP request: " + ec.message());
     close(); // end of stream, timeout, reset, or the server closing us
+  }
+
+  void reject_oversized_body() {
+    reject(413, "request body is larger than the server's limit of " +
+                    std::to_string(m_server->options.max_body_bytes) + " bytes");
   }
 
   void reject(int status, const std::string& message) {

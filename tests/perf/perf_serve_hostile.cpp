@@ -15,7 +15,7 @@
 // them the server's priority (an attacker on the same host).
 //   perf_serve_hostile [seconds per phase, default 10] [hostile connections, default 2]
 //                      [bulk body bytes, default serve-deltas' 65536; 0: every body on the I/O thread]
-//                      [attacker priority: idle (default) or normal]
+//                      [attacker priority: idle (default) or normal] [only this hostile kind]
 #include "core/statistics.hpp"
 #include "http/client.hpp"
 #include "serve/serve_run.hpp"
@@ -148,12 +148,14 @@ main(int argc, char** argv) {
   http_options.max_body_bytes = defaults.max_body_bytes;
   http_options.bulk_body_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : defaults.bulk_body_bytes;
   const bool idle_attacker = argc > 4 ? std::string(argv[4]) != "normal" : true;
+  const std::string only_kind = argc > 5 ? argv[5] : "";
   test::MockServing serving(base, http_options);
   const int port = serving.port();
 
   std::vector<Phase> phases{measure(port, phase_seconds, connections, nullptr, idle_attacker)};
   for (const auto& hostile : hostile_bodies(defaults.max_body_bytes))
-    phases.push_back(measure(port, phase_seconds, connections, &hostile, idle_attacker));
+    if (only_kind.empty() || hostile.kind == only_kind)
+      phases.push_back(measure(port, phase_seconds, connections, &hostile, idle_attacker));
 
   fmt::print("victim completion latency, one request every 5 ms for {:.0f} s per phase; {} hostile connections at {} "
              "priority; {} hardware threads\n",
