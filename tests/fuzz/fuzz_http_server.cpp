@@ -75,8 +75,7 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   exchange_bytes(data, size, true);
   static const std::string check =
       "POST /check HTTP/1.1\r\nHost: fuzz\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-  const std::string answer =
-      exchange_bytes(reinterpret_cast<const std::uint8_t*>(check.data()), check.size(), false);
+  const std::string answer = exchange_bytes(reinterpret_cast<const std::uint8_t*>(check.data()), check.size(), false);
   if (answer.rfind("HTTP/1.1 200 ", 0) != 0)
     std::abort(); // the server stopped serving
   return 0;
