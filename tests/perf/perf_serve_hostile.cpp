@@ -8,7 +8,7 @@
 //   many-keys     an object with the 10,000 keys the parser allows, in an ignored field
 //   deep          nesting past the parser's depth cap, just under the body cap
 //   over-cap      a body one byte over the cap (refused from its Content-Length)
-// The attacker runs in this process, on the server's cores. A remote attacker spends another
+// The attacker runs in a process of its own, on the server's cores. A remote attacker spends another
 // machine's CPU on sending, so by default the hostile threads run at SCHED_IDLE: they send as fast
 // as the cores the server leaves idle allow (the hostile-bodies column says how fast that was),
 // and the victim's latency measures the server's own work on the hostile bytes. `normal` gives
@@ -23,6 +23,8 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -101,22 +103,24 @@ run_at_idle_priority() {
     fmt::print(stderr, "perf_serve_hostile: SCHED_IDLE refused; the attacker keeps normal priority\n");
 }
 
-Phase
-measure(int port, double phase_seconds, int connections, const HostileBody* hostile, bool idle_attacker) {
-  std::atomic<bool> done{false};
+// Sends `body` on `connections` keep-alive connections, each as fast as the server answers, for
+// `seconds`; returns the bodies sent.
+long
+attack(int port, const std::string& body, int connections, double seconds, bool idle) {
+  const auto deadline = SteadyClock::now() + std::chrono::duration<double>(seconds);
   std::atomic<long> sent{0};
   std::vector<std::thread> attackers;
-  for (int c = 0; hostile != nullptr && c < connections; ++c)
+  for (int c = 0; c < connections; ++c)
     attackers.emplace_back([&] {
-      if (idle_attacker)
+      if (idle)
         run_at_idle_priority();
       http::ClientOptions options;
       options.request_timeout = std::chrono::seconds(120);
-      while (!done) {
+      while (SteadyClock::now() < deadline) {
         try { // the server may close the connection after refusing a body: a new client then
           http::Client client(http::parse_url("http://127.0.0.1:" + std::to_string(port)), options);
-          while (!done) {
-            client.request("POST", "/v1/completions", hostile->body);
+          while (SteadyClock::now() < deadline) {
+            client.request("POST", "/v1/completions", body);
             ++sent;
           }
         } catch (const std::exception&) {
@@ -124,15 +128,78 @@ measure(int port, double phase_seconds, int connections, const HostileBody* host
         }
       }
     });
-  if (hostile != nullptr)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200)); // the attack is under way
-  auto seconds = victim_latencies(port, phase_seconds);
-  done = true;
   for (auto& t : attackers)
     t.join();
+  return sent.load();
+}
+
+struct AttackOrder {
+  int kind = -1; // an index into the hostile bodies; -1: exit
+  int port = 0;
+  int connections = 0;
+  bool idle = true;
+  double seconds = 0;
+};
+
+// The attacker in a process of its own, forked before the server starts: its 32 MiB request
+// buffers are mapped, faulted in and unmapped under its own memory map's lock, not the server's,
+// as a remote attacker's are (in one process, those page faults stalled the server's threads).
+class AttackerProcess {
+public:
+  explicit AttackerProcess(const std::vector<HostileBody>& bodies) {
+    if (::pipe(m_orders) != 0 || ::pipe(m_results) != 0)
+      throw std::runtime_error("perf_serve_hostile: pipe failed");
+    m_pid = ::fork();
+    if (m_pid < 0)
+      throw std::runtime_error("perf_serve_hostile: fork failed");
+    if (m_pid == 0) {
+      for (AttackOrder order; ::read(m_orders[0], &order, sizeof order) == sizeof order && order.kind >= 0;) {
+        const long sent = attack(order.port, bodies[static_cast<std::size_t>(order.kind)].body, order.connections,
+                                 order.seconds, order.idle);
+        if (::write(m_results[1], &sent, sizeof sent) != sizeof sent)
+          break;
+      }
+      std::_Exit(0);
+    }
+  }
+  ~AttackerProcess() {
+    start({});
+    ::waitpid(m_pid, nullptr, 0);
+  }
+  AttackerProcess(const AttackerProcess&) = delete;
+  AttackerProcess& operator=(const AttackerProcess&) = delete;
+
+  void start(const AttackOrder& order) {
+    if (::write(m_orders[1], &order, sizeof order) != sizeof order)
+      throw std::runtime_error("perf_serve_hostile: the attacker process is gone");
+  }
+  long finish() { // the bodies the attack sent, once it ends
+    long sent = 0;
+    if (::read(m_results[0], &sent, sizeof sent) != sizeof sent)
+      throw std::runtime_error("perf_serve_hostile: the attacker process is gone");
+    return sent;
+  }
+
+private:
+  int m_orders[2] = {-1, -1}, m_results[2] = {-1, -1};
+  pid_t m_pid = -1;
+};
+
+// One phase: the victim's latencies with the attacker sending hostile body `kind` (-1: none).
+Phase
+measure(int port, double phase_seconds, AttackerProcess& attacker, AttackOrder order, const std::string& name) {
+  const double settle = 0.2; // the attack is under way before the victim starts
+  if (order.kind >= 0) {
+    order.port = port;
+    order.seconds = phase_seconds + settle;
+    attacker.start(order);
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+  }
+  auto seconds = victim_latencies(port, phase_seconds);
+  const long sent = order.kind >= 0 ? attacker.finish() : 0;
   std::sort(seconds.begin(), seconds.end());
-  return {hostile != nullptr ? hostile->kind : "idle", seconds.size(),       1e3 * percentile_of_sorted(seconds, 50),
-          1e3 * percentile_of_sorted(seconds, 99),     1e3 * seconds.back(), sent.load()};
+  return {name, seconds.size(), 1e3 * percentile_of_sorted(seconds, 50), 1e3 * percentile_of_sorted(seconds, 99),
+          1e3 * seconds.back(), sent};
 }
 
 } // namespace
@@ -149,13 +216,17 @@ main(int argc, char** argv) {
   http_options.bulk_body_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : defaults.bulk_body_bytes;
   const bool idle_attacker = argc > 4 ? std::string(argv[4]) != "normal" : true;
   const std::string only_kind = argc > 5 ? argv[5] : "";
+  const auto bodies = hostile_bodies(defaults.max_body_bytes);
+  AttackerProcess attacker(bodies); // before the server's threads exist
   test::MockServing serving(base, http_options);
   const int port = serving.port();
 
-  std::vector<Phase> phases{measure(port, phase_seconds, connections, nullptr, idle_attacker)};
-  for (const auto& hostile : hostile_bodies(defaults.max_body_bytes))
-    if (only_kind.empty() || hostile.kind == only_kind)
-      phases.push_back(measure(port, phase_seconds, connections, &hostile, idle_attacker));
+  std::vector<Phase> phases{measure(port, phase_seconds, attacker, {}, "idle")};
+  for (std::size_t k = 0; k < bodies.size(); ++k)
+    if (only_kind.empty() || bodies[k].kind == only_kind)
+      phases.push_back(measure(port, phase_seconds, attacker,
+                               {.kind = static_cast<int>(k), .connections = connections, .idle = idle_attacker},
+                               bodies[k].kind));
 
   fmt::print("victim completion latency, one request every 5 ms for {:.0f} s per phase; {} hostile connections at {} "
              "priority; {} hardware threads\n",
