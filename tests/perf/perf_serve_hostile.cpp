@@ -141,9 +141,9 @@ struct AttackOrder {
   double seconds = 0;
 };
 
-// The attacker in a process of its own, forked before the server starts: its 32 MiB request
-// buffers are mapped, faulted in and unmapped under its own memory map's lock, not the server's,
-// as a remote attacker's are (in one process, those page faults stalled the server's threads).
+// The attacker in a process of its own, forked before the server starts: the faults and unmaps of
+// its 32 MiB request buffers happen under its own memory map's lock, as a remote attacker's do, and
+// the victim's latency measures what the server's process and the kernel do with the bytes.
 class AttackerProcess {
 public:
   explicit AttackerProcess(const std::vector<HostileBody>& bodies) {
@@ -198,8 +198,12 @@ measure(int port, double phase_seconds, AttackerProcess& attacker, AttackOrder o
   auto seconds = victim_latencies(port, phase_seconds);
   const long sent = order.kind >= 0 ? attacker.finish() : 0;
   std::sort(seconds.begin(), seconds.end());
-  return {name, seconds.size(), 1e3 * percentile_of_sorted(seconds, 50), 1e3 * percentile_of_sorted(seconds, 99),
-          1e3 * seconds.back(), sent};
+  return {name,
+          seconds.size(),
+          1e3 * percentile_of_sorted(seconds, 50),
+          1e3 * percentile_of_sorted(seconds, 99),
+          1e3 * seconds.back(),
+          sent};
 }
 
 } // namespace
