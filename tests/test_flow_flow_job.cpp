@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 using namespace optkit;
 using namespace optkit::flow;
@@ -71,6 +72,24 @@ TEST_CASE("bench.max_trial_seconds reaches bench's --max-trial-seconds and the b
   CHECK(argv_value(capped, "--max-trial-seconds") == "20");
   CHECK(bench_task(capped, "bench", "").spec != bench_task(defaults, "bench", "").spec);
   CHECK(flow_job_from_json(to_json(capped)).bench.max_trial_seconds == 20);
+}
+
+TEST_CASE("the baseline's key names the archive its run id lives in; the compress tasks' keys do not") {
+  test::ScratchDir dir;
+  std::ofstream(dir / "gate.yaml")
+      << "rules:\n  - {suite: arith, metric: 'exact_match,strict-match', min_recovery: 0.9}\n";
+  const auto job = load_flow_job(write_job(dir, job_text("[int_w8a8]")).string());
+  const auto keys = [&](const fs::path& archive) {
+    std::map<std::string, std::string> by_name;
+    for (const auto& task : first_wave(job, archive))
+      by_name[task.name] = task_key(task, by_name);
+    return by_name;
+  };
+  const auto a = keys(dir / "a.db"), a_again = keys(dir / "a.db"), b = keys(dir / "b.db");
+  CHECK(a == a_again);
+  CHECK(a.at("baseline") != b.at("baseline"));
+  CHECK(a.at(gate_name("int_w8a8", 0)) != b.at(gate_name("int_w8a8", 0))); // gates read the baseline
+  CHECK(a.at(compress_name("int_w8a8", 0)) == b.at(compress_name("int_w8a8", 0)));
 }
 
 TEST_CASE("a malformed job names the file, line and column; an unknown key suggests the right one") {

@@ -161,7 +161,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   };
   const double start = SystemClock::instance().monotonic_seconds();
 
-  const auto wave1 = first_wave(job);
+  const auto wave1 = first_wave(job, context.archive->path());
   const GraphOutcome g1 = run_task_graph(wave1, options);
   add_graph(outcome, g1, wave1);
   replay_first_wave(outcome, wave1, g1, job.slots);

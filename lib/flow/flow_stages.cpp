@@ -97,7 +97,7 @@ study_task(const FlowJob& job, const TuneStudy& study, const std::string& name, 
 } // namespace
 
 std::vector<FlowTask>
-first_wave(const FlowJob& job) {
+first_wave(const FlowJob& job, const fs::path& archive) {
   std::vector<FlowTask> tasks;
   const nlohmann::json model = model_fingerprint(job.model);
   std::vector<std::string> limit;
@@ -107,7 +107,11 @@ first_wave(const FlowJob& job) {
   FlowTask baseline;
   baseline.name = "baseline";
   baseline.stage = "evaluate";
-  baseline.spec = {{"model", model}, {"suite", job.gate.suite}, {"limit", job.gate.limit}, {"threads", job.threads}};
+  baseline.spec = {{"model", model},
+                   {"suite", job.gate.suite},
+                   {"limit", job.gate.limit},
+                   {"threads", job.threads},
+                   {"archive", fs::weakly_canonical(archive).string()}};
   baseline.command = [job, limit](const fs::path&, const std::map<std::string, TaskResult>&) {
     std::vector<std::string> argv = {"eval",       "tasks",     "--model",        job.model,  "--suite", job.gate.suite,
                                      "--no-cache", "--threads", threads_arg(job), "--format", "json"};
