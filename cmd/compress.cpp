@@ -17,7 +17,7 @@ namespace optkit::cmd {
 namespace {
 
 struct CompressFlags {
-  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker;
+  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations;
   std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
   std::uint64_t seed = 0;
   unsigned threads = 0;
@@ -43,6 +43,7 @@ add_common_options(CLI::App& app, CompressFlags& f) {
       ->capture_default_str();
   add_seed_option(app, f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)");
   add_threads_option(app, f.threads);
+  add_activations_option(app, f.activations);
   add_timeout_option(app, f.timeout_s);
   add_output_option(app, f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
   add_format_option(app, f.format);
@@ -80,6 +81,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   o.jobs = f.jobs;
   o.seed = f.seed;
   o.threads = f.threads;
+  o.activations = resolve_activations(f.activations, ctx.settings);
   o.output = f.output;
   const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));
   const OutputFormat format = parse_output_format(f.format);

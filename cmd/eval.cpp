@@ -67,12 +67,19 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
       ->check(number_range(100, 10'000'000))
       ->capture_default_str();
   add_threads_option(*tasks, o.threads);
+  add_no_mmap_flag(*tasks, o.no_mmap)->description("serve-deltas' --no-mmap for a local --model");
+  add_activations_option(*tasks, o.activations)
+      ->description("how serve-deltas' BF16 weights multiply activations for a local --model: fp32 (the default: "
+                    "exact to fp32 rounding) or bf16 (rounded to BF16 first, as llama.cpp does); default: the config "
+                    "file's `activations`");
   add_format_option(*tasks, flags->format);
   add_output_option(*tasks, flags->output, "write the result to FILE instead of stdout");
   commands.add({"eval tasks", tasks, [flags](AppContext& ctx) {
                   auto options = flags->options;
                   options.cache = !flags->no_cache;
                   options.api_key = api_key_or_environment(options.api_key);
+                  options.activations =
+                      runtime::activation_precision_name(resolve_activations(options.activations, ctx.settings));
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto result = eval::run_task_eval(options, ctx.run_context(0));
                   if (format == OutputFormat::json) {
@@ -95,10 +102,11 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   eval->require_subcommand(1);
 
   struct Flags {
-    std::string model, data, kl_base, delta, format, worker;
+    std::string model, data, kl_base, delta, format, worker, activations;
     std::int64_t ctx = 512, stride = 0, max_windows = 0;
     unsigned threads = 0;
     double timeout_s = 0;
+    bool no_mmap = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* ppl = eval->add_subcommand(
@@ -116,6 +124,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   ppl->add_option("--max-windows", flags->max_windows, "score at most this many windows (0: all)")
       ->check(non_negative_number());
   add_threads_option(*ppl, flags->threads);
+  add_activations_option(*ppl, flags->activations);
+  add_no_mmap_flag(*ppl, flags->no_mmap);
   add_timeout_option(*ppl, flags->timeout_s);
   add_format_option(*ppl, flags->format);
   ppl->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
@@ -134,6 +144,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   options.stride = flags->stride;
                   options.threads = flags->threads;
                   options.max_windows = flags->max_windows;
+                  options.activations = resolve_activations(flags->activations, ctx.settings);
+                  options.no_mmap = flags->no_mmap;
                   if (!flags->kl_base.empty())
                     options.kl_base = flags->kl_base;
                   if (!flags->delta.empty())

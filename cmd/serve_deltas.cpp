@@ -17,7 +17,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
     std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none",
-                            device = "cpu", delta_activations = "int8";
+                            device = "cpu", delta_activations = "int8", activations;
     std::vector<std::string> deltas, loras;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
     std::int64_t max_num_batched_tokens = 2048;
@@ -26,6 +26,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     double adapter_load_timeout_s = 120;
     bool mock = false;
     bool prefix_caching = false;
+    bool no_mmap = false;
     serve::AdapterLoading adapter_loading;
     double mock_step_ms = 0;
   };
@@ -110,6 +111,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                    "memory, the deltas' SBMM)")
       ->capture_default_str();
   add_threads_option(*serve, flags->threads);
+  add_activations_option(*serve, flags->activations);
+  add_no_mmap_flag(*serve, flags->no_mmap);
   commands.add({"serve-deltas", serve, [flags](AppContext& ctx) {
                   serve::ServeOptions options;
                   options.base = flags->base;
@@ -139,6 +142,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.threads = flags->threads;
                   options.device = serve::parse_device(flags->device, "--device");
                   options.int8_delta_activations = flags->delta_activations == "int8";
+                  options.activations = resolve_activations(flags->activations, ctx.settings);
+                  options.no_mmap = flags->no_mmap;
                   options.prefix_caching = flags->prefix_caching;
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));

@@ -2,6 +2,9 @@
 // everywhere (llama.cpp's habit of one option table per tool).
 #pragma once
 
+#include "core/settings.hpp"
+#include "runtime/activation_precision.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -16,6 +19,16 @@ CLI::Option* add_output_option(CLI::App& app, std::string& target, const std::st
 // --threads N: CPU threads each worker child uses; 0 divides the hardware threads among the
 // children that run at once.
 CLI::Option* add_threads_option(CLI::App& app, unsigned& target);
+// --activations fp32|bf16: how BF16 weights multiply activations on the CPU
+// (runtime/activation_precision.hpp). Left empty when not given: resolve_activations then takes
+// the config file's `activations`.
+CLI::Option* add_activations_option(CLI::App& app, std::string& target);
+// The --activations value, or the settings' when the flag was not given; an InputError naming the
+// flag when it is neither fp32 nor bf16.
+runtime::ActivationPrecision resolve_activations(const std::string& flag_value, const Settings& settings);
+// --no-mmap: read the model's weights into memory (transparent huge pages) instead of mapping
+// the safetensors files (model/safetensors.hpp).
+CLI::Option* add_no_mmap_flag(CLI::App& app, bool& target);
 // --timeout SECONDS: how long each worker child attempt may run before it is stopped (SIGTERM, a
 // grace period, SIGKILL); 0 means no limit. `target` holds the command's default.
 CLI::Option* add_timeout_option(CLI::App& app, double& target);

@@ -141,6 +141,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"seed", options.seed + static_cast<std::uint64_t>(i)},
                     {"trial", i},
                     {"threads", threads},
+                    {"activations", runtime::activation_precision_name(options.activations)},
                     {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
@@ -248,6 +249,7 @@ compress_worker(const proc::WorkerSpec& spec) {
   lw.base = base;
   lw.calibration = recipe.needs_calibration() ? &calibration : nullptr;
   lw.threads = p.at("threads").get<unsigned>();
+  lw.activations = runtime::parse_activation_precision(p.value("activations", "fp32"), "activations");
   lw.progress = [](std::int64_t done, std::int64_t total) {
     if (done % 7 == 0 || done == total)
       log::info("compress: {}/{} linear layers", done, total);

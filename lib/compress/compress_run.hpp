@@ -10,6 +10,7 @@
 #include "compress/recipe.hpp"
 #include "core/table.hpp"
 #include "proc/worker_spec.hpp"
+#include "runtime/activation_precision.hpp"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,8 @@ struct CompressOptions {
   std::uint64_t seed = 0;
   std::filesystem::path output;
   unsigned threads = 0; // per trial; 0: hardware threads / jobs
+  // How BF16 weights multiply activations in the calibration pass (--activations).
+  runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
 };
 
 using CompressRunContext = archive::RunContext;

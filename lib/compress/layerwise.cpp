@@ -119,10 +119,10 @@ recipe_targets(const Recipe& recipe, const std::string& module) {
 LayerwiseResult
 compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const int threads = hardware_threads(options.threads);
-  runtime::LayerwiseModel model(options.model, options.threads);
+  runtime::LayerwiseModel model(options.model, options.threads, options.activations);
   std::unique_ptr<runtime::LayerwiseModel> base;
   if (options.base)
-    base = std::make_unique<runtime::LayerwiseModel>(*options.base, options.threads);
+    base = std::make_unique<runtime::LayerwiseModel>(*options.base, options.threads, options.activations);
   const auto& config = model.config();
   const auto scale_dtype = model.weights().float_dtype();
   ThreadPool pool(static_cast<unsigned>(threads));

@@ -13,6 +13,7 @@
 #include "compress/calibration.hpp"
 #include "compress/recipe.hpp"
 #include "quant/gptq.hpp"
+#include "runtime/activation_precision.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -49,6 +50,8 @@ struct LayerwiseOptions {
   std::optional<std::filesystem::path> base; // delta mode: compress model − base
   const CalibrationSet* calibration = nullptr;
   unsigned threads = 0;
+  // How BF16 weights multiply activations in the calibration pass (runtime/activation_precision.hpp).
+  runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
   std::function<void(std::int64_t done, std::int64_t total)> progress;
 };
 

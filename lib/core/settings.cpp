@@ -39,6 +39,10 @@ make_schema() {
       Field{.name = "log_format", .type = Type::string, .help = "text or json", .choices = {"text", "json"}},
       Field{.name = "color", .type = Type::boolean, .help = "colour on terminals"},
       Field{.name = "workers", .type = Type::object, .help = "child-process workers", .object = workers},
+      Field{.name = "activations",
+            .type = Type::string,
+            .help = "how BF16 weights multiply activations on the CPU: fp32 (exact) or bf16 (rounded, as llama.cpp)",
+            .choices = {"fp32", "bf16"}},
   };
   return schema;
 }
@@ -67,6 +71,9 @@ apply_config_file(Settings& s, const std::filesystem::path& file) {
   }
   if (doc.contains("color")) {
     s.color = doc["color"].get<bool>();
+  }
+  if (doc.contains("activations")) {
+    s.activations = doc["activations"].get<std::string>();
   }
   if (doc.contains("workers")) {
     const auto& w = doc["workers"];
@@ -142,6 +149,7 @@ settings_json(const Settings& s) {
           {"config_file", s.config_file.string()},
           {"log_format", s.log_format == log::Format::json ? "json" : "text"},
           {"color", s.color},
+          {"activations", s.activations},
           {"workers",
            {{"jobs", s.workers.jobs},
             {"timeout_s", s.workers.timeout_s},

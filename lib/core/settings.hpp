@@ -31,6 +31,9 @@ struct Settings {
   log::Format log_format = log::Format::text;
   bool color = true;
   WorkerSettings workers;
+  // How BF16 weights multiply activations on the CPU, "fp32" or "bf16", where a command's
+  // --activations is not given (runtime/activation_precision.hpp).
+  std::string activations = "fp32";
 };
 
 // What the command line said; unset fields defer to lower layers.

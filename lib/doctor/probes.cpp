@@ -217,6 +217,8 @@ check_cpu_kernels() {
   for (auto& v : x)
     v = dist(rng);
   const auto bf16 = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols);
+  const auto bf16_rounded = runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(w16)), rows, cols,
+                                                       runtime::ActivationPrecision::bf16);
   const auto f32 = runtime::make_dense_weight(model::DType::f32, std::as_bytes(std::span(w32)), rows, cols);
   ThreadPool pool(0);
   // The runtime's answer against float64 on a few outputs.
@@ -248,6 +250,7 @@ check_cpu_kernels() {
       gflops([&] { runtime::multiply_fp32_rows(w32.data(), rows, cols, x.data(), m, y.data(), pool); });
   check.bf16_gflops = gflops([&] { bf16->multiply(x.data(), m, y.data(), pool); });
   check.max_relative_error = worst_error();
+  check.bf16_rounded_gflops = gflops([&] { bf16_rounded->multiply(x.data(), m, y.data(), pool); });
   check.f32_gflops = gflops([&] { f32->multiply(x.data(), m, y.data(), pool); });
   check.max_relative_error = std::max(check.max_relative_error, worst_error());
 
@@ -315,6 +318,7 @@ run_probes() {
         {"f32_prefill", cpu.f32_prefill},
         {"delta_product", cpu.delta_product},
         {"bf16_gflops", cpu.bf16_gflops},
+        {"bf16_rounded_gflops", cpu.bf16_rounded_gflops},
         {"bf16_widened_gflops", cpu.bf16_widened_gflops},
         {"f32_gflops", cpu.f32_gflops},
         {"f32_sgemm_gflops", cpu.f32_sgemm_gflops},

@@ -26,6 +26,7 @@ struct CpuKernelCheck {
   std::string bf16_prefill; // "amx_bf16 tiles", "avx512_bf16" (panel GEMM) or "widened sgemm"
   std::string f32_prefill;  // "avx512f, activations transposed", "avx512f" (panel GEMM) or "sgemm"
   double bf16_gflops = 0, bf16_widened_gflops = 0; // the runtime's BF16 product; widened + sgemm
+  double bf16_rounded_gflops = 0;                  // the same with --activations bf16
   double f32_gflops = 0, f32_sgemm_gflops = 0;     // the runtime's F32 product; OpenBLAS sgemm
   std::string w8a8;                                // "avx512_vnni integers" or "fp32 fake-quantized"
   double w8a8_gflops = 0;                          // the runtime's W8A8 product

@@ -8,6 +8,8 @@
 // (Δp), as llama.cpp's --kl-divergence does.
 #pragma once
 
+#include "runtime/activation_precision.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -26,6 +28,9 @@ struct PerplexityOptions {
   std::optional<std::filesystem::path> delta; // a compressed delta applied to `model` (its base)
   unsigned threads = 0;
   std::int64_t max_windows = 0; // 0: all
+  // How BF16 weights multiply activations (--activations; runtime/activation_precision.hpp).
+  runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
+  bool no_mmap = false; // --no-mmap: the weights read into memory (model/safetensors.hpp)
 };
 
 struct KlStats {

@@ -44,8 +44,14 @@ archive_metrics(archive::RunArchive& archive, std::int64_t run_id, const Perplex
 
 nlohmann::json
 to_json(const PerplexityOptions& o) {
-  nlohmann::json j = {{"model", o.model.string()}, {"data", o.data.string()}, {"ctx", o.ctx},
-                      {"stride", o.stride},        {"threads", o.threads},    {"max_windows", o.max_windows}};
+  nlohmann::json j = {{"model", o.model.string()},
+                      {"data", o.data.string()},
+                      {"ctx", o.ctx},
+                      {"stride", o.stride},
+                      {"threads", o.threads},
+                      {"max_windows", o.max_windows},
+                      {"activations", runtime::activation_precision_name(o.activations)},
+                      {"no_mmap", o.no_mmap}};
   if (o.kl_base)
     j["kl_base"] = o.kl_base->string();
   if (o.delta)
@@ -62,6 +68,8 @@ perplexity_options_from_json(const nlohmann::json& j) {
   o.stride = j.at("stride").get<std::int64_t>();
   o.threads = j.at("threads").get<unsigned>();
   o.max_windows = j.at("max_windows").get<std::int64_t>();
+  o.activations = runtime::parse_activation_precision(j.value("activations", "fp32"), "activations");
+  o.no_mmap = j.value("no_mmap", false);
   if (j.contains("kl_base"))
     o.kl_base = j["kl_base"].get<std::string>();
   if (j.contains("delta"))

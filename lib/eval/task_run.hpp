@@ -43,6 +43,8 @@ struct TaskEvalOptions {
   std::string items_out;         // per-item JSONL export
   std::string engine_executable; // serve-deltas for local models (default: this binary)
   unsigned threads = 0;          // serve-deltas' CPU threads (0: its default)
+  std::string activations;       // serve-deltas' --activations (empty: its default)
+  bool no_mmap = false;          // serve-deltas' --no-mmap
   BootstrapOptions bootstrap;
 };
 

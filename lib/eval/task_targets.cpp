@@ -103,6 +103,12 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
     launch.settings.extra_args.push_back("--threads");
     launch.settings.extra_args.push_back(std::to_string(options.threads));
   }
+  if (options.no_mmap)
+    launch.settings.extra_args.push_back("--no-mmap");
+  if (!options.activations.empty()) {
+    launch.settings.extra_args.push_back("--activations");
+    launch.settings.extra_args.push_back(options.activations);
+  }
   launch.executable = options.engine_executable.empty() ? executable_path().string() : options.engine_executable;
   launch.directory = context.archive != nullptr && context.run_id != 0 ? context.archive->run_directory(context.run_id)
                                                                        : std::filesystem::temp_directory_path();

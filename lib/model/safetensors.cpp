@@ -153,7 +153,35 @@ parse_safetensors(std::span<const std::byte> file, const std::string& source) {
   return result;
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : m_path(path) {
+namespace {
+
+// The file's bytes in anonymous memory advised onto transparent huge pages, read-only once filled.
+const std::byte*
+read_into_memory(int fd, std::size_t size, const std::filesystem::path& path) {
+  void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
+    throw RuntimeFailure(path.string() + ": cannot allocate " + std::to_string(size) +
+                         " bytes to read it into: " + errno_text(errno));
+  ::madvise(memory, size, MADV_HUGEPAGE); // advice only: without THP the copy still works
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, static_cast<char*>(memory) + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::munmap(memory, size);
+      throw InputError(path.string() + ": cannot read: " +
+                       (n < 0 ? errno_text(err) : "the file ended early (truncated while reading?)"));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::mprotect(memory, size, PROT_READ);
+  return static_cast<const std::byte*>(memory);
+}
+
+} // namespace
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, LoadMode mode) : m_path(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw InputError(path.string() + ": cannot open: " + errno_text(errno));
@@ -164,7 +192,14 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : m_path(pat
     throw InputError(path.string() + ": cannot stat: " + errno_text(err));
   }
   m_size = static_cast<std::size_t>(st.st_size);
-  if (m_size > 0) {
+  if (m_size > 0 && mode == LoadMode::read) {
+    try {
+      m_data = read_into_memory(fd, m_size, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  } else if (m_size > 0) {
     void* mapped = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
       const int err = errno;

@@ -58,10 +58,19 @@ struct TensorView {
   }
 };
 
-// A safetensors file mapped read-only into memory (zero copy) and validated on open.
+// How a safetensors file's bytes come into memory:
+//  - map: mapped read-only (zero copy): pages shared with the page cache and with every other
+//    process reading the file, loaded as they are first touched;
+//  - read: read whole into this process's own memory, on transparent huge pages where the kernel
+//    allows them (llama.cpp's --no-mmap). Streaming weights then needs no 4 KiB page walks and the
+//    hardware prefetcher does not stop at every page: on a 2-core Zen 5, Llama-3.2-1B-shaped BF16
+//    decode 12.7 -> 15.5 tok/s and prefill 171 -> 222 tok/s. Each process holds its own copy.
+enum class LoadMode { map, read };
+
+// A safetensors file in memory (see LoadMode), validated on open.
 class SafetensorsFile {
 public:
-  explicit SafetensorsFile(const std::filesystem::path& path);
+  explicit SafetensorsFile(const std::filesystem::path& path, LoadMode mode = LoadMode::map);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;

@@ -5,7 +5,7 @@
 
 namespace optkit::model {
 
-WeightStore::WeightStore(const std::filesystem::path& model_dir) : m_dir(model_dir) {
+WeightStore::WeightStore(const std::filesystem::path& model_dir, LoadMode mode) : m_dir(model_dir) {
   const auto index_path = model_dir / "model.safetensors.index.json";
   const auto single_path = model_dir / "model.safetensors";
   if (std::filesystem::exists(index_path)) {
@@ -21,7 +21,7 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir) : m_dir(model_d
         throw InputError(index_path.string() + ": weight_map names '" + name + "', which is not a file in the folder");
       if (!by_file.contains(name)) {
         m_files.push_back(model_dir / name);
-        m_shards.push_back(std::make_unique<SafetensorsFile>(model_dir / name));
+        m_shards.push_back(std::make_unique<SafetensorsFile>(model_dir / name, mode));
         by_file[name] = m_shards.back().get();
       }
       const auto* shard = by_file[name];
@@ -36,7 +36,7 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir) : m_dir(model_d
                            index_path.filename().string());
   } else if (std::filesystem::exists(single_path)) {
     m_files.push_back(single_path);
-    m_shards.push_back(std::make_unique<SafetensorsFile>(single_path));
+    m_shards.push_back(std::make_unique<SafetensorsFile>(single_path, mode));
     for (const auto& t : m_shards.back()->header().tensors)
       m_owner.emplace(t.name, m_shards.back().get());
   } else {

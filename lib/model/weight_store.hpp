@@ -15,7 +15,8 @@ namespace optkit::model {
 
 class WeightStore {
 public:
-  explicit WeightStore(const std::filesystem::path& model_dir);
+  // `mode`: the shards mapped (zero copy, the default) or read into memory (model/safetensors.hpp).
+  explicit WeightStore(const std::filesystem::path& model_dir, LoadMode mode = LoadMode::map);
 
   // View with info == nullptr when absent.
   TensorView find(const std::string& name) const;

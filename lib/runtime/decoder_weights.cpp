@@ -8,8 +8,9 @@
 namespace optkit::runtime {
 
 DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
-                               const std::optional<std::filesystem::path>& delta_dir)
-    : m_config(model::load_model_config(model_dir)), m_store(std::make_unique<model::WeightStore>(model_dir)) {
+                               const std::optional<std::filesystem::path>& delta_dir, ActivationPrecision activations,
+                               model::LoadMode weights)
+    : m_config(model::load_model_config(model_dir)), m_store(std::make_unique<model::WeightStore>(model_dir, weights)) {
   const auto& c = m_config;
   const auto quantization = load_quantization_config(model_dir);
   const auto* q = quantization ? &*quantization : nullptr;
@@ -20,7 +21,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
   }
   auto load_module = [&](const std::string& module, std::int64_t rows, std::int64_t cols,
                          const quant::QuantizationConfig* quantization_config) {
-    auto w = load_linear(*m_store, module, rows, cols, quantization_config);
+    auto w = load_linear(*m_store, module, rows, cols, quantization_config, activations);
     return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
   };
   auto load_norm = [&](const std::string& name, std::int64_t size) {

@@ -24,8 +24,12 @@ struct DecoderLayerWeights {
 class DecoderWeights {
 public:
   // `delta`: a compressed delta (optkit compress delta) whose base is `model_dir`, merged on load
-  // (W_base + Δ, the variant's norms taken from the delta).
-  DecoderWeights(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta);
+  // (W_base + Δ, the variant's norms taken from the delta). `activations`: how BF16 weights
+  // multiply their activations (runtime/activation_precision.hpp).
+  // `weights`: the safetensors mapped (zero copy) or read into memory (model/safetensors.hpp).
+  DecoderWeights(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta,
+                 ActivationPrecision activations = ActivationPrecision::fp32,
+                 model::LoadMode weights = model::LoadMode::map);
 
   const model::ModelConfig& config() const { return m_config; }
   const model::WeightStore& store() const { return *m_store; }

@@ -2,8 +2,9 @@
 // rows once through dot_rows (AVX-512 at batch 1 or AVX2+FMA on x86-64, portable loops elsewhere),
 // which keeps decode bound by memory bandwidth. Many rows (prefill): the panel GEMM where the CPU
 // has it (AMX tiles or AVX512_BF16 dot products for BF16 W, activations split into hi + lo BF16 so
-// results stay within ~1e-5 of fp32; AVX-512 FMA for F32 W); otherwise OpenBLAS sgemm, BF16/F16
-// blocks of W widened first.
+// results stay within ~1e-5 of fp32, or rounded to BF16 in the bf16 activation mode; AVX-512 FMA
+// for F32 W); otherwise OpenBLAS sgemm, BF16/F16 blocks of W widened first. In the bf16 activation
+// mode every path other than the panel GEMM (which rounds as it packs) multiplies a rounded copy.
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"
@@ -29,26 +30,44 @@ constexpr std::int64_t kBlasMinRows = 8;         // activation rows from which s
 constexpr std::int64_t kWidenedBlasMinRows = 32; // the same when W must be widened first
 constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widened to fp32: 64 x K floats, L2-sized)
 constexpr std::int64_t kDensePanelMinRows = 4;   // activation rows from which the AVX-512 panel GEMM pays off
-constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (whole 32-row panels)
+constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (a whole panel)
 constexpr std::int64_t kBroadcastChunk = 96;     // the same for f32_transposed (whole 12-row register tiles)
 
 // The AVX-512 product for W's storage type, if there is one: BF16 with split activations (results
-// within ~1e-5 of fp32, so prefill agrees with fp32 decode), F32 with FMA.
+// within ~1e-5 of fp32, so prefill agrees with fp32 decode) or rounded ones (the bf16 mode), F32
+// with FMA.
 template <typename T>
-constexpr std::optional<PanelProduct>
-panel_product() {
+std::optional<PanelProduct>
+panel_product(ActivationPrecision activations) {
   if constexpr (std::is_same_v<T, Bf16>)
-    return PanelProduct::bf16_split;
+    return activations == ActivationPrecision::bf16 ? PanelProduct::bf16_rounded : PanelProduct::bf16_split;
   else if constexpr (std::is_same_v<T, float>)
     return PanelProduct::f32;
   else
     return std::nullopt;
 }
 
+// x[0, n) rounded to BF16 (nearest, ties to even) and widened back, in a buffer of the calling
+// thread's that lives until its next call.
+const float*
+rounded_to_bf16(const float* x, std::int64_t n) {
+  thread_local std::vector<float> rounded;
+  rounded.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    rounded[static_cast<std::size_t>(i)] = model::bf16_to_float(model::float_to_bf16(x[i]));
+  return rounded.data();
+}
+
 template <typename T> class DenseWeight final : public LinearWeight {
 public:
-  DenseWeight(const T* data, std::int64_t rows, std::int64_t cols, std::string format)
-      : m_data(data), m_rows(rows), m_cols(cols), m_format(std::move(format)) {}
+  DenseWeight(const T* data, std::int64_t rows, std::int64_t cols, std::string format,
+              ActivationPrecision activations = ActivationPrecision::fp32)
+      : m_data(data)
+      , m_rows(rows)
+      , m_cols(cols)
+      , m_format(std::move(format))
+      , m_product(panel_product<T>(activations))
+      , m_rounds_activations(std::is_same_v<T, Bf16> && activations == ActivationPrecision::bf16) {}
 
   std::int64_t rows() const override { return m_rows; }
   std::int64_t cols() const override { return m_cols; }
@@ -62,15 +81,17 @@ public:
   }
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
-    if constexpr (panel_product<T>().has_value()) {
-      if (m >= kDensePanelMinRows && panel_gemm_supported(*panel_product<T>())) {
-        const auto packed = pack_activations(x, m, m_cols, *panel_product<T>());
+    if constexpr (!std::is_same_v<T, F16>) {
+      if (m >= kDensePanelMinRows && panel_gemm_supported(*m_product)) {
+        const auto packed = pack_activations(x, m, m_cols, *m_product);
         pool.parallel_for(
             m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(m_data, r0, r1, packed, y, m_rows); },
             packed.kernel == PanelKernel::f32_transposed ? kBroadcastChunk : kPanelChunk);
         return;
       }
     }
+    if (m_rounds_activations)
+      x = rounded_to_bf16(x, m * m_cols);
     if (m >= (std::is_same_v<T, float> ? kBlasMinRows : kWidenedBlasMinRows)) {
       multiply_blas(x, m, y, pool);
       return;
@@ -93,6 +114,8 @@ private:
   const T* m_data;
   std::int64_t m_rows, m_cols;
   std::string m_format;
+  std::optional<PanelProduct> m_product; // the panel GEMM's product for this W (none for F16)
+  bool m_rounds_activations;             // BF16 W in the bf16 activation mode
 };
 
 // A weight computed in memory (calibration reconstructions, merged deltas), kept in fp32.
@@ -171,7 +194,8 @@ make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t
 }
 
 std::unique_ptr<LinearWeight>
-make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols) {
+make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols,
+                  ActivationPrecision activations) {
   use_single_threaded_blas();
   if (static_cast<std::uint64_t>(rows * cols) * model::dtype_size(dtype) != bytes.size())
     throw InputError("dense weight of " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
@@ -181,7 +205,8 @@ make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t ro
   case DType::f32:
     return std::make_unique<DenseWeight<float>>(reinterpret_cast<const float*>(bytes.data()), rows, cols, "f32");
   case DType::bf16:
-    return std::make_unique<DenseWeight<Bf16>>(reinterpret_cast<const Bf16*>(bytes.data()), rows, cols, "bf16");
+    return std::make_unique<DenseWeight<Bf16>>(reinterpret_cast<const Bf16*>(bytes.data()), rows, cols, "bf16",
+                                               activations);
   case DType::f16:
     return std::make_unique<DenseWeight<F16>>(reinterpret_cast<const F16*>(bytes.data()), rows, cols, "f16");
   default:

@@ -9,8 +9,9 @@
 
 namespace optkit::runtime {
 
-LayerwiseModel::LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads)
-    : m_weights(model_dir, std::nullopt), m_pool(threads), m_pass(m_weights, m_pool) {}
+LayerwiseModel::LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads,
+                               ActivationPrecision activations)
+    : m_weights(model_dir, std::nullopt, activations), m_pool(threads), m_pass(m_weights, m_pool) {}
 
 std::vector<float>
 LayerwiseModel::embed(std::span<const TokenId> tokens) const {

@@ -19,8 +19,10 @@ namespace optkit::runtime {
 
 class LayerwiseModel {
 public:
-  // threads 0: one per available CPU (core/available_cpus.hpp).
-  LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads);
+  // threads 0: one per available CPU (core/available_cpus.hpp). `activations`: how BF16 weights
+  // multiply their activations (runtime/activation_precision.hpp).
+  LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads,
+                 ActivationPrecision activations = ActivationPrecision::fp32);
 
   const model::ModelConfig& config() const { return m_weights.config(); }
   const model::WeightStore& weights() const { return m_weights.store(); }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/dtype.hpp"
+#include "runtime/activation_precision.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +35,10 @@ public:
 };
 
 // W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it).
+// `activations`: how a BF16 W multiplies its activations (runtime/activation_precision.hpp).
 std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<const std::byte> bytes, std::int64_t rows,
-                                                std::int64_t cols);
+                                                std::int64_t cols,
+                                                ActivationPrecision activations = ActivationPrecision::fp32);
 
 // W computed in memory (calibration reconstructions, merged deltas), owned, fp32.
 std::unique_ptr<LinearWeight> make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t cols);

@@ -1,6 +1,6 @@
 // The AVX-512 matrix products of prefill: y[i·ldy + r] = Σ_c W[r, c]·x[i, c] for many activation
 // rows, blocked as BLAS kernels are (W packed into L1-resident panels per K block, register tiles
-// of 12 activation rows × 32 W rows accumulating into y), on W's own storage type:
+// of 6 activation rows × 64 W rows accumulating into y), on W's own storage type:
 //  - BF16 W with AVX512_BF16 dot products (VDPBF16PS: fp32 accumulation of bf16 pair products),
 //    never widened to fp32. The fp32 activations become BF16 pairs in one of two encodings:
 //      bf16_rounded — each x rounded to nearest-even BF16, two k per product (llama.cpp's
@@ -58,7 +58,7 @@ PackedActivations pack_activations(const float* x, std::int64_t m, std::int64_t 
                                    std::optional<PanelKernel> kernel = std::nullopt);
 
 // Rows r ∈ [r0, r1) of y's columns; W is row-major [rows, cols] with cols == x.cols, BF16 for the
-// bf16 products and fp32 for f32. r0 should be a multiple of 32 (a whole panel) for full speed.
+// bf16 products and fp32 for f32. r0 should be a multiple of 64 (a whole panel) for full speed.
 void panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                      std::int64_t ldy);
 void panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,

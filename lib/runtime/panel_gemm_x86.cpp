@@ -1,13 +1,13 @@
 // AVX-512 and AMX kernels of panel_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
 //
-// Outer-product blocking, as BLAS kernels do: a thread takes W 32 rows at a time and, per block of
-// 128 packed words along K, transposes that 32 x 128 slice into an L1-resident panel (word p of
-// the 32 rows side by side: two zmm). A register tile of up to 12 activation rows × 32 W rows
-// keeps 24 fp32 accumulators; each packed word step loads the panel's two vectors, broadcasts one
+// Outer-product blocking, as BLAS kernels do: a thread takes W 64 rows at a time and, per block of
+// 128 packed words along K, transposes that 64 x 128 slice into an L1-resident panel (word p of
+// the 64 rows side by side: four zmm). A register tile of up to 6 activation rows × 64 W rows
+// keeps 24 fp32 accumulators; each packed word step loads the panel's four vectors, broadcasts one
 // activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Accumulators start
 // from y after the first K block, so no horizontal sums are needed. The activations, packed once
 // per product and shared by all threads, stay in L2; W streams from memory once per product.
-// Where the CPU has AMX-BF16, the BF16 products multiply the same packed panels and activations
+// Where the CPU has AMX-BF16, the BF16 products multiply 32-row panels and the same activations
 // as 16 x 16 tiles instead (see amx_gemm_rows).
 #include "runtime/panel_gemm.hpp"
 #include "runtime/x86_features.hpp"
@@ -28,12 +28,18 @@ namespace {
 // F32 product runs wherever AVX-512F/BW/VL do (panel_gemm_supported(PanelProduct::f32)).
 #define OPTKIT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-constexpr std::int64_t kStep = 32;            // activations converted 32 at a time
-constexpr std::int64_t kPanelRows = 32;       // W rows per panel: two zmm of 16 lanes
-constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 16 KiB panel
+constexpr std::int64_t kStep = 32; // activations converted 32 at a time
+// The AVX-512 register tiles: kTileRows activation rows x kTileVectors vectors of 16 W rows, 24
+// accumulators. Each packed word step broadcasts one activation word per row; a broadcast costs
+// the dot-product pipes about two-thirds of a cycle on Zen 5, so few rows and wide panels win (1B
+// gate_proj-shaped, one core, L1-resident: 12 x 2 270-346 GFLOP/s, 6 x 4 327-356).
+constexpr std::int64_t kTileVectors = 4;
+constexpr std::size_t kTileRows = 6;
+constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 32 KiB panel of 64 W rows
+constexpr std::int64_t kAmxPanelRows = 32;    // AMX: W rows per panel, two B tiles of 16
 constexpr std::int64_t kAmxBlockWords = 1024; // the same for AMX tiles: 128 KiB panels, fewer C reloads
 constexpr std::int64_t kAmxGroupPanels = 4;   // panels multiplied per pass over the activations
-constexpr std::size_t kTileRows = 12;         // activation rows per register tile: 24 accumulators
+constexpr std::size_t kAmxTailRows = 12;      // AMX: register-tile rows for activation rows short of a tile
 constexpr std::int64_t kLaneRows = 32;        // f32_transposed: activation rows per pair of vectors
 constexpr std::int64_t kBroadcastRows = 12;   // f32_transposed: W rows per register tile (24 accumulators)
 constexpr std::int64_t kBroadcastBlock = 256; // f32_transposed: columns per K block
@@ -135,29 +141,31 @@ transpose16(__m512i r[16]) {
     r[i] = t[i];
 }
 
-// panel[p][n] := packed word p0 + p of W row n0 + n, for p < words, n < 32 (rows past `valid` are 0).
-template <typename T>
+// panel[p][n] := packed word p0 + p of W row n0 + n, for p < words, n < 16·NV (rows past `valid`
+// are 0): NV vectors of 16 W rows per packed word.
+template <std::int64_t NV, typename T>
 OPTKIT_AVX512BF16 void
 pack_panel(const T* w, std::int64_t cols, std::int64_t n0, std::int64_t valid, std::int64_t p0, std::int64_t words,
            std::int64_t block, PanelProduct product, std::uint32_t* panel) {
+  constexpr std::int64_t panel_rows = 16 * NV;
   __m512i r[16];
-  for (std::int64_t half = 0; half < 2; ++half)
+  for (std::int64_t vector = 0; vector < NV; ++vector)
     for (std::int64_t p = 0; p < words; p += 16) {
       for (std::int64_t i = 0; i < 16; ++i) {
-        const std::int64_t n = half * 16 + i;
+        const std::int64_t n = vector * 16 + i;
         if (n >= valid) {
           r[i] = _mm512_setzero_si512();
           continue;
         }
         const T* row = w + (n0 + n) * cols;
         r[i] = row_words(row, cols, p0 + p, product);
-        // The same row one K block on, which the next pack_panel reads: 32 rows are too many
+        // The same row one K block on, which the next pack_panel reads: 32 or more rows are too many
         // interleaved streams for the hardware prefetcher to keep W streaming at full bandwidth.
         _mm_prefetch(reinterpret_cast<const char*>(row + element_of_word(p0 + p + block, product)), _MM_HINT_T0);
       }
       transpose16(r);
       for (std::int64_t j = 0; j < 16 && p + j < words; ++j)
-        _mm512_storeu_si512(panel + (p + j) * kPanelRows + half * 16, r[j]);
+        _mm512_storeu_si512(panel + (p + j) * panel_rows + vector * 16, r[j]);
     }
 }
 
@@ -171,45 +179,54 @@ dot(__m512 acc, __m512i a, __m512i w) {
     return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(w));
 }
 
-// y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows.
-template <std::size_t MR, bool Fma>
+// y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows and a panel of
+// NV vectors of 16 W rows.
+template <std::size_t MR, std::int64_t NV, bool Fma>
 OPTKIT_AVX512BF16 void
 tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows, float* const* y_rows,
      std::int64_t valid, bool accumulate) {
-  const auto mask0 = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
-  const auto mask1 = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
-  __m512 acc[MR][2];
-#pragma GCC unroll 12
-  for (std::size_t i = 0; i < MR; ++i) {
-    acc[i][0] = accumulate ? _mm512_maskz_loadu_ps(mask0, y_rows[i]) : _mm512_setzero_ps();
-    acc[i][1] = accumulate ? _mm512_maskz_loadu_ps(mask1, y_rows[i] + 16) : _mm512_setzero_ps();
+  constexpr auto nv = static_cast<std::size_t>(NV);
+  __mmask16 mask[nv];
+  for (std::size_t j = 0; j < nv; ++j) {
+    const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
+    mask[j] = static_cast<__mmask16>((1u << lanes) - 1);
   }
+  __m512 acc[MR][nv];
+#pragma GCC unroll 12
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < nv; ++j)
+      acc[i][j] = accumulate ? _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j) : _mm512_setzero_ps();
   for (std::int64_t p = 0; p < words; ++p) {
-    const __m512i w0 = _mm512_loadu_si512(panel + p * kPanelRows);
-    const __m512i w1 = _mm512_loadu_si512(panel + p * kPanelRows + 16);
+    const std::uint32_t* panel_word = panel + p * NV * 16;
+    __m512i w[nv];
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < nv; ++j)
+      w[j] = _mm512_loadu_si512(panel_word + 16 * j);
 #pragma GCC unroll 12
     for (std::size_t i = 0; i < MR; ++i) {
       const __m512i a = _mm512_set1_epi32(static_cast<int>(x_rows[i][p]));
-      acc[i][0] = dot<Fma>(acc[i][0], a, w0);
-      acc[i][1] = dot<Fma>(acc[i][1], a, w1);
+#pragma GCC unroll 8
+      for (std::size_t j = 0; j < nv; ++j)
+        acc[i][j] = dot<Fma>(acc[i][j], a, w[j]);
     }
   }
 #pragma GCC unroll 12
-  for (std::size_t i = 0; i < MR; ++i) {
-    _mm512_mask_storeu_ps(y_rows[i], mask0, acc[i][0]);
-    _mm512_mask_storeu_ps(y_rows[i] + 16, mask1, acc[i][1]);
-  }
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < nv; ++j)
+      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j], acc[i][j]);
 }
 
-template <std::size_t MR, bool Fma>
+template <std::size_t MR, std::int64_t NV, bool Fma>
 void
 tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows,
               float* const* y_rows, std::int64_t valid, bool accumulate) {
   if constexpr (MR > 1) {
     if (mr < MR)
-      return tile_dispatch<MR - 1, Fma>(mr, panel, words, x_rows, y_rows, valid, accumulate);
+      return tile_dispatch<MR - 1, NV, Fma>(mr, panel, words, x_rows, y_rows, valid, accumulate);
   }
-  tile<MR, Fma>(panel, words, x_rows, y_rows, valid, accumulate);
+  tile<MR, NV, Fma>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
 // --- AMX (Sapphire Rapids and later): the same packed panels and activations, multiplied as tiles.
@@ -263,8 +280,8 @@ amx_block(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* x
     }
   }
   for (std::int64_t p = 0; p < words; p += 16) {
-    _tile_loadd(6, panel + p * kPanelRows, kPanelRows * 4);
-    _tile_loadd(7, panel + p * kPanelRows + 16, kPanelRows * 4);
+    _tile_loadd(6, panel + p * kAmxPanelRows, kAmxPanelRows * 4);
+    _tile_loadd(7, panel + p * kAmxPanelRows + 16, kAmxPanelRows * 4);
     _tile_loadd(4, x0 + p, x_stride);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
@@ -389,21 +406,22 @@ f32_transposed_rows(const float* w, std::int64_t r0, std::int64_t r1, const Pack
   }
 }
 
-// Activation rows [i_begin, m) of one packed panel's K block on AVX-512 register tiles.
-template <bool Fma>
+// Activation rows [i_begin, m) of one packed panel's K block (NV vectors of W rows) on AVX-512
+// register tiles of MR rows.
+template <std::size_t MR, std::int64_t NV, bool Fma>
 void
 register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t words, const PackedActivations& x,
                    std::int64_t i_begin, float* y, std::int64_t ldy, std::int64_t n0, std::int64_t valid) {
-  const std::uint32_t* x_rows[kTileRows];
-  float* y_rows[kTileRows];
-  for (std::int64_t i0 = i_begin; i0 < x.m; i0 += static_cast<std::int64_t>(kTileRows)) {
-    const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(kTileRows), x.m - i0));
+  const std::uint32_t* x_rows[MR];
+  float* y_rows[MR];
+  for (std::int64_t i0 = i_begin; i0 < x.m; i0 += static_cast<std::int64_t>(MR)) {
+    const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(MR), x.m - i0));
     for (std::size_t i = 0; i < mr; ++i) {
       const std::int64_t row = i0 + static_cast<std::int64_t>(i);
       x_rows[i] = x.words.data() + row * x.row_words + p0;
       y_rows[i] = y + row * ldy + n0;
     }
-    tile_dispatch<kTileRows, Fma>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
+    tile_dispatch<MR, NV, Fma>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
   }
 }
 
@@ -413,13 +431,14 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
   constexpr bool fma = std::is_same_v<T, float>;
   if (fma != (x.product == PanelProduct::f32))
     throw std::logic_error("panel_gemm_rows: F32 weights need f32 activations, BF16 weights a bf16 encoding");
-  thread_local std::vector<std::uint32_t> panel(static_cast<std::size_t>(kBlockWords * kPanelRows));
-  for (std::int64_t n0 = r0; n0 < r1; n0 += kPanelRows) {
-    const std::int64_t valid = std::min(kPanelRows, r1 - n0);
+  constexpr std::int64_t panel_rows = 16 * kTileVectors;
+  thread_local std::vector<std::uint32_t> panel(static_cast<std::size_t>(kBlockWords * panel_rows));
+  for (std::int64_t n0 = r0; n0 < r1; n0 += panel_rows) {
+    const std::int64_t valid = std::min(panel_rows, r1 - n0);
     for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kBlockWords) {
       const std::int64_t words = std::min(kBlockWords, x.row_words - p0);
-      pack_panel(w, x.cols, n0, valid, p0, words, kBlockWords, x.product, panel.data());
-      register_tile_rows<fma>(panel.data(), p0, words, x, 0, y, ldy, n0, valid);
+      pack_panel<kTileVectors>(w, x.cols, n0, valid, p0, words, kBlockWords, x.product, panel.data());
+      register_tile_rows<kTileRows, kTileVectors, fma>(panel.data(), p0, words, x, 0, y, ldy, n0, valid);
     }
   }
 }
@@ -432,31 +451,32 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
 void
 amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
   thread_local std::vector<std::uint32_t> panels(
-      static_cast<std::size_t>(kAmxGroupPanels * kAmxBlockWords * kPanelRows));
-  constexpr std::int64_t kPanelWords = kAmxBlockWords * kPanelRows;
+      static_cast<std::size_t>(kAmxGroupPanels * kAmxBlockWords * kAmxPanelRows));
+  constexpr std::int64_t kPanelWords = kAmxBlockWords * kAmxPanelRows;
   amx_begin();
-  for (std::int64_t g0 = r0; g0 < r1; g0 += kAmxGroupPanels * kPanelRows) {
-    const std::int64_t group_rows = std::min(kAmxGroupPanels * kPanelRows, r1 - g0);
-    const std::int64_t group_panels = (group_rows + kPanelRows - 1) / kPanelRows;
-    const auto valid = [&](std::int64_t j) { return std::min(kPanelRows, group_rows - j * kPanelRows); };
+  for (std::int64_t g0 = r0; g0 < r1; g0 += kAmxGroupPanels * kAmxPanelRows) {
+    const std::int64_t group_rows = std::min(kAmxGroupPanels * kAmxPanelRows, r1 - g0);
+    const std::int64_t group_panels = (group_rows + kAmxPanelRows - 1) / kAmxPanelRows;
+    const auto valid = [&](std::int64_t j) { return std::min(kAmxPanelRows, group_rows - j * kAmxPanelRows); };
     for (std::int64_t p0 = 0; p0 < x.row_words; p0 += kAmxBlockWords) {
       const std::int64_t words = std::min(kAmxBlockWords, x.row_words - p0);
       for (std::int64_t j = 0; j < group_panels; ++j)
-        pack_panel(w, x.cols, g0 + j * kPanelRows, valid(j), p0, words, kAmxBlockWords, x.product,
-                   panels.data() + j * kPanelWords);
+        pack_panel<2>(w, x.cols, g0 + j * kAmxPanelRows, valid(j), p0, words, kAmxBlockWords, x.product,
+                      panels.data() + j * kPanelWords);
       const std::uint32_t* x0 = x.words.data() + p0;
       std::int64_t tiled = 0; // activation rows done by AMX tiles
       for (; tiled + 32 <= x.m; tiled += 32)
-        for (std::int64_t j = 0; j < group_panels && valid(j) == kPanelRows; ++j)
+        for (std::int64_t j = 0; j < group_panels && valid(j) == kAmxPanelRows; ++j)
           amx_block<2>(panels.data() + j * kPanelWords, words, x0 + tiled * x.row_words, x.row_words,
-                       y + tiled * ldy + g0 + j * kPanelRows, ldy, p0 > 0);
+                       y + tiled * ldy + g0 + j * kAmxPanelRows, ldy, p0 > 0);
       for (; tiled + 16 <= x.m; tiled += 16)
-        for (std::int64_t j = 0; j < group_panels && valid(j) == kPanelRows; ++j)
+        for (std::int64_t j = 0; j < group_panels && valid(j) == kAmxPanelRows; ++j)
           amx_block<1>(panels.data() + j * kPanelWords, words, x0 + tiled * x.row_words, x.row_words,
-                       y + tiled * ldy + g0 + j * kPanelRows, ldy, p0 > 0);
+                       y + tiled * ldy + g0 + j * kAmxPanelRows, ldy, p0 > 0);
       for (std::int64_t j = 0; j < group_panels; ++j)
-        register_tile_rows<false>(panels.data() + j * kPanelWords, p0, words, x, valid(j) == kPanelRows ? tiled : 0, y,
-                                  ldy, g0 + j * kPanelRows, valid(j));
+        register_tile_rows<kAmxTailRows, 2, false>(panels.data() + j * kPanelWords, p0, words, x,
+                                                   valid(j) == kAmxPanelRows ? tiled : 0, y, ldy,
+                                                   g0 + j * kAmxPanelRows, valid(j));
     }
   }
   amx_end();

@@ -11,7 +11,7 @@ namespace optkit::runtime {
 
 CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOptions options)
     : m_dir(model_dir)
-    , m_weights(model_dir, options.delta)
+    , m_weights(model_dir, options.delta, options.activations, options.weight_loading)
     , m_pool(options.threads)
     , m_pass(m_weights, m_pool)
     , m_device_index(options.device)

@@ -26,6 +26,11 @@ struct RuntimeOptions {
   // delta's base: W_base + Δ merged on load, the variant's norms taken from the delta.
   std::optional<std::filesystem::path> delta;
   KvCacheOptions kv_cache; // byte budget (0: none) and block size
+  // How BF16 weights multiply their activations on the CPU (runtime/activation_precision.hpp).
+  ActivationPrecision activations = ActivationPrecision::fp32;
+  // The weights mapped from the safetensors files (zero copy, shared) or read into this process's
+  // memory on huge pages (--no-mmap; faster decode and prefill, model/safetensors.hpp).
+  model::LoadMode weight_loading = model::LoadMode::map;
   // Served deltas multiply their packed Δs with activations quantized to int8 per row where the
   // CPU has the integer kernel (runtime/delta_int8.hpp: decode steps several times faster, exact
   // within the activation quantization); false: fp32 activations, the merged model's product to

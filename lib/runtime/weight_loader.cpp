@@ -76,7 +76,7 @@ load_quantization_config(const std::filesystem::path& model_dir) {
 
 std::unique_ptr<LinearWeight>
 load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-            const quant::QuantizationConfig* quantization) {
+            const quant::QuantizationConfig* quantization, ActivationPrecision activations) {
   if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
       group && store.find(prefix + ".weight_scale").info)
     return load_quantized_linear(store, prefix, rows, cols, *group);
@@ -86,7 +86,7 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
   case model::DType::f32:
   case model::DType::bf16:
   case model::DType::f16:
-    return make_dense_weight(view.dtype(), view.bytes, rows, cols);
+    return make_dense_weight(view.dtype(), view.bytes, rows, cols, activations);
   default:
     throw InputError(fmt::format("tensor '{}' is {}, which the runtime cannot use as a dense weight (expected F32, "
                                  "BF16 or F16)",

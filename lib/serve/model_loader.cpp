@@ -48,6 +48,8 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   runtime::RuntimeOptions runtime_options;
   runtime_options.device = options.device;
   runtime_options.int8_delta_activations = options.int8_delta_activations;
+  runtime_options.activations = options.activations;
+  runtime_options.weight_loading = options.no_mmap ? model::LoadMode::read : model::LoadMode::map;
   runtime_options.threads = options.threads > 0 ? options.threads : available_cpus();
   loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.prefix_caching = options.prefix_caching;

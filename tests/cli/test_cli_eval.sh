@@ -31,6 +31,28 @@ sys.exit(0 if abs(p - oracle) < 0.01 and abs(p - 38.7754) < 0.01 else 1)" "$base
   fail "tiny-base perplexity on English held-out text at ctx 128 is $base_english, not llama-perplexity's 38.775"
 expect_eq "$(sql "SELECT count(*) FROM metrics WHERE name='perplexity'")" 1
 
+# --activations bf16 (activations rounded to BF16 before each BF16-weight product, as llama.cpp
+# does) against llama-perplexity on the BF16 GGUF conversion of the same weights: 38.7717 (llama.cpp
+# built from ngxson/llama.cpp in 2026-11; its F32 conversion prints 38.7745, the fp32 mode's
+# figure). Within 0.05 %, with the weights read into memory (--no-mmap) as llama-perplexity holds
+# them; the mode is archived with the run's options, and a value other than fp32/bf16 exits 2.
+ppl tiny-base english --activations bf16 --no-mmap
+python3 -c "
+import sys
+p = float(sys.argv[1])
+sys.exit(0 if abs(p - 38.7717) / 38.7717 < 5e-4 and p != float(sys.argv[2]) else 1)" "$PPL" "$base_english" ||
+  fail "tiny-base --activations bf16 perplexity is $PPL (fp32 mode $base_english), not llama-perplexity's 38.7717 on the BF16 GGUF within 0.05 %"
+run eval perplexity --model "$models/tiny-base" --data "$corpora/english.heldout.txt" --activations fp16
+expect_rc 2
+expect_err_has "--activations"
+# The config file's `activations` is the default when the flag is not given.
+printf 'activations: bf16\n' >"$SCRATCH/bf16.yaml"
+run --config "$SCRATCH/bf16.yaml" eval perplexity --model "$models/tiny-base" --data "$corpora/english.heldout.txt" \
+  --ctx 128 --format json
+expect_rc 0
+[[ "$(json_field "$OUT" "['perplexity']")" == "$PPL" ]] ||
+  fail "config activations: bf16 gave $(json_field "$OUT" "['perplexity']"), not the flag's $PPL"
+
 # A sanitizer build runs ~10x slower: there the domain comparisons score the first 8 windows, where
 # each variant measures at most 0.80x its base's perplexity, as over all windows (0.9x is required).
 domain_windows=()

@@ -3,7 +3,11 @@
 // bytes streamed per step / step time) as a fraction of the read bandwidth (optkit doctor's
 // measure) in the same run with the same threads. Prints figures; asserts nothing.
 //   perf_runtime [--preset llama-3.2-1b] [--dtype BF16|F32] [--threads N] [--prefill 128] [--decode-steps 8]
-//                [--dir /tmp/...] [--batches 1,16]
+//                [--dir /tmp/...] [--batches 1,16] [--runs 3] [--weights map|read]
+// --weights read: the weights read into memory on huge pages (optkit's --no-mmap), as llama-bench's
+// --load-mode none holds them; map (the default): the safetensors mapped, zero copy.
+// BF16 weights run in both activation modes (--activations fp32, the default, and bf16); every
+// figure is the median of --runs runs.
 // Side by side with llama.cpp, in the same run: with LLAMA_BENCH=<llama-bench binary> it also
 // converts the same random weights to GGUF (TO_GGUF=<to_gguf.py>, GGUF_PY=<llama.cpp>/gguf-py, run
 // with /usr/bin/python3; not part of optkit) and runs llama-bench on them with the same threads,
@@ -84,8 +88,8 @@ gemv_gbps(model::DType dtype, unsigned threads) {
 
 // One prefill-shaped product alone (128 activation rows, W 8192 x 2048 like Llama-3.2-1B's
 // gate_proj) on each path the runtime has: GFLOP/s of the AVX-512 panel kernels — BF16 with split
-// activations (what the runtime uses) and rounded ones (llama.cpp's numerics), F32 with FMA —
-// beside the OpenBLAS paths they replace (BF16 widened + sgemm, F32 sgemm).
+// activations (--activations fp32, the default) and rounded ones (--activations bf16, llama.cpp's
+// numerics), F32 with FMA — beside the OpenBLAS paths they replace (BF16 widened + sgemm, F32 sgemm).
 struct GemmFigures {
   double bf16_split = 0, bf16_rounded = 0, bf16_widened = 0, f32_panel = 0, f32_sgemm = 0;
 };
@@ -210,7 +214,7 @@ llama_bench(const std::filesystem::path& model_dir, model::DType dtype, unsigned
       return result;
     }
   }
-  const std::string command = fmt::format("'{}' -m '{}' -p {} -n {} -t {} -r 3 --load-mode none -o json 2>/dev/null",
+  const std::string command = fmt::format("'{}' -m '{}' -p {} -n {} -t {} -r 1 --load-mode none -o json 2>/dev/null",
                                           bench, gguf.string(), prefill, decode_steps, threads);
   const auto out = run_command(command, status);
   try {
@@ -238,6 +242,12 @@ prompt(std::size_t length, int seed) {
 struct Figures {
   double prefill_tps = 0, decode_tps = 0, decode_step_s = 0;
 };
+
+double
+median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
 
 Figures
 measure(runtime::CpuTransformer& model, int batch, std::size_t prefill_len, int decode_steps) {
@@ -282,6 +292,8 @@ main(int argc, char** argv) {
   int decode_steps = 8;
   std::optional<model::DType> only_dtype;
   std::vector<int> batches{1, 16};
+  int runs = 3;
+  auto weights = model::LoadMode::map;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--preset")
@@ -292,6 +304,10 @@ main(int argc, char** argv) {
       prefill = std::stoul(value);
     else if (flag == "--decode-steps")
       decode_steps = std::max(2, std::stoi(value));
+    else if (flag == "--weights")
+      weights = value == "read" ? model::LoadMode::read : model::LoadMode::map;
+    else if (flag == "--runs")
+      runs = std::max(1, std::stoi(value));
     else if (flag == "--dir")
       dir = value;
     else if (flag == "--dtype")
@@ -311,8 +327,13 @@ main(int argc, char** argv) {
   const double gemv_bf16 = gemv_gbps(model::DType::bf16, threads), gemv_f32 = gemv_gbps(model::DType::f32, threads);
   const auto gemm = gemm_gflops(threads);
   const auto w8a8 = w8a8_figures(threads);
+  // Each configuration the runtime has for a dtype: BF16 weights in both activation modes (fp32,
+  // the default, and bf16), F32 weights as they are. Every figure is the median of `runs` runs,
+  // the runs of optkit's modes and llama-bench interleaved so drift on a shared machine hits all
+  // of them alike.
   struct Row {
     model::DType dtype;
+    runtime::ActivationPrecision activations;
     int batch;
     Figures figures;
     double gbps;
@@ -327,19 +348,62 @@ main(int argc, char** argv) {
       fmt::print("writing random {} model to {} ...\n", model::dtype_name(dtype), path.string());
       model::write_random_model(path, model::preset_model_config(preset), dtype, 1);
     }
-    runtime::CpuTransformer model(path, {threads});
-    const double weight_gb = static_cast<double>(model.weight_bytes()) / 1e9;
-    measure(model, 1, 8, 2); // touches every weight page once, so no timing includes page faults
-    for (const int batch : batches) {
-      // batch 16 prefills shorter prompts to keep the run short; tokens/s is what is compared
-      const auto f = measure(model, batch, batch == 1 ? prefill : prefill / 4, decode_steps);
-      rows.push_back({dtype, batch, f, weight_gb / f.decode_step_s});
+    std::vector<runtime::ActivationPrecision> modes{runtime::ActivationPrecision::fp32};
+    if (dtype == model::DType::bf16)
+      modes.push_back(runtime::ActivationPrecision::bf16);
+    std::vector<std::unique_ptr<runtime::CpuTransformer>> models;
+    for (const auto mode : modes) {
+      models.push_back(std::make_unique<runtime::CpuTransformer>(
+          path, runtime::RuntimeOptions{.threads = threads, .activations = mode, .weight_loading = weights}));
+      measure(*models.back(), 1, 8, 2); // touches every weight page once, so no timing includes page faults
     }
-    llama.emplace_back(dtype, llama_bench(path, dtype, threads, prefill, 64));
+    const double weight_gb = static_cast<double>(models.front()->weight_bytes()) / 1e9;
+    std::vector<std::vector<Figures>> samples(modes.size() * batches.size());
+    std::vector<double> llama_prefill, llama_decode;
+    LlamaBench llama_run;
+    for (int run = 0; run < runs; ++run) {
+      for (std::size_t k = 0; k < modes.size(); ++k)
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+          // batch 16 prefills shorter prompts to keep the run short; tokens/s is what is compared
+          const int batch = batches[b];
+          samples[k * batches.size() + b].push_back(
+              measure(*models[k], batch, batch == 1 ? prefill : prefill / 4, decode_steps));
+        }
+      llama_run = llama_bench(path, dtype, threads, prefill, 64);
+      if (llama_run.prefill_tps > 0) {
+        llama_prefill.push_back(llama_run.prefill_tps);
+        llama_decode.push_back(llama_run.decode_tps);
+      }
+    }
+    for (std::size_t k = 0; k < modes.size(); ++k)
+      for (std::size_t b = 0; b < batches.size(); ++b) {
+        const auto& runs_of = samples[k * batches.size() + b];
+        std::vector<double> prefill_tps, decode_step_s;
+        for (const auto& f : runs_of) {
+          prefill_tps.push_back(f.prefill_tps);
+          decode_step_s.push_back(f.decode_step_s);
+        }
+        Figures f;
+        f.prefill_tps = median(prefill_tps);
+        f.decode_step_s = median(decode_step_s);
+        f.decode_tps = batches[b] / f.decode_step_s;
+        rows.push_back({dtype, modes[k], batches[b], f, weight_gb / f.decode_step_s});
+      }
+    if (!llama_prefill.empty()) {
+      llama_run.prefill_tps = median(llama_prefill);
+      llama_run.decode_tps = median(llama_decode);
+    }
+    llama.emplace_back(dtype, llama_run);
     copies.push_back(read_gbps(threads));
   }
   const double copy = *std::max_element(copies.begin(), copies.end());
-  fmt::print("model {}, {} threads, row-dot kernel {}\n", preset, threads, runtime::dot_rows_kernel());
+  const auto bf16_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::bf16_rounded);
+  fmt::print("model {}, {} threads, weights {}, medians of {} runs; row-dot kernel {}; BF16 prefill kernel {}\n",
+             preset, threads, weights == model::LoadMode::read ? "read into memory (--no-mmap)" : "mapped", runs,
+             runtime::dot_rows_kernel(),
+             !bf16_kernel                                ? "OpenBLAS (BF16 widened)"
+             : *bf16_kernel == runtime::PanelKernel::amx ? "amx_bf16 tiles"
+                                                         : "avx512_bf16 register tiles");
   fmt::print("STREAM-style read: {:.1f} GB/s best of {} measurements ({:.1f} .. {:.1f})\n", copy, copies.size(),
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
@@ -353,11 +417,12 @@ main(int argc, char** argv) {
                w8a8.gemm_int, w8a8.gemv_int, w8a8.gemm_float, w8a8.gemv_float);
   else
     fmt::print("W8A8: no AVX512_VNNI here, the float path serves it\n");
-  fmt::print("{:<6} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "batch", "prefill tok/s", "decode tok/s",
-             "decode GB/s", "of read BW");
+  fmt::print("{:<6} {:>11} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "activations", "batch", "prefill tok/s",
+             "decode tok/s", "decode GB/s", "of read BW");
   for (const auto& r : rows)
-    fmt::print("{:<6} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(r.dtype), r.batch,
-               r.figures.prefill_tps, r.figures.decode_tps, r.gbps, 100.0 * r.gbps / copy);
+    fmt::print("{:<6} {:>11} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(r.dtype),
+               runtime::activation_precision_name(r.activations), r.batch, r.figures.prefill_tps, r.figures.decode_tps,
+               r.gbps, 100.0 * r.gbps / copy);
   for (const auto& [dtype, l] : llama) {
     if (!l.error.empty()) {
       fmt::print("llama-bench {}: {}\n", model::dtype_name(dtype), l.error);
@@ -365,12 +430,16 @@ main(int argc, char** argv) {
     }
     if (l.prefill_tps <= 0)
       continue;
-    const auto mine =
-        std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.dtype == dtype && r.batch == 1; });
-    fmt::print("llama-bench {} (same weights, {} threads, -p {} -n 64, --load-mode none): prefill {:.1f} tok/s, "
-               "decode {:.2f} tok/s; optkit / llama.cpp: prefill {:.2f}x, decode {:.2f}x\n",
-               model::dtype_name(dtype), threads, prefill, l.prefill_tps, l.decode_tps,
-               mine->figures.prefill_tps / l.prefill_tps, mine->figures.decode_tps / l.decode_tps);
+    fmt::print("llama-bench {} (same weights, {} threads, -p {} -n 64, --load-mode none, median of {} runs): prefill "
+               "{:.1f} tok/s, decode {:.2f} tok/s\n",
+               model::dtype_name(dtype), threads, prefill, runs, l.prefill_tps, l.decode_tps);
+    for (const auto& r : rows)
+      if (r.dtype == dtype && r.batch == 1)
+        fmt::print(
+            "  optkit / llama.cpp, {} activations: prefill {:.2f}x, decode {:.2f}x (decode at {:.0f}% of the read "
+            "bandwidth)\n",
+            runtime::activation_precision_name(r.activations), r.figures.prefill_tps / l.prefill_tps,
+            r.figures.decode_tps / l.decode_tps, 100.0 * r.gbps / copy);
   }
   return 0;
 }

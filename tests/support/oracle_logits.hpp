@@ -17,9 +17,11 @@ struct OraclePrompt {
   std::vector<float> logits; // [ids.size(), vocab]
 };
 
+// `file_name`: oracle_logits_bf16_activations.safetensors holds the same prompts' logits with every
+// linear layer's input rounded to bf16 (the BF16-stored models only).
 inline std::vector<OraclePrompt>
-read_oracle(const std::filesystem::path& model_dir) {
-  model::SafetensorsFile file(model_dir / "oracle_logits.safetensors");
+read_oracle(const std::filesystem::path& model_dir, const char* file_name = "oracle_logits.safetensors") {
+  model::SafetensorsFile file(model_dir / file_name);
   std::vector<OraclePrompt> prompts;
   for (int i = 0;; ++i) {
     const auto ids = file.find(fmt::format("prompt.{}.ids", i));

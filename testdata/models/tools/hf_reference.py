@@ -111,9 +111,17 @@ def rotate(x, cos, sin):
     return x * cos + rotated * sin
 
 
-def forward(cfg, W, ids, dtype=torch.float32):
+def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
     """Logits in `dtype` (fp32 unless asked) for token ids [T] -> [T, vocab] or [B, T] -> [B, T, vocab]
-    (causal, positions from 0)."""
+    (causal, positions from 0). bf16_inputs: every linear layer's input is rounded to bfloat16 by
+    PyTorch's cast (nearest, ties to even) before the product, which stays in `dtype` (optkit's
+    --activations bf16 and llama.cpp's numerics for BF16 weights)."""
+
+    def linear(h, weight):
+        if bf16_inputs:
+            h = h.to(torch.bfloat16).to(dtype)
+        return h @ weight.T
+
     ids = torch.as_tensor(ids)
     single = ids.dim() == 1
     if single:
@@ -134,7 +142,7 @@ def forward(cfg, W, ids, dtype=torch.float32):
         h = rms_norm(x, W[p + "input_layernorm.weight"], cfg.eps)
 
         def proj(name, n):
-            y = h @ W[p + f"self_attn.{name}.weight"].T
+            y = linear(h, W[p + f"self_attn.{name}.weight"])
             if cfg.qkv_bias:
                 y = y + W[p + f"self_attn.{name}.bias"]
             return y.view(B, T, n, cfg.head_dim).transpose(1, 2)
@@ -148,13 +156,13 @@ def forward(cfg, W, ids, dtype=torch.float32):
         v = v.repeat_interleave(group, 1)
         att = (q @ k.transpose(-1, -2)) / math.sqrt(cfg.head_dim) + mask
         o = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, cfg.heads * cfg.head_dim)
-        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        x = x + linear(o, W[p + "self_attn.o_proj.weight"])
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], cfg.eps)
-        gate = torch.nn.functional.silu(h @ W[p + "mlp.gate_proj.weight"].T)
-        x = x + (gate * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        gate = torch.nn.functional.silu(linear(h, W[p + "mlp.gate_proj.weight"]))
+        x = x + linear(gate * linear(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
     x = rms_norm(x, W["model.norm.weight"], cfg.eps)
     head = W["model.embed_tokens.weight"] if cfg.tied else W["lm_head.weight"]
-    logits = x @ head.T
+    logits = linear(x, head)
     return logits[0] if single else logits
 
 

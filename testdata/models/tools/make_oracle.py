@@ -12,6 +12,9 @@
 3. For tiny-base, the perplexity of llama-perplexity's protocol on the English held-out text at
    ctx 128 and on its first 4 windows of 64 tokens (oracle_perplexity.json), from the reference
    encoder and forward pass in float64. `make_oracle.py --perplexity` writes only this file.
+4. For the models stored in BF16 (llama-tied, qwen3-qknorm, tiny-base), the logits of the same
+   prompts with every linear layer's input rounded to bfloat16 (optkit's --activations bf16):
+   oracle_logits_bf16_activations.safetensors. `make_oracle.py --bf16-activations` writes only these.
 """
 import json
 import math
@@ -57,6 +60,25 @@ def write_oracle(model_dir, generator):
             out[f"prompt.{i}.logits"] = ref.forward(cfg, W, ids).float().contiguous()
     ref.write_safetensors(os.path.join(model_dir, "oracle_logits.safetensors"), out)
     print(model_dir, {k: list(v.shape) for k, v in out.items() if k.endswith("logits")})
+
+
+def write_bf16_activation_oracle(model_dir):
+    """The prompts of oracle_logits.safetensors again, each linear layer's input rounded to bf16."""
+    cfg = ref.load_config(model_dir)
+    W = ref.read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    fp32 = ref.read_safetensors(os.path.join(model_dir, "oracle_logits.safetensors"))
+    out = {}
+    with torch.no_grad():
+        for name, ids in fp32.items():
+            if name.endswith(".ids"):
+                out[name] = ids
+                logits = ref.forward(cfg, W, ids.tolist(), bf16_inputs=True).float().contiguous()
+                out[name[: -len("ids")] + "logits"] = logits
+    ref.write_safetensors(os.path.join(model_dir, "oracle_logits_bf16_activations.safetensors"), out)
+    print(model_dir, {k: list(v.shape) for k, v in out.items() if k.endswith("logits")})
+
+
+BF16_MODELS = ("oracle/llama-tied", "oracle/qwen3-qknorm", "tiny-base")
 
 
 def llama_perplexity(cfg, W, ids, bos, ctx, windows):
@@ -109,6 +131,10 @@ def main():
         write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
                                 os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
         return
+    if sys.argv[1:] == ["--bf16-activations"]:
+        for name in BF16_MODELS:
+            write_bf16_activation_oracle(os.path.join(MODELS, name))
+        return
     generator = torch.Generator().manual_seed(1234)
     for name, (overrides, dtype) in VARIANTS.items():
         config = dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype])
@@ -124,6 +150,8 @@ def main():
     write_oracle(os.path.join(MODELS, "tiny-base"), generator)
     write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
                             os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
+    for name in BF16_MODELS:
+        write_bf16_activation_oracle(os.path.join(MODELS, name))
 
 
 if __name__ == "__main__":
