@@ -31,8 +31,9 @@ namespace {
 constexpr std::int64_t kStep = 32; // activations converted 32 at a time
 // The AVX-512 register tiles: kTileRows activation rows x kTileVectors vectors of 16 W rows, 24
 // accumulators. Each packed word step broadcasts one activation word per row; a broadcast costs
-// the dot-product pipes about two-thirds of a cycle on Zen 5, so few rows and wide panels win (1B
-// gate_proj-shaped, one core, L1-resident: 12 x 2 270-346 GFLOP/s, 6 x 4 327-356).
+// the dot-product pipes about two-thirds of a cycle on Zen 5, so few rows and wide panels win
+// (128 x 8192 x 2048 on 2 Zen 5 cores, against 12 rows x 32 W rows: split 227 -> 293-330 GFLOP/s,
+// rounded 415-507 -> 530-630; 4 x 96, 8 x 48 and 5 x 64 measured no better).
 constexpr std::int64_t kTileVectors = 4;
 constexpr std::size_t kTileRows = 6;
 constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 32 KiB panel of 64 W rows
