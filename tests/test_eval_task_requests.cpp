@@ -1,8 +1,10 @@
 // Requests against a live loopback server: retries with backoff on 429 and 5xx, a 4xx refusal
 // named at once, the response cache answering a second run without the server, and concurrency.
 #include "core/error.hpp"
+#include "eval/response_cache.hpp"
 #include "eval/task_requests.hpp"
 #include "http/server.hpp"
+#include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -125,4 +127,13 @@ TEST_CASE("responses without choices are failures, not empty answers") {
   CHECK_THROWS_AS(parse_generation(R"({"object": "error"})"), RuntimeFailure);
   CHECK(parse_generation(R"({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})").text == "hi");
   CHECK(parse_generation(R"({"choices": [{"message": {"role": "assistant", "content": null}}]})").text.empty());
+}
+
+TEST_CASE("a local model's cache identity changes with its files and with the bf16 activation mode") {
+  const auto dir = test::testdata_dir() / "models" / "tiny-base";
+  const auto fp32 = local_model_identity(dir, {});
+  CHECK(fp32.rfind("local:", 0) == 0);
+  CHECK(local_model_identity(dir, {}, "fp32") == fp32); // the default keeps caches made before the mode existed
+  CHECK(local_model_identity(dir, {}, "bf16") != fp32); // answers differ, so they must not be served from it
+  CHECK(local_model_identity(test::testdata_dir() / "models" / "tiny-code", {}) != fp32);
 }

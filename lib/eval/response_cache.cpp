@@ -88,7 +88,8 @@ ResponseCache::store(const std::string& model_identity, const std::string& reque
 }
 
 std::string
-local_model_identity(const std::filesystem::path& model, const std::filesystem::path& delta) {
+local_model_identity(const std::filesystem::path& model, const std::filesystem::path& delta,
+                     const std::string& activations) {
   Sha256 digest;
   for (const auto& folder : {model, delta}) {
     if (folder.empty())
@@ -105,7 +106,7 @@ local_model_identity(const std::filesystem::path& model, const std::filesystem::
       digest.update(f.filename().string() + ' ' + std::to_string(size) + ' ' + std::to_string(mtime) + '\n');
     }
   }
-  return "local:" + digest.finish_hex();
+  return "local:" + digest.finish_hex() + (activations.empty() || activations == "fp32" ? "" : "+" + activations);
 }
 
 } // namespace optkit::eval

@@ -44,7 +44,9 @@ private:
 };
 
 // What a cache key says about a local model: a digest of every file's name, size and mtime in the
-// folder (and the delta's), so an overwritten model misses rather than answering stale.
-std::string local_model_identity(const std::filesystem::path& model, const std::filesystem::path& delta);
+// folder (and the delta's), so an overwritten model misses rather than answering stale; and the
+// activation mode it is served in when not the default ("bf16" changes the answers).
+std::string local_model_identity(const std::filesystem::path& model, const std::filesystem::path& delta,
+                                 const std::string& activations = "fp32");
 
 } // namespace optkit::eval

@@ -118,7 +118,7 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
   t.label = delta.empty() ? model : model + " + " + delta;
   auto served = endpoint_target(t.engine->url(), delta_name, options.api_key);
   t.endpoint = served.endpoint;
-  t.endpoint.identity = local_model_identity(model, delta);
+  t.endpoint.identity = local_model_identity(model, delta, options.activations);
   t.model = model;
   t.delta = delta;
   return t;
