@@ -145,7 +145,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   options.threads = flags->threads;
                   options.max_windows = flags->max_windows;
                   options.activations = resolve_activations(flags->activations, ctx.settings);
-                  options.no_mmap = flags->no_mmap;
+                  options.weights = flags->no_mmap ? model::LoadMode::read : model::LoadMode::map;
                   if (!flags->kl_base.empty())
                     options.kl_base = flags->kl_base;
                   if (!flags->delta.empty())

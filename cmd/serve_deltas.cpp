@@ -143,7 +143,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.device = serve::parse_device(flags->device, "--device");
                   options.int8_delta_activations = flags->delta_activations == "int8";
                   options.activations = resolve_activations(flags->activations, ctx.settings);
-                  options.no_mmap = flags->no_mmap;
+                  options.weights = flags->no_mmap ? model::LoadMode::read : model::LoadMode::map;
                   options.prefix_caching = flags->prefix_caching;
                   options.mock = flags->mock;
                   options.mock_step = std::chrono::microseconds(static_cast<long>(flags->mock_step_ms * 1000));

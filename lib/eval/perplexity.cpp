@@ -96,11 +96,10 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
                                  "(llama-perplexity's default) or give a smaller one",
                                  options.stride, ctx));
   const auto started = std::chrono::steady_clock::now();
-  runtime::CpuTransformer model(options.model,
-                                {.threads = options.threads,
-                                 .delta = options.delta,
-                                 .activations = options.activations,
-                                 .weight_loading = options.no_mmap ? model::LoadMode::read : model::LoadMode::map});
+  runtime::CpuTransformer model(options.model, {.threads = options.threads,
+                                                .delta = options.delta,
+                                                .activations = options.activations,
+                                                .weight_loading = options.weights});
   const std::int64_t length = window_length(ctx, options.stride);
   if (length > model.config().max_position_embeddings)
     throw InputError(fmt::format("--ctx {}{} exceeds the model's max_position_embeddings {}", ctx,
@@ -108,11 +107,10 @@ measure_perplexity(const PerplexityOptions& options, const std::function<void(st
                                  model.config().max_position_embeddings));
   std::unique_ptr<runtime::CpuTransformer> base;
   if (options.kl_base) {
-    base = std::make_unique<runtime::CpuTransformer>(
-        *options.kl_base,
-        runtime::RuntimeOptions{.threads = options.threads,
-                                .activations = options.activations,
-                                .weight_loading = options.no_mmap ? model::LoadMode::read : model::LoadMode::map});
+    base = std::make_unique<runtime::CpuTransformer>(*options.kl_base,
+                                                     runtime::RuntimeOptions{.threads = options.threads,
+                                                                             .activations = options.activations,
+                                                                             .weight_loading = options.weights});
     if (base->config().vocab_size != model.config().vocab_size)
       throw InputError(
           fmt::format("--kl-base {} has a vocabulary of {} but --model has {}; KL needs the same tokenizer",

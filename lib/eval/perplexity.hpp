@@ -8,6 +8,7 @@
 // (Δp), as llama.cpp's --kl-divergence does.
 #pragma once
 
+#include "model/safetensors.hpp"
 #include "runtime/activation_precision.hpp"
 
 #include <cstdint>
@@ -30,7 +31,7 @@ struct PerplexityOptions {
   std::int64_t max_windows = 0; // 0: all
   // How BF16 weights multiply activations (--activations; runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
-  bool no_mmap = false; // --no-mmap: the weights read into memory (model/safetensors.hpp)
+  model::LoadMode weights = model::LoadMode::map; // --no-mmap: read (model/safetensors.hpp)
 };
 
 struct KlStats {

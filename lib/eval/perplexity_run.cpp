@@ -51,7 +51,7 @@ to_json(const PerplexityOptions& o) {
                       {"threads", o.threads},
                       {"max_windows", o.max_windows},
                       {"activations", runtime::activation_precision_name(o.activations)},
-                      {"no_mmap", o.no_mmap}};
+                      {"no_mmap", o.weights == model::LoadMode::read}};
   if (o.kl_base)
     j["kl_base"] = o.kl_base->string();
   if (o.delta)
@@ -69,7 +69,7 @@ perplexity_options_from_json(const nlohmann::json& j) {
   o.threads = j.at("threads").get<unsigned>();
   o.max_windows = j.at("max_windows").get<std::int64_t>();
   o.activations = runtime::parse_activation_precision(j.value("activations", "fp32"), "activations");
-  o.no_mmap = j.value("no_mmap", false);
+  o.weights = j.value("no_mmap", false) ? model::LoadMode::read : model::LoadMode::map;
   if (j.contains("kl_base"))
     o.kl_base = j["kl_base"].get<std::string>();
   if (j.contains("delta"))

@@ -66,8 +66,7 @@ public:
       , m_rows(rows)
       , m_cols(cols)
       , m_format(std::move(format))
-      , m_product(panel_product<T>(activations))
-      , m_rounds_activations(std::is_same_v<T, Bf16> && activations == ActivationPrecision::bf16) {}
+      , m_product(panel_product<T>(activations)) {}
 
   std::int64_t rows() const override { return m_rows; }
   std::int64_t cols() const override { return m_cols; }
@@ -90,7 +89,7 @@ public:
         return;
       }
     }
-    if (m_rounds_activations)
+    if (m_product == PanelProduct::bf16_rounded) // the bf16 activation mode, off the panel GEMM
       x = rounded_to_bf16(x, m * m_cols);
     if (m >= (std::is_same_v<T, float> ? kBlasMinRows : kWidenedBlasMinRows)) {
       multiply_blas(x, m, y, pool);
@@ -115,7 +114,6 @@ private:
   std::int64_t m_rows, m_cols;
   std::string m_format;
   std::optional<PanelProduct> m_product; // the panel GEMM's product for this W (none for F16)
-  bool m_rounds_activations;             // BF16 W in the bf16 activation mode
 };
 
 // A weight computed in memory (calibration reconstructions, merged deltas), kept in fp32.

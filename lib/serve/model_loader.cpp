@@ -49,7 +49,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   runtime_options.device = options.device;
   runtime_options.int8_delta_activations = options.int8_delta_activations;
   runtime_options.activations = options.activations;
-  runtime_options.weight_loading = options.no_mmap ? model::LoadMode::read : model::LoadMode::map;
+  runtime_options.weight_loading = options.weights;
   runtime_options.threads = options.threads > 0 ? options.threads : available_cpus();
   loaded.threads = runtime_options.threads;
   runtime_options.kv_cache.prefix_caching = options.prefix_caching;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "archive/run_archive.hpp"
+#include "model/safetensors.hpp"
 #include "runtime/activation_precision.hpp"
 #include "serve/adapter_loading.hpp"
 #include "serve/engine.hpp"
@@ -42,8 +43,8 @@ struct ServeOptions {
   bool int8_delta_activations = true; // --delta-activations int8 (runtime::RuntimeOptions)
   // How BF16 weights multiply activations (--activations; runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
-  bool no_mmap = false; // --no-mmap: the weights read into memory (model/safetensors.hpp)
-  int device = -1;      // a CUDA device for the whole step (--device cuda[:N]); −1: the CPU
+  model::LoadMode weights = model::LoadMode::map; // --no-mmap: read (model/safetensors.hpp)
+  int device = -1;                                // a CUDA device for the whole step (--device cuda[:N]); −1: the CPU
   std::size_t max_body_bytes = std::size_t{32} << 20;
   // Bodies this large are parsed and tokenized on the server's low-priority bulk lane, one at a
   // time, never on the I/O thread that answers every other request (http::ServerOptions).
