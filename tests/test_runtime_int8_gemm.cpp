@@ -73,7 +73,7 @@ TEST_CASE("W8A8 products equal the fake-quantized float64 product for every tail
                 want += p;
                 scale += std::fabs(p);
               }
-              const double got = y[static_cast<std::size_t>(i * rows + r)];
+              const double got = static_cast<double>(y[static_cast<std::size_t>(i * rows + r)]);
               worst = std::max(worst, std::fabs(got - want) / std::max(scale, 1e-30));
             }
           CHECK(worst < 1e-6);

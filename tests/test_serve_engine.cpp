@@ -559,7 +559,7 @@ TEST_CASE("echo's prompt logprobs and each token's logprobs are PyTorch's log-so
       // The oracle's log-softmax of row `row` at `token`, in double.
       const auto oracle = [&](std::size_t row, TokenId token) {
         const float* l = p.logits.data() + row * vocab;
-        const double top = *std::max_element(l, l + vocab);
+        const double top = static_cast<double>(*std::max_element(l, l + vocab));
         double sum = 0;
         for (std::size_t v = 0; v < vocab; ++v)
           sum += std::exp(static_cast<double>(l[v]) - top);

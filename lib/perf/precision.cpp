@@ -7,18 +7,18 @@
 namespace optkit::perf {
 
 namespace {
-constexpr std::array<std::string_view, 5> names = {"bf16", "fp16", "fp8", "int8", "int4"};
+constexpr std::array<std::string_view, 5> precision_names = {"bf16", "fp16", "fp8", "int8", "int4"};
 }
 
 std::string_view
 precision_name(Precision precision) {
-  return names[static_cast<std::size_t>(precision)];
+  return precision_names[static_cast<std::size_t>(precision)];
 }
 
 Precision
 parse_precision(std::string_view text, std::string_view flag) {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (text == names[i])
+  for (std::size_t i = 0; i < precision_names.size(); ++i)
+    if (text == precision_names[i])
       return static_cast<Precision>(i);
   throw InputError(std::string(flag) + " " + std::string(text) +
                    ": unknown number format; use bf16, fp16, fp8, int8 or int4");

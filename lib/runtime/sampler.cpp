@@ -90,7 +90,7 @@ Sampler::next(std::span<const float> logits) {
     // over a million-token vocabulary); skipping exp() there avoids libm's slow underflow path.
     // The float pre-test, a hair below that cut, spares the division for almost every token and
     // leaves the exact test, so the draw is the same as over the whole vocabulary.
-    const double temperature = m_params.temperature;
+    const double temperature = static_cast<double>(m_params.temperature);
     const float surely_below = static_cast<float>(-80.0 * 1.0001 * temperature);
     thread_local std::vector<std::pair<TokenId, double>> drawable;
     drawable.clear();
