@@ -426,26 +426,36 @@ private:
   }
 
   // After refusing a request whose body is still arriving: stop sending, read and discard what
-  // comes (up to a bound) so the client can finish its write and read the refusal, then close.
-  // Closing at once would reset the connection, and most clients would report a broken pipe
-  // instead of the 413 (the lingering close of nginx and Apache).
+  // comes (up to a bound, each read within 5 s) so the client can finish its write and read the
+  // refusal, then close. Closing at once would reset the connection, and most clients would report
+  // a broken pipe instead of the 413 (the lingering close of nginx and Apache).
   void linger() {
     beast::error_code ignored;
     m_stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
     m_drain.resize(64 * 1024);
     drain(std::size_t{256} << 20);
   }
+  // Receives with MSG_TRUNC: TCP then drops the bytes in the kernel instead of copying them out
+  // (tcp(7)), so a client streaming refused bodies costs the I/O thread far less; a local (Unix)
+  // stream ignores the flag and copies into the buffer. A direct socket read has no basic_stream
+  // timeout, hence the timer.
   void drain(std::size_t budget) {
-    m_stream.expires_after(std::chrono::seconds(5));
-    m_stream.async_read_some(net::buffer(m_drain),
-                             [self = shared_from_this(), budget](beast::error_code ec, std::size_t n) {
-                               if (ec || n >= budget)
-                                 return self->close();
-                               self->drain(budget - n);
-                             });
+    m_drain_deadline.expires_after(std::chrono::seconds(5));
+    m_drain_deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec)
+        self->close();
+    });
+    m_stream.socket().async_receive(net::buffer(m_drain), MSG_TRUNC,
+                                    [self = shared_from_this(), budget](beast::error_code ec, std::size_t n) {
+                                      self->m_drain_deadline.cancel();
+                                      if (ec || n >= budget)
+                                        return self->close();
+                                      self->drain(budget - n);
+                                    });
   }
 
   beast::basic_stream<StreamProtocol> m_stream;
+  net::steady_timer m_drain_deadline{m_stream.get_executor()};
   std::shared_ptr<Server::State> m_server;
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
