@@ -152,7 +152,7 @@ TEST_CASE("dynamic per-token activation quantization: int8 absmax/127 per row, F
   CHECK(x[1] == 1.0f);
   CHECK(x[2] == -64.0f); // -63.5 → -64 (ties to even)
   CHECK(x[3] == 1.0f);   // row 2 has its own scale 1/127
-  CHECK(x[4] == doctest::Approx(1.0 / 127 * 1));
+  CHECK(x[4] == doctest::Approx(static_cast<double>(1.0f / 127 * 1)));
   QuantArgs fp8{8, NumberType::floating, true, Strategy::token, 0, true};
   std::vector<float> y = {448, 3.3f};
   quant::fake_quantize_activations(y.data(), 1, 2, fp8);

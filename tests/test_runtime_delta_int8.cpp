@@ -151,6 +151,6 @@ TEST_CASE(
     std::vector<float> y(static_cast<std::size_t>(m * 40), 1.0f);
     delta->multiply_add(x.data(), m, y.data(), 40, pool);
     for (std::size_t i = 0; i < y.size(); ++i)
-      CHECK(y[i] == doctest::Approx(1.0 + static_cast<double>(expected[i])).epsilon(1e-5));
+      CHECK(y[i] == doctest::Approx(static_cast<double>(1.0f + expected[i])).epsilon(1e-5));
   }
 }
