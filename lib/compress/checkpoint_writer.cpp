@@ -3,10 +3,10 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
-#include "model/safetensors_writer.hpp"
-#include "model/weight_store.hpp"
+#include "model/model_config.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/packing.hpp"
+#include "runtime/layerwise_model.hpp"
 
 #include <cstring>
 #include <fmt/format.h>
@@ -17,8 +17,6 @@
 namespace optkit::compress {
 
 namespace {
-
-constexpr std::uint64_t kMaxShardBytes = 5'000'000'000ULL; // transformers' save_pretrained default
 
 void
 add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, const std::string& format,
@@ -83,6 +81,53 @@ quantization_config(const Recipe& recipe) {
   return q;
 }
 
+// The tensors add_compressed_linear writes for a [rows, cols] linear quantized by `args`.
+std::vector<model::TensorSpec>
+compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std::int64_t rows, std::int64_t cols,
+                        const std::string& format, model::DType scale_dtype) {
+  std::vector<model::TensorSpec> out;
+  if (format == "float-quantized") {
+    out.push_back({p + ".weight", model::DType::f8_e4m3, {rows, cols}});
+  } else if (format == "pack-quantized") {
+    out.push_back({p + ".weight_packed", model::DType::i32, {rows, quant::packed_words(cols, args.bits)}});
+    out.push_back({p + ".weight_shape", model::DType::i64, {2}});
+  } else {
+    out.push_back({p + ".weight", model::DType::i8, {rows, cols}});
+  }
+  const std::int64_t group = args.strategy == quant::Strategy::group ? std::min(args.group_size, cols) : cols;
+  out.push_back({p + ".weight_scale", scale_dtype,
+                 args.strategy == quant::Strategy::tensor ? std::vector<std::int64_t>{1}
+                                                          : std::vector<std::int64_t>{rows, (cols + group - 1) / group}});
+  return out;
+}
+
+// The output's tensors: the compressed linears layer by layer, then every other source tensor by
+// name (norms keep their place and shape when SmoothQuant changes their values).
+std::vector<model::TensorSpec>
+planned_tensors(const model::WeightStore& store, const Recipe& recipe, const std::string& format,
+                std::int64_t num_layers) {
+  std::vector<model::TensorSpec> out;
+  std::set<std::string> replaced;
+  for (std::int64_t layer = 0; layer < num_layers; ++layer)
+    for (const auto& linear : runtime::kDecoderLinears) {
+      const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
+      const auto args = compressed_weight_args(recipe, layer, module);
+      if (!args)
+        continue;
+      const auto source = store.require(module + ".weight");
+      const auto specs =
+          compressed_linear_specs(module, *args, source.shape().at(0), source.shape().at(1), format, store.float_dtype());
+      out.insert(out.end(), specs.begin(), specs.end());
+      replaced.insert(module + ".weight");
+    }
+  for (const auto& name : store.names())
+    if (!replaced.contains(name)) {
+      const auto view = store.require(name);
+      out.push_back({name, view.dtype(), view.shape()});
+    }
+  return out;
+}
+
 } // namespace
 
 void
@@ -102,37 +147,53 @@ safetensors_bytes(const std::filesystem::path& directory) {
   return total;
 }
 
-std::uint64_t
-write_compressed_checkpoint(const std::filesystem::path& directory, const std::filesystem::path& source,
-                            const Recipe& recipe, const LayerwiseResult& result, const nlohmann::json& report) {
-  model::WeightStore store(source);
-  auto config = read_json_file(source / "config.json");
-  const auto q = quantization_config(recipe);
-  config["quantization_config"] = quant::to_json(q);
+CompressedCheckpointWriter::CompressedCheckpointWriter(const std::filesystem::path& directory,
+                                                       const std::filesystem::path& source, const Recipe& recipe,
+                                                       std::uint64_t max_shard_bytes)
+    : m_directory(directory), m_source(source), m_recipe(recipe), m_store(source),
+      m_format(quantization_config(recipe).format) {
+  const auto num_layers = model::load_model_config(source).num_layers;
+  m_shards = std::make_unique<model::ShardedSafetensorsWriter>(
+      directory, planned_tensors(m_store, recipe, m_format, num_layers), max_shard_bytes);
+  for (const auto& spec : m_shards->tensors())
+    if (!spec.name.starts_with("model.layers.") && m_store.find(spec.name).info)
+      copy_from_source(spec.name);
+}
 
-  const auto scale_dtype = store.float_dtype();
-  model::TensorSet out;
-  std::set<std::string> replaced;
-  for (const auto& linear : result.linears) {
-    add_compressed_linear(out, linear, q.format, scale_dtype);
-    replaced.insert(linear.module + ".weight");
+void
+CompressedCheckpointWriter::copy_from_source(const std::string& name) {
+  m_shards->write(name, m_store.require(name).bytes);
+  m_store.release(name);
+}
+
+void
+CompressedCheckpointWriter::add_layer(std::int64_t layer, const std::vector<CompressedLinear>& linears,
+                                      const std::map<std::string, std::vector<float>>& smoothed_norms) {
+  const auto scale_dtype = m_store.float_dtype();
+  for (const auto& linear : linears) {
+    model::TensorSet encoded;
+    add_compressed_linear(encoded, linear, m_format, scale_dtype);
+    for (const auto& t : encoded.tensors())
+      m_shards->write(t.name, t.bytes);
   }
-  for (const auto& name : store.names()) {
-    if (replaced.count(name))
-      continue;
-    const auto view = store.require(name);
-    if (const auto it = result.smoothed_norms.find(name); it != result.smoothed_norms.end()) {
-      out.add_bytes(name, view.dtype(), view.shape(), model::encode_floats(it->second, view.dtype()));
-      continue;
-    }
-    out.add_view(name, view.dtype(), view.shape(), view.bytes);
-  }
-  model::write_safetensors_sharded(directory, out.tensors(), kMaxShardBytes);
-  write_file_atomic(directory / "config.json", config.dump(2) + "\n");
-  copy_tokenizer_files(source, directory);
-  std::filesystem::copy_file(recipe.source, directory / "recipe.yaml");
-  write_file_atomic(directory / "compression_report.json", report.dump(2) + "\n");
-  return safetensors_bytes(directory);
+  for (const auto& [name, values] : smoothed_norms)
+    m_shards->write(name, model::encode_floats(values, m_store.require(name).dtype()));
+  const auto prefix = fmt::format("model.layers.{}.", layer);
+  for (const auto& spec : m_shards->tensors())
+    if (spec.name.starts_with(prefix) && !m_shards->written(spec.name) && m_store.find(spec.name).info)
+      copy_from_source(spec.name);
+}
+
+std::uint64_t
+CompressedCheckpointWriter::finish(const nlohmann::json& report) {
+  m_shards->finish();
+  auto config = read_json_file(m_source / "config.json");
+  config["quantization_config"] = quant::to_json(quantization_config(m_recipe));
+  write_file_atomic(m_directory / "config.json", config.dump(2) + "\n");
+  copy_tokenizer_files(m_source, m_directory);
+  std::filesystem::copy_file(m_recipe.source, m_directory / "recipe.yaml");
+  write_file_atomic(m_directory / "compression_report.json", report.dump(2) + "\n");
+  return safetensors_bytes(m_directory);
 }
 
 } // namespace optkit::compress

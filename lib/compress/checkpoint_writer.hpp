@@ -6,20 +6,51 @@
 //   float-quantized  <P>.weight F8_E4M3 [out, in] + <P>.weight_scale [out, 1]
 // (scales in the model's dtype), every other tensor as it was (norms with SmoothQuant folded in),
 // the tokenizer files, recipe.yaml and compression_report.json.
+//
+// The writer streams: the output's tensors are known from the recipe and the source's shapes
+// before anything is compressed, so the shards' layout is fixed up front (shards of at most
+// `max_shard_bytes`, model.safetensors.index.json when there are several). The untouched tensors
+// are copied byte for byte at once, each layer's compressed tensors and folded norms as the layer
+// is done; the process holds neither the source nor the output.
 #pragma once
 
 #include "compress/layerwise.hpp"
 #include "compress/recipe.hpp"
+#include "model/safetensors_writer.hpp"
+#include "model/weight_store.hpp"
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 namespace optkit::compress {
 
-// Writes into `directory` (which must exist and be empty). Returns the bytes of safetensors written.
-std::uint64_t write_compressed_checkpoint(const std::filesystem::path& directory, const std::filesystem::path& source,
-                                          const Recipe& recipe, const LayerwiseResult& result,
-                                          const nlohmann::json& report);
+// transformers' save_pretrained default.
+inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000ULL;
+
+class CompressedCheckpointWriter {
+public:
+  // Plans the output in `directory` (which must exist and be empty) and copies the tensors outside
+  // the decoder layers (embeddings, final norm, LM head).
+  CompressedCheckpointWriter(const std::filesystem::path& directory, const std::filesystem::path& source,
+                             const Recipe& recipe, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+  // One decoder layer's compressed linears and SmoothQuant-folded norms (LayerwiseOptions::on_layer);
+  // the layer's other tensors are copied from the source with them.
+  void add_layer(std::int64_t layer, const std::vector<CompressedLinear>& linears,
+                 const std::map<std::string, std::vector<float>>& smoothed_norms);
+  // Completes the folder: config.json with the quantization config, the tokenizer files,
+  // recipe.yaml and compression_report.json. Returns the bytes of safetensors written.
+  std::uint64_t finish(const nlohmann::json& report);
+
+private:
+  void copy_from_source(const std::string& name);
+
+  std::filesystem::path m_directory, m_source;
+  const Recipe& m_recipe;
+  model::WeightStore m_store;
+  std::string m_format;
+  std::unique_ptr<model::ShardedSafetensorsWriter> m_shards;
+};
 
 // The tokenizer and generation files a model folder carries beside its weights.
 void copy_tokenizer_files(const std::filesystem::path& from, const std::filesystem::path& to);

@@ -254,6 +254,15 @@ compress_worker(const proc::WorkerSpec& spec) {
     if (done % 7 == 0 || done == total)
       log::info("compress: {}/{} linear layers", done, total);
   };
+  std::filesystem::create_directories(output);
+  std::optional<CompressedCheckpointWriter> writer; // a whole model streams out layer by layer
+  if (!base) {
+    writer.emplace(output, model_dir, recipe, p.value("max_shard_bytes", kDefaultMaxShardBytes));
+    lw.on_layer = [&](std::int64_t layer, std::vector<CompressedLinear>& linears,
+                      const std::map<std::string, std::vector<float>>& norms) {
+      writer->add_layer(layer, linears, norms);
+    };
+  }
   const auto layers = compress_layers(recipe, lw);
   nlohmann::json layer_rows = nlohmann::json::array();
   for (const auto& r : layers.reports)
@@ -269,7 +278,6 @@ compress_worker(const proc::WorkerSpec& spec) {
                            {"layers", layer_rows}};
   if (p.contains("plan"))
     report["plan"] = p.at("plan");
-  std::filesystem::create_directories(output);
   nlohmann::json metrics;
   if (base) {
     const auto written = write_delta_artifact(output, model_dir, *base, recipe, layers, report);
@@ -277,7 +285,7 @@ compress_worker(const proc::WorkerSpec& spec) {
   } else {
     const std::uint64_t source_fp16 = model::WeightStore(model_dir).element_count() * 2;
     report["elapsed_s"] = SystemClock::instance().monotonic_seconds() - started;
-    const auto bytes = write_compressed_checkpoint(output, model_dir, recipe, layers, report);
+    const auto bytes = writer->finish(report);
     metrics = {{"output_bytes", bytes},
                {"compression_ratio",
                 static_cast<double>(source_fp16) / static_cast<double>(std::max<std::uint64_t>(1, bytes))}};

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -116,6 +117,14 @@ recipe_targets(const Recipe& recipe, const std::string& module) {
   return true;
 }
 
+std::optional<quant::QuantArgs>
+compressed_weight_args(const Recipe& recipe, std::int64_t layer, const std::string& module) {
+  const auto args = recipe.layer_weights(layer);
+  if (!args || !recipe_targets(recipe, module))
+    return std::nullopt;
+  return args;
+}
+
 LayerwiseResult
 compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const int threads = hardware_threads(options.threads);
@@ -147,7 +156,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", recipe.layer_bits.size(),
                                  options.model.string(), config.num_layers));
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
-    const auto args = recipe.layer_weights(layer);
+    std::vector<CompressedLinear> layer_linears;
+    std::map<std::string, std::vector<float>> layer_norms;
     HessianTap tap(threads);
     if (calibrated) {
       std::vector<float> scratch = x;
@@ -172,7 +182,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         auto& norm = model.norm_weight(layer, input);
         for (std::size_t j = 0; j < norm.size(); ++j)
           norm[j] /= s[j];
-        result.smoothed_norms[fmt::format("model.layers.{}.{}.weight", layer,
+        layer_norms[fmt::format("model.layers.{}.{}.weight", layer,
                                           input == LinearInput::attention_in ? "input_layernorm"
                                                                              : "post_attention_layernorm")] = norm;
         for (std::size_t i = 0; i < names.size(); ++i) {
@@ -188,7 +198,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
       if (options.progress)
         options.progress(done++, total);
-      if (!args || !recipe_targets(recipe, module))
+      const auto args = compressed_weight_args(recipe, layer, module);
+      if (!args)
         continue;
       const auto& current = model.linear(layer, linear.name);
       const auto rows = current.rows(), cols = current.cols();
@@ -220,10 +231,19 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         for (std::size_t i = 0; i < reconstruction.size(); ++i)
           reconstruction[i] += base_w[i];
       model.replace_linear(layer, linear.name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
-      result.linears.push_back(std::move(compressed));
+      layer_linears.push_back(std::move(compressed));
     }
     if (calibrated)
       model.run_layer_chunked(layer, lengths, x, nullptr);
+    model.release_layer(layer);
+    if (base)
+      base->release_layer(layer);
+    if (options.on_layer) {
+      options.on_layer(layer, layer_linears, layer_norms);
+    } else {
+      std::move(layer_linears.begin(), layer_linears.end(), std::back_inserter(result.linears));
+      result.smoothed_norms.merge(layer_norms);
+    }
   }
   if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
     quant::Hessian hessian(config.hidden_size);

@@ -7,7 +7,8 @@
 // produces the next layer's inputs from the compressed layer. In delta mode the LM head's Δ is
 // then compressed densely by GPTQ on the final-normed outputs of the compressed layers (its
 // input), as the delta format stores the head densely. Memory: the hidden states of the
-// calibration set, one layer's Hessians, and the activations of one chunk of sequences.
+// calibration set, one layer's Hessians, and the activations of one chunk of sequences; each layer's
+// weights leave memory once it is done, so with an on_layer writer one layer's weights at a time.
 #pragma once
 
 #include "compress/calibration.hpp"
@@ -53,7 +54,18 @@ struct LayerwiseOptions {
   // How BF16 weights multiply activations in the calibration pass (runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
   std::function<void(std::int64_t done, std::int64_t total)> progress;
+  // Given each decoder layer's compressed linears and SmoothQuant-folded norms (tensor name → new
+  // weight) as soon as the layer is done, so a writer streams them out; the result then keeps only
+  // the LM head's. Unset: the result keeps them all.
+  std::function<void(std::int64_t layer, std::vector<CompressedLinear>& linears,
+                     const std::map<std::string, std::vector<float>>& smoothed_norms)>
+      on_layer;
 };
+
+// The weights' quantization of a decoder layer's linear `module` (HF path), or none when the
+// recipe leaves it as it is (not targeted, ignored, or kept at 16 bits by a plan).
+std::optional<quant::QuantArgs> compressed_weight_args(const Recipe& recipe, std::int64_t layer,
+                                                       const std::string& module);
 
 // Whether the recipe compresses `module` (targets Linear or a match, and not ignored).
 bool recipe_targets(const Recipe& recipe, const std::string& module);

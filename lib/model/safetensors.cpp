@@ -210,6 +210,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, LoadMode mod
     // kernels), pages read under it come in 2 MiB folios mapped whole, still shared.
     ::madvise(mapped, m_size, MADV_HUGEPAGE);
     m_data = static_cast<const std::byte*>(mapped);
+    m_mapped = true;
   }
   ::close(fd);
   try {
@@ -235,6 +236,17 @@ SafetensorsFile::find(const std::string& name) const {
     return {};
   const auto& info = m_header.tensors[it->second];
   return {&info, {m_data + m_header.data_offset + info.begin, static_cast<std::size_t>(info.end - info.begin)}};
+}
+
+void
+SafetensorsFile::release(const TensorView& view) const {
+  if (!m_mapped || view.bytes.empty())
+    return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(view.bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(view.bytes.data()) + view.bytes.size()) / page * page;
+  if (end > begin) // advice only: a failure leaves the pages resident, nothing else
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 } // namespace optkit::model

@@ -82,9 +82,14 @@ public:
   const SafetensorsHeader& header() const { return m_header; }
   // nullptr-info view when absent.
   TensorView find(const std::string& name) const;
+  // Mapped: the view's whole pages leave this process's resident set (they stay in the page cache
+  // and come back if touched again), so a model streamed layer by layer holds one layer at a time.
+  // Read into memory: nothing (the bytes are the process's own).
+  void release(const TensorView& view) const;
 
 private:
   std::filesystem::path m_path;
+  bool m_mapped = false;
   const std::byte* m_data = nullptr;
   std::size_t m_size = 0;
   SafetensorsHeader m_header;

@@ -67,6 +67,12 @@ WeightStore::names() const {
   return out;
 }
 
+void
+WeightStore::release(const std::string& name) const {
+  if (const auto it = m_owner.find(name); it != m_owner.end())
+    it->second->release(it->second->find(name));
+}
+
 std::uint64_t
 WeightStore::element_count() const {
   std::uint64_t total = 0;

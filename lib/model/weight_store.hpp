@@ -23,6 +23,8 @@ public:
   // Throws InputError naming the folder and tensor when absent.
   TensorView require(const std::string& name) const;
   std::vector<std::string> names() const;
+  // The tensor's mapped pages leave the resident set (SafetensorsFile::release); absent: nothing.
+  void release(const std::string& name) const;
   // Elements over every tensor (fp16 size = 2 bytes each).
   std::uint64_t element_count() const;
   // The float dtype the model's weights are stored in (BF16 or F16; F32 otherwise), which

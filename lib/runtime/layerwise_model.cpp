@@ -28,6 +28,8 @@ LayerwiseModel::embed(std::span<const TokenId> tokens) const {
 void
 LayerwiseModel::run_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
                           ActivationTap* tap) {
+  if (!m_weights.layer(layer).q)
+    throw RuntimeFailure(fmt::format("layer {} was released and cannot run again", layer));
   const auto& c = config();
   KvCache cache(1, c.kv_dim(), c.max_position_embeddings);
   BatchRows batch;
@@ -78,6 +80,15 @@ LayerwiseModel::replace_linear(std::int64_t layer, std::string_view name, std::u
   if (weight->rows() != slot->rows() || weight->cols() != slot->cols())
     throw InputError(fmt::format("replacement for layer {} {} has the wrong shape", layer, name));
   slot = std::move(weight);
+}
+
+void
+LayerwiseModel::release_layer(std::int64_t layer) {
+  m_weights.layer(layer) = DecoderLayerWeights{};
+  const auto prefix = fmt::format("model.layers.{}.", layer);
+  for (const auto& name : m_weights.store().names())
+    if (name.starts_with(prefix))
+      m_weights.store().release(name);
 }
 
 std::vector<float>&

@@ -39,6 +39,10 @@ public:
                          ActivationTap* tap = nullptr);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const;
   void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);
+  // Done with `layer` for good: its linear layers and norms are dropped and its mapped pages leave
+  // the resident set, so a pass over the layers holds one layer's weights at a time. Running the
+  // layer afterwards is an error.
+  void release_layer(std::int64_t layer);
   // The RMSNorm weight before attention (attention_in) or before the MLP (mlp_in).
   std::vector<float>& norm_weight(std::int64_t layer, LinearInput input);
   // After the last layer: the final RMSNorm of rows of x (the LM head's input), and the LM head
