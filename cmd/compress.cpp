@@ -5,6 +5,7 @@
 
 #include "compress/compress_run.hpp"
 #include "compress/recipe.hpp"
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "proc/worker_spec.hpp"
@@ -17,7 +18,8 @@ namespace optkit::cmd {
 namespace {
 
 struct CompressFlags {
-  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations;
+  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations,
+      max_shard_size;
   std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
   std::uint64_t seed = 0;
   unsigned threads = 0;
@@ -83,6 +85,8 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   o.threads = f.threads;
   o.activations = resolve_activations(f.activations, ctx.settings);
   o.output = f.output;
+  if (!f.max_shard_size.empty())
+    o.max_shard_bytes = parse_byte_size(f.max_shard_size, "--max-shard-size");
   const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));
   const OutputFormat format = parse_output_format(f.format);
   if (format == OutputFormat::json) {
@@ -122,6 +126,9 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   compress->add_option("--plan", flags->plan,
                        "mixed precision: bits per decoder layer from optkit plan hetero --format json (16 = left as "
                        "is); the recipe gives the algorithm and group size");
+  compress->add_option("--max-shard-size", flags->max_shard_size,
+                       "largest safetensors shard of the output, e.g. 2GiB (default 5000000000 bytes, transformers' "
+                       "5GB); several shards come with model.safetensors.index.json");
   compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
   add_common_options(*compress, *flags);
   compress->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");

@@ -2,6 +2,7 @@
 #include "app_context.hpp"
 #include "number_checks.hpp"
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "serve/serve_run.hpp"
@@ -136,9 +137,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.engine.max_num_batched_tokens = flags->max_num_batched_tokens;
                   options.engine.max_deltas = flags->max_deltas;
                   if (!flags->kv_cache_memory.empty())
-                    options.kv_cache_bytes = serve::parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
+                    options.kv_cache_bytes = parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
                   if (!flags->delta_memory.empty())
-                    options.delta_memory_bytes = serve::parse_byte_size(flags->delta_memory, "--delta-memory");
+                    options.delta_memory_bytes = parse_byte_size(flags->delta_memory, "--delta-memory");
                   options.threads = flags->threads;
                   options.device = serve::parse_device(flags->device, "--device");
                   options.int8_delta_activations = flags->delta_activations == "int8";

@@ -105,6 +105,49 @@ TEST_CASE("sharded writing produces an index that WeightStore resolves tensor by
   }
 }
 
+TEST_CASE("the streaming shard writer takes tensors in any order and writes the files the one-shot writer writes") {
+  test::ScratchDir a, b;
+  std::vector<std::vector<float>> data;
+  std::vector<TensorToWrite> tensors;
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 5; ++i)
+    data.push_back(std::vector<float>(100, static_cast<float>(i) + 0.5f));
+  for (int i = 0; i < 5; ++i) {
+    tensors.push_back(
+        {"layer." + std::to_string(i), DType::f32, {10, 10}, bytes_of(data[static_cast<std::size_t>(i)])});
+    specs.push_back({tensors.back().name, DType::f32, {10, 10}});
+  }
+  const auto expected = write_safetensors_sharded(a.path(), tensors, 900);
+  {
+    ShardedSafetensorsWriter writer(b.path(), specs, 900);
+    for (const int i : {4, 1, 3, 0, 2}) {
+      CHECK_FALSE(writer.written(tensors[static_cast<std::size_t>(i)].name));
+      writer.write(tensors[static_cast<std::size_t>(i)].name, tensors[static_cast<std::size_t>(i)].bytes);
+      CHECK(writer.written(tensors[static_cast<std::size_t>(i)].name));
+    }
+    // A shard is in place as soon as its last tensor is: before finish(), only the index is missing.
+    CHECK(std::filesystem::exists(b / "model-00001-of-00003.safetensors"));
+    CHECK_FALSE(std::filesystem::exists(b / "model.safetensors.index.json"));
+    CHECK(writer.finish() == expected);
+  }
+  for (const auto& name : expected)
+    CHECK(test::read_text(a / name) == test::read_text(b / name));
+}
+
+TEST_CASE("the streaming shard writer refuses wrong bytes and leaves no temporary file when abandoned") {
+  test::ScratchDir dir;
+  const std::vector<float> ten(10, 1.0f), nine(9, 1.0f);
+  {
+    ShardedSafetensorsWriter writer(dir.path(), {{"a", DType::f32, {10}}, {"b", DType::f32, {10}}}, 1000);
+    CHECK_THROWS_WITH_AS(writer.write("a", bytes_of(nine)), doctest::Contains("has 36 bytes but"), RuntimeFailure);
+    CHECK_THROWS_WITH_AS(writer.write("c", bytes_of(ten)), doctest::Contains("'c' is not among"), RuntimeFailure);
+    writer.write("a", bytes_of(ten));
+    CHECK_THROWS_WITH_AS(writer.write("a", bytes_of(ten)), doctest::Contains("written twice"), RuntimeFailure);
+    CHECK_THROWS_WITH_AS(writer.finish(), doctest::Contains("'b' of"), RuntimeFailure);
+  }
+  CHECK(std::filesystem::is_empty(dir.path())); // the unfinished shard's temporary file is gone
+}
+
 TEST_CASE("a single-file model is read whole and a folder without weights is named") {
   test::ScratchDir dir;
   CHECK_THROWS_WITH_AS(WeightStore(dir.path()), doctest::Contains("no model.safetensors"), InputError);

@@ -142,6 +142,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"trial", i},
                     {"threads", threads},
                     {"activations", runtime::activation_precision_name(options.activations)},
+                    {"max_shard_bytes", options.max_shard_bytes},
                     {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
@@ -257,7 +258,7 @@ compress_worker(const proc::WorkerSpec& spec) {
   std::filesystem::create_directories(output);
   std::optional<CompressedCheckpointWriter> writer; // a whole model streams out layer by layer
   if (!base) {
-    writer.emplace(output, model_dir, recipe, p.value("max_shard_bytes", kDefaultMaxShardBytes));
+    writer.emplace(output, model_dir, recipe, p.at("max_shard_bytes").get<std::uint64_t>());
     lw.on_layer = [&](std::int64_t layer, std::vector<CompressedLinear>& linears,
                       const std::map<std::string, std::vector<float>>& norms) {
       writer->add_layer(layer, linears, norms);

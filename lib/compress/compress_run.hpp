@@ -7,6 +7,7 @@
 #pragma once
 
 #include "archive/run_context.hpp"
+#include "compress/checkpoint_writer.hpp"
 #include "compress/recipe.hpp"
 #include "core/table.hpp"
 #include "proc/worker_spec.hpp"
@@ -35,6 +36,9 @@ struct CompressOptions {
   unsigned threads = 0; // per trial; 0: hardware threads / jobs
   // How BF16 weights multiply activations in the calibration pass (--activations).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
+  // Shards of the output model (--max-shard-size; compress delta writes one file): at most this
+  // many bytes each, a tensor larger than it alone in its shard.
+  std::uint64_t max_shard_bytes = kDefaultMaxShardBytes;
 };
 
 using CompressRunContext = archive::RunContext;

@@ -121,21 +121,22 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
       shapes.insert(shapes.end(),
                     {{p + "self_attn.q_norm.weight", {c.head_dim}}, {p + "self_attn.k_norm.weight", {c.head_dim}}});
   }
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<TensorToWrite> tensors;
-  std::uint64_t index = 0;
-  for (const auto& [name, shape] : shapes) {
-    std::uint64_t count = 1;
-    for (const auto d : shape)
-      count *= static_cast<std::uint64_t>(d);
-    const bool norm = name.ends_with("norm.weight");
-    storage.push_back(random_tensor(count, dtype, norm ? 0.0f : 0.02f, norm ? 1.0f : 0.0f, seed + index++));
-    tensors.push_back({name, dtype, shape, storage.back()});
-  }
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, shape] : shapes)
+    specs.push_back({name, dtype, shape});
   std::filesystem::create_directories(dir);
   auto config = config_json;
   config["torch_dtype"] = torch_dtype(dtype);
-  write_safetensors_sharded(dir, tensors, std::uint64_t{4} << 30);
+  // One tensor in memory at a time: an 8B-shaped model needs no 16 GB of RAM to be written.
+  ShardedSafetensorsWriter writer(dir, specs, std::uint64_t{4} << 30);
+  std::uint64_t index = 0;
+  for (const auto& spec : specs) {
+    const bool norm = spec.name.ends_with("norm.weight");
+    const auto values =
+        random_tensor(spec.byte_size() / dtype_size(dtype), dtype, norm ? 0.0f : 0.02f, norm ? 1.0f : 0.0f, seed + index++);
+    writer.write(spec.name, values);
+  }
+  writer.finish();
   write_file_atomic(dir / "config.json", config.dump(2) + "\n");
 }
 

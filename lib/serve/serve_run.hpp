@@ -66,8 +66,6 @@ struct ServeSummary {
 std::pair<std::string, std::filesystem::path> parse_named_path(const std::string& text, const std::string& flag);
 // Parses --device: "cpu" → −1, "cuda" → 0, "cuda:N" → N. Throws InputError naming the flag.
 int parse_device(const std::string& text, const std::string& flag);
-// Parses "4GiB", "512MiB", "1.5G", "1000000" (bytes). Throws InputError naming `flag`.
-std::uint64_t parse_byte_size(const std::string& text, const std::string& flag);
 
 // Where the server run is recorded: at shutdown its summary (requests by outcome, tokens,
 // preemptions, variants) goes to `archive` under `run_id`; none when archive is null.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # optkit compress, black-box: int_w4a16 in 3 parallel trials writes a compressed-tensors folder
 # (checked with an independent safetensors header reader) that eval perplexity runs; W8A8 and FP8
-# layouts; compress delta ratios; bad input exits 2 (disk full exits 3) with no partial output
+# layouts; sharded output (--max-shard-size) with its index; compress delta ratios; bad input exits 2 (disk full exits 3) with no partial output
 # and the run archived as failed.
 source "$(dirname "$0")/lib.sh"
 : "${OPTKIT_SOURCE_DIR:?}"
@@ -82,6 +82,39 @@ expect_rc 0
 expect_eq "$(header "$SCRATCH/fp8" model.layers.2.self_attn.o_proj.weight)" "F8_E4M3 [192, 192]"
 ppl_of "$SCRATCH/fp8" english
 within "$PPL" "$base" 0.01 || fail "fp8_dynamic perplexity $PPL is not within 1% of the base's $base"
+fp8_ppl=$PPL
+
+# Sharded output: shards of at most 64 KiB (a larger tensor alone in its own) and the index
+# transformers and vLLM read, holding byte for byte the tensors of the single file.
+run compress --model "$models/tiny-base" --recipe fp8_dynamic --max-shard-size 64KiB -o "$SCRATCH/fp8-sharded"
+expect_rc 0
+python3 - "$SCRATCH/fp8-sharded" "$SCRATCH/fp8/model.safetensors" <<'PY' || fail "the sharded output is not the single file's tensors"
+import json, os, struct, sys
+def read(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n)); data = f.read()
+    h.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in h.items()}
+folder, single = sys.argv[1], read(sys.argv[2])
+index = json.load(open(os.path.join(folder, "model.safetensors.index.json")))
+shards = sorted(set(index["weight_map"].values()))
+assert len(shards) > 3 and not os.path.exists(os.path.join(folder, "model.safetensors")), shards
+seen = {}
+for name in shards:
+    tensors = read(os.path.join(folder, name))
+    assert sum(len(t[2]) for t in tensors.values()) <= 65536 or len(tensors) == 1, name
+    assert all(index["weight_map"][k] == name for k in tensors), name
+    seen.update(tensors)
+assert seen == single, sorted(set(seen) ^ set(single))
+assert index["metadata"]["total_size"] == sum(len(t[2]) for t in seen.values())
+PY
+ppl_of "$SCRATCH/fp8-sharded" english
+expect_eq "$PPL" "$fp8_ppl"
+run compress --model "$models/tiny-base" --recipe fp8_dynamic --max-shard-size 0 -o "$SCRATCH/bad"
+expect_rc 2
+expect_err_has "--max-shard-size '0': expected a size such as 4GiB"
+[ -e "$SCRATCH/bad" ] && fail "a refused --max-shard-size left $SCRATCH/bad behind"
 
 # DeltaZip: int2 2:4 delta of a variant is at least 8x smaller than the fp16 variant.
 run compress delta --base "$models/tiny-base" --finetuned "$models/tiny-licenses" --recipe delta_2of4_int2 \
