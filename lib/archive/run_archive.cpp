@@ -186,6 +186,13 @@ RunArchive::finish_trial(std::int64_t trial_id, const TrialEnd& end) {
       stmt.bind(5, end.error);
     }
     stmt.bind(6, m_clock.wall_ms()).bind(7, trial_id).run();
+    if (end.peak_rss_bytes)
+      m_db->prepare("INSERT INTO metrics (run_id, trial_id, name, value, unit, step, recorded_at) "
+                    "SELECT run_id, id, 'peak_rss_bytes', ?, 'B', NULL, ? FROM trials WHERE id = ?")
+          .bind(1, static_cast<double>(*end.peak_rss_bytes))
+          .bind(2, m_clock.wall_ms())
+          .bind(3, trial_id)
+          .run();
   });
 }
 

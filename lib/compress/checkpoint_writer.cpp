@@ -167,15 +167,16 @@ CompressedCheckpointWriter::copy_from_source(const std::string& name) {
 }
 
 void
-CompressedCheckpointWriter::add_layer(std::int64_t layer, const std::vector<CompressedLinear>& linears,
+CompressedCheckpointWriter::add_linear(const CompressedLinear& linear) {
+  model::TensorSet encoded;
+  add_compressed_linear(encoded, linear, m_format, m_store.float_dtype());
+  for (const auto& t : encoded.tensors())
+    m_shards->write(t.name, t.bytes);
+}
+
+void
+CompressedCheckpointWriter::end_layer(std::int64_t layer,
                                       const std::map<std::string, std::vector<float>>& smoothed_norms) {
-  const auto scale_dtype = m_store.float_dtype();
-  for (const auto& linear : linears) {
-    model::TensorSet encoded;
-    add_compressed_linear(encoded, linear, m_format, scale_dtype);
-    for (const auto& t : encoded.tensors())
-      m_shards->write(t.name, t.bytes);
-  }
   for (const auto& [name, values] : smoothed_norms)
     m_shards->write(name, model::encode_floats(values, m_store.require(name).dtype()));
   const auto prefix = fmt::format("model.layers.{}.", layer);

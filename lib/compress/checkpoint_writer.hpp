@@ -10,8 +10,8 @@
 // The writer streams: the output's tensors are known from the recipe and the source's shapes
 // before anything is compressed, so the shards' layout is fixed up front (shards of at most
 // `max_shard_bytes`, model.safetensors.index.json when there are several). The untouched tensors
-// are copied byte for byte at once, each layer's compressed tensors and folded norms as the layer
-// is done; the process holds neither the source nor the output.
+// are copied byte for byte at once, each compressed linear as it is compressed, each layer's norms
+// as the layer is done; the process holds neither the source nor the output.
 #pragma once
 
 #include "compress/layerwise.hpp"
@@ -28,16 +28,16 @@ namespace optkit::compress {
 // transformers' save_pretrained default.
 inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000ULL;
 
-class CompressedCheckpointWriter {
+class CompressedCheckpointWriter final : public CompressedLayerSink {
 public:
   // Plans the output in `directory` (which must exist and be empty) and copies the tensors outside
   // the decoder layers (embeddings, final norm, LM head).
   CompressedCheckpointWriter(const std::filesystem::path& directory, const std::filesystem::path& source,
                              const Recipe& recipe, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
-  // One decoder layer's compressed linears and SmoothQuant-folded norms (LayerwiseOptions::on_layer);
-  // the layer's other tensors are copied from the source with them.
-  void add_layer(std::int64_t layer, const std::vector<CompressedLinear>& linears,
-                 const std::map<std::string, std::vector<float>>& smoothed_norms);
+  // A decoder layer's compressed linear, encoded and written at once.
+  void add_linear(const CompressedLinear& linear) override;
+  // The layer's SmoothQuant-folded norms, and its other tensors copied from the source.
+  void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& smoothed_norms) override;
   // Completes the folder: config.json with the quantization config, the tokenizer files,
   // recipe.yaml and compression_report.json. Returns the bytes of safetensors written.
   std::uint64_t finish(const nlohmann::json& report);

@@ -17,6 +17,7 @@
 #include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
 #include "proc/worker_pool.hpp"
+#include "runtime/decoder_pass.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -251,18 +252,19 @@ compress_worker(const proc::WorkerSpec& spec) {
   lw.calibration = recipe.needs_calibration() ? &calibration : nullptr;
   lw.threads = p.at("threads").get<unsigned>();
   lw.activations = runtime::parse_activation_precision(p.value("activations", "fp32"), "activations");
-  lw.progress = [](std::int64_t done, std::int64_t total) {
-    if (done % 7 == 0 || done == total)
-      log::info("compress: {}/{} linear layers", done, total);
+  lw.progress = [started](std::int64_t done, std::int64_t total) {
+    constexpr auto per_layer = static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
+    if (done == 0 || (done % per_layer != 0 && done != total))
+      return;
+    const double elapsed = SystemClock::instance().monotonic_seconds() - started;
+    log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done / per_layer,
+              total / per_layer, elapsed, elapsed / static_cast<double>(done) * static_cast<double>(total - done));
   };
   std::filesystem::create_directories(output);
   std::optional<CompressedCheckpointWriter> writer; // a whole model streams out layer by layer
   if (!base) {
     writer.emplace(output, model_dir, recipe, p.at("max_shard_bytes").get<std::uint64_t>());
-    lw.on_layer = [&](std::int64_t layer, std::vector<CompressedLinear>& linears,
-                      const std::map<std::string, std::vector<float>>& norms) {
-      writer->add_layer(layer, linears, norms);
-    };
+    lw.sink = &*writer;
   }
   const auto layers = compress_layers(recipe, lw);
   nlohmann::json layer_rows = nlohmann::json::array();

@@ -11,7 +11,6 @@
 
 #include <cmath>
 #include <fmt/format.h>
-#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -156,13 +155,10 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", recipe.layer_bits.size(),
                                  options.model.string(), config.num_layers));
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
-    std::vector<CompressedLinear> layer_linears;
     std::map<std::string, std::vector<float>> layer_norms;
     HessianTap tap(threads);
-    if (calibrated) {
-      std::vector<float> scratch = x;
-      model.run_layer_chunked(layer, lengths, scratch, &tap);
-    }
+    if (calibrated)
+      model.observe_layer(layer, lengths, x, tap);
     // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up.
     std::map<LinearInput, std::vector<float>> smoothing; // s of each smoothed input
     if (recipe.smoothquant_alpha) {
@@ -227,23 +223,27 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       auto& cm = compressed.matrix;
       std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
       cm.weight = {};
-      if (base)
-        for (std::size_t i = 0; i < reconstruction.size(); ++i)
-          reconstruction[i] += base_w[i];
-      model.replace_linear(layer, linear.name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
-      layer_linears.push_back(std::move(compressed));
+      if (calibrated) { // the next layer's inputs come from the compressed layer
+        if (base)
+          for (std::size_t i = 0; i < reconstruction.size(); ++i)
+            reconstruction[i] += base_w[i];
+        model.replace_linear(layer, linear.name,
+                             runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
+      }
+      if (options.sink)
+        options.sink->add_linear(compressed);
+      else
+        result.linears.push_back(std::move(compressed));
     }
     if (calibrated)
       model.run_layer_chunked(layer, lengths, x, nullptr);
     model.release_layer(layer);
     if (base)
       base->release_layer(layer);
-    if (options.on_layer) {
-      options.on_layer(layer, layer_linears, layer_norms);
-    } else {
-      std::move(layer_linears.begin(), layer_linears.end(), std::back_inserter(result.linears));
+    if (options.sink)
+      options.sink->end_layer(layer, layer_norms);
+    else
       result.smoothed_norms.merge(layer_norms);
-    }
   }
   if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
     quant::Hessian hessian(config.hidden_size);

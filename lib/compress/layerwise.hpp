@@ -46,6 +46,14 @@ struct LayerwiseResult {
   double calibration_loss = 0; // mean relative output error over compressed layers
 };
 
+class CompressedLayerSink {
+public:
+  virtual ~CompressedLayerSink() = default;
+  virtual void add_linear(const CompressedLinear& linear) = 0;
+  // `smoothed_norms`: tensor name → the norm weight with SmoothQuant's factors folded in.
+  virtual void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& smoothed_norms) = 0;
+};
+
 struct LayerwiseOptions {
   std::filesystem::path model;
   std::optional<std::filesystem::path> base; // delta mode: compress model − base
@@ -54,12 +62,10 @@ struct LayerwiseOptions {
   // How BF16 weights multiply activations in the calibration pass (runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
   std::function<void(std::int64_t done, std::int64_t total)> progress;
-  // Given each decoder layer's compressed linears and SmoothQuant-folded norms (tensor name → new
-  // weight) as soon as the layer is done, so a writer streams them out; the result then keeps only
-  // the LM head's. Unset: the result keeps them all.
-  std::function<void(std::int64_t layer, std::vector<CompressedLinear>& linears,
-                     const std::map<std::string, std::vector<float>>& smoothed_norms)>
-      on_layer;
+  // Where each compressed linear goes as soon as it is compressed, and each layer's folded norms
+  // when the layer is done (a writer streaming the model out); the result then keeps only the LM
+  // head's. Unset: the result keeps them all.
+  CompressedLayerSink* sink = nullptr;
 };
 
 // The weights' quantization of a decoder layer's linear `module` (HF path), or none when the

@@ -24,6 +24,7 @@ struct TrialEnd {
   std::optional<int> signal;
   nlohmann::json result; // null when none
   std::string error;
+  std::optional<std::uint64_t> peak_rss_bytes; // the child's, when it reported it (a result was written)
 };
 
 class TrialRecorder {

@@ -285,7 +285,9 @@ private:
     if (!m_options.recorder) {
       return;
     }
-    TrialEnd end{status, exit.exit_code, exit.signal, result, error};
+    TrialEnd end{status, exit.exit_code, exit.signal, result, error, {}};
+    if (result.is_object() && result.contains(kPeakRssField) && result.at(kPeakRssField).is_number_unsigned())
+      end.peak_rss_bytes = result.at(kPeakRssField).get<std::uint64_t>();
     m_options.recorder->finish_trial(r.trial_id, end);
     std::error_code ec;
     if (std::filesystem::exists(r.log, ec)) {

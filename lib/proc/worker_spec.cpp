@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <sys/resource.h>
 
 namespace optkit::proc {
 
@@ -69,7 +70,13 @@ read_worker_spec(const std::filesystem::path& file) {
 
 void
 write_worker_result(const WorkerSpec& spec, const nlohmann::json& result) {
-  write_file_atomic(spec.result_path, result.dump(2) + "\n");
+  auto with_peak = result;
+  if (with_peak.is_object()) {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage); // ru_maxrss: KiB on Linux
+    with_peak[kPeakRssField] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  }
+  write_file_atomic(spec.result_path, with_peak.dump(2) + "\n");
 }
 
 } // namespace optkit::proc

@@ -25,7 +25,10 @@ struct WorkerSpec {
 nlohmann::json to_json(const WorkerSpec& spec);
 // Reads a spec; InputError naming the file and the field when it is malformed.
 WorkerSpec read_worker_spec(const std::filesystem::path& file);
-// Called by the child when it is done: atomically writes `result` where the parent expects it.
+// Called by the child when it is done: atomically writes `result` where the parent expects it,
+// with the child's peak resident bytes (the kernel's ru_maxrss) added to an object as
+// kPeakRssField, which the pool records as the trial's `peak_rss_bytes` metric.
+inline constexpr const char* kPeakRssField = "peak_rss_bytes";
 void write_worker_result(const WorkerSpec& spec, const nlohmann::json& result);
 
 } // namespace optkit::proc

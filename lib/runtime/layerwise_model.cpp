@@ -49,11 +49,14 @@ LayerwiseModel::run_layer(std::int64_t layer, std::span<const std::int64_t> leng
   m_pass.run_layer(layer, cache, 0, batch, x, tap);
 }
 
+namespace {
+
+// Whole sequences of `lengths`, a chunk of at most 8192 tokens (or one longer sequence) at a time:
+// calls visit(first sequence, sequence count, first token, tokens) for each chunk in order.
+template <typename Visit>
 void
-LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
-                                  ActivationTap* tap) {
+for_each_chunk(std::span<const std::int64_t> lengths, Visit&& visit) {
   constexpr std::int64_t kChunkTokens = 8192;
-  const auto hidden = config().hidden_size;
   std::size_t first = 0;
   std::int64_t offset = 0; // in tokens
   while (first < lengths.size()) {
@@ -61,12 +64,33 @@ LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64
     std::int64_t tokens = 0;
     while (last < lengths.size() && (last == first || tokens + lengths[last] <= kChunkTokens))
       tokens += lengths[last++];
-    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
-    run_layer(layer, lengths.subspan(first, last - first), chunk, tap);
-    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
+    visit(first, last - first, offset, tokens);
     offset += tokens;
     first = last;
   }
+}
+
+} // namespace
+
+void
+LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+                                  ActivationTap* tap) {
+  const auto hidden = config().hidden_size;
+  for_each_chunk(lengths, [&](std::size_t first, std::size_t count, std::int64_t offset, std::int64_t tokens) {
+    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    run_layer(layer, lengths.subspan(first, count), chunk, tap);
+    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
+  });
+}
+
+void
+LayerwiseModel::observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::span<const float> x,
+                              ActivationTap& tap) {
+  const auto hidden = config().hidden_size;
+  for_each_chunk(lengths, [&](std::size_t first, std::size_t count, std::int64_t offset, std::int64_t tokens) {
+    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    run_layer(layer, lengths.subspan(first, count), chunk, &tap);
+  });
 }
 
 const LinearWeight&
