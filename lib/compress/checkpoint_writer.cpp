@@ -162,8 +162,7 @@ CompressedCheckpointWriter::CompressedCheckpointWriter(const std::filesystem::pa
 
 void
 CompressedCheckpointWriter::copy_from_source(const std::string& name) {
-  m_shards->write(name, m_store.require(name).bytes);
-  m_store.release(name);
+  m_store.stream(name, [&](std::span<const std::byte> piece) { m_shards->append(name, piece); });
 }
 
 void

@@ -13,11 +13,12 @@
 #include "core/sha256.hpp"
 #include "core/statistics.hpp"
 #include "model/calibration_documents.hpp"
+#include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
 #include "proc/worker_pool.hpp"
-#include "runtime/decoder_pass.hpp"
+#include "runtime/layerwise_model.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -54,6 +55,55 @@ resolved_recipe(const nlohmann::json& payload) {
   if (payload.contains("plan"))
     recipe.layer_bits = payload.at("plan").at("layer_bits").get<std::vector<int>>();
   return recipe;
+}
+
+// What one trial of `recipe` on `model_dir` holds at its peak (model/memory_needs.hpp).
+model::CompressMemoryNeeds
+trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir, bool delta, std::int64_t samples,
+                   std::int64_t sequence_length, model::CompressWork& work) {
+  const auto config = model::load_model_config(model_dir);
+  work.weight_bytes = model::dtype_size(model::WeightStore(model_dir).float_dtype());
+  work.calibration_tokens = recipe.needs_calibration() ? samples * sequence_length : 0;
+  work.chunk_tokens = std::min(std::max<std::int64_t>(runtime::kLayerChunkTokens, sequence_length),
+                               std::max<std::int64_t>(1, work.calibration_tokens));
+  work.hessians = recipe.method == Method::gptq;
+  work.delta = delta;
+  return model::compress_memory_needs(config, work);
+}
+
+// Whether the trials' calibration states must spill to keep --max-memory, split evenly between
+// the trials that run at once; InputError stating the needs when even spilled they do not fit.
+bool
+spill_to_keep_budget(const model::CompressMemoryNeeds& needs, const model::CompressWork& work,
+                     std::uint64_t max_memory, std::int64_t jobs, const std::string& recipe) {
+  const std::uint64_t share = max_memory / static_cast<std::uint64_t>(jobs);
+  if (needs.total(false) <= share)
+    return false;
+  if (needs.states > 0 && needs.total(true) <= share)
+    return true;
+  const bool spillable = needs.states > 0;
+  throw InputError(fmt::format(
+      "--max-memory {}{}: compress --recipe {} needs {}{}; {}raise --max-memory", model::gigabytes(max_memory),
+      jobs > 1 ? fmt::format(" ({} per trial, {} at once)", model::gigabytes(share), jobs) : "", recipe,
+      needs.describe(spillable, work.chunk_tokens),
+      spillable ? fmt::format(" (its {} of calibration states spilled to disk)", model::gigabytes(needs.states)) : "",
+      jobs > 1 ? "lower --jobs or " : ""));
+}
+
+// Records a trial's measured peak beside the estimate, and says so when it broke its share of
+// --max-memory (the estimate fell short: the run still succeeded).
+void
+note_trial_peak(nlohmann::json& memory, const proc::WorkerOutcome& o, const std::optional<std::uint64_t>& max_memory,
+                std::int64_t jobs) {
+  if (!o.result.contains(proc::kPeakRssField))
+    return;
+  const auto peak = o.result.at(proc::kPeakRssField).get<std::uint64_t>();
+  memory["trial_peak_bytes"].push_back(peak);
+  if (max_memory && peak > *max_memory / static_cast<std::uint64_t>(jobs))
+    log::warn("compress trial {} peaked at {}, over its {} share of --max-memory (estimated {}): the estimate "
+              "fell short; please report it with the model's config.json",
+              o.task_index, model::gigabytes(peak), model::gigabytes(*max_memory / static_cast<std::uint64_t>(jobs)),
+              model::gigabytes(memory.at("estimated_peak_bytes").get<std::uint64_t>()));
 }
 
 void
@@ -117,6 +167,10 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
   if (recipe.needs_calibration())
     model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
+  model::CompressWork work;
+  const auto needs = trial_memory_needs(recipe, options.model, delta, samples, sequence_length, work);
+  const bool spill = options.max_memory && spill_to_keep_budget(needs, work, *options.max_memory,
+                                                                std::min(options.jobs, options.trials), recipe.name);
   if (options.output.empty())
     throw InputError("-o OUT is required (the folder to write)");
   auto output = std::filesystem::absolute(options.output).lexically_normal();
@@ -144,6 +198,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"threads", threads},
                     {"activations", runtime::activation_precision_name(options.activations)},
                     {"max_shard_bytes", options.max_shard_bytes},
+                    {"spill_calibration_states", spill},
                     {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
@@ -167,6 +222,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
 
   CompressResult result;
   result.recipe = recipe.name;
+  result.memory = {{"estimated_peak_bytes", needs.total(spill)},
+                   {"estimate_in_memory_bytes", needs.total(false)},
+                   {"estimate_spilled_bytes", needs.total(true)},
+                   {"calibration_states_spilled", spill},
+                   {"max_memory_bytes", options.max_memory ? nlohmann::json(*options.max_memory) : nlohmann::json()},
+                   {"trial_peak_bytes", nlohmann::json::array()}};
   result.output = options.output;
   if (plan)
     result.plan = to_json(*plan);
@@ -179,6 +240,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     t.error = o.succeeded() ? "" : o.failure_message();
     if (o.succeeded()) {
       t.metrics = o.result.at("metrics");
+      note_trial_peak(result.memory, o, options.max_memory, jobs);
       const double loss = t.metrics.at("calibration_loss").get<double>();
       if (result.representative < 0 || loss < best) {
         best = loss;
@@ -252,6 +314,10 @@ compress_worker(const proc::WorkerSpec& spec) {
   lw.calibration = recipe.needs_calibration() ? &calibration : nullptr;
   lw.threads = p.at("threads").get<unsigned>();
   lw.activations = runtime::parse_activation_precision(p.value("activations", "fp32"), "activations");
+  if (p.at("spill_calibration_states").get<bool>()) {
+    lw.spill_dir = output;
+    log::info("compress: the calibration states spill to a scratch file in {} (--max-memory)", output.string());
+  }
   lw.progress = [started](std::int64_t done, std::int64_t total) {
     constexpr auto per_layer = static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
     if (done == 0 || (done % per_layer != 0 && done != total))
@@ -305,7 +371,8 @@ to_json(const CompressResult& r) {
   for (const auto& t : r.trials)
     trials.push_back({{"trial", t.trial}, {"succeeded", t.succeeded}, {"error", t.error}, {"metrics", t.metrics}});
   return {{"recipe", r.recipe}, {"output", r.output.string()}, {"representative_trial", r.representative},
-          {"trials", trials},   {"summary", r.summary},        {"plan", r.plan}};
+          {"trials", trials},   {"summary", r.summary},        {"plan", r.plan},
+          {"memory", r.memory}};
 }
 
 Table

@@ -39,6 +39,10 @@ struct CompressOptions {
   // Shards of the output model (--max-shard-size; compress delta writes one file): at most this
   // many bytes each, a tensor larger than it alone in its shard.
   std::uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+  // --max-memory: the peak resident bytes the trials running at once may hold together. The
+  // calibration states spill to a scratch file when only that fits; a budget that cannot be kept
+  // is refused before anything runs (model/memory_needs.hpp).
+  std::optional<std::uint64_t> max_memory;
 };
 
 using CompressRunContext = archive::RunContext;
@@ -57,6 +61,10 @@ struct CompressResult {
   std::int64_t representative = -1; // trial index kept as the output
   nlohmann::json summary;           // mean / std of each metric across succeeded trials
   nlohmann::json plan = nullptr;    // the --plan applied: file, sha256, layer_bits
+  // A trial's estimated peak as run (estimated_peak_bytes, model/memory_needs.hpp) and with its
+  // calibration states in memory or spilled, whether they spilled, --max-memory (null without),
+  // each trial's measured peak (trial_peak_bytes).
+  nlohmann::json memory;
 };
 
 CompressResult run_compress(const CompressOptions& options, const CompressRunContext& context);

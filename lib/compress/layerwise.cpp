@@ -139,13 +139,20 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", recipe.name));
 
   std::vector<std::int64_t> lengths;
-  std::vector<float> x;
+  std::int64_t tokens = 0;
   if (calibrated)
     for (const auto& sample : options.calibration->samples) {
       lengths.push_back(static_cast<std::int64_t>(sample.size()));
-      const auto e = model.embed(sample);
-      x.insert(x.end(), e.begin(), e.end());
+      tokens += lengths.back();
     }
+  runtime::HiddenStates x(tokens, config.hidden_size, options.spill_dir);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const auto e = model.embed(options.calibration->samples[i]);
+    std::copy(e.begin(), e.end(), x.rows(offset, lengths[i]).begin());
+    x.release(offset, lengths[i]);
+    offset += lengths[i];
+  }
 
   LayerwiseResult result;
   double error_sum = 0;
@@ -249,7 +256,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     quant::Hessian hessian(config.hidden_size);
     {
       ScopedBlasThreads blas(threads);
-      const auto normed = model.final_norm(x);
+      const auto normed = model.final_norm(x.all());
       hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / config.hidden_size,
                   static_cast<std::int64_t>(lengths.size()));
     }

@@ -66,6 +66,8 @@ struct LayerwiseOptions {
   // when the layer is done (a writer streaming the model out); the result then keeps only the LM
   // head's. Unset: the result keeps them all.
   CompressedLayerSink* sink = nullptr;
+  // Where the calibration set's hidden states spill (runtime/hidden_states.hpp); none: in memory.
+  std::optional<std::filesystem::path> spill_dir;
 };
 
 // The weights' quantization of a decoder layer's linear `module` (HF path), or none when the

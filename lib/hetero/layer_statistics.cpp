@@ -164,12 +164,16 @@ measure_layer_statistics(const std::filesystem::path& model_dir, const std::vect
 
   MeasuredStatistics out;
   std::vector<std::int64_t> lengths;
-  std::vector<float> x;
   for (const auto& sample : samples) {
     lengths.push_back(static_cast<std::int64_t>(sample.size()));
-    const auto e = model.embed(sample);
-    x.insert(x.end(), e.begin(), e.end());
     out.tokens += static_cast<std::int64_t>(sample.size());
+  }
+  runtime::HiddenStates x(out.tokens, config.hidden_size);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto e = model.embed(samples[i]);
+    std::copy(e.begin(), e.end(), x.rows(offset, lengths[i]).begin());
+    offset += lengths[i];
   }
   if (options.hessian)
     out.hessian_omega.assign(std::size_t(config.num_layers), std::vector<double>(options.bits.size(), 0.0));
@@ -217,6 +221,7 @@ measure_layer_statistics(const std::filesystem::path& model_dir, const std::vect
       tapped += hessian_seconds;
     }
     out.layers.push_back(std::move(operators));
+    model.release_layer(layer); // one layer's weights resident at a time
   }
   out.forward_seconds = seconds_since(started) - tapped;
   if (options.hessian)

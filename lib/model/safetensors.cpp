@@ -239,12 +239,12 @@ SafetensorsFile::find(const std::string& name) const {
 }
 
 void
-SafetensorsFile::release(const TensorView& view) const {
-  if (!m_mapped || view.bytes.empty())
+SafetensorsFile::release(std::span<const std::byte> bytes) const {
+  if (!m_mapped || bytes.empty() || bytes.data() < m_data || bytes.data() + bytes.size() > m_data + m_size)
     return;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<std::uintptr_t>(view.bytes.data()) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<std::uintptr_t>(view.bytes.data()) + view.bytes.size()) / page * page;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / page * page;
   if (end > begin) // advice only: a failure leaves the pages resident, nothing else
     ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }

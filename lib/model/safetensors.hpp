@@ -82,10 +82,10 @@ public:
   const SafetensorsHeader& header() const { return m_header; }
   // nullptr-info view when absent.
   TensorView find(const std::string& name) const;
-  // Mapped: the view's whole pages leave this process's resident set (they stay in the page cache
-  // and come back if touched again), so a model streamed layer by layer holds one layer at a time.
-  // Read into memory: nothing (the bytes are the process's own).
-  void release(const TensorView& view) const;
+  // Mapped: the whole pages of `bytes` (a part of this file's tensors) leave this process's
+  // resident set (they stay in the page cache and come back if touched again), so a model streamed
+  // layer by layer holds one layer at a time. Read into memory, or bytes outside the file: nothing.
+  void release(std::span<const std::byte> bytes) const;
 
 private:
   std::filesystem::path m_path;

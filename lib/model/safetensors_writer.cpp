@@ -149,7 +149,7 @@ ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& 
     std::uint64_t offset = block.size();
     for (const auto i : plan[s]) {
       const auto size = m_tensors[i].byte_size();
-      m_slots.emplace(m_tensors[i].name, Slot{s, offset, size, false});
+      m_slots.emplace(m_tensors[i].name, Slot{s, offset, size, 0});
       offset += size;
       shard.pending += size;
     }
@@ -167,30 +167,44 @@ ShardedSafetensorsWriter::~ShardedSafetensorsWriter() {
     }
 }
 
-void
-ShardedSafetensorsWriter::write(const std::string& name, std::span<const std::byte> bytes) {
+ShardedSafetensorsWriter::Slot&
+ShardedSafetensorsWriter::slot(const std::string& name) {
   const auto it = m_slots.find(name);
   if (it == m_slots.end())
     throw RuntimeFailure(fmt::format("tensor '{}' is not among the tensors planned for {}", name,
                                      m_directory.string()));
-  auto& slot = it->second;
-  if (slot.written)
+  return it->second;
+}
+
+void
+ShardedSafetensorsWriter::write(const std::string& name, std::span<const std::byte> bytes) {
+  const auto& s = slot(name);
+  if (s.done > 0)
     throw RuntimeFailure(fmt::format("tensor '{}' was written twice", name));
-  if (bytes.size() != slot.size)
+  if (bytes.size() != s.size)
     throw RuntimeFailure(
-        fmt::format("tensor '{}' has {} bytes but its shape and dtype need {}", name, bytes.size(), slot.size));
-  auto& shard = m_shards[slot.shard];
-  pwrite_all(shard.fd, bytes.data(), bytes.size(), slot.offset, shard.path);
-  slot.written = true;
-  shard.pending -= slot.size;
-  if (shard.pending == 0)
+        fmt::format("tensor '{}' has {} bytes but its shape and dtype need {}", name, bytes.size(), s.size));
+  append(name, bytes);
+}
+
+void
+ShardedSafetensorsWriter::append(const std::string& name, std::span<const std::byte> bytes) {
+  auto& s = slot(name);
+  if (s.done + bytes.size() > s.size)
+    throw RuntimeFailure(fmt::format("tensor '{}' is {} bytes: {} more after {} would run past it", name, s.size,
+                                     bytes.size(), s.done));
+  auto& shard = m_shards[s.shard];
+  pwrite_all(shard.fd, bytes.data(), bytes.size(), s.offset + s.done, shard.path);
+  s.done += bytes.size();
+  shard.pending -= bytes.size();
+  if (shard.pending == 0 && shard.fd >= 0)
     complete(shard);
 }
 
 bool
 ShardedSafetensorsWriter::written(const std::string& name) const {
   const auto it = m_slots.find(name);
-  return it != m_slots.end() && it->second.written;
+  return it != m_slots.end() && it->second.done == it->second.size;
 }
 
 void
@@ -205,7 +219,7 @@ ShardedSafetensorsWriter::complete(Shard& shard) {
 std::vector<std::string>
 ShardedSafetensorsWriter::finish() {
   for (const auto& spec : m_tensors)
-    if (!m_slots.at(spec.name).written)
+    if (!written(spec.name))
       throw RuntimeFailure(fmt::format("tensor '{}' of {} was never written", spec.name, m_directory.string()));
   auto names = m_names;
   if (m_shards.size() == 1)

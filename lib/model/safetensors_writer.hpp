@@ -82,6 +82,9 @@ public:
   bool written(const std::string& name) const;
   // RuntimeFailure if `name` is not planned, was written already, or `bytes` is not its size.
   void write(const std::string& name, std::span<const std::byte> bytes);
+  // The next part of `name`'s bytes (a tensor streamed piece by piece); RuntimeFailure if it
+  // would run past the tensor's size.
+  void append(const std::string& name, std::span<const std::byte> bytes);
   // RuntimeFailure naming a tensor never written. Returns the file names, the index last.
   std::vector<std::string> finish();
 
@@ -95,8 +98,9 @@ private:
     std::size_t shard = 0;
     std::uint64_t offset = 0; // in the file
     std::uint64_t size = 0;
-    bool written = false;
+    std::uint64_t done = 0; // bytes written so far
   };
+  Slot& slot(const std::string& name);
   void complete(Shard& shard);
 
   std::filesystem::path m_directory;

@@ -70,7 +70,19 @@ WeightStore::names() const {
 void
 WeightStore::release(const std::string& name) const {
   if (const auto it = m_owner.find(name); it != m_owner.end())
-    it->second->release(it->second->find(name));
+    it->second->release(it->second->find(name).bytes);
+}
+
+void
+WeightStore::stream(const std::string& name, const std::function<void(std::span<const std::byte>)>& write,
+                    std::size_t piece_bytes) const {
+  const auto view = require(name);
+  const auto* owner = m_owner.find(name)->second;
+  for (std::size_t at = 0; at < view.bytes.size(); at += piece_bytes) {
+    const auto piece = view.bytes.subspan(at, std::min(piece_bytes, view.bytes.size() - at));
+    write(piece);
+    owner->release(piece);
+  }
 }
 
 std::uint64_t

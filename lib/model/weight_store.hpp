@@ -6,6 +6,7 @@
 #include "model/safetensors.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +26,10 @@ public:
   std::vector<std::string> names() const;
   // The tensor's mapped pages leave the resident set (SafetensorsFile::release); absent: nothing.
   void release(const std::string& name) const;
+  // Copies the tensor's bytes to `write` a piece of at most `piece_bytes` at a time, each piece's
+  // mapped pages released once written: a tensor of any size streams through a few pages.
+  void stream(const std::string& name, const std::function<void(std::span<const std::byte>)>& write,
+              std::size_t piece_bytes = std::size_t{64} << 20) const;
   // Elements over every tensor (fp16 size = 2 bytes each).
   std::uint64_t element_count() const;
   // The float dtype the model's weights are stored in (BF16 or F16; F32 otherwise), which

@@ -51,18 +51,17 @@ LayerwiseModel::run_layer(std::int64_t layer, std::span<const std::int64_t> leng
 
 namespace {
 
-// Whole sequences of `lengths`, a chunk of at most 8192 tokens (or one longer sequence) at a time:
+// Whole sequences of `lengths`, a chunk of at most kLayerChunkTokens (or one longer sequence) at a time:
 // calls visit(first sequence, sequence count, first token, tokens) for each chunk in order.
 template <typename Visit>
 void
 for_each_chunk(std::span<const std::int64_t> lengths, Visit&& visit) {
-  constexpr std::int64_t kChunkTokens = 8192;
   std::size_t first = 0;
   std::int64_t offset = 0; // in tokens
   while (first < lengths.size()) {
     std::size_t last = first;
     std::int64_t tokens = 0;
-    while (last < lengths.size() && (last == first || tokens + lengths[last] <= kChunkTokens))
+    while (last < lengths.size() && (last == first || tokens + lengths[last] <= kLayerChunkTokens))
       tokens += lengths[last++];
     visit(first, last - first, offset, tokens);
     offset += tokens;
@@ -73,22 +72,24 @@ for_each_chunk(std::span<const std::int64_t> lengths, Visit&& visit) {
 } // namespace
 
 void
-LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x,
                                   ActivationTap* tap) {
-  const auto hidden = config().hidden_size;
   for_each_chunk(lengths, [&](std::size_t first, std::size_t count, std::int64_t offset, std::int64_t tokens) {
-    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    const auto rows = x.rows(offset, tokens);
+    std::vector<float> chunk(rows.begin(), rows.end());
     run_layer(layer, lengths.subspan(first, count), chunk, tap);
-    std::copy(chunk.begin(), chunk.end(), x.begin() + offset * hidden);
+    std::copy(chunk.begin(), chunk.end(), rows.begin());
+    x.release(offset, tokens);
   });
 }
 
 void
-LayerwiseModel::observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::span<const float> x,
+LayerwiseModel::observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x,
                               ActivationTap& tap) {
-  const auto hidden = config().hidden_size;
   for_each_chunk(lengths, [&](std::size_t first, std::size_t count, std::int64_t offset, std::int64_t tokens) {
-    std::vector<float> chunk(x.begin() + offset * hidden, x.begin() + (offset + tokens) * hidden);
+    const auto rows = x.rows(offset, tokens);
+    std::vector<float> chunk(rows.begin(), rows.end());
+    x.release(offset, tokens);
     run_layer(layer, lengths.subspan(first, count), chunk, &tap);
   });
 }

@@ -7,6 +7,7 @@
 #include "core/thread_pool.hpp"
 #include "runtime/decoder_pass.hpp"
 #include "runtime/decoder_weights.hpp"
+#include "runtime/hidden_states.hpp"
 #include "runtime/language_model.hpp"
 
 #include <filesystem>
@@ -16,6 +17,9 @@
 #include <vector>
 
 namespace optkit::runtime {
+
+// Tokens of whole sequences run through a layer at once (one longer sequence alone).
+inline constexpr std::int64_t kLayerChunkTokens = 8192;
 
 class LayerwiseModel {
 public:
@@ -33,13 +37,14 @@ public:
   // layer, with `tap` seeing every linear input.
   void run_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
                  ActivationTap* tap = nullptr);
-  // run_layer over many sequences, a chunk of whole sequences (at most 8192 tokens, or one longer
-  // sequence) at a time, so the activations of one chunk are what is held at once.
-  void run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, std::vector<float>& x,
+  // run_layer over many sequences, a chunk of whole sequences (at most kLayerChunkTokens, or one
+  // longer sequence) at a time, so the activations of one chunk are what is held at once; each chunk's
+  // states are released once done (runtime/hidden_states.hpp).
+  void run_layer_chunked(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x,
                          ActivationTap* tap = nullptr);
   // The same chunks through the layer for `tap` alone: x is left as it is (no copy of it is made),
   // the layer's outputs discarded chunk by chunk.
-  void observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, std::span<const float> x,
+  void observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x,
                      ActivationTap& tap);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const;
   void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);

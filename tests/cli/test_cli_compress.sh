@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # optkit compress, black-box: int_w4a16 in 3 parallel trials writes a compressed-tensors folder
 # (checked with an independent safetensors header reader) that eval perplexity runs; W8A8 and FP8
-# layouts; sharded output (--max-shard-size) with its index; compress delta ratios; bad input exits 2 (disk full exits 3) with no partial output
+# layouts; sharded output (--max-shard-size) with its index; --max-memory kept or refused; compress delta ratios; bad input exits 2 (disk full exits 3) with no partial output
 # and the run archived as failed.
 source "$(dirname "$0")/lib.sh"
 : "${OPTKIT_SOURCE_DIR:?}"
@@ -111,6 +111,31 @@ assert index["metadata"]["total_size"] == sum(len(t[2]) for t in seen.values())
 PY
 ppl_of "$SCRATCH/fp8-sharded" english
 expect_eq "$PPL" "$fp8_ppl"
+# --max-memory: kept by spilling the calibration states when only that fits (the same bytes out),
+# refused at start with what it needs when it cannot be kept.
+run compress --model "$models/tiny-base" --recipe int_w8a8 --calib "$calib" --samples 16 --seq-len 64 \
+  -o "$SCRATCH/w8-memory" --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['memory']['calibration_states_spilled']")" "False"
+in_memory=$(json_field "$OUT" "['memory']['estimate_in_memory_bytes']")
+spilled=$(json_field "$OUT" "['memory']['estimate_spilled_bytes']")
+peak=$(json_field "$OUT" "['memory']['trial_peak_bytes'][0]")
+[ "$peak" -le "$in_memory" ] || fail "the trial peaked at $peak bytes, over the estimate of $in_memory"
+[ "$spilled" -lt "$in_memory" ] || fail "spilling the states saves nothing: $spilled vs $in_memory"
+run compress --model "$models/tiny-base" --recipe int_w8a8 --calib "$calib" --samples 16 --seq-len 64 \
+  --max-memory $(((in_memory + spilled) / 2)) -o "$SCRATCH/w8-spilled" --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['memory']['calibration_states_spilled']")" "True"
+cmp "$SCRATCH/w8-memory/model.safetensors" "$SCRATCH/w8-spilled/model.safetensors" ||
+  fail "spilled calibration states changed the compressed model"
+[ "$(ls -A "$SCRATCH/w8-spilled")" = "$(ls -A "$SCRATCH/w8-memory")" ] ||
+  fail "the spill left a file in the output: $(ls -A "$SCRATCH/w8-spilled")"
+run compress --model "$models/tiny-base" --recipe int_w8a8 --calib "$calib" --max-memory 1MiB -o "$SCRATCH/bad"
+expect_rc 2
+expect_err_has "--max-memory 1 MB: compress --recipe int_w8a8 needs"
+expect_err_has "for the largest layer"
+expect_err_has "raise --max-memory"
+[ -e "$SCRATCH/bad" ] && fail "a refused --max-memory left $SCRATCH/bad behind"
 run compress --model "$models/tiny-base" --recipe fp8_dynamic --max-shard-size 0 -o "$SCRATCH/bad"
 expect_rc 2
 expect_err_has "--max-shard-size '0': expected a size such as 4GiB"
