@@ -2,7 +2,8 @@
 # Installs the reference implementations from npm (at test time, never vendored; cached in the
 # checkout's ignored .cache/, so the Release and sanitizer suites install them once) and runs one
 # conformance comparison.
-#   run_conformance.sh tokenizers|chat-templates|llama31-model|openai-client TOOL BUILD_DIR SOURCE_DIR
+#   run_conformance.sh tokenizers|chat-templates|llama31-model|compress-real-shape|openai-client TOOL BUILD_DIR
+#                      SOURCE_DIR
 set -euo pipefail
 suite=$1 tool=$2 build=$3 source=$4
 prefix="$source/.cache/npm-reference-tokenizers"
@@ -33,6 +34,9 @@ tokenizers) script=tokenizer_conformance.mjs ;;
 chat-templates) script=chat_template_conformance.mjs ;;
 llama31-model) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
   exec bash "$source/tests/conformance/llama31_model.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
+    "$source/testdata" ;;
+compress-real-shape) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
+  exec bash "$source/tests/conformance/compress_real_shape.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
     "$source/testdata" ;;
 openai-client) # TOOL is the optkit binary
   exec bash "$source/tests/conformance/openai_client.sh" "$tool" "$prefix/node_modules" "$source" ;;

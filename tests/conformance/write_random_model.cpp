@@ -1,6 +1,7 @@
-// Test helper: writes a small random-weight Llama model with a given vocabulary size (so a real
-// tokenizer.json can be put beside it), for tests that run optkit on real tokenizers.
-//   write_random_model DIR VOCAB_SIZE
+// Test helper: writes a random-weight Llama model, BF16, for tests that run optkit on real
+// tokenizers: a small one with a given vocabulary size (so a real tokenizer.json can be put beside
+// it), or a real shape plan knows (llama-3.2-1b, llama-3.1-8b).
+//   write_random_model DIR VOCAB_SIZE|PRESET
 #include "model/random_model.hpp"
 
 #include <iostream>
@@ -9,12 +10,18 @@
 int
 main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: write_random_model DIR VOCAB_SIZE\n";
+    std::cerr << "usage: write_random_model DIR VOCAB_SIZE|PRESET\n";
     return 2;
+  }
+  const std::string size = argv[2];
+  if (size.find_first_not_of("0123456789") != std::string::npos) {
+    optkit::model::write_random_model(argv[1], optkit::model::preset_model_config(size),
+                                      optkit::model::DType::bf16, 7);
+    return 0;
   }
   const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                  {"model_type", "llama"},
-                                 {"vocab_size", std::stoll(argv[2])},
+                                 {"vocab_size", std::stoll(size)},
                                  {"hidden_size", 64},
                                  {"intermediate_size", 128},
                                  {"num_hidden_layers", 2},
