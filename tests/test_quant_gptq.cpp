@@ -139,3 +139,15 @@ TEST_CASE("a Hessian that dampening cannot make positive definite is an error, n
   const auto ok = quant::gptq(w, 2, 4, singular, int4, model::DType::f32, {}, pool);
   CHECK(ok.damping_attempts >= 1);
 }
+
+TEST_CASE("a Hessian taken in place has matrix()'s very values and is empty afterwards") {
+  quant::Hessian h(5);
+  std::vector<float> x(7 * 5);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(static_cast<float>(i) * 0.7f) * 3.0f;
+  h.add(x.data(), 7, 3);
+  const auto copy = h.matrix();
+  const auto taken = std::move(h).take_matrix();
+  CHECK(taken == copy); // bit for bit, both triangles
+  CHECK_THROWS_WITH_AS(h.matrix(), doctest::Contains("no calibration data"), RuntimeFailure); // NOLINT(bugprone-use-after-move)
+}

@@ -60,8 +60,9 @@ resolved_recipe(const nlohmann::json& payload) {
 // What one trial of `recipe` on `model_dir` holds at its peak (model/memory_needs.hpp).
 model::CompressMemoryNeeds
 trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir, bool delta, std::int64_t samples,
-                   std::int64_t sequence_length, model::CompressWork& work) {
+                   std::int64_t sequence_length) {
   const auto config = model::load_model_config(model_dir);
+  model::CompressWork work;
   work.weight_bytes = model::dtype_size(model::WeightStore(model_dir).float_dtype());
   work.calibration_tokens = recipe.needs_calibration() ? samples * sequence_length : 0;
   work.chunk_tokens = std::min(std::max<std::int64_t>(runtime::kLayerChunkTokens, sequence_length),
@@ -74,8 +75,7 @@ trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir,
 // Whether the trials' calibration states must spill to keep --max-memory, split evenly between
 // the trials that run at once; InputError stating the needs when even spilled they do not fit.
 bool
-spill_to_keep_budget(const model::CompressMemoryNeeds& needs, const model::CompressWork& work,
-                     std::uint64_t max_memory, std::int64_t jobs, const std::string& recipe) {
+spill_to_keep_budget(const model::CompressMemoryNeeds& needs, std::uint64_t max_memory, std::int64_t jobs, const std::string& recipe) {
   const std::uint64_t share = max_memory / static_cast<std::uint64_t>(jobs);
   if (needs.total(false) <= share)
     return false;
@@ -85,7 +85,7 @@ spill_to_keep_budget(const model::CompressMemoryNeeds& needs, const model::Compr
   throw InputError(fmt::format(
       "--max-memory {}{}: compress --recipe {} needs {}{}; {}raise --max-memory", model::gigabytes(max_memory),
       jobs > 1 ? fmt::format(" ({} per trial, {} at once)", model::gigabytes(share), jobs) : "", recipe,
-      needs.describe(spillable, work.chunk_tokens),
+      needs.describe(spillable),
       spillable ? fmt::format(" (its {} of calibration states spilled to disk)", model::gigabytes(needs.states)) : "",
       jobs > 1 ? "lower --jobs or " : ""));
 }
@@ -167,9 +167,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
   if (recipe.needs_calibration())
     model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
-  model::CompressWork work;
-  const auto needs = trial_memory_needs(recipe, options.model, delta, samples, sequence_length, work);
-  const bool spill = options.max_memory && spill_to_keep_budget(needs, work, *options.max_memory,
+  const auto needs = trial_memory_needs(recipe, options.model, delta, samples, sequence_length);
+  const bool spill = options.max_memory && spill_to_keep_budget(needs, *options.max_memory,
                                                                 std::min(options.jobs, options.trials), recipe.name);
   if (options.output.empty())
     throw InputError("-o OUT is required (the folder to write)");

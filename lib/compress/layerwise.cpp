@@ -41,11 +41,29 @@ public:
     const auto it = m_hessians.find(input);
     return it == m_hessians.end() ? nullptr : it->second.get();
   }
+  // H of `input` for one of its linears; the last of them takes it (no copy, the accumulator freed).
+  std::vector<float> matrix(LinearInput input, bool last_reader) {
+    auto* h = find(input);
+    if (!last_reader)
+      return h->matrix();
+    auto taken = std::move(*h).take_matrix();
+    m_hessians.erase(input);
+    return taken;
+  }
 
 private:
   int m_blas_threads;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
 };
+
+// Whether `linear` is the last of a layer's linears to read its input (it may take the Hessian).
+bool
+last_reader(const runtime::LinearName& linear) {
+  const auto* it = std::find_if(std::begin(runtime::kDecoderLinears), std::end(runtime::kDecoderLinears),
+                                [&](const auto& l) { return &l == &linear; });
+  return std::none_of(it + 1, std::end(runtime::kDecoderLinears),
+                      [&](const auto& l) { return l.input == linear.input; });
+}
 
 double
 relative_frobenius_error(std::span<const float> w, std::span<const float> recon) {
@@ -219,8 +237,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       }
       std::vector<float> h;
       if (calibrated) {
-        auto* hessian = tap.find(linear.input);
-        h = hessian->matrix();
+        h = tap.matrix(linear.input, last_reader(linear));
         if (const auto it = smoothing.find(linear.input); it != smoothing.end())
           quant::rescale_hessian(h, cols, it->second);
       }

@@ -23,32 +23,38 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
   const std::uint64_t layer_elements = h * (q + 2 * kv) + q * h + 3 * h * i;
   const std::uint64_t largest_linear = std::max({q * h, i * h, kv * h});
   const std::uint64_t widest_input = std::max({h, q, i});
+  const bool calibrated = work.calibration_tokens > 0;
   CompressMemoryNeeds needs;
   needs.process = kProcessBytes;
-  // Mapped weights + fp32 weight, grid values and reconstruction + encoded output (≤ 1 byte each).
-  needs.layer = work.weight_bytes * layer_elements + (3 * kFloat + 1) * largest_linear;
-  if (work.delta) // the base's mapped layer and its fp32 weight beside the fine-tune's
-    needs.layer += work.weight_bytes * layer_elements + kFloat * largest_linear;
-  if (work.calibration_tokens > 0) {
-    needs.layer += kFloat * layer_elements; // reconstructions for the next layer's pass
-    if (work.hessians) {
-      needs.layer += kFloat * (2 * h * h + q * q + i * i);                // the layer's Hessians
-      needs.layer += kFloat * (3 * widest_input * widest_input + 2 * largest_linear); // GPTQ's copies
-    }
-    const auto tokens = u(std::min(work.calibration_tokens, std::max<std::int64_t>(1, work.chunk_tokens)));
-    needs.states = kFloat * u(work.calibration_tokens) * h;
-    needs.chunk = kFloat * tokens * (3 * h + 2 * q + 4 * kv + 2 * i);
+  std::uint64_t mapped = work.weight_bytes * layer_elements;
+  std::uint64_t per_element = 3 * kFloat + 1; // fp32 weight, grid values, reconstruction, encoded
+  if (work.delta) {                            // the base's mapped layer and fp32 weight beside
+    mapped *= 2;
+    per_element += kFloat;
   }
+  needs.compression = mapped + per_element * largest_linear;
+  if (!calibrated)
+    return needs;
+  needs.compression += kFloat * (layer_elements - largest_linear); // the reconstructions before it
+  if (work.hessians) // GPTQ's weight copies, and the Hessian with its factorization
+    needs.compression += 3 * kFloat * largest_linear + 2 * kFloat * widest_input * widest_input;
+  needs.chunk_tokens = std::min(work.calibration_tokens, std::max<std::int64_t>(1, work.chunk_tokens));
+  const std::uint64_t chunk = kFloat * u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + 2 * i);
+  const std::uint64_t hessians = work.hessians ? kFloat * (2 * h * h + q * q + i * i) : 0;
+  needs.calibration_pass = mapped + hessians + chunk;
+  needs.states = kFloat * u(work.calibration_tokens) * h;
   return needs;
 }
 
 std::string
-CompressMemoryNeeds::describe(bool spilled, std::int64_t chunk_tokens) const {
-  std::string out = fmt::format("{}: {} for the largest layer", gigabytes(total(spilled)), gigabytes(layer));
+CompressMemoryNeeds::describe(bool spilled) const {
+  std::string out = fmt::format("{}: {} for a layer", gigabytes(total(spilled)), gigabytes(layer()));
+  if (chunk_tokens > 0)
+    out += calibration_pass >= compression
+               ? fmt::format(" (its calibration pass over chunks of up to {} tokens)", chunk_tokens)
+               : std::string(" (compressing its largest linear)");
   if (states > 0 && !spilled)
     out += fmt::format(", {} of calibration states", gigabytes(states));
-  if (chunk > 0)
-    out += fmt::format(", {} for a chunk of up to {} tokens", gigabytes(chunk), chunk_tokens);
   return out + fmt::format(", {} for the process", gigabytes(process));
 }
 

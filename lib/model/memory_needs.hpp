@@ -1,15 +1,15 @@
-// What a layer-by-layer compression holds in memory at its peak, part by part, from the model's
-// shapes and the calibration set's size alone: what `compress --max-memory` is checked against
-// before anything runs, and what `doctor --model` prints. The parts (bytes):
-//  - process: the program, the tokenizer, thread stacks and BLAS buffers (a fixed allowance);
-//  - layer: the largest decoder layer's working set: its mapped weights, and for its largest linear
-//    the fp32 weight, grid values, reconstruction and encoded output; calibrated, also the layer's
-//    reconstructions (the next layer's inputs come from them), its Hessians, and GPTQ's copies of
-//    the largest Hessian (the factorization and the permuted copy);
-//  - states: the calibration set's hidden states between layers (tokens × hidden × 4), unless they
-//    spill to a scratch file, when only the chunk's own pages are resident;
-//  - chunk: one chunk of whole sequences through a layer: its states, the norm, q/k/v, attention,
-//    projection, gate and up outputs and the chunk's K/V cache.
+// What a layer-by-layer compression holds in memory at its peak, from the model's shapes and the
+// calibration set's size alone: what `compress --max-memory` is checked against before anything
+// runs, and what `doctor --model` prints. A layer is worked on in two phases, and the larger sets
+// the peak (bytes):
+//  - calibration pass: the layer's mapped weights, the Hessians (GPTQ) of its four inputs as they
+//    accumulate, and one chunk of whole sequences through it (its states, the norm, q/k/v,
+//    attention, projection, gate and up outputs, the chunk's K/V cache);
+//  - compressing its largest linear: the mapped weights, the reconstructions of the linears before
+//    it (the next layer's inputs come from them), and for that linear the fp32 weight, the grid
+//    values and reconstruction, GPTQ's copies and its Hessian with GPTQ's factorization of it;
+// beside them the calibration set's hidden states between layers (tokens × hidden × 4) unless they
+// spill to a scratch file, and a fixed allowance for the process (code, tokenizer, stacks).
 #pragma once
 
 #include "model/model_config.hpp"
@@ -28,12 +28,14 @@ struct CompressWork {
 };
 
 struct CompressMemoryNeeds {
-  std::uint64_t process = 0, layer = 0, states = 0, chunk = 0;
+  std::uint64_t process = 0, calibration_pass = 0, compression = 0, states = 0;
+  std::int64_t chunk_tokens = 0; // 0: uncalibrated (no calibration pass)
 
-  std::uint64_t total(bool spilled) const { return process + layer + chunk + (spilled ? 0 : states); }
-  // "5.1 GB: 1.6 GB for the largest layer, 3.5 GB of calibration states, 0.4 GB for a chunk of
-  // up to 8192 tokens, 134 MB for the process" (the states left out when spilled).
-  std::string describe(bool spilled, std::int64_t chunk_tokens) const;
+  std::uint64_t layer() const { return calibration_pass > compression ? calibration_pass : compression; }
+  std::uint64_t total(bool spilled) const { return process + layer() + (spilled ? 0 : states); }
+  // "5.10 GB: 1.60 GB for a layer (its calibration pass over chunks of up to 8192 tokens), 3.50 GB
+  // of calibration states, 134 MB for the process" (the states left out when spilled).
+  std::string describe(bool spilled) const;
 };
 
 CompressMemoryNeeds compress_memory_needs(const ModelConfig& config, const CompressWork& work);

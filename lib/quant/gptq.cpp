@@ -28,44 +28,65 @@ cholesky_upper_rowmajor(std::vector<float>& a, int n) {
   return info == 0;
 }
 
+// Columns by decreasing H diagonal (act-order), ties in column order.
 std::vector<std::size_t>
-act_order_permutation(std::span<const float> h, std::int64_t n) {
-  std::vector<std::size_t> perm(static_cast<std::size_t>(n));
+act_order_permutation(const std::vector<float>& diagonal) {
+  std::vector<std::size_t> perm(diagonal.size());
   std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(), [&](std::size_t a, std::size_t b) {
-    return h[a * static_cast<std::size_t>(n) + a] > h[b * static_cast<std::size_t>(n) + b];
-  });
+  std::stable_sort(perm.begin(), perm.end(), [&](std::size_t a, std::size_t b) { return diagonal[a] > diagonal[b]; });
   return perm;
+}
+
+// H as GPTQ factors it: dead inputs' zero diagonal set to 1, rows and columns in `perm`'s order.
+// Built from the caller's H (which stays as it was) in one copy.
+std::vector<float>
+prepared_hessian(std::span<const float> hessian, const std::vector<std::size_t>& perm) {
+  const auto n = perm.size();
+  std::vector<float> h(n * n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      const float v = hessian[perm[i] * n + perm[j]];
+      h[i * n + j] = i == j && v == 0.0f ? 1.0f : v;
+    }
+  return h;
+}
+
+// inverse_cholesky_upper over `a` itself.
+bool
+inverse_cholesky_upper_in_place(std::vector<float>& a, std::int64_t n64, double damp) {
+  const auto n = static_cast<std::size_t>(n64);
+  double mean_diag = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    mean_diag += static_cast<double>(a[i * n + i]);
+  mean_diag /= static_cast<double>(n);
+  for (std::size_t i = 0; i < n; ++i)
+    a[i * n + i] += static_cast<float>(damp * mean_diag);
+  const int dim = static_cast<int>(n);
+  if (!cholesky_upper_rowmajor(a, dim))
+    return false;
+  int info = 0;
+  const char lower = 'L';
+  spotri_(&lower, &dim, a.data(), &dim, &info); // H⁻¹ in our upper triangle
+  if (info != 0)
+    return false;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j)
+      a[j * n + i] = a[i * n + j];
+  if (!cholesky_upper_rowmajor(a, dim)) // H⁻¹ = UᵀU, U in our upper triangle
+    return false;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      a[i * n + j] = 0.0f;
+  return true;
 }
 
 } // namespace
 
 std::optional<std::vector<float>>
-inverse_cholesky_upper(std::span<const float> h, std::int64_t n64, double damp) {
-  const auto n = static_cast<std::size_t>(n64);
-  double mean_diag = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    mean_diag += static_cast<double>(h[i * n + i]);
-  mean_diag /= static_cast<double>(n);
+inverse_cholesky_upper(std::span<const float> h, std::int64_t n, double damp) {
   std::vector<float> a(h.begin(), h.end());
-  for (std::size_t i = 0; i < n; ++i)
-    a[i * n + i] += static_cast<float>(damp * mean_diag);
-  const int dim = static_cast<int>(n);
-  if (!cholesky_upper_rowmajor(a, dim))
+  if (!inverse_cholesky_upper_in_place(a, n, damp))
     return std::nullopt;
-  int info = 0;
-  const char lower = 'L';
-  spotri_(&lower, &dim, a.data(), &dim, &info); // H⁻¹ in our upper triangle
-  if (info != 0)
-    return std::nullopt;
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i + 1; j < n; ++j)
-      a[j * n + i] = a[i * n + j];
-  if (!cholesky_upper_rowmajor(a, dim)) // H⁻¹ = UᵀU, U in our upper triangle
-    return std::nullopt;
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      a[i * n + j] = 0.0f;
   return a;
 }
 
@@ -82,45 +103,45 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
   CompressedMatrix out;
   out.rows = rows;
   out.cols = cols;
-  std::vector<float> h(hessian.begin(), hessian.end());
   std::vector<float> w(weight.begin(), weight.end());
   // Dead inputs (never active in calibration): nothing to preserve, weight set to zero.
-  for (std::size_t i = 0; i < n; ++i)
-    if (h[i * n + i] == 0.0f) {
-      h[i * n + i] = 1.0f;
+  std::vector<float> diagonal(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    diagonal[i] = hessian[i * n + i];
+    if (diagonal[i] == 0.0f) {
+      diagonal[i] = 1.0f;
       for (std::int64_t r = 0; r < rows; ++r)
         w[static_cast<std::size_t>(r) * n + i] = 0.0f;
     }
+  }
   if (args)
     out.grid = compute_grid(w, rows, cols, *args, scale_dtype);
   std::vector<std::size_t> perm(n);
   std::iota(perm.begin(), perm.end(), 0);
   if (o.act_order) {
-    perm = act_order_permutation(h, cols);
-    std::vector<float> wp(w.size()), hp(h.size());
+    perm = act_order_permutation(diagonal);
+    std::vector<float> wp(w.size());
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < n; ++j)
         wp[static_cast<std::size_t>(r) * n + j] = w[static_cast<std::size_t>(r) * n + perm[j]];
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < n; ++j)
-        hp[i * n + j] = h[perm[i] * n + perm[j]];
     w.swap(wp);
-    h.swap(hp);
   }
-  std::optional<std::vector<float>> u;
+  // One n × n buffer: the prepared H, factored in place into U (rebuilt for each dampening tried).
+  std::vector<float> U;
+  bool factored = false;
   double damp = o.dampening;
   for (int attempt = 1; attempt <= o.max_damping_attempts; ++attempt, damp *= 10) {
     out.damping_attempts = attempt;
-    u = inverse_cholesky_upper(h, cols, damp);
-    if (u)
+    U = prepared_hessian(hessian, perm);
+    factored = inverse_cholesky_upper_in_place(U, cols, damp);
+    if (factored)
       break;
   }
-  if (!u)
+  if (!factored)
     throw RuntimeFailure(fmt::format("{}: the calibration Hessian is not positive definite even with dampening {:g} "
                                      "({} attempts); use more or more varied calibration samples",
                                      o.layer, damp / 10, o.max_damping_attempts));
   out.dampening = damp;
-  const auto& U = *u;
 
   std::vector<float> q_values(w.size(), 0.0f); // grid values (permuted order)
   std::vector<float> recon(w.size(), 0.0f);    // reconstruction (permuted order)

@@ -41,6 +41,19 @@ Hessian::matrix() const {
   return h;
 }
 
+std::vector<float>
+Hessian::take_matrix() && {
+  if (m_sequences == 0)
+    throw RuntimeFailure("Hessian has no calibration data");
+  const auto n = static_cast<std::size_t>(m_cols);
+  const float inv = 1.0f / static_cast<float>(m_sequences);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i; j < n; ++j) // the lower triangle written is never read again
+      m_sum[i * n + j] = m_sum[j * n + i] = m_sum[i * n + j] * inv;
+  m_sequences = m_tokens = 0;
+  return std::move(m_sum);
+}
+
 void
 rescale_hessian(std::vector<float>& h, std::int64_t cols, std::span<const float> s) {
   const auto n = static_cast<std::size_t>(cols);

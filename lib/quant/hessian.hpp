@@ -16,6 +16,9 @@ public:
   void add(const float* x, std::int64_t rows, std::int64_t sequences);
   // H itself (both triangles), 2/N · Σ XᵀX.
   std::vector<float> matrix() const;
+  // The same values, made in place of the accumulator (no second n × n copy): the Hessian is
+  // empty afterwards.
+  std::vector<float> take_matrix() &&;
   // Largest |x| seen per input column (SmoothQuant's activation statistic).
   const std::vector<float>& column_absmax() const { return m_absmax; }
   std::int64_t cols() const { return m_cols; }
