@@ -225,6 +225,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       const auto& current = model.linear(layer, linear.name);
       const auto rows = current.rows(), cols = current.cols();
       auto w = runtime::dense_floats(current);
+      model.weights().release(module + ".weight"); // widened: its mapped pages are not needed again
       std::vector<float> base_w;
       if (base) {
         const auto& b = base->linear(layer, linear.name);
@@ -232,6 +233,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
           throw InputError(
               fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(), b.cols()));
         base_w = runtime::dense_floats(b);
+        base->weights().release(module + ".weight");
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];
       }

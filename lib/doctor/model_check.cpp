@@ -2,8 +2,10 @@
 
 #include "core/error.hpp"
 #include "model/chat_template.hpp"
+#include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
+#include "model/weight_store.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,6 +30,29 @@ preview(const std::string& text, std::size_t n = 160) {
   return text.size() > n ? out + "..." : out;
 }
 
+// Peak resident memory of compress (model/memory_needs.hpp) and of running the model: its
+// weights are mapped and all touched, its KV cache (fp32 keys and values) comes on top.
+std::string
+memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
+  const model::WeightStore store(model_dir);
+  std::uint64_t checkpoint = 0;
+  for (const auto& file : store.files())
+    checkpoint += std::filesystem::file_size(file);
+  model::CompressWork work;
+  work.weight_bytes = model::dtype_size(store.float_dtype());
+  const auto rtn = model::compress_memory_needs(config, work);
+  work.calibration_tokens = 512 * 512;
+  work.hessians = true;
+  const auto gptq = model::compress_memory_needs(config, work);
+  const auto kv_per_token = 2 * static_cast<std::uint64_t>(config.num_layers * config.kv_dim()) * sizeof(float);
+  return fmt::format("compress: RTN/FP8 {}, GPTQ at 512 x 512 calibration tokens {} ({} with the states spilled "
+                     "under --max-memory); eval and serve-deltas: {} of weights mapped + {} of KV cache per 1,000 "
+                     "tokens",
+                     model::gigabytes(rtn.total(false)), model::gigabytes(gptq.total(false)),
+                     model::gigabytes(gptq.total(true)), model::gigabytes(checkpoint),
+                     model::gigabytes(kv_per_token * 1000));
+}
+
 } // namespace
 
 std::vector<Check>
@@ -38,6 +63,11 @@ check_model_folder(const std::filesystem::path& model_dir) {
     checks.push_back({"model config", CheckStatus::ok,
                       fmt::format("{}: {} layers, hidden {}, vocabulary {}", config.architecture_name,
                                   config.num_layers, config.hidden_size, config.vocab_size)});
+    try {
+      checks.push_back({"memory needs", CheckStatus::ok, memory_needs(model_dir, config)});
+    } catch (const InputError& e) { // weights unreadable: said once, here
+      checks.push_back({"memory needs", CheckStatus::fail, e.what()});
+    }
   } catch (const InputError& e) {
     checks.push_back({"model config", CheckStatus::fail, e.what()});
   }

@@ -32,7 +32,8 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
     mapped *= 2;
     per_element += kFloat;
   }
-  needs.compression = mapped + per_element * largest_linear;
+  // Each linear's mapped pages are released once it is widened: the largest one's are resident.
+  needs.compression = mapped / layer_elements * largest_linear + per_element * largest_linear;
   if (!calibrated)
     return needs;
   needs.compression += kFloat * (layer_elements - largest_linear); // the reconstructions before it

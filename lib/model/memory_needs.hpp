@@ -5,9 +5,10 @@
 //  - calibration pass: the layer's mapped weights, the Hessians (GPTQ) of its four inputs as they
 //    accumulate, and one chunk of whole sequences through it (its states, the norm, q/k/v,
 //    attention, projection, gate and up outputs, the chunk's K/V cache);
-//  - compressing its largest linear: the mapped weights, the reconstructions of the linears before
-//    it (the next layer's inputs come from them), and for that linear the fp32 weight, the grid
-//    values and reconstruction, GPTQ's copies and its Hessian with GPTQ's factorization of it;
+//  - compressing its largest linear: the reconstructions of the linears before it (the next
+//    layer's inputs come from them), and for that linear its mapped weights (each linear's pages
+//    are released once it is widened), the fp32 weight, the grid values and reconstruction,
+//    GPTQ's copies, and its Hessian with GPTQ's factorization of it;
 // beside them the calibration set's hidden states between layers (tokens × hidden × 4) unless they
 // spill to a scratch file, and a fixed allowance for the process (code, tokenizer, stacks).
 #pragma once
