@@ -49,9 +49,9 @@ add_common_options(CLI::App& app, CompressFlags& f) {
   add_timeout_option(app, f.timeout_s);
   add_output_option(app, f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
   add_format_option(app, f.format);
-  app.add_option("--max-memory", f.max_memory,
-                 "peak resident memory the trials running at once may hold together, e.g. 8GiB: calibration "
-                 "states spill to a scratch file when only that fits; refused at start when it cannot be kept");
+  add_max_memory_option(app, f.max_memory,
+                        "the trials running at once together; calibration states spill to a scratch file when only "
+                        "that fits");
 }
 
 void
@@ -88,8 +88,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   o.threads = f.threads;
   o.activations = resolve_activations(f.activations, ctx.settings);
   o.output = f.output;
-  if (!f.max_memory.empty())
-    o.max_memory = parse_byte_size(f.max_memory, "--max-memory");
+  o.max_memory = parse_max_memory(f.max_memory);
   if (!f.max_shard_size.empty())
     o.max_shard_bytes = parse_byte_size(f.max_shard_size, "--max-shard-size");
   const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));

@@ -102,7 +102,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   eval->require_subcommand(1);
 
   struct Flags {
-    std::string model, data, kl_base, delta, format, worker, activations;
+    std::string model, data, kl_base, delta, format, worker, activations, max_memory;
     std::int64_t ctx = 512, stride = 0, max_windows = 0;
     unsigned threads = 0;
     double timeout_s = 0;
@@ -126,6 +126,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   add_threads_option(*ppl, flags->threads);
   add_activations_option(*ppl, flags->activations);
   add_no_mmap_flag(*ppl, flags->no_mmap);
+  add_max_memory_option(*ppl, flags->max_memory, "the models' mapped weights, a window's activations and KV cache");
   add_timeout_option(*ppl, flags->timeout_s);
   add_format_option(*ppl, flags->format);
   ppl->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
@@ -146,6 +147,7 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   options.max_windows = flags->max_windows;
                   options.activations = resolve_activations(flags->activations, ctx.settings);
                   options.weights = flags->no_mmap ? model::LoadMode::read : model::LoadMode::map;
+                  options.max_memory = parse_max_memory(flags->max_memory);
                   if (!flags->kl_base.empty())
                     options.kl_base = flags->kl_base;
                   if (!flags->delta.empty())

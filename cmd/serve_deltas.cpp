@@ -17,7 +17,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   CLI::App* serve =
       app.add_subcommand("serve-deltas", "Serve a model over an OpenAI-compatible HTTP API with continuous batching");
   struct Flags {
-    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, baseline = "none",
+    std::string base, name, host = "127.0.0.1", api_key, kv_cache_memory, delta_memory, max_memory, baseline = "none",
                             device = "cpu", delta_activations = "int8", activations;
     std::vector<std::string> deltas, loras;
     int port = 8000, max_num_seqs = 256, max_deltas = 0;
@@ -43,6 +43,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                    "most distinct deltas active in one engine step (0: no cap); see man optkit-serve-deltas")
       ->check(number_range(0, 1 << 20))
       ->capture_default_str();
+  add_max_memory_option(*serve, flags->max_memory,
+                        "the KV cache gets what is left after the mapped weights, --delta-memory, a step's "
+                        "activations and the process");
   serve->add_option("--delta-memory", flags->delta_memory,
                     "host memory for resident deltas, e.g. 2GiB; beyond it the least recently used idle delta is "
                     "evicted and reloaded from disk on demand (default: no limit)");
@@ -138,6 +141,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                   options.engine.max_deltas = flags->max_deltas;
                   if (!flags->kv_cache_memory.empty())
                     options.kv_cache_bytes = parse_byte_size(flags->kv_cache_memory, "--kv-cache-memory");
+                  options.max_memory = parse_max_memory(flags->max_memory);
                   if (!flags->delta_memory.empty())
                     options.delta_memory_bytes = parse_byte_size(flags->delta_memory, "--delta-memory");
                   options.threads = flags->threads;

@@ -1,5 +1,7 @@
 #include "shared_options.hpp"
 
+#include "core/byte_size.hpp"
+
 #include "number_checks.hpp"
 
 #include <cstdlib>
@@ -41,6 +43,19 @@ add_no_mmap_flag(CLI::App& app, bool& target) {
   return app.add_flag("--no-mmap", target,
                       "read the weights into this process's memory (huge pages) instead of mapping the safetensors "
                       "files: faster decode and prefill, but no sharing of the pages with other processes");
+}
+
+CLI::Option*
+add_max_memory_option(CLI::App& app, std::string& target, const std::string& what) {
+  return app.add_option("--max-memory", target,
+                        "peak resident memory to keep, e.g. 8GiB: " + what + "; refused at start when it cannot be kept");
+}
+
+std::optional<std::uint64_t>
+parse_max_memory(const std::string& flag_value) {
+  if (flag_value.empty())
+    return std::nullopt;
+  return parse_byte_size(flag_value, "--max-memory");
 }
 
 CLI::Option*

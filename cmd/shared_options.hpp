@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace optkit::cmd {
@@ -29,6 +30,11 @@ runtime::ActivationPrecision resolve_activations(const std::string& flag_value, 
 // --no-mmap: read the model's weights into memory (transparent huge pages) instead of mapping
 // the safetensors files (model/safetensors.hpp).
 CLI::Option* add_no_mmap_flag(CLI::App& app, bool& target);
+// --max-memory BYTES: the peak resident memory the command keeps, or refuses at start naming
+// what it needs (model/memory_needs.hpp); `what` says how this command keeps it.
+CLI::Option* add_max_memory_option(CLI::App& app, std::string& target, const std::string& what);
+// The --max-memory value in bytes; none when the flag was not given.
+std::optional<std::uint64_t> parse_max_memory(const std::string& flag_value);
 // --timeout SECONDS: how long each worker child attempt may run before it is stopped (SIGTERM, a
 // grace period, SIGKILL); 0 means no limit. `target` holds the command's default.
 CLI::Option* add_timeout_option(CLI::App& app, double& target);

@@ -35,9 +35,6 @@ preview(const std::string& text, std::size_t n = 160) {
 std::string
 memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
   const model::WeightStore store(model_dir);
-  std::uint64_t checkpoint = 0;
-  for (const auto& file : store.files())
-    checkpoint += std::filesystem::file_size(file);
   model::CompressWork work;
   work.weight_bytes = model::dtype_size(store.float_dtype());
   const auto rtn = model::compress_memory_needs(config, work);
@@ -49,7 +46,7 @@ memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& c
                      "under --max-memory); eval and serve-deltas: {} of weights mapped + {} of KV cache per 1,000 "
                      "tokens",
                      model::gigabytes(rtn.total(false)), model::gigabytes(gptq.total(false)),
-                     model::gigabytes(gptq.total(true)), model::gigabytes(checkpoint),
+                     model::gigabytes(gptq.total(true)), model::gigabytes(store.file_bytes()),
                      model::gigabytes(kv_per_token * 1000));
 }
 

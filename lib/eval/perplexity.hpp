@@ -32,6 +32,8 @@ struct PerplexityOptions {
   // How BF16 weights multiply activations (--activations; runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
   model::LoadMode weights = model::LoadMode::map; // --no-mmap: read (model/safetensors.hpp)
+  // --max-memory: refused at start when the run would need more (model/memory_needs.hpp).
+  std::optional<std::uint64_t> max_memory;
 };
 
 struct KlStats {

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
 #include "model/weight_store.hpp"
@@ -100,8 +101,32 @@ measure_perplexity_in_worker(const PerplexityOptions& options, const PerplexityR
   return perplexity_result_from_json(outcome.result);
 }
 
+namespace {
+
+// Refuses a --max-memory the run cannot keep: every model it maps (the model, a delta, a KL base),
+// one window's activations and its KV cache (fp32 keys and values).
+void
+check_memory_budget(const PerplexityOptions& options) {
+  if (!options.max_memory)
+    return;
+  const auto config = model::load_model_config(options.model);
+  std::uint64_t weights = model::WeightStore(options.model).file_bytes();
+  if (options.kl_base)
+    weights += model::WeightStore(*options.kl_base).file_bytes();
+  if (options.delta) // a delta is merged on load: the variant's weights exist beside the base's
+    weights *= 2;
+  const auto kv = 2 * static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * options.ctx) * sizeof(float);
+  const auto needs = model::run_memory_needs(config, weights, options.ctx, kv);
+  if (needs.total() > *options.max_memory)
+    throw InputError(fmt::format("--max-memory {}: eval perplexity needs {}; lower --ctx or raise --max-memory",
+                                 model::gigabytes(*options.max_memory), needs.describe()));
+}
+
+} // namespace
+
 PerplexityResult
 run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
+  check_memory_budget(options);
   const auto result = measure_perplexity_in_worker(options, context, 0);
   archive_metrics(*context.archive, context.run_id, result);
   return result;

@@ -59,6 +59,23 @@ CompressMemoryNeeds::describe(bool spilled) const {
   return out + fmt::format(", {} for the process", gigabytes(process));
 }
 
+RunMemoryNeeds
+run_memory_needs(const ModelConfig& c, std::uint64_t weight_bytes, std::int64_t step_tokens, std::uint64_t kv_bytes) {
+  const auto h = u(c.hidden_size), i = u(c.intermediate_size), q = u(c.q_dim()), kv = u(c.kv_dim());
+  RunMemoryNeeds needs;
+  needs.process = kProcessBytes;
+  needs.weights = weight_bytes;
+  needs.activations = kFloat * u(step_tokens) * (3 * h + 2 * q + 2 * kv + 2 * i + u(c.vocab_size));
+  needs.kv_cache = kv_bytes;
+  return needs;
+}
+
+std::string
+RunMemoryNeeds::describe() const {
+  return fmt::format("{}: {} of weights, {} of KV cache, {} of activations, {} for the process", gigabytes(total()),
+                     gigabytes(weights), gigabytes(kv_cache), gigabytes(activations), gigabytes(process));
+}
+
 std::string
 gigabytes(std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);

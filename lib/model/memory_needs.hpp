@@ -41,6 +41,22 @@ struct CompressMemoryNeeds {
 
 CompressMemoryNeeds compress_memory_needs(const ModelConfig& config, const CompressWork& work);
 
+// What running a model holds (eval, serve-deltas): its weights mapped and all touched (file pages
+// count in the resident set), the activations of one step of `step_tokens` rows (hidden states,
+// q/k/v, the MLP's gate and up, the logits), the KV cache, and the process allowance.
+struct RunMemoryNeeds {
+  std::uint64_t process = 0, weights = 0, activations = 0, kv_cache = 0;
+
+  std::uint64_t total() const { return process + weights + activations + kv_cache; }
+  // "17.2 GB: 16.1 GB of weights, 262 MB of KV cache, 810 MB of activations, 134 MB for the process"
+  std::string describe() const;
+};
+
+// `weight_bytes`: the safetensors bytes mapped (every model the command loads); `kv_bytes`: the KV
+// cache's budget.
+RunMemoryNeeds run_memory_needs(const ModelConfig& config, std::uint64_t weight_bytes, std::int64_t step_tokens,
+                                std::uint64_t kv_bytes);
+
 // "1.62 GB", "27 MB", "12 kB" (decimal, as disks and `free --si` count).
 std::string gigabytes(std::uint64_t bytes);
 

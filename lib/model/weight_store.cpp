@@ -94,6 +94,14 @@ WeightStore::element_count() const {
   return total;
 }
 
+std::uint64_t
+WeightStore::file_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& file : m_files)
+    total += std::filesystem::file_size(file);
+  return total;
+}
+
 DType
 WeightStore::float_dtype() const {
   const auto probe = find("model.layers.0.self_attn.q_proj.weight");

@@ -36,6 +36,8 @@ public:
   // compressed-tensors also uses for scales.
   DType float_dtype() const;
   const std::vector<std::filesystem::path>& files() const { return m_files; }
+  // Bytes of those files: what mapping and touching every tensor adds to the resident set.
+  std::uint64_t file_bytes() const;
 
 private:
   std::filesystem::path m_dir;

@@ -3,27 +3,60 @@
 #include "core/available_cpus.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
+#include "model/weight_store.hpp"
 #include "runtime/kv_cache.hpp"
 #include "runtime/lora_adapter.hpp"
 #include "runtime/transformer.hpp"
 #include "serve/mock_model.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <thread>
 
 namespace optkit::serve {
 
+namespace {
+
+// The KV budget under --max-memory: `wanted` (--kv-cache-memory, or the default) when it fits
+// beside the mapped weights, the deltas' budget, a step's activations and the process, else what
+// is left (the default) or an InputError stating the needs (nothing left, or --kv-cache-memory
+// too large).
+std::uint64_t
+kv_budget_within(const ServeOptions& options, const model::ModelConfig& config, std::uint64_t wanted) {
+  const auto max = *options.max_memory;
+  if ((!options.deltas.empty() || !options.loras.empty()) && options.delta_memory_bytes == 0)
+    throw InputError("--max-memory with --delta or --lora needs --delta-memory (the resident deltas' share of it)");
+  const std::uint64_t weights = options.mock ? 0 : model::WeightStore(options.base).file_bytes();
+  auto needs = model::run_memory_needs(config, weights, options.engine.max_num_batched_tokens, 0);
+  const auto fixed = needs.total() + options.delta_memory_bytes;
+  const bool given = options.kv_cache_bytes > 0;
+  if (fixed < max && (!given || fixed + wanted <= max))
+    return std::min(wanted, max - fixed);
+  needs.kv_cache = given ? wanted : 0;
+  throw InputError(fmt::format("--max-memory {}: serve-deltas needs {}{}{}; raise --max-memory{}", model::gigabytes(max),
+                               needs.describe(),
+                               options.delta_memory_bytes > 0
+                                   ? fmt::format(" and {} of --delta-memory", model::gigabytes(options.delta_memory_bytes))
+                                   : "",
+                               given ? "" : " before any KV cache", given ? " or lower --kv-cache-memory" : ""));
+}
+
+} // namespace
+
 LoadedModel
 load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer) {
   const auto config = model::load_model_config(options.base);
-  // The KV budget by default: max_num_seqs full contexts, at most 4 GiB.
+  // The KV budget by default: max_num_seqs full contexts, at most 4 GiB; within --max-memory.
   const auto kv_budget = [&](std::uint64_t bytes_per_token) {
-    if (options.kv_cache_bytes > 0)
-      return options.kv_cache_bytes;
-    return std::min<std::uint64_t>(std::uint64_t{4} << 30,
-                                   bytes_per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
-                                       static_cast<std::uint64_t>(options.engine.max_num_seqs));
+    const auto wanted = options.kv_cache_bytes > 0
+                            ? options.kv_cache_bytes
+                            : std::min<std::uint64_t>(std::uint64_t{4} << 30,
+                                                      bytes_per_token *
+                                                          static_cast<std::uint64_t>(config.max_position_embeddings) *
+                                                          static_cast<std::uint64_t>(options.engine.max_num_seqs));
+    return options.max_memory ? kv_budget_within(options, config, wanted) : wanted;
   };
   LoadedModel loaded;
   loaded.engine = options.engine;

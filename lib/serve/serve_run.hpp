@@ -38,6 +38,10 @@ struct ServeOptions {
   AdapterLoading adapter_loading; // --enable-adapter-loading, --adapter-root, --max-adapters
   EngineOptions engine;
   std::uint64_t kv_cache_bytes = 0;   // 0: room for max_num_seqs full contexts, at most 4 GiB
+  // --max-memory: the KV budget is what is left of it after the mapped weights, the deltas' budget,
+  // a step's activations and the process; refused at start when nothing (or not the given
+  // --kv-cache-memory) is left (model/memory_needs.hpp).
+  std::optional<std::uint64_t> max_memory;
   bool prefix_caching = false;        // --enable-prefix-caching (runtime/kv_cache.hpp)
   unsigned threads = 0;               // runtime threads (0: one per available CPU)
   bool int8_delta_activations = true; // --delta-activations int8 (runtime::RuntimeOptions)

@@ -87,6 +87,11 @@ expect_err_has "--data FILE is required"
 run eval perplexity --model "$models/tiny-base" --data "$SCRATCH/missing.txt"
 expect_rc 2
 expect_err_has "missing.txt"
+run eval perplexity --model "$models/tiny-base" --data "$corpora/english.heldout.txt" --max-memory 1MiB
+expect_rc 2
+expect_err_has "--max-memory 1 MB: eval perplexity needs"
+expect_err_has "of weights"
+expect_err_has "lower --ctx or raise --max-memory"
 for fixture in "$OPTKIT_SOURCE_DIR"/testdata/safetensors/corrupt/*.safetensors; do
   dir="$SCRATCH/corrupt-$(basename "$fixture" .safetensors)"
   mkdir -p "$dir"

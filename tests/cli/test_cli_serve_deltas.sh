@@ -395,6 +395,21 @@ expect_err_has "--base $SCRATCH/nowhere: no such model folder"
 run serve-deltas --base "$base" --kv-cache-memory lots
 expect_rc 2
 expect_err_has "--kv-cache-memory 'lots'"
+# --max-memory: the KV cache gets what is left of it; a budget that leaves nothing, or less than
+# --kv-cache-memory, is refused at start with what it needs.
+start_serve_deltas "$base" --max-memory 200MiB
+kv_bytes=$(http GET /version | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().split(" ",1)[1])["engine"]["kv_cache_bytes"])')
+weights=$(du -b "$base/model.safetensors" | cut -f1)
+[ "$kv_bytes" -gt 0 ] && [ $((kv_bytes + weights)) -lt $((200 << 20)) ] ||
+  fail "--max-memory 200MiB left a KV cache of $kv_bytes bytes beside $weights bytes of weights"
+kill -TERM "$server" && wait "$server" || true
+run serve-deltas --base "$base" --port 0 --max-memory 100MiB
+expect_rc 2
+expect_err_has "--max-memory 105 MB: serve-deltas needs"
+expect_err_has "before any KV cache; raise --max-memory"
+run serve-deltas --base "$base" --port 0 --max-memory 300MiB --kv-cache-memory 1GiB
+expect_rc 2
+expect_err_has "or lower --kv-cache-memory"
 run serve-deltas --base "$base" --baseline merged
 expect_rc 2
 expect_err_has "--baseline"
