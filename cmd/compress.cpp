@@ -18,8 +18,8 @@ namespace optkit::cmd {
 namespace {
 
 struct CompressFlags {
-  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations,
-      max_shard_size, max_memory;
+  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations, max_shard_size,
+      max_memory;
   std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
   std::uint64_t seed = 0;
   unsigned threads = 0;

@@ -48,7 +48,8 @@ add_no_mmap_flag(CLI::App& app, bool& target) {
 CLI::Option*
 add_max_memory_option(CLI::App& app, std::string& target, const std::string& what) {
   return app.add_option("--max-memory", target,
-                        "peak resident memory to keep, e.g. 8GiB: " + what + "; refused at start when it cannot be kept");
+                        "peak resident memory to keep, e.g. 8GiB: " + what +
+                            "; refused at start when it cannot be kept");
 }
 
 std::optional<std::uint64_t>

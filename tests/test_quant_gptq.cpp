@@ -149,5 +149,6 @@ TEST_CASE("a Hessian taken in place has matrix()'s very values and is empty afte
   const auto copy = h.matrix();
   const auto taken = std::move(h).take_matrix();
   CHECK(taken == copy); // bit for bit, both triangles
-  CHECK_THROWS_WITH_AS(h.matrix(), doctest::Contains("no calibration data"), RuntimeFailure); // NOLINT(bugprone-use-after-move)
+  CHECK_THROWS_WITH_AS(h.matrix(), doctest::Contains("no calibration data"),
+                       RuntimeFailure); // NOLINT(bugprone-use-after-move)
 }

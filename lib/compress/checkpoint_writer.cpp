@@ -96,8 +96,9 @@ compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std:
   }
   const std::int64_t group = args.strategy == quant::Strategy::group ? std::min(args.group_size, cols) : cols;
   out.push_back({p + ".weight_scale", scale_dtype,
-                 args.strategy == quant::Strategy::tensor ? std::vector<std::int64_t>{1}
-                                                          : std::vector<std::int64_t>{rows, (cols + group - 1) / group}});
+                 args.strategy == quant::Strategy::tensor
+                     ? std::vector<std::int64_t>{1}
+                     : std::vector<std::int64_t>{rows, (cols + group - 1) / group}});
   return out;
 }
 
@@ -115,8 +116,8 @@ planned_tensors(const model::WeightStore& store, const Recipe& recipe, const std
       if (!args)
         continue;
       const auto source = store.require(module + ".weight");
-      const auto specs =
-          compressed_linear_specs(module, *args, source.shape().at(0), source.shape().at(1), format, store.float_dtype());
+      const auto specs = compressed_linear_specs(module, *args, source.shape().at(0), source.shape().at(1), format,
+                                                 store.float_dtype());
       out.insert(out.end(), specs.begin(), specs.end());
       replaced.insert(module + ".weight");
     }
@@ -150,8 +151,11 @@ safetensors_bytes(const std::filesystem::path& directory) {
 CompressedCheckpointWriter::CompressedCheckpointWriter(const std::filesystem::path& directory,
                                                        const std::filesystem::path& source, const Recipe& recipe,
                                                        std::uint64_t max_shard_bytes)
-    : m_directory(directory), m_source(source), m_recipe(recipe), m_store(source),
-      m_format(quantization_config(recipe).format) {
+    : m_directory(directory)
+    , m_source(source)
+    , m_recipe(recipe)
+    , m_store(source)
+    , m_format(quantization_config(recipe).format) {
   const auto num_layers = model::load_model_config(source).num_layers;
   m_shards = std::make_unique<model::ShardedSafetensorsWriter>(
       directory, planned_tensors(m_store, recipe, m_format, num_layers), max_shard_bytes);

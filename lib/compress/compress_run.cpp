@@ -21,6 +21,7 @@
 #include "runtime/layerwise_model.hpp"
 
 #include <cmath>
+#include <malloc.h>
 #include <fmt/format.h>
 #include <thread>
 
@@ -75,7 +76,8 @@ trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir,
 // Whether the trials' calibration states must spill to keep --max-memory, split evenly between
 // the trials that run at once; InputError stating the needs when even spilled they do not fit.
 bool
-spill_to_keep_budget(const model::CompressMemoryNeeds& needs, std::uint64_t max_memory, std::int64_t jobs, const std::string& recipe) {
+spill_to_keep_budget(const model::CompressMemoryNeeds& needs, std::uint64_t max_memory, std::int64_t jobs,
+                     const std::string& recipe) {
   const std::uint64_t share = max_memory / static_cast<std::uint64_t>(jobs);
   if (needs.total(false) <= share)
     return false;
@@ -282,6 +284,10 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
 
 void
 compress_worker(const proc::WorkerSpec& spec) {
+  // Buffers of 1 MiB and more are mapped on their own and unmapped when freed, so a layer's
+  // Hessians, weights and activations go back to the kernel when the layer is done instead of
+  // staying in the heap's free lists (glibc raises its threshold up to 32 MiB as it goes).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const auto& p = spec.payload;
   const auto recipe = resolved_recipe(p);
   const std::filesystem::path model_dir = p.at("model").get<std::string>();
@@ -322,8 +328,8 @@ compress_worker(const proc::WorkerSpec& spec) {
     if (done == 0 || (done % per_layer != 0 && done != total))
       return;
     const double elapsed = SystemClock::instance().monotonic_seconds() - started;
-    log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done / per_layer,
-              total / per_layer, elapsed, elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+    log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done / per_layer, total / per_layer,
+              elapsed, elapsed / static_cast<double>(done) * static_cast<double>(total - done));
   };
   std::filesystem::create_directories(output);
   std::optional<CompressedCheckpointWriter> writer; // a whole model streams out layer by layer

@@ -10,6 +10,7 @@
 #include "runtime/layerwise_model.hpp"
 
 #include <cmath>
+#include <malloc.h>
 #include <fmt/format.h>
 #include <memory>
 #include <thread>
@@ -171,6 +172,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     x.release(offset, lengths[i]);
     offset += lengths[i];
   }
+  // The rows read came in whole (huge) pages of the mapping: up to the whole embedding.
+  model.weights().release("model.embed_tokens.weight");
 
   LayerwiseResult result;
   double error_sum = 0;
@@ -204,8 +207,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         for (std::size_t j = 0; j < norm.size(); ++j)
           norm[j] /= s[j];
         layer_norms[fmt::format("model.layers.{}.{}.weight", layer,
-                                          input == LinearInput::attention_in ? "input_layernorm"
-                                                                             : "post_attention_layernorm")] = norm;
+                                input == LinearInput::attention_in ? "input_layernorm" : "post_attention_layernorm")] =
+            norm;
         for (std::size_t i = 0; i < names.size(); ++i) {
           quant::scale_columns(weights[i], h->cols(), s);
           const auto& old = model.linear(layer, names[i]);
@@ -264,6 +267,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     if (calibrated)
       model.run_layer_chunked(layer, lengths, x, nullptr);
     model.release_layer(layer);
+    ::malloc_trim(0); // what the layer freed inside the heap goes back to the kernel
     if (base)
       base->release_layer(layer);
     if (options.sink)

@@ -7,7 +7,10 @@ namespace optkit::model {
 
 namespace {
 
-constexpr std::uint64_t kProcessBytes = 128ULL << 20; // code, tokenizer, stacks, BLAS buffers
+// Measured (tests/perf/perf_compress_memory on the 1B and 8B shapes): the program with its
+// stacks and BLAS buffers, and with calibration the tokenizer and the tokenized documents.
+constexpr std::uint64_t kProcessBytes = 128ULL << 20;
+constexpr std::uint64_t kCalibrationTextBytes = 256ULL << 20;
 constexpr std::uint64_t kFloat = sizeof(float);
 
 std::uint64_t
@@ -28,7 +31,7 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
   needs.process = kProcessBytes;
   std::uint64_t mapped = work.weight_bytes * layer_elements;
   std::uint64_t per_element = 3 * kFloat + 1; // fp32 weight, grid values, reconstruction, encoded
-  if (work.delta) {                            // the base's mapped layer and fp32 weight beside
+  if (work.delta) {                           // the base's mapped layer and fp32 weight beside
     mapped *= 2;
     per_element += kFloat;
   }
@@ -36,9 +39,11 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
   needs.compression = mapped / layer_elements * largest_linear + per_element * largest_linear;
   if (!calibrated)
     return needs;
+  needs.process += kCalibrationTextBytes;
   needs.compression += kFloat * (layer_elements - largest_linear); // the reconstructions before it
-  if (work.hessians) // GPTQ's weight copies, and the Hessian with its factorization
-    needs.compression += 3 * kFloat * largest_linear + 2 * kFloat * widest_input * widest_input;
+  if (work.hessians) // GPTQ's weight copies (permuted, grid values, reconstruction, the output's),
+    // and the Hessian with its factorization
+    needs.compression += 5 * kFloat * largest_linear + 2 * kFloat * widest_input * widest_input;
   needs.chunk_tokens = std::min(work.calibration_tokens, std::max<std::int64_t>(1, work.chunk_tokens));
   const std::uint64_t chunk = kFloat * u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + 2 * i);
   const std::uint64_t hessians = work.hessians ? kFloat * (2 * h * h + q * q + i * i) : 0;
@@ -79,8 +84,9 @@ RunMemoryNeeds::describe() const {
 std::string
 gigabytes(std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
-  return b >= 1e9 ? fmt::format("{:.2f} GB", b / 1e9) : b >= 1e6 ? fmt::format("{:.0f} MB", b / 1e6)
-                                                               : fmt::format("{:.0f} kB", b / 1e3);
+  return b >= 1e9   ? fmt::format("{:.2f} GB", b / 1e9)
+         : b >= 1e6 ? fmt::format("{:.0f} MB", b / 1e6)
+                    : fmt::format("{:.0f} kB", b / 1e3);
 }
 
 } // namespace optkit::model

@@ -10,7 +10,8 @@
 //    are released once it is widened), the fp32 weight, the grid values and reconstruction,
 //    GPTQ's copies, and its Hessian with GPTQ's factorization of it;
 // beside them the calibration set's hidden states between layers (tokens × hidden × 4) unless they
-// spill to a scratch file, and a fixed allowance for the process (code, tokenizer, stacks).
+// spill to a scratch file, and a measured allowance for the process (code, stacks, BLAS buffers;
+// calibrated, the tokenizer and the tokenized documents).
 #pragma once
 
 #include "model/model_config.hpp"

@@ -132,8 +132,8 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
   std::uint64_t index = 0;
   for (const auto& spec : specs) {
     const bool norm = spec.name.ends_with("norm.weight");
-    const auto values =
-        random_tensor(spec.byte_size() / dtype_size(dtype), dtype, norm ? 0.0f : 0.02f, norm ? 1.0f : 0.0f, seed + index++);
+    const auto values = random_tensor(spec.byte_size() / dtype_size(dtype), dtype, norm ? 0.0f : 0.02f,
+                                      norm ? 1.0f : 0.0f, seed + index++);
     writer.write(spec.name, values);
   }
   writer.finish();

@@ -171,8 +171,8 @@ ShardedSafetensorsWriter::Slot&
 ShardedSafetensorsWriter::slot(const std::string& name) {
   const auto it = m_slots.find(name);
   if (it == m_slots.end())
-    throw RuntimeFailure(fmt::format("tensor '{}' is not among the tensors planned for {}", name,
-                                     m_directory.string()));
+    throw RuntimeFailure(
+        fmt::format("tensor '{}' is not among the tensors planned for {}", name, m_directory.string()));
   return it->second;
 }
 
@@ -191,8 +191,8 @@ void
 ShardedSafetensorsWriter::append(const std::string& name, std::span<const std::byte> bytes) {
   auto& s = slot(name);
   if (s.done + bytes.size() > s.size)
-    throw RuntimeFailure(fmt::format("tensor '{}' is {} bytes: {} more after {} would run past it", name, s.size,
-                                     bytes.size(), s.done));
+    throw RuntimeFailure(
+        fmt::format("tensor '{}' is {} bytes: {} more after {} would run past it", name, s.size, bytes.size(), s.done));
   auto& shard = m_shards[s.shard];
   pwrite_all(shard.fd, bytes.data(), bytes.size(), s.offset + s.done, shard.path);
   s.done += bytes.size();

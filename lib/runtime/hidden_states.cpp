@@ -26,15 +26,15 @@ HiddenStates::HiddenStates(std::int64_t rows, std::int64_t hidden,
   if (::ftruncate(m_fd, static_cast<off_t>(size)) != 0) {
     const int err = errno;
     ::close(m_fd);
-    throw RuntimeFailure(fmt::format("{}: cannot size a scratch file to {} bytes: {}", scratch_dir->string(), size,
-                                     errno_text(err)));
+    throw RuntimeFailure(
+        fmt::format("{}: cannot size a scratch file to {} bytes: {}", scratch_dir->string(), size, errno_text(err)));
   }
   void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, m_fd, 0);
   if (mapped == MAP_FAILED) {
     const int err = errno;
     ::close(m_fd);
-    throw RuntimeFailure(fmt::format("{}: cannot map a scratch file of {} bytes: {}", scratch_dir->string(), size,
-                                     errno_text(err)));
+    throw RuntimeFailure(
+        fmt::format("{}: cannot map a scratch file of {} bytes: {}", scratch_dir->string(), size, errno_text(err)));
   }
   m_mapped = static_cast<float*>(mapped);
 }

@@ -44,8 +44,7 @@ public:
                          ActivationTap* tap = nullptr);
   // The same chunks through the layer for `tap` alone: x is left as it is (no copy of it is made),
   // the layer's outputs discarded chunk by chunk.
-  void observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x,
-                     ActivationTap& tap);
+  void observe_layer(std::int64_t layer, std::span<const std::int64_t> lengths, HiddenStates& x, ActivationTap& tap);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const;
   void replace_linear(std::int64_t layer, std::string_view name, std::unique_ptr<LinearWeight> weight);
   // Done with `layer` for good: its linear layers and norms are dropped and its mapped pages leave

@@ -35,12 +35,12 @@ kv_budget_within(const ServeOptions& options, const model::ModelConfig& config, 
   if (fixed < max && (!given || fixed + wanted <= max))
     return std::min(wanted, max - fixed);
   needs.kv_cache = given ? wanted : 0;
-  throw InputError(fmt::format("--max-memory {}: serve-deltas needs {}{}{}; raise --max-memory{}", model::gigabytes(max),
-                               needs.describe(),
-                               options.delta_memory_bytes > 0
-                                   ? fmt::format(" and {} of --delta-memory", model::gigabytes(options.delta_memory_bytes))
-                                   : "",
-                               given ? "" : " before any KV cache", given ? " or lower --kv-cache-memory" : ""));
+  throw InputError(fmt::format(
+      "--max-memory {}: serve-deltas needs {}{}{}; raise --max-memory{}", model::gigabytes(max), needs.describe(),
+      options.delta_memory_bytes > 0
+          ? fmt::format(" and {} of --delta-memory", model::gigabytes(options.delta_memory_bytes))
+          : "",
+      given ? "" : " before any KV cache", given ? " or lower --kv-cache-memory" : ""));
 }
 
 } // namespace
@@ -50,12 +50,12 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
   const auto config = model::load_model_config(options.base);
   // The KV budget by default: max_num_seqs full contexts, at most 4 GiB; within --max-memory.
   const auto kv_budget = [&](std::uint64_t bytes_per_token) {
-    const auto wanted = options.kv_cache_bytes > 0
-                            ? options.kv_cache_bytes
-                            : std::min<std::uint64_t>(std::uint64_t{4} << 30,
-                                                      bytes_per_token *
-                                                          static_cast<std::uint64_t>(config.max_position_embeddings) *
-                                                          static_cast<std::uint64_t>(options.engine.max_num_seqs));
+    const auto wanted =
+        options.kv_cache_bytes > 0
+            ? options.kv_cache_bytes
+            : std::min<std::uint64_t>(std::uint64_t{4} << 30,
+                                      bytes_per_token * static_cast<std::uint64_t>(config.max_position_embeddings) *
+                                          static_cast<std::uint64_t>(options.engine.max_num_seqs));
     return options.max_memory ? kv_budget_within(options, config, wanted) : wanted;
   };
   LoadedModel loaded;

@@ -37,7 +37,7 @@ struct ServeOptions {
   std::string api_key;
   AdapterLoading adapter_loading; // --enable-adapter-loading, --adapter-root, --max-adapters
   EngineOptions engine;
-  std::uint64_t kv_cache_bytes = 0;   // 0: room for max_num_seqs full contexts, at most 4 GiB
+  std::uint64_t kv_cache_bytes = 0; // 0: room for max_num_seqs full contexts, at most 4 GiB
   // --max-memory: the KV budget is what is left of it after the mapped weights, the deltas' budget,
   // a step's activations and the process; refused at start when nothing (or not the given
   // --kv-cache-memory) is left (model/memory_needs.hpp).

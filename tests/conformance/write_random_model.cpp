@@ -15,8 +15,7 @@ main(int argc, char** argv) {
   }
   const std::string size = argv[2];
   if (size.find_first_not_of("0123456789") != std::string::npos) {
-    optkit::model::write_random_model(argv[1], optkit::model::preset_model_config(size),
-                                      optkit::model::DType::bf16, 7);
+    optkit::model::write_random_model(argv[1], optkit::model::preset_model_config(size), optkit::model::DType::bf16, 7);
     return 0;
   }
   const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},

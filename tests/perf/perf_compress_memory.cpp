@@ -128,8 +128,9 @@ main(int argc, char** argv) {
     for (const auto& [label, binary] : binaries) {
       const auto out = work / fmt::format("out-{}", label == "baseline" ? "base" : "new");
       std::filesystem::remove_all(out);
-      std::vector<std::string> args = {binary,  "--archive", (work / "archive.db").string(), "compress", "--model",
-                                       dir.string(), "--recipe", recipe, "-o", out.string()};
+      std::vector<std::string> args = {
+          binary, "--archive", (work / "archive.db").string(), "compress", "--model", dir.string(), "--recipe", recipe,
+          "-o",   out.string()};
       if (!calib.empty())
         args.insert(args.end(), {"--calib", calib});
       args.insert(args.end(), extra.begin(), extra.end());
