@@ -21,7 +21,7 @@ TEST_CASE("spilled hidden states keep their values through release and leave no 
     auto all = states->all();
     for (std::size_t i = 0; i < all.size(); ++i)
       all[i] = static_cast<float>(i % 977) * 0.25f - 7.0f;
-    states->release(0, rows / 2);         // the first half leaves the resident set
+    states->release(0, rows / 2);        // the first half leaves the resident set
     states->release(rows / 2, rows / 2); // then the rest
   }
   const auto a = memory.all(), b = spilled.all();

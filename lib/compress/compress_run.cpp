@@ -21,8 +21,8 @@
 #include "runtime/layerwise_model.hpp"
 
 #include <cmath>
-#include <malloc.h>
 #include <fmt/format.h>
+#include <malloc.h>
 #include <thread>
 
 namespace optkit::compress {

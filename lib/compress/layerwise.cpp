@@ -10,8 +10,8 @@
 #include "runtime/layerwise_model.hpp"
 
 #include <cmath>
-#include <malloc.h>
 #include <fmt/format.h>
+#include <malloc.h>
 #include <memory>
 #include <thread>
 
