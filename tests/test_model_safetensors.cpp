@@ -148,6 +148,13 @@ TEST_CASE("the streaming shard writer refuses wrong bytes and leaves no temporar
   CHECK(std::filesystem::is_empty(dir.path())); // the unfinished shard's temporary file is gone
 }
 
+TEST_CASE("the streaming shard writer refuses a tensor planned twice and leaves nothing behind") {
+  test::ScratchDir dir;
+  CHECK_THROWS_WITH_AS(ShardedSafetensorsWriter(dir.path(), {{"a", DType::f32, {10}}, {"a", DType::f32, {10}}}, 1000),
+                       doctest::Contains("'a' is planned twice"), RuntimeFailure);
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
+
 TEST_CASE("a single-file model is read whole and a folder without weights is named") {
   test::ScratchDir dir;
   CHECK_THROWS_WITH_AS(WeightStore(dir.path()), doctest::Contains("no model.safetensors"), InputError);

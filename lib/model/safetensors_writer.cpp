@@ -129,13 +129,23 @@ ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& 
                                                    std::vector<TensorSpec> tensors, std::uint64_t max_shard_bytes,
                                                    const std::map<std::string, std::string>& metadata)
     : m_directory(directory), m_tensors(std::move(tensors)) {
-  const auto plan = plan_shards(m_tensors, max_shard_bytes);
+  try {
+    open_shards(plan_shards(m_tensors, max_shard_bytes), metadata);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+}
+
+void
+ShardedSafetensorsWriter::open_shards(const std::vector<std::vector<std::size_t>>& plan,
+                                      const std::map<std::string, std::string>& metadata) {
   m_shards.resize(plan.size());
   for (std::size_t s = 0; s < plan.size(); ++s) {
     m_names.push_back(plan.size() == 1 ? std::string("model.safetensors")
                                        : fmt::format("model-{:05}-of-{:05}.safetensors", s + 1, plan.size()));
     auto& shard = m_shards[s];
-    shard.path = directory / m_names.back();
+    shard.path = m_directory / m_names.back();
     shard.temporary = shard.path;
     shard.temporary += fmt::format(".tmp-{}", ::getpid());
     std::vector<TensorSpec> specs;
@@ -149,7 +159,9 @@ ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& 
     std::uint64_t offset = block.size();
     for (const auto i : plan[s]) {
       const auto size = m_tensors[i].byte_size();
-      m_slots.emplace(m_tensors[i].name, Slot{s, offset, size, 0});
+      if (!m_slots.emplace(m_tensors[i].name, Slot{s, offset, size, 0}).second)
+        throw RuntimeFailure(
+            fmt::format("tensor '{}' is planned twice for {}", m_tensors[i].name, m_directory.string()));
       offset += size;
       shard.pending += size;
     }
@@ -159,9 +171,15 @@ ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& 
 }
 
 ShardedSafetensorsWriter::~ShardedSafetensorsWriter() {
+  abandon();
+}
+
+void
+ShardedSafetensorsWriter::abandon() {
   for (auto& shard : m_shards)
     if (shard.fd >= 0) {
       ::close(shard.fd);
+      shard.fd = -1;
       std::error_code ignored;
       std::filesystem::remove(shard.temporary, ignored);
     }

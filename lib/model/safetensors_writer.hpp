@@ -101,7 +101,11 @@ private:
     std::uint64_t done = 0; // bytes written so far
   };
   Slot& slot(const std::string& name);
+  void open_shards(const std::vector<std::vector<std::size_t>>& plan,
+                   const std::map<std::string, std::string>& metadata);
   void complete(Shard& shard);
+  // Closes and removes the shards not yet completed.
+  void abandon();
 
   std::filesystem::path m_directory;
   std::vector<TensorSpec> m_tensors;
