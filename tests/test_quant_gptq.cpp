@@ -55,7 +55,7 @@ TEST_CASE("GPTQ and SparseGPT reconstructions agree with the PyTorch reference")
   const std::int64_t rows = 48, cols = 96, tokens = 400;
   quant::Hessian hessian(cols);
   hessian.add(x.data(), tokens, 4);
-  const auto h = hessian.matrix();
+  auto h = hessian.matrix();
   ThreadPool pool(2);
   QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
   QuantArgs int8{8, NumberType::integer, true, Strategy::channel, 0, false};
@@ -106,7 +106,7 @@ TEST_CASE("GPTQ beats round-to-nearest on the calibration objective; the dead in
   const auto x = tensor(golden, "X"), w = tensor(golden, "W");
   quant::Hessian hessian(96);
   hessian.add(x.data(), 400, 4);
-  const auto h = hessian.matrix();
+  auto h = hessian.matrix();
   ThreadPool pool(2);
   QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
   const auto g = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, {}, pool);
@@ -138,6 +138,40 @@ TEST_CASE("a Hessian that dampening cannot make positive definite is an error, n
   std::vector<float> singular = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1};
   const auto ok = quant::gptq(w, 2, 4, singular, int4, model::DType::f32, {}, pool);
   CHECK(ok.damping_attempts >= 1);
+}
+
+TEST_CASE("GPTQ gives the Hessian it factored in back bit for bit: after act-order, a retry, and a failure") {
+  const model::SafetensorsFile golden(test::testdata_dir() / "golden" / "gptq_cases.safetensors");
+  const auto x = tensor(golden, "X"), w = tensor(golden, "W");
+  quant::Hessian hessian(96);
+  hessian.add(x.data(), 400, 4);
+  auto h = hessian.matrix();
+  const auto original = h;
+  ThreadPool pool(2);
+  QuantArgs int4{4, NumberType::integer, true, Strategy::group, 32, false};
+  quant::GptqOptions o;
+  o.block_size = 32;
+  o.act_order = true; // H permuted in place, and the dead input 17's zero diagonal set to 1
+  const auto first = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, o, pool);
+  CHECK(h == original);
+  // The same H again gives the same bits: nothing of the first factorization is left in it.
+  const auto second = quant::gptq(w, 48, 96, h, int4, model::DType::bf16, o, pool);
+  CHECK(second.weight == first.weight);
+  CHECK(second.q == first.q);
+  CHECK(h == original);
+
+  // Singular: the first dampening may fail; H is rebuilt for the next one and given back.
+  std::vector<float> singular = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1};
+  const auto singular_copy = singular;
+  std::vector<float> w4(8, 0.5f);
+  quant::GptqOptions once;
+  once.dampening = 0;
+  once.max_damping_attempts = 2; // 0, then 0 again: both fail
+  CHECK_THROWS_AS(quant::gptq(w4, 2, 4, singular, int4, model::DType::f32, once, pool), RuntimeFailure);
+  CHECK(singular == singular_copy);
+  const auto damped = quant::gptq(w4, 2, 4, singular, int4, model::DType::f32, {}, pool);
+  CHECK(damped.damping_attempts >= 1);
+  CHECK(singular == singular_copy);
 }
 
 TEST_CASE("a Hessian taken in place has matrix()'s very values and is empty afterwards") {

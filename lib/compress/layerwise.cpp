@@ -84,7 +84,7 @@ struct MatrixJob {
   quant::QuantArgs args;
   std::span<const float> w;
   std::int64_t rows, cols;
-  std::span<const float> hessian;
+  std::span<float> hessian; // GPTQ borrows it as its workspace and gives it back
   bool sparse_2_4;
   model::DType scale_dtype;
 };
@@ -287,7 +287,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     const auto base_w = runtime::dense_floats(base->lm_head());
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_w[i];
-    const auto h = hessian.matrix();
+    auto h = hessian.matrix();
     result.linears.push_back(compress_matrix(
         recipe, {"lm_head", recipe.weights, delta, config.vocab_size, config.hidden_size, h, false, scale_dtype},
         threads, pool, result.reports));

@@ -41,9 +41,9 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
     return needs;
   needs.process += kCalibrationTextBytes;
   needs.compression += kFloat * (layer_elements - largest_linear); // the reconstructions before it
-  if (work.hessians) // GPTQ's weight copies (permuted, grid values, reconstruction, the output's),
-    // and the Hessian with its factorization
-    needs.compression += 5 * kFloat * largest_linear + 2 * kFloat * widest_input * widest_input;
+  if (work.hessians) // GPTQ's working copy of the weight (then the error report's two), and the
+    // Hessian, which GPTQ factors in place
+    needs.compression += 2 * kFloat * largest_linear + kFloat * widest_input * widest_input;
   needs.chunk_tokens = std::min(work.calibration_tokens, std::max<std::int64_t>(1, work.chunk_tokens));
   const std::uint64_t chunk = kFloat * u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + 2 * i);
   const std::uint64_t hessians = work.hessians ? kFloat * (2 * h * h + q * q + i * i) : 0;

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "quant/inverse_hessian.hpp"
 
 #include <algorithm>
 #include <cblas.h>
@@ -9,24 +10,9 @@
 #include <fmt/format.h>
 #include <numeric>
 
-extern "C" {
-void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
-void spotri_(const char* uplo, const int* n, float* a, const int* lda, int* info);
-}
-
 namespace optkit::quant {
 
 namespace {
-
-// Cholesky in place of a symmetric row-major matrix; LAPACK sees it column-major, so its lower
-// triangle is our upper one.
-bool
-cholesky_upper_rowmajor(std::vector<float>& a, int n) {
-  int info = 0;
-  const char lower = 'L';
-  spotrf_(&lower, &n, a.data(), &n, &info);
-  return info == 0;
-}
 
 // Columns by decreasing H diagonal (act-order), ties in column order.
 std::vector<std::size_t>
@@ -37,61 +23,23 @@ act_order_permutation(const std::vector<float>& diagonal) {
   return perm;
 }
 
-// H as GPTQ factors it: dead inputs' zero diagonal set to 1, rows and columns in `perm`'s order.
-// Built from the caller's H (which stays as it was) in one copy.
-std::vector<float>
-prepared_hessian(std::span<const float> hessian, const std::vector<std::size_t>& perm) {
+// Each row of w [rows, n] in `perm`'s column order, in place.
+void
+permute_columns(std::vector<float>& w, std::int64_t rows, const std::vector<std::size_t>& perm) {
   const auto n = perm.size();
-  std::vector<float> h(n * n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      const float v = hessian[perm[i] * n + perm[j]];
-      h[i * n + j] = i == j && v == 0.0f ? 1.0f : v;
-    }
-  return h;
-}
-
-// inverse_cholesky_upper over `a` itself.
-bool
-inverse_cholesky_upper_in_place(std::vector<float>& a, std::int64_t n64, double damp) {
-  const auto n = static_cast<std::size_t>(n64);
-  double mean_diag = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    mean_diag += static_cast<double>(a[i * n + i]);
-  mean_diag /= static_cast<double>(n);
-  for (std::size_t i = 0; i < n; ++i)
-    a[i * n + i] += static_cast<float>(damp * mean_diag);
-  const int dim = static_cast<int>(n);
-  if (!cholesky_upper_rowmajor(a, dim))
-    return false;
-  int info = 0;
-  const char lower = 'L';
-  spotri_(&lower, &dim, a.data(), &dim, &info); // H⁻¹ in our upper triangle
-  if (info != 0)
-    return false;
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i + 1; j < n; ++j)
-      a[j * n + i] = a[i * n + j];
-  if (!cholesky_upper_rowmajor(a, dim)) // H⁻¹ = UᵀU, U in our upper triangle
-    return false;
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      a[i * n + j] = 0.0f;
-  return true;
+  std::vector<float> row(n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* wr = w.data() + static_cast<std::size_t>(r) * n;
+    std::copy_n(wr, n, row.begin());
+    for (std::size_t j = 0; j < n; ++j)
+      wr[j] = row[perm[j]];
+  }
 }
 
 } // namespace
 
-std::optional<std::vector<float>>
-inverse_cholesky_upper(std::span<const float> h, std::int64_t n, double damp) {
-  std::vector<float> a(h.begin(), h.end());
-  if (!inverse_cholesky_upper_in_place(a, n, damp))
-    return std::nullopt;
-  return a;
-}
-
 CompressedMatrix
-gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<const float> hessian,
+gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<float> hessian,
      const std::optional<QuantArgs>& args, model::DType scale_dtype, const GptqOptions& o, ThreadPool& pool) {
   if (static_cast<std::int64_t>(weight.size()) != rows * cols ||
       static_cast<std::int64_t>(hessian.size()) != cols * cols)
@@ -120,20 +68,15 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
   std::iota(perm.begin(), perm.end(), 0);
   if (o.act_order) {
     perm = act_order_permutation(diagonal);
-    std::vector<float> wp(w.size());
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::size_t j = 0; j < n; ++j)
-        wp[static_cast<std::size_t>(r) * n + j] = w[static_cast<std::size_t>(r) * n + perm[j]];
-    w.swap(wp);
+    permute_columns(w, rows, perm);
   }
-  // One n × n buffer: the prepared H, factored in place into U (rebuilt for each dampening tried).
-  std::vector<float> U;
+  // H's own buffer holds U; H is given back as it was when U goes out of scope, also on a throw.
+  InverseHessianFactor U(hessian, perm);
   bool factored = false;
   double damp = o.dampening;
   for (int attempt = 1; attempt <= o.max_damping_attempts; ++attempt, damp *= 10) {
     out.damping_attempts = attempt;
-    U = prepared_hessian(hessian, perm);
-    factored = inverse_cholesky_upper_in_place(U, cols, damp);
+    factored = U.factor(damp);
     if (factored)
       break;
   }
@@ -143,9 +86,11 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
                                      o.layer, damp / 10, o.max_damping_attempts));
   out.dampening = damp;
 
-  std::vector<float> q_values(w.size(), 0.0f); // grid values (permuted order)
-  std::vector<float> recon(w.size(), 0.0f);    // reconstruction (permuted order)
-  std::vector<std::uint8_t> kept(o.sparse_2_4 ? w.size() : 0, 1);
+  // The outputs are written in the original column order as each column is visited.
+  out.weight.assign(w.size(), 0.0f);
+  if (out.grid)
+    out.q.assign(w.size(), 0.0f);
+  out.kept.assign(o.sparse_2_4 ? w.size() : 0, 1);
   std::vector<double> row_loss(static_cast<std::size_t>(rows), 0.0);
   const std::int64_t block = std::max<std::int64_t>(1, o.block_size);
   std::vector<float> err(static_cast<std::size_t>(rows * block));
@@ -160,7 +105,7 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
           if (o.sparse_2_4 && (i - i1) % 4 == 0) {
             float score[4];
             for (int k = 0; k < 4; ++k) {
-              const float d = U[static_cast<std::size_t>(i + k) * n + static_cast<std::size_t>(i + k)];
+              const float d = U.diagonal(static_cast<std::size_t>(i + k));
               score[k] = wr[i + k] * wr[i + k] / (d * d);
             }
             int order[4] = {0, 1, 2, 3};
@@ -169,12 +114,13 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
               pruned[k] = (k == order[0] || k == order[1]);
           }
           const float x = wr[i];
-          const float d = U[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(i)];
+          const float d = U.diagonal(static_cast<std::size_t>(i));
           const auto c = static_cast<std::int64_t>(perm[static_cast<std::size_t>(i)]);
+          const auto at = static_cast<std::size_t>(r * cols + c); // the outputs' index
           float rec = x, qv = 0.0f;
           if (o.sparse_2_4 && pruned[(i - i1) % 4]) {
             rec = 0.0f;
-            kept[static_cast<std::size_t>(r * cols + i)] = 0;
+            out.kept[at] = 0;
             if (out.grid && out.grid->args.levels == Levels::midtread)
               qv = out.grid->zero_at(r, c); // dequantizes to exactly 0
           } else if (out.grid) {
@@ -182,11 +128,12 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
             qv = quantize_value(x, s, z, out.grid->args);
             rec = dequantize_value(qv, s, z);
           }
-          q_values[static_cast<std::size_t>(r * cols + i)] = qv;
-          recon[static_cast<std::size_t>(r * cols + i)] = rec;
+          if (!out.q.empty())
+            out.q[at] = qv;
+          out.weight[at] = rec;
           const float e = (x - rec) / d;
           row_loss[static_cast<std::size_t>(r)] += static_cast<double>(e * e);
-          const float* ui = U.data() + static_cast<std::size_t>(i) * n;
+          const float* ui = U.row(static_cast<std::size_t>(i));
           for (std::int64_t j = i + 1; j < i2; ++j)
             wr[j] -= e * ui[j];
           er[i - i1] = e;
@@ -196,23 +143,10 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
     if (i2 < cols)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols - i2),
                   static_cast<int>(count), -1.0f, err.data(), static_cast<int>(count),
-                  U.data() + static_cast<std::size_t>(i1) * n + static_cast<std::size_t>(i2), static_cast<int>(cols),
+                  U.row(static_cast<std::size_t>(i1)) + i2, static_cast<int>(cols),
                   1.0f, w.data() + i2, static_cast<int>(cols));
   }
   out.loss = std::accumulate(row_loss.begin(), row_loss.end(), 0.0) / 2.0;
-  out.weight.resize(w.size());
-  if (out.grid)
-    out.q.resize(w.size());
-  out.kept.resize(kept.size());
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < n; ++j) {
-      const auto src = static_cast<std::size_t>(r) * n + j, dst = static_cast<std::size_t>(r) * n + perm[j];
-      out.weight[dst] = recon[src];
-      if (!out.q.empty())
-        out.q[dst] = q_values[src];
-      if (!out.kept.empty())
-        out.kept[dst] = kept[src];
-    }
   return out;
 }
 

@@ -47,19 +47,16 @@ struct CompressedMatrix {
   int damping_attempts = 0;
 };
 
-// `hessian` is H (cols x cols, both triangles) from Hessian::matrix(). Throws RuntimeFailure when
-// H + dampening·mean(diag H)·I is not positive definite after every retry (never falls back to RTN).
-CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols,
-                      std::span<const float> hessian, const std::optional<QuantArgs>& args, model::DType scale_dtype,
+// `hessian` is H (cols x cols, both triangles) from Hessian::matrix(). GPTQ borrows its buffer to
+// factor H⁻¹ in (no second cols x cols matrix) and gives it back bit for bit, also when it throws.
+// Throws RuntimeFailure when H + dampening·mean(diag H)·I is not positive definite after every
+// retry (never falls back to RTN).
+CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<float> hessian, const std::optional<QuantArgs>& args, model::DType scale_dtype,
                       const GptqOptions& options, ThreadPool& pool);
 
 // Round to nearest on the static grid (no calibration).
 CompressedMatrix rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,
                      model::DType scale_dtype);
-
-// Upper Cholesky factor U of H⁻¹ (H⁻¹ = UᵀU) for H + damp·mean(diag H)·I, row-major, lower part
-// zero; nullopt when the damped H is not positive definite.
-std::optional<std::vector<float>> inverse_cholesky_upper(std::span<const float> hessian, std::int64_t n, double damp);
 
 // Relative output error of a reconstruction: tr(E H Eᵀ) / tr(W H Wᵀ) with E = W - Ŵ, i.e.
 // ‖(W - Ŵ)X‖² / ‖WX‖² over the calibration inputs.

@@ -84,6 +84,18 @@ void multiply_served(const LinearWeight& base, const BatchRows& batch,
                      const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
                      std::int64_t rows, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
+// Rows [first, first + count) of a batch.
+struct RowRange {
+  std::int64_t first, count;
+};
+// multiply_served for the batch's rows `range` only: x and y hold those rows.
+void multiply_served_rows(const LinearWeight& base, const BatchRows& batch,
+                          const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
+                          RowRange range, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
+
+// Rows of a pass that the MLP multiplies at once.
+inline constexpr std::int64_t kMlpRowBlock = 2048;
+
 class DecoderPass {
 public:
   DecoderPass(const DecoderWeights& weights, ThreadPool& pool) : m_weights(&weights), m_pool(&pool) {}
@@ -93,6 +105,8 @@ public:
   // x (rows × hidden) through layer `layer`, whose keys and values go to `cache` layer `cache_layer`.
   void run_layer(std::int64_t layer, KvCache& cache, std::int64_t cache_layer, const BatchRows& rows,
                  std::vector<float>& x, ActivationTap* tap);
+  // Frees the activation buffers a pass grew (they are kept for the next pass otherwise).
+  void release_scratch();
 
 private:
   // Grown as needed, never shrunk, never zeroed: every use writes before it reads.
@@ -109,6 +123,9 @@ private:
   // y[rows, out] = x[rows, in] · Wᵀ for projection p of layer `index`, each row's variant applied.
   void project(std::int64_t index, Projection p, const BatchRows& rows, const float* x, std::int64_t in_width, float* y,
                std::int64_t out_width);
+  // The same for the batch's rows `range` only (x and y hold those rows).
+  void project_rows(std::int64_t index, Projection p, const BatchRows& batch, RowRange range, const float* x,
+                    std::int64_t in_width, float* y, std::int64_t out_width);
 
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;

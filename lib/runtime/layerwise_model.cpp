@@ -81,6 +81,7 @@ LayerwiseModel::run_layer_chunked(std::int64_t layer, std::span<const std::int64
     std::copy(chunk.begin(), chunk.end(), rows.begin());
     x.release(offset, tokens);
   });
+  m_pass.release_scratch(); // what follows (compressing a layer) needs the memory more
 }
 
 void
@@ -92,6 +93,7 @@ LayerwiseModel::observe_layer(std::int64_t layer, std::span<const std::int64_t> 
     x.release(offset, tokens);
     run_layer(layer, lengths.subspan(first, count), chunk, &tap);
   });
+  m_pass.release_scratch();
 }
 
 const LinearWeight&

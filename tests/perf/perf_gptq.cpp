@@ -93,7 +93,8 @@ main(int argc, char** argv) {
     hessian_s = seconds_since(start);
   }
   const model::SafetensorsFile file(reference);
-  const auto w = tensor(file, "W"), h = tensor(file, "H"), q_torch = tensor(file, "Q");
+  const auto w = tensor(file, "W"), q_torch = tensor(file, "Q");
+  auto h = tensor(file, "H");
   std::filesystem::remove(reference);
   ThreadPool pool(static_cast<unsigned>(threads));
   quant::QuantArgs int4{4, quant::NumberType::integer, true, quant::Strategy::group, 128, false};
