@@ -68,6 +68,7 @@ trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir,
   work.calibration_tokens = recipe.needs_calibration() ? samples * sequence_length : 0;
   work.chunk_tokens = std::min(std::max<std::int64_t>(runtime::kLayerChunkTokens, sequence_length),
                                std::max<std::int64_t>(1, work.calibration_tokens));
+  work.mlp_block_tokens = runtime::kMlpRowBlock;
   work.hessians = recipe.method == Method::gptq;
   work.delta = delta;
   return model::compress_memory_needs(config, work);
@@ -332,8 +333,13 @@ compress_worker(const proc::WorkerSpec& spec) {
               elapsed, elapsed / static_cast<double>(done) * static_cast<double>(total - done));
   };
   std::filesystem::create_directories(output);
-  std::optional<CompressedCheckpointWriter> writer; // a whole model streams out layer by layer
-  if (!base) {
+  // The output streams out layer by layer: a whole model's checkpoint, or a variant's delta.
+  std::optional<CompressedCheckpointWriter> writer;
+  std::optional<DeltaArtifactWriter> delta_writer;
+  if (base) {
+    delta_writer.emplace(output, model_dir, *base, recipe);
+    lw.sink = &*delta_writer;
+  } else {
     writer.emplace(output, model_dir, recipe, p.at("max_shard_bytes").get<std::uint64_t>());
     lw.sink = &*writer;
   }
@@ -354,7 +360,7 @@ compress_worker(const proc::WorkerSpec& spec) {
     report["plan"] = p.at("plan");
   nlohmann::json metrics;
   if (base) {
-    const auto written = write_delta_artifact(output, model_dir, *base, recipe, layers, report);
+    const auto written = delta_writer->finish(report);
     metrics = {{"output_bytes", written.artifact_bytes}, {"compression_ratio", written.compression_ratio}};
   } else {
     const std::uint64_t source_fp16 = model::WeightStore(model_dir).element_count() * 2;

@@ -89,6 +89,17 @@ struct MatrixJob {
   model::DType scale_dtype;
 };
 
+quant::GptqOptions
+gptq_options(const Recipe& recipe, const std::string& module, bool sparse_2_4) {
+  quant::GptqOptions o;
+  o.block_size = recipe.block_size;
+  o.dampening = recipe.dampening;
+  o.act_order = recipe.act_order;
+  o.sparse_2_4 = sparse_2_4;
+  o.layer = module;
+  return o;
+}
+
 // Compresses by the recipe's method (GPTQ / SparseGPT, or RTN) and appends the layer's report.
 CompressedLinear
 compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadPool& pool,
@@ -96,13 +107,8 @@ compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadP
   ScopedBlasThreads blas(threads);
   CompressedLinear out{job.module, {}, job.sparse_2_4};
   if (recipe.method == Method::gptq) {
-    quant::GptqOptions o;
-    o.block_size = recipe.block_size;
-    o.dampening = recipe.dampening;
-    o.act_order = recipe.act_order;
-    o.sparse_2_4 = job.sparse_2_4;
-    o.layer = job.module;
-    out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, job.args, job.scale_dtype, o, pool);
+    out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, job.args, job.scale_dtype,
+                             gptq_options(recipe, job.module, job.sparse_2_4), pool);
   } else {
     out.matrix = quant::rtn(job.w, job.rows, job.cols, job.args, job.scale_dtype);
   }
@@ -119,6 +125,57 @@ compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadP
   return out;
 }
 
+// The LM head's input Hessian: the final-normed outputs of the compressed layers.
+std::vector<float>
+head_input_hessian(const runtime::LayerwiseModel& model, std::span<const std::int64_t> lengths,
+                   runtime::HiddenStates& x, int threads) {
+  quant::Hessian hessian(model.config().hidden_size);
+  ScopedBlasThreads blas(threads);
+  const auto normed = model.final_norm(x.all());
+  x.release(0, x.rows());
+  hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / model.config().hidden_size,
+              static_cast<std::int64_t>(lengths.size()));
+  return hessian.matrix();
+}
+
+// Delta mode: the LM head's Δ by GPTQ on the head's input Hessian, kHeadRowBlock rows at a time
+// (GPTQ treats rows independently given H; a head of a 128k vocabulary is 0.25-1 billion values),
+// each block handed to the sink as it is done. One report for the whole head.
+LayerReport
+compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, const model::WeightStore& base,
+                    std::vector<float> h, int threads, ThreadPool& pool, model::DType scale_dtype,
+                    CompressedLayerSink& sink) {
+  constexpr std::int64_t kHeadRowBlock = 8192;
+  const auto head = variant.require("lm_head.weight");
+  const auto rows = head.shape().at(0), cols = head.shape().at(1);
+  if (const auto b = base.find("lm_head.weight"); !b.info || b.shape() != head.shape())
+    throw InputError("lm_head: the base has no LM head of the fine-tuned model's shape");
+  LayerReport report{"lm_head"};
+  quant::OutputErrorTerms terms;
+  ScopedBlasThreads blas(threads);
+  for (std::int64_t first = 0; first < rows; first += kHeadRowBlock) {
+    const auto count = std::min(kHeadRowBlock, rows - first);
+    auto delta = variant.rows_as_floats("lm_head.weight", first, count);
+    const auto base_values = base.rows_as_floats("lm_head.weight", first, count);
+    for (std::size_t i = 0; i < delta.size(); ++i)
+      delta[i] -= base_values[i];
+    CompressedLinear block{"lm_head",
+                           quant::gptq(delta, count, cols, h, recipe.weights, scale_dtype,
+                                       gptq_options(recipe, "lm_head", false), pool),
+                           false};
+    const auto block_terms = quant::output_error_terms(delta, block.matrix.weight, count, cols, h);
+    terms.error += block_terms.error;
+    terms.reference += block_terms.reference;
+    report.gptq_loss += block.matrix.loss;
+    report.dampening = block.matrix.dampening;
+    report.damping_attempts = block.matrix.damping_attempts;
+    block.matrix.weight = {};
+    sink.add_linear(block);
+  }
+  report.relative_error = terms.reference > 0 ? terms.error / terms.reference : 0.0;
+  return report;
+}
+
 } // namespace
 
 bool
@@ -133,6 +190,11 @@ recipe_targets(const Recipe& recipe, const std::string& module) {
     if (quant::module_matches(i, module))
       return false;
   return true;
+}
+
+bool
+calibrates_head_delta(const Recipe& recipe, const model::ModelConfig& config) {
+  return recipe.needs_calibration() && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head");
 }
 
 std::optional<quant::QuantArgs>
@@ -154,6 +216,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const auto scale_dtype = model.weights().float_dtype();
   ThreadPool pool(static_cast<unsigned>(threads));
   const bool calibrated = recipe.needs_calibration();
+  if (!options.sink)
+    throw RuntimeFailure("compress_layers: no sink for the compressed layers");
   if (calibrated && (!options.calibration || options.calibration->samples.empty()))
     throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", recipe.name));
 
@@ -259,10 +323,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         model.replace_linear(layer, linear.name,
                              runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
       }
-      if (options.sink)
-        options.sink->add_linear(compressed);
-      else
-        result.linears.push_back(std::move(compressed));
+      options.sink->add_linear(compressed);
     }
     if (calibrated)
       model.run_layer_chunked(layer, lengths, x, nullptr);
@@ -270,27 +331,12 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     ::malloc_trim(0); // what the layer freed inside the heap goes back to the kernel
     if (base)
       base->release_layer(layer);
-    if (options.sink)
-      options.sink->end_layer(layer, layer_norms);
-    else
-      result.smoothed_norms.merge(layer_norms);
+    options.sink->end_layer(layer, layer_norms);
   }
-  if (base && calibrated && !config.tie_word_embeddings && recipe_targets(recipe, "lm_head")) {
-    quant::Hessian hessian(config.hidden_size);
-    {
-      ScopedBlasThreads blas(threads);
-      const auto normed = model.final_norm(x.all());
-      hessian.add(normed.data(), static_cast<std::int64_t>(normed.size()) / config.hidden_size,
-                  static_cast<std::int64_t>(lengths.size()));
-    }
-    auto delta = runtime::dense_floats(model.lm_head());
-    const auto base_w = runtime::dense_floats(base->lm_head());
-    for (std::size_t i = 0; i < delta.size(); ++i)
-      delta[i] -= base_w[i];
-    auto h = hessian.matrix();
-    result.linears.push_back(compress_matrix(
-        recipe, {"lm_head", recipe.weights, delta, config.vocab_size, config.hidden_size, h, false, scale_dtype},
-        threads, pool, result.reports));
+  if (base && calibrates_head_delta(recipe, config)) {
+    const auto h = head_input_hessian(model, lengths, x, threads);
+    result.reports.push_back(compress_head_delta(recipe, model.weights(), base->weights(), h, threads, pool,
+                                                 scale_dtype, *options.sink));
     error_sum += result.reports.back().relative_error;
   }
   if (options.progress)

@@ -13,6 +13,7 @@
 
 #include "compress/calibration.hpp"
 #include "compress/recipe.hpp"
+#include "model/model_config.hpp"
 #include "quant/gptq.hpp"
 #include "runtime/activation_precision.hpp"
 
@@ -40,8 +41,6 @@ struct LayerReport {
 };
 
 struct LayerwiseResult {
-  std::vector<CompressedLinear> linears;
-  std::map<std::string, std::vector<float>> smoothed_norms; // tensor name → new norm weight
   std::vector<LayerReport> reports;
   double calibration_loss = 0; // mean relative output error over compressed layers
 };
@@ -49,6 +48,7 @@ struct LayerwiseResult {
 class CompressedLayerSink {
 public:
   virtual ~CompressedLayerSink() = default;
+  // A compressed linear; in delta mode the LM head's comes as blocks of its rows, in order.
   virtual void add_linear(const CompressedLinear& linear) = 0;
   // `smoothed_norms`: tensor name → the norm weight with SmoothQuant's factors folded in.
   virtual void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& smoothed_norms) = 0;
@@ -63,8 +63,7 @@ struct LayerwiseOptions {
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
   std::function<void(std::int64_t done, std::int64_t total)> progress;
   // Where each compressed linear goes as soon as it is compressed, and each layer's folded norms
-  // when the layer is done (a writer streaming the model out); the result then keeps only the LM
-  // head's. Unset: the result keeps them all.
+  // when the layer is done (a writer streaming the model out). Required.
   CompressedLayerSink* sink = nullptr;
   // Where the calibration set's hidden states spill (runtime/hidden_states.hpp); none: in memory.
   std::optional<std::filesystem::path> spill_dir;
@@ -77,6 +76,10 @@ std::optional<quant::QuantArgs> compressed_weight_args(const Recipe& recipe, std
 
 // Whether the recipe compresses `module` (targets Linear or a match, and not ignored).
 bool recipe_targets(const Recipe& recipe, const std::string& module);
+
+// Whether compress delta compresses the LM head's Δ by calibration after the decoder layers (an
+// untied head, targeted by the recipe), rather than rounding it as the embeddings' Δ is.
+bool calibrates_head_delta(const Recipe& recipe, const model::ModelConfig& config);
 
 LayerwiseResult compress_layers(const Recipe& recipe, const LayerwiseOptions& options);
 

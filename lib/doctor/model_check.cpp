@@ -6,6 +6,7 @@
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
 #include "model/weight_store.hpp"
+#include "runtime/decoder_pass.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,6 +37,7 @@ std::string
 memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
   const model::WeightStore store(model_dir);
   model::CompressWork work;
+  work.mlp_block_tokens = runtime::kMlpRowBlock;
   work.weight_bytes = model::dtype_size(store.float_dtype());
   const auto rtn = model::compress_memory_needs(config, work);
   work.calibration_tokens = 512 * 512;

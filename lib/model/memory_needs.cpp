@@ -45,7 +45,8 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
     // Hessian, which GPTQ factors in place
     needs.compression += 2 * kFloat * largest_linear + kFloat * widest_input * widest_input;
   needs.chunk_tokens = std::min(work.calibration_tokens, std::max<std::int64_t>(1, work.chunk_tokens));
-  const std::uint64_t chunk = kFloat * u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + 2 * i);
+  const auto block = std::min(needs.chunk_tokens, std::max<std::int64_t>(1, work.mlp_block_tokens));
+  const std::uint64_t chunk = kFloat * (u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + i) + u(block) * 2 * i);
   const std::uint64_t hessians = work.hessians ? kFloat * (2 * h * h + q * q + i * i) : 0;
   needs.calibration_pass = mapped + hessians + chunk;
   needs.states = kFloat * u(work.calibration_tokens) * h;

@@ -4,7 +4,8 @@
 // the peak (bytes):
 //  - calibration pass: the layer's mapped weights, the Hessians (GPTQ) of its four inputs as they
 //    accumulate, and one chunk of whole sequences through it (its states, the norm, q/k/v,
-//    attention, projection, gate and up outputs, the chunk's K/V cache);
+//    attention, projection and gate outputs, the chunk's K/V cache; the up output and the down
+//    projection's packed input for one block of the MLP's rows);
 //  - compressing its largest linear: the reconstructions of the linears before it (the next
 //    layer's inputs come from them), and for that linear its mapped weights (each linear's pages
 //    are released once it is widened), the fp32 weight, the grid values and reconstruction,
@@ -25,6 +26,7 @@ struct CompressWork {
   std::uint64_t weight_bytes = 2;      // bytes per stored weight element (BF16/F16 2, F32 4)
   std::int64_t calibration_tokens = 0; // 0: uncalibrated (RTN, FP8)
   std::int64_t chunk_tokens = 8192;    // tokens run through a layer at once
+  std::int64_t mlp_block_tokens = 2048; // rows the MLP multiplies at once
   bool hessians = false;               // GPTQ / SparseGPT (else calibration collects statistics only)
   bool delta = false;                  // compress delta: the base's layer is mapped and widened too
 };

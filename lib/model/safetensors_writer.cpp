@@ -127,10 +127,11 @@ write_safetensors_sharded(const std::filesystem::path& directory, const std::vec
 
 ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& directory,
                                                    std::vector<TensorSpec> tensors, std::uint64_t max_shard_bytes,
-                                                   const std::map<std::string, std::string>& metadata)
+                                                   const std::map<std::string, std::string>& metadata,
+                                                   const std::string& single_file)
     : m_directory(directory), m_tensors(std::move(tensors)) {
   try {
-    open_shards(plan_shards(m_tensors, max_shard_bytes), metadata);
+    open_shards(plan_shards(m_tensors, max_shard_bytes), metadata, single_file);
   } catch (...) {
     abandon();
     throw;
@@ -139,10 +140,11 @@ ShardedSafetensorsWriter::ShardedSafetensorsWriter(const std::filesystem::path& 
 
 void
 ShardedSafetensorsWriter::open_shards(const std::vector<std::vector<std::size_t>>& plan,
-                                      const std::map<std::string, std::string>& metadata) {
+                                      const std::map<std::string, std::string>& metadata,
+                                      const std::string& single_file) {
   m_shards.resize(plan.size());
   for (std::size_t s = 0; s < plan.size(); ++s) {
-    m_names.push_back(plan.size() == 1 ? std::string("model.safetensors")
+    m_names.push_back(plan.size() == 1 ? single_file
                                        : fmt::format("model-{:05}-of-{:05}.safetensors", s + 1, plan.size()));
     auto& shard = m_shards[s];
     shard.path = m_directory / m_names.back();

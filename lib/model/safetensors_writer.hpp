@@ -71,8 +71,10 @@ std::vector<std::string> write_safetensors_sharded(const std::filesystem::path& 
 // removes the shards it had not completed.
 class ShardedSafetensorsWriter {
 public:
+  // `single_file`: the file's name when one holds everything.
   ShardedSafetensorsWriter(const std::filesystem::path& directory, std::vector<TensorSpec> tensors,
-                           std::uint64_t max_shard_bytes, const std::map<std::string, std::string>& metadata = {});
+                           std::uint64_t max_shard_bytes, const std::map<std::string, std::string>& metadata = {},
+                           const std::string& single_file = "model.safetensors");
   ~ShardedSafetensorsWriter();
   ShardedSafetensorsWriter(const ShardedSafetensorsWriter&) = delete;
   ShardedSafetensorsWriter& operator=(const ShardedSafetensorsWriter&) = delete;
@@ -102,7 +104,7 @@ private:
   };
   Slot& slot(const std::string& name);
   void open_shards(const std::vector<std::vector<std::size_t>>& plan,
-                   const std::map<std::string, std::string>& metadata);
+                   const std::map<std::string, std::string>& metadata, const std::string& single_file);
   void complete(Shard& shard);
   // Closes and removes the shards not yet completed.
   void abandon();

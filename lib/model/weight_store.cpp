@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 
+#include <fmt/format.h>
+
 namespace optkit::model {
 
 WeightStore::WeightStore(const std::filesystem::path& model_dir, LoadMode mode) : m_dir(model_dir) {
@@ -71,6 +73,22 @@ void
 WeightStore::release(const std::string& name) const {
   if (const auto it = m_owner.find(name); it != m_owner.end())
     it->second->release(it->second->find(name).bytes);
+}
+
+std::vector<float>
+WeightStore::rows_as_floats(const std::string& name, std::int64_t first, std::int64_t count) const {
+  const auto view = require(name);
+  if (view.shape().size() != 2 || first < 0 || count < 0 || first + count > view.shape()[0])
+    throw InputError(fmt::format("{}: tensor '{}' has no rows [{}, {})", m_dir.string(), name, first, first + count));
+  const auto cols = static_cast<std::size_t>(view.shape()[1]);
+  const auto element = dtype_size(view.dtype());
+  const auto rows = view.bytes.subspan(static_cast<std::size_t>(first) * cols * element,
+                                       static_cast<std::size_t>(count) * cols * element);
+  std::vector<float> out(static_cast<std::size_t>(count) * cols);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = element_as_float(view.dtype(), rows.data(), i);
+  m_owner.find(name)->second->release(rows);
+  return out;
 }
 
 void

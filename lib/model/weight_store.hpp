@@ -26,6 +26,9 @@ public:
   std::vector<std::string> names() const;
   // The tensor's mapped pages leave the resident set (SafetensorsFile::release); absent: nothing.
   void release(const std::string& name) const;
+  // Rows [first, first + count) of the 2-D tensor `name` widened to fp32, their mapped pages
+  // released once read: a matrix of any size is read a block of rows at a time.
+  std::vector<float> rows_as_floats(const std::string& name, std::int64_t first, std::int64_t count) const;
   // Copies the tensor's bytes to `write` a piece of at most `piece_bytes` at a time, each piece's
   // mapped pages released once written: a tensor of any size streams through a few pages.
   void stream(const std::string& name, const std::function<void(std::span<const std::byte>)>& write,

@@ -11,14 +11,17 @@
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
+#include <unistd.h>
 #include <zstd.h>
 
 namespace optkit::quant {
 
 namespace {
 
-constexpr const char* kPlainFile = "delta.safetensors";
-constexpr const char* kZstdFile = "delta.safetensors.zst";
+constexpr const char* kPlainFile = kDeltaPlainFile;
+constexpr const char* kZstdFile = kDeltaZstdFile;
+constexpr int kZstdLevel = 19;
 constexpr std::uint64_t kMaxDecompressedBytes = 1ULL << 40;
 
 void
@@ -198,22 +201,50 @@ DeltaArtifact::decode_delta(const std::string& module, std::int64_t rows, std::i
   return out;
 }
 
-std::string
-write_delta_tensors(const std::filesystem::path& directory, const std::vector<model::TensorToWrite>& tensors,
-                    bool zstd) {
-  const auto plain = directory / kPlainFile;
-  model::write_safetensors(plain, tensors);
-  if (!zstd)
-    return kPlainFile;
-  const auto raw = read_input_file(plain, "delta tensors");
-  std::string compressed(ZSTD_compressBound(raw.size()), '\0');
-  const auto size = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), 19);
-  if (ZSTD_isError(size))
-    throw RuntimeFailure(fmt::format("zstd: {}", ZSTD_getErrorName(size)));
-  compressed.resize(size);
-  write_file_atomic(directory / kZstdFile, compressed);
+void
+zstd_compress_delta_tensors(const std::filesystem::path& directory) {
+  const auto plain = directory / kPlainFile, zst = directory / kZstdFile;
+  auto temporary = zst;
+  temporary += fmt::format(".tmp-{}", ::getpid());
+  const std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  const std::unique_ptr<std::FILE, decltype(&std::fclose)> in(std::fopen(plain.c_str(), "rb"), std::fclose);
+  std::unique_ptr<std::FILE, decltype(&std::fclose)> out(std::fopen(temporary.c_str(), "wb"), std::fclose);
+  if (!context || !in || !out)
+    throw RuntimeFailure(fmt::format("{}: cannot compress into {}: {}", plain.string(), temporary.string(),
+                                     errno_text(errno)));
+  const auto size = std::filesystem::file_size(plain);
+  ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, kZstdLevel);
+  ZSTD_CCtx_setPledgedSrcSize(context.get(), size); // the frame records it, as the reader needs
+  std::vector<char> input(ZSTD_CStreamInSize()), output(ZSTD_CStreamOutSize());
+  bool ok = true;
+  for (std::uint64_t read = 0; ok;) {
+    const auto got = std::fread(input.data(), 1, input.size(), in.get());
+    read += got;
+    const bool last = read >= size || got == 0;
+    ZSTD_inBuffer from{input.data(), got, 0};
+    for (bool done = false; ok && !done;) {
+      ZSTD_outBuffer to{output.data(), output.size(), 0};
+      const auto left = ZSTD_compressStream2(context.get(), &to, &from, last ? ZSTD_e_end : ZSTD_e_continue);
+      if (ZSTD_isError(left)) {
+        out.reset();
+        std::filesystem::remove(temporary);
+        throw RuntimeFailure(fmt::format("{}: zstd: {}", plain.string(), ZSTD_getErrorName(left)));
+      }
+      ok = std::fwrite(output.data(), 1, to.pos, out.get()) == to.pos;
+      done = last ? left == 0 : from.pos == from.size;
+    }
+    if (last)
+      break;
+  }
+  ok = ok && std::fflush(out.get()) == 0 && ::fsync(::fileno(out.get())) == 0;
+  const int err = errno;
+  ok = std::fclose(out.release()) == 0 && ok;
+  if (!ok) {
+    std::filesystem::remove(temporary);
+    throw RuntimeFailure(fmt::format("{}: write failed: {}", zst.string(), errno_text(err)));
+  }
+  std::filesystem::rename(temporary, zst);
   std::filesystem::remove(plain);
-  return kZstdFile;
 }
 
 std::string

@@ -98,10 +98,13 @@ nlohmann::json read_delta_config(const std::filesystem::path& directory);
 // larger than `max_bytes`.
 std::vector<std::byte> zstd_decompress(std::string_view compressed, const std::string& source, std::uint64_t max_bytes);
 
-// Writes delta.safetensors (zstd-compressed to delta.safetensors.zst when `zstd`) into
-// `directory`; returns the file name.
-std::string write_delta_tensors(const std::filesystem::path& directory,
-                                const std::vector<model::TensorToWrite>& tensors, bool zstd);
+// The tensors file of an artifact as written (delta.safetensors), and its zstd-compressed form.
+inline constexpr const char* kDeltaPlainFile = "delta.safetensors";
+inline constexpr const char* kDeltaZstdFile = "delta.safetensors.zst";
+
+// Compresses `directory`'s delta.safetensors into delta.safetensors.zst (zstd level 19, the
+// content size in the frame), streamed through a few MiB of buffers, and removes the plain file.
+void zstd_compress_delta_tensors(const std::filesystem::path& directory);
 
 // A content hash of a model folder's weights: SHA-256 over each safetensors file's name and digest.
 std::string weights_sha256(const std::filesystem::path& model_dir);

@@ -170,9 +170,9 @@ rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const Q
   return out;
 }
 
-double
-relative_output_error(std::span<const float> weight, std::span<const float> recon, std::int64_t rows, std::int64_t cols,
-                      std::span<const float> h) {
+OutputErrorTerms
+output_error_terms(std::span<const float> weight, std::span<const float> recon, std::int64_t rows, std::int64_t cols,
+                   std::span<const float> h) {
   std::vector<float> e(weight.size());
   for (std::size_t i = 0; i < e.size(); ++i)
     e[i] = weight[i] - recon[i];
@@ -186,8 +186,15 @@ relative_output_error(std::span<const float> weight, std::span<const float> reco
       total += static_cast<double>(m[i]) * static_cast<double>(mh[i]);
     return total;
   };
-  const double denom = quadratic(weight);
-  return denom > 0 ? quadratic(e) / denom : 0.0;
+  const double reference = quadratic(weight);
+  return {quadratic(e), reference};
+}
+
+double
+relative_output_error(std::span<const float> weight, std::span<const float> recon, std::int64_t rows, std::int64_t cols,
+                      std::span<const float> h) {
+  const auto terms = output_error_terms(weight, recon, rows, cols, h);
+  return terms.reference > 0 ? terms.error / terms.reference : 0.0;
 }
 
 } // namespace optkit::quant

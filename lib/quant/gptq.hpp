@@ -58,8 +58,15 @@ CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int
 CompressedMatrix rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,
                      model::DType scale_dtype);
 
-// Relative output error of a reconstruction: tr(E H Eᵀ) / tr(W H Wᵀ) with E = W - Ŵ, i.e.
-// ‖(W - Ŵ)X‖² / ‖WX‖² over the calibration inputs.
+// tr(E H Eᵀ) and tr(W H Wᵀ) with E = W - Ŵ: ‖(W - Ŵ)X‖² and ‖WX‖² over the calibration inputs.
+// Each is a sum over rows, so a matrix's terms are the sums of its row blocks' terms.
+struct OutputErrorTerms {
+  double error = 0, reference = 0;
+};
+OutputErrorTerms output_error_terms(std::span<const float> weight, std::span<const float> reconstruction,
+                                    std::int64_t rows, std::int64_t cols, std::span<const float> hessian);
+
+// Relative output error of a reconstruction: error / reference of its terms (0 for a zero W).
 double relative_output_error(std::span<const float> weight, std::span<const float> reconstruction, std::int64_t rows,
                              std::int64_t cols, std::span<const float> hessian);
 
