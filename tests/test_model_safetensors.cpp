@@ -155,6 +155,40 @@ TEST_CASE("the streaming shard writer refuses a tensor planned twice and leaves 
   CHECK(std::filesystem::is_empty(dir.path()));
 }
 
+TEST_CASE("one file under its own name, its tensors appended piece by piece, equals the one-shot file") {
+  test::ScratchDir a, b;
+  std::vector<float> x(60), y(8);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i) * 0.25f;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    y[i] = -static_cast<float>(i);
+  write_safetensors(a / "delta.safetensors", {{"x", DType::f32, {6, 10}, bytes_of(x)}, {"y", DType::f32, {8}, bytes_of(y)}});
+  ShardedSafetensorsWriter writer(b.path(), {{"x", DType::f32, {6, 10}}, {"y", DType::f32, {8}}}, 1'000'000, {},
+                                  "delta.safetensors");
+  const auto xb = bytes_of(x);
+  writer.append("x", xb.subspan(0, 80)); // rows 0-1, then y whole, then the rest of x
+  writer.append("y", bytes_of(y));
+  CHECK_THROWS_WITH_AS(writer.append("y", bytes_of(y)), doctest::Contains("y"), RuntimeFailure);
+  writer.append("x", xb.subspan(80));
+  CHECK(writer.finish() == std::vector<std::string>{"delta.safetensors"});
+  CHECK(test::read_text(a / "delta.safetensors") == test::read_text(b / "delta.safetensors"));
+}
+
+TEST_CASE("rows of a matrix are read a block at a time as the whole tensor's values") {
+  test::ScratchDir dir;
+  std::vector<float> m(7 * 5);
+  for (std::size_t i = 0; i < m.size(); ++i)
+    m[i] = static_cast<float>(i) * 1.5f - 3.0f;
+  const auto bf16 = encode_floats(m, DType::bf16);
+  write_safetensors(dir / "model.safetensors", {{"m", DType::bf16, {7, 5}, bf16}});
+  const WeightStore store(dir.path());
+  const auto whole = store.require("m").to_floats();
+  const auto rows = store.rows_as_floats("m", 2, 3);
+  CHECK(std::vector<float>(whole.begin() + 10, whole.begin() + 25) == rows);
+  CHECK(store.rows_as_floats("m", 7, 0).empty());
+  CHECK_THROWS_WITH_AS(store.rows_as_floats("m", 5, 3), doctest::Contains("has no rows [5, 8)"), InputError);
+}
+
 TEST_CASE("a single-file model is read whole and a folder without weights is named") {
   test::ScratchDir dir;
   CHECK_THROWS_WITH_AS(WeightStore(dir.path()), doctest::Contains("no model.safetensors"), InputError);

@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+#include <zstd.h>
+
 using namespace optkit;
 
 TEST_CASE("2:4 sparse encoding keeps two values and their positions per group of four") {
@@ -131,4 +134,27 @@ TEST_CASE("quantization_config: per-layer groups of a mixed-precision plan match
   named.groups = {{{"Linear"}, int4, std::nullopt}, {{"model.layers.0.mlp.up_proj"}, int3, std::nullopt}};
   CHECK(named.group_for("model.layers.0.mlp.up_proj")->weights.bits == 3);
   CHECK(named.group_for("model.layers.0.mlp.gate_proj")->weights.bits == 4);
+}
+
+TEST_CASE("the zstd stage streams the tensors file: the frame records its size and decompresses to its bytes") {
+  test::ScratchDir dir;
+  // Several MiB of half-compressible bytes: many zstd blocks and input buffers.
+  std::vector<std::uint8_t> values(5'000'000);
+  std::mt19937 rng(3);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::uint8_t>(i % 3 == 0 ? rng() : i / 1000);
+  model::write_safetensors(dir / quant::kDeltaPlainFile,
+                           {{"v", model::DType::u8, {static_cast<std::int64_t>(values.size())},
+                             std::as_bytes(std::span(values))}});
+  const auto plain = test::read_text(dir / quant::kDeltaPlainFile);
+  quant::zstd_compress_delta_tensors(dir.path());
+  CHECK_FALSE(std::filesystem::exists(dir / quant::kDeltaPlainFile));
+  const auto compressed = test::read_text(dir / quant::kDeltaZstdFile);
+  CHECK(compressed.size() < plain.size());
+  REQUIRE(ZSTD_getFrameContentSize(compressed.data(), compressed.size()) == plain.size());
+  std::string back(plain.size(), '\0');
+  CHECK(ZSTD_decompress(back.data(), back.size(), compressed.data(), compressed.size()) == plain.size());
+  CHECK(back == plain);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    CHECK(entry.path().filename() == quant::kDeltaZstdFile); // no temporary left
 }

@@ -1,11 +1,44 @@
 #include "runtime/decoder_weights.hpp"
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "runtime/weight_loader.hpp"
 
+#include <chrono>
 #include <fmt/format.h>
 
 namespace optkit::runtime {
+
+namespace {
+
+// Logs a slow load's progress per layer with its remaining time: a load that reads or converts
+// the weights (--no-mmap, quantized formats, a merged delta) takes minutes at 70B. Quiet for the
+// first seconds, so a mapped load (milliseconds) says nothing.
+class LoadProgress {
+public:
+  LoadProgress(const std::filesystem::path& model_dir, std::int64_t layers)
+      : m_model(model_dir.filename().string()), m_layers(layers), m_start(std::chrono::steady_clock::now()),
+        m_last(m_start) {}
+  void layer_done(std::int64_t done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_last < kQuiet && done < m_layers)
+      return;
+    const double elapsed = std::chrono::duration<double>(now - m_start).count();
+    if (elapsed < std::chrono::duration<double>(kQuiet).count())
+      return;
+    m_last = now;
+    log::info("loading {}: layer {}/{}, {:.0f} s elapsed, about {:.0f} s left", m_model, done, m_layers, elapsed,
+              elapsed / static_cast<double>(done) * static_cast<double>(m_layers - done));
+  }
+
+private:
+  static constexpr std::chrono::seconds kQuiet{2};
+  std::string m_model;
+  std::int64_t m_layers;
+  std::chrono::steady_clock::time_point m_start, m_last;
+};
+
+} // namespace
 
 DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
                                const std::optional<std::filesystem::path>& delta_dir, ActivationPrecision activations,
@@ -35,6 +68,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     m_lm_head = m_lm_head_owned.get();
   }
   m_final_norm = load_norm("model.norm.weight", c.hidden_size);
+  LoadProgress progress(model_dir, c.num_layers);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const auto p = fmt::format("model.layers.{}.", i);
     DecoderLayerWeights l;
@@ -57,6 +91,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
     l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
     m_layers.push_back(std::move(l));
+    progress.layer_done(i + 1);
   }
   for (const double f : model::rope_inverse_frequencies(c))
     m_inv_freq.push_back(static_cast<float>(f));

@@ -1,7 +1,8 @@
 // Test helper: writes a random-weight Llama model, BF16, for tests that run optkit on real
 // tokenizers: a small one with a given vocabulary size (so a real tokenizer.json can be put beside
-// it), or a real shape plan knows (llama-3.2-1b, llama-3.1-8b).
-//   write_random_model DIR VOCAB_SIZE|PRESET
+// it), or a real shape plan knows (llama-3.2-1b, llama-3.1-8b), with its own number of decoder
+// layers if given, from a seed (default 7): two seeds make a base and a variant for compress delta.
+//   write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED]]
 #include "model/random_model.hpp"
 
 #include <iostream>
@@ -9,16 +10,20 @@
 
 int
 main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: write_random_model DIR VOCAB_SIZE|PRESET\n";
+  if (argc < 3 || argc > 5) {
+    std::cerr << "usage: write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED]]\n";
     return 2;
   }
   const std::string size = argv[2];
+  const std::uint64_t seed = argc > 4 ? std::stoull(argv[4]) : 7;
   if (size.find_first_not_of("0123456789") != std::string::npos) {
-    optkit::model::write_random_model(argv[1], optkit::model::preset_model_config(size), optkit::model::DType::bf16, 7);
+    auto config = optkit::model::preset_model_config(size);
+    if (argc > 3)
+      config["num_hidden_layers"] = std::stoll(argv[3]);
+    optkit::model::write_random_model(argv[1], config, optkit::model::DType::bf16, seed);
     return 0;
   }
-  const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+  nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                  {"model_type", "llama"},
                                  {"vocab_size", std::stoll(size)},
                                  {"hidden_size", 64},
@@ -34,6 +39,8 @@ main(int argc, char** argv) {
                                  {"bos_token_id", 128000},
                                  {"eos_token_id", 128009},
                                  {"torch_dtype", "bfloat16"}};
-  optkit::model::write_random_model(argv[1], config, optkit::model::DType::bf16, 7);
+  if (argc > 3)
+    config["num_hidden_layers"] = std::stoll(argv[3]);
+  optkit::model::write_random_model(argv[1], config, optkit::model::DType::bf16, seed);
   return 0;
 }
