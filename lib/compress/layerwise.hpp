@@ -6,9 +6,10 @@
 // weights are replaced by their reconstructions (W_b + Δ̃ in delta mode), and a second pass
 // produces the next layer's inputs from the compressed layer. In delta mode the LM head's Δ is
 // then compressed densely by GPTQ on the final-normed outputs of the compressed layers (its
-// input), as the delta format stores the head densely. Memory: the hidden states of the
-// calibration set, one layer's Hessians, and the activations of one chunk of sequences; each layer's
-// weights leave memory once it is done, so with an on_layer writer one layer's weights at a time.
+// input), a block of rows at a time, as the delta format stores the head densely. Memory: the
+// hidden states of the calibration set, one layer's Hessians, and the activations of one chunk of
+// sequences; each layer's weights leave memory once it is done, and each compressed linear goes to
+// the sink (a writer streaming the output) as it is done: one layer's weights at a time.
 #pragma once
 
 #include "compress/calibration.hpp"

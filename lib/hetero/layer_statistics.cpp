@@ -175,6 +175,8 @@ measure_layer_statistics(const std::filesystem::path& model_dir, const std::vect
     std::copy(e.begin(), e.end(), x.rows(offset, lengths[i]).begin());
     offset += lengths[i];
   }
+  // The rows read came in whole (huge) pages of the mapping: up to the whole embedding.
+  model.weights().release("model.embed_tokens.weight");
   if (options.hessian)
     out.hessian_omega.assign(std::size_t(config.num_layers), std::vector<double>(options.bits.size(), 0.0));
 

@@ -9,7 +9,8 @@
 //  - compressing its largest linear: the reconstructions of the linears before it (the next
 //    layer's inputs come from them), and for that linear its mapped weights (each linear's pages
 //    are released once it is widened), the fp32 weight, the grid values and reconstruction,
-//    GPTQ's copies, and its Hessian with GPTQ's factorization of it;
+//    GPTQ's working copy (then the error report's two), and its Hessian, which GPTQ factors in
+//    place;
 // beside them the calibration set's hidden states between layers (tokens × hidden × 4) unless they
 // spill to a scratch file, and a measured allowance for the process (code, stacks, BLAS buffers;
 // calibrated, the tokenizer and the tokenized documents).
