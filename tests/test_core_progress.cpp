@@ -75,3 +75,22 @@ TEST_CASE("the mode follows -q and whether stderr is a terminal") {
   CHECK(choose_progress_mode(false, true) == ProgressMode::bar);
   CHECK(choose_progress_mode(false, false) == ProgressMode::lines);
 }
+
+TEST_CASE("the running units' detail follows the count until the final line") {
+  FakeClock clock;
+  std::ostringstream out;
+  {
+    Progress p("compress trials", 2, "tasks", options(ProgressMode::lines, out, clock));
+    clock.advance(11);
+    p.set_detail("task 0: layer 5/32, about 41 min left");
+    clock.advance(11);
+    p.set_detail("task 0: layer 6/32, about 40 min left");
+    p.set_done(2);
+    p.finish();
+  }
+  const std::string text = out.str();
+  CHECK(text.find("compress trials: 0/2 tasks (0%), 0 tasks/s; task 0: layer 5/32, about 41 min left\n") !=
+        std::string::npos);
+  CHECK(text.find("layer 6/32") != std::string::npos);
+  CHECK(text.find("compress trials: 2/2 tasks (100%), 0.0909 tasks/s, 22.0 s elapsed\n") != std::string::npos);
+}

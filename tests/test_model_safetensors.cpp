@@ -162,7 +162,8 @@ TEST_CASE("one file under its own name, its tensors appended piece by piece, equ
     x[i] = static_cast<float>(i) * 0.25f;
   for (std::size_t i = 0; i < y.size(); ++i)
     y[i] = -static_cast<float>(i);
-  write_safetensors(a / "delta.safetensors", {{"x", DType::f32, {6, 10}, bytes_of(x)}, {"y", DType::f32, {8}, bytes_of(y)}});
+  write_safetensors(a / "delta.safetensors",
+                    {{"x", DType::f32, {6, 10}, bytes_of(x)}, {"y", DType::f32, {8}, bytes_of(y)}});
   ShardedSafetensorsWriter writer(b.path(), {{"x", DType::f32, {6, 10}}, {"y", DType::f32, {8}}}, 1'000'000, {},
                                   "delta.safetensors");
   const auto xb = bytes_of(x);

@@ -44,3 +44,12 @@ TEST_CASE("ids must be JSON integers in range (found by fuzz_worker_spec)") {
   test::write_text(dir / "ok.json", R"({"run_id":7,)" + rest + "}");
   CHECK(read_worker_spec(dir / "ok.json").run_id == 7);
 }
+
+TEST_CASE("a worker's progress line reaches the parent, the last one written") {
+  test::ScratchDir dir;
+  WorkerSpec spec{7, 11, 2, 3, "/tmp/a.db", dir / "r.json", 1, {{"task", "echo"}}};
+  CHECK(read_worker_progress(spec.result_path).empty()); // nothing said yet
+  write_worker_progress(spec, "layer 1/32, about 2 h left");
+  write_worker_progress(spec, "layer 2/32, about 1.9 h left");
+  CHECK(read_worker_progress(spec.result_path) == "layer 2/32, about 1.9 h left");
+}

@@ -143,9 +143,9 @@ TEST_CASE("the zstd stage streams the tensors file: the frame records its size a
   std::mt19937 rng(3);
   for (std::size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<std::uint8_t>(i % 3 == 0 ? rng() : i / 1000);
-  model::write_safetensors(dir / quant::kDeltaPlainFile,
-                           {{"v", model::DType::u8, {static_cast<std::int64_t>(values.size())},
-                             std::as_bytes(std::span(values))}});
+  model::write_safetensors(
+      dir / quant::kDeltaPlainFile,
+      {{"v", model::DType::u8, {static_cast<std::int64_t>(values.size())}, std::as_bytes(std::span(values))}});
   const auto plain = test::read_text(dir / quant::kDeltaPlainFile);
   quant::zstd_compress_delta_tensors(dir.path());
   CHECK_FALSE(std::filesystem::exists(dir / quant::kDeltaPlainFile));

@@ -49,7 +49,8 @@ check_rows_independent(LayerwiseModel& model, bool with_tap) {
   for (std::size_t s = 0; s < alone.size(); ++s) {
     model.run_layer(1, std::vector<std::int64_t>{kLength}, alone[s], with_tap ? &tap : nullptr);
     CAPTURE(s);
-    CHECK(std::equal(alone[s].begin(), alone[s].end(), together.begin() + static_cast<std::ptrdiff_t>(s * kLength * hidden)));
+    CHECK(std::equal(alone[s].begin(), alone[s].end(),
+                     together.begin() + static_cast<std::ptrdiff_t>(s * kLength * hidden)));
   }
   if (with_tap)
     CHECK(tap.seen == 2 * 4 * kLength * kSequences); // four linear inputs, the pass and the sequences alone

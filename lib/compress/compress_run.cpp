@@ -12,6 +12,7 @@
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 #include "core/statistics.hpp"
+#include "core/text.hpp"
 #include "model/calibration_documents.hpp"
 #include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
@@ -324,13 +325,16 @@ compress_worker(const proc::WorkerSpec& spec) {
     lw.spill_dir = output;
     log::info("compress: the calibration states spill to a scratch file in {} (--max-memory)", output.string());
   }
-  lw.progress = [started](std::int64_t done, std::int64_t total) {
+  lw.progress = [started, &spec](std::int64_t done, std::int64_t total) {
     constexpr auto per_layer = static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
     if (done == 0 || (done % per_layer != 0 && done != total))
       return;
     const double elapsed = SystemClock::instance().monotonic_seconds() - started;
+    const double left = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
     log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done / per_layer, total / per_layer,
-              elapsed, elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+              elapsed, left);
+    proc::write_worker_progress(
+        spec, fmt::format("layer {}/{}, about {} left", done / per_layer, total / per_layer, format_duration(left)));
   };
   std::filesystem::create_directories(output);
   // The output streams out layer by layer: a whole model's checkpoint, or a variant's delta.

@@ -12,9 +12,9 @@
 #include "runtime/decoder_pass.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -134,9 +134,8 @@ plan_delta(const model::WeightStore& variant, const Recipe& recipe, const model:
 
 } // namespace
 
-DeltaArtifactWriter::DeltaArtifactWriter(const std::filesystem::path& directory,
-                                         const std::filesystem::path& finetuned, const std::filesystem::path& base,
-                                         const Recipe& recipe)
+DeltaArtifactWriter::DeltaArtifactWriter(const std::filesystem::path& directory, const std::filesystem::path& finetuned,
+                                         const std::filesystem::path& base, const Recipe& recipe)
     : m_directory(directory)
     , m_finetuned(finetuned)
     , m_base(base)
@@ -144,9 +143,9 @@ DeltaArtifactWriter::DeltaArtifactWriter(const std::filesystem::path& directory,
     , m_variant(finetuned)
     , m_base_store(base) {
   const auto plan = plan_delta(m_variant, recipe, model::load_model_config(finetuned));
-  m_file = std::make_unique<model::ShardedSafetensorsWriter>(directory, plan.tensors,
-                                                             std::numeric_limits<std::uint64_t>::max(),
-                                                             std::map<std::string, std::string>{}, quant::kDeltaPlainFile);
+  m_file = std::make_unique<model::ShardedSafetensorsWriter>(
+      directory, plan.tensors, std::numeric_limits<std::uint64_t>::max(), std::map<std::string, std::string>{},
+      quant::kDeltaPlainFile);
   for (const auto& name : plan.copied)
     m_variant.stream(name, [&](std::span<const std::byte> piece) { m_file->append(name, piece); });
   for (const auto& name : plan.rounded)
@@ -158,7 +157,7 @@ DeltaArtifactWriter::write_rounded_delta(const std::string& name) {
   const auto view = m_variant.require(name);
   const auto b = m_base_store.find(name);
   if (!b.info || b.shape() != view.shape())
-    throw InputError(fmt::format("{}: base {} has no matching tensor '{}'", m_base.string(), m_base.string(), name));
+    throw InputError(fmt::format("{}: the base has no tensor '{}' of the fine-tuned model's shape", m_base.string(), name));
   const auto rows = view.shape()[0], cols = view.shape()[1];
   const auto module = module_of(name);
   // A tensor-wide scale needs every row at once; group and channel scales are per row.
@@ -206,9 +205,11 @@ DeltaArtifactWriter::finish(nlohmann::json report) {
       {"sparsity", "2:4"},
       {"lossless", m_recipe.lossless == Lossless::zstd ? "zstd" : "none"},
       {"recipe", m_recipe.name},
-      {"base", {{"path", std::filesystem::absolute(m_base).string()}, {"weights_sha256", quant::weights_sha256(m_base)}}},
+      {"base",
+       {{"path", std::filesystem::absolute(m_base).string()}, {"weights_sha256", quant::weights_sha256(m_base)}}},
       {"finetuned",
-       {{"path", std::filesystem::absolute(m_finetuned).string()}, {"weights_sha256", quant::weights_sha256(m_finetuned)}}},
+       {{"path", std::filesystem::absolute(m_finetuned).string()},
+        {"weights_sha256", quant::weights_sha256(m_finetuned)}}},
       {"artifact_bytes", written.artifact_bytes},
       {"finetuned_fp16_bytes", written.uncompressed_bytes},
       {"compression_ratio", written.compression_ratio}};

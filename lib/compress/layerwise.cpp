@@ -159,10 +159,10 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
     const auto base_values = base.rows_as_floats("lm_head.weight", first, count);
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_values[i];
-    CompressedLinear block{"lm_head",
-                           quant::gptq(delta, count, cols, h, recipe.weights, scale_dtype,
-                                       gptq_options(recipe, "lm_head", false), pool),
-                           false};
+    CompressedLinear block{
+        "lm_head",
+        quant::gptq(delta, count, cols, h, recipe.weights, scale_dtype, gptq_options(recipe, "lm_head", false), pool),
+        false};
     const auto block_terms = quant::output_error_terms(delta, block.matrix.weight, count, cols, h);
     terms.error += block_terms.error;
     terms.reference += block_terms.reference;
@@ -335,8 +335,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   }
   if (base && calibrates_head_delta(recipe, config)) {
     const auto h = head_input_hessian(model, lengths, x, threads);
-    result.reports.push_back(compress_head_delta(recipe, model.weights(), base->weights(), h, threads, pool,
-                                                 scale_dtype, *options.sink));
+    result.reports.push_back(
+        compress_head_delta(recipe, model.weights(), base->weights(), h, threads, pool, scale_dtype, *options.sink));
     error_sum += result.reports.back().relative_error;
   }
   if (options.progress)

@@ -61,6 +61,14 @@ Progress::set_done(std::uint64_t done) {
   maybe_report(false);
 }
 
+void
+Progress::set_detail(std::string detail) {
+  if (detail == m_detail)
+    return;
+  m_detail = std::move(detail);
+  maybe_report(false);
+}
+
 double
 Progress::rate() const {
   const double elapsed = m_clock.monotonic_seconds() - m_start;
@@ -82,6 +90,8 @@ Progress::status_text() const {
   } else if (m_total > 0 && per_second > 0 && m_done < m_total) {
     text += fmt::format(", ETA {}", format_duration(static_cast<double>(m_total - m_done) / per_second));
   }
+  if (!m_finished && !m_detail.empty())
+    text += "; " + m_detail;
   return text;
 }
 

@@ -39,6 +39,9 @@ public:
 
   void advance(std::uint64_t count = 1);
   void set_done(std::uint64_t done);
+  // What the running units say of themselves (e.g. a worker's "layer 5/32"), shown after the
+  // count; empty: nothing.
+  void set_detail(std::string detail);
   // Prints the final state once; later calls and the destructor do nothing.
   void finish();
 
@@ -59,6 +62,7 @@ private:
   double m_start;
   double m_last_report;
   std::uint64_t m_done = 0;
+  std::string m_detail;
   bool m_finished = false;
   bool m_drawn = false;
 };

@@ -24,12 +24,12 @@
 namespace optkit::model {
 
 struct CompressWork {
-  std::uint64_t weight_bytes = 2;      // bytes per stored weight element (BF16/F16 2, F32 4)
-  std::int64_t calibration_tokens = 0; // 0: uncalibrated (RTN, FP8)
-  std::int64_t chunk_tokens = 8192;    // tokens run through a layer at once
+  std::uint64_t weight_bytes = 2;       // bytes per stored weight element (BF16/F16 2, F32 4)
+  std::int64_t calibration_tokens = 0;  // 0: uncalibrated (RTN, FP8)
+  std::int64_t chunk_tokens = 8192;     // tokens run through a layer at once
   std::int64_t mlp_block_tokens = 2048; // rows the MLP multiplies at once
-  bool hessians = false;               // GPTQ / SparseGPT (else calibration collects statistics only)
-  bool delta = false;                  // compress delta: the base's layer is mapped and widened too
+  bool hessians = false;                // GPTQ / SparseGPT (else calibration collects statistics only)
+  bool delta = false;                   // compress delta: the base's layer is mapped and widened too
 };
 
 struct CompressMemoryNeeds {

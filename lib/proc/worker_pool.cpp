@@ -106,6 +106,7 @@ public:
           ++i;
         }
       }
+      show_worker_progress(now);
       m_clock.sleep_for(m_options.poll_interval_s);
     }
     m_progress.finish();
@@ -113,6 +114,19 @@ public:
   }
 
 private:
+  // What the running workers last said of how far they are, beside the pool's count (read at most
+  // once a second).
+  void show_worker_progress(double now) {
+    if (now - m_progress_read_at < 1.0)
+      return;
+    m_progress_read_at = now;
+    std::string detail;
+    for (const auto& r : m_running)
+      if (const auto line = read_worker_progress(r.result_path); !line.empty())
+        detail += fmt::format("{}task {}: {}", detail.empty() ? "" : "; ", r.task_index, line);
+    m_progress.set_detail(detail);
+  }
+
   void launch_due(double now) {
     while (static_cast<int>(m_running.size()) < m_slots) {
       auto due = std::find_if(m_pending.begin(), m_pending.end(),
@@ -350,6 +364,7 @@ private:
   std::vector<PendingAttempt> m_pending;
   std::vector<RunningAttempt> m_running;
   Progress m_progress;
+  double m_progress_read_at = -1e9;
   int m_slots = 1;
   int m_stopped = 0;
 };

@@ -79,4 +79,28 @@ write_worker_result(const WorkerSpec& spec, const nlohmann::json& result) {
   write_file_atomic(spec.result_path, with_peak.dump(2) + "\n");
 }
 
+namespace {
+
+std::filesystem::path
+progress_path(const std::filesystem::path& result_path) {
+  auto path = result_path;
+  path += ".progress";
+  return path;
+}
+
+} // namespace
+
+void
+write_worker_progress(const WorkerSpec& spec, const std::string& line) {
+  write_file_atomic(progress_path(spec.result_path), line);
+}
+
+std::string
+read_worker_progress(const std::filesystem::path& result_path) {
+  std::ifstream in(progress_path(result_path));
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 } // namespace optkit::proc

@@ -31,4 +31,10 @@ WorkerSpec read_worker_spec(const std::filesystem::path& file);
 inline constexpr const char* kPeakRssField = "peak_rss_bytes";
 void write_worker_result(const WorkerSpec& spec, const nlohmann::json& result);
 
+// Called by the child while it works: one line saying how far it is (e.g. "layer 5/32, about 41 min
+// left"), which the parent shows beside its progress. Replaced atomically at each call.
+void write_worker_progress(const WorkerSpec& spec, const std::string& line);
+// The line the child last wrote for the result at `result_path` (empty: none yet).
+std::string read_worker_progress(const std::filesystem::path& result_path);
+
 } // namespace optkit::proc

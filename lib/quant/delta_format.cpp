@@ -210,8 +210,8 @@ zstd_compress_delta_tensors(const std::filesystem::path& directory) {
   const std::unique_ptr<std::FILE, decltype(&std::fclose)> in(std::fopen(plain.c_str(), "rb"), std::fclose);
   std::unique_ptr<std::FILE, decltype(&std::fclose)> out(std::fopen(temporary.c_str(), "wb"), std::fclose);
   if (!context || !in || !out)
-    throw RuntimeFailure(fmt::format("{}: cannot compress into {}: {}", plain.string(), temporary.string(),
-                                     errno_text(errno)));
+    throw RuntimeFailure(
+        fmt::format("{}: cannot compress into {}: {}", plain.string(), temporary.string(), errno_text(errno)));
   const auto size = std::filesystem::file_size(plain);
   ZSTD_CCtx_setParameter(context.get(), ZSTD_c_compressionLevel, kZstdLevel);
   ZSTD_CCtx_setPledgedSrcSize(context.get(), size); // the frame records it, as the reader needs

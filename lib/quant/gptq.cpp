@@ -143,8 +143,8 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
     if (i2 < cols)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols - i2),
                   static_cast<int>(count), -1.0f, err.data(), static_cast<int>(count),
-                  U.row(static_cast<std::size_t>(i1)) + i2, static_cast<int>(cols),
-                  1.0f, w.data() + i2, static_cast<int>(cols));
+                  U.row(static_cast<std::size_t>(i1)) + i2, static_cast<int>(cols), 1.0f, w.data() + i2,
+                  static_cast<int>(cols));
   }
   out.loss = std::accumulate(row_loss.begin(), row_loss.end(), 0.0) / 2.0;
   return out;

@@ -51,8 +51,9 @@ struct CompressedMatrix {
 // factor H⁻¹ in (no second cols x cols matrix) and gives it back bit for bit, also when it throws.
 // Throws RuntimeFailure when H + dampening·mean(diag H)·I is not positive definite after every
 // retry (never falls back to RTN).
-CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<float> hessian, const std::optional<QuantArgs>& args, model::DType scale_dtype,
-                      const GptqOptions& options, ThreadPool& pool);
+CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::span<float> hessian,
+                      const std::optional<QuantArgs>& args, model::DType scale_dtype, const GptqOptions& options,
+                      ThreadPool& pool);
 
 // Round to nearest on the static grid (no calibration).
 CompressedMatrix rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,

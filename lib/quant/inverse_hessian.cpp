@@ -40,7 +40,8 @@ gather_rows(std::span<float> a, std::size_t n, const std::vector<std::size_t>& o
     std::copy_n(a.begin() + static_cast<std::ptrdiff_t>(start * n), n, held.begin());
     std::size_t i = start;
     while (order[i] != start) {
-      std::copy_n(a.begin() + static_cast<std::ptrdiff_t>(order[i] * n), n, a.begin() + static_cast<std::ptrdiff_t>(i * n));
+      std::copy_n(a.begin() + static_cast<std::ptrdiff_t>(order[i] * n), n,
+                  a.begin() + static_cast<std::ptrdiff_t>(i * n));
       placed[i] = true;
       i = order[i];
     }

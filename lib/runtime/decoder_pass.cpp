@@ -65,8 +65,8 @@ multiply_served(const LinearWeight& base, const BatchRows& batch,
 
 void
 multiply_served_rows(const LinearWeight& base, const BatchRows& batch,
-                     const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
-                     RowRange range, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool) {
+                     const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x, RowRange range,
+                     std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool) {
   base.multiply(x, range.count, y, pool);
   const std::int64_t end = range.first + range.count;
   for (const auto& segment : batch.segments) {
@@ -245,8 +245,9 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     float* g = tap ? gate + first * inter : gate;
     project_rows(index, Projection::gate, batch, range, h + first * hidden, hidden, g, inter);
     project_rows(index, Projection::up, batch, range, h + first * hidden, hidden, up, inter);
-    pool.parallel_for(range.count,
-                      [&](std::int64_t a, std::int64_t b) { silu_multiply(g + a * inter, up + a * inter, (b - a) * inter); });
+    pool.parallel_for(range.count, [&](std::int64_t a, std::int64_t b) {
+      silu_multiply(g + a * inter, up + a * inter, (b - a) * inter);
+    });
     if (!tap)
       project_rows(index, Projection::down, batch, range, g, inter, down + first * hidden, hidden);
   }

@@ -17,8 +17,10 @@ namespace {
 class LoadProgress {
 public:
   LoadProgress(const std::filesystem::path& model_dir, std::int64_t layers)
-      : m_model(model_dir.filename().string()), m_layers(layers), m_start(std::chrono::steady_clock::now()),
-        m_last(m_start) {}
+      : m_model(model_dir.filename().string())
+      , m_layers(layers)
+      , m_start(std::chrono::steady_clock::now())
+      , m_last(m_start) {}
   void layer_done(std::int64_t done) {
     const auto now = std::chrono::steady_clock::now();
     if (now - m_last < kQuiet && done < m_layers)

@@ -24,21 +24,21 @@ main(int argc, char** argv) {
     return 0;
   }
   nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                                 {"model_type", "llama"},
-                                 {"vocab_size", std::stoll(size)},
-                                 {"hidden_size", 64},
-                                 {"intermediate_size", 128},
-                                 {"num_hidden_layers", 2},
-                                 {"num_attention_heads", 4},
-                                 {"num_key_value_heads", 2},
-                                 {"head_dim", 16},
-                                 {"max_position_embeddings", 4096},
-                                 {"rms_norm_eps", 1e-5},
-                                 {"rope_theta", 500000.0},
-                                 {"tie_word_embeddings", true},
-                                 {"bos_token_id", 128000},
-                                 {"eos_token_id", 128009},
-                                 {"torch_dtype", "bfloat16"}};
+                           {"model_type", "llama"},
+                           {"vocab_size", std::stoll(size)},
+                           {"hidden_size", 64},
+                           {"intermediate_size", 128},
+                           {"num_hidden_layers", 2},
+                           {"num_attention_heads", 4},
+                           {"num_key_value_heads", 2},
+                           {"head_dim", 16},
+                           {"max_position_embeddings", 4096},
+                           {"rms_norm_eps", 1e-5},
+                           {"rope_theta", 500000.0},
+                           {"tie_word_embeddings", true},
+                           {"bos_token_id", 128000},
+                           {"eos_token_id", 128009},
+                           {"torch_dtype", "bfloat16"}};
   if (argc > 3)
     config["num_hidden_layers"] = std::stoll(argv[3]);
   optkit::model::write_random_model(argv[1], config, optkit::model::DType::bf16, seed);
