@@ -157,7 +157,8 @@ DeltaArtifactWriter::write_rounded_delta(const std::string& name) {
   const auto view = m_variant.require(name);
   const auto b = m_base_store.find(name);
   if (!b.info || b.shape() != view.shape())
-    throw InputError(fmt::format("{}: the base has no tensor '{}' of the fine-tuned model's shape", m_base.string(), name));
+    throw InputError(
+        fmt::format("{}: the base has no tensor '{}' of the fine-tuned model's shape", m_base.string(), name));
   const auto rows = view.shape()[0], cols = view.shape()[1];
   const auto module = module_of(name);
   // A tensor-wide scale needs every row at once; group and channel scales are per row.
