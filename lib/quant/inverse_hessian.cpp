@@ -29,7 +29,7 @@ inverse_from_cholesky_of_upper(std::span<float> a, int n) {
   return info == 0;
 }
 
-// Row i of `a` becomes row order[i]: the rows move along the permutation's cycles, one row aside.
+// Row i of `a` becomes what row order[i] was: rows move along the permutation's cycles, one held aside.
 void
 gather_rows(std::span<float> a, std::size_t n, const std::vector<std::size_t>& order) {
   std::vector<bool> placed(n, false);
@@ -50,7 +50,7 @@ gather_rows(std::span<float> a, std::size_t n, const std::vector<std::size_t>& o
   }
 }
 
-// Column j of every row becomes column order[j].
+// Column j of every row becomes what column order[j] was.
 void
 gather_columns(std::span<float> a, std::size_t n, const std::vector<std::size_t>& order) {
   std::vector<float> row(n);
