@@ -138,9 +138,10 @@ head_input_hessian(const runtime::LayerwiseModel& model, std::span<const std::in
   return hessian.matrix();
 }
 
-// Delta mode: the LM head's Δ by GPTQ on the head's input Hessian, kHeadRowBlock rows at a time
-// (GPTQ treats rows independently given H; a head of a 128k vocabulary is 0.25-1 billion values),
-// each block handed to the sink as it is done. One report for the whole head.
+// Delta mode: the LM head's Δ by the recipe's method (GPTQ) on the head's input Hessian,
+// kHeadRowBlock rows at a time (GPTQ treats rows independently given H; a head of a 128k
+// vocabulary is 0.25-1 billion values), each block handed to the sink as it is done. One report
+// for the whole head.
 LayerReport
 compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, const model::WeightStore& base,
                     std::vector<float> h, int threads, ThreadPool& pool, model::DType scale_dtype,
@@ -159,10 +160,12 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
     const auto base_values = base.rows_as_floats("lm_head.weight", first, count);
     for (std::size_t i = 0; i < delta.size(); ++i)
       delta[i] -= base_values[i];
-    CompressedLinear block{
-        "lm_head",
-        quant::gptq(delta, count, cols, h, recipe.weights, scale_dtype, gptq_options(recipe, "lm_head", false), pool),
-        false};
+    CompressedLinear block{"lm_head",
+                           recipe.method == Method::gptq
+                               ? quant::gptq(delta, count, cols, h, recipe.weights, scale_dtype,
+                                             gptq_options(recipe, "lm_head", false), pool)
+                               : quant::rtn(delta, count, cols, recipe.weights, scale_dtype),
+                           false};
     const auto block_terms = quant::output_error_terms(delta, block.matrix.weight, count, cols, h);
     terms.error += block_terms.error;
     terms.reference += block_terms.reference;
