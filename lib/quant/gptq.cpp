@@ -23,19 +23,6 @@ act_order_permutation(const std::vector<float>& diagonal) {
   return perm;
 }
 
-// Each row of w [rows, n] in `perm`'s column order, in place.
-void
-permute_columns(std::vector<float>& w, std::int64_t rows, const std::vector<std::size_t>& perm) {
-  const auto n = perm.size();
-  std::vector<float> row(n);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* wr = w.data() + static_cast<std::size_t>(r) * n;
-    std::copy_n(wr, n, row.begin());
-    for (std::size_t j = 0; j < n; ++j)
-      wr[j] = row[perm[j]];
-  }
-}
-
 } // namespace
 
 CompressedMatrix
@@ -68,7 +55,7 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
   std::iota(perm.begin(), perm.end(), 0);
   if (o.act_order) {
     perm = act_order_permutation(diagonal);
-    permute_columns(w, rows, perm);
+    gather_columns(w, static_cast<std::size_t>(rows), perm);
   }
   // H's own buffer holds U; H is given back as it was when U goes out of scope, also on a throw.
   InverseHessianFactor U(hessian, perm);

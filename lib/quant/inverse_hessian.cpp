@@ -11,21 +11,15 @@ namespace optkit::quant {
 
 namespace {
 
-// LAPACK sees a row-major matrix column-major: its lower triangle is our upper one, and with
-// uplo 'L' it neither reads nor writes our strictly lower triangle.
-bool
-cholesky_of_upper(std::span<float> a, int n) {
-  int info = 0;
-  const char lower = 'L';
-  spotrf_(&lower, &n, a.data(), &n, &info);
-  return info == 0;
-}
+using LapackRoutine = void(const char* uplo, const int* n, float* a, const int* lda, int* info);
 
+// A LAPACK routine on the lower triangle. LAPACK sees a row-major matrix column-major: its lower
+// triangle is our upper one, and with uplo 'L' it neither reads nor writes our strictly lower one.
 bool
-inverse_from_cholesky_of_upper(std::span<float> a, int n) {
+on_our_upper_triangle(LapackRoutine routine, std::span<float> a, int n) {
   int info = 0;
   const char lower = 'L';
-  spotri_(&lower, &n, a.data(), &n, &info);
+  routine(&lower, &n, a.data(), &n, &info);
   return info == 0;
 }
 
@@ -47,18 +41,6 @@ gather_rows(std::span<float> a, std::size_t n, const std::vector<std::size_t>& o
     }
     std::copy(held.begin(), held.end(), a.begin() + static_cast<std::ptrdiff_t>(i * n));
     placed[i] = true;
-  }
-}
-
-// Column j of every row becomes what column order[j] was.
-void
-gather_columns(std::span<float> a, std::size_t n, const std::vector<std::size_t>& order) {
-  std::vector<float> row(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    float* ar = a.data() + r * n;
-    std::copy_n(ar, n, row.begin());
-    for (std::size_t j = 0; j < n; ++j)
-      ar[j] = row[order[j]];
   }
 }
 
@@ -89,9 +71,21 @@ identity(const std::vector<std::size_t>& perm) {
 
 } // namespace
 
+void
+gather_columns(std::span<float> a, std::size_t rows, const std::vector<std::size_t>& order) {
+  const auto n = order.size();
+  std::vector<float> row(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* ar = a.data() + r * n;
+    std::copy_n(ar, n, row.begin());
+    for (std::size_t j = 0; j < n; ++j)
+      ar[j] = row[order[j]];
+  }
+}
+
 InverseHessianFactor::InverseHessianFactor(std::span<float> hessian, std::vector<std::size_t> perm)
-    : m_a(hessian), m_n(perm.size()), m_perm(std::move(perm)) {
-  if (!identity(m_perm))
+    : m_a(hessian), m_n(perm.size()), m_perm(std::move(perm)), m_permuted(!identity(m_perm)) {
+  if (m_permuted)
     permute_symmetric(m_a, m_n, m_perm);
   m_original_diagonal.resize(m_n);
   m_prepared_diagonal.resize(m_n);
@@ -106,7 +100,7 @@ InverseHessianFactor::~InverseHessianFactor() {
   restore_prepared();
   for (std::size_t i = 0; i < m_n; ++i)
     m_a[i * m_n + i] = m_original_diagonal[i];
-  if (identity(m_perm))
+  if (!m_permuted)
     return;
   std::vector<std::size_t> inverse(m_n);
   for (std::size_t i = 0; i < m_n; ++i)
@@ -131,7 +125,8 @@ InverseHessianFactor::factor(double damp) {
     m_a[i * m_n + i] += static_cast<float>(damp * mean_diag);
   const int n = static_cast<int>(m_n);
   // H = LLᵀ, then H⁻¹ from L, then H⁻¹ = UᵀU: each step reads and writes the upper triangle only.
-  if (cholesky_of_upper(m_a, n) && inverse_from_cholesky_of_upper(m_a, n) && cholesky_of_upper(m_a, n))
+  if (on_our_upper_triangle(spotrf_, m_a, n) && on_our_upper_triangle(spotri_, m_a, n) &&
+      on_our_upper_triangle(spotrf_, m_a, n))
     return true;
   restore_prepared();
   return false;

@@ -12,6 +12,10 @@
 
 namespace optkit::quant {
 
+// Column j of every row of a [rows, order.size()] row-major matrix becomes what column order[j]
+// was, in place (one row held aside).
+void gather_columns(std::span<float> a, std::size_t rows, const std::vector<std::size_t>& order);
+
 class InverseHessianFactor {
 public:
   // Prepares H (cols × cols, both triangles) as GPTQ factors it, in place: rows and columns in
@@ -28,7 +32,6 @@ public:
   // U's row i (entries at columns ≥ i are U's; those below are not).
   const float* row(std::size_t i) const { return m_a.data() + i * m_n; }
   float diagonal(std::size_t i) const { return m_a[i * m_n + i]; }
-  const float* data() const { return m_a.data(); }
 
 private:
   void restore_prepared();
@@ -36,6 +39,7 @@ private:
   std::span<float> m_a;
   std::size_t m_n;
   std::vector<std::size_t> m_perm;
+  bool m_permuted;                        // perm is not the identity
   std::vector<float> m_prepared_diagonal; // permuted, dead inputs' 0 → 1
   std::vector<float> m_original_diagonal; // permuted, as handed in
 };

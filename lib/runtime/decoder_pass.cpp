@@ -240,23 +240,25 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
   float* gate = m_gate.get(static_cast<std::size_t>((tap ? rows : block) * inter));
   float* up = m_up.get(static_cast<std::size_t>(block * inter));
   float* down = m_projected.get(x.size());
-  for (std::int64_t first = 0; first < rows; first += block) {
-    const RowRange range{first, std::min(block, rows - first)};
-    float* g = tap ? gate + first * inter : gate;
-    project_rows(index, Projection::gate, batch, range, h + first * hidden, hidden, g, inter);
-    project_rows(index, Projection::up, batch, range, h + first * hidden, hidden, up, inter);
+  auto each_block = [&](auto&& visit) {
+    for (std::int64_t first = 0; first < rows; first += block)
+      visit(RowRange{first, std::min(block, rows - first)}, tap ? gate + first * inter : gate);
+  };
+  auto project_down = [&](RowRange range, const float* g) {
+    project_rows(index, Projection::down, batch, range, g, inter, down + range.first * hidden, hidden);
+  };
+  each_block([&](RowRange range, float* g) {
+    project_rows(index, Projection::gate, batch, range, h + range.first * hidden, hidden, g, inter);
+    project_rows(index, Projection::up, batch, range, h + range.first * hidden, hidden, up, inter);
     pool.parallel_for(range.count, [&](std::int64_t a, std::int64_t b) {
       silu_multiply(g + a * inter, up + a * inter, (b - a) * inter);
     });
     if (!tap)
-      project_rows(index, Projection::down, batch, range, g, inter, down + first * hidden, hidden);
-  }
+      project_down(range, g);
+  });
   if (tap) {
     tap->observe(LinearInput::mlp_hidden, gate, rows, inter, sequences);
-    for (std::int64_t first = 0; first < rows; first += block) {
-      const RowRange range{first, std::min(block, rows - first)};
-      project_rows(index, Projection::down, batch, range, gate + first * inter, inter, down + first * hidden, hidden);
-    }
+    each_block(project_down);
   }
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] += down[i];
