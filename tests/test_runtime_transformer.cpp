@@ -40,8 +40,9 @@ mean_relative_error(const std::vector<float>& got, const std::vector<float>& wan
   return sum / static_cast<double>(want.size()) / static_cast<double>(*hi - *lo);
 }
 
-const char* const kModels[] = {"oracle/llama-tied", "oracle/mistral-window", "oracle/qwen2-bias", "oracle/qwen3-qknorm",
-                               "tiny-base"};
+const char* const kModels[] = {
+    "oracle/llama-tied",     "oracle/mistral-window", "oracle/qwen2-bias", "oracle/qwen3-qknorm",
+    "oracle/gemma2-softcap", "oracle/gemma3-local",   "tiny-base"};
 
 } // namespace
 
@@ -254,4 +255,32 @@ TEST_CASE(
   CHECK(model.forward({&one_more, 1}).size() == static_cast<std::size_t>(model.config().vocab_size));
   CHECK(model.sequence_length(b) == 9);
   CHECK(model.kv_cache().used_blocks() == 3);
+}
+
+TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2, Gemma 3)") {
+  for (const char* name : {"oracle/gemma2-softcap", "oracle/gemma3-local"}) {
+    CAPTURE(name);
+    const auto dir = test::testdata_dir() / "models" / name;
+    model::SafetensorsFile oracle(dir / "oracle_greedy.safetensors");
+    const auto as_ids = [](const model::TensorView& t) {
+      std::vector<TokenId> ids;
+      for (std::size_t k = 0; k < t.element_count(); ++k)
+        ids.push_back(static_cast<TokenId>(t.at(k)));
+      return ids;
+    };
+    const auto prompt = as_ids(oracle.find("prompt")), want = as_ids(oracle.find("tokens"));
+    REQUIRE(want.size() == 32);
+    // KV blocks of 3 tokens: the windows of 5 start inside blocks as decoding goes on.
+    CpuTransformer model(dir, {.threads = 2, .kv_cache = {.block_tokens = 3}});
+    const auto seq = model.add_sequence();
+    std::vector<TokenId> got;
+    std::vector<TokenId> next = prompt;
+    while (got.size() < want.size()) {
+      const SequenceInput in{seq, next, false};
+      const auto logits = model.forward({&in, 1});
+      got.push_back(static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      next = {got.back()};
+    }
+    CHECK(got == want);
+  }
 }

@@ -7,6 +7,7 @@
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
+#include "runtime/layer_vectors.hpp"
 #include "runtime/layerwise_model.hpp"
 
 #include <cmath>
@@ -179,6 +180,17 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
   return report;
 }
 
+// The checkpoint name of the norm in front of `input` (attention_in or mlp_in) in layer `layer`.
+std::string
+norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
+  const auto slot = input == LinearInput::attention_in ? &runtime::DecoderLayerWeights::input_norm
+                                                       : &runtime::DecoderLayerWeights::mlp_norm;
+  for (const auto& v : runtime::layer_vectors(config))
+    if (v.base == slot)
+      return fmt::format("model.layers.{}.{}", layer, v.name);
+  throw RuntimeFailure("no norm before a smoothed input");
+}
+
 } // namespace
 
 bool
@@ -273,9 +285,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         auto& norm = model.norm_weight(layer, input);
         for (std::size_t j = 0; j < norm.size(); ++j)
           norm[j] /= s[j];
-        layer_norms[fmt::format("model.layers.{}.{}.weight", layer,
-                                input == LinearInput::attention_in ? "input_layernorm" : "post_attention_layernorm")] =
-            norm;
+        layer_norms[norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
         for (std::size_t i = 0; i < names.size(); ++i) {
           quant::scale_columns(weights[i], h->cols(), s);
           const auto& old = model.linear(layer, names[i]);

@@ -4,7 +4,10 @@
 #include "core/input_file.hpp"
 #include "core/json_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numbers>
 
 namespace optkit::model {
@@ -93,7 +96,8 @@ token_ids(const json& value) {
 
 std::string_view
 supported_architectures() {
-  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+         "Gemma3ForCausalLM";
 }
 
 std::int64_t
@@ -101,11 +105,119 @@ ModelConfig::parameter_count() const {
   const std::int64_t attention = hidden_size * q_dim() * 2 + hidden_size * kv_dim() * 2 +
                                  (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (qk_norm ? 2 * head_dim : 0);
   const std::int64_t mlp = 3 * hidden_size * intermediate_size;
-  const std::int64_t layer = attention + mlp + 2 * hidden_size;
+  const std::int64_t layer = attention + mlp + (sandwich_norms ? 4 : 2) * hidden_size;
   return num_layers * layer + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
 }
 
+std::int64_t
+ModelConfig::window_of(std::int64_t layer) const {
+  if (sliding_window <= 0)
+    return 0;
+  if (sliding_layers.empty())
+    return sliding_window;
+  return sliding_layers.at(static_cast<std::size_t>(layer)) ? sliding_window : 0;
+}
+
+bool
+ModelConfig::uses_local_rope(std::int64_t layer) const {
+  return local_rope_theta > 0 && window_of(layer) > 0;
+}
+
+float
+ModelConfig::attention_scale() const {
+  const double scalar = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim);
+  return static_cast<float>(1.0 / std::sqrt(scalar));
+}
+
 namespace {
+
+const std::pair<std::string_view, Architecture> kArchitectures[] = {
+    {"LlamaForCausalLM", Architecture::llama},   {"MistralForCausalLM", Architecture::mistral},
+    {"Qwen2ForCausalLM", Architecture::qwen2},   {"Qwen3ForCausalLM", Architecture::qwen3},
+    {"Gemma2ForCausalLM", Architecture::gemma2}, {"Gemma3ForCausalLM", Architecture::gemma3}};
+
+Architecture
+architecture_named(const std::string& name, const std::string& source) {
+  for (const auto& [known, architecture] : kArchitectures)
+    if (known == name)
+      return architecture;
+  throw InputError(source + ": architecture '" + name +
+                   "' is not supported (supported: " + std::string(supported_architectures()) + ")");
+}
+
+bool
+is_gemma(Architecture a) {
+  return a == Architecture::gemma2 || a == Architecture::gemma3;
+}
+
+// The MLP activation: hidden_activation (Gemma's key) or hidden_act, which must be the family's.
+void
+read_activation(const json& config, const std::string& source, ModelConfig& c) {
+  const bool gemma = is_gemma(c.architecture);
+  const char* key = config.contains("hidden_activation") && !config["hidden_activation"].is_null() ? "hidden_activation"
+                                                                                                   : "hidden_act";
+  const std::string expected = gemma ? "gelu_pytorch_tanh" : "silu";
+  if (config.contains(key) && !config[key].is_null() && config[key] != expected)
+    throw InputError(source + ": " + key + " " + config[key].dump() + " is not supported for " + c.architecture_name +
+                     " (supported: " + expected + ")");
+  c.activation = gemma ? Activation::gelu_tanh : Activation::silu;
+}
+
+// Which layers slide: an explicit layer_types list, else Gemma's pattern (every `pattern`-th layer
+// global: Gemma 2 alternates, Gemma 3's sliding_window_pattern defaults to 6).
+std::vector<bool>
+sliding_layer_pattern(const json& config, const std::string& source, const ModelConfig& c) {
+  std::vector<bool> slides;
+  if (config.contains("layer_types") && !config["layer_types"].is_null()) {
+    const auto& types = config["layer_types"];
+    if (!types.is_array() || static_cast<std::int64_t>(types.size()) != c.num_layers)
+      throw InputError(source + ": 'layer_types' must list one type per layer (" + std::to_string(c.num_layers) + ")");
+    for (const auto& t : types) {
+      if (t != "sliding_attention" && t != "full_attention")
+        throw InputError(source + ": layer type " + t.dump() +
+                         " is not supported (supported: sliding_attention, full_attention)");
+      slides.push_back(t == "sliding_attention");
+    }
+    return slides;
+  }
+  const std::int64_t pattern = c.architecture == Architecture::gemma2 ? 2
+                               : config.contains("sliding_window_pattern")
+                                   ? positive_int(config, source, "sliding_window_pattern")
+                                   : 6;
+  for (std::int64_t i = 0; i < c.num_layers; ++i)
+    slides.push_back((i + 1) % pattern != 0);
+  return slides;
+}
+
+// A cap of 0 or null is off; Gemma 2's defaults are 50 (attention) and 30 (final), Gemma 3's none.
+float
+softcap(const json& config, const std::string& source, const std::string& key, double fallback) {
+  const double cap = config.contains(key) && config[key].is_null() ? 0.0 : number_or(config, source, key, fallback);
+  if (cap < 0 || !std::isfinite(cap))
+    throw InputError(source + ": '" + key + "' must be a positive number or null, got " + config[key].dump());
+  return static_cast<float>(cap);
+}
+
+void
+read_gemma_fields(const json& config, const std::string& source, ModelConfig& c) {
+  const bool gemma2 = c.architecture == Architecture::gemma2;
+  c.norm_gain_offset = 1.0f;
+  c.sandwich_norms = true;
+  c.scaled_embeddings = true;
+  c.qk_norm = !gemma2;
+  c.query_pre_attn_scalar = number_or(config, source, "query_pre_attn_scalar", 256.0);
+  if (c.query_pre_attn_scalar <= 0)
+    throw InputError(source + ": 'query_pre_attn_scalar' must be positive");
+  c.attention_softcap = softcap(config, source, "attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  c.final_softcap = softcap(config, source, "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  c.sliding_window = config.contains("sliding_window") && config["sliding_window"].is_null()
+                         ? 0
+                         : (config.contains("sliding_window") ? positive_int(config, source, "sliding_window") : 4096);
+  if (c.sliding_window > 0)
+    c.sliding_layers = sliding_layer_pattern(config, source, c);
+  if (!gemma2)
+    c.local_rope_theta = number_or(config, source, "rope_local_base_freq", 10000.0);
+}
 
 ModelConfig
 model_config_fields(const json& config, const std::string& source) {
@@ -116,17 +228,8 @@ model_config_fields(const json& config, const std::string& source) {
     throw InputError(source + ": missing 'architectures' (supported: " + std::string(supported_architectures()) + ")");
   ModelConfig c;
   c.architecture_name = config["architectures"][0].get<std::string>();
-  if (c.architecture_name == "LlamaForCausalLM")
-    c.architecture = Architecture::llama;
-  else if (c.architecture_name == "MistralForCausalLM")
-    c.architecture = Architecture::mistral;
-  else if (c.architecture_name == "Qwen2ForCausalLM")
-    c.architecture = Architecture::qwen2;
-  else if (c.architecture_name == "Qwen3ForCausalLM")
-    c.architecture = Architecture::qwen3;
-  else
-    throw InputError(source + ": architecture '" + c.architecture_name +
-                     "' is not supported (supported: " + std::string(supported_architectures()) + ")");
+  c.architecture = architecture_named(c.architecture_name, source);
+  const bool gemma = is_gemma(c.architecture);
   c.vocab_size = positive_int(config, source, "vocab_size");
   c.hidden_size = positive_int(config, source, "hidden_size");
   c.intermediate_size = positive_int(config, source, "intermediate_size");
@@ -149,16 +252,17 @@ model_config_fields(const json& config, const std::string& source) {
   c.max_position_embeddings =
       config.contains("max_position_embeddings") ? positive_int(config, source, "max_position_embeddings") : 2048;
   c.rms_norm_eps = static_cast<float>(number_or(config, source, "rms_norm_eps", 1e-6));
-  c.rope_theta = number_or(config, source, "rope_theta", 10000.0);
+  c.rope_theta = number_or(config, source, "rope_theta", c.architecture == Architecture::gemma3 ? 1e6 : 10000.0);
   c.rope_scaling = parse_rope_scaling(config, source);
-  c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", false);
+  c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", gemma);
   c.qkv_bias = c.architecture == Architecture::qwen2 || bool_or(config, source, "attention_bias", false);
   c.qk_norm = c.architecture == Architecture::qwen3;
   if (c.architecture == Architecture::mistral && config.contains("sliding_window") &&
       !config["sliding_window"].is_null())
     c.sliding_window = positive_int(config, source, "sliding_window");
-  if (config.contains("hidden_act") && config["hidden_act"] != "silu")
-    throw InputError(source + ": hidden_act " + config["hidden_act"].dump() + " is not supported (supported: silu)");
+  read_activation(config, source, c);
+  if (gemma)
+    read_gemma_fields(config, source, c);
   if (config.contains("bos_token_id") && config["bos_token_id"].is_number_integer())
     c.bos_token_id = config["bos_token_id"].get<std::int64_t>();
   if (config.contains("eos_token_id"))
@@ -207,6 +311,48 @@ rope_inverse_frequencies(const ModelConfig& c) {
     }
   }
   return inv;
+}
+
+std::vector<double>
+local_rope_inverse_frequencies(const ModelConfig& c) {
+  if (c.local_rope_theta <= 0)
+    return {};
+  ModelConfig local = c;
+  local.rope_theta = c.local_rope_theta;
+  local.rope_scaling.reset();
+  return rope_inverse_frequencies(local);
+}
+
+std::string
+describe_features(const ModelConfig& c) {
+  std::vector<std::string> parts;
+  parts.push_back(fmt::format("{} layers, hidden {}, {} heads / {} KV heads of {}", c.num_layers, c.hidden_size,
+                              c.num_heads, c.num_kv_heads, c.head_dim));
+  if (c.sliding_window > 0) {
+    const auto sliding =
+        c.sliding_layers.empty() ? c.num_layers : std::count(c.sliding_layers.begin(), c.sliding_layers.end(), true);
+    parts.push_back(fmt::format("sliding window {} on {} of {} layers", c.sliding_window, sliding, c.num_layers));
+  }
+  if (c.local_rope_theta > 0)
+    parts.push_back(fmt::format("local RoPE base {:g}, global {:g}", c.local_rope_theta, c.rope_theta));
+  if (c.rope_scaling)
+    parts.push_back(fmt::format("rope_scaling {} x{:g}", c.rope_scaling->type, c.rope_scaling->factor));
+  if (c.qkv_bias)
+    parts.push_back("q/k/v bias");
+  if (c.qk_norm)
+    parts.push_back("q/k norms");
+  if (c.sandwich_norms)
+    parts.push_back("norms before and after each sub-block");
+  parts.push_back(c.activation == Activation::gelu_tanh ? "GeGLU (gelu tanh)" : "SwiGLU");
+  if (c.scaled_embeddings)
+    parts.push_back("embeddings scaled by sqrt(hidden)");
+  if (c.attention_softcap > 0)
+    parts.push_back(fmt::format("attention soft-cap {:g}", c.attention_softcap));
+  if (c.final_softcap > 0)
+    parts.push_back(fmt::format("final soft-cap {:g}", c.final_softcap));
+  if (c.tie_word_embeddings)
+    parts.push_back("tied embeddings");
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 } // namespace optkit::model

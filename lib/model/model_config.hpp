@@ -1,7 +1,9 @@
 // The architecture of a Hugging Face causal LM as its config.json describes it. Supported:
 // LlamaForCausalLM (incl. rope_scaling llama3 and linear), MistralForCausalLM (sliding window),
-// Qwen2ForCausalLM (q/k/v bias), Qwen3ForCausalLM (q/k RMSNorm); grouped-query attention and tied
-// embeddings for all of them.
+// Qwen2ForCausalLM (q/k/v bias), Qwen3ForCausalLM (q/k RMSNorm), Gemma2ForCausalLM and
+// Gemma3ForCausalLM (text; (1 + w) norms before and after each sub-block, GeGLU, scaled
+// embeddings, soft-capping, sliding layers interleaved with global ones, Gemma 3's local RoPE
+// base); grouped-query attention and tied embeddings for all of them.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,10 @@
 
 namespace optkit::model {
 
-enum class Architecture { llama, mistral, qwen2, qwen3 };
+enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3 };
+
+// The MLP's gate activation: SwiGLU's silu, GeGLU's tanh-approximated GELU (gelu_pytorch_tanh).
+enum class Activation { silu, gelu_tanh };
 
 struct RopeScaling {
   std::string type; // "llama3" or "linear"
@@ -41,11 +46,26 @@ struct ModelConfig {
   bool qkv_bias = false;
   bool qk_norm = false;
   std::int64_t sliding_window = 0; // 0: full attention
+  // Which layers slide (Gemma's layer_types); empty: every layer when sliding_window > 0 (Mistral).
+  std::vector<bool> sliding_layers;
+  Activation activation = Activation::silu;
+  float norm_gain_offset = 0;       // Gemma stores an RMSNorm's gain as w in x̂·(1 + w): 1
+  bool sandwich_norms = false;      // Gemma: a norm after attention and after the MLP too
+  bool scaled_embeddings = false;   // Gemma: embeddings times √hidden_size
+  double query_pre_attn_scalar = 0; // scores scale by its −½ power; 0: head_dim's
+  float attention_softcap = 0;      // scores = cap·tanh(scores / cap); 0: none
+  float final_softcap = 0;          // the same on the logits
+  double local_rope_theta = 0;      // Gemma 3: the sliding layers' RoPE base, unscaled; 0: none
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::string torch_dtype;
 
   std::int64_t q_dim() const { return num_heads * head_dim; }
+  // Layer `layer`'s window (0: it attends to every earlier position).
+  std::int64_t window_of(std::int64_t layer) const;
+  // Whether layer `layer` rotates with the local RoPE base (Gemma 3's sliding layers).
+  bool uses_local_rope(std::int64_t layer) const;
+  float attention_scale() const;
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
   std::int64_t parameter_count() const;
 };
@@ -58,5 +78,11 @@ std::string_view supported_architectures();
 
 // RoPE inverse frequencies (head_dim / 2 of them) including rope_scaling.
 std::vector<double> rope_inverse_frequencies(const ModelConfig& config);
+// The sliding layers' (local_rope_theta, no scaling); empty when the model has no local base.
+std::vector<double> local_rope_inverse_frequencies(const ModelConfig& config);
+
+// What a model is, in a line: its architecture and the features it uses ("sliding window 4096 on
+// 5 of 6 layers, attention soft-cap 50, ...").
+std::string describe_features(const ModelConfig& config);
 
 } // namespace optkit::model

@@ -10,19 +10,19 @@ namespace optkit::runtime {
 namespace {
 
 // The norm or bias vector a row uses: its variant's, else the base layer's.
-using LayerVector = std::vector<float> DecoderLayerWeights::*;
-using VariantVector = std::vector<float> VariantLayer::*;
+using BaseVectorMember = std::vector<float> DecoderLayerWeights::*;
+using VariantVectorMember = std::vector<float> VariantLayer::*;
 
 const float*
 row_vector(const BatchRows& batch, std::int64_t r, std::int64_t index, const DecoderLayerWeights& layer,
-           LayerVector base, VariantVector own) {
+           BaseVectorMember base, VariantVectorMember own) {
   const DeltaVariant* v = batch.variant_of(r);
   return v ? (v->layer(index).*own).data() : (layer.*base).data();
 }
 
 void
-add_bias(float* y, const BatchRows& batch, std::int64_t index, const DecoderLayerWeights& layer, LayerVector base,
-         VariantVector own, std::int64_t rows) {
+add_bias(float* y, const BatchRows& batch, std::int64_t index, const DecoderLayerWeights& layer, BaseVectorMember base,
+         VariantVectorMember own, std::int64_t rows) {
   const auto n = static_cast<std::int64_t>((layer.*base).size());
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* bias = row_vector(batch, r, index, layer, base, own);
@@ -100,19 +100,46 @@ DecoderPass::release_scratch() {
   m_row_cache = {};
 }
 
+namespace {
+
+void
+fill_angles(const std::vector<std::int64_t>& positions, const std::vector<float>& inv_freq, std::vector<float>& cos,
+            std::vector<float>& sin) {
+  const auto half = inv_freq.size();
+  cos.resize(positions.size() * half);
+  sin.resize(cos.size());
+  for (std::size_t r = 0; r < positions.size(); ++r)
+    for (std::size_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(positions[r]) * inv_freq[i];
+      cos[r * half + i] = std::cos(angle);
+      sin[r * half + i] = std::sin(angle);
+    }
+}
+
+} // namespace
+
 void
 DecoderPass::fill_rope(BatchRows& batch) const {
-  const auto& inv_freq = m_weights->inverse_frequencies();
-  const auto rows = batch.position.size();
-  const auto half = static_cast<std::size_t>(m_weights->config().head_dim / 2);
-  batch.cos.resize(rows * half);
-  batch.sin.resize(batch.cos.size());
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(batch.position[r]) * inv_freq[i];
-      batch.cos[r * half + i] = std::cos(angle);
-      batch.sin[r * half + i] = std::sin(angle);
-    }
+  fill_angles(batch.position, m_weights->inverse_frequencies(), batch.cos, batch.sin);
+  if (!m_weights->local_inverse_frequencies().empty())
+    fill_angles(batch.position, m_weights->local_inverse_frequencies(), batch.local_cos, batch.local_sin);
+}
+
+void
+DecoderPass::add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
+                          std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own) {
+  const auto& c = m_weights->config();
+  const auto hidden = c.hidden_size;
+  const auto rows = static_cast<std::int64_t>(x.size()) / hidden;
+  if (c.sandwich_norms) {
+    const auto& layer = m_weights->layer(index);
+    m_pool->parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
+      for (std::int64_t r = a; r < b; ++r)
+        rms_norm(y + r * hidden, row_vector(batch, r, index, layer, norm, own), hidden, c.rms_norm_eps, y + r * hidden);
+    });
+  }
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] += y[i];
 }
 
 void
@@ -153,10 +180,13 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
     add_bias(v, batch, index, layer, &DecoderLayerWeights::v_bias, &VariantLayer::v_bias, rows);
   }
   const std::int64_t half = hd / 2;
+  const bool local = c.uses_local_rope(index);
+  const float* all_cos = local ? batch.local_cos.data() : batch.cos.data();
+  const float* all_sin = local ? batch.local_sin.data() : batch.sin.data();
   pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t r = a; r < b; ++r) {
-      const float* cos = batch.cos.data() + r * half;
-      const float* sin = batch.sin.data() + r * half;
+      const float* cos = all_cos + r * half;
+      const float* sin = all_sin + r * half;
       const float* q_norm =
           c.qk_norm ? row_vector(batch, r, index, layer, &DecoderLayerWeights::q_norm, &VariantLayer::q_norm) : nullptr;
       const float* k_norm =
@@ -187,7 +217,8 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   }
   float* attended = m_attended.get(n(q_dim));
   const std::int64_t group = c.num_heads / c.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const AttentionScores scoring{.scale = c.attention_scale(), .softcap = c.attention_softcap};
+  const std::int64_t window = c.window_of(index);
   // Causal attention costs grow with position, so equal contiguous shares would leave the thread
   // with the early rows idle: threads take chunks of (row, KV head) jobs as they go instead.
   const std::int64_t jobs = rows * c.num_kv_heads;
@@ -199,11 +230,11 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
         for (std::int64_t job = a; job < b; ++job) {
           const std::int64_t r = job / c.num_kv_heads, kv_head = job % c.num_kv_heads;
           const auto pos = batch.position[static_cast<std::size_t>(r)];
-          const std::int64_t first = c.sliding_window > 0 ? std::max<std::int64_t>(0, pos - c.sliding_window + 1) : 0;
+          const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, pos - window + 1) : 0;
           scratch.resize(std::max(scratch.size(), static_cast<std::size_t>(group * (pos + 3))));
           const std::int64_t head = kv_head * group; // the group's first query head
           attend(q + r * q_dim + head * hd, group, m_row_cache[static_cast<std::size_t>(r)], kv_head * hd, first, pos,
-                 hd, scale, scratch.data(), attended + r * q_dim + head * hd);
+                 hd, scoring, scratch.data(), attended + r * q_dim + head * hd);
         }
       },
       chunk);
@@ -211,8 +242,7 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
     tap->observe(LinearInput::attention_out, attended, rows, q_dim, sequences);
   float* projected = m_projected.get(x.size());
   project(index, Projection::o, batch, attended, q_dim, projected, hidden);
-  for (std::size_t i = 0; i < x.size(); ++i)
-    x[i] += projected[i];
+  add_residual(index, batch, x, projected, &DecoderLayerWeights::attention_out_norm, &VariantLayer::attention_out_norm);
 }
 
 void
@@ -227,7 +257,7 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
   pool.parallel_for(rows, [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t r = a; r < b; ++r)
       rms_norm(x.data() + r * hidden,
-               row_vector(batch, r, index, layer, &DecoderLayerWeights::post_norm, &VariantLayer::post_norm), hidden,
+               row_vector(batch, r, index, layer, &DecoderLayerWeights::mlp_norm, &VariantLayer::mlp_norm), hidden,
                c.rms_norm_eps, h + r * hidden);
   });
   if (tap)
@@ -251,7 +281,10 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     project_rows(index, Projection::gate, batch, range, h + range.first * hidden, hidden, g, inter);
     project_rows(index, Projection::up, batch, range, h + range.first * hidden, hidden, up, inter);
     pool.parallel_for(range.count, [&](std::int64_t a, std::int64_t b) {
-      silu_multiply(g + a * inter, up + a * inter, (b - a) * inter);
+      if (c.activation == model::Activation::gelu_tanh)
+        gelu_tanh_multiply(g + a * inter, up + a * inter, (b - a) * inter);
+      else
+        silu_multiply(g + a * inter, up + a * inter, (b - a) * inter);
     });
     if (!tap)
       project_down(range, g);
@@ -260,8 +293,7 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     tap->observe(LinearInput::mlp_hidden, gate, rows, inter, sequences);
     each_block(project_down);
   }
-  for (std::size_t i = 0; i < x.size(); ++i)
-    x[i] += down[i];
+  add_residual(index, batch, x, down, &DecoderLayerWeights::mlp_out_norm, &VariantLayer::mlp_out_norm);
 }
 
 } // namespace optkit::runtime

@@ -1,5 +1,6 @@
 // One pass of activation rows through decoder layers: RMSNorm, q/k/v projections (+ bias, q/k
-// norm), RoPE, grouped-query attention over the KV cache, the output projection, SwiGLU. The
+// norm), RoPE, grouped-query attention over the KV cache (a window, a soft-cap), the output
+// projection, SwiGLU or GeGLU, and Gemma's norms on each sub-block's output. The
 // step's intermediate buffers live here and are reused from layer to layer and step to step, so
 // a decode step allocates nothing once the largest batch has been seen.
 #pragma once
@@ -52,11 +53,11 @@ inline constexpr LinearName kDecoderLinears[] = {
     {"mlp.down_proj", LinearInput::mlp_hidden}};
 
 // What each activation row of a pass is: its sequence, its position, and the RoPE cos/sin of that
-// position (head_dim / 2 each), computed once for all layers.
+// position (head_dim / 2 each), computed once for all layers (local_*: Gemma 3's sliding layers').
 struct BatchRows {
   std::vector<SequenceId> sequence;
   std::vector<std::int64_t> position;
-  std::vector<float> cos, sin;
+  std::vector<float> cos, sin, local_cos, local_sin;
   // Served variants: each row's (nullptr or empty: the base), and the runs of consecutive rows
   // that share one, which set_segments() finds. A batch sorted by variant has one run each.
   std::vector<const DeltaVariant*> variant;
@@ -120,6 +121,9 @@ private:
                  std::vector<float>& x, ActivationTap* tap);
   void mlp(std::int64_t index, const BatchRows& rows, std::vector<float>& x, ActivationTap* tap,
            std::int64_t sequences);
+  // x += the sub-block's output `y`, normed first where the architecture norms it (Gemma).
+  void add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
+                    std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own);
   // y[rows, out] = x[rows, in] · Wᵀ for projection p of layer `index`, each row's variant applied.
   void project(std::int64_t index, Projection p, const BatchRows& rows, const float* x, std::int64_t in_width, float* y,
                std::int64_t out_width);

@@ -2,9 +2,12 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "quant/quantizer.hpp"
+#include "runtime/layer_vectors.hpp"
 #include "runtime/weight_loader.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace optkit::runtime {
@@ -59,7 +62,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     auto w = load_linear(*m_store, module, rows, cols, quantization_config, activations);
     return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
   };
-  auto load_norm = [&](const std::string& name, std::int64_t size) {
+  auto read_vector = [&](const std::string& name, std::int64_t size) {
     return load_vector(*m_store, delta.get(), name, size);
   };
   m_embedding = load_module("model.embed_tokens", c.vocab_size, c.hidden_size, nullptr);
@@ -69,26 +72,20 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     m_lm_head_owned = load_module("lm_head", c.vocab_size, c.hidden_size, q);
     m_lm_head = m_lm_head_owned.get();
   }
-  m_final_norm = load_norm("model.norm.weight", c.hidden_size);
+  m_final_norm = held_gain(read_vector("model.norm.weight", c.hidden_size), c);
+  const auto vectors = layer_vectors(c);
   LoadProgress progress(model_dir, c.num_layers);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const auto p = fmt::format("model.layers.{}.", i);
     DecoderLayerWeights l;
-    l.input_norm = load_norm(p + "input_layernorm.weight", c.hidden_size);
-    l.post_norm = load_norm(p + "post_attention_layernorm.weight", c.hidden_size);
+    for (const auto& v : vectors) {
+      auto values = read_vector(p + v.name, v.size);
+      l.*v.base = v.gain ? held_gain(std::move(values), c) : std::move(values);
+    }
     l.q = load_module(p + "self_attn.q_proj", c.q_dim(), c.hidden_size, q);
     l.k = load_module(p + "self_attn.k_proj", c.kv_dim(), c.hidden_size, q);
     l.v = load_module(p + "self_attn.v_proj", c.kv_dim(), c.hidden_size, q);
     l.o = load_module(p + "self_attn.o_proj", c.hidden_size, c.q_dim(), q);
-    if (c.qkv_bias) {
-      l.q_bias = load_norm(p + "self_attn.q_proj.bias", c.q_dim());
-      l.k_bias = load_norm(p + "self_attn.k_proj.bias", c.kv_dim());
-      l.v_bias = load_norm(p + "self_attn.v_proj.bias", c.kv_dim());
-    }
-    if (c.qk_norm) {
-      l.q_norm = load_norm(p + "self_attn.q_norm.weight", c.head_dim);
-      l.k_norm = load_norm(p + "self_attn.k_norm.weight", c.head_dim);
-    }
     l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
     l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
     l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
@@ -97,6 +94,11 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
   }
   for (const double f : model::rope_inverse_frequencies(c))
     m_inv_freq.push_back(static_cast<float>(f));
+  for (const double f : model::local_rope_inverse_frequencies(c))
+    m_local_inv_freq.push_back(static_cast<float>(f));
+  if (c.scaled_embeddings)
+    m_embedding_multiplier = quant::round_to_dtype(std::sqrt(static_cast<float>(c.hidden_size)),
+                                                   m_store->require("model.embed_tokens.weight").dtype());
 }
 
 std::unique_ptr<LinearWeight>&

@@ -16,8 +16,14 @@
 
 namespace optkit::runtime {
 
+// A layer's vectors are empty where the architecture has none (layer_vectors.hpp names them). Norm
+// gains are held as the multiplier itself: Gemma's stored w is held as 1 + w.
 struct DecoderLayerWeights {
-  std::vector<float> input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+  std::vector<float> input_norm;         // before attention
+  std::vector<float> attention_out_norm; // Gemma: on the attention's output, before the residual add
+  std::vector<float> mlp_norm;           // before the MLP
+  std::vector<float> mlp_out_norm;       // Gemma: on the MLP's output, before the residual add
+  std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm;
   std::unique_ptr<LinearWeight> q, k, v, o, gate, up, down;
 };
 
@@ -40,6 +46,11 @@ public:
   const LinearWeight& lm_head() const { return *m_lm_head; }
   // RoPE inverse frequencies (head_dim / 2), llama3 scaling applied.
   const std::vector<float>& inverse_frequencies() const { return m_inv_freq; }
+  // Gemma 3's sliding layers' (empty for a model without a local base).
+  const std::vector<float>& local_inverse_frequencies() const { return m_local_inv_freq; }
+  // What an embedding row is multiplied by: Gemma's √hidden_size, rounded to the embedding's
+  // stored dtype as transformers rounds it; 1 otherwise.
+  float embedding_multiplier() const { return m_embedding_multiplier; }
   // The slot of a decoder layer's linear layer by its HF name ("self_attn.q_proj", ...).
   std::unique_ptr<LinearWeight>& linear(std::int64_t layer, std::string_view name);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const {
@@ -56,7 +67,8 @@ private:
   std::unique_ptr<LinearWeight> m_embedding;
   std::unique_ptr<LinearWeight> m_lm_head_owned;
   const LinearWeight* m_lm_head = nullptr;
-  std::vector<float> m_inv_freq;
+  std::vector<float> m_inv_freq, m_local_inv_freq;
+  float m_embedding_multiplier = 1.0f;
 };
 
 } // namespace optkit::runtime

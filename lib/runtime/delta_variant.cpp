@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "quant/packing.hpp"
+#include "runtime/layer_vectors.hpp"
 #include "runtime/weight_loader.hpp"
 
 #include <cblas.h>
@@ -159,6 +160,7 @@ DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path&
   auto factors = load_lora_adapter(dir, base.config());
   m_tied = &base.lm_head() == &base.embedding();
   m_final_norm = base.final_norm();
+  const auto vectors = layer_vectors(base.config());
   const auto take = [&](const std::string& module) {
     VariantMatrix m;
     if (const auto it = factors.find(module); it != factors.end())
@@ -171,13 +173,8 @@ DeltaVariant::load_lora(const DecoderWeights& base, const std::filesystem::path&
     const auto p = fmt::format("model.layers.{}.", i);
     const auto& b = base.layer(i);
     VariantLayer l;
-    l.input_norm = b.input_norm;
-    l.post_norm = b.post_norm;
-    l.q_bias = b.q_bias;
-    l.k_bias = b.k_bias;
-    l.v_bias = b.v_bias;
-    l.q_norm = b.q_norm;
-    l.k_norm = b.k_norm;
+    for (const auto& v : vectors)
+      l.*v.variant = b.*v.base;
     l.q = take(p + "self_attn.q_proj");
     l.k = take(p + "self_attn.k_proj");
     l.v = take(p + "self_attn.v_proj");
@@ -201,33 +198,30 @@ DeltaVariant::DeltaVariant(const DecoderWeights& base, const std::filesystem::pa
   check_delta_base(*m_artifact, base_dir);
   const auto& c = base.config();
   const auto& a = *m_artifact;
-  const auto vector = [&](const std::string& name, const std::vector<float>& shared) {
+  // The delta's own vector where it has one (a gain stored as the checkpoint stores it), else the base's.
+  const auto vector = [&](const std::string& name, const std::vector<float>& shared, bool gain) {
     const auto own = a.find(name);
     if (!own.info)
       return shared;
     if (own.element_count() != shared.size())
       throw InputError(fmt::format("{}: {} has {} values, the base {}", a.directory().string(), name,
                                    own.element_count(), shared.size()));
-    return own.to_floats();
+    return gain ? held_gain(own.to_floats(), c) : own.to_floats();
   };
+  const auto vectors = layer_vectors(c);
   m_embedding = load_matrix(a, "model.embed_tokens", c.vocab_size, c.hidden_size);
   m_tied = &base.lm_head() == &base.embedding();
   if (!m_tied)
     m_lm_head = load_matrix(a, "lm_head", c.vocab_size, c.hidden_size);
-  m_final_norm = vector("model.norm.weight", base.final_norm());
+  m_final_norm = vector("model.norm.weight", base.final_norm(), true);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     if (checkpoint)
       checkpoint();
     const auto p = fmt::format("model.layers.{}.", i);
     const auto& b = base.layer(i);
     VariantLayer l;
-    l.input_norm = vector(p + "input_layernorm.weight", b.input_norm);
-    l.post_norm = vector(p + "post_attention_layernorm.weight", b.post_norm);
-    l.q_bias = vector(p + "self_attn.q_proj.bias", b.q_bias);
-    l.k_bias = vector(p + "self_attn.k_proj.bias", b.k_bias);
-    l.v_bias = vector(p + "self_attn.v_proj.bias", b.v_bias);
-    l.q_norm = vector(p + "self_attn.q_norm.weight", b.q_norm);
-    l.k_norm = vector(p + "self_attn.k_norm.weight", b.k_norm);
+    for (const auto& v : vectors)
+      l.*v.variant = vector(p + v.name, b.*v.base, v.gain);
     l.q = load_matrix(a, p + "self_attn.q_proj", c.q_dim(), c.hidden_size);
     l.k = load_matrix(a, p + "self_attn.k_proj", c.kv_dim(), c.hidden_size);
     l.v = load_matrix(a, p + "self_attn.v_proj", c.kv_dim(), c.hidden_size);
@@ -245,7 +239,8 @@ DeltaVariant::resident_bytes() const {
   for (const auto& l : m_layers) {
     for (const auto* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
       total += matrix_bytes(*m);
-    for (const auto* v : {&l.input_norm, &l.post_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm})
+    for (const auto* v : {&l.input_norm, &l.attention_out_norm, &l.mlp_norm, &l.mlp_out_norm, &l.q_bias, &l.k_bias,
+                          &l.v_bias, &l.q_norm, &l.k_norm})
       total += v->size() * 4;
   }
   return total;

@@ -61,8 +61,9 @@ struct VariantMatrix {
   std::unique_ptr<LinearWeight> whole;
 };
 
+// The variant's own copies of the base layer's vectors (DecoderLayerWeights says what each is).
 struct VariantLayer {
-  std::vector<float> input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+  std::vector<float> input_norm, attention_out_norm, mlp_norm, mlp_out_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
   VariantMatrix q, k, v, o, gate, up, down;
 };
 

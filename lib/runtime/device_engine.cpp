@@ -5,6 +5,7 @@
 #include "runtime/decoder_pass.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #if OPTKIT_HAVE_CUDA
 #include "device_decoder.cuh"
@@ -17,6 +18,24 @@
 #endif
 
 namespace optkit::runtime {
+
+std::string
+DeviceEngine::unsupported(const model::ModelConfig& c) {
+  std::vector<std::string> missing;
+  if (c.sandwich_norms)
+    missing.push_back("norms after attention and the MLP");
+  if (c.activation != model::Activation::silu)
+    missing.push_back("GeGLU");
+  if (c.scaled_embeddings)
+    missing.push_back("scaled embeddings");
+  if (c.attention_softcap > 0 || c.final_softcap > 0)
+    missing.push_back("soft-capping");
+  if (!c.sliding_layers.empty() || c.local_rope_theta > 0)
+    missing.push_back("sliding layers interleaved with global ones");
+  if (c.norm_gain_offset != 0 || c.query_pre_attn_scalar > 0)
+    missing.push_back("(1 + w) norms and query_pre_attn_scalar");
+  return missing.empty() ? std::string{} : fmt::format("{}", fmt::join(missing, ", "));
+}
 
 #if OPTKIT_HAVE_CUDA
 
@@ -37,12 +56,12 @@ narrow(std::size_t n, const char* what) {
 
 // A layer's vectors in cuda::DecoderVector's order, in the base and in a variant.
 constexpr std::vector<float> DecoderLayerWeights::*kBaseVectors[] = {
-    &DecoderLayerWeights::input_norm, &DecoderLayerWeights::post_norm, &DecoderLayerWeights::q_bias,
-    &DecoderLayerWeights::k_bias,     &DecoderLayerWeights::v_bias,    &DecoderLayerWeights::q_norm,
+    &DecoderLayerWeights::input_norm, &DecoderLayerWeights::mlp_norm, &DecoderLayerWeights::q_bias,
+    &DecoderLayerWeights::k_bias,     &DecoderLayerWeights::v_bias,   &DecoderLayerWeights::q_norm,
     &DecoderLayerWeights::k_norm};
 constexpr std::vector<float> VariantLayer::*kVariantVectors[] = {
-    &VariantLayer::input_norm, &VariantLayer::post_norm, &VariantLayer::q_bias, &VariantLayer::k_bias,
-    &VariantLayer::v_bias,     &VariantLayer::q_norm,    &VariantLayer::k_norm};
+    &VariantLayer::input_norm, &VariantLayer::mlp_norm, &VariantLayer::q_bias, &VariantLayer::k_bias,
+    &VariantLayer::v_bias,     &VariantLayer::q_norm,   &VariantLayer::k_norm};
 static_assert(std::size(kBaseVectors) == cuda::kDecoderVectors);
 
 cuda::DecoderDims

@@ -51,6 +51,8 @@ public:
   // Why `variant` cannot be served on the device (empty: it can): LoRA factors, whole matrices
   // and Δs SBMM does not take stay on the CPU path.
   static std::string unsupported(const DeltaVariant& variant, std::int64_t layers);
+  // What of `config`'s architecture the device decoder does not run (empty: it runs it all).
+  static std::string unsupported(const model::ModelConfig& config);
   // Uploads `variant` into slot `slot`, replacing what it held; nullptr empties it.
   void set_variant(std::int32_t slot, const DeltaVariant* variant);
   // Runs the step over the keys and values `cache` (this device's bookkeeping) holds and writes

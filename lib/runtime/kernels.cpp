@@ -34,6 +34,28 @@ silu_multiply(float* gate, const float* up, std::int64_t n) {
   }
 }
 
+void
+gelu_tanh_multiply(float* gate, const float* up, std::int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void
+scale_embeddings(std::span<float> x, float multiplier) {
+  if (multiplier != 1.0f)
+    for (auto& v : x)
+      v *= multiplier;
+}
+
+void
+soft_cap(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] = cap * std::tanh(x[i] / cap);
+}
+
 namespace {
 
 // Σ a[d]·b[d] in eight interleaved partial sums: one serial chain of adds would make each score
@@ -55,7 +77,7 @@ dot(const float* a, const float* b, std::int64_t n) {
 
 void
 attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
-       std::int64_t position, std::int64_t head_dim, float scale, float* scratch, float* out) {
+       std::int64_t position, std::int64_t head_dim, AttentionScores scoring, float* scratch, float* out) {
   // Block by block, so the inner loops walk contiguous rows; each key and value row is read once
   // for all the heads that share it.
   const std::int64_t bt = cache.block_tokens, stride = cache.stride, span = position + 1;
@@ -68,7 +90,9 @@ attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64
     for (std::int64_t t = t0; t <= t1; ++t, k += stride)
       for (std::int64_t h = 0; h < heads; ++h) {
         float& score = scratch[h * span + t];
-        score = dot(queries + h * head_dim, k, head_dim) * scale;
+        score = dot(queries + h * head_dim, k, head_dim) * scoring.scale;
+        if (scoring.softcap > 0)
+          score = scoring.softcap * std::tanh(score / scoring.softcap);
         max_score[h] = std::max(max_score[h], score);
       }
   }

@@ -15,6 +15,14 @@ void apply_rope(float* head, std::int64_t head_dim, const float* cos, const floa
 
 // gate = silu(gate) * up, elementwise over n.
 void silu_multiply(float* gate, const float* up, std::int64_t n);
+// gate = gelu_tanh(gate) * up, with PyTorch's tanh approximation 0.5·g·(1 + tanh(√(2/π)(g + 0.044715g³))).
+void gelu_tanh_multiply(float* gate, const float* up, std::int64_t n);
+
+// Every value of `x` times `multiplier` (Gemma's embedding scale); nothing when it is 1.
+void scale_embeddings(std::span<float> x, float multiplier);
+
+// x = cap · tanh(x / cap) over n values (Gemma's soft-capping).
+void soft_cap(float* x, std::int64_t n, float cap);
 
 // One sequence's cached key and value rows in one layer, kept in blocks of `block_tokens` rows of
 // `stride` floats: position p's key row is key_blocks[p / block_tokens] + (p % block_tokens)·stride.
@@ -30,9 +38,13 @@ struct KvRows {
 
 // Causal attention of `heads` query heads that share one KV head (GQA's group), at absolute
 // position `position`, over the cached rows of positions [first, position] (the KV head's slice of
-// a row starts at `offset`). The queries and the outputs are `heads` rows of head_dim floats;
-// `scratch` needs heads · (position + 3) floats.
+// a row starts at `offset`). Scores are q·k·scale, soft-capped when `softcap` > 0. The queries and
+// the outputs are `heads` rows of head_dim floats; `scratch` needs heads · (position + 3) floats.
+struct AttentionScores {
+  float scale;
+  float softcap = 0; // 0: none
+};
 void attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
-            std::int64_t position, std::int64_t head_dim, float scale, float* scratch, float* out);
+            std::int64_t position, std::int64_t head_dim, AttentionScores scores, float* scratch, float* out);
 
 } // namespace optkit::runtime

@@ -22,6 +22,7 @@ LayerwiseModel::embed(std::span<const TokenId> tokens) const {
       throw InputError(fmt::format("token id {} is outside the vocabulary of {}", tokens[t], c.vocab_size));
     m_weights.embedding().row(tokens[t], x.data() + static_cast<std::int64_t>(t) * c.hidden_size);
   }
+  scale_embeddings(x, m_weights.embedding_multiplier());
   return x;
 }
 
@@ -124,7 +125,7 @@ LayerwiseModel::norm_weight(std::int64_t layer, LinearInput input) {
   if (input == LinearInput::attention_in)
     return l.input_norm;
   if (input == LinearInput::mlp_in)
-    return l.post_norm;
+    return l.mlp_norm;
   throw InputError("only attention_in and mlp_in follow a norm");
 }
 

@@ -26,6 +26,9 @@ std::unique_ptr<DeviceEngine>
 CpuTransformer::open_device(std::optional<std::int64_t> kv_blocks) const {
   if (m_device_index < 0)
     return nullptr;
+  if (const auto why = DeviceEngine::unsupported(config()); !why.empty())
+    throw InputError(fmt::format("{}: the CUDA engine does not run {}'s {} yet; run it with --device cpu",
+                                 m_dir.string(), config().architecture_name, why));
   return std::make_unique<DeviceEngine>(m_device_index, m_weights, m_precision, m_kv_options, kv_blocks);
 }
 
@@ -137,6 +140,7 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
       }
     }
   }
+  scale_embeddings(x, m_weights.embedding_multiplier());
   auto logits = m_device ? run_on_device(inputs, x) : run_on_cpu(inputs, x);
   for (const auto& in : inputs)
     m_cache.advance(in.sequence, in.tokens, in.variant);
@@ -196,6 +200,8 @@ CpuTransformer::run_on_cpu(std::span<const SequenceInput> inputs, std::vector<fl
   multiply_served(
       m_weights.lm_head(), heads, [](const DeltaVariant& v) -> const VariantMatrix& { return v.lm_head(); },
       normed.data(), out_count, hidden, logits.data(), c.vocab_size, m_pool);
+  if (c.final_softcap > 0)
+    soft_cap(logits.data(), static_cast<std::int64_t>(logits.size()), c.final_softcap);
   return logits;
 }
 

@@ -2,7 +2,12 @@
 
 Nothing here is used by optkit itself: it reads and writes safetensors with the standard library
 and runs the Llama-family forward pass (Llama incl. llama3 rope scaling, Mistral, Qwen2 qkv bias,
-Qwen3 q/k RMSNorm, GQA, tied embeddings) in plain PyTorch, in fp32.
+Qwen3 q/k RMSNorm, GQA, tied embeddings) and Gemma 2 / Gemma 3 (text) in plain PyTorch, in fp32,
+written from the published model equations: (1 + w) RMSNorm before and after each sub-block,
+GeGLU with tanh GELU, embeddings scaled by sqrt(hidden) rounded to the embedding's dtype, scores
+scaled by query_pre_attn_scalar^-1/2 and soft-capped before the mask, sliding layers interleaved
+with global ones (layer_types or the sliding_window_pattern), Gemma 3's local RoPE base for the
+sliding layers, and the final logit soft-cap.
 """
 import json
 import math
@@ -79,6 +84,28 @@ class Config:
         self.qkv_bias = self.arch == "Qwen2ForCausalLM" or d.get("attention_bias", False)
         self.qk_norm = self.arch == "Qwen3ForCausalLM"
         self.window = d.get("sliding_window") if self.arch == "MistralForCausalLM" else None
+        self.gemma = self.arch in ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+        self.windows = [self.window] * self.layers  # per layer; None: global
+        self.local_theta = None
+        self.norm_offset = 0.0
+        self.scale = self.head_dim ** -0.5
+        self.attn_cap = self.final_cap = None
+        if self.gemma:
+            gemma2 = self.arch == "Gemma2ForCausalLM"
+            self.tied = d.get("tie_word_embeddings", True)
+            self.norm_offset = 1.0
+            self.qk_norm = not gemma2
+            self.scale = d.get("query_pre_attn_scalar", 256) ** -0.5
+            self.attn_cap = d.get("attn_logit_softcapping", 50.0 if gemma2 else None)
+            self.final_cap = d.get("final_logit_softcapping", 30.0 if gemma2 else None)
+            pattern = 2 if gemma2 else d.get("sliding_window_pattern", 6)
+            types = d.get("layer_types") or [
+                "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(self.layers)]
+            window = d.get("sliding_window", 4096)
+            self.windows = [window if t == "sliding_attention" else None for t in types]
+            if not gemma2:
+                self.theta = d.get("rope_theta", 1e6)
+                self.local_theta = d.get("rope_local_base_freq", 10000.0)
 
 
 def load_config(model_dir):
@@ -86,9 +113,12 @@ def load_config(model_dir):
         return Config(json.load(f))
 
 
-def inverse_frequencies(cfg):
-    inv = 1.0 / (cfg.theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
-    s = cfg.scaling
+def inverse_frequencies(cfg, local=False):
+    theta = cfg.local_theta if local else cfg.theta
+    inv = 1.0 / (theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
+    s = None if local else cfg.scaling
+    if s and s.get("rope_type", s.get("type")) == "linear":
+        return (inv / s["factor"]).float()
     if s and s.get("rope_type", s.get("type")) == "llama3":
         factor, lo, hi = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
         old = s["original_max_position_embeddings"]
@@ -101,8 +131,13 @@ def inverse_frequencies(cfg):
     return inv.float()
 
 
-def rms_norm(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+def rms_norm(x, w, eps, offset=0.0):
+    """Llama: x̂·w; Gemma (offset 1): x̂·(1 + w)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + w)
+
+
+def soft_cap(x, cap):
+    return cap * torch.tanh(x / cap) if cap else x
 
 
 def rotate(x, cos, sin):
@@ -126,20 +161,35 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
     single = ids.dim() == 1
     if single:
         ids = ids.unsqueeze(0)
+    embed_dtype = W["model.embed_tokens.weight"].dtype
     W = {k: v.to(dtype) for k, v in W.items()}
     B, T = ids.shape
     x = W["model.embed_tokens.weight"][ids]
+    if cfg.gemma:  # sqrt(hidden) as a tensor of the embedding's dtype, as transformers makes it
+        x = x * torch.tensor(cfg.hidden ** 0.5, dtype=embed_dtype).to(dtype)
     pos = torch.arange(T, dtype=dtype)
-    freqs = torch.outer(pos, inverse_frequencies(cfg).to(dtype))
-    cos = torch.cat((freqs, freqs), -1).cos()
-    sin = torch.cat((freqs, freqs), -1).sin()
-    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
-    if cfg.window:
-        mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-cfg.window)
+
+    def rope_table(local):
+        freqs = torch.outer(pos, inverse_frequencies(cfg, local).to(dtype))
+        return torch.cat((freqs, freqs), -1).cos(), torch.cat((freqs, freqs), -1).sin()
+
+    rope = {False: rope_table(False)}
+    if cfg.local_theta:
+        rope[True] = rope_table(True)
+
+    def mask_of(window):
+        mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
+        if window:
+            mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-window)
+        return mask
+
+    def norm(h, name):
+        return rms_norm(h, W[name], cfg.eps, cfg.norm_offset)
+
     group = cfg.heads // cfg.kv_heads
     for i in range(cfg.layers):
         p = f"model.layers.{i}."
-        h = rms_norm(x, W[p + "input_layernorm.weight"], cfg.eps)
+        h = norm(x, p + "input_layernorm.weight")
 
         def proj(name, n):
             y = linear(h, W[p + f"self_attn.{name}.weight"])
@@ -149,20 +199,28 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
 
         q, k, v = proj("q_proj", cfg.heads), proj("k_proj", cfg.kv_heads), proj("v_proj", cfg.kv_heads)
         if cfg.qk_norm:
-            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], cfg.eps)
-            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], cfg.eps)
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
+        cos, sin = rope[bool(cfg.local_theta and cfg.windows[i])]
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         k = k.repeat_interleave(group, 1)
         v = v.repeat_interleave(group, 1)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(cfg.head_dim) + mask
+        att = soft_cap((q @ k.transpose(-1, -2)) * cfg.scale, cfg.attn_cap) + mask_of(cfg.windows[i])
         o = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, cfg.heads * cfg.head_dim)
-        x = x + linear(o, W[p + "self_attn.o_proj.weight"])
-        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], cfg.eps)
-        gate = torch.nn.functional.silu(linear(h, W[p + "mlp.gate_proj.weight"]))
-        x = x + linear(gate * linear(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
-    x = rms_norm(x, W["model.norm.weight"], cfg.eps)
+        a = linear(o, W[p + "self_attn.o_proj.weight"])
+        if cfg.gemma:
+            x = x + norm(a, p + "post_attention_layernorm.weight")
+            h = norm(x, p + "pre_feedforward_layernorm.weight")
+        else:
+            x = x + a
+            h = norm(x, p + "post_attention_layernorm.weight")
+        g = linear(h, W[p + "mlp.gate_proj.weight"])
+        g = torch.nn.functional.gelu(g, approximate="tanh") if cfg.gemma else torch.nn.functional.silu(g)
+        m = linear(g * linear(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
+        x = x + (norm(m, p + "post_feedforward_layernorm.weight") if cfg.gemma else m)
+    x = norm(x, "model.norm.weight")
     head = W["model.embed_tokens.weight"] if cfg.tied else W["lm_head.weight"]
-    logits = linear(x, head)
+    logits = soft_cap(linear(x, head), cfg.final_cap)
     return logits[0] if single else logits
 
 
@@ -174,6 +232,9 @@ def init_weights(cfg, generator, std=0.02):
     q, kv = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
     for i in range(cfg.layers):
         p = f"model.layers.{i}."
+        if cfg.gemma:
+            shapes.update({p + "pre_feedforward_layernorm.weight": (cfg.hidden,),
+                           p + "post_feedforward_layernorm.weight": (cfg.hidden,)})
         shapes.update({
             p + "input_layernorm.weight": (cfg.hidden,),
             p + "post_attention_layernorm.weight": (cfg.hidden,),
@@ -192,8 +253,8 @@ def init_weights(cfg, generator, std=0.02):
             shapes.update({p + "self_attn.q_norm.weight": (cfg.head_dim,), p + "self_attn.k_norm.weight": (cfg.head_dim,)})
     W = {}
     for name, shape in shapes.items():
-        if name.endswith("norm.weight"):
-            W[name] = 1.0 + 0.1 * torch.randn(shape, generator=generator)
+        if name.endswith("norm.weight"):  # the gain near 1, as stored: Gemma stores w of 1 + w
+            W[name] = 1.0 - cfg.norm_offset + 0.1 * torch.randn(shape, generator=generator)
         elif name.endswith(".bias"):
             W[name] = 0.1 * torch.randn(shape, generator=generator)
         else:

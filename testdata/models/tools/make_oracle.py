@@ -15,6 +15,10 @@
 4. For the models stored in BF16 (llama-tied, qwen3-qknorm, tiny-base), the logits of the same
    prompts with every linear layer's input rounded to bfloat16 (optkit's --activations bf16):
    oracle_logits_bf16_activations.safetensors. `make_oracle.py --bf16-activations` writes only these.
+5. `make_oracle.py --architectures` writes only the later families' models and logits
+   (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE), each from its own seed, so
+   the files above stay as they are, and for each the reference's greedy continuation of a prompt
+   (oracle_greedy.safetensors).
 """
 import json
 import math
@@ -40,6 +44,23 @@ VARIANTS = {
     "qwen3-qknorm": ({"architectures": ["Qwen3ForCausalLM"], "num_key_value_heads": 2, "head_dim": 24,
                       "rms_norm_eps": 1e-6}, torch.bfloat16),
 }
+# Issue 41's families: three layers, so sliding layers sit on both sides of a global one; a
+# window of 5 inside every longer prompt; soft-caps small enough to bend these random weights' scores.
+ARCHITECTURES = {
+    "gemma2-softcap": ({"architectures": ["Gemma2ForCausalLM"], "hidden_size": 48, "intermediate_size": 96,
+                        "num_hidden_layers": 3, "num_key_value_heads": 2, "head_dim": 16,
+                        "query_pre_attn_scalar": 24, "attn_logit_softcapping": 1.0, "final_logit_softcapping": 2.0,
+                        "sliding_window": 5, "hidden_activation": "gelu_pytorch_tanh", "hidden_act": None,
+                        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                        "tie_word_embeddings": True}, torch.bfloat16, 0.15),
+    "gemma3-local": ({"architectures": ["Gemma3ForCausalLM"], "hidden_size": 48, "intermediate_size": 96,
+                      "num_hidden_layers": 3, "num_key_value_heads": 1, "head_dim": 16,
+                      "query_pre_attn_scalar": 16, "sliding_window": 5, "sliding_window_pattern": 2,
+                      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                      "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "final_logit_softcapping": None,
+                      "attn_logit_softcapping": None, "hidden_activation": "gelu_pytorch_tanh", "hidden_act": None,
+                      "tie_word_embeddings": True}, torch.float16, 0.08),
+}
 BASE = {"vocab_size": 257, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
         "num_attention_heads": 4, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "hidden_act": "silu", "tie_word_embeddings": False}
@@ -60,6 +81,26 @@ def write_oracle(model_dir, generator):
             out[f"prompt.{i}.logits"] = ref.forward(cfg, W, ids).float().contiguous()
     ref.write_safetensors(os.path.join(model_dir, "oracle_logits.safetensors"), out)
     print(model_dir, {k: list(v.shape) for k, v in out.items() if k.endswith("logits")})
+
+
+def write_greedy_oracle(model_dir, new_tokens=32):
+    """oracle_greedy.safetensors: `prompt` (I32, oracle prompt 1) and the `tokens` (I32) the reference
+    picks by argmax for `new_tokens` steps, each step recomputed over the whole sequence, and
+    `margin` (F32): each step's gap between the best and the second-best logit."""
+    cfg = ref.load_config(model_dir)
+    W = ref.read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    prompt = ref.read_safetensors(os.path.join(model_dir, "oracle_logits.safetensors"))["prompt.1.ids"].tolist()
+    ids, margins = list(prompt), []
+    with torch.no_grad():
+        for _ in range(new_tokens):
+            top = ref.forward(cfg, W, ids)[-1].topk(2)
+            ids.append(int(top.indices[0]))
+            margins.append(float(top.values[0] - top.values[1]))
+    ref.write_safetensors(os.path.join(model_dir, "oracle_greedy.safetensors"),
+                          {"prompt": torch.tensor(prompt, dtype=torch.int32),
+                           "tokens": torch.tensor(ids[len(prompt):], dtype=torch.int32),
+                           "margin": torch.tensor(margins, dtype=torch.float32)})
+    print(model_dir, "greedy", ids[len(prompt):], "smallest margin", min(margins))
 
 
 def write_bf16_activation_oracle(model_dir):
@@ -126,7 +167,25 @@ def write_perplexity_oracle(model_dir, text_path):
     print(model_dir, result)
 
 
+def write_model(name, config, dtype, std, generator):
+    cfg = ref.Config(config)
+    W = ref.init_weights(cfg, generator, std=std)
+    path = os.path.join(MODELS, "oracle", name)
+    os.makedirs(path, exist_ok=True)
+    ref.write_safetensors(os.path.join(path, "model.safetensors"), {k: v.to(dtype) for k, v in W.items()})
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+        f.write("\n")
+    write_oracle(path, generator)
+    return path
+
+
 def main():
+    if sys.argv[1:] == ["--architectures"]:
+        for seed, (name, (overrides, dtype, std)) in enumerate(ARCHITECTURES.items(), start=41):
+            config = {k: v for k, v in dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype]).items() if v is not None}
+            write_greedy_oracle(write_model(name, config, dtype, std, torch.Generator().manual_seed(seed)))
+        return
     if sys.argv[1:] == ["--perplexity"]:
         write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
                                 os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
@@ -137,16 +196,7 @@ def main():
         return
     generator = torch.Generator().manual_seed(1234)
     for name, (overrides, dtype) in VARIANTS.items():
-        config = dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype])
-        cfg = ref.Config(config)
-        W = ref.init_weights(cfg, generator, std=0.08)
-        path = os.path.join(MODELS, "oracle", name)
-        os.makedirs(path, exist_ok=True)
-        ref.write_safetensors(os.path.join(path, "model.safetensors"), {k: v.to(dtype) for k, v in W.items()})
-        with open(os.path.join(path, "config.json"), "w") as f:
-            json.dump(config, f, indent=1)
-            f.write("\n")
-        write_oracle(path, generator)
+        write_model(name, dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype]), dtype, 0.08, generator)
     write_oracle(os.path.join(MODELS, "tiny-base"), generator)
     write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),
                             os.path.join(MODELS, "..", "corpora", "english.heldout.txt"))
