@@ -100,3 +100,104 @@ TEST_CASE("bad configs name the file and the key") {
   CHECK_THROWS_WITH_AS(parse_model_config(c, "config.json"), doctest::Contains("'vocab_size' must be a positive"),
                        InputError);
 }
+
+TEST_CASE("Gemma 2 2B and Gemma 3 1B configs parse to their published shapes, parameter counts and layer types") {
+  const json gemma2 = {{"architectures", {"Gemma2ForCausalLM"}},
+                       {"vocab_size", 256000},
+                       {"hidden_size", 2304},
+                       {"intermediate_size", 9216},
+                       {"num_hidden_layers", 26},
+                       {"num_attention_heads", 8},
+                       {"num_key_value_heads", 4},
+                       {"head_dim", 256},
+                       {"query_pre_attn_scalar", 256},
+                       {"sliding_window", 4096},
+                       {"attn_logit_softcapping", 50.0},
+                       {"final_logit_softcapping", 30.0},
+                       {"hidden_act", "gelu_pytorch_tanh"},
+                       {"hidden_activation", "gelu_pytorch_tanh"},
+                       {"max_position_embeddings", 8192}};
+  const auto g2 = parse_model_config(gemma2, "config.json");
+  CHECK(g2.architecture == Architecture::gemma2);
+  CHECK(g2.parameter_count() == 2'614'341'888); // transformers' count for google/gemma-2-2b
+  CHECK(g2.tie_word_embeddings);                // Gemma's default
+  CHECK(g2.activation == Activation::gelu_tanh);
+  CHECK(g2.norm_gain_offset == 1.0f);
+  CHECK(g2.sandwich_norms);
+  CHECK(g2.scaled_embeddings);
+  CHECK_FALSE(g2.qk_norm);
+  CHECK(g2.attention_softcap == 50.0f);
+  CHECK(g2.final_softcap == 30.0f);
+  CHECK(g2.window_of(0) == 4096);
+  CHECK(g2.window_of(1) == 0);
+  CHECK(g2.window_of(24) == 4096);
+  CHECK_FALSE(g2.uses_local_rope(0));
+  CHECK(g2.attention_scale() == doctest::Approx(1.0 / 16.0));
+
+  const json gemma3 = {{"architectures", {"Gemma3ForCausalLM"}},
+                       {"vocab_size", 262144},
+                       {"hidden_size", 1152},
+                       {"intermediate_size", 6912},
+                       {"num_hidden_layers", 26},
+                       {"num_attention_heads", 4},
+                       {"num_key_value_heads", 1},
+                       {"head_dim", 256},
+                       {"query_pre_attn_scalar", 256},
+                       {"sliding_window", 512},
+                       {"sliding_window_pattern", 6},
+                       {"rope_theta", 1000000.0},
+                       {"rope_local_base_freq", 10000.0},
+                       {"rope_scaling", nullptr},
+                       {"final_logit_softcapping", nullptr},
+                       {"attn_logit_softcapping", nullptr},
+                       {"max_position_embeddings", 32768}};
+  const auto g3 = parse_model_config(gemma3, "config.json");
+  CHECK(g3.parameter_count() == 999'885'952); // google/gemma-3-1b-it
+  CHECK(g3.qk_norm);
+  CHECK(g3.attention_softcap == 0.0f);
+  CHECK(g3.final_softcap == 0.0f);
+  for (std::int64_t layer = 0; layer < 26; ++layer) {
+    CAPTURE(layer);
+    const bool global = layer % 6 == 5; // layers 5, 11, 17, 23
+    CHECK(g3.window_of(layer) == (global ? 0 : 512));
+    CHECK(g3.uses_local_rope(layer) == !global);
+  }
+  const auto local = local_rope_inverse_frequencies(g3), global = rope_inverse_frequencies(g3);
+  CHECK(local[1] == doctest::Approx(1.0 / std::pow(10000.0, 2.0 / 256)));
+  CHECK(global[1] == doctest::Approx(1.0 / std::pow(1e6, 2.0 / 256)));
+  CHECK(local_rope_inverse_frequencies(g2).empty());
+  CHECK(describe_features(g3).find("sliding window 512 on 22 of 26 layers") != std::string::npos);
+
+  auto listed = gemma3;
+  listed["layer_types"] = json::array();
+  for (int i = 0; i < 26; ++i)
+    listed["layer_types"].push_back(i == 0 ? "full_attention" : "sliding_attention");
+  const auto g3l = parse_model_config(listed, "config.json");
+  CHECK(g3l.window_of(0) == 0);
+  CHECK(g3l.window_of(5) == 512);
+}
+
+TEST_CASE("a Gemma config with another activation, a short layer_types or an unknown layer type is refused") {
+  const json base = {{"architectures", {"Gemma2ForCausalLM"}},
+                     {"vocab_size", 10},
+                     {"hidden_size", 8},
+                     {"intermediate_size", 16},
+                     {"num_hidden_layers", 2},
+                     {"num_attention_heads", 2},
+                     {"head_dim", 4}};
+  auto exact_gelu = base;
+  exact_gelu["hidden_activation"] = "gelu";
+  CHECK_THROWS_WITH_AS(parse_model_config(exact_gelu, "c.json"),
+                       doctest::Contains("hidden_activation \"gelu\" is not supported for Gemma2ForCausalLM"),
+                       InputError);
+  auto short_types = base;
+  short_types["layer_types"] = {"sliding_attention"};
+  CHECK_THROWS_WITH_AS(parse_model_config(short_types, "c.json"), doctest::Contains("one type per layer (2)"),
+                       InputError);
+  auto odd_type = base;
+  odd_type["layer_types"] = {"sliding_attention", "chunked_attention"};
+  CHECK_THROWS_WITH_AS(parse_model_config(odd_type, "c.json"), doctest::Contains("\"chunked_attention\""), InputError);
+  auto multimodal = base;
+  multimodal["architectures"] = {"Gemma3ForConditionalGeneration"};
+  CHECK_THROWS_WITH_AS(parse_model_config(multimodal, "c.json"), doctest::Contains("Gemma3ForCausalLM"), InputError);
+}

@@ -4,6 +4,7 @@
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "model/layer_tensors.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
@@ -183,10 +184,10 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
 // The checkpoint name of the norm in front of `input` (attention_in or mlp_in) in layer `layer`.
 std::string
 norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
-  const auto slot = input == LinearInput::attention_in ? &runtime::DecoderLayerWeights::input_norm
-                                                       : &runtime::DecoderLayerWeights::mlp_norm;
-  for (const auto& v : runtime::layer_vectors(config))
-    if (v.base == slot)
+  const auto role =
+      input == LinearInput::attention_in ? model::LayerVectorRole::input_norm : model::LayerVectorRole::mlp_norm;
+  for (const auto& v : model::layer_vector_specs(config))
+    if (v.role == role)
       return fmt::format("model.layers.{}.{}", layer, v.name);
   throw RuntimeFailure("no norm before a smoothed input");
 }

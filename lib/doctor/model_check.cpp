@@ -7,6 +7,7 @@
 #include "model/tokenizer.hpp"
 #include "model/weight_store.hpp"
 #include "runtime/decoder_pass.hpp"
+#include "runtime/device_engine.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -52,6 +53,15 @@ memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& c
                      model::gigabytes(kv_per_token * 1000));
 }
 
+// What optkit does with a model of this architecture.
+std::string
+supported_uses(const model::ModelConfig& config) {
+  const auto device_gap = runtime::DeviceEngine::unsupported(config);
+  return fmt::format("eval (perplexity, tasks), compress (every recipe, compress delta), serve-deltas with deltas and "
+                     "LoRA adapters on the CPU; on CUDA {}",
+                     device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
+}
+
 } // namespace
 
 std::vector<Check>
@@ -60,8 +70,9 @@ check_model_folder(const std::filesystem::path& model_dir) {
   try {
     const auto config = model::load_model_config(model_dir);
     checks.push_back({"model config", CheckStatus::ok,
-                      fmt::format("{}: {} layers, hidden {}, vocabulary {}", config.architecture_name,
-                                  config.num_layers, config.hidden_size, config.vocab_size)});
+                      fmt::format("{}: {}, vocabulary {}", config.architecture_name, model::describe_features(config),
+                                  config.vocab_size)});
+    checks.push_back({"model support", CheckStatus::ok, supported_uses(config)});
     try {
       checks.push_back({"memory needs", CheckStatus::ok, memory_needs(model_dir, config)});
     } catch (const InputError& e) { // weights unreadable: said once, here

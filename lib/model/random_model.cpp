@@ -2,6 +2,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "model/layer_tensors.hpp"
 #include "model/model_config.hpp"
 #include "model/safetensors_writer.hpp"
 
@@ -104,22 +105,15 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
     shapes.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}});
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const auto p = fmt::format("model.layers.{}.", i);
-    shapes.insert(shapes.end(), {{p + "input_layernorm.weight", {c.hidden_size}},
-                                 {p + "post_attention_layernorm.weight", {c.hidden_size}},
-                                 {p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}},
+    for (const auto& v : layer_vector_specs(c))
+      shapes.push_back({p + v.name, {v.size}});
+    shapes.insert(shapes.end(), {{p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}},
                                  {p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}},
                                  {p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden_size}},
                                  {p + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}},
                                  {p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}},
                                  {p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size}},
                                  {p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}}});
-    if (c.qkv_bias)
-      shapes.insert(shapes.end(), {{p + "self_attn.q_proj.bias", {c.q_dim()}},
-                                   {p + "self_attn.k_proj.bias", {c.kv_dim()}},
-                                   {p + "self_attn.v_proj.bias", {c.kv_dim()}}});
-    if (c.qk_norm)
-      shapes.insert(shapes.end(),
-                    {{p + "self_attn.q_norm.weight", {c.head_dim}}, {p + "self_attn.k_norm.weight", {c.head_dim}}});
   }
   std::vector<TensorSpec> specs;
   for (const auto& [name, shape] : shapes)
@@ -131,9 +125,10 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
   ShardedSafetensorsWriter writer(dir, specs, std::uint64_t{4} << 30);
   std::uint64_t index = 0;
   for (const auto& spec : specs) {
+    // Norm gains of 1 as the architecture stores them (Gemma: w of 1 + w).
     const bool norm = spec.name.ends_with("norm.weight");
     const auto values = random_tensor(spec.byte_size() / dtype_size(dtype), dtype, norm ? 0.0f : 0.02f,
-                                      norm ? 1.0f : 0.0f, seed + index++);
+                                      norm ? 1.0f - c.norm_gain_offset : 0.0f, seed + index++);
     writer.write(spec.name, values);
   }
   writer.finish();

@@ -16,7 +16,7 @@
 
 namespace optkit::runtime {
 
-// A layer's vectors are empty where the architecture has none (layer_vectors.hpp names them). Norm
+// A layer's vectors are empty where the architecture has none (model/layer_tensors.hpp names them). Norm
 // gains are held as the multiplier itself: Gemma's stored w is held as 1 + w.
 struct DecoderLayerWeights {
   std::vector<float> input_norm;         // before attention

@@ -1,8 +1,9 @@
-// Test helper: writes a random-weight Llama model, BF16, for tests that run optkit on real
-// tokenizers: a small one with a given vocabulary size (so a real tokenizer.json can be put beside
-// it), or a real shape plan knows (llama-3.2-1b, llama-3.1-8b), with its own number of decoder
-// layers if given, from a seed (default 7): two seeds make a base and a variant for compress delta.
-//   write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED]]
+// Test helper: writes a random-weight model, BF16, for tests that run optkit on real tokenizers: a
+// small one with a given vocabulary size (so a real tokenizer.json can be put beside it) of a
+// family (llama, the default; gemma2; gemma3: a window of 8 on the sliding layers), or a real
+// shape plan knows (llama-3.2-1b, llama-3.1-8b), with its own number of decoder layers if given,
+// from a seed (default 7): two seeds make a base and a variant for compress delta.
+//   write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED [FAMILY]]]
 #include "model/random_model.hpp"
 
 #include <iostream>
@@ -10,8 +11,8 @@
 
 int
 main(int argc, char** argv) {
-  if (argc < 3 || argc > 5) {
-    std::cerr << "usage: write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED]]\n";
+  if (argc < 3 || argc > 6) {
+    std::cerr << "usage: write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED [FAMILY]]]\n";
     return 2;
   }
   const std::string size = argv[2];
@@ -41,6 +42,19 @@ main(int argc, char** argv) {
                            {"torch_dtype", "bfloat16"}};
   if (argc > 3)
     config["num_hidden_layers"] = std::stoll(argv[3]);
+  const std::string family = argc > 5 ? argv[5] : "llama";
+  if (family == "gemma2" || family == "gemma3") {
+    config["architectures"] = {family == "gemma2" ? "Gemma2ForCausalLM" : "Gemma3ForCausalLM"};
+    config["model_type"] = family == "gemma2" ? "gemma2" : "gemma3_text";
+    config.erase("rope_theta");
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    config["query_pre_attn_scalar"] = 16;
+    config["sliding_window"] = 8;
+    config["sliding_window_pattern"] = 2;
+  } else if (family != "llama") {
+    std::cerr << "write_random_model: unknown family '" << family << "' (known: llama, gemma2, gemma3)\n";
+    return 2;
+  }
   optkit::model::write_random_model(argv[1], config, optkit::model::DType::bf16, seed);
   return 0;
 }

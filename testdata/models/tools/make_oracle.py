@@ -18,7 +18,7 @@
 5. `make_oracle.py --architectures` writes only the later families' models and logits
    (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE), each from its own seed, so
    the files above stay as they are, and for each the reference's greedy continuation of a prompt
-   (oracle_greedy.safetensors).
+   (oracle_greedy.safetensors) and a byte-level tokenizer, so that every command runs on them.
 """
 import json
 import math
@@ -167,6 +167,47 @@ def write_perplexity_oracle(model_dir, text_path):
     print(model_dir, result)
 
 
+def bytes_to_unicode():
+    """GPT-2's byte-level alphabet: each byte's printable stand-in."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def write_byte_tokenizer(model_dir, vocab):
+    """A byte-level BPE without merges: token b is byte b, token 256 is <bos>, the rest <unused_i>,
+    so that optkit's commands (eval, compress, serve-deltas) run on these tiny random models."""
+    alphabet = bytes_to_unicode()
+    added = [{"id": 256, "content": "<bos>", "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}]
+    added += [{"id": i, "content": f"<unused_{i}>", "single_word": False, "lstrip": False, "rstrip": False,
+               "normalized": False, "special": True} for i in range(257, vocab)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                                                    {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<bos>": {"id": "<bos>", "ids": [256], "tokens": ["<bos>"]}}},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {alphabet[b]: b for b in range(256)}, "merges": []},
+    }
+    with open(os.path.join(model_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False)
+    with open(os.path.join(model_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<bos>", "add_bos_token": True, "model_max_length": 256}, f, indent=1)
+        f.write("\n")
+
+
 def write_model(name, config, dtype, std, generator):
     cfg = ref.Config(config)
     W = ref.init_weights(cfg, generator, std=std)
@@ -184,7 +225,9 @@ def main():
     if sys.argv[1:] == ["--architectures"]:
         for seed, (name, (overrides, dtype, std)) in enumerate(ARCHITECTURES.items(), start=41):
             config = {k: v for k, v in dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype]).items() if v is not None}
-            write_greedy_oracle(write_model(name, config, dtype, std, torch.Generator().manual_seed(seed)))
+            path = write_model(name, config, dtype, std, torch.Generator().manual_seed(seed))
+            write_greedy_oracle(path)
+            write_byte_tokenizer(path, config["vocab_size"])
         return
     if sys.argv[1:] == ["--perplexity"]:
         write_perplexity_oracle(os.path.join(MODELS, "tiny-base"),

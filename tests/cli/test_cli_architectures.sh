@@ -1,0 +1,106 @@
+# The later architectures end to end on their random-weight oracle models (testdata/models/oracle,
+# PyTorch-checked logits, byte-level tokenizers): doctor names the architecture and its features,
+# eval perplexity runs, every weight recipe compresses them close to the original (KL measured by
+# eval against the uncompressed model, which catches a SmoothQuant fold into Gemma's (1 + w) norms
+# that forgets the 1), a delta of a fine-tuned copy (its own norms) reconstructs that copy when
+# merged, and serve-deltas serves the base and the delta.
+. "$(dirname "$0")/lib.sh"
+
+models="$OPTKIT_SOURCE_DIR/testdata/models/oracle"
+calib="$OPTKIT_SOURCE_DIR/testdata/corpora/english.heldout.txt"
+server=""
+trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+# kl_of MODEL BASE: "KL_MEAN TOP1" of MODEL against BASE over 8 windows of 64 tokens.
+kl_of() {
+  run eval perplexity --model "$1" --kl-base "$2" --data "$calib" --ctx 64 --max-windows 8 --format json "${@:3}"
+  expect_rc 0
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1])["kl"]; print(d["kl_mean"], d["top1_agreement"])' "$OUT"
+}
+
+# below VALUE LIMIT: VALUE < LIMIT as numbers.
+below() {
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"
+}
+
+run doctor --model "$models/gemma2-softcap"
+expect_out_has "Gemma2ForCausalLM: 3 layers"
+expect_out_has "sliding window 5 on 2 of 3 layers"
+expect_out_has "attention soft-cap 1, final soft-cap 2"
+expect_out_has "GeGLU (gelu tanh)"
+expect_out_has "serve-deltas with deltas and LoRA adapters on the CPU; on CUDA not yet"
+run doctor --model "$models/gemma3-local"
+expect_out_has "local RoPE base 10000, global 1e+06"
+expect_out_has "q/k norms"
+
+for model in gemma2-softcap gemma3-local; do
+  run eval perplexity --model "$models/$model" --data "$calib" --ctx 64 --max-windows 4 --format json
+  expect_rc 0
+  # Bounds measured with a 4x margin on both sides: int8 within 1.4e-4 (a fold that forgets the
+  # (1 + w) offset: 0.05), GPTQ int4 0.011, round-to-nearest int4 0.02, FP8 0.003.
+  for recipe_limit in int_w8a8:0.001 int_w4a16:0.04 w4a16_rtn:0.08 fp8_dynamic:0.012; do
+    recipe=${recipe_limit%%:*}
+    run -q compress --model "$models/$model" --recipe "$recipe" --calib "$calib" --samples 8 --seq-len 64 \
+      -o "$SCRATCH/$model-$recipe"
+    expect_rc 0
+    read -r kl top1 <<<"$(kl_of "$SCRATCH/$model-$recipe" "$models/$model")"
+    below "$kl" "${recipe_limit#*:}" || fail "$model $recipe: KL $kl to the original is over ${recipe_limit#*:}"
+  done
+  # GPTQ's calibration beats rounding to nearest at the same bits.
+  read -r gptq _ <<<"$(kl_of "$SCRATCH/$model-int_w4a16" "$models/$model")"
+  read -r rtn _ <<<"$(kl_of "$SCRATCH/$model-w4a16_rtn" "$models/$model")"
+  below "$gptq" "$rtn" || fail "$model: GPTQ's KL $gptq is not below round-to-nearest's $rtn"
+done
+
+# A fine-tuned copy of gemma2-softcap: every weight moved by up to 10 %, every (1 + w) norm's w by
+# up to 0.3, so the delta carries norms of its own.
+python3 - "$models/gemma2-softcap" "$SCRATCH/gemma2-ft" <<'PY'
+import array, json, os, random, shutil, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+    shutil.copy(os.path.join(src, name), out)
+data = open(os.path.join(src, "model.safetensors"), "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+body = bytearray(data[8 + n:])
+rng = random.Random(5)
+for name, info in header.items():
+    if name == "__metadata__":
+        continue
+    assert info["dtype"] == "BF16"
+    begin, end = info["data_offsets"]
+    words = array.array("H", bytes(body[begin:end]))
+    for i, w in enumerate(words):
+        x = struct.unpack("<f", struct.pack("<I", w << 16))[0]
+        x = x + rng.uniform(-0.3, 0.3) if name.endswith("norm.weight") else x * (1 + rng.uniform(-0.1, 0.1))
+        bits = struct.unpack("<I", struct.pack("<f", x))[0]
+        words[i] = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    body[begin:end] = words.tobytes()
+open(os.path.join(out, "model.safetensors"), "wb").write(data[:8 + n] + bytes(body))
+PY
+base="$models/gemma2-softcap"
+run -q compress delta --base "$base" --finetuned "$SCRATCH/gemma2-ft" --recipe delta_2of4_int4 --calib "$calib" \
+  --samples 8 --seq-len 64 -o "$SCRATCH/gemma2-delta"
+expect_rc 0
+read -r apart _ <<<"$(kl_of "$base" "$SCRATCH/gemma2-ft")"
+read -r merged _ <<<"$(kl_of "$base" "$SCRATCH/gemma2-ft" --delta "$SCRATCH/gemma2-delta")"
+below "$(python3 -c "print($merged * 5)")" "$apart" ||
+  fail "base + delta is not 5x closer to the fine-tuned model than the base (KL $merged vs $apart)"
+
+start_serve_deltas "$base" --delta "ft=$SCRATCH/gemma2-delta"
+for model in gemma2-softcap ft; do
+  answer=$(python3 - "$port" "$model" <<'PY'
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+body = {"model": sys.argv[2], "prompt": "The cat", "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, json.loads(r.read())["usage"]["completion_tokens"])
+PY
+  )
+  expect_eq "$answer" "200 6"
+done
+kill -TERM "$server"
+wait "$server"
+server=""
