@@ -40,9 +40,9 @@ mean_relative_error(const std::vector<float>& got, const std::vector<float>& wan
   return sum / static_cast<double>(want.size()) / static_cast<double>(*hi - *lo);
 }
 
-const char* const kModels[] = {
-    "oracle/llama-tied",     "oracle/mistral-window", "oracle/qwen2-bias", "oracle/qwen3-qknorm",
-    "oracle/gemma2-softcap", "oracle/gemma3-local",   "tiny-base"};
+const char* const kModels[] = {"oracle/llama-tied",   "oracle/mistral-window", "oracle/qwen2-bias",
+                               "oracle/qwen3-qknorm", "oracle/gemma2-softcap", "oracle/gemma3-local",
+                               "oracle/mixtral-moe",  "oracle/qwen3-moe",      "tiny-base"};
 
 } // namespace
 
@@ -257,8 +257,8 @@ TEST_CASE(
   CHECK(model.kv_cache().used_blocks() == 3);
 }
 
-TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2, Gemma 3)") {
-  for (const char* name : {"oracle/gemma2-softcap", "oracle/gemma3-local"}) {
+TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2/3, Mixtral, Qwen3-MoE)") {
+  for (const char* name : {"oracle/gemma2-softcap", "oracle/gemma3-local", "oracle/mixtral-moe", "oracle/qwen3-moe"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     model::SafetensorsFile oracle(dir / "oracle_greedy.safetensors");
@@ -282,5 +282,52 @@ TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Ge
       next = {got.back()};
     }
     CHECK(got == want);
+  }
+}
+
+TEST_CASE("a mixture-of-experts pass multiplies each chosen expert once over all its rows and never the others") {
+  for (const char* name : {"oracle/mixtral-moe", "oracle/qwen3-moe"}) {
+    CAPTURE(name);
+    const auto dir = test::testdata_dir() / "models" / name;
+    CpuTransformer model(dir, {.threads = 2});
+    const auto& c = model.config();
+    const auto experts = static_cast<std::size_t>(c.num_experts);
+    // Per layer: the calls and rows each expert added during one pass.
+    const auto pass = [&](const std::vector<SequenceInput>& inputs) {
+      const auto before = model.expert_counts();
+      model.forward(inputs);
+      auto after = model.expert_counts();
+      for (std::size_t i = 0; i < before.rows.size(); ++i) {
+        after.rows[i] -= before.rows[i];
+        after.calls[i] -= before.calls[i];
+      }
+      return after;
+    };
+    const auto prompts = read_oracle(dir);
+    std::vector<SequenceInput> prefill;
+    std::int64_t rows = 0;
+    for (const auto& p : prompts) {
+      prefill.push_back({model.add_sequence(), p.ids, false});
+      rows += static_cast<std::int64_t>(p.ids.size());
+    }
+    const auto batch = pass(prefill);
+    std::vector<TokenId> next{7};
+    const auto one_token = pass({{prefill[0].sequence, next, false}});
+    for (std::int64_t layer = 0; layer < c.num_layers; ++layer) {
+      CAPTURE(layer);
+      std::int64_t routed = 0, called = 0, called_once = 0;
+      for (std::size_t e = 0; e < experts; ++e) {
+        const auto slot = static_cast<std::size_t>(layer) * experts + e;
+        CHECK(batch.calls[slot] == (batch.rows[slot] > 0 ? 1 : 0)); // once over all its rows, or not at all
+        routed += batch.rows[slot];
+        called += one_token.calls[slot];
+        called_once += one_token.rows[slot];
+      }
+      // Every row goes to top-k experts in a routed layer; a dense layer routes nothing.
+      const std::int64_t k = c.is_moe_layer(layer) ? c.experts_per_token : 0;
+      CHECK(routed == rows * k);
+      CHECK(called == k); // one token: its k experts are read, the other experts are not
+      CHECK(called_once == k);
+    }
   }
 }

@@ -145,6 +145,10 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
   const bool delta = options.base.has_value();
   model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
+  if (const auto config = model::load_model_config(options.model); config.num_experts > 0)
+    throw InputError(fmt::format("{}: compress does not handle mixture-of-experts models ({}) yet; eval and "
+                                 "serve-deltas run them",
+                                 options.model.string(), config.architecture_name));
   if (delta) {
     model::check_model_folder(*options.base, "--base");
     check_same_architecture(*options.base, options.model);

@@ -57,9 +57,12 @@ memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& c
 std::string
 supported_uses(const model::ModelConfig& config) {
   const auto device_gap = runtime::DeviceEngine::unsupported(config);
-  return fmt::format("eval (perplexity, tasks), compress (every recipe, compress delta), serve-deltas with deltas and "
-                     "LoRA adapters on the CPU; on CUDA {}",
-                     device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
+  const bool moe = config.num_experts > 0;
+  return fmt::format(
+      "eval (perplexity, tasks), {}, serve-deltas with deltas and LoRA adapters{} on the CPU; on CUDA {}",
+      moe ? "not compress yet (mixture of experts)" : "compress (every recipe, compress delta)",
+      moe ? " (attention only)" : "",
+      device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "model/layer_tensors.hpp"
 
+#include <fmt/format.h>
+
 namespace optkit::model {
 
 std::vector<LayerVectorSpec>
@@ -23,6 +25,28 @@ layer_vector_specs(const ModelConfig& c) {
     out.push_back({"self_attn.k_norm.weight", R::k_norm, c.head_dim, true});
   }
   return out;
+}
+
+std::string
+router_module(const ModelConfig& c, std::int64_t layer) {
+  return fmt::format("model.layers.{}.{}", layer,
+                     c.architecture == Architecture::mixtral ? "block_sparse_moe.gate" : "mlp.gate");
+}
+
+std::string
+expert_module(const ModelConfig& c, std::int64_t layer, std::int64_t expert, ExpertProjection p) {
+  static constexpr const char* kMixtral[] = {"w1", "w3", "w2"};
+  static constexpr const char* kQwen[] = {"gate_proj", "up_proj", "down_proj"};
+  const auto i = static_cast<std::size_t>(p);
+  return c.architecture == Architecture::mixtral
+             ? fmt::format("model.layers.{}.block_sparse_moe.experts.{}.{}", layer, expert, kMixtral[i])
+             : fmt::format("model.layers.{}.mlp.experts.{}.{}", layer, expert, kQwen[i]);
+}
+
+std::pair<std::int64_t, std::int64_t>
+expert_shape(const ModelConfig& c, ExpertProjection p) {
+  return p == ExpertProjection::down ? std::pair{c.hidden_size, c.expert_intermediate_size}
+                                     : std::pair{c.expert_intermediate_size, c.hidden_size};
 }
 
 } // namespace optkit::model

@@ -1,11 +1,14 @@
-// The per-layer vectors an architecture stores (norm gains, biases) by checkpoint name, in one
-// list that the runtime's loaders, compress and the random-model writer all read.
+// The per-layer tensors an architecture stores beyond the attention's and a dense MLP's
+// projections, by checkpoint name: its vectors (norm gains, biases) and a mixture of experts'
+// router and experts. One list that the runtime's loaders, compress and the random-model writer
+// all read.
 #pragma once
 
 #include "model/model_config.hpp"
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace optkit::model {
@@ -30,5 +33,14 @@ struct LayerVectorSpec {
 };
 
 std::vector<LayerVectorSpec> layer_vector_specs(const ModelConfig& config);
+
+// An MoE layer's router, [num_experts, hidden] ("model.layers.3.block_sparse_moe.gate" in
+// Mixtral, "model.layers.3.mlp.gate" in Qwen3-MoE), and its experts' SwiGLU projections (Mixtral's
+// w1, w3, w2; Qwen's gate_proj, up_proj, down_proj).
+enum class ExpertProjection { gate, up, down };
+std::string router_module(const ModelConfig& config, std::int64_t layer);
+std::string expert_module(const ModelConfig& config, std::int64_t layer, std::int64_t expert, ExpertProjection p);
+// [rows, cols] of an expert's projection.
+std::pair<std::int64_t, std::int64_t> expert_shape(const ModelConfig& config, ExpertProjection p);
 
 } // namespace optkit::model

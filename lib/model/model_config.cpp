@@ -97,16 +97,25 @@ token_ids(const json& value) {
 std::string_view
 supported_architectures() {
   return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-         "Gemma3ForCausalLM";
+         "Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM";
 }
 
 std::int64_t
 ModelConfig::parameter_count() const {
   const std::int64_t attention = hidden_size * q_dim() * 2 + hidden_size * kv_dim() * 2 +
                                  (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (qk_norm ? 2 * head_dim : 0);
-  const std::int64_t mlp = 3 * hidden_size * intermediate_size;
-  const std::int64_t layer = attention + mlp + (sandwich_norms ? 4 : 2) * hidden_size;
-  return num_layers * layer + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
+  const std::int64_t norms = (sandwich_norms ? 4 : 2) * hidden_size;
+  std::int64_t layers = 0;
+  for (std::int64_t l = 0; l < num_layers; ++l)
+    layers += attention + norms +
+              (is_moe_layer(l) ? num_experts * (3 * hidden_size * expert_intermediate_size + hidden_size)
+                               : 3 * hidden_size * intermediate_size);
+  return layers + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
+}
+
+bool
+ModelConfig::is_moe_layer(std::int64_t layer) const {
+  return num_experts > 0 && (moe_layers.empty() || moe_layers.at(static_cast<std::size_t>(layer)));
 }
 
 std::int64_t
@@ -132,9 +141,10 @@ ModelConfig::attention_scale() const {
 namespace {
 
 const std::pair<std::string_view, Architecture> kArchitectures[] = {
-    {"LlamaForCausalLM", Architecture::llama},   {"MistralForCausalLM", Architecture::mistral},
-    {"Qwen2ForCausalLM", Architecture::qwen2},   {"Qwen3ForCausalLM", Architecture::qwen3},
-    {"Gemma2ForCausalLM", Architecture::gemma2}, {"Gemma3ForCausalLM", Architecture::gemma3}};
+    {"LlamaForCausalLM", Architecture::llama},     {"MistralForCausalLM", Architecture::mistral},
+    {"Qwen2ForCausalLM", Architecture::qwen2},     {"Qwen3ForCausalLM", Architecture::qwen3},
+    {"Gemma2ForCausalLM", Architecture::gemma2},   {"Gemma3ForCausalLM", Architecture::gemma3},
+    {"MixtralForCausalLM", Architecture::mixtral}, {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
 
 Architecture
 architecture_named(const std::string& name, const std::string& source) {
@@ -219,6 +229,39 @@ read_gemma_fields(const json& config, const std::string& source, ModelConfig& c)
     c.local_rope_theta = number_or(config, source, "rope_local_base_freq", 10000.0);
 }
 
+// Mixtral: every layer routes among num_local_experts experts of intermediate_size, top-k
+// renormalized. Qwen3-MoE: num_experts of moe_intermediate_size in the layers that decoder_sparse_step
+// picks and mlp_only_layers does not name (the others are dense MLPs of intermediate_size); the
+// top-k renormalized when norm_topk_prob.
+void
+read_moe_fields(const json& config, const std::string& source, ModelConfig& c) {
+  const bool mixtral = c.architecture == Architecture::mixtral;
+  c.num_experts = positive_int(config, source, mixtral ? "num_local_experts" : "num_experts");
+  c.experts_per_token = positive_int(config, source, "num_experts_per_tok");
+  if (c.experts_per_token > c.num_experts)
+    throw InputError(source + ": num_experts_per_tok " + std::to_string(c.experts_per_token) + " exceeds the " +
+                     std::to_string(c.num_experts) + " experts");
+  c.expert_intermediate_size = mixtral ? c.intermediate_size : positive_int(config, source, "moe_intermediate_size");
+  c.normalize_expert_weights = mixtral || bool_or(config, source, "norm_topk_prob", false);
+  if (mixtral)
+    return;
+  const std::int64_t step =
+      config.contains("decoder_sparse_step") ? positive_int(config, source, "decoder_sparse_step") : 1;
+  std::vector<bool> dense(static_cast<std::size_t>(c.num_layers), false);
+  if (config.contains("mlp_only_layers") && !config["mlp_only_layers"].is_null()) {
+    if (!config["mlp_only_layers"].is_array())
+      throw InputError(source + ": 'mlp_only_layers' must be a list of layer indices");
+    for (const auto& l : config["mlp_only_layers"]) {
+      if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= c.num_layers)
+        throw InputError(source + ": mlp_only_layers names " + l.dump() + ", not a layer of " +
+                         std::to_string(c.num_layers));
+      dense[l.get<std::size_t>()] = true;
+    }
+  }
+  for (std::int64_t l = 0; l < c.num_layers; ++l)
+    c.moe_layers.push_back(!dense[static_cast<std::size_t>(l)] && (l + 1) % step == 0);
+}
+
 ModelConfig
 model_config_fields(const json& config, const std::string& source) {
   if (!config.is_object())
@@ -256,13 +299,15 @@ model_config_fields(const json& config, const std::string& source) {
   c.rope_scaling = parse_rope_scaling(config, source);
   c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", gemma);
   c.qkv_bias = c.architecture == Architecture::qwen2 || bool_or(config, source, "attention_bias", false);
-  c.qk_norm = c.architecture == Architecture::qwen3;
-  if (c.architecture == Architecture::mistral && config.contains("sliding_window") &&
-      !config["sliding_window"].is_null())
+  c.qk_norm = c.architecture == Architecture::qwen3 || c.architecture == Architecture::qwen3_moe;
+  if ((c.architecture == Architecture::mistral || c.architecture == Architecture::mixtral) &&
+      config.contains("sliding_window") && !config["sliding_window"].is_null())
     c.sliding_window = positive_int(config, source, "sliding_window");
   read_activation(config, source, c);
   if (gemma)
     read_gemma_fields(config, source, c);
+  if (c.architecture == Architecture::mixtral || c.architecture == Architecture::qwen3_moe)
+    read_moe_fields(config, source, c);
   if (config.contains("bos_token_id") && config["bos_token_id"].is_number_integer())
     c.bos_token_id = config["bos_token_id"].get<std::int64_t>();
   if (config.contains("eos_token_id"))
@@ -350,6 +395,13 @@ describe_features(const ModelConfig& c) {
     parts.push_back(fmt::format("attention soft-cap {:g}", c.attention_softcap));
   if (c.final_softcap > 0)
     parts.push_back(fmt::format("final soft-cap {:g}", c.final_softcap));
+  if (c.num_experts > 0) {
+    const auto routed =
+        c.moe_layers.empty() ? c.num_layers : std::count(c.moe_layers.begin(), c.moe_layers.end(), true);
+    parts.push_back(fmt::format("{} experts, top-{}{} of width {} on {} of {} layers", c.num_experts,
+                                c.experts_per_token, c.normalize_expert_weights ? " renormalized" : "",
+                                c.expert_intermediate_size, routed, c.num_layers));
+  }
   if (c.tie_word_embeddings)
     parts.push_back("tied embeddings");
   return fmt::format("{}", fmt::join(parts, ", "));

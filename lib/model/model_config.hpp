@@ -3,7 +3,8 @@
 // Qwen2ForCausalLM (q/k/v bias), Qwen3ForCausalLM (q/k RMSNorm), Gemma2ForCausalLM and
 // Gemma3ForCausalLM (text; (1 + w) norms before and after each sub-block, GeGLU, scaled
 // embeddings, soft-capping, sliding layers interleaved with global ones, Gemma 3's local RoPE
-// base); grouped-query attention and tied embeddings for all of them.
+// base), MixtralForCausalLM and Qwen3MoeForCausalLM (mixture-of-experts MLPs: a softmax router,
+// top-k experts, each a SwiGLU); grouped-query attention and tied embeddings for all of them.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 
 namespace optkit::model {
 
-enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3 };
+enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3, mixtral, qwen3_moe };
 
 // The MLP's gate activation: SwiGLU's silu, GeGLU's tanh-approximated GELU (gelu_pytorch_tanh).
 enum class Activation { silu, gelu_tanh };
@@ -56,6 +57,12 @@ struct ModelConfig {
   float attention_softcap = 0;      // scores = cap·tanh(scores / cap); 0: none
   float final_softcap = 0;          // the same on the logits
   double local_rope_theta = 0;      // Gemma 3: the sliding layers' RoPE base, unscaled; 0: none
+  // Mixture of experts: 0 experts for a dense MLP in every layer.
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_token = 0;        // top-k
+  std::int64_t expert_intermediate_size = 0; // each expert's SwiGLU width
+  bool normalize_expert_weights = false;     // the top-k weights rescaled to sum to 1
+  std::vector<bool> moe_layers;              // which layers route (Qwen3-MoE's dense layers: false)
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::string torch_dtype;
@@ -66,6 +73,8 @@ struct ModelConfig {
   // Whether layer `layer` rotates with the local RoPE base (Gemma 3's sliding layers).
   bool uses_local_rope(std::int64_t layer) const;
   float attention_scale() const;
+  // Whether layer `layer`'s MLP is a mixture of experts.
+  bool is_moe_layer(std::int64_t layer) const;
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
   std::int64_t parameter_count() const;
 };

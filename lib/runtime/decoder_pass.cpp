@@ -95,9 +95,11 @@ DecoderPass::project_rows(std::int64_t index, Projection p, const BatchRows& bat
 
 void
 DecoderPass::release_scratch() {
-  for (Buffer* b : {&m_normed, &m_q, &m_k, &m_v, &m_attended, &m_projected, &m_gate, &m_up})
+  for (Buffer* b : {&m_normed, &m_q, &m_k, &m_v, &m_attended, &m_projected, &m_gate, &m_up, &m_router_logits,
+                    &m_expert_in, &m_expert_out})
     *b = Buffer{};
   m_row_cache = {};
+  m_routes = {};
 }
 
 namespace {
@@ -262,6 +264,12 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
   });
   if (tap)
     tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
+  float* down = m_projected.get(x.size());
+  if (c.is_moe_layer(index)) {
+    mixture_of_experts(index, h, rows, down);
+    add_residual(index, batch, x, down, &DecoderLayerWeights::mlp_out_norm, &VariantLayer::mlp_out_norm);
+    return;
+  }
   // kMlpRowBlock rows at a time, so that `up` and the packed inputs of the products are a block's
   // size, not the pass's (at 8B's shape 8,192 rows of 14,336 are 470 MB each). Each row's result
   // does not depend on the rows multiplied beside it. A tap sees the hidden activations whole, so
@@ -269,7 +277,6 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
   const std::int64_t block = std::min(rows, kMlpRowBlock);
   float* gate = m_gate.get(static_cast<std::size_t>((tap ? rows : block) * inter));
   float* up = m_up.get(static_cast<std::size_t>(block * inter));
-  float* down = m_projected.get(x.size());
   auto each_block = [&](auto&& visit) {
     for (std::int64_t first = 0; first < rows; first += block)
       visit(RowRange{first, std::min(block, rows - first)}, tap ? gate + first * inter : gate);
@@ -281,10 +288,7 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     project_rows(index, Projection::gate, batch, range, h + range.first * hidden, hidden, g, inter);
     project_rows(index, Projection::up, batch, range, h + range.first * hidden, hidden, up, inter);
     pool.parallel_for(range.count, [&](std::int64_t a, std::int64_t b) {
-      if (c.activation == model::Activation::gelu_tanh)
-        gelu_tanh_multiply(g + a * inter, up + a * inter, (b - a) * inter);
-      else
-        silu_multiply(g + a * inter, up + a * inter, (b - a) * inter);
+      gated_activation(c.activation, g + a * inter, up + a * inter, (b - a) * inter);
     });
     if (!tap)
       project_down(range, g);

@@ -94,6 +94,13 @@ void multiply_served_rows(const LinearWeight& base, const BatchRows& batch,
                           const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
                           RowRange range, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
+// How often each expert of each mixture-of-experts layer was used by the passes so far, indexed
+// [layer · num_experts + expert]: the rows routed to it and the times its weights were multiplied
+// (once per pass that routed any row to it).
+struct ExpertCounts {
+  std::vector<std::int64_t> rows, calls;
+};
+
 // Rows of a pass that the MLP multiplies at once.
 inline constexpr std::int64_t kMlpRowBlock = 2048;
 
@@ -108,6 +115,7 @@ public:
                  std::vector<float>& x, ActivationTap* tap);
   // Frees the activation buffers a pass grew (they are kept for the next pass otherwise).
   void release_scratch();
+  const ExpertCounts& expert_counts() const { return m_expert_counts; }
 
 private:
   // Grown as needed, never shrunk, never zeroed: every use writes before it reads.
@@ -121,6 +129,9 @@ private:
                  std::vector<float>& x, ActivationTap* tap);
   void mlp(std::int64_t index, const BatchRows& rows, std::vector<float>& x, ActivationTap* tap,
            std::int64_t sequences);
+  // out[rows, hidden] = Σ over each row's top-k experts of weight · expert(h), the experts' rows
+  // grouped so that each selected expert's weights are read once (runtime/mixture_of_experts.cpp).
+  void mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out);
   // x += the sub-block's output `y`, normed first where the architecture norms it (Gemma).
   void add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
                     std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own);
@@ -134,6 +145,14 @@ private:
   const DecoderWeights* m_weights;
   ThreadPool* m_pool;
   Buffer m_normed, m_q, m_k, m_v, m_attended, m_projected, m_gate, m_up;
+  Buffer m_router_logits, m_expert_in, m_expert_out; // a mixture of experts' routing and grouped rows
+  struct Route {
+    std::int64_t row;
+    float weight;
+  };
+  std::vector<Route> m_routes;              // a layer's (row, weight) pairs, grouped by expert
+  std::vector<std::int64_t> m_expert_first; // where each expert's pairs start in m_routes (+ the end)
+  ExpertCounts m_expert_counts;
   std::vector<KvRows> m_row_cache; // each row's cached keys/values in the layer being run
 };
 

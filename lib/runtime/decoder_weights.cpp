@@ -86,9 +86,21 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     l.k = load_module(p + "self_attn.k_proj", c.kv_dim(), c.hidden_size, q);
     l.v = load_module(p + "self_attn.v_proj", c.kv_dim(), c.hidden_size, q);
     l.o = load_module(p + "self_attn.o_proj", c.hidden_size, c.q_dim(), q);
-    l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
-    l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
-    l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
+    if (c.is_moe_layer(i)) {
+      l.router = load_module(model::router_module(c, i), c.num_experts, c.hidden_size, nullptr);
+      for (std::int64_t e = 0; e < c.num_experts; ++e) {
+        const auto expert = [&](model::ExpertProjection which) {
+          const auto [rows, cols] = model::expert_shape(c, which);
+          return load_module(model::expert_module(c, i, e, which), rows, cols, q);
+        };
+        l.experts.push_back({expert(model::ExpertProjection::gate), expert(model::ExpertProjection::up),
+                             expert(model::ExpertProjection::down)});
+      }
+    } else {
+      l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
+      l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
+      l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
+    }
     m_layers.push_back(std::move(l));
     progress.layer_done(i + 1);
   }
@@ -118,9 +130,17 @@ DecoderWeights::linear(std::int64_t layer, std::string_view name) {
 std::uint64_t
 DecoderWeights::streamed_bytes() const {
   std::uint64_t total = m_lm_head->storage_bytes();
-  for (const auto& l : m_layers)
+  for (const auto& l : m_layers) {
     for (const auto* w : {l.q.get(), l.k.get(), l.v.get(), l.o.get(), l.gate.get(), l.up.get(), l.down.get()})
-      total += w->storage_bytes();
+      total += w ? w->storage_bytes() : 0;
+    if (l.experts.empty())
+      continue;
+    std::uint64_t experts = 0;
+    for (const auto& e : l.experts)
+      experts += e.gate->storage_bytes() + e.up->storage_bytes() + e.down->storage_bytes();
+    total +=
+        l.router->storage_bytes() + experts / l.experts.size() * static_cast<std::uint64_t>(m_config.experts_per_token);
+  }
   return total;
 }
 

@@ -24,7 +24,14 @@ struct DecoderLayerWeights {
   std::vector<float> mlp_norm;           // before the MLP
   std::vector<float> mlp_out_norm;       // Gemma: on the MLP's output, before the residual add
   std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm;
-  std::unique_ptr<LinearWeight> q, k, v, o, gate, up, down;
+  std::unique_ptr<LinearWeight> q, k, v, o;
+  std::unique_ptr<LinearWeight> gate, up, down; // a dense MLP (null in a mixture-of-experts layer)
+  // A mixture-of-experts layer: the router [num_experts, hidden] and each expert's SwiGLU.
+  struct Expert {
+    std::unique_ptr<LinearWeight> gate, up, down;
+  };
+  std::unique_ptr<LinearWeight> router;
+  std::vector<Expert> experts;
 };
 
 class DecoderWeights {
@@ -56,7 +63,8 @@ public:
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const {
     return *const_cast<DecoderWeights*>(this)->linear(layer, name);
   }
-  // Bytes of weights a decode step streams (all linear layers and the LM head).
+  // Bytes of weights a decode step of one token streams (all linear layers and the LM head; of a
+  // mixture of experts, the router and top-k experts' worth).
   std::uint64_t streamed_bytes() const;
 
 private:

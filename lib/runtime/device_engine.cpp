@@ -34,6 +34,8 @@ DeviceEngine::unsupported(const model::ModelConfig& c) {
     missing.push_back("sliding layers interleaved with global ones");
   if (c.norm_gain_offset != 0 || c.query_pre_attn_scalar > 0)
     missing.push_back("(1 + w) norms and query_pre_attn_scalar");
+  if (c.num_experts > 0)
+    missing.push_back("mixture-of-experts MLPs");
   return missing.empty() ? std::string{} : fmt::format("{}", fmt::join(missing, ", "));
 }
 

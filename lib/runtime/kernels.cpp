@@ -44,6 +44,14 @@ gelu_tanh_multiply(float* gate, const float* up, std::int64_t n) {
 }
 
 void
+gated_activation(model::Activation activation, float* gate, const float* up, std::int64_t n) {
+  if (activation == model::Activation::gelu_tanh)
+    gelu_tanh_multiply(gate, up, n);
+  else
+    silu_multiply(gate, up, n);
+}
+
+void
 scale_embeddings(std::span<float> x, float multiplier) {
   if (multiplier != 1.0f)
     for (auto& v : x)

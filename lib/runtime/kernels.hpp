@@ -1,6 +1,8 @@
 // Element-wise and attention kernels of the CPU runtime (fp32 activations).
 #pragma once
 
+#include "model/model_config.hpp"
+
 #include <cstdint>
 #include <span>
 
@@ -20,6 +22,9 @@ void gelu_tanh_multiply(float* gate, const float* up, std::int64_t n);
 
 // Every value of `x` times `multiplier` (Gemma's embedding scale); nothing when it is 1.
 void scale_embeddings(std::span<float> x, float multiplier);
+
+// gate = act(gate) * up with the model's activation (silu_multiply or gelu_tanh_multiply).
+void gated_activation(model::Activation activation, float* gate, const float* up, std::int64_t n);
 
 // x = cap · tanh(x / cap) over n values (Gemma's soft-capping).
 void soft_cap(float* x, std::int64_t n, float cap);

@@ -105,6 +105,8 @@ module_shape(const std::string& module, const model::ModelConfig& c) {
     return std::pair{c.kv_dim(), c.hidden_size};
   if (k == "self_attn.o_proj")
     return std::pair{c.hidden_size, c.q_dim()};
+  if (k.starts_with("mlp.") && c.is_moe_layer(layer))
+    return std::nullopt; // a mixture of experts' router and experts take no adapter
   if (k == "mlp.gate_proj" || k == "mlp.up_proj")
     return std::pair{c.intermediate_size, c.hidden_size};
   if (k == "mlp.down_proj")

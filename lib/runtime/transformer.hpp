@@ -58,6 +58,8 @@ public:
 
   // The KV cache's capacity and use (blocks, budget), for a scheduler.
   const KvCache& kv_cache() const { return m_cache; }
+  // The mixture-of-experts layers' routing so far (CPU passes): rows and calls per expert.
+  const ExpertCounts& expert_counts() const { return m_pass.expert_counts(); }
   // Serves a compressed delta of this model (optkit compress delta) beside it, decoupled: the
   // base weights shared, the Δs kept compressed. Returns the id inputs name it by.
   std::int32_t add_variant(const std::filesystem::path& delta_dir);

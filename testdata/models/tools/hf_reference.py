@@ -7,7 +7,10 @@ written from the published model equations: (1 + w) RMSNorm before and after eac
 GeGLU with tanh GELU, embeddings scaled by sqrt(hidden) rounded to the embedding's dtype, scores
 scaled by query_pre_attn_scalar^-1/2 and soft-capped before the mask, sliding layers interleaved
 with global ones (layer_types or the sliding_window_pattern), Gemma 3's local RoPE base for the
-sliding layers, and the final logit soft-cap.
+sliding layers, and the final logit soft-cap; and the mixtures of experts of Mixtral and
+Qwen3-MoE: a softmax router (fp32), the top-k experts' SwiGLUs weighted by their probabilities,
+renormalized to sum to 1 where the config says so, computed here densely (every expert on every
+token, the unchosen ones weighted 0).
 """
 import json
 import math
@@ -84,6 +87,20 @@ class Config:
         self.qkv_bias = self.arch == "Qwen2ForCausalLM" or d.get("attention_bias", False)
         self.qk_norm = self.arch == "Qwen3ForCausalLM"
         self.window = d.get("sliding_window") if self.arch == "MistralForCausalLM" else None
+        if self.arch == "MixtralForCausalLM":
+            self.window = d.get("sliding_window")
+        self.qk_norm = self.qk_norm or self.arch == "Qwen3MoeForCausalLM"
+        self.experts = 0
+        self.moe_layers = [False] * self.layers
+        if self.arch == "MixtralForCausalLM":
+            self.experts, self.topk = d["num_local_experts"], d["num_experts_per_tok"]
+            self.expert_inter, self.norm_topk = self.inter, True
+            self.moe_layers = [True] * self.layers
+        elif self.arch == "Qwen3MoeForCausalLM":
+            self.experts, self.topk = d["num_experts"], d["num_experts_per_tok"]
+            self.expert_inter, self.norm_topk = d["moe_intermediate_size"], d.get("norm_topk_prob", False)
+            step, dense = d.get("decoder_sparse_step", 1), d.get("mlp_only_layers") or []
+            self.moe_layers = [i not in dense and (i + 1) % step == 0 for i in range(self.layers)]
         self.gemma = self.arch in ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
         self.windows = [self.window] * self.layers  # per layer; None: global
         self.local_theta = None
@@ -144,6 +161,19 @@ def rotate(x, cos, sin):
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin
+
+
+def router_name(cfg, i):
+    return f"model.layers.{i}." + ("block_sparse_moe.gate" if cfg.arch == "MixtralForCausalLM" else "mlp.gate")
+
+
+def expert_names(cfg, i, e):
+    """(gate, up, down) of expert e in layer i."""
+    if cfg.arch == "MixtralForCausalLM":
+        p = f"model.layers.{i}.block_sparse_moe.experts.{e}."
+        return p + "w1", p + "w3", p + "w2"
+    p = f"model.layers.{i}.mlp.experts.{e}."
+    return p + "gate_proj", p + "up_proj", p + "down_proj"
 
 
 def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
@@ -214,9 +244,21 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
         else:
             x = x + a
             h = norm(x, p + "post_attention_layernorm.weight")
-        g = linear(h, W[p + "mlp.gate_proj.weight"])
-        g = torch.nn.functional.gelu(g, approximate="tanh") if cfg.gemma else torch.nn.functional.silu(g)
-        m = linear(g * linear(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
+        if cfg.moe_layers[i]:
+            probs = linear(h, W[router_name(cfg, i) + ".weight"]).float().softmax(-1)
+            top, chosen = probs.topk(cfg.topk, -1)
+            if cfg.norm_topk:
+                top = top / top.sum(-1, keepdim=True)
+            weight = torch.zeros_like(probs).scatter(-1, chosen, top).to(dtype)  # [B, T, experts]
+            m = 0
+            for e in range(cfg.experts):
+                gate, up, down = (W[n + ".weight"] for n in expert_names(cfg, i, e))
+                y = linear(torch.nn.functional.silu(linear(h, gate)) * linear(h, up), down)
+                m = m + weight[..., e : e + 1] * y
+        else:
+            g = linear(h, W[p + "mlp.gate_proj.weight"])
+            g = torch.nn.functional.gelu(g, approximate="tanh") if cfg.gemma else torch.nn.functional.silu(g)
+            m = linear(g * linear(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
         x = x + (norm(m, p + "post_feedforward_layernorm.weight") if cfg.gemma else m)
     x = norm(x, "model.norm.weight")
     head = W["model.embed_tokens.weight"] if cfg.tied else W["lm_head.weight"]
@@ -242,10 +284,18 @@ def init_weights(cfg, generator, std=0.02):
             p + "self_attn.k_proj.weight": (kv, cfg.hidden),
             p + "self_attn.v_proj.weight": (kv, cfg.hidden),
             p + "self_attn.o_proj.weight": (cfg.hidden, q),
-            p + "mlp.gate_proj.weight": (cfg.inter, cfg.hidden),
-            p + "mlp.up_proj.weight": (cfg.inter, cfg.hidden),
-            p + "mlp.down_proj.weight": (cfg.hidden, cfg.inter),
         })
+        if cfg.moe_layers[i]:
+            shapes[router_name(cfg, i) + ".weight"] = (cfg.experts, cfg.hidden)
+            for e in range(cfg.experts):
+                gate, up, down = expert_names(cfg, i, e)
+                shapes.update({gate + ".weight": (cfg.expert_inter, cfg.hidden),
+                               up + ".weight": (cfg.expert_inter, cfg.hidden),
+                               down + ".weight": (cfg.hidden, cfg.expert_inter)})
+        else:
+            shapes.update({p + "mlp.gate_proj.weight": (cfg.inter, cfg.hidden),
+                           p + "mlp.up_proj.weight": (cfg.inter, cfg.hidden),
+                           p + "mlp.down_proj.weight": (cfg.hidden, cfg.inter)})
         if cfg.qkv_bias:
             shapes.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
                            p + "self_attn.v_proj.bias": (kv,)})

@@ -16,7 +16,8 @@
    prompts with every linear layer's input rounded to bfloat16 (optkit's --activations bf16):
    oracle_logits_bf16_activations.safetensors. `make_oracle.py --bf16-activations` writes only these.
 5. `make_oracle.py --architectures` writes only the later families' models and logits
-   (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE), each from its own seed, so
+   (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE, Mixtral and Qwen3-MoE
+   mixtures of experts), each from its own seed, so
    the files above stay as they are, and for each the reference's greedy continuation of a prompt
    (oracle_greedy.safetensors) and a byte-level tokenizer, so that every command runs on them.
 """
@@ -60,6 +61,15 @@ ARCHITECTURES = {
                       "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "final_logit_softcapping": None,
                       "attn_logit_softcapping": None, "hidden_activation": "gelu_pytorch_tanh", "hidden_act": None,
                       "tie_word_embeddings": True}, torch.float16, 0.08),
+    # 6 experts, top-2 (renormalized), on every layer.
+    "mixtral-moe": ({"architectures": ["MixtralForCausalLM"], "num_key_value_heads": 2, "intermediate_size": 48,
+                     "num_local_experts": 6, "num_experts_per_tok": 2, "rope_theta": 1000000.0,
+                     "sliding_window": None}, torch.bfloat16, 0.15),
+    # 8 experts, top-3 not renormalized, layer 1 a dense MLP (mlp_only_layers), q/k norms.
+    "qwen3-moe": ({"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 3, "num_key_value_heads": 2,
+                   "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                   "norm_topk_prob": False, "decoder_sparse_step": 1, "mlp_only_layers": [1],
+                   "rope_theta": 1000000.0}, torch.float32, 0.15),
 }
 BASE = {"vocab_size": 257, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
         "num_attention_heads": 4, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
