@@ -79,6 +79,13 @@ TEST_CASE("profile errors name the file, the place and the fix") {
   CHECK(message("name: x\ninput_tokens: {distribution: fixed, mean: 3}\noutput_tokens: {distribution: fixed, mean: "
                 "3}\nmix: []\n")
             .find("not both") != std::string::npos);
+  // A bound past what a length can be (the fuzzer's 1e107: undefined as an integer) or a mean past it.
+  CHECK(message("name: x\ninput_tokens: {distribution: uniform, min: 1, max: 8.8e107}\noutput_tokens: {distribution: "
+                "fixed, mean: 3}\n")
+            .find("'max' must be between 0 and 1000000000 tokens") != std::string::npos);
+  CHECK(message("name: x\ninput_tokens: {distribution: normal, mean: 1e300, stddev: 1}\noutput_tokens: "
+                "{distribution: fixed, mean: 3}\n")
+            .find("'mean' must be between") != std::string::npos);
 }
 
 TEST_CASE("every bundled profile loads") {

@@ -148,14 +148,26 @@ read_jsonl_lengths(const std::filesystem::path& file, const std::string& field) 
   return values;
 }
 
+// A length parameter in tokens, between 0 and kMaxLengthTokens (checked before a bound becomes an
+// integer, which a larger double cannot, and before a mean is sampled around).
+constexpr double kMaxLengthTokens = 1e9;
+
+double
+length_parameter(const nlohmann::json& node, const char* key, double fallback, const std::string& where) {
+  const double v = node.value(key, fallback);
+  if (!(v >= 0 && v <= kMaxLengthTokens))
+    throw InputError(fmt::format("{}: '{}' must be between 0 and {:.0f} tokens", where, key, kMaxLengthTokens));
+  return v;
+}
+
 LengthDistribution
 length_from(const nlohmann::json& node, const std::string& where, const std::filesystem::path& base_dir) {
   LengthDistribution d;
   d.shape = shape_named(node.at("distribution").get<std::string>());
-  d.mean = node.value("mean", 0.0);
-  d.stddev = node.value("stddev", 0.0);
-  d.min = static_cast<std::int64_t>(node.value("min", 1.0));
-  d.max = static_cast<std::int64_t>(node.value("max", 0.0));
+  d.mean = length_parameter(node, "mean", 0.0, where);
+  d.stddev = length_parameter(node, "stddev", 0.0, where);
+  d.min = static_cast<std::int64_t>(length_parameter(node, "min", 1.0, where));
+  d.max = static_cast<std::int64_t>(length_parameter(node, "max", 0.0, where));
   const auto bad = [&](const std::string& why) { return InputError(where + ": " + why); };
   switch (d.shape) {
   case LengthShape::fixed:
