@@ -77,11 +77,38 @@ torch_dtype(DType dtype) {
   return dtype == DType::f32 ? "float32" : dtype == DType::bf16 ? "bfloat16" : "float16";
 }
 
+// Qwen3-30B-A3B's published config (48 layers of 128 experts, top-8 of width 768).
+nlohmann::json
+qwen3_moe_config() {
+  return {{"architectures", {"Qwen3MoeForCausalLM"}},
+          {"model_type", "qwen3_moe"},
+          {"vocab_size", 151936},
+          {"hidden_size", 2048},
+          {"intermediate_size", 6144},
+          {"moe_intermediate_size", 768},
+          {"num_hidden_layers", 48},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 4},
+          {"head_dim", 128},
+          {"num_experts", 128},
+          {"num_experts_per_tok", 8},
+          {"norm_topk_prob", true},
+          {"decoder_sparse_step", 1},
+          {"mlp_only_layers", nlohmann::json::array()},
+          {"max_position_embeddings", 40960},
+          {"rms_norm_eps", 1e-6},
+          {"rope_theta", 1000000.0},
+          {"tie_word_embeddings", false},
+          {"hidden_act", "silu"},
+          {"bos_token_id", 151643},
+          {"eos_token_id", 151645}};
+}
+
 } // namespace
 
 std::vector<std::string>
 preset_model_names() {
-  return {"llama-3.2-1b", "llama-3.1-8b"};
+  return {"llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b"};
 }
 
 nlohmann::json
@@ -90,7 +117,9 @@ preset_model_config(const std::string& name) {
     return llama_config(2048, 8192, 16, 32, true, 32.0);
   if (name == "llama-3.1-8b")
     return llama_config(4096, 14336, 32, 32, false, 8.0);
-  throw InputError("unknown model preset '" + name + "' (known: llama-3.2-1b, llama-3.1-8b)");
+  if (name == "qwen3-30b-a3b")
+    return qwen3_moe_config();
+  throw InputError("unknown model preset '" + name + "' (known: llama-3.2-1b, llama-3.1-8b, qwen3-30b-a3b)");
 }
 
 void
@@ -110,8 +139,17 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
     shapes.insert(shapes.end(), {{p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}},
                                  {p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}},
                                  {p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden_size}},
-                                 {p + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}},
-                                 {p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}},
+                                 {p + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}}});
+    if (c.is_moe_layer(i)) {
+      shapes.push_back({router_module(c, i) + ".weight", {c.num_experts, c.hidden_size}});
+      for (std::int64_t e = 0; e < c.num_experts; ++e)
+        for (const auto which : {ExpertProjection::gate, ExpertProjection::up, ExpertProjection::down}) {
+          const auto [rows, cols] = expert_shape(c, which);
+          shapes.push_back({expert_module(c, i, e, which) + ".weight", {rows, cols}});
+        }
+      continue;
+    }
+    shapes.insert(shapes.end(), {{p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}},
                                  {p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size}},
                                  {p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}}});
   }

@@ -1,5 +1,5 @@
 // Random-weight models of real shapes, for speed tests: the published configs of
-// Llama-3.2-1B and Llama-3.1-8B (no download needed), written as a Hugging Face folder.
+// Llama-3.2-1B, Llama-3.1-8B and Qwen3-30B-A3B (no download needed), written as a Hugging Face folder.
 #pragma once
 
 #include "model/dtype.hpp"
@@ -12,7 +12,7 @@
 
 namespace optkit::model {
 
-// "llama-3.2-1b" or "llama-3.1-8b"; InputError naming the choices otherwise.
+// "llama-3.2-1b", "llama-3.1-8b" or "qwen3-30b-a3b"; InputError naming the choices otherwise.
 nlohmann::json preset_model_config(const std::string& name);
 std::vector<std::string> preset_model_names();
 

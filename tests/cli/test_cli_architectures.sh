@@ -3,7 +3,8 @@
 # eval perplexity runs, every weight recipe compresses them close to the original (KL measured by
 # eval against the uncompressed model, which catches a SmoothQuant fold into Gemma's (1 + w) norms
 # that forgets the 1), a delta of a fine-tuned copy (its own norms) reconstructs that copy when
-# merged, and serve-deltas serves the base and the delta.
+# merged, and serve-deltas serves the base and the delta; the mixtures of experts evaluate and
+# serve, and compress refuses them by name.
 . "$(dirname "$0")/lib.sh"
 
 models="$OPTKIT_SOURCE_DIR/testdata/models/oracle"
@@ -16,6 +17,18 @@ kl_of() {
   run eval perplexity --model "$1" --kl-base "$2" --data "$calib" --ctx 64 --max-windows 8 --format json "${@:3}"
   expect_rc 0
   python3 -c 'import json,sys; d=json.loads(sys.argv[1])["kl"]; print(d["kl_mean"], d["top1_agreement"])' "$OUT"
+}
+
+# complete MODEL: "STATUS COMPLETION_TOKENS" of a 6-token greedy completion from the server on $port.
+complete() {
+  python3 - "$port" "$1" <<'PY'
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+body = {"model": sys.argv[2], "prompt": "The cat", "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, json.loads(r.read())["usage"]["completion_tokens"])
+PY
 }
 
 # below VALUE LIMIT: VALUE < LIMIT as numbers.
@@ -90,17 +103,25 @@ below "$(python3 -c "print($merged * 5)")" "$apart" ||
 
 start_serve_deltas "$base" --delta "ft=$SCRATCH/gemma2-delta"
 for model in gemma2-softcap ft; do
-  answer=$(python3 - "$port" "$model" <<'PY'
-import http.client, json, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
-body = {"model": sys.argv[2], "prompt": "The cat", "max_tokens": 6, "temperature": 0, "ignore_eos": True}
-c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-r = c.getresponse()
-print(r.status, json.loads(r.read())["usage"]["completion_tokens"])
-PY
-  )
-  expect_eq "$answer" "200 6"
+  expect_eq "$(complete "$model")" "200 6"
 done
+kill -TERM "$server"
+wait "$server"
+server=""
+
+# Mixtures of experts: eval and serve-deltas run them; compress refuses them by name (exit 2).
+for model in mixtral-moe qwen3-moe; do
+  run eval perplexity --model "$models/$model" --data "$calib" --ctx 64 --max-windows 4
+  expect_rc 0
+  run compress --model "$models/$model" --recipe int_w4a16 --calib "$calib" -o "$SCRATCH/$model-w4"
+  expect_rc 2
+  expect_err_has "compress does not handle mixture-of-experts models"
+  [ -e "$SCRATCH/$model-w4" ] && fail "a refused compress left $SCRATCH/$model-w4"
+done
+run doctor --model "$models/qwen3-moe"
+expect_out_has "8 experts, top-3 of width 32 on 2 of 3 layers"
+start_serve_deltas "$models/mixtral-moe"
+expect_eq "$(complete mixtral-moe)" "200 6"
 kill -TERM "$server"
 wait "$server"
 server=""
