@@ -25,6 +25,7 @@ struct CompressFlags {
   unsigned threads = 0;
   double timeout_s = 0;
   bool list_recipes = false;
+  bool all_experts = false;
 };
 
 void
@@ -70,6 +71,7 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
     o.model = f.model;
     if (!f.plan.empty())
       o.plan = f.plan;
+    o.all_experts = f.all_experts;
   }
   o.recipe = f.recipe;
   if (!f.calib.empty())
@@ -133,6 +135,9 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   compress->add_option("--max-shard-size", flags->max_shard_size,
                        "largest safetensors shard of the output, e.g. 2GiB (default 5000000000 bytes, transformers' "
                        "5GB); several shards come with model.safetensors.index.json");
+  compress->add_flag("--all-experts", flags->all_experts,
+                     "mixture of experts: every calibration token through every expert for its Hessians (rarely "
+                     "routed experts get data), while each layer's output keeps the real top-k routing");
   compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
   add_common_options(*compress, *flags);
   compress->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");

@@ -58,12 +58,16 @@ layers_pattern(const std::vector<std::int64_t>& layers) {
 }
 
 // The recipe's one config group, or with a plan one group per bitwidth targeting its layers and
-// the plan's 16-bit layers added to the ignore list.
+// the plan's 16-bit layers added to the ignore list. A mixture of experts' routers stay as they
+// are, ignored by the names vLLM's fused-MoE models give them (llm-compressor's patterns).
 quant::QuantizationConfig
-quantization_config(const Recipe& recipe) {
+quantization_config(const Recipe& recipe, const model::ModelConfig& config) {
   quant::QuantizationConfig q;
   q.format = quant::infer_format(recipe.weights, recipe.input_activations);
   q.ignore = recipe.ignore;
+  if (config.num_experts > 0)
+    q.ignore.push_back(config.architecture == model::Architecture::mixtral ? "re:.*block_sparse_moe.gate$"
+                                                                           : "re:.*mlp.gate$");
   if (recipe.layer_bits.empty()) {
     q.groups.push_back({recipe.targets, recipe.weights, recipe.input_activations});
     return q;
@@ -106,11 +110,11 @@ compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std:
 // name (norms keep their place and shape when SmoothQuant changes their values).
 std::vector<model::TensorSpec>
 planned_tensors(const model::WeightStore& store, const Recipe& recipe, const std::string& format,
-                std::int64_t num_layers) {
+                const model::ModelConfig& config) {
   std::vector<model::TensorSpec> out;
   std::set<std::string> replaced;
-  for (std::int64_t layer = 0; layer < num_layers; ++layer)
-    for (const auto& linear : runtime::kDecoderLinears) {
+  for (std::int64_t layer = 0; layer < config.num_layers; ++layer)
+    for (const auto& linear : runtime::layer_linears(config, layer)) {
       const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
       const auto args = compressed_weight_args(recipe, layer, module);
       if (!args)
@@ -155,10 +159,10 @@ CompressedCheckpointWriter::CompressedCheckpointWriter(const std::filesystem::pa
     , m_source(source)
     , m_recipe(recipe)
     , m_store(source)
-    , m_format(quantization_config(recipe).format) {
-  const auto num_layers = model::load_model_config(source).num_layers;
+    , m_config(model::load_model_config(source))
+    , m_format(quantization_config(recipe, m_config).format) {
   m_shards = std::make_unique<model::ShardedSafetensorsWriter>(
-      directory, planned_tensors(m_store, recipe, m_format, num_layers), max_shard_bytes);
+      directory, planned_tensors(m_store, recipe, m_format, m_config), max_shard_bytes);
   for (const auto& spec : m_shards->tensors())
     if (!spec.name.starts_with("model.layers.") && m_store.find(spec.name).info)
       copy_from_source(spec.name);
@@ -192,7 +196,7 @@ std::uint64_t
 CompressedCheckpointWriter::finish(const nlohmann::json& report) {
   m_shards->finish();
   auto config = read_json_file(m_source / "config.json");
-  config["quantization_config"] = quant::to_json(quantization_config(m_recipe));
+  config["quantization_config"] = quant::to_json(quantization_config(m_recipe, m_config));
   write_file_atomic(m_directory / "config.json", config.dump(2) + "\n");
   copy_tokenizer_files(m_source, m_directory);
   std::filesystem::copy_file(m_recipe.source, m_directory / "recipe.yaml");

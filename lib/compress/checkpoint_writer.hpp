@@ -16,6 +16,7 @@
 
 #include "compress/layerwise.hpp"
 #include "compress/recipe.hpp"
+#include "model/model_config.hpp"
 #include "model/safetensors_writer.hpp"
 #include "model/weight_store.hpp"
 
@@ -48,6 +49,7 @@ private:
   std::filesystem::path m_directory, m_source;
   const Recipe& m_recipe;
   model::WeightStore m_store;
+  model::ModelConfig m_config;
   std::string m_format;
   std::unique_ptr<model::ShardedSafetensorsWriter> m_shards;
 };

@@ -145,9 +145,9 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
   const bool delta = options.base.has_value();
   model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
-  if (const auto config = model::load_model_config(options.model); config.num_experts > 0)
-    throw InputError(fmt::format("{}: compress does not handle mixture-of-experts models ({}) yet; eval and "
-                                 "serve-deltas run them",
+  if (const auto config = model::load_model_config(options.model); config.num_experts > 0 && delta)
+    throw InputError(fmt::format("{}: compress delta does not handle mixture-of-experts models ({}) yet; compress "
+                                 "--model does",
                                  options.model.string(), config.architecture_name));
   if (delta) {
     model::check_model_folder(*options.base, "--base");
@@ -206,6 +206,7 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"activations", runtime::activation_precision_name(options.activations)},
                     {"max_shard_bytes", options.max_shard_bytes},
                     {"spill_calibration_states", spill},
+                    {"all_experts", options.all_experts},
                     {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
@@ -329,16 +330,14 @@ compress_worker(const proc::WorkerSpec& spec) {
     lw.spill_dir = output;
     log::info("compress: the calibration states spill to a scratch file in {} (--max-memory)", output.string());
   }
+  lw.all_experts = p.value("all_experts", false);
   lw.progress = [started, &spec](std::int64_t done, std::int64_t total) {
-    constexpr auto per_layer = static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
-    if (done == 0 || (done % per_layer != 0 && done != total))
+    if (done == 0)
       return;
     const double elapsed = SystemClock::instance().monotonic_seconds() - started;
     const double left = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
-    log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done / per_layer, total / per_layer,
-              elapsed, left);
-    proc::write_worker_progress(
-        spec, fmt::format("layer {}/{}, about {} left", done / per_layer, total / per_layer, format_duration(left)));
+    log::info("compress: layer {}/{} done, {:.0f} s elapsed, about {:.0f} s left", done, total, elapsed, left);
+    proc::write_worker_progress(spec, fmt::format("layer {}/{}, about {} left", done, total, format_duration(left)));
   };
   std::filesystem::create_directories(output);
   // The output streams out layer by layer: a whole model's checkpoint, or a variant's delta.
@@ -353,12 +352,15 @@ compress_worker(const proc::WorkerSpec& spec) {
   }
   const auto layers = compress_layers(recipe, lw);
   nlohmann::json layer_rows = nlohmann::json::array();
-  for (const auto& r : layers.reports)
+  for (const auto& r : layers.reports) {
     layer_rows.push_back({{"module", r.module},
                           {"relative_error", r.relative_error},
                           {"gptq_loss", r.gptq_loss},
                           {"dampening", r.dampening},
                           {"damping_attempts", r.damping_attempts}});
+    if (r.calibration_tokens >= 0)
+      layer_rows.back()["calibration_tokens"] = r.calibration_tokens;
+  }
   nlohmann::json report = {{"recipe", recipe.name},
                            {"trial", p.at("trial")},
                            {"calibration", calibration_report},

@@ -29,6 +29,7 @@ struct CompressOptions {
   std::optional<std::int64_t> samples, sequence_length;
   std::optional<Sampler> sampler;
   std::optional<std::filesystem::path> plan; // mixed precision: bits per layer from plan hetero's JSON
+  bool all_experts = false;                  // --all-experts: every calibration token through every expert
   std::int64_t trials = 1;
   std::int64_t jobs = 1;
   std::uint64_t seed = 0;

@@ -8,6 +8,7 @@
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
+#include "runtime/kernels.hpp"
 #include "runtime/layer_vectors.hpp"
 #include "runtime/layerwise_model.hpp"
 
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <malloc.h>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 namespace optkit::compress {
@@ -44,6 +46,23 @@ public:
     const auto it = m_hessians.find(input);
     return it == m_hessians.end() ? nullptr : it->second.get();
   }
+  // A mixture-of-experts layer's MLP inputs and each row's chosen experts, kept whole: each
+  // expert's Hessians are made from its own rows, one expert at a time.
+  void observe_routing(const float* h, std::int64_t rows, std::int64_t cols, std::span<const std::int64_t> chosen,
+                       std::int64_t k) override {
+    m_routed_input.insert(m_routed_input.end(), h, h + rows * cols);
+    m_chosen.insert(m_chosen.end(), chosen.begin(), chosen.end());
+    m_top_k = k;
+  }
+  std::span<const float> routed_input() const { return m_routed_input; }
+  // The rows that chose `expert`.
+  std::vector<std::int64_t> rows_of(std::int64_t expert) const {
+    std::vector<std::int64_t> rows;
+    for (std::size_t i = 0; i < m_chosen.size(); ++i)
+      if (m_chosen[i] == expert)
+        rows.push_back(static_cast<std::int64_t>(i) / m_top_k);
+    return rows;
+  }
   // H of `input` for one of its linears; the last of them takes it (no copy, the accumulator freed).
   std::vector<float> matrix(LinearInput input, bool last_reader) {
     auto* h = find(input);
@@ -57,15 +76,71 @@ public:
 private:
   int m_blas_threads;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
+  std::vector<float> m_routed_input;
+  std::vector<std::int64_t> m_chosen;
+  std::int64_t m_top_k = 1;
 };
 
-// Whether `linear` is the last of a layer's linears to read its input (it may take the Hessian).
+// Whether linears[index] is the last of a layer's shared-input linears to read its input (it may
+// take the Hessian).
 bool
-last_reader(const runtime::LinearName& linear) {
-  const auto* it = std::find_if(std::begin(runtime::kDecoderLinears), std::end(runtime::kDecoderLinears),
-                                [&](const auto& l) { return &l == &linear; });
-  return std::none_of(it + 1, std::end(runtime::kDecoderLinears),
-                      [&](const auto& l) { return l.input == linear.input; });
+last_reader(const std::vector<runtime::LayerLinear>& linears, std::size_t index) {
+  return std::none_of(linears.begin() + static_cast<std::ptrdiff_t>(index) + 1, linears.end(),
+                      [&](const auto& l) { return l.expert < 0 && l.input == linears[index].input; });
+}
+
+// An expert's two input Hessians: of its gate and up projections' input (the rows routed to it,
+// or every row with all-experts calibration) and of its down projection's (its SwiGLU hidden
+// activations on those rows, from its uncompressed gate and up). An expert without rows gets
+// identity Hessians: GPTQ then rounds to nearest, as it has nothing to weigh the errors by.
+struct ExpertHessians {
+  std::vector<float> input, hidden;
+  std::int64_t tokens = 0;
+};
+
+ExpertHessians
+expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert, const HessianTap& tap,
+                bool all_experts, int threads, ThreadPool& pool) {
+  const auto& c = model.config();
+  const auto hidden = c.hidden_size, inter = c.expert_intermediate_size;
+  const auto all = tap.routed_input();
+  std::vector<std::int64_t> rows;
+  if (all_experts) {
+    rows.resize(all.size() / static_cast<std::size_t>(hidden));
+    std::iota(rows.begin(), rows.end(), 0);
+  } else {
+    rows = tap.rows_of(expert);
+  }
+  ExpertHessians out;
+  out.tokens = static_cast<std::int64_t>(rows.size());
+  if (rows.empty()) {
+    const auto identity = [](std::int64_t n) {
+      std::vector<float> m(static_cast<std::size_t>(n * n), 0.0f);
+      for (std::int64_t i = 0; i < n; ++i)
+        m[static_cast<std::size_t>(i * n + i)] = 1.0f;
+      return m;
+    };
+    return {identity(hidden), identity(inter), 0};
+  }
+  const auto n = out.tokens;
+  std::vector<float> x(static_cast<std::size_t>(n * hidden));
+  for (std::int64_t i = 0; i < n; ++i)
+    std::copy_n(all.data() + rows[static_cast<std::size_t>(i)] * hidden, hidden, x.data() + i * hidden);
+  const auto prefix = fmt::format("model.layers.{}.", layer).size();
+  const auto name = [&](model::ExpertProjection which) {
+    return model::expert_module(c, layer, expert, which).substr(prefix);
+  };
+  std::vector<float> gate(static_cast<std::size_t>(n * inter)), up(gate.size());
+  model.linear(layer, name(model::ExpertProjection::gate)).multiply(x.data(), n, gate.data(), pool);
+  model.linear(layer, name(model::ExpertProjection::up)).multiply(x.data(), n, up.data(), pool);
+  runtime::gated_activation(c.activation, gate.data(), up.data(), n * inter);
+  ScopedBlasThreads blas(threads);
+  quant::Hessian h_input(hidden), h_hidden(inter);
+  h_input.add(x.data(), n, n);
+  h_hidden.add(gate.data(), n, n);
+  out.input = std::move(h_input).take_matrix();
+  out.hidden = std::move(h_hidden).take_matrix();
+  return out;
 }
 
 double
@@ -257,20 +332,23 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
 
   LayerwiseResult result;
   double error_sum = 0;
-  const std::int64_t total = config.num_layers * static_cast<std::int64_t>(std::size(runtime::kDecoderLinears));
-  std::int64_t done = 0;
   if (!recipe.layer_bits.empty() && static_cast<std::int64_t>(recipe.layer_bits.size()) != config.num_layers)
     throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", recipe.layer_bits.size(),
                                  options.model.string(), config.num_layers));
+  if (options.progress)
+    options.progress(0, config.num_layers);
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
     std::map<std::string, std::vector<float>> layer_norms;
     HessianTap tap(threads);
     if (calibrated)
       model.observe_layer(layer, lengths, x, tap);
-    // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up.
+    // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up (a mixture of
+    // experts' MLP input is not smoothed: its experts see different rows).
     std::map<LinearInput, std::vector<float>> smoothing; // s of each smoothed input
     if (recipe.smoothquant_alpha) {
       for (const auto input : {LinearInput::attention_in, LinearInput::mlp_in}) {
+        if (input == LinearInput::mlp_in && config.is_moe_layer(layer))
+          continue;
         auto* h = tap.find(input);
         std::vector<std::vector<float>> weights;
         std::vector<std::span<const float>> views;
@@ -296,20 +374,20 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         smoothing.emplace(input, s);
       }
     }
-    for (const auto& linear : runtime::kDecoderLinears) {
-      const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
-      if (options.progress)
-        options.progress(done++, total);
+    // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:
+    // uncalibrated); `expert_tokens`: the calibration tokens an expert saw (-1: not an expert).
+    const auto compress_linear = [&](const std::string& name, std::vector<float> h, std::int64_t expert_tokens) {
+      const auto module = fmt::format("model.layers.{}.{}", layer, name);
       const auto args = compressed_weight_args(recipe, layer, module);
       if (!args)
-        continue;
-      const auto& current = model.linear(layer, linear.name);
+        return;
+      const auto& current = model.linear(layer, name);
       const auto rows = current.rows(), cols = current.cols();
       auto w = runtime::dense_floats(current);
       model.weights().release(module + ".weight"); // widened: its mapped pages are not needed again
       std::vector<float> base_w;
       if (base) {
-        const auto& b = base->linear(layer, linear.name);
+        const auto& b = base->linear(layer, name);
         if (b.rows() != rows || b.cols() != cols)
           throw InputError(
               fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(), b.cols()));
@@ -318,14 +396,9 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];
       }
-      std::vector<float> h;
-      if (calibrated) {
-        h = tap.matrix(linear.input, last_reader(linear));
-        if (const auto it = smoothing.find(linear.input); it != smoothing.end())
-          quant::rescale_hessian(h, cols, it->second);
-      }
       auto compressed = compress_matrix(recipe, {module, *args, w, rows, cols, h, recipe.sparse_2_4, scale_dtype},
                                         threads, pool, result.reports);
+      result.reports.back().calibration_tokens = expert_tokens;
       error_sum += result.reports.back().relative_error;
       auto& cm = compressed.matrix;
       std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
@@ -334,10 +407,31 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         if (base)
           for (std::size_t i = 0; i < reconstruction.size(); ++i)
             reconstruction[i] += base_w[i];
-        model.replace_linear(layer, linear.name,
-                             runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
+        model.replace_linear(layer, name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
       }
       options.sink->add_linear(compressed);
+    };
+    const auto linears = runtime::layer_linears(config, layer);
+    for (std::size_t i = 0; i < linears.size(); ++i) {
+      const auto& linear = linears[i];
+      if (linear.expert < 0) {
+        std::vector<float> h;
+        if (calibrated) {
+          h = tap.matrix(linear.input, last_reader(linears, i));
+          if (const auto it = smoothing.find(linear.input); it != smoothing.end())
+            quant::rescale_hessian(h, config.hidden_size, it->second); // q/k/v and gate/up read hidden
+        }
+        compress_linear(linear.name, std::move(h), -1);
+        continue;
+      }
+      // An expert's gate, up and down, in that order, against its own Hessians.
+      ExpertHessians eh;
+      if (calibrated)
+        eh = expert_hessians(model, layer, linear.expert, tap, options.all_experts, threads, pool);
+      compress_linear(linears[i].name, eh.input, calibrated ? eh.tokens : -1);
+      compress_linear(linears[i + 1].name, std::move(eh.input), calibrated ? eh.tokens : -1);
+      compress_linear(linears[i + 2].name, std::move(eh.hidden), calibrated ? eh.tokens : -1);
+      i += 2;
     }
     if (calibrated)
       model.run_layer_chunked(layer, lengths, x, nullptr);
@@ -346,6 +440,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     if (base)
       base->release_layer(layer);
     options.sink->end_layer(layer, layer_norms);
+    if (options.progress)
+      options.progress(layer + 1, config.num_layers);
   }
   if (base && calibrates_head_delta(recipe, config)) {
     const auto h = head_input_hessian(model, lengths, x, threads);
@@ -353,8 +449,6 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         compress_head_delta(recipe, model.weights(), base->weights(), h, threads, pool, scale_dtype, *options.sink));
     error_sum += result.reports.back().relative_error;
   }
-  if (options.progress)
-    options.progress(total, total);
   result.calibration_loss = result.reports.empty() ? 0 : error_sum / static_cast<double>(result.reports.size());
   return result;
 }

@@ -39,6 +39,7 @@ struct LayerReport {
   double gptq_loss = 0;
   double dampening = 0;
   int damping_attempts = 0;
+  std::int64_t calibration_tokens = -1; // an expert's: the calibration tokens routed to it (-1: not an expert)
 };
 
 struct LayerwiseResult {
@@ -62,7 +63,12 @@ struct LayerwiseOptions {
   unsigned threads = 0;
   // How BF16 weights multiply activations in the calibration pass (runtime/activation_precision.hpp).
   runtime::ActivationPrecision activations = runtime::ActivationPrecision::fp32;
+  // Called with (layers done, layers) before the first layer and after each.
   std::function<void(std::int64_t done, std::int64_t total)> progress;
+  // A mixture of experts' calibration: every calibration token through every expert for the
+  // experts' Hessians (llm-compressor's all-experts calibration; rarely routed experts get data),
+  // while the layer's output keeps the real top-k routing. Off: each expert sees its own rows.
+  bool all_experts = false;
   // Where each compressed linear goes as soon as it is compressed, and each layer's folded norms
   // when the layer is done (a writer streaming the model out). Required.
   CompressedLayerSink* sink = nullptr;

@@ -60,7 +60,7 @@ supported_uses(const model::ModelConfig& config) {
   const bool moe = config.num_experts > 0;
   return fmt::format(
       "eval (perplexity, tasks), {}, serve-deltas with deltas and LoRA adapters{} on the CPU; on CUDA {}",
-      moe ? "not compress yet (mixture of experts)" : "compress (every recipe, compress delta)",
+      moe ? "compress (every recipe, per expert; not compress delta yet)" : "compress (every recipe, compress delta)",
       moe ? " (attention only)" : "",
       device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
 }

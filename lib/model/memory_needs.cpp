@@ -23,8 +23,11 @@ u(std::int64_t v) {
 CompressMemoryNeeds
 compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
   const auto h = u(c.hidden_size), i = u(c.intermediate_size), q = u(c.q_dim()), kv = u(c.kv_dim());
-  const std::uint64_t layer_elements = h * (q + 2 * kv) + q * h + 3 * h * i;
-  const std::uint64_t largest_linear = std::max({q * h, i * h, kv * h});
+  // A mixture of experts' layer holds all its experts (and its router) at once.
+  const auto ie = u(c.expert_intermediate_size), experts = u(c.num_experts);
+  const std::uint64_t moe_mlp = experts * (3 * h * ie + h);
+  const std::uint64_t layer_elements = h * (q + 2 * kv) + q * h + std::max(3 * h * i, moe_mlp);
+  const std::uint64_t largest_linear = std::max({q * h, i * h, kv * h, ie * h});
   const std::uint64_t widest_input = std::max({h, q, i});
   const bool calibrated = work.calibration_tokens > 0;
   CompressMemoryNeeds needs;
@@ -49,6 +52,11 @@ compress_memory_needs(const ModelConfig& c, const CompressWork& work) {
   const std::uint64_t chunk = kFloat * (u(needs.chunk_tokens) * (3 * h + 2 * q + 4 * kv + i) + u(block) * 2 * i);
   const std::uint64_t hessians = work.hessians ? kFloat * (2 * h * h + q * q + i * i) : 0;
   needs.calibration_pass = mapped + hessians + chunk;
+  if (experts > 0) { // the routed MLP inputs kept whole, then one expert's rows, activations and Hessians
+    const auto tokens = u(work.calibration_tokens);
+    needs.calibration_pass += kFloat * tokens * h + 8 * tokens * u(c.experts_per_token);
+    needs.compression += kFloat * tokens * (h + 2 * h + 2 * ie) + kFloat * (h * h + ie * ie);
+  }
   needs.states = kFloat * u(work.calibration_tokens) * h;
   return needs;
 }

@@ -1,6 +1,9 @@
 #include "runtime/decoder_pass.hpp"
 
+#include "model/layer_tensors.hpp"
 #include "runtime/kernels.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +35,22 @@ add_bias(float* y, const BatchRows& batch, std::int64_t index, const DecoderLaye
 }
 
 } // namespace
+
+std::vector<LayerLinear>
+layer_linears(const model::ModelConfig& c, std::int64_t layer) {
+  std::vector<LayerLinear> out;
+  for (const auto& l : kDecoderLinears)
+    if (!c.is_moe_layer(layer) || l.input == LinearInput::attention_in || l.input == LinearInput::attention_out)
+      out.push_back({l.name, l.input});
+  if (!c.is_moe_layer(layer))
+    return out;
+  const auto prefix = fmt::format("model.layers.{}.", layer).size();
+  for (std::int64_t e = 0; e < c.num_experts; ++e)
+    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
+      out.push_back({model::expert_module(c, layer, e, which).substr(prefix),
+                     which == model::ExpertProjection::down ? LinearInput::mlp_hidden : LinearInput::mlp_in, e});
+  return out;
+}
 
 void
 BatchRows::set_segments() {
@@ -266,7 +285,7 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
     tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
   float* down = m_projected.get(x.size());
   if (c.is_moe_layer(index)) {
-    mixture_of_experts(index, h, rows, down);
+    mixture_of_experts(index, h, rows, down, tap);
     add_residual(index, batch, x, down, &DecoderLayerWeights::mlp_out_norm, &VariantLayer::mlp_out_norm);
     return;
   }

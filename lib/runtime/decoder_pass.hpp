@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace optkit::runtime {
@@ -29,6 +31,10 @@ public:
   // x is [rows, cols] for `sequences` whole sequences.
   virtual void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                        std::int64_t sequences) = 0;
+  // A mixture-of-experts layer's MLP input h [rows, cols] and each row's chosen experts, `k` per
+  // row ([rows · k]), as routed (the experts' calibration).
+  virtual void observe_routing(const float* /*h*/, std::int64_t /*rows*/, std::int64_t /*cols*/,
+                               std::span<const std::int64_t> /*chosen*/, std::int64_t /*k*/) {}
 };
 
 // A decoder layer's projections, in kDecoderLinears' order, and where each sits in the base's
@@ -85,6 +91,16 @@ void multiply_served(const LinearWeight& base, const BatchRows& batch,
                      const std::function<const VariantMatrix&(const DeltaVariant&)>& of, const float* x,
                      std::int64_t rows, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
+// A layer's linear layers by their names under "model.layers.<i>.", in the order compress takes
+// them: kDecoderLinears for a dense layer; for a mixture-of-experts layer the attention's four,
+// then each expert's gate, up and down (`expert` >= 0; the router is not among them).
+struct LayerLinear {
+  std::string name;
+  LinearInput input; // for an expert's: mlp_in (gate, up) or mlp_hidden (down), its own rows'
+  std::int64_t expert = -1;
+};
+std::vector<LayerLinear> layer_linears(const model::ModelConfig& config, std::int64_t layer);
+
 // Rows [first, first + count) of a batch.
 struct RowRange {
   std::int64_t first, count;
@@ -131,7 +147,7 @@ private:
            std::int64_t sequences);
   // out[rows, hidden] = Σ over each row's top-k experts of weight · expert(h), the experts' rows
   // grouped so that each selected expert's weights are read once (runtime/mixture_of_experts.cpp).
-  void mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out);
+  void mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out, ActivationTap* tap);
   // x += the sub-block's output `y`, normed first where the architecture norms it (Gemma).
   void add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
                     std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own);

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "model/layer_tensors.hpp"
 #include "quant/quantizer.hpp"
 #include "runtime/layer_vectors.hpp"
 #include "runtime/weight_loader.hpp"
@@ -124,6 +125,16 @@ DecoderWeights::linear(std::int64_t layer, std::string_view name) {
   for (const auto& [slot_name, member] : kSlots)
     if (slot_name == name)
       return l.*member;
+  // An expert's: "mlp.experts.3.gate_proj", "block_sparse_moe.experts.3.w1", ...
+  const auto prefix = fmt::format("model.layers.{}.", layer);
+  for (std::size_t e = 0; e < l.experts.size(); ++e)
+    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
+      if (prefix + std::string(name) == model::expert_module(m_config, layer, static_cast<std::int64_t>(e), which)) {
+        auto& expert = l.experts[e];
+        return which == model::ExpertProjection::gate ? expert.gate
+               : which == model::ExpertProjection::up ? expert.up
+                                                      : expert.down;
+      }
   throw InputError(fmt::format("no linear layer '{}' in a decoder layer", name));
 }
 

@@ -39,7 +39,7 @@ softmax_in_place(float* v, std::int64_t n) {
 } // namespace
 
 void
-DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out) {
+DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out, ActivationTap* tap) {
   const auto& layer = m_weights->layer(index);
   const auto& c = m_weights->config();
   ThreadPool& pool = *m_pool;
@@ -65,6 +65,9 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
       weight[static_cast<std::size_t>(r * k + j)] = c.normalize_expert_weights ? p[e] / total : p[e];
     }
   }
+
+  if (tap)
+    tap->observe_routing(h, rows, hidden, chosen, k);
 
   // Group the (row, weight) pairs by expert (a counting sort, rows ascending within an expert).
   m_expert_first.assign(static_cast<std::size_t>(experts + 1), 0);
