@@ -281,14 +281,14 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
                row_vector(batch, r, index, layer, &DecoderLayerWeights::mlp_norm, &VariantLayer::mlp_norm), hidden,
                c.rms_norm_eps, h + r * hidden);
   });
-  if (tap)
-    tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
   float* down = m_projected.get(x.size());
-  if (c.is_moe_layer(index)) {
+  if (c.is_moe_layer(index)) { // a tap sees its input with the routing instead
     mixture_of_experts(index, h, rows, down, tap);
     add_residual(index, batch, x, down, &DecoderLayerWeights::mlp_out_norm, &VariantLayer::mlp_out_norm);
     return;
   }
+  if (tap)
+    tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
   // kMlpRowBlock rows at a time, so that `up` and the packed inputs of the products are a block's
   // size, not the pass's (at 8B's shape 8,192 rows of 14,336 are 470 MB each). Each row's result
   // does not depend on the rows multiplied beside it. A tap sees the hidden activations whole, so
