@@ -36,6 +36,25 @@ below() {
   python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"
 }
 
+# compress_within MODEL RECIPE:LIMIT...: each recipe compresses MODEL to within LIMIT of KL from it
+# (into $SCRATCH/MODEL-RECIPE), and GPTQ's calibration (int_w4a16) beats rounding to nearest
+# (w4a16_rtn) at the same bits.
+compress_within() {
+  local model=$1 recipe_limit recipe kl gptq rtn
+  shift
+  for recipe_limit in "$@"; do
+    recipe=${recipe_limit%%:*}
+    run -q compress --model "$models/$model" --recipe "$recipe" --calib "$calib" --samples 8 --seq-len 64 \
+      -o "$SCRATCH/$model-$recipe"
+    expect_rc 0
+    read -r kl _ <<<"$(kl_of "$SCRATCH/$model-$recipe" "$models/$model")"
+    below "$kl" "${recipe_limit#*:}" || fail "$model $recipe: KL $kl to the original is over ${recipe_limit#*:}"
+  done
+  read -r gptq _ <<<"$(kl_of "$SCRATCH/$model-int_w4a16" "$models/$model")"
+  read -r rtn _ <<<"$(kl_of "$SCRATCH/$model-w4a16_rtn" "$models/$model")"
+  below "$gptq" "$rtn" || fail "$model: GPTQ's KL $gptq is not below round-to-nearest's $rtn"
+}
+
 run doctor --model "$models/gemma2-softcap"
 expect_out_has "Gemma2ForCausalLM: 3 layers"
 expect_out_has "sliding window 5 on 2 of 3 layers"
@@ -51,18 +70,7 @@ for model in gemma2-softcap gemma3-local; do
   expect_rc 0
   # Bounds measured with a 4x margin on both sides: int8 within 1.4e-4 (a fold that forgets the
   # (1 + w) offset: 0.05), GPTQ int4 0.011, round-to-nearest int4 0.02, FP8 0.003.
-  for recipe_limit in int_w8a8:0.001 int_w4a16:0.04 w4a16_rtn:0.08 fp8_dynamic:0.012; do
-    recipe=${recipe_limit%%:*}
-    run -q compress --model "$models/$model" --recipe "$recipe" --calib "$calib" --samples 8 --seq-len 64 \
-      -o "$SCRATCH/$model-$recipe"
-    expect_rc 0
-    read -r kl top1 <<<"$(kl_of "$SCRATCH/$model-$recipe" "$models/$model")"
-    below "$kl" "${recipe_limit#*:}" || fail "$model $recipe: KL $kl to the original is over ${recipe_limit#*:}"
-  done
-  # GPTQ's calibration beats rounding to nearest at the same bits.
-  read -r gptq _ <<<"$(kl_of "$SCRATCH/$model-int_w4a16" "$models/$model")"
-  read -r rtn _ <<<"$(kl_of "$SCRATCH/$model-w4a16_rtn" "$models/$model")"
-  below "$gptq" "$rtn" || fail "$model: GPTQ's KL $gptq is not below round-to-nearest's $rtn"
+  compress_within "$model" int_w8a8:0.001 int_w4a16:0.04 w4a16_rtn:0.08 fp8_dynamic:0.012
 done
 
 # A fine-tuned copy of gemma2-softcap: every weight moved by up to 10 %, every (1 + w) norm's w by
@@ -118,17 +126,7 @@ for model in mixtral-moe qwen3-moe; do
   expect_rc 0
   # Measured KL: int8 0.009 / 0.002, GPTQ int4 0.11 / 0.07, round-to-nearest int4 0.18 / 0.13, FP8
   # 0.05 / 0.03 (mixtral-moe / qwen3-moe: a changed top-k choice moves a token's output a lot).
-  for recipe_limit in int_w8a8:0.02 int_w4a16:0.25 w4a16_rtn:0.4 fp8_dynamic:0.1; do
-    recipe=${recipe_limit%%:*}
-    run -q compress --model "$models/$model" --recipe "$recipe" --calib "$calib" --samples 8 --seq-len 64 \
-      -o "$SCRATCH/$model-$recipe"
-    expect_rc 0
-    read -r kl _ <<<"$(kl_of "$SCRATCH/$model-$recipe" "$models/$model")"
-    below "$kl" "${recipe_limit#*:}" || fail "$model $recipe: KL $kl to the original is over ${recipe_limit#*:}"
-  done
-  read -r gptq _ <<<"$(kl_of "$SCRATCH/$model-int_w4a16" "$models/$model")"
-  read -r rtn _ <<<"$(kl_of "$SCRATCH/$model-w4a16_rtn" "$models/$model")"
-  below "$gptq" "$rtn" || fail "$model: GPTQ's KL $gptq is not below round-to-nearest's $rtn"
+  compress_within "$model" int_w8a8:0.02 int_w4a16:0.25 w4a16_rtn:0.4 fp8_dynamic:0.1
   python3 - "$models/$model" "$SCRATCH/$model-w4a16_rtn" <<'PY' || fail "$model: the int4 experts do not unpack to their weights"
 import array, json, struct, sys
 

@@ -177,23 +177,12 @@ def write_perplexity_oracle(model_dir, text_path):
     print(model_dir, result)
 
 
-def bytes_to_unicode():
-    """GPT-2's byte-level alphabet: each byte's printable stand-in."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return chars
-
-
 def write_byte_tokenizer(model_dir, vocab):
     """A byte-level BPE without merges: token b is byte b, token 256 is <bos>, the rest <unused_i>,
     so that optkit's commands (eval, compress, serve-deltas) run on these tiny random models."""
-    alphabet = bytes_to_unicode()
+    import train_tiny_models as trainer
+
+    alphabet = trainer.byte_to_unicode()
     added = [{"id": 256, "content": "<bos>", "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True}]
     added += [{"id": i, "content": f"<unused_{i}>", "single_word": False, "lstrip": False, "rstrip": False,
