@@ -201,3 +201,58 @@ TEST_CASE("a Gemma config with another activation, a short layer_types or an unk
   multimodal["architectures"] = {"Gemma3ForConditionalGeneration"};
   CHECK_THROWS_WITH_AS(parse_model_config(multimodal, "c.json"), doctest::Contains("Gemma3ForCausalLM"), InputError);
 }
+
+TEST_CASE("Mixtral-8x7B and Qwen3-30B-A3B configs parse to their published parameter counts and routing") {
+  const json mixtral = {{"architectures", {"MixtralForCausalLM"}},
+                        {"vocab_size", 32000},
+                        {"hidden_size", 4096},
+                        {"intermediate_size", 14336},
+                        {"num_hidden_layers", 32},
+                        {"num_attention_heads", 32},
+                        {"num_key_value_heads", 8},
+                        {"num_local_experts", 8},
+                        {"num_experts_per_tok", 2},
+                        {"sliding_window", nullptr},
+                        {"rope_theta", 1e6}};
+  const auto m = parse_model_config(mixtral, "config.json");
+  CHECK(m.parameter_count() == 46'702'792'704); // transformers' count for Mixtral-8x7B-v0.1
+  CHECK(m.num_experts == 8);
+  CHECK(m.experts_per_token == 2);
+  CHECK(m.expert_intermediate_size == 14336);
+  CHECK(m.normalize_expert_weights); // Mixtral always renormalizes its top-k
+  CHECK(m.is_moe_layer(0));
+  CHECK(m.window_of(0) == 0);
+
+  json qwen = {{"architectures", {"Qwen3MoeForCausalLM"}},
+               {"vocab_size", 151936},
+               {"hidden_size", 2048},
+               {"intermediate_size", 6144},
+               {"moe_intermediate_size", 768},
+               {"num_hidden_layers", 48},
+               {"num_attention_heads", 32},
+               {"num_key_value_heads", 4},
+               {"head_dim", 128},
+               {"num_experts", 128},
+               {"num_experts_per_tok", 8},
+               {"norm_topk_prob", true},
+               {"decoder_sparse_step", 1},
+               {"mlp_only_layers", json::array()}};
+  const auto q = parse_model_config(qwen, "config.json");
+  CHECK(q.parameter_count() == 30'532'122'624); // Qwen3-30B-A3B
+  CHECK(q.qk_norm);
+  CHECK(q.normalize_expert_weights);
+  CHECK(describe_features(q).find("128 experts, top-8 renormalized of width 768 on 48 of 48 layers") !=
+        std::string::npos);
+  qwen["mlp_only_layers"] = {0, 47};
+  qwen["decoder_sparse_step"] = 2;
+  const auto dense_some = parse_model_config(qwen, "config.json");
+  CHECK_FALSE(dense_some.is_moe_layer(0)); // named dense
+  CHECK(dense_some.is_moe_layer(1));       // (1 + 1) % 2 == 0
+  CHECK_FALSE(dense_some.is_moe_layer(2)); // not on the step
+  CHECK_FALSE(dense_some.is_moe_layer(47));
+  qwen["num_experts_per_tok"] = 129;
+  CHECK_THROWS_WITH_AS(parse_model_config(qwen, "c.json"), doctest::Contains("exceeds the 128 experts"), InputError);
+  qwen["num_experts_per_tok"] = 8;
+  qwen["mlp_only_layers"] = {48};
+  CHECK_THROWS_WITH_AS(parse_model_config(qwen, "c.json"), doctest::Contains("not a layer of 48"), InputError);
+}

@@ -40,9 +40,9 @@ mean_relative_error(const std::vector<float>& got, const std::vector<float>& wan
   return sum / static_cast<double>(want.size()) / static_cast<double>(*hi - *lo);
 }
 
-const char* const kModels[] = {"oracle/llama-tied",   "oracle/mistral-window", "oracle/qwen2-bias",
-                               "oracle/qwen3-qknorm", "oracle/gemma2-softcap", "oracle/gemma3-local",
-                               "oracle/mixtral-moe",  "oracle/qwen3-moe",      "tiny-base"};
+const char* const kModels[] = {
+    "oracle/llama-tied",   "oracle/mistral-window", "oracle/qwen2-bias", "oracle/qwen3-qknorm", "oracle/gemma2-softcap",
+    "oracle/gemma3-local", "oracle/mixtral-moe",    "oracle/qwen3-moe",  "oracle/qwen2-moe",    "tiny-base"};
 
 } // namespace
 
@@ -257,8 +257,9 @@ TEST_CASE(
   CHECK(model.kv_cache().used_blocks() == 3);
 }
 
-TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2/3, Mixtral, Qwen3-MoE)") {
-  for (const char* name : {"oracle/gemma2-softcap", "oracle/gemma3-local", "oracle/mixtral-moe", "oracle/qwen3-moe"}) {
+TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2/3, Mixtral, Qwen2/3-MoE)") {
+  for (const char* name :
+       {"oracle/gemma2-softcap", "oracle/gemma3-local", "oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     model::SafetensorsFile oracle(dir / "oracle_greedy.safetensors");
@@ -286,7 +287,7 @@ TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Ge
 }
 
 TEST_CASE("a mixture-of-experts pass multiplies each chosen expert once over all its rows and never the others") {
-  for (const char* name : {"oracle/mixtral-moe", "oracle/qwen3-moe"}) {
+  for (const char* name : {"oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2});

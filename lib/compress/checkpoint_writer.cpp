@@ -68,6 +68,8 @@ quantization_config(const Recipe& recipe, const model::ModelConfig& config) {
   if (config.num_experts > 0)
     q.ignore.push_back(config.architecture == model::Architecture::mixtral ? "re:.*block_sparse_moe.gate$"
                                                                            : "re:.*mlp.gate$");
+  if (config.shared_expert_intermediate_size > 0)
+    q.ignore.push_back("re:.*shared_expert_gate$");
   if (recipe.layer_bits.empty()) {
     q.groups.push_back({recipe.targets, recipe.weights, recipe.input_activations});
     return q;

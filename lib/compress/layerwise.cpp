@@ -12,6 +12,7 @@
 #include "runtime/layer_vectors.hpp"
 #include "runtime/layerwise_model.hpp"
 
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <malloc.h>
@@ -90,29 +91,30 @@ last_reader(const std::vector<runtime::LayerLinear>& linears, std::size_t index)
 }
 
 // An expert's two input Hessians: of its gate and up projections' input (the rows routed to it,
-// or every row with all-experts calibration) and of its down projection's (its SwiGLU hidden
-// activations on those rows, from its uncompressed gate and up). An expert without rows gets
-// identity Hessians: GPTQ then rounds to nearest, as it has nothing to weigh the errors by.
+// or every row with all-experts calibration and for a shared expert) and of its down
+// projection's (its SwiGLU hidden activations on those rows, from its uncompressed gate and up).
+// An expert without rows gets identity Hessians: GPTQ then rounds to nearest, as it has nothing to
+// weigh the errors by. `names`: its gate, up and down under "model.layers.<i>.".
 struct ExpertHessians {
   std::vector<float> input, hidden;
   std::int64_t tokens = 0;
 };
 
 ExpertHessians
-expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert, const HessianTap& tap,
-                bool all_experts, int threads, ThreadPool& pool) {
-  const auto& c = model.config();
-  const auto hidden = c.hidden_size, inter = c.expert_intermediate_size;
+expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert,
+                const std::array<std::string, 3>& names, const HessianTap& tap, bool all_experts, int threads,
+                ThreadPool& pool) {
+  const auto hidden = model.config().hidden_size;
   const auto all = tap.routed_input();
   std::vector<std::int64_t> rows;
-  if (all_experts) {
+  if (all_experts || expert == runtime::kSharedExpert) {
     rows.resize(all.size() / static_cast<std::size_t>(hidden));
     std::iota(rows.begin(), rows.end(), 0);
   } else {
     rows = tap.rows_of(expert);
   }
-  ExpertHessians out;
-  out.tokens = static_cast<std::int64_t>(rows.size());
+  const auto& gate_weight = model.linear(layer, names[0]);
+  const auto width = gate_weight.rows();
   if (rows.empty()) {
     const auto identity = [](std::int64_t n) {
       std::vector<float> m(static_cast<std::size_t>(n * n), 0.0f);
@@ -120,27 +122,21 @@ expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::i
         m[static_cast<std::size_t>(i * n + i)] = 1.0f;
       return m;
     };
-    return {identity(hidden), identity(inter), 0};
+    return {identity(hidden), identity(width), 0};
   }
-  const auto n = out.tokens;
+  const auto n = static_cast<std::int64_t>(rows.size());
   std::vector<float> x(static_cast<std::size_t>(n * hidden));
   for (std::int64_t i = 0; i < n; ++i)
     std::copy_n(all.data() + rows[static_cast<std::size_t>(i)] * hidden, hidden, x.data() + i * hidden);
-  const auto prefix = fmt::format("model.layers.{}.", layer).size();
-  const auto name = [&](model::ExpertProjection which) {
-    return model::expert_module(c, layer, expert, which).substr(prefix);
-  };
-  std::vector<float> gate(static_cast<std::size_t>(n * inter)), up(gate.size());
-  model.linear(layer, name(model::ExpertProjection::gate)).multiply(x.data(), n, gate.data(), pool);
-  model.linear(layer, name(model::ExpertProjection::up)).multiply(x.data(), n, up.data(), pool);
-  runtime::gated_activation(c.activation, gate.data(), up.data(), n * inter);
+  std::vector<float> gate(static_cast<std::size_t>(n * width)), up(gate.size());
+  gate_weight.multiply(x.data(), n, gate.data(), pool);
+  model.linear(layer, names[1]).multiply(x.data(), n, up.data(), pool);
+  runtime::gated_activation(model.config().activation, gate.data(), up.data(), n * width);
   ScopedBlasThreads blas(threads);
-  quant::Hessian h_input(hidden), h_hidden(inter);
+  quant::Hessian h_input(hidden), h_hidden(width);
   h_input.add(x.data(), n, n);
   h_hidden.add(gate.data(), n, n);
-  out.input = std::move(h_input).take_matrix();
-  out.hidden = std::move(h_hidden).take_matrix();
-  return out;
+  return {std::move(h_input).take_matrix(), std::move(h_hidden).take_matrix(), n};
 }
 
 double
@@ -414,7 +410,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     const auto linears = runtime::layer_linears(config, layer);
     for (std::size_t i = 0; i < linears.size(); ++i) {
       const auto& linear = linears[i];
-      if (linear.expert < 0) {
+      if (linear.expert == runtime::kNotAnExpert) {
         std::vector<float> h;
         if (calibrated) {
           h = tap.matrix(linear.input, last_reader(linears, i));
@@ -427,7 +423,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       // An expert's gate, up and down, in that order, against its own Hessians.
       ExpertHessians eh;
       if (calibrated)
-        eh = expert_hessians(model, layer, linear.expert, tap, options.all_experts, threads, pool);
+        eh = expert_hessians(model, layer, linear.expert, {linears[i].name, linears[i + 1].name, linears[i + 2].name},
+                             tap, options.all_experts, threads, pool);
       compress_linear(linears[i].name, eh.input, calibrated ? eh.tokens : -1);
       compress_linear(linears[i + 1].name, std::move(eh.input), calibrated ? eh.tokens : -1);
       compress_linear(linears[i + 2].name, std::move(eh.hidden), calibrated ? eh.tokens : -1);

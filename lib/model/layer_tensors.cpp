@@ -43,10 +43,34 @@ expert_module(const ModelConfig& c, std::int64_t layer, std::int64_t expert, Exp
              : fmt::format("model.layers.{}.mlp.experts.{}.{}", layer, expert, kQwen[i]);
 }
 
+namespace {
+
+std::pair<std::int64_t, std::int64_t>
+swiglu_shape(std::int64_t hidden, std::int64_t width, ExpertProjection p) {
+  return p == ExpertProjection::down ? std::pair{hidden, width} : std::pair{width, hidden};
+}
+
+} // namespace
+
 std::pair<std::int64_t, std::int64_t>
 expert_shape(const ModelConfig& c, ExpertProjection p) {
-  return p == ExpertProjection::down ? std::pair{c.hidden_size, c.expert_intermediate_size}
-                                     : std::pair{c.expert_intermediate_size, c.hidden_size};
+  return swiglu_shape(c.hidden_size, c.expert_intermediate_size, p);
+}
+
+std::string
+shared_expert_module(std::int64_t layer, ExpertProjection p) {
+  static constexpr const char* kNames[] = {"gate_proj", "up_proj", "down_proj"};
+  return fmt::format("model.layers.{}.mlp.shared_expert.{}", layer, kNames[static_cast<std::size_t>(p)]);
+}
+
+std::pair<std::int64_t, std::int64_t>
+shared_expert_shape(const ModelConfig& c, ExpertProjection p) {
+  return swiglu_shape(c.hidden_size, c.shared_expert_intermediate_size, p);
+}
+
+std::string
+shared_expert_gate_module(std::int64_t layer) {
+  return fmt::format("model.layers.{}.mlp.shared_expert_gate", layer);
 }
 
 } // namespace optkit::model

@@ -42,5 +42,11 @@ std::string router_module(const ModelConfig& config, std::int64_t layer);
 std::string expert_module(const ModelConfig& config, std::int64_t layer, std::int64_t expert, ExpertProjection p);
 // [rows, cols] of an expert's projection.
 std::pair<std::int64_t, std::int64_t> expert_shape(const ModelConfig& config, ExpertProjection p);
+// Qwen2-MoE's shared expert, beside the routed ones ("model.layers.3.mlp.shared_expert.gate_proj",
+// [rows, cols] of width shared_expert_intermediate_size), and its gate, [1, hidden]
+// ("model.layers.3.mlp.shared_expert_gate").
+std::string shared_expert_module(std::int64_t layer, ExpertProjection p);
+std::pair<std::int64_t, std::int64_t> shared_expert_shape(const ModelConfig& config, ExpertProjection p);
+std::string shared_expert_gate_module(std::int64_t layer);
 
 } // namespace optkit::model

@@ -97,7 +97,7 @@ token_ids(const json& value) {
 std::string_view
 supported_architectures() {
   return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-         "Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM";
+         "Gemma3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
 }
 
 std::int64_t
@@ -108,7 +108,9 @@ ModelConfig::parameter_count() const {
   std::int64_t layers = 0;
   for (std::int64_t l = 0; l < num_layers; ++l)
     layers += attention + norms +
-              (is_moe_layer(l) ? num_experts * (3 * hidden_size * expert_intermediate_size + hidden_size)
+              (is_moe_layer(l) ? num_experts * (3 * hidden_size * expert_intermediate_size + hidden_size) +
+                                     3 * hidden_size * shared_expert_intermediate_size +
+                                     (shared_expert_intermediate_size > 0 ? hidden_size : 0)
                                : 3 * hidden_size * intermediate_size);
   return layers + vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + hidden_size;
 }
@@ -141,10 +143,11 @@ ModelConfig::attention_scale() const {
 namespace {
 
 const std::pair<std::string_view, Architecture> kArchitectures[] = {
-    {"LlamaForCausalLM", Architecture::llama},     {"MistralForCausalLM", Architecture::mistral},
-    {"Qwen2ForCausalLM", Architecture::qwen2},     {"Qwen3ForCausalLM", Architecture::qwen3},
-    {"Gemma2ForCausalLM", Architecture::gemma2},   {"Gemma3ForCausalLM", Architecture::gemma3},
-    {"MixtralForCausalLM", Architecture::mixtral}, {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
+    {"LlamaForCausalLM", Architecture::llama},       {"MistralForCausalLM", Architecture::mistral},
+    {"Qwen2ForCausalLM", Architecture::qwen2},       {"Qwen3ForCausalLM", Architecture::qwen3},
+    {"Gemma2ForCausalLM", Architecture::gemma2},     {"Gemma3ForCausalLM", Architecture::gemma3},
+    {"MixtralForCausalLM", Architecture::mixtral},   {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
+    {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
 
 Architecture
 architecture_named(const std::string& name, const std::string& source) {
@@ -245,6 +248,8 @@ read_moe_fields(const json& config, const std::string& source, ModelConfig& c) {
   c.normalize_expert_weights = mixtral || bool_or(config, source, "norm_topk_prob", false);
   if (mixtral)
     return;
+  if (c.architecture == Architecture::qwen2_moe)
+    c.shared_expert_intermediate_size = positive_int(config, source, "shared_expert_intermediate_size");
   const std::int64_t step =
       config.contains("decoder_sparse_step") ? positive_int(config, source, "decoder_sparse_step") : 1;
   std::vector<bool> dense(static_cast<std::size_t>(c.num_layers), false);
@@ -298,7 +303,8 @@ model_config_fields(const json& config, const std::string& source) {
   c.rope_theta = number_or(config, source, "rope_theta", c.architecture == Architecture::gemma3 ? 1e6 : 10000.0);
   c.rope_scaling = parse_rope_scaling(config, source);
   c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", gemma);
-  c.qkv_bias = c.architecture == Architecture::qwen2 || bool_or(config, source, "attention_bias", false);
+  c.qkv_bias = c.architecture == Architecture::qwen2 || c.architecture == Architecture::qwen2_moe ||
+               bool_or(config, source, "attention_bias", false);
   c.qk_norm = c.architecture == Architecture::qwen3 || c.architecture == Architecture::qwen3_moe;
   if ((c.architecture == Architecture::mistral || c.architecture == Architecture::mixtral) &&
       config.contains("sliding_window") && !config["sliding_window"].is_null())
@@ -306,7 +312,8 @@ model_config_fields(const json& config, const std::string& source) {
   read_activation(config, source, c);
   if (gemma)
     read_gemma_fields(config, source, c);
-  if (c.architecture == Architecture::mixtral || c.architecture == Architecture::qwen3_moe)
+  if (c.architecture == Architecture::mixtral || c.architecture == Architecture::qwen2_moe ||
+      c.architecture == Architecture::qwen3_moe)
     read_moe_fields(config, source, c);
   if (config.contains("bos_token_id") && config["bos_token_id"].is_number_integer())
     c.bos_token_id = config["bos_token_id"].get<std::int64_t>();
@@ -401,6 +408,8 @@ describe_features(const ModelConfig& c) {
     parts.push_back(fmt::format("{} experts, top-{}{} of width {} on {} of {} layers", c.num_experts,
                                 c.experts_per_token, c.normalize_expert_weights ? " renormalized" : "",
                                 c.expert_intermediate_size, routed, c.num_layers));
+    if (c.shared_expert_intermediate_size > 0)
+      parts.push_back(fmt::format("a gated shared expert of width {}", c.shared_expert_intermediate_size));
   }
   if (c.tie_word_embeddings)
     parts.push_back("tied embeddings");

@@ -3,8 +3,9 @@
 // Qwen2ForCausalLM (q/k/v bias), Qwen3ForCausalLM (q/k RMSNorm), Gemma2ForCausalLM and
 // Gemma3ForCausalLM (text; (1 + w) norms before and after each sub-block, GeGLU, scaled
 // embeddings, soft-capping, sliding layers interleaved with global ones, Gemma 3's local RoPE
-// base), MixtralForCausalLM and Qwen3MoeForCausalLM (mixture-of-experts MLPs: a softmax router,
-// top-k experts, each a SwiGLU); grouped-query attention and tied embeddings for all of them.
+// base), MixtralForCausalLM, Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (mixture-of-experts
+// MLPs: a softmax router, top-k experts, each a SwiGLU; Qwen2-MoE's sigmoid-gated shared expert); grouped-query
+// attention and tied embeddings for all of them.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 
 namespace optkit::model {
 
-enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3, mixtral, qwen3_moe };
+enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3, mixtral, qwen2_moe, qwen3_moe };
 
 // The MLP's gate activation: SwiGLU's silu, GeGLU's tanh-approximated GELU (gelu_pytorch_tanh).
 enum class Activation { silu, gelu_tanh };
@@ -59,10 +60,11 @@ struct ModelConfig {
   double local_rope_theta = 0;      // Gemma 3: the sliding layers' RoPE base, unscaled; 0: none
   // Mixture of experts: 0 experts for a dense MLP in every layer.
   std::int64_t num_experts = 0;
-  std::int64_t experts_per_token = 0;        // top-k
-  std::int64_t expert_intermediate_size = 0; // each expert's SwiGLU width
-  bool normalize_expert_weights = false;     // the top-k weights rescaled to sum to 1
-  std::vector<bool> moe_layers;              // which layers route (Qwen3-MoE's dense layers: false)
+  std::int64_t experts_per_token = 0;               // top-k
+  std::int64_t expert_intermediate_size = 0;        // each expert's SwiGLU width
+  bool normalize_expert_weights = false;            // the top-k weights rescaled to sum to 1
+  std::vector<bool> moe_layers;                     // which layers route (Qwen3-MoE's dense layers: false)
+  std::int64_t shared_expert_intermediate_size = 0; // Qwen2-MoE: a shared expert beside the routed ones
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::string torch_dtype;

@@ -147,6 +147,13 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
           const auto [rows, cols] = expert_shape(c, which);
           shapes.push_back({expert_module(c, i, e, which) + ".weight", {rows, cols}});
         }
+      if (c.shared_expert_intermediate_size > 0) {
+        for (const auto which : {ExpertProjection::gate, ExpertProjection::up, ExpertProjection::down}) {
+          const auto [rows, cols] = shared_expert_shape(c, which);
+          shapes.push_back({shared_expert_module(i, which) + ".weight", {rows, cols}});
+        }
+        shapes.push_back({shared_expert_gate_module(i) + ".weight", {1, c.hidden_size}});
+      }
       continue;
     }
     shapes.insert(shapes.end(), {{p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}},

@@ -49,6 +49,11 @@ layer_linears(const model::ModelConfig& c, std::int64_t layer) {
     for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
       out.push_back({model::expert_module(c, layer, e, which).substr(prefix),
                      which == model::ExpertProjection::down ? LinearInput::mlp_hidden : LinearInput::mlp_in, e});
+  if (c.shared_expert_intermediate_size > 0)
+    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
+      out.push_back({model::shared_expert_module(layer, which).substr(prefix),
+                     which == model::ExpertProjection::down ? LinearInput::mlp_hidden : LinearInput::mlp_in,
+                     kSharedExpert});
   return out;
 }
 

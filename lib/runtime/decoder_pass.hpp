@@ -93,11 +93,13 @@ void multiply_served(const LinearWeight& base, const BatchRows& batch,
 
 // A layer's linear layers by their names under "model.layers.<i>.", in the order compress takes
 // them: kDecoderLinears for a dense layer; for a mixture-of-experts layer the attention's four,
-// then each expert's gate, up and down (`expert` >= 0; the router is not among them).
+// then each expert's gate, up and down (`expert` >= 0), then the shared expert's (kSharedExpert);
+// the router and the shared expert's gate are not among them.
+inline constexpr std::int64_t kNotAnExpert = -1, kSharedExpert = -2;
 struct LayerLinear {
   std::string name;
   LinearInput input; // for an expert's: mlp_in (gate, up) or mlp_hidden (down), its own rows'
-  std::int64_t expert = -1;
+  std::int64_t expert = kNotAnExpert;
 };
 std::vector<LayerLinear> layer_linears(const model::ModelConfig& config, std::int64_t layer);
 
@@ -148,6 +150,10 @@ private:
   // out[rows, hidden] = Σ over each row's top-k experts of weight · expert(h), the experts' rows
   // grouped so that each selected expert's weights are read once (runtime/mixture_of_experts.cpp).
   void mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out, ActivationTap* tap);
+  // One expert's SwiGLU over n rows of `in`: its down projection's output [n, hidden], in a buffer
+  // reused by the next call.
+  const float* run_expert(const DecoderLayerWeights::Expert& expert, const float* in, std::int64_t n,
+                          std::int64_t width);
   // x += the sub-block's output `y`, normed first where the architecture norms it (Gemma).
   void add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
                     std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own);

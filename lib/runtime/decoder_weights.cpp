@@ -97,6 +97,15 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
         l.experts.push_back({expert(model::ExpertProjection::gate), expert(model::ExpertProjection::up),
                              expert(model::ExpertProjection::down)});
       }
+      if (c.shared_expert_intermediate_size > 0) {
+        const auto shared = [&](model::ExpertProjection which) {
+          const auto [rows, cols] = model::shared_expert_shape(c, which);
+          return load_module(model::shared_expert_module(i, which), rows, cols, q);
+        };
+        l.shared_expert = {shared(model::ExpertProjection::gate), shared(model::ExpertProjection::up),
+                           shared(model::ExpertProjection::down)};
+        l.shared_expert_gate = load_module(model::shared_expert_gate_module(i), 1, c.hidden_size, nullptr);
+      }
     } else {
       l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
       l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
@@ -125,16 +134,20 @@ DecoderWeights::linear(std::int64_t layer, std::string_view name) {
   for (const auto& [slot_name, member] : kSlots)
     if (slot_name == name)
       return l.*member;
-  // An expert's: "mlp.experts.3.gate_proj", "block_sparse_moe.experts.3.w1", ...
-  const auto prefix = fmt::format("model.layers.{}.", layer);
-  for (std::size_t e = 0; e < l.experts.size(); ++e)
-    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
-      if (prefix + std::string(name) == model::expert_module(m_config, layer, static_cast<std::int64_t>(e), which)) {
-        auto& expert = l.experts[e];
-        return which == model::ExpertProjection::gate ? expert.gate
-               : which == model::ExpertProjection::up ? expert.up
-                                                      : expert.down;
-      }
+  // An expert's: "mlp.experts.3.gate_proj", "block_sparse_moe.experts.3.w1", "mlp.shared_expert.up_proj", ...
+  const auto full = fmt::format("model.layers.{}.{}", layer, name);
+  const auto slot = [](DecoderLayerWeights::Expert & expert, model::ExpertProjection which) -> auto& {
+    return which == model::ExpertProjection::gate ? expert.gate
+           : which == model::ExpertProjection::up ? expert.up
+                                                  : expert.down;
+  };
+  for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down}) {
+    for (std::size_t e = 0; e < l.experts.size(); ++e)
+      if (full == model::expert_module(m_config, layer, static_cast<std::int64_t>(e), which))
+        return slot(l.experts[e], which);
+    if (l.shared_expert.gate && full == model::shared_expert_module(layer, which))
+      return slot(l.shared_expert, which);
+  }
   throw InputError(fmt::format("no linear layer '{}' in a decoder layer", name));
 }
 
@@ -151,6 +164,9 @@ DecoderWeights::streamed_bytes() const {
       experts += e.gate->storage_bytes() + e.up->storage_bytes() + e.down->storage_bytes();
     total +=
         l.router->storage_bytes() + experts / l.experts.size() * static_cast<std::uint64_t>(m_config.experts_per_token);
+    if (l.shared_expert.gate)
+      total += l.shared_expert_gate->storage_bytes() + l.shared_expert.gate->storage_bytes() +
+               l.shared_expert.up->storage_bytes() + l.shared_expert.down->storage_bytes();
   }
   return total;
 }

@@ -32,6 +32,8 @@ struct DecoderLayerWeights {
   };
   std::unique_ptr<LinearWeight> router;
   std::vector<Expert> experts;
+  Expert shared_expert;                             // Qwen2-MoE: on every row, beside the routed ones
+  std::unique_ptr<LinearWeight> shared_expert_gate; // [1, hidden]: sigmoid(x·g) scales the shared expert
 };
 
 class DecoderWeights {

@@ -1,7 +1,8 @@
-// A mixture-of-experts MLP (Mixtral, Qwen3-MoE): each row's router logits go through a softmax
+// A mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE): each row's router logits go through a softmax
 // (fp32), its top-k experts are kept (their weights renormalized to sum to 1 where the config says
 // so), and each expert multiplies the rows routed to it at once: an expert's weights are read once
-// per pass whatever the batch, and an expert no row chose is not read at all.
+// per pass whatever the batch, and an expert no row chose is not read at all. Qwen2-MoE adds a
+// shared expert on every row, scaled by the sigmoid of its own gate.
 #include "runtime/decoder_pass.hpp"
 #include "runtime/kernels.hpp"
 
@@ -90,19 +91,10 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
     const auto n = m_expert_first[static_cast<std::size_t>(e + 1)] - first;
     if (n == 0)
       continue;
-    const auto& expert = layer.experts[static_cast<std::size_t>(e)];
-    float* in = m_expert_in.get(static_cast<std::size_t>(n * std::max(hidden, inter)));
-    float* gate = m_gate.get(static_cast<std::size_t>(n * inter));
-    float* up = m_up.get(static_cast<std::size_t>(n * inter));
-    float* down = m_expert_out.get(static_cast<std::size_t>(n * hidden));
+    float* in = m_expert_in.get(static_cast<std::size_t>(n * hidden));
     for (std::int64_t i = 0; i < n; ++i)
       std::copy_n(h + m_routes[static_cast<std::size_t>(first + i)].row * hidden, hidden, in + i * hidden);
-    expert.gate->multiply(in, n, gate, pool);
-    expert.up->multiply(in, n, up, pool);
-    pool.parallel_for(n, [&](std::int64_t a, std::int64_t b) {
-      gated_activation(c.activation, gate + a * inter, up + a * inter, (b - a) * inter);
-    });
-    expert.down->multiply(gate, n, down, pool);
+    const float* down = run_expert(layer.experts[static_cast<std::size_t>(e)], in, n, inter);
     for (std::int64_t i = 0; i < n; ++i) {
       const auto& route = m_routes[static_cast<std::size_t>(first + i)];
       float* o = out + route.row * hidden;
@@ -113,6 +105,34 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
     counts.rows[slot] += n;
     ++counts.calls[slot];
   }
+  if (!layer.shared_expert_gate)
+    return;
+  // Qwen2-MoE's shared expert on every row, scaled by sigmoid(h·g).
+  const float* shared = run_expert(layer.shared_expert, h, rows, c.shared_expert_intermediate_size);
+  float* gate = m_router_logits.get(static_cast<std::size_t>(rows));
+  layer.shared_expert_gate->multiply(h, rows, gate, pool);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float scale = 1.0f / (1.0f + std::exp(-gate[r]));
+    for (std::int64_t d = 0; d < hidden; ++d)
+      out[r * hidden + d] += scale * shared[r * hidden + d];
+  }
+}
+
+const float*
+DecoderPass::run_expert(const DecoderLayerWeights::Expert& expert, const float* in, std::int64_t n,
+                        std::int64_t width) {
+  const auto& c = m_weights->config();
+  ThreadPool& pool = *m_pool;
+  float* gate = m_gate.get(static_cast<std::size_t>(n * width));
+  float* up = m_up.get(static_cast<std::size_t>(n * width));
+  float* down = m_expert_out.get(static_cast<std::size_t>(n * c.hidden_size));
+  expert.gate->multiply(in, n, gate, pool);
+  expert.up->multiply(in, n, up, pool);
+  pool.parallel_for(n, [&](std::int64_t a, std::int64_t b) {
+    gated_activation(c.activation, gate + a * width, up + a * width, (b - a) * width);
+  });
+  expert.down->multiply(gate, n, down, pool);
+  return down;
 }
 
 } // namespace optkit::runtime

@@ -7,8 +7,8 @@ written from the published model equations: (1 + w) RMSNorm before and after eac
 GeGLU with tanh GELU, embeddings scaled by sqrt(hidden) rounded to the embedding's dtype, scores
 scaled by query_pre_attn_scalar^-1/2 and soft-capped before the mask, sliding layers interleaved
 with global ones (layer_types or the sliding_window_pattern), Gemma 3's local RoPE base for the
-sliding layers, and the final logit soft-cap; and the mixtures of experts of Mixtral and
-Qwen3-MoE: a softmax router (fp32), the top-k experts' SwiGLUs weighted by their probabilities,
+sliding layers, and the final logit soft-cap; and the mixtures of experts of Mixtral, Qwen2-MoE
+(with its sigmoid-gated shared expert) and Qwen3-MoE: a softmax router (fp32), the top-k experts' SwiGLUs weighted by their probabilities,
 renormalized to sum to 1 where the config says so, computed here densely (every expert on every
 token, the unchosen ones weighted 0).
 """
@@ -84,7 +84,7 @@ class Config:
         self.eps = d.get("rms_norm_eps", 1e-6)
         self.scaling = d.get("rope_scaling")
         self.tied = d.get("tie_word_embeddings", False)
-        self.qkv_bias = self.arch == "Qwen2ForCausalLM" or d.get("attention_bias", False)
+        self.qkv_bias = self.arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM") or d.get("attention_bias", False)
         self.qk_norm = self.arch == "Qwen3ForCausalLM"
         self.window = d.get("sliding_window") if self.arch == "MistralForCausalLM" else None
         if self.arch == "MixtralForCausalLM":
@@ -96,11 +96,12 @@ class Config:
             self.experts, self.topk = d["num_local_experts"], d["num_experts_per_tok"]
             self.expert_inter, self.norm_topk = self.inter, True
             self.moe_layers = [True] * self.layers
-        elif self.arch == "Qwen3MoeForCausalLM":
+        elif self.arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"):
             self.experts, self.topk = d["num_experts"], d["num_experts_per_tok"]
             self.expert_inter, self.norm_topk = d["moe_intermediate_size"], d.get("norm_topk_prob", False)
             step, dense = d.get("decoder_sparse_step", 1), d.get("mlp_only_layers") or []
             self.moe_layers = [i not in dense and (i + 1) % step == 0 for i in range(self.layers)]
+        self.shared_inter = d.get("shared_expert_intermediate_size", 0) if self.arch == "Qwen2MoeForCausalLM" else 0
         self.gemma = self.arch in ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
         self.windows = [self.window] * self.layers  # per layer; None: global
         self.local_theta = None
@@ -255,6 +256,11 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
                 gate, up, down = (W[n + ".weight"] for n in expert_names(cfg, i, e))
                 y = linear(torch.nn.functional.silu(linear(h, gate)) * linear(h, up), down)
                 m = m + weight[..., e : e + 1] * y
+            if cfg.shared_inter:  # Qwen2-MoE: sigmoid(h·g) · shared_expert(h) on every token
+                s = p + "mlp.shared_expert."
+                y = linear(torch.nn.functional.silu(linear(h, W[s + "gate_proj.weight"])) *
+                           linear(h, W[s + "up_proj.weight"]), W[s + "down_proj.weight"])
+                m = m + torch.sigmoid(linear(h, W[p + "mlp.shared_expert_gate.weight"])) * y
         else:
             g = linear(h, W[p + "mlp.gate_proj.weight"])
             g = torch.nn.functional.gelu(g, approximate="tanh") if cfg.gemma else torch.nn.functional.silu(g)
@@ -292,6 +298,12 @@ def init_weights(cfg, generator, std=0.02):
                 shapes.update({gate + ".weight": (cfg.expert_inter, cfg.hidden),
                                up + ".weight": (cfg.expert_inter, cfg.hidden),
                                down + ".weight": (cfg.hidden, cfg.expert_inter)})
+            if cfg.shared_inter:
+                s = p + "mlp.shared_expert."
+                shapes.update({s + "gate_proj.weight": (cfg.shared_inter, cfg.hidden),
+                               s + "up_proj.weight": (cfg.shared_inter, cfg.hidden),
+                               s + "down_proj.weight": (cfg.hidden, cfg.shared_inter),
+                               p + "mlp.shared_expert_gate.weight": (1, cfg.hidden)})
         else:
             shapes.update({p + "mlp.gate_proj.weight": (cfg.inter, cfg.hidden),
                            p + "mlp.up_proj.weight": (cfg.inter, cfg.hidden),

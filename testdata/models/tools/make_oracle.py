@@ -16,8 +16,8 @@
    prompts with every linear layer's input rounded to bfloat16 (optkit's --activations bf16):
    oracle_logits_bf16_activations.safetensors. `make_oracle.py --bf16-activations` writes only these.
 5. `make_oracle.py --architectures` writes only the later families' models and logits
-   (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE, Mixtral and Qwen3-MoE
-   mixtures of experts), each from its own seed, so
+   (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE, Mixtral, Qwen3-MoE and
+   Qwen2-MoE mixtures of experts), each from its own seed, so
    the files above stay as they are, and for each the reference's greedy continuation of a prompt
    (oracle_greedy.safetensors) and a byte-level tokenizer, so that every command runs on them.
 """
@@ -70,6 +70,10 @@ ARCHITECTURES = {
                    "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                    "norm_topk_prob": False, "decoder_sparse_step": 1, "mlp_only_layers": [1],
                    "rope_theta": 1000000.0}, torch.float32, 0.15),
+    # q/k/v bias, 4 experts, top-2 not renormalized, and the shared expert beside them.
+    "qwen2-moe": ({"architectures": ["Qwen2MoeForCausalLM"], "num_key_value_heads": 2, "num_experts": 4,
+                   "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
+                   "norm_topk_prob": False, "decoder_sparse_step": 1, "mlp_only_layers": []}, torch.bfloat16, 0.15),
 }
 BASE = {"vocab_size": 257, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
         "num_attention_heads": 4, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
