@@ -220,3 +220,13 @@ expect_eq "$(complete mixtral-moe)" "200 6"
 kill -TERM "$server"
 wait "$server"
 server=""
+
+# An architecture optkit does not run exits 2 naming it and listing the ones it does.
+mkdir "$SCRATCH/phi3"
+cp "$models/gemma2-softcap/"{tokenizer.json,tokenizer_config.json,model.safetensors} "$SCRATCH/phi3/"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["architectures"] = ["Phi3ForCausalLM"]; json.dump(c, open(sys.argv[2], "w"))' \
+  "$models/gemma2-softcap/config.json" "$SCRATCH/phi3/config.json"
+run eval perplexity --model "$SCRATCH/phi3" --data "$calib" --ctx 64
+expect_rc 2
+expect_err_has "architecture 'Phi3ForCausalLM' is not supported (supported: LlamaForCausalLM"
+expect_err_has "Gemma3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)"
