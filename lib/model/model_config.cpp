@@ -94,10 +94,26 @@ token_ids(const json& value) {
 
 } // namespace
 
+namespace {
+
+const std::pair<std::string_view, Architecture> kArchitectures[] = {
+    {"LlamaForCausalLM", Architecture::llama},       {"MistralForCausalLM", Architecture::mistral},
+    {"Qwen2ForCausalLM", Architecture::qwen2},       {"Qwen3ForCausalLM", Architecture::qwen3},
+    {"Gemma2ForCausalLM", Architecture::gemma2},     {"Gemma3ForCausalLM", Architecture::gemma3},
+    {"MixtralForCausalLM", Architecture::mixtral},   {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
+    {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
+
+} // namespace
+
 std::string_view
 supported_architectures() {
-  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-         "Gemma3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
+  static const std::string names = [] {
+    std::string out;
+    for (const auto& [name, architecture] : kArchitectures)
+      out += (out.empty() ? "" : ", ") + std::string(name);
+    return out;
+  }();
+  return names;
 }
 
 std::int64_t
@@ -141,13 +157,6 @@ ModelConfig::attention_scale() const {
 }
 
 namespace {
-
-const std::pair<std::string_view, Architecture> kArchitectures[] = {
-    {"LlamaForCausalLM", Architecture::llama},       {"MistralForCausalLM", Architecture::mistral},
-    {"Qwen2ForCausalLM", Architecture::qwen2},       {"Qwen3ForCausalLM", Architecture::qwen3},
-    {"Gemma2ForCausalLM", Architecture::gemma2},     {"Gemma3ForCausalLM", Architecture::gemma3},
-    {"MixtralForCausalLM", Architecture::mixtral},   {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
-    {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
 
 Architecture
 architecture_named(const std::string& name, const std::string& source) {
