@@ -1,7 +1,7 @@
 // Test helper: writes a random-weight model, BF16, for tests that run optkit on real tokenizers: a
 // small one with a given vocabulary size (so a real tokenizer.json can be put beside it) of a
 // family (llama, the default; gemma2; gemma3: a window of 8 on the sliding layers), or a real
-// shape plan knows (llama-3.2-1b, llama-3.1-8b), with its own number of decoder layers if given,
+// shape (llama-3.2-1b, llama-3.1-8b, qwen3-30b-a3b), with its own number of decoder layers if given,
 // from a seed (default 7): two seeds make a base and a variant for compress delta.
 //   write_random_model DIR VOCAB_SIZE|PRESET [LAYERS [SEED [FAMILY]]]
 #include "model/random_model.hpp"
