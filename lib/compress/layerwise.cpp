@@ -86,8 +86,9 @@ private:
 // take the Hessian).
 bool
 last_reader(const std::vector<runtime::LayerLinear>& linears, std::size_t index) {
-  return std::none_of(linears.begin() + static_cast<std::ptrdiff_t>(index) + 1, linears.end(),
-                      [&](const auto& l) { return l.expert < 0 && l.input == linears[index].input; });
+  return std::none_of(linears.begin() + static_cast<std::ptrdiff_t>(index) + 1, linears.end(), [&](const auto& l) {
+    return l.expert == runtime::kNotAnExpert && l.input == linears[index].input;
+  });
 }
 
 // An expert's two input Hessians: of its gate and up projections' input (the rows routed to it,
