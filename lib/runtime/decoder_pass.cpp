@@ -124,6 +124,8 @@ DecoderPass::release_scratch() {
     *b = Buffer{};
   m_row_cache = {};
   m_routes = {};
+  m_chosen = {};
+  m_chosen_weight = {};
 }
 
 namespace {

@@ -174,6 +174,10 @@ private:
   };
   std::vector<Route> m_routes;              // a layer's (row, weight) pairs, grouped by expert
   std::vector<std::int64_t> m_expert_first; // where each expert's pairs start in m_routes (+ the end)
+  std::vector<std::int64_t> m_expert_next;  // the next free place of each expert's pairs while grouping
+  std::vector<std::int64_t> m_chosen;       // each row's top-k experts, [rows · k]
+  std::vector<float> m_chosen_weight;       // and their weights
+  std::vector<std::int64_t> m_expert_order; // one row's experts, sorted by probability
   ExpertCounts m_expert_counts;
   std::vector<KvRows> m_row_cache; // each row's cached keys/values in the layer being run
 };

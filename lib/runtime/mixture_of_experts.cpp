@@ -14,7 +14,7 @@ namespace optkit::runtime {
 
 namespace {
 
-// The top-k of `probabilities` (ties to the lower index), as (expert, probability) pairs.
+// The indices of the k largest `probabilities` (ties to the lower index), largest first.
 void
 top_experts(const float* probabilities, std::int64_t experts, std::int64_t k, std::vector<std::int64_t>& order) {
   order.resize(static_cast<std::size_t>(experts));
@@ -50,9 +50,13 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
   // Route: each row's top-k experts and their weights.
   float* logits = m_router_logits.get(static_cast<std::size_t>(rows * experts));
   layer.router->multiply(h, rows, logits, pool);
-  std::vector<std::int64_t> chosen(static_cast<std::size_t>(rows * k));
-  std::vector<float> weight(chosen.size());
-  std::vector<std::int64_t> order;
+  // Each row's k (expert, weight) choices, in buffers kept from pass to pass (a decode step
+  // allocates nothing once the largest batch has been seen).
+  auto& chosen = m_chosen;
+  auto& weight = m_chosen_weight;
+  auto& order = m_expert_order;
+  chosen.resize(static_cast<std::size_t>(rows * k));
+  weight.resize(chosen.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     float* p = logits + r * experts;
     softmax_in_place(p, experts);
@@ -76,7 +80,8 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
     ++m_expert_first[static_cast<std::size_t>(e + 1)];
   std::partial_sum(m_expert_first.begin(), m_expert_first.end(), m_expert_first.begin());
   m_routes.resize(chosen.size());
-  std::vector<std::int64_t> next(m_expert_first.begin(), m_expert_first.end() - 1);
+  auto& next = m_expert_next;
+  next.assign(m_expert_first.begin(), m_expert_first.end() - 1);
   for (std::size_t i = 0; i < chosen.size(); ++i)
     m_routes[static_cast<std::size_t>(next[static_cast<std::size_t>(chosen[i])]++)] = {static_cast<std::int64_t>(i) / k,
                                                                                        weight[i]};
