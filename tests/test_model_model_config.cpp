@@ -256,3 +256,79 @@ TEST_CASE("Mixtral-8x7B and Qwen3-30B-A3B configs parse to their published param
   qwen["mlp_only_layers"] = {48};
   CHECK_THROWS_WITH_AS(parse_model_config(qwen, "c.json"), doctest::Contains("not a layer of 48"), InputError);
 }
+
+TEST_CASE("Phi-3-mini and Phi-4-mini configs parse to their published parameter counts, LongRoPE and partial "
+          "rotary") {
+  // Phi-3-mini-4k-instruct: no rope_scaling, a window of 2047 on every layer.
+  json phi3 = {{"architectures", {"Phi3ForCausalLM"}},
+               {"vocab_size", 32064},
+               {"hidden_size", 3072},
+               {"intermediate_size", 8192},
+               {"num_hidden_layers", 32},
+               {"num_attention_heads", 32},
+               {"num_key_value_heads", 32},
+               {"max_position_embeddings", 4096},
+               {"original_max_position_embeddings", 4096},
+               {"rope_scaling", nullptr},
+               {"sliding_window", 2047},
+               {"hidden_act", "silu"},
+               {"tie_word_embeddings", false}};
+  const auto mini = parse_model_config(phi3, "config.json");
+  CHECK(mini.parameter_count() == 3'821'079'552); // transformers' count for Phi-3-mini
+  CHECK(mini.fused_projections);
+  CHECK(mini.rms_norm_eps == doctest::Approx(1e-5)); // Phi3Config's default
+  CHECK(mini.window_of(31) == 2047);
+  CHECK(mini.long_rope_threshold() == 0);
+  CHECK(rope_attention_factor(mini) == 1.0);
+
+  // Phi-3-mini-128k: the legacy "su" type is LongRoPE; 131072 / 4096 = 32 gives sqrt(1 + ln 32 / ln 4096).
+  phi3["max_position_embeddings"] = 131072;
+  phi3["sliding_window"] = 262144;
+  json short_factor = json::array(), long_factor = json::array();
+  for (int i = 0; i < 48; ++i) {
+    short_factor.push_back(1.0 + 0.01 * i);
+    long_factor.push_back(1.0 + i);
+  }
+  phi3["rope_scaling"] = {{"type", "su"}, {"short_factor", short_factor}, {"long_factor", long_factor}};
+  const auto long_context = parse_model_config(phi3, "config.json");
+  CHECK(long_context.long_rope_threshold() == 4096);
+  CHECK(rope_attention_factor(long_context) == doctest::Approx(1.1902).epsilon(1e-4));
+  const auto short_inv = rope_inverse_frequencies(long_context), long_inv = long_rope_inverse_frequencies(long_context);
+  REQUIRE(short_inv.size() == 48);
+  REQUIRE(long_inv.size() == 48);
+  for (std::size_t i = 0; i < 48; ++i) {
+    const double plain = 1.0 / std::pow(10000.0, 2.0 * static_cast<double>(i) / 96.0);
+    CHECK(short_inv[i] == doctest::Approx(plain / (1.0 + 0.01 * static_cast<double>(i))));
+    CHECK(long_inv[i] == doctest::Approx(plain / (1.0 + static_cast<double>(i))));
+  }
+  phi3["rope_scaling"]["attention_factor"] = 1.5;
+  CHECK(rope_attention_factor(parse_model_config(phi3, "config.json")) == 1.5);
+  phi3["rope_scaling"]["long_factor"] = json::array({1.0, 2.0});
+  CHECK_THROWS_WITH_AS(parse_model_config(phi3, "c.json"), doctest::Contains("'long_factor', a list of 48 numbers"),
+                       InputError);
+
+  // Phi-4-mini: 24 heads of 128, RoPE on 0.75 of them (96 dims: 48 factors), tied embeddings.
+  json phi4 = {{"architectures", {"Phi3ForCausalLM"}},
+               {"vocab_size", 200064},
+               {"hidden_size", 3072},
+               {"intermediate_size", 8192},
+               {"num_hidden_layers", 32},
+               {"num_attention_heads", 24},
+               {"num_key_value_heads", 8},
+               {"partial_rotary_factor", 0.75},
+               {"max_position_embeddings", 131072},
+               {"original_max_position_embeddings", 4096},
+               {"rope_scaling", {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}}},
+               {"tie_word_embeddings", true}};
+  const auto phi4_mini = parse_model_config(phi4, "config.json");
+  CHECK(phi4_mini.parameter_count() == 3'836'021'760);
+  CHECK(phi4_mini.rotated_dims() == 96);
+  CHECK(describe_features(phi4_mini).find("rotary on 96 of 128 head dims") != std::string::npos);
+  phi4["partial_rotary_factor"] = 0.7; // 89.6 dims
+  CHECK_THROWS_WITH_AS(parse_model_config(phi4, "c.json"), doctest::Contains("partial_rotary_factor"), InputError);
+  // yarn is Phi-3's legacy name for LongRoPE only: another architecture's YaRN is refused by name.
+  json llama_yarn = llama();
+  llama_yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  CHECK_THROWS_WITH_AS(parse_model_config(llama_yarn, "c.json"),
+                       doctest::Contains("rope_scaling type 'yarn' is not supported"), InputError);
+}

@@ -40,14 +40,26 @@ mean_relative_error(const std::vector<float>& got, const std::vector<float>& wan
   return sum / static_cast<double>(want.size()) / static_cast<double>(*hi - *lo);
 }
 
+// Models whose logits at a position do not depend on how long the sequence grows later.
 const char* const kModels[] = {
     "oracle/llama-tied",   "oracle/mistral-window", "oracle/qwen2-bias", "oracle/qwen3-qknorm", "oracle/gemma2-softcap",
     "oracle/gemma3-local", "oracle/mixtral-moe",    "oracle/qwen3-moe",  "oracle/qwen2-moe",    "tiny-base"};
+// And those with LongRoPE, whose whole sequence rotates with the long factors once it is longer than
+// the threshold: a prompt's oracle logits are those of the whole prompt, so only whole prompts
+// (prefilled alone or batched) and greedy decoding across the switch are compared.
+const char* const kLongRopeModels[] = {"oracle/phi3-longrope"};
+
+std::vector<const char*>
+whole_prompt_models() {
+  std::vector<const char*> out(std::begin(kModels), std::end(kModels));
+  out.insert(out.end(), std::begin(kLongRopeModels), std::end(kLongRopeModels));
+  return out;
+}
 
 } // namespace
 
 TEST_CASE("prefill of each prompt alone matches the PyTorch reference") {
-  for (const char* name : kModels) {
+  for (const std::string name : whole_prompt_models()) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2});
@@ -68,7 +80,7 @@ TEST_CASE("prefill of each prompt alone matches the PyTorch reference") {
 }
 
 TEST_CASE("one batched pass over prompts of different lengths matches the reference") {
-  for (const char* name : kModels) {
+  for (const std::string name : whole_prompt_models()) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2});
@@ -91,7 +103,7 @@ TEST_CASE("one batched pass over prompts of different lengths matches the refere
 TEST_CASE("prefill of half a prompt then batched decode of the rest matches the reference") {
   // KV blocks of 3 tokens put block boundaries (and sliding-window starts) inside every prompt.
   for (const std::int64_t block_tokens : {3, 16})
-    for (const char* name : kModels) {
+    for (const std::string name : kModels) {
       CAPTURE(name);
       CAPTURE(block_tokens);
       const auto dir = test::testdata_dir() / "models" / name;
@@ -140,7 +152,7 @@ TEST_CASE("with bf16 activations, prefill and decode match the PyTorch reference
   // boundary may round the other way and move a few logits (worst case within 2e-3 of the logit
   // range); on average optkit is over 4x closer to this reference than to the fp32 one, which is
   // what tells the two modes apart.
-  for (const char* name : {"oracle/llama-tied", "oracle/qwen3-qknorm", "tiny-base"}) {
+  for (const std::string name : {"oracle/llama-tied", "oracle/qwen3-qknorm", "tiny-base"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2, .activations = ActivationPrecision::bf16});
@@ -189,7 +201,7 @@ TEST_CASE("weights read into memory (--no-mmap) give exactly the logits of mappe
 }
 
 TEST_CASE("a sequence continued from a cached prefix gets the reference's logits for the rest of its prompt") {
-  for (const char* name : kModels) {
+  for (const std::string name : kModels) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2, .kv_cache = {.block_tokens = 4, .prefix_caching = true}});
@@ -257,9 +269,12 @@ TEST_CASE(
   CHECK(model.kv_cache().used_blocks() == 3);
 }
 
-TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2/3, Mixtral, Qwen2/3-MoE)") {
-  for (const char* name :
-       {"oracle/gemma2-softcap", "oracle/gemma3-local", "oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
+TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Gemma 2/3, Phi-3, Mixtral, "
+          "Qwen2/3-MoE)") {
+  // Phi-3's 7-token prompt grows past its LongRoPE threshold of 16 on the way: the reference
+  // recomputes every step over the whole sequence, optkit recomputes the sequence once there.
+  for (const std::string name : {"oracle/gemma2-softcap", "oracle/gemma3-local", "oracle/phi3-longrope",
+                                 "oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     model::SafetensorsFile oracle(dir / "oracle_greedy.safetensors");
@@ -286,8 +301,44 @@ TEST_CASE("greedy decoding continues a prompt with the reference's 32 tokens (Ge
   }
 }
 
+TEST_CASE("a LongRoPE sequence growing past its threshold is recomputed with the long factors, as a whole "
+          "prompt of that length would be") {
+  const auto dir = test::testdata_dir() / "models" / "oracle" / "phi3-longrope";
+  CpuTransformer model(dir, {.threads = 2, .kv_cache = {.block_tokens = 3, .prefix_caching = true}});
+  REQUIRE(model.config().long_rope_threshold() == 16);
+  CHECK_FALSE(model.kv_cache().prefix_caching()); // a prefix's keys depend on the sequence's length
+  const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+  const auto prompts = read_oracle(dir);
+  const auto& p = prompts.back(); // 40 tokens: every row of its oracle rotates with the long factors
+  REQUIRE(p.ids.size() == 40);
+  const auto seq = model.add_sequence();
+  const auto ids = std::span<const TokenId>(p.ids);
+  const SequenceInput start{seq, ids.first(15), false};
+  model.forward({&start, 1});
+  // Positions 15 and 16 in one pass: the sequence becomes 17 long, so all of it is recomputed, and
+  // the pass returns the logits of its own two tokens only.
+  const SequenceInput crossing{seq, ids.subspan(15, 2), true};
+  const auto both = model.forward({&crossing, 1});
+  REQUIRE(both.size() == 2 * vocab);
+  CHECK(relative_error(both, p.logits, 15, 2, vocab) <= 1e-3);
+  CHECK(model.sequence_length(seq) == 17);
+  for (std::size_t t = 17; t < p.ids.size(); ++t) {
+    const SequenceInput next{seq, ids.subspan(t, 1), false};
+    CHECK(relative_error(model.forward({&next, 1}), p.logits, t, 1, vocab) <= 1e-3);
+  }
+  // Below the threshold a sequence rotates with the short factors: the 7-token prompt decoded one
+  // token at a time gets its oracle's logits (and the 40-token prompt's would differ).
+  const auto& short_prompt = prompts[1];
+  REQUIRE(short_prompt.ids.size() == 7);
+  const auto short_seq = model.add_sequence();
+  for (std::size_t t = 0; t < short_prompt.ids.size(); ++t) {
+    const SequenceInput next{short_seq, std::span<const TokenId>(short_prompt.ids).subspan(t, 1), false};
+    CHECK(relative_error(model.forward({&next, 1}), short_prompt.logits, t, 1, vocab) <= 1e-3);
+  }
+}
+
 TEST_CASE("a mixture-of-experts pass multiplies each chosen expert once over all its rows and never the others") {
-  for (const char* name : {"oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
+  for (const std::string name : {"oracle/mixtral-moe", "oracle/qwen3-moe", "oracle/qwen2-moe"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
     CpuTransformer model(dir, {.threads = 2});

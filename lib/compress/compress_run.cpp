@@ -145,10 +145,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
   const bool delta = options.base.has_value();
   model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
-  if (const auto config = model::load_model_config(options.model); config.num_experts > 0 && delta)
-    throw InputError(fmt::format("{}: compress delta does not handle mixture-of-experts models ({}) yet; compress "
-                                 "--model does",
-                                 options.model.string(), config.architecture_name));
+  if (const auto config = model::load_model_config(options.model);
+      (config.num_experts > 0 || config.fused_projections) && delta)
+    throw InputError(fmt::format("{}: compress delta does not handle {} yet ({}); compress --model does",
+                                 options.model.string(),
+                                 config.num_experts > 0 ? "mixture-of-experts models" : "fused qkv_proj / gate_up_proj",
+                                 config.architecture_name));
   if (delta) {
     model::check_model_folder(*options.base, "--base");
     check_same_architecture(*options.base, options.model);

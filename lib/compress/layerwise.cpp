@@ -82,6 +82,57 @@ private:
   std::int64_t m_top_k = 1;
 };
 
+// The linears a compressed module holds: Phi-3's fused self_attn.qkv_proj is q, k and v (one
+// input, so one Hessian), compressed as the one matrix its checkpoint stores; any other is itself.
+std::vector<std::string>
+module_parts(const model::ModelConfig& config, const std::string& name) {
+  for (const auto& fused : model::fused_linears(config))
+    if (fused.name == name)
+      return fused.parts;
+  return {name};
+}
+
+// The module's weights widened to fp32, its parts' rows one after another, and its [rows, cols].
+struct ModuleWeights {
+  std::vector<float> values;
+  std::int64_t rows = 0, cols = 0;
+};
+
+ModuleWeights
+module_weights(const runtime::LayerwiseModel& model, std::int64_t layer, const std::vector<std::string>& parts) {
+  ModuleWeights out;
+  for (const auto& part : parts) {
+    const auto& w = model.linear(layer, part);
+    auto values = runtime::dense_floats(w);
+    out.values.insert(out.values.end(), values.begin(), values.end());
+    out.rows += w.rows();
+    out.cols = w.cols();
+  }
+  return out;
+}
+
+// `values` (the module's rows) back into its parts' places in the model, each part its own rows.
+void
+replace_module(runtime::LayerwiseModel& model, std::int64_t layer, const std::vector<std::string>& parts,
+               std::vector<float> values) {
+  if (parts.size() == 1) {
+    const auto& w = model.linear(layer, parts.front());
+    const auto rows = w.rows(), cols = w.cols();
+    model.replace_linear(layer, parts.front(), runtime::make_owned_dense_weight(std::move(values), rows, cols));
+    return;
+  }
+  std::size_t offset = 0;
+  for (const auto& part : parts) {
+    const auto& w = model.linear(layer, part);
+    const auto rows = w.rows(), cols = w.cols();
+    const auto size = static_cast<std::size_t>(rows * cols);
+    std::vector<float> own(values.begin() + static_cast<std::ptrdiff_t>(offset),
+                           values.begin() + static_cast<std::ptrdiff_t>(offset + size));
+    model.replace_linear(layer, part, runtime::make_owned_dense_weight(std::move(own), rows, cols));
+    offset += size;
+  }
+}
+
 // Whether linears[index] is the last of a layer's shared-input linears to read its input (it may
 // take the Hessian).
 bool
@@ -378,17 +429,15 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       const auto args = compressed_weight_args(recipe, layer, module);
       if (!args)
         return;
-      const auto& current = model.linear(layer, name);
-      const auto rows = current.rows(), cols = current.cols();
-      auto w = runtime::dense_floats(current);
+      const auto parts = module_parts(config, name);
+      auto [w, rows, cols] = module_weights(model, layer, parts);
       model.weights().release(module + ".weight"); // widened: its mapped pages are not needed again
       std::vector<float> base_w;
       if (base) {
-        const auto& b = base->linear(layer, name);
-        if (b.rows() != rows || b.cols() != cols)
-          throw InputError(
-              fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows(), b.cols()));
-        base_w = runtime::dense_floats(b);
+        auto b = module_weights(*base, layer, parts);
+        if (b.rows != rows || b.cols != cols)
+          throw InputError(fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows, b.cols));
+        base_w = std::move(b.values);
         base->weights().release(module + ".weight");
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];
@@ -404,7 +453,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         if (base)
           for (std::size_t i = 0; i < reconstruction.size(); ++i)
             reconstruction[i] += base_w[i];
-        model.replace_linear(layer, name, runtime::make_owned_dense_weight(std::move(reconstruction), rows, cols));
+        replace_module(model, layer, parts, std::move(reconstruction));
       }
       options.sink->add_linear(compressed);
     };

@@ -58,11 +58,15 @@ std::string
 supported_uses(const model::ModelConfig& config) {
   const auto device_gap = runtime::DeviceEngine::unsupported(config);
   const bool moe = config.num_experts > 0;
-  return fmt::format(
-      "eval (perplexity, tasks), {}, serve-deltas with deltas and LoRA adapters{} on the CPU; on CUDA {}",
-      moe ? "compress (every recipe, per expert; not compress delta yet)" : "compress (every recipe, compress delta)",
-      moe ? " (attention only)" : "",
-      device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
+  const auto compress = moe                        ? "compress (every recipe, per expert; not compress delta yet)"
+                        : config.fused_projections ? "compress (every recipe, the fused modules whole; not compress "
+                                                     "delta yet)"
+                                                   : "compress (every recipe, compress delta)";
+  const auto serve = moe                        ? "serve-deltas with deltas and LoRA adapters (attention only)"
+                     : config.fused_projections ? "serve-deltas (no deltas or LoRA on fused modules yet)"
+                                                : "serve-deltas with deltas and LoRA adapters";
+  return fmt::format("eval (perplexity, tasks), {}, {} on the CPU; on CUDA {}", compress, serve,
+                     device_gap.empty() ? "too" : "not yet (the device decoder lacks " + device_gap + ")");
 }
 
 } // namespace

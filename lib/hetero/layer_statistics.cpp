@@ -161,9 +161,10 @@ measure_layer_statistics(const std::filesystem::path& model_dir, const std::vect
   runtime::LayerwiseModel model(model_dir, options.threads);
   const int threads = static_cast<int>(options.threads > 0 ? options.threads : available_cpus());
   const auto& config = model.config();
-  if (config.num_experts > 0)
-    throw InputError(fmt::format("{}: plan hetero does not measure mixture-of-experts models ({}) yet",
-                                 model_dir.string(), config.architecture_name));
+  if (config.num_experts > 0 || config.fused_projections)
+    throw InputError(fmt::format("{}: plan hetero does not measure {} ({}) yet", model_dir.string(),
+                                 config.num_experts > 0 ? "mixture-of-experts models" : "fused qkv_proj / gate_up_proj",
+                                 config.architecture_name));
 
   MeasuredStatistics out;
   std::vector<std::int64_t> lengths;

@@ -73,4 +73,41 @@ shared_expert_gate_module(std::int64_t layer) {
   return fmt::format("model.layers.{}.mlp.shared_expert_gate", layer);
 }
 
+std::vector<FusedLinear>
+fused_linears(const ModelConfig& c) {
+  if (!c.fused_projections)
+    return {};
+  return {{"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+          {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}}};
+}
+
+namespace {
+
+// Rows of a dense layer's q/k/v or gate/up projection.
+std::int64_t
+projection_rows(const ModelConfig& c, const std::string& name) {
+  if (name == "self_attn.q_proj")
+    return c.q_dim();
+  if (name == "self_attn.k_proj" || name == "self_attn.v_proj")
+    return c.kv_dim();
+  return c.intermediate_size;
+}
+
+} // namespace
+
+StoredLinear
+stored_linear(const ModelConfig& c, const std::string& name) {
+  for (const auto& fused : fused_linears(c)) {
+    StoredLinear stored{fused.name, -1, 0};
+    for (const auto& part : fused.parts) {
+      if (part == name)
+        stored.first_row = stored.stored_rows;
+      stored.stored_rows += projection_rows(c, part);
+    }
+    if (stored.first_row >= 0)
+      return stored;
+  }
+  return {name, 0, 0};
+}
+
 } // namespace optkit::model

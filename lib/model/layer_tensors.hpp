@@ -49,4 +49,21 @@ std::string shared_expert_module(std::int64_t layer, ExpertProjection p);
 std::pair<std::int64_t, std::int64_t> shared_expert_shape(const ModelConfig& config, ExpertProjection p);
 std::string shared_expert_gate_module(std::int64_t layer);
 
+// Phi-3 stores a layer's q/k/v as one self_attn.qkv_proj ([q_dim + 2·kv_dim, hidden], q's rows
+// first) and gate/up as one mlp.gate_up_proj ([2·intermediate, hidden], gate's first).
+struct FusedLinear {
+  std::string name;               // "self_attn.qkv_proj"
+  std::vector<std::string> parts; // "self_attn.q_proj", ..., in row order
+};
+// The fused modules of `config`'s layers (none unless fused_projections).
+std::vector<FusedLinear> fused_linears(const ModelConfig& config);
+// Where a dense layer's linear `name` ("self_attn.k_proj") is stored, under "model.layers.<i>.":
+// its own module, or rows [first_row, first_row + its rows) of a fused one of stored_rows rows.
+struct StoredLinear {
+  std::string module;
+  std::int64_t first_row = 0;
+  std::int64_t stored_rows = 0;
+};
+StoredLinear stored_linear(const ModelConfig& config, const std::string& name);
+
 } // namespace optkit::model

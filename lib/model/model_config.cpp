@@ -44,8 +44,48 @@ bool_or(const json& config, const std::string& source, const std::string& key, b
   return config[key].get<bool>();
 }
 
+// One factor per rotated pair: a list of rotary_dim / 2 positive numbers.
+std::vector<double>
+longrope_factors(const json& scaling, const std::string& source, const char* key, std::int64_t pairs) {
+  if (!scaling.contains(key) || !scaling[key].is_array() || static_cast<std::int64_t>(scaling[key].size()) != pairs)
+    throw InputError(fmt::format("{}: rope_scaling type longrope needs '{}', a list of {} numbers (rotary_dim / 2)",
+                                 source, key, pairs));
+  std::vector<double> factors;
+  for (const auto& f : scaling[key]) {
+    if (!f.is_number() || !(f.get<double>() > 0))
+      throw InputError(fmt::format("{}: rope_scaling {} holds {}, not a positive number", source, key, f.dump()));
+    factors.push_back(f.get<double>());
+  }
+  return factors;
+}
+
+// LongRoPE (Phi-3): the short and long factors, the length that switches between them
+// (original_max_position_embeddings, at the config's top level or in rope_scaling; 4096 if
+// neither) and the attention factor: as given, else sqrt(1 + ln s / ln original) for the context
+// extension s = max_position_embeddings / original (1 when s <= 1).
+RopeScaling
+longrope_scaling(const json& config, const json& scaling, const std::string& source, const ModelConfig& c) {
+  RopeScaling r;
+  r.type = "longrope";
+  r.short_factor = longrope_factors(scaling, source, "short_factor", c.rotated_dims() / 2);
+  r.long_factor = longrope_factors(scaling, source, "long_factor", c.rotated_dims() / 2);
+  r.original_max_position_embeddings =
+      number_or(config, source, "original_max_position_embeddings",
+                number_or(scaling, source + " rope_scaling", "original_max_position_embeddings", 4096));
+  if (r.original_max_position_embeddings < 2)
+    throw InputError(source + ": original_max_position_embeddings must be at least 2");
+  const double extension = static_cast<double>(c.max_position_embeddings) / r.original_max_position_embeddings;
+  r.factor = extension;
+  r.attention_factor =
+      extension <= 1 ? 1.0 : std::sqrt(1 + std::log(extension) / std::log(r.original_max_position_embeddings));
+  r.attention_factor = number_or(scaling, source + " rope_scaling", "attention_factor", r.attention_factor);
+  if (!(r.attention_factor > 0))
+    throw InputError(source + ": rope_scaling attention_factor must be positive");
+  return r;
+}
+
 std::optional<RopeScaling>
-parse_rope_scaling(const json& config, const std::string& source) {
+parse_rope_scaling(const json& config, const std::string& source, const ModelConfig& c) {
   if (!config.contains("rope_scaling") || config["rope_scaling"].is_null())
     return std::nullopt;
   const auto& s = config["rope_scaling"];
@@ -59,9 +99,12 @@ parse_rope_scaling(const json& config, const std::string& source) {
     }
   if (type == "default")
     return std::nullopt;
+  const bool phi3 = c.architecture == Architecture::phi3;
+  if (type == "longrope" || (phi3 && (type == "su" || type == "yarn"))) // Phi-3's legacy names
+    return longrope_scaling(config, s, source, c);
   if (type != "llama3" && type != "linear")
     throw InputError(source + ": rope_scaling type '" + type +
-                     "' is not supported (supported: llama3, linear, default)");
+                     "' is not supported (supported: llama3, linear, longrope, default)");
   RopeScaling r;
   r.type = type;
   r.factor = number_or(s, source + " rope_scaling", "factor", 0.0);
@@ -97,11 +140,11 @@ token_ids(const json& value) {
 namespace {
 
 const std::pair<std::string_view, Architecture> kArchitectures[] = {
-    {"LlamaForCausalLM", Architecture::llama},       {"MistralForCausalLM", Architecture::mistral},
-    {"Qwen2ForCausalLM", Architecture::qwen2},       {"Qwen3ForCausalLM", Architecture::qwen3},
-    {"Gemma2ForCausalLM", Architecture::gemma2},     {"Gemma3ForCausalLM", Architecture::gemma3},
-    {"MixtralForCausalLM", Architecture::mixtral},   {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
-    {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
+    {"LlamaForCausalLM", Architecture::llama},        {"MistralForCausalLM", Architecture::mistral},
+    {"Qwen2ForCausalLM", Architecture::qwen2},        {"Qwen3ForCausalLM", Architecture::qwen3},
+    {"Gemma2ForCausalLM", Architecture::gemma2},      {"Gemma3ForCausalLM", Architecture::gemma3},
+    {"Phi3ForCausalLM", Architecture::phi3},          {"MixtralForCausalLM", Architecture::mixtral},
+    {"Qwen2MoeForCausalLM", Architecture::qwen2_moe}, {"Qwen3MoeForCausalLM", Architecture::qwen3_moe}};
 
 } // namespace
 
@@ -154,6 +197,13 @@ float
 ModelConfig::attention_scale() const {
   const double scalar = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim);
   return static_cast<float>(1.0 / std::sqrt(scalar));
+}
+
+std::int64_t
+ModelConfig::long_rope_threshold() const {
+  return rope_scaling && rope_scaling->type == "longrope"
+             ? static_cast<std::int64_t>(rope_scaling->original_max_position_embeddings)
+             : 0;
 }
 
 namespace {
@@ -276,6 +326,21 @@ read_moe_fields(const json& config, const std::string& source, ModelConfig& c) {
     c.moe_layers.push_back(!dense[static_cast<std::size_t>(l)] && (l + 1) % step == 0);
 }
 
+// How many leading dims of a head RoPE rotates: head_dim × partial_rotary_factor (at the config's
+// top level, or in transformers v5's rope_parameters), an even number.
+std::int64_t
+rotary_dimensions(const json& config, const std::string& source, std::int64_t head_dim) {
+  double factor = number_or(config, source, "partial_rotary_factor", 1.0);
+  if (config.contains("rope_parameters") && config["rope_parameters"].is_object())
+    factor = number_or(config["rope_parameters"], source + " rope_parameters", "partial_rotary_factor", factor);
+  const auto dims = static_cast<std::int64_t>(static_cast<double>(head_dim) * factor);
+  if (!(factor > 0 && factor <= 1) || dims < 2 || dims % 2 != 0)
+    throw InputError(fmt::format("{}: partial_rotary_factor {} of head_dim {} gives {} rotated dims; it must be in "
+                                 "(0, 1] and give an even number",
+                                 source, factor, head_dim, dims));
+  return dims;
+}
+
 ModelConfig
 model_config_fields(const json& config, const std::string& source) {
   if (!config.is_object())
@@ -304,18 +369,20 @@ model_config_fields(const json& config, const std::string& source) {
     c.head_dim = c.hidden_size / c.num_heads;
   else
     throw InputError(source + ": hidden_size is not a multiple of num_attention_heads and no 'head_dim' is given");
-  if (c.head_dim % 2 != 0)
-    throw InputError(source + ": head_dim " + std::to_string(c.head_dim) + " must be even for rotary embeddings");
+  c.rotary_dim = rotary_dimensions(config, source, c.head_dim);
   c.max_position_embeddings =
       config.contains("max_position_embeddings") ? positive_int(config, source, "max_position_embeddings") : 2048;
-  c.rms_norm_eps = static_cast<float>(number_or(config, source, "rms_norm_eps", 1e-6));
+  c.rms_norm_eps =
+      static_cast<float>(number_or(config, source, "rms_norm_eps", c.architecture == Architecture::phi3 ? 1e-5 : 1e-6));
   c.rope_theta = number_or(config, source, "rope_theta", c.architecture == Architecture::gemma3 ? 1e6 : 10000.0);
-  c.rope_scaling = parse_rope_scaling(config, source);
+  c.rope_scaling = parse_rope_scaling(config, source, c);
   c.tie_word_embeddings = bool_or(config, source, "tie_word_embeddings", gemma);
   c.qkv_bias = c.architecture == Architecture::qwen2 || c.architecture == Architecture::qwen2_moe ||
                bool_or(config, source, "attention_bias", false);
   c.qk_norm = c.architecture == Architecture::qwen3 || c.architecture == Architecture::qwen3_moe;
-  if ((c.architecture == Architecture::mistral || c.architecture == Architecture::mixtral) &&
+  c.fused_projections = c.architecture == Architecture::phi3;
+  if ((c.architecture == Architecture::mistral || c.architecture == Architecture::mixtral ||
+       c.architecture == Architecture::phi3) &&
       config.contains("sliding_window") && !config["sliding_window"].is_null())
     c.sliding_window = positive_int(config, source, "sliding_window");
   read_activation(config, source, c);
@@ -346,14 +413,39 @@ load_model_config(const std::filesystem::path& model_dir) {
   return parse_model_config(read_json_file(path, "is it a Hugging Face model folder?"), path.string());
 }
 
+namespace {
+
+// base^(−2i / rotary_dim), each divided by its factor when `stretch` gives them.
+std::vector<double>
+plain_inverse_frequencies(const ModelConfig& c, const std::vector<double>& stretch = {}) {
+  std::vector<double> inv(static_cast<std::size_t>(c.rotated_dims() / 2));
+  for (std::size_t i = 0; i < inv.size(); ++i)
+    inv[i] = 1.0 / ((stretch.empty() ? 1.0 : stretch[i]) *
+                    std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.rotated_dims())));
+  return inv;
+}
+
+} // namespace
+
+std::vector<double>
+long_rope_inverse_frequencies(const ModelConfig& c) {
+  return c.long_rope_threshold() > 0 ? plain_inverse_frequencies(c, c.rope_scaling->long_factor)
+                                     : std::vector<double>{};
+}
+
+double
+rope_attention_factor(const ModelConfig& c) {
+  return c.rope_scaling ? c.rope_scaling->attention_factor : 1.0;
+}
+
 std::vector<double>
 rope_inverse_frequencies(const ModelConfig& c) {
-  std::vector<double> inv(static_cast<std::size_t>(c.head_dim / 2));
-  for (std::size_t i = 0; i < inv.size(); ++i)
-    inv[i] = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
   if (!c.rope_scaling)
-    return inv;
+    return plain_inverse_frequencies(c);
   const auto& s = *c.rope_scaling;
+  if (s.type == "longrope")
+    return plain_inverse_frequencies(c, s.short_factor);
+  auto inv = plain_inverse_frequencies(c);
   if (s.type == "linear") {
     for (auto& f : inv)
       f /= s.factor;
@@ -398,6 +490,13 @@ describe_features(const ModelConfig& c) {
     parts.push_back(fmt::format("local RoPE base {:g}, global {:g}", c.local_rope_theta, c.rope_theta));
   if (c.rope_scaling)
     parts.push_back(fmt::format("rope_scaling {} x{:g}", c.rope_scaling->type, c.rope_scaling->factor));
+  if (c.long_rope_threshold() > 0)
+    parts.push_back(fmt::format("long factors past {} tokens, attention factor {:.4g}", c.long_rope_threshold(),
+                                c.rope_scaling->attention_factor));
+  if (c.rotated_dims() < c.head_dim)
+    parts.push_back(fmt::format("rotary on {} of {} head dims", c.rotary_dim, c.head_dim));
+  if (c.fused_projections)
+    parts.push_back("fused qkv_proj and gate_up_proj");
   if (c.qkv_bias)
     parts.push_back("q/k/v bias");
   if (c.qk_norm)

@@ -136,6 +136,13 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
     const auto p = fmt::format("model.layers.{}.", i);
     for (const auto& v : layer_vector_specs(c))
       shapes.push_back({p + v.name, {v.size}});
+    if (c.fused_projections) { // Phi-3: q/k/v and gate/up each stored as one tensor
+      shapes.insert(shapes.end(), {{p + "self_attn.qkv_proj.weight", {c.q_dim() + 2 * c.kv_dim(), c.hidden_size}},
+                                   {p + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}},
+                                   {p + "mlp.gate_up_proj.weight", {2 * c.intermediate_size, c.hidden_size}},
+                                   {p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}}});
+      continue;
+    }
     shapes.insert(shapes.end(), {{p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}},
                                  {p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}},
                                  {p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden_size}},

@@ -42,6 +42,13 @@ layer_linears(const model::ModelConfig& c, std::int64_t layer) {
   for (const auto& l : kDecoderLinears)
     if (!c.is_moe_layer(layer) || l.input == LinearInput::attention_in || l.input == LinearInput::attention_out)
       out.push_back({l.name, l.input});
+  for (const auto& fused : model::fused_linears(c)) { // Phi-3: the parts give way to the module storing them
+    const auto first = std::find_if(out.begin(), out.end(), [&](const auto& l) { return l.name == fused.parts[0]; });
+    if (first == out.end())
+      continue;
+    first->name = fused.name;
+    std::erase_if(out, [&](const auto& l) { return std::ranges::find(fused.parts, l.name) != fused.parts.end(); });
+  }
   if (!c.is_moe_layer(layer))
     return out;
   const auto prefix = fmt::format("model.layers.{}.", layer).size();
@@ -130,27 +137,46 @@ DecoderPass::release_scratch() {
 
 namespace {
 
+// Row r's cos and sin of its position times `inv_freq`, times `factor`.
 void
-fill_angles(const std::vector<std::int64_t>& positions, const std::vector<float>& inv_freq, std::vector<float>& cos,
-            std::vector<float>& sin) {
+fill_row_angles(std::size_t r, std::int64_t position, const std::vector<float>& inv_freq, float factor,
+                std::vector<float>& cos, std::vector<float>& sin) {
   const auto half = inv_freq.size();
-  cos.resize(positions.size() * half);
+  for (std::size_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * inv_freq[i];
+    cos[r * half + i] = std::cos(angle) * factor;
+    sin[r * half + i] = std::sin(angle) * factor;
+  }
+}
+
+// Every row's angles; with LongRoPE (`long_inv_freq` not empty) a sequence longer than
+// `threshold` once this pass's rows are in (a run of rows of one sequence: its last position + 1)
+// rotates all of them with the long factors, as transformers chooses by the sequence's length.
+void
+fill_angles(const BatchRows& batch, const std::vector<float>& inv_freq, const std::vector<float>& long_inv_freq,
+            std::int64_t threshold, float factor, std::vector<float>& cos, std::vector<float>& sin) {
+  const auto rows = batch.position.size();
+  cos.resize(rows * inv_freq.size());
   sin.resize(cos.size());
-  for (std::size_t r = 0; r < positions.size(); ++r)
-    for (std::size_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(positions[r]) * inv_freq[i];
-      cos[r * half + i] = std::cos(angle);
-      sin[r * half + i] = std::sin(angle);
-    }
+  for (std::size_t first = 0, end = 0; first < rows; first = end) {
+    std::int64_t last_position = 0;
+    for (end = first; end < rows && batch.sequence[end] == batch.sequence[first]; ++end)
+      last_position = std::max(last_position, batch.position[end]);
+    const bool long_factors = !long_inv_freq.empty() && last_position + 1 > threshold;
+    for (std::size_t r = first; r < end; ++r)
+      fill_row_angles(r, batch.position[r], long_factors ? long_inv_freq : inv_freq, factor, cos, sin);
+  }
 }
 
 } // namespace
 
 void
 DecoderPass::fill_rope(BatchRows& batch) const {
-  fill_angles(batch.position, m_weights->inverse_frequencies(), batch.cos, batch.sin);
-  if (!m_weights->local_inverse_frequencies().empty())
-    fill_angles(batch.position, m_weights->local_inverse_frequencies(), batch.local_cos, batch.local_sin);
+  const auto& w = *m_weights;
+  fill_angles(batch, w.inverse_frequencies(), w.long_inverse_frequencies(), w.config().long_rope_threshold(),
+              w.rope_attention_factor(), batch.cos, batch.sin);
+  if (!w.local_inverse_frequencies().empty())
+    fill_angles(batch, w.local_inverse_frequencies(), {}, 0, 1.0f, batch.local_cos, batch.local_sin);
 }
 
 void
@@ -207,7 +233,7 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
     add_bias(k, batch, index, layer, &DecoderLayerWeights::k_bias, &VariantLayer::k_bias, rows);
     add_bias(v, batch, index, layer, &DecoderLayerWeights::v_bias, &VariantLayer::v_bias, rows);
   }
-  const std::int64_t half = hd / 2;
+  const std::int64_t rotated = c.rotated_dims(), half = rotated / 2;
   const bool local = c.uses_local_rope(index);
   const float* all_cos = local ? batch.local_cos.data() : batch.cos.data();
   const float* all_sin = local ? batch.local_sin.data() : batch.sin.data();
@@ -223,13 +249,13 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
         float* qh = q + r * q_dim + head * hd;
         if (c.qk_norm)
           rms_norm(qh, q_norm, hd, c.rms_norm_eps, qh);
-        apply_rope(qh, hd, cos, sin);
+        apply_rope(qh, rotated, cos, sin);
       }
       for (std::int64_t head = 0; head < c.num_kv_heads; ++head) {
         float* kh = k + r * kv_dim + head * hd;
         if (c.qk_norm)
           rms_norm(kh, k_norm, hd, c.rms_norm_eps, kh);
-        apply_rope(kh, hd, cos, sin);
+        apply_rope(kh, rotated, cos, sin);
       }
     }
   });

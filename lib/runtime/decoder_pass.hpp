@@ -59,7 +59,8 @@ inline constexpr LinearName kDecoderLinears[] = {
     {"mlp.down_proj", LinearInput::mlp_hidden}};
 
 // What each activation row of a pass is: its sequence, its position, and the RoPE cos/sin of that
-// position (head_dim / 2 each), computed once for all layers (local_*: Gemma 3's sliding layers').
+// position (rotary_dim / 2 each), computed once for all layers (local_*: Gemma 3's sliding layers').
+// A sequence's rows are consecutive.
 struct BatchRows {
   std::vector<SequenceId> sequence;
   std::vector<std::int64_t> position;
@@ -92,7 +93,8 @@ void multiply_served(const LinearWeight& base, const BatchRows& batch,
                      std::int64_t rows, std::int64_t in_width, float* y, std::int64_t out_width, ThreadPool& pool);
 
 // A layer's linear layers by their names under "model.layers.<i>.", in the order compress takes
-// them: kDecoderLinears for a dense layer; for a mixture-of-experts layer the attention's four,
+// them: kDecoderLinears for a dense layer (Phi-3's fused modules in place of their parts:
+// self_attn.qkv_proj, o_proj, mlp.gate_up_proj, down_proj); for a mixture-of-experts layer the attention's four,
 // then each expert's gate, up and down (`expert` >= 0), then the shared expert's (kSharedExpert);
 // the router and the shared expert's gate are not among them.
 inline constexpr std::int64_t kNotAnExpert = -1, kSharedExpert = -2;

@@ -63,6 +63,15 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     auto w = load_linear(*m_store, module, rows, cols, quantization_config, activations);
     return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
   };
+  // A dense layer's projection, by its own name even where it is stored fused (Phi-3).
+  auto load_projection = [&](std::int64_t layer, const std::string& name, std::int64_t rows, std::int64_t cols) {
+    const auto stored = model::stored_linear(c, name);
+    const auto prefix = fmt::format("model.layers.{}.", layer);
+    if (stored.stored_rows == 0)
+      return load_module(prefix + name, rows, cols, q);
+    return load_linear(*m_store, prefix + stored.module, rows, cols, q, activations,
+                       {stored.first_row, stored.stored_rows});
+  };
   auto read_vector = [&](const std::string& name, std::int64_t size) {
     return load_vector(*m_store, delta.get(), name, size);
   };
@@ -83,9 +92,9 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
       auto values = read_vector(p + v.name, v.size);
       l.*v.base = v.gain ? held_gain(std::move(values), c) : std::move(values);
     }
-    l.q = load_module(p + "self_attn.q_proj", c.q_dim(), c.hidden_size, q);
-    l.k = load_module(p + "self_attn.k_proj", c.kv_dim(), c.hidden_size, q);
-    l.v = load_module(p + "self_attn.v_proj", c.kv_dim(), c.hidden_size, q);
+    l.q = load_projection(i, "self_attn.q_proj", c.q_dim(), c.hidden_size);
+    l.k = load_projection(i, "self_attn.k_proj", c.kv_dim(), c.hidden_size);
+    l.v = load_projection(i, "self_attn.v_proj", c.kv_dim(), c.hidden_size);
     l.o = load_module(p + "self_attn.o_proj", c.hidden_size, c.q_dim(), q);
     if (c.is_moe_layer(i)) {
       l.router = load_module(model::router_module(c, i), c.num_experts, c.hidden_size, nullptr);
@@ -107,8 +116,8 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
         l.shared_expert_gate = load_module(model::shared_expert_gate_module(i), 1, c.hidden_size, nullptr);
       }
     } else {
-      l.gate = load_module(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, q);
-      l.up = load_module(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, q);
+      l.gate = load_projection(i, "mlp.gate_proj", c.intermediate_size, c.hidden_size);
+      l.up = load_projection(i, "mlp.up_proj", c.intermediate_size, c.hidden_size);
       l.down = load_module(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, q);
     }
     m_layers.push_back(std::move(l));
@@ -118,6 +127,9 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     m_inv_freq.push_back(static_cast<float>(f));
   for (const double f : model::local_rope_inverse_frequencies(c))
     m_local_inv_freq.push_back(static_cast<float>(f));
+  for (const double f : model::long_rope_inverse_frequencies(c))
+    m_long_inv_freq.push_back(static_cast<float>(f));
+  m_rope_attention_factor = static_cast<float>(model::rope_attention_factor(c));
   if (c.scaled_embeddings)
     m_embedding_multiplier = quant::round_to_dtype(std::sqrt(static_cast<float>(c.hidden_size)),
                                                    m_store->require("model.embed_tokens.weight").dtype());

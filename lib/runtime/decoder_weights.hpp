@@ -53,10 +53,14 @@ public:
   const std::vector<float>& final_norm() const { return m_final_norm; }
   const LinearWeight& embedding() const { return *m_embedding; }
   const LinearWeight& lm_head() const { return *m_lm_head; }
-  // RoPE inverse frequencies (head_dim / 2), llama3 scaling applied.
+  // RoPE inverse frequencies (rotary_dim / 2), rope_scaling applied (LongRoPE's short factors).
   const std::vector<float>& inverse_frequencies() const { return m_inv_freq; }
   // Gemma 3's sliding layers' (empty for a model without a local base).
   const std::vector<float>& local_inverse_frequencies() const { return m_local_inv_freq; }
+  // LongRoPE's long factors' (empty without LongRoPE), for sequences past long_rope_threshold().
+  const std::vector<float>& long_inverse_frequencies() const { return m_long_inv_freq; }
+  // What cos and sin are multiplied by (LongRoPE's attention factor; 1 otherwise).
+  float rope_attention_factor() const { return m_rope_attention_factor; }
   // What an embedding row is multiplied by: Gemma's √hidden_size, rounded to the embedding's
   // stored dtype as transformers rounds it; 1 otherwise.
   float embedding_multiplier() const { return m_embedding_multiplier; }
@@ -77,7 +81,8 @@ private:
   std::unique_ptr<LinearWeight> m_embedding;
   std::unique_ptr<LinearWeight> m_lm_head_owned;
   const LinearWeight* m_lm_head = nullptr;
-  std::vector<float> m_inv_freq, m_local_inv_freq;
+  std::vector<float> m_inv_freq, m_local_inv_freq, m_long_inv_freq;
+  float m_rope_attention_factor = 1;
   float m_embedding_multiplier = 1.0f;
 };
 

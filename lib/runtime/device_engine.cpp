@@ -36,6 +36,10 @@ DeviceEngine::unsupported(const model::ModelConfig& c) {
     missing.push_back("(1 + w) norms and query_pre_attn_scalar");
   if (c.num_experts > 0)
     missing.push_back("mixture-of-experts MLPs");
+  if (c.rotated_dims() < c.head_dim)
+    missing.push_back("partial rotary");
+  if (c.long_rope_threshold() > 0)
+    missing.push_back("LongRoPE");
   return missing.empty() ? std::string{} : fmt::format("{}", fmt::join(missing, ", "));
 }
 

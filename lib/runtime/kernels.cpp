@@ -17,8 +17,8 @@ rms_norm(const float* x, const float* weight, std::int64_t n, float eps, float* 
 }
 
 void
-apply_rope(float* head, std::int64_t head_dim, const float* cos, const float* sin) {
-  const std::int64_t half = head_dim / 2;
+apply_rope(float* head, std::int64_t rotated, const float* cos, const float* sin) {
+  const std::int64_t half = rotated / 2;
   for (std::int64_t i = 0; i < half; ++i) {
     const float a = head[i], b = head[i + half];
     head[i] = a * cos[i] - b * sin[i];

@@ -12,8 +12,9 @@ namespace optkit::runtime {
 void rms_norm(const float* x, const float* weight, std::int64_t n, float eps, float* out);
 
 // Rotates one head vector in place, Hugging Face layout (first half paired with second half):
-// v' = v * cos + rotate_half(v) * sin, with cos/sin of position x inverse frequency (head_dim/2 each).
-void apply_rope(float* head, std::int64_t head_dim, const float* cos, const float* sin);
+// v' = v * cos + rotate_half(v) * sin on a head's first `rotated` dims, with cos/sin of position
+// x inverse frequency (rotated / 2 each); the dims after them pass unchanged (partial rotary).
+void apply_rope(float* head, std::int64_t rotated, const float* cos, const float* sin);
 
 // gate = silu(gate) * up, elementwise over n.
 void silu_multiply(float* gate, const float* up, std::int64_t n);

@@ -62,6 +62,17 @@ KvCache::remove(SequenceId sequence) {
 }
 
 void
+KvCache::clear(SequenceId sequence) {
+  auto& e = entry(sequence);
+  for (auto b = e.blocks.rbegin(); b != e.blocks.rend(); ++b)
+    release_block(*b);
+  Entry empty;
+  empty.keys.resize(static_cast<std::size_t>(m_layers));
+  empty.values.resize(static_cast<std::size_t>(m_layers));
+  e = std::move(empty);
+}
+
+void
 KvCache::release_block(std::int32_t block) {
   auto& state = m_state[static_cast<std::size_t>(block)];
   if (--state.refs > 0)

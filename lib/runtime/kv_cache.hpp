@@ -52,6 +52,8 @@ public:
   SequenceId add();
   // Gives the sequence's blocks back to the pool (an unknown sequence is ignored).
   void remove(SequenceId sequence);
+  // Empties the sequence, its blocks released, keeping its id (LongRoPE's recompute).
+  void clear(SequenceId sequence);
   std::int64_t length(SequenceId sequence) const;
   std::int64_t size() const { return static_cast<std::int64_t>(m_entries.size()); }
 

@@ -164,6 +164,9 @@ parse_lora_adapter(const nlohmann::json& config_json, std::span<const std::byte>
   LoraFactors out;
   for (const auto& [module, f] : modules) {
     const auto shape = module_shape(module, base);
+    if (!shape && base.fused_projections && (module.ends_with(".qkv_proj") || module.ends_with(".gate_up_proj")))
+      throw InputError(
+          fmt::format("{}: LoRA on {}'s fused {} is not served yet", weights, base.architecture_name, module));
     if (!shape)
       throw InputError(fmt::format("{}: LoRA on {} is not served (decoder layers' attention and MLP projections "
                                    "of this {}-layer base only)",

@@ -1,6 +1,7 @@
 #include "runtime/transformer.hpp"
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "runtime/kernels.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,21 @@
 #include <algorithm>
 
 namespace optkit::runtime {
+
+namespace {
+
+// The cache's options: no prefix caching for LongRoPE, whose keys depend on the sequence's length.
+KvCacheOptions
+cache_options(const model::ModelConfig& config, KvCacheOptions options) {
+  if (options.prefix_caching && config.long_rope_threshold() > 0) {
+    log::warn("prefix caching is off for {}: with LongRoPE a prefix's keys depend on the whole sequence's length",
+              config.architecture_name);
+    options.prefix_caching = false;
+  }
+  return options;
+}
+
+} // namespace
 
 CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOptions options)
     : m_dir(model_dir)
@@ -20,7 +36,51 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     , m_kv_options(options.kv_cache)
     , m_device(open_device(std::nullopt))
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
-              m_device ? m_device->cache_options() : options.kv_cache) {}
+              m_device ? m_device->cache_options() : cache_options(m_weights.config(), options.kv_cache)) {}
+
+void
+CpuTransformer::remove_sequence(SequenceId sequence) {
+  m_cache.remove(sequence);
+  m_short_tokens.erase(sequence);
+}
+
+std::span<const SequenceInput>
+CpuTransformer::recompute_crossing(std::span<const SequenceInput> inputs) {
+  const auto threshold = config().long_rope_threshold();
+  m_prefix_rows.assign(inputs.size(), 0);
+  if (threshold == 0)
+    return inputs;
+  m_recomputed_inputs.assign(inputs.begin(), inputs.end());
+  m_recomputed_tokens.resize(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
+    const auto length = m_cache.length(in.sequence);
+    if (length == 0 || length > threshold || length + static_cast<std::int64_t>(in.tokens.size()) <= threshold)
+      continue;
+    auto& tokens = m_recomputed_tokens[i];
+    tokens = m_short_tokens.at(in.sequence);
+    tokens.insert(tokens.end(), in.tokens.begin(), in.tokens.end());
+    m_recomputed_inputs[i].tokens = tokens;
+    m_prefix_rows[i] = length;
+    m_cache.clear(in.sequence);
+  }
+  return m_recomputed_inputs;
+}
+
+void
+CpuTransformer::remember_short_tokens(std::span<const SequenceInput> inputs) {
+  const auto threshold = config().long_rope_threshold();
+  if (threshold == 0)
+    return;
+  for (const auto& in : inputs) {
+    if (m_cache.length(in.sequence) > threshold) {
+      m_short_tokens.erase(in.sequence);
+      continue;
+    }
+    auto& tokens = m_short_tokens[in.sequence];
+    tokens.insert(tokens.end(), in.tokens.begin(), in.tokens.end());
+  }
+}
 
 std::unique_ptr<DeviceEngine>
 CpuTransformer::open_device(std::optional<std::int64_t> kv_blocks) const {
@@ -78,8 +138,9 @@ CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
 }
 
 std::vector<float>
-CpuTransformer::forward(std::span<const SequenceInput> inputs) {
+CpuTransformer::forward(std::span<const SequenceInput> requested) {
   const auto& c = config();
+  auto inputs = requested;
   // Everything checked before anything changes: a refused batch leaves every sequence as it was.
   std::int64_t new_blocks = 0;
   for (std::size_t s = 0; s < inputs.size(); ++s) {
@@ -102,6 +163,7 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
     new_blocks += m_cache.blocks_needed(in.sequence, static_cast<std::int64_t>(in.tokens.size()));
   }
   m_cache.check_free(new_blocks);
+  inputs = recompute_crossing(requested);
 
   BatchRows& batch = m_rows;
   batch.clear();
@@ -144,19 +206,21 @@ CpuTransformer::forward(std::span<const SequenceInput> inputs) {
   auto logits = m_device ? run_on_device(inputs, x) : run_on_cpu(inputs, x);
   for (const auto& in : inputs)
     m_cache.advance(in.sequence, in.tokens, in.variant);
+  remember_short_tokens(inputs);
   return logits;
 }
 
 namespace {
 
-// The rows of a step whose logits come back: every row of an input with all_logits, else its last.
+// The rows of a step whose logits come back: every row of an input with all_logits, else its last;
+// not the `prefix_rows` of each input that LongRoPE's recompute put back in front of its tokens.
 std::vector<std::int64_t>
-output_rows(std::span<const SequenceInput> inputs) {
+output_rows(std::span<const SequenceInput> inputs, const std::vector<std::int64_t>& prefix_rows) {
   std::vector<std::int64_t> rows;
   std::int64_t r = 0;
-  for (const auto& in : inputs) {
-    const auto n = static_cast<std::int64_t>(in.tokens.size());
-    for (std::int64_t t = in.all_logits ? 0 : n - 1; t < n; ++t)
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto n = static_cast<std::int64_t>(inputs[i].tokens.size());
+    for (std::int64_t t = inputs[i].all_logits ? prefix_rows[i] : n - 1; t < n; ++t)
       rows.push_back(r + t);
     r += n;
   }
@@ -170,7 +234,7 @@ CpuTransformer::run_on_device(std::span<const SequenceInput> inputs, const std::
   std::vector<std::int32_t> slot;
   for (const auto& in : inputs)
     slot.insert(slot.end(), in.tokens.size(), in.variant);
-  const auto out_rows = output_rows(inputs);
+  const auto out_rows = output_rows(inputs, m_prefix_rows);
   std::vector<float> logits(out_rows.size() * static_cast<std::size_t>(config().vocab_size));
   m_device->forward({m_rows.sequence, m_rows.position, slot, out_rows, x.data()}, m_cache, logits.data());
   return logits;
@@ -182,7 +246,7 @@ CpuTransformer::run_on_cpu(std::span<const SequenceInput> inputs, std::vector<fl
   const auto hidden = c.hidden_size;
   for (std::int64_t l = 0; l < c.num_layers; ++l)
     m_pass.run_layer(l, m_cache, l, m_rows, x, nullptr);
-  const auto out_rows = output_rows(inputs);
+  const auto out_rows = output_rows(inputs, m_prefix_rows);
   BatchRows heads; // the output rows' variants, for the final norm and the LM head
   if (!m_rows.variant.empty())
     for (const auto r : out_rows)

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -48,12 +49,15 @@ public:
 
   const model::ModelConfig& config() const override { return m_weights.config(); }
   SequenceId add_sequence() override { return m_cache.add(); }
-  void remove_sequence(SequenceId sequence) override { m_cache.remove(sequence); }
+  void remove_sequence(SequenceId sequence) override;
   std::int64_t sequence_length(SequenceId sequence) const override { return m_cache.length(sequence); }
   std::int64_t reuse_prefix(SequenceId sequence, std::span<const TokenId> tokens, std::int32_t variant) override {
     return m_cache.reuse_prefix(sequence, tokens, variant);
   }
   // Throws KvCacheFull, with nothing appended, when the batch's new tokens do not fit the budget.
+  // LongRoPE: a sequence that grows past long_rope_threshold() in this pass is computed again from
+  // its first token with the long factors, as transformers' generate() drops its cache there (a
+  // prefix's keys depend on the whole sequence's length, so prefix caching is off for these models).
   std::vector<float> forward(std::span<const SequenceInput> inputs) override;
 
   // The KV cache's capacity and use (blocks, budget), for a scheduler.
@@ -102,6 +106,14 @@ private:
   std::unique_ptr<DeviceEngine> m_device; // after the weights it holds a copy of, before the cache it sizes
   KvCache m_cache;
   BatchRows m_rows; // reused from step to step
+  // LongRoPE: the tokens of each sequence not yet past the threshold, and a pass's inputs with a
+  // crossing sequence's earlier tokens put back in front of its new ones (how many rows: m_prefix_rows).
+  std::map<SequenceId, std::vector<TokenId>> m_short_tokens;
+  std::vector<std::vector<TokenId>> m_recomputed_tokens;
+  std::vector<SequenceInput> m_recomputed_inputs;
+  std::vector<std::int64_t> m_prefix_rows;
+  std::span<const SequenceInput> recompute_crossing(std::span<const SequenceInput> inputs);
+  void remember_short_tokens(std::span<const SequenceInput> inputs);
 };
 
 } // namespace optkit::runtime

@@ -19,12 +19,19 @@ check_shape(const model::TensorView& view, const std::vector<std::int64_t>& expe
                                  fmt::join(view.shape(), ", "), fmt::join(expected, ", ")));
 }
 
+// The rows `slice` takes of a [stored_rows, …] tensor's bytes, `row_bytes` each.
+std::span<const std::byte>
+sliced_rows(std::span<const std::byte> bytes, std::size_t row_bytes, RowSlice slice, std::int64_t rows) {
+  return bytes.subspan(static_cast<std::size_t>(slice.first) * row_bytes, static_cast<std::size_t>(rows) * row_bytes);
+}
+
 std::unique_ptr<LinearWeight>
 load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-                      const quant::ConfigGroup& q) {
+                      const quant::ConfigGroup& q, RowSlice slice) {
   const auto packed = store.find(prefix + ".weight_packed");
   const auto plain = store.find(prefix + ".weight");
   const auto scale = store.require(prefix + ".weight_scale");
+  const std::int64_t stored_rows = slice.stored_rows;
   QuantizedWeightSpec spec;
   spec.rows = rows;
   spec.cols = cols;
@@ -33,36 +40,39 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   if (packed.info) {
     if (packed.dtype() != model::DType::i32)
       throw InputError(fmt::format("tensor '{}' must be I32", packed.info->name));
-    check_shape(packed, {rows, quant::packed_words(cols, q.weights.bits)});
+    const auto words = quant::packed_words(cols, q.weights.bits);
+    check_shape(packed, {stored_rows, words});
     const auto shape = store.require(prefix + ".weight_shape");
-    if (shape.element_count() != 2 || shape.at(0) != static_cast<float>(rows) ||
+    if (shape.element_count() != 2 || shape.at(0) != static_cast<float>(stored_rows) ||
         shape.at(1) != static_cast<float>(cols))
-      throw InputError(fmt::format("tensor '{}' does not say [{}, {}]", shape.info->name, rows, cols));
+      throw InputError(fmt::format("tensor '{}' does not say [{}, {}]", shape.info->name, stored_rows, cols));
     spec.storage = QuantizedStorage::packed_int32;
-    spec.values = packed.bytes;
+    spec.values = sliced_rows(packed.bytes, static_cast<std::size_t>(words) * 4, slice, rows);
   } else if (plain.info && (plain.dtype() == model::DType::i8 || plain.dtype() == model::DType::f8_e4m3)) {
-    check_shape(plain, {rows, cols});
+    check_shape(plain, {stored_rows, cols});
     spec.storage = plain.dtype() == model::DType::i8 ? QuantizedStorage::int8_values : QuantizedStorage::fp8_values;
-    spec.values = plain.bytes;
+    spec.values = sliced_rows(plain.bytes, static_cast<std::size_t>(cols), slice, rows);
   } else {
     throw InputError(fmt::format("'{}' has a weight_scale but no weight_packed or I8/F8_E4M3 weight", prefix));
   }
   auto scales = scale.to_floats();
   const auto& shape = scale.shape();
+  std::int64_t groups = 1;
   if (shape.size() == 1 && shape[0] == 1) { // per tensor
-    scales.assign(static_cast<std::size_t>(rows), scales.front());
+    scales.assign(static_cast<std::size_t>(stored_rows), scales.front());
     spec.group_size = cols;
-  } else if (shape.size() == 2 && shape[0] == rows && shape[1] == 1) {
+  } else if (shape.size() == 2 && shape[0] == stored_rows && shape[1] == 1) {
     spec.group_size = cols;
-  } else if (shape.size() == 2 && shape[0] == rows && q.weights.group_size > 0 &&
+  } else if (shape.size() == 2 && shape[0] == stored_rows && q.weights.group_size > 0 &&
              shape[1] == (cols + q.weights.group_size - 1) / q.weights.group_size) {
     spec.group_size = q.weights.group_size;
+    groups = shape[1];
   } else {
     throw InputError(fmt::format("tensor '{}' has shape [{}], which fits neither a channel nor a group-{} scale of "
                                  "[{}, {}]",
-                                 scale.info->name, fmt::join(shape, ", "), q.weights.group_size, rows, cols));
+                                 scale.info->name, fmt::join(shape, ", "), q.weights.group_size, stored_rows, cols));
   }
-  spec.scales = std::move(scales);
+  spec.scales.assign(scales.begin() + slice.first * groups, scales.begin() + (slice.first + rows) * groups);
   return make_quantized_weight(std::move(spec));
 }
 
@@ -76,17 +86,22 @@ load_quantization_config(const std::filesystem::path& model_dir) {
 
 std::unique_ptr<LinearWeight>
 load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-            const quant::QuantizationConfig* quantization, ActivationPrecision activations) {
+            const quant::QuantizationConfig* quantization, ActivationPrecision activations, RowSlice slice) {
+  if (slice.stored_rows == 0)
+    slice.stored_rows = rows;
   if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
       group && store.find(prefix + ".weight_scale").info)
-    return load_quantized_linear(store, prefix, rows, cols, *group);
+    return load_quantized_linear(store, prefix, rows, cols, *group, slice);
   const auto view = store.require(prefix + ".weight");
-  check_shape(view, {rows, cols});
+  check_shape(view, {slice.stored_rows, cols});
   switch (view.dtype()) {
   case model::DType::f32:
   case model::DType::bf16:
   case model::DType::f16:
-    return make_dense_weight(view.dtype(), view.bytes, rows, cols, activations);
+    return make_dense_weight(
+        view.dtype(),
+        sliced_rows(view.bytes, model::dtype_size(view.dtype()) * static_cast<std::size_t>(cols), slice, rows), rows,
+        cols, activations);
   default:
     throw InputError(fmt::format("tensor '{}' is {}, which the runtime cannot use as a dense weight (expected F32, "
                                  "BF16 or F16)",

@@ -4,7 +4,9 @@
 # eval against the uncompressed model, which catches a SmoothQuant fold into Gemma's (1 + w) norms
 # that forgets the 1), a delta of a fine-tuned copy (its own norms) reconstructs that copy when
 # merged, and serve-deltas serves the base and the delta; the mixtures of experts evaluate, compress
-# per expert (checked by an independent reader) and serve.
+# per expert (checked by an independent reader) and serve; Phi-3 (fused q/k/v and gate/up, partial
+# rotary, LongRoPE) evaluates, compresses its fused modules whole (checked by the same reader) and
+# serves.
 . "$(dirname "$0")/lib.sh"
 
 models="$OPTKIT_SOURCE_DIR/testdata/models/oracle"
@@ -55,12 +57,13 @@ compress_within() {
   below "$gptq" "$rtn" || fail "$model: GPTQ's KL $gptq is not below round-to-nearest's $rtn"
 }
 
-# unpack_experts MODEL RECIPE [LIMIT]: an independent reader of compressed-tensors unpacks every
-# expert's int4 weights (the shared one's too) from $SCRATCH/MODEL-RECIPE: the routers and shared
-# experts' gates are byte for byte the source's, and
+# unpack_int4 MODEL RECIPE [LIMIT]: an independent reader of compressed-tensors unpacks every
+# expert's int4 weights (the shared one's too) and every fused module's (Phi-3's qkv_proj and
+# gate_up_proj) from $SCRATCH/MODEL-RECIPE: the routers and shared experts' gates are byte for byte
+# the source's, and
 # each weight is within half a step of the source's (no LIMIT: round to nearest; with BF16 scales a
 # step rounded up to 8/256 more at the clamp), or all within LIMIT of their norm.
-unpack_experts() {
+unpack_int4() {
   python3 - "$models/$1" "$SCRATCH/$1-$2" "${@:3}" <<'PY'
 import array, json, struct, sys
 
@@ -85,8 +88,12 @@ out_header, out = reader(sys.argv[2])
 relative_limit = float(sys.argv[3]) if len(sys.argv) > 3 else None
 gates = (".mlp.gate.weight", ".block_sparse_moe.gate.weight", ".shared_expert_gate.weight")
 routers = [k for k in source_header if k.endswith(gates)]
-assert routers and all(out(r)[2] == source(r)[2] for r in routers), "a router changed"
-experts = sorted(k[:-len(".weight")] for k in source_header if ".experts." in k or ".shared_expert." in k)
+assert all(out(r)[2] == source(r)[2] for r in routers), "a router changed"
+experts = sorted(k[:-len(".weight")] for k in source_header
+                 if any(part in k for part in (".experts.", ".shared_expert.", ".qkv_proj.", ".gate_up_proj.")))
+assert experts, "no expert or fused module to unpack"
+assert all(".experts." not in e for e in experts) or routers, "experts without routers"
+
 worst, scale_kind, error, norm = 0.0, None, 0.0, 0.0
 for m in experts:
     w, (rows, cols), _, _ = source(m + ".weight")
@@ -101,7 +108,7 @@ for m in experts:
             error += (q * s - w[r * cols + c]) ** 2
             norm += w[r * cols + c] ** 2
 relative = (error / norm) ** 0.5
-print(f"{len(experts)} experts' matrices: worst |w - q s| / s = {worst:.3f}, ||W - QS|| / ||W|| = {relative:.3f}")
+print(f"{len(experts)} matrices: worst |w - q s| / s = {worst:.3f}, ||W - QS|| / ||W|| = {relative:.3f}")
 if relative_limit is None:  # round to nearest: half a step, a BF16 scale's rounding more at the clamp
     assert worst <= 0.5 + (8 / 256 if scale_kind == "BF16" else 1e-3)
 else:
@@ -182,10 +189,10 @@ for model in mixtral-moe qwen3-moe qwen2-moe; do
   # 0.18 / 0.13 / 0.13, FP8 0.05 / 0.03 / 0.02 (mixtral-moe / qwen3-moe / qwen2-moe: a changed top-k
   # choice moves a token's output a lot).
   compress_within "$model" int_w8a8:0.02 int_w4a16:0.25 w4a16_rtn:0.4 fp8_dynamic:0.1
-  unpack_experts "$model" w4a16_rtn || fail "$model: the round-to-nearest int4 experts do not unpack to their weights"
+  unpack_int4 "$model" w4a16_rtn || fail "$model: the round-to-nearest int4 experts do not unpack to their weights"
   # GPTQ moves weights by more than half a step to lower the output's error: its experts unpack
   # within 25 % of the weights' norm (measured 15 %), the routers untouched.
-  unpack_experts "$model" int_w4a16 0.25 || fail "$model: the GPTQ int4 experts do not unpack near their weights"
+  unpack_int4 "$model" int_w4a16 0.25 || fail "$model: the GPTQ int4 experts do not unpack near their weights"
   run compress delta --base "$models/$model" --finetuned "$models/$model" --recipe delta_2of4_int4 --calib "$calib" \
     -o "$SCRATCH/$model-delta"
   expect_rc 2
@@ -221,12 +228,43 @@ kill -TERM "$server"
 wait "$server"
 server=""
 
-# An architecture optkit does not run exits 2 naming it and listing the ones it does.
-mkdir "$SCRATCH/phi3"
-cp "$models/gemma2-softcap/"{tokenizer.json,tokenizer_config.json,model.safetensors} "$SCRATCH/phi3/"
-python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["architectures"] = ["Phi3ForCausalLM"]; json.dump(c, open(sys.argv[2], "w"))' \
-  "$models/gemma2-softcap/config.json" "$SCRATCH/phi3/config.json"
-run eval perplexity --model "$SCRATCH/phi3" --data "$calib" --ctx 64
+# Phi-3: doctor names its features; eval runs it past its LongRoPE threshold (windows of 64 > 16);
+# every weight recipe compresses it, the fused qkv_proj and gate_up_proj whole (an independent
+# reader unpacks them), and it serves; compress delta refuses it by name.
+model=phi3-longrope
+run doctor --model "$models/$model"
+expect_out_has "rope_scaling longrope x4, long factors past 16 tokens, attention factor 1.225"
+expect_out_has "rotary on 8 of 16 head dims, fused qkv_proj and gate_up_proj"
+expect_out_has "serve-deltas (no deltas or LoRA on fused modules yet)"
+run eval perplexity --model "$models/$model" --data "$calib" --ctx 64 --max-windows 4
+expect_rc 0
+# Measured KL: int8 7e-4, GPTQ int4 0.042, round-to-nearest int4 0.096, FP8 0.013 (4x margins).
+compress_within "$model" int_w8a8:0.003 int_w4a16:0.17 w4a16_rtn:0.4 fp8_dynamic:0.05
+unpack_int4 "$model" w4a16_rtn || fail "$model: the round-to-nearest int4 fused modules do not unpack to their weights"
+python3 - "$SCRATCH/$model-int_w4a16/model.safetensors" <<'PY' || fail "$model: the output does not keep the fused names"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+names = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+assert names["model.layers.0.self_attn.qkv_proj.weight_packed"]["shape"] == [128, 8]  # 64 + 2 x 32 rows
+assert names["model.layers.0.mlp.gate_up_proj.weight_packed"]["shape"] == [320, 8]  # 2 x 160 rows
+assert not any("q_proj" in n or "mlp.up_proj" in n for n in names)
+PY
+run compress delta --base "$models/$model" --finetuned "$models/$model" --recipe delta_2of4_int4 --calib "$calib" \
+  -o "$SCRATCH/$model-delta"
 expect_rc 2
-expect_err_has "architecture 'Phi3ForCausalLM' is not supported (supported: LlamaForCausalLM"
-expect_err_has "Gemma3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)"
+expect_err_has "compress delta does not handle fused qkv_proj / gate_up_proj yet (Phi3ForCausalLM)"
+start_serve_deltas "$models/$model"
+expect_eq "$(complete "$model")" "200 6"
+kill -TERM "$server"
+wait "$server"
+server=""
+
+# An architecture optkit does not run exits 2 naming it and listing the ones it does.
+mkdir "$SCRATCH/falcon"
+cp "$models/gemma2-softcap/"{tokenizer.json,tokenizer_config.json,model.safetensors} "$SCRATCH/falcon/"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["architectures"] = ["FalconForCausalLM"]; json.dump(c, open(sys.argv[2], "w"))' \
+  "$models/gemma2-softcap/config.json" "$SCRATCH/falcon/config.json"
+run eval perplexity --model "$SCRATCH/falcon" --data "$calib" --ctx 64
+expect_rc 2
+expect_err_has "architecture 'FalconForCausalLM' is not supported (supported: LlamaForCausalLM"
+expect_err_has "Gemma3ForCausalLM, Phi3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)"

@@ -7,7 +7,11 @@ written from the published model equations: (1 + w) RMSNorm before and after eac
 GeGLU with tanh GELU, embeddings scaled by sqrt(hidden) rounded to the embedding's dtype, scores
 scaled by query_pre_attn_scalar^-1/2 and soft-capped before the mask, sliding layers interleaved
 with global ones (layer_types or the sliding_window_pattern), Gemma 3's local RoPE base for the
-sliding layers, and the final logit soft-cap; and the mixtures of experts of Mixtral, Qwen2-MoE
+sliding layers, and the final logit soft-cap; Phi-3 / Phi-4: q/k/v read from one qkv_proj and
+gate/up from one gate_up_proj, RoPE on the first partial_rotary_factor of each head's dims, and
+LongRoPE (each rotated pair's wavelength stretched by the short factors, or by the long ones when
+the sequence is longer than original_max_position_embeddings, cos and sin times the attention
+factor); and the mixtures of experts of Mixtral, Qwen2-MoE
 (with its sigmoid-gated shared expert) and Qwen3-MoE: a softmax router (fp32), the top-k experts' SwiGLUs weighted by their probabilities,
 renormalized to sum to 1 where the config says so, computed here densely (every expert on every
 token, the unchosen ones weighted 0).
@@ -103,6 +107,19 @@ class Config:
             self.moe_layers = [i not in dense and (i + 1) % step == 0 for i in range(self.layers)]
         self.shared_inter = d.get("shared_expert_intermediate_size", 0) if self.arch == "Qwen2MoeForCausalLM" else 0
         self.gemma = self.arch in ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+        self.fused = self.arch == "Phi3ForCausalLM"
+        self.rotary_dim = int(self.head_dim * d.get("partial_rotary_factor", 1.0))
+        self.long_after = None  # LongRoPE: the sequence length past which the long factors apply
+        self.attention_factor = 1.0
+        if self.fused:
+            self.window = d.get("sliding_window")
+            s = self.scaling or {}
+            if s.get("rope_type", s.get("type")) in ("longrope", "su"):
+                self.long_after = d.get("original_max_position_embeddings",
+                                        s.get("original_max_position_embeddings", 4096))
+                extension = d["max_position_embeddings"] / self.long_after
+                self.attention_factor = s.get("attention_factor") or (
+                    1.0 if extension <= 1 else math.sqrt(1 + math.log(extension) / math.log(self.long_after)))
         self.windows = [self.window] * self.layers  # per layer; None: global
         self.local_theta = None
         self.norm_offset = 0.0
@@ -131,10 +148,15 @@ def load_config(model_dir):
         return Config(json.load(f))
 
 
-def inverse_frequencies(cfg, local=False):
+def inverse_frequencies(cfg, local=False, length=0):
+    """RoPE's inverse frequencies for a sequence of `length` tokens (LongRoPE picks its factors by it)."""
     theta = cfg.local_theta if local else cfg.theta
-    inv = 1.0 / (theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
+    dim = cfg.rotary_dim
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     s = None if local else cfg.scaling
+    if cfg.long_after is not None:
+        factors = s["long_factor"] if length > cfg.long_after else s["short_factor"]
+        return (inv / torch.tensor(factors, dtype=torch.float64)).float()
     if s and s.get("rope_type", s.get("type")) == "linear":
         return (inv / s["factor"]).float()
     if s and s.get("rope_type", s.get("type")) == "llama3":
@@ -159,9 +181,12 @@ def soft_cap(x, cap):
 
 
 def rotate(x, cos, sin):
-    half = x.shape[-1] // 2
+    """RoPE on the first cos.shape[-1] dims of x (all of them unless partial); the rest pass."""
+    dim = cos.shape[-1]
+    x, rest = x[..., :dim], x[..., dim:]
+    half = dim // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
+    return torch.cat((x * cos + rotated * sin, rest), dim=-1)
 
 
 def router_name(cfg, i):
@@ -201,8 +226,9 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
     pos = torch.arange(T, dtype=dtype)
 
     def rope_table(local):
-        freqs = torch.outer(pos, inverse_frequencies(cfg, local).to(dtype))
-        return torch.cat((freqs, freqs), -1).cos(), torch.cat((freqs, freqs), -1).sin()
+        freqs = torch.outer(pos, inverse_frequencies(cfg, local, T).to(dtype))
+        factor = 1.0 if local else cfg.attention_factor
+        return torch.cat((freqs, freqs), -1).cos() * factor, torch.cat((freqs, freqs), -1).sin() * factor
 
     rope = {False: rope_table(False)}
     if cfg.local_theta:
@@ -228,7 +254,13 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
                 y = y + W[p + f"self_attn.{name}.bias"]
             return y.view(B, T, n, cfg.head_dim).transpose(1, 2)
 
-        q, k, v = proj("q_proj", cfg.heads), proj("k_proj", cfg.kv_heads), proj("v_proj", cfg.kv_heads)
+        if cfg.fused:  # Phi-3: q's rows, then k's, then v's
+            qkv = linear(h, W[p + "self_attn.qkv_proj.weight"])
+            qd, kvd = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+            q, k, v = (t.reshape(B, T, -1, cfg.head_dim).transpose(1, 2)
+                       for t in (qkv[..., :qd], qkv[..., qd:qd + kvd], qkv[..., qd + kvd:]))
+        else:
+            q, k, v = proj("q_proj", cfg.heads), proj("k_proj", cfg.kv_heads), proj("v_proj", cfg.kv_heads)
         if cfg.qk_norm:
             q = norm(q, p + "self_attn.q_norm.weight")
             k = norm(k, p + "self_attn.k_norm.weight")
@@ -261,6 +293,9 @@ def forward(cfg, W, ids, dtype=torch.float32, bf16_inputs=False):
                 y = linear(torch.nn.functional.silu(linear(h, W[s + "gate_proj.weight"])) *
                            linear(h, W[s + "up_proj.weight"]), W[s + "down_proj.weight"])
                 m = m + torch.sigmoid(linear(h, W[p + "mlp.shared_expert_gate.weight"])) * y
+        elif cfg.fused:  # Phi-3: gate_up_proj's first half is the gate, the second the up projection
+            g, u = linear(h, W[p + "mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
+            m = linear(u * torch.nn.functional.silu(g), W[p + "mlp.down_proj.weight"])
         else:
             g = linear(h, W[p + "mlp.gate_proj.weight"])
             g = torch.nn.functional.gelu(g, approximate="tanh") if cfg.gemma else torch.nn.functional.silu(g)
@@ -304,6 +339,12 @@ def init_weights(cfg, generator, std=0.02):
                                s + "up_proj.weight": (cfg.shared_inter, cfg.hidden),
                                s + "down_proj.weight": (cfg.hidden, cfg.shared_inter),
                                p + "mlp.shared_expert_gate.weight": (1, cfg.hidden)})
+        elif cfg.fused:
+            for name in ("q_proj", "k_proj", "v_proj"):
+                del shapes[p + f"self_attn.{name}.weight"]
+            shapes.update({p + "self_attn.qkv_proj.weight": (q + 2 * kv, cfg.hidden),
+                           p + "mlp.gate_up_proj.weight": (2 * cfg.inter, cfg.hidden),
+                           p + "mlp.down_proj.weight": (cfg.hidden, cfg.inter)})
         else:
             shapes.update({p + "mlp.gate_proj.weight": (cfg.inter, cfg.hidden),
                            p + "mlp.up_proj.weight": (cfg.inter, cfg.hidden),

@@ -17,9 +17,10 @@
    oracle_logits_bf16_activations.safetensors. `make_oracle.py --bf16-activations` writes only these.
 5. `make_oracle.py --architectures` writes only the later families' models and logits
    (ARCHITECTURES: Gemma 2 with soft-caps, Gemma 3 with local RoPE, Mixtral, Qwen3-MoE and
-   Qwen2-MoE mixtures of experts), each from its own seed, so
+   Qwen2-MoE mixtures of experts, Phi-3 with LongRoPE), each from its own seed, so
    the files above stay as they are, and for each the reference's greedy continuation of a prompt
    (oracle_greedy.safetensors) and a byte-level tokenizer, so that every command runs on them.
+   `--architectures NAME...` writes only those.
 """
 import json
 import math
@@ -74,6 +75,13 @@ ARCHITECTURES = {
     "qwen2-moe": ({"architectures": ["Qwen2MoeForCausalLM"], "num_key_value_heads": 2, "num_experts": 4,
                    "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
                    "norm_topk_prob": False, "decoder_sparse_step": 1, "mlp_only_layers": []}, torch.bfloat16, 0.15),
+    # Phi-3 / Phi-4-mini: fused qkv_proj and gate_up_proj, RoPE on half of each head's dims, LongRoPE
+    # switching to the long factors past 16 tokens (the two longer prompts; greedy decoding
+    # crosses it) with an attention factor of sqrt(1 + ln 4 / ln 16), a window of 24.
+    "phi3-longrope": ({"architectures": ["Phi3ForCausalLM"], "num_key_value_heads": 2, "partial_rotary_factor": 0.5,
+                       "max_position_embeddings": 64, "original_max_position_embeddings": 16, "sliding_window": 24,
+                       "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.3, 2.1, 3.7],
+                                        "long_factor": [1.5, 4.0, 9.0, 20.0]}}, torch.bfloat16, 0.15),
 }
 BASE = {"vocab_size": 257, "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
         "num_attention_heads": 4, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
@@ -225,8 +233,10 @@ def write_model(name, config, dtype, std, generator):
 
 
 def main():
-    if sys.argv[1:] == ["--architectures"]:
+    if sys.argv[1:2] == ["--architectures"]:
         for seed, (name, (overrides, dtype, std)) in enumerate(ARCHITECTURES.items(), start=41):
+            if sys.argv[2:] and name not in sys.argv[2:]:
+                continue
             config = {k: v for k, v in dict(BASE, **overrides, torch_dtype=DTYPE_NAMES[dtype]).items() if v is not None}
             path = write_model(name, config, dtype, std, torch.Generator().manual_seed(seed))
             write_greedy_oracle(path)
