@@ -99,6 +99,11 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   bench->add_option("--replicates", c.replicates, "runs of the boundary rate; a certificate needs all to pass")
       ->check(number_range(1, 20))
       ->capture_default_str();
+  bench
+      ->add_option("--settle-timeout", c.settle_timeout_s,
+                   "seconds to wait before each open-loop trial for the server to drain the trials before it")
+      ->check(non_negative_number())
+      ->capture_default_str();
   bench->add_option("--request-timeout", o.request_timeout_s, "seconds one request may take before it fails")
       ->check(positive_number())
       ->capture_default_str();

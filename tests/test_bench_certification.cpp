@@ -165,3 +165,111 @@ TEST_CASE("trials are long enough for the tail percentile the SLOs name") {
   o.max_trial_s = 60;
   CHECK(trial_requests(o, 1) == 60); // a slow rate is capped by time (and reported short)
 }
+
+namespace {
+
+// A server that a single stream finds fast (the gate's request takes `gate_service`, so LB is far
+// above its capacity slots / service) and whose machine it saturates past that capacity: there
+// the load generator, on the same machine, falls 20 ms behind its schedule. `generator_ceiling`:
+// a rate above which the generator falls behind by itself, whatever the server does (0: none).
+class SaturatingRunner final : public TrialRunner {
+public:
+  SaturatingRunner(int slots, double service, double gate_service, double generator_ceiling = 0)
+      : m_slots(slots), m_service(service), m_gate_service(gate_service), m_generator_ceiling(generator_ceiling) {}
+
+  SettleReport settle(double probe_limit_s, double timeout_s) override {
+    ++settles;
+    CHECK(probe_limit_s > m_gate_service); // set from the gate's latencies
+    CHECK(timeout_s > 0);
+    return {};
+  }
+
+  TrialRecording closed_loop(std::size_t count, int) override {
+    TrialRecording out;
+    double t = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      out.requests.push_back(record(i, t, t, t, m_gate_service));
+      t = out.requests.back().end;
+    }
+    return out;
+  }
+
+  TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
+    ++open_loop_trials;
+    CHECK(settles == open_loop_trials); // every open-loop trial waited for the server first
+    const bool starved = rate > m_slots / m_service || (m_generator_ceiling > 0 && rate > m_generator_ceiling);
+    const auto arrivals = arrival_offsets({ArrivalProcess::poisson, rate, 1, seed}, count);
+    TrialRecording out;
+    std::priority_queue<double, std::vector<double>, std::greater<>> free;
+    for (int i = 0; i < m_slots; ++i)
+      free.push(0.0);
+    for (std::size_t i = 0; i < count; ++i) {
+      const double sent = arrivals[i] + (starved ? 0.020 : 0.0);
+      const double start = std::max(sent, free.top());
+      free.pop();
+      out.requests.push_back(record(i, arrivals[i], sent, start, m_service));
+      free.push(out.requests.back().end);
+    }
+    return out;
+  }
+
+  int open_loop_trials = 0;
+  int settles = 0;
+
+private:
+  static RequestRecord record(std::size_t index, double intended, double sent, double start, double service) {
+    RequestRecord r;
+    r.index = index;
+    r.intended = intended;
+    r.sent = sent;
+    r.first_token = start + service / 10;
+    for (int k = 1; k <= 10; ++k)
+      r.chunk_times.push_back(start + service * k / 10);
+    r.end = start + service;
+    r.input_tokens = 64;
+    r.output_tokens = 10;
+    r.status = 200;
+    return r;
+  }
+
+  int m_slots;
+  double m_service, m_gate_service, m_generator_ceiling;
+};
+
+} // namespace
+
+TEST_CASE("a first trial that overloads the machine is a failure, not CLIENT_LIMITED: the search comes down from "
+          "LB to within 5 % below the capacity in at most 12 trials") {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    CAPTURE(seed);
+    SaturatingRunner runner(4, 0.1, 0.008, 0); // capacity 40 req/s; LB 125 req/s
+    auto o = options_for({"e2e:p95<=3s"});
+    o.seed = seed * 1000;
+    const auto c = certify(runner, o);
+    CHECK(c.lower_bound == doctest::Approx(125));
+    REQUIRE(c.trials.size() >= 2);
+    CHECK(c.trials[1].rate == doctest::Approx(125)); // the first open-loop trial starts at LB ...
+    CHECK_FALSE(c.trials[1].passed);                 // ... and overloads the machine there
+    CHECK(c.trials[1].summary.generator_lagged);
+    CHECK_FALSE(c.trials[1].client_limited);
+    CHECK(c.trials[1].summary.failure.find("overloaded: ") == 0);
+    CHECK(c.trials[2].rate == doctest::Approx(62.5)); // between 0 and the failing rate
+    CHECK(c.status == CertificationStatus::feasible);
+    CHECK(c.certified_rate <= 40);
+    CHECK(c.certified_rate >= 0.95 * 40);
+    CHECK(runner.open_loop_trials <= 12);
+  }
+}
+
+TEST_CASE("a generator that falls behind while the server keeps up still ends the search as CLIENT_LIMITED") {
+  SaturatingRunner runner(8, 0.1, 0.05, 25); // capacity 80 req/s, but the generator lags past 25
+  auto o = options_for({"e2e:p95<=3s"});
+  const auto c = certify(runner, o);
+  CHECK(c.status == CertificationStatus::client_limited);
+  const auto& last = c.trials.back();
+  CHECK(last.rate == doctest::Approx(40)); // LB doubled, well under the capacity
+  CHECK(last.summary.generator_lagged);
+  CHECK(last.client_limited);
+  CHECK(c.stop_reason.find("could not hold") != std::string::npos);
+  CHECK(c.certified_rate == doctest::Approx(20)); // LB's trial passed (a server keeping up, a generator too)
+}

@@ -81,10 +81,24 @@ to_json(const TrialSummary& t) {
             {"in_flight_mean", t.steady.in_flight_mean},
             {"backlog_growing", t.steady.backlog_growing}}},
           {"client_limited", t.client_limited},
+          {"generator_lagged", t.generator_lagged},
           {"client_limited_reason", t.client_limited_reason},
           {"slos", slos},
           {"tail_samples_needed", t.tail_samples_needed},
           {"failure", t.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.failure)}};
+}
+
+nlohmann::json
+to_json(const SettleReport& s) {
+  if (!s.checked)
+    return nullptr;
+  const auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"drained", s.drained},
+          {"waited_s", s.waited_s},
+          {"probes", s.probes},
+          {"probe_e2e_s", s.probe_e2e_s},
+          {"running_at_start", optional(s.running_at_start)},
+          {"waiting_at_start", optional(s.waiting_at_start)}};
 }
 
 nlohmann::json
@@ -95,6 +109,7 @@ to_json(const TrialResult& trial) {
           {"planned_requests", trial.planned_requests},
           {"duration_s", trial.recording.duration_s},
           {"passed", trial.passed},
+          {"settle", to_json(trial.settle)},
           {"summary", to_json(trial.summary)}};
 }
 

@@ -14,6 +14,7 @@ namespace optkit::bench {
 
 nlohmann::json to_json(const LatencySummary& summary);
 nlohmann::json to_json(const TrialSummary& summary);
+nlohmann::json to_json(const SettleReport& settle); // null when the runner did not check
 nlohmann::json to_json(const TrialResult& trial);
 nlohmann::json to_json(const Certification& certification);
 

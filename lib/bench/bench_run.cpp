@@ -6,6 +6,7 @@
 #include "bench/load_generator.hpp"
 #include "bench/prompt_synthesis.hpp"
 #include "bench/request_trace.hpp"
+#include "bench/server_settle.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -40,6 +41,12 @@ public:
 
   TrialRecording closed_loop(std::size_t count, int concurrency) override {
     return m_generator.closed_loop(prepare(count, m_seed), count, concurrency);
+  }
+  // The probe is the gate's first request, sent alone.
+  SettleReport settle(double probe_limit_s, double timeout_s) override {
+    if (m_probe.empty())
+      m_probe = prepare(1, m_seed);
+    return settle_server(m_generator, m_probe.front(), probe_limit_s, timeout_s);
   }
   TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
     ArrivalOptions arrivals{m_profile.arrival, rate, m_profile.burstiness, seed};
@@ -104,6 +111,7 @@ private:
   PromptSynthesizer m_prompts; // the corpus encoded once (through /tokenize: one call, not one per trial)
   LoadGenerator m_generator;
   std::uint64_t m_seed;
+  std::vector<PreparedRequest> m_probe;
 };
 
 void

@@ -37,6 +37,21 @@ trial_requests(const CertifyOptions& options, double rate) {
   return count;
 }
 
+namespace {
+
+// The next open-loop rate: doubled while every trial passed; bisected between the highest pass
+// and the lowest failure once both exist; before any pass, bisected between 0 and the lowest
+// failure (the gate's LB is a one-stream estimate, and a machine the first trial overloaded
+// may sustain far less).
+double
+next_rate(bool any_pass, double highest_pass, double lowest_failure, double rate) {
+  if (lowest_failure <= 0)
+    return 2 * rate;
+  return any_pass ? (highest_pass + lowest_failure) / 2 : lowest_failure / 2;
+}
+
+} // namespace
+
 Certification
 certify(TrialRunner& runner, const CertifyOptions& options, const std::function<void(const TrialResult&)>& on_trial) {
   Certification c;
@@ -87,10 +102,13 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
   double upper = 0;             // lowest rate known to fail (0: none yet)
   bool any_pass = false;
   double rate = options.initial_rate > 0 ? options.initial_rate : c.lower_bound;
+  // A probe before each trial answers within half again the gate's p95 (one request at a time).
+  const double probe_limit = 1.5 * c.trials.front().summary.e2e.p95 + 0.010;
   const auto run_at = [&](double r, const std::string& phase, std::uint64_t seed) -> const TrialResult& {
     TrialResult trial;
     trial.phase = phase;
     trial.rate = r;
+    trial.settle = runner.settle(probe_limit, options.settle_timeout_s);
     trial.planned_requests = trial_requests(options, r);
     trial.recording = runner.open_loop(r, trial.planned_requests, seed);
     auto summary_options = options.summary;
@@ -132,14 +150,11 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
       c.lowest_failing = rate;
       c.binding = trial.summary.failure;
     }
-    if (upper > 0 && upper - lower <= options.precision * lower) {
-      if (any_pass) {
-        c.converged = true;
-        break;
-      }
-      lower /= 2; // even LB's neighbourhood fails: look below it
+    if (any_pass && upper > 0 && upper - lower <= options.precision * lower) {
+      c.converged = true;
+      break;
     }
-    rate = upper > 0 ? (lower + upper) / 2 : 2 * rate;
+    rate = next_rate(any_pass, lower, upper, rate);
   }
   if (c.status == CertificationStatus::interrupted)
     return c;

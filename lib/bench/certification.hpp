@@ -5,23 +5,44 @@
 //
 // Where this departs from the paper's listing, and why: the paper's line 17 halves towards the
 // gate's lower bound LB on every failure, which cannot converge on a boundary above 2·LB; here
-// a failure bisects between the highest passing rate so far (LB before any pass) and the failing
-// rate — the bracketing-and-midpoint search its text describes. When even rates near LB fail
-// (a single-slot server is exactly at capacity at LB), the lower end halves below LB.
+// a failure bisects between the highest passing rate so far and the failing rate — the
+// bracketing-and-midpoint search its text describes — and before any pass between 0 and the
+// failing rate: LB is a one-stream estimate, and a server the first trial overloaded (a single
+// slot exactly at capacity at LB, or a machine the server saturates) may sustain far less.
+// A trial whose generator fell behind while the server also did not keep up is overloaded, a
+// failure like any other (trial_summary.hpp); only a generator that lags a server that keeps up
+// ends the search as CLIENT_LIMITED.
 #pragma once
 
 #include "bench/trial_summary.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace optkit::bench {
 
+// What a runner saw while it waited for the server to drain before an open-loop trial, so that
+// no trial's result depends on the one before it.
+struct SettleReport {
+  bool checked = false;   // false: the runner has nothing to wait for (a simulation)
+  bool drained = true;    // nothing in flight and a probe answered within the limit
+  double waited_s = 0;    // until then, or until the cap
+  int probes = 0;         // probe requests sent
+  double probe_e2e_s = 0; // the last probe's latency
+  // What the server's /metrics said at the trial's start (nullopt: it exports none of the gauges
+  // bench knows, or has no /metrics).
+  std::optional<double> running_at_start, waiting_at_start;
+};
+
 // What runs a trial: a live endpoint, or a simulated queue in tests.
 class TrialRunner {
 public:
   virtual ~TrialRunner() = default;
+  // Before an open-loop trial: waits, at most `timeout_s`, until the server has nothing of the
+  // trials before in flight and a probe request takes at most `probe_limit_s`.
+  virtual SettleReport settle(double /*probe_limit_s*/, double /*timeout_s*/) { return {}; }
   virtual TrialRecording closed_loop(std::size_t count, int concurrency) = 0;
   // `rate` requests per second for `count` requests, arrivals drawn with `seed`.
   virtual TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) = 0;
@@ -37,6 +58,7 @@ struct CertifyOptions {
   double min_trial_s = 10;        // an open-loop trial lasts at least this (more requests at high rates)
   double max_trial_s = 600;       // and at most this (fewer requests at low rates; flagged)
   int replicates = 1;             // runs of the final boundary rates (a pass needs every run to pass)
+  double settle_timeout_s = 60;   // the most an open-loop trial waits for the server to drain first
   std::uint64_t seed = 0;
 };
 
@@ -47,6 +69,7 @@ struct TrialResult {
   std::size_t planned_requests = 0;
   bool passed = false;
   bool client_limited = false;
+  SettleReport settle; // how the server was found before the trial (open-loop trials)
   TrialSummary summary;
   TrialRecording recording;
 };

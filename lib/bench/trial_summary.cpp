@@ -202,14 +202,15 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
     t.steady = fit_steady_state(measured, options);
     t.sends_achieved = t.measured > 0 ? static_cast<double>(sent_in_window) / static_cast<double>(t.measured) : 1.0;
     if (t.dispatch_lag.count > 0 && t.dispatch_lag.p99 > options.max_dispatch_lag_s) {
-      t.client_limited = true;
+      t.generator_lagged = true;
       t.client_limited_reason = fmt::format("p99 dispatch lag {:.2f} ms exceeds {:.2f} ms", t.dispatch_lag.p99 * 1e3,
                                             options.max_dispatch_lag_s * 1e3);
     } else if (t.sends_achieved < 1.0 - options.send_rate_margin) {
-      t.client_limited = true;
+      t.generator_lagged = true;
       t.client_limited_reason =
           fmt::format("only {:.1f} % of the scheduled requests were sent", t.sends_achieved * 100.0);
     }
+    t.client_limited = t.generator_lagged && t.steady.stable && t.slos_passed && t.error_rate <= options.max_error_rate;
   }
 
   if (t.measured == 0)
@@ -228,6 +229,9 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
       }
   } else if (options.open_loop && !t.steady.stable)
     t.failure = fmt::format("not steady: beta {:.3f} outside 1 ± {}", t.steady.beta, options.beta_tolerance);
+  if (t.generator_lagged && !t.client_limited && !t.failure.empty())
+    t.failure = fmt::format("overloaded: {}, and the load generator fell behind as well ({})", t.failure,
+                            t.client_limited_reason);
   return t;
 }
 

@@ -64,6 +64,12 @@ struct TrialSummary {
   const LatencySummary& latency(LatencyMetric metric) const; // the summary an SLO metric names
   SteadyState steady;
   double sends_achieved = 1; // sent in window / scheduled in window
+  // The generator fell behind its schedule (client_limited_reason says how). That makes the
+  // trial client-limited only while the server kept up: completions tracked arrivals (β stable),
+  // the SLOs held and errors stayed under the bound. A generator starved because the server
+  // saturated the machine is an overloaded trial: it fails like any other (generator_lagged
+  // without client_limited).
+  bool generator_lagged = false;
   bool client_limited = false;
   std::string client_limited_reason;
   std::vector<SloVerdict> slos;

@@ -1,6 +1,7 @@
 # optkit bench against a real optkit serve-deltas (the mock model behind the real engine and
 # HTTP path): a certification in JSON with its trials, archived one trial per rate; an
-# impossible SLO stops at the closed-loop gate with exit 1; bad input is exit 2 naming the
+# impossible SLO stops at the closed-loop gate with exit 1; every open-loop trial waits for the
+# server to drain first; bad input is exit 2 naming the
 # flag; an unreachable server is exit 3. Assertions are about structure, never about speed.
 . "$(dirname "$0")/lib.sh"
 
@@ -47,6 +48,13 @@ for t in trials:
     assert abs(s["mean_output_tokens"] - 16) < 1e-9, s["mean_output_tokens"]  # forced lengths
 passing = [t["rate"] for t in trials[1:] if t["passed"]]
 assert max(passing) == r["certified_rate"]
+# Every open-loop trial first found the server drained: serve-deltas' /metrics showed nothing
+# running or waiting, and the probe came back within its limit.
+assert trials[0]["settle"] is None
+for t in trials[1:]:
+    settle = t["settle"]
+    assert settle["drained"] and settle["probes"] >= 1, settle
+    assert settle["running_at_start"] == 0 and settle["waiting_at_start"] == 0, settle
 PY
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 # One archived trial per rate probed, with its metrics; the per-request rows are an artifact.

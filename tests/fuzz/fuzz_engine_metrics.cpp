@@ -1,7 +1,11 @@
 // libFuzzer target: arbitrary bytes as an engine's /metrics (Prometheus text exposition), read
-// for its *_config_info gauges. Properties: never crashes; every result is an object of objects
-// of strings; a line that parsed gives the same labels when it is the only line.
+// for its *_config_info gauges and for the requests it runs and queues (bench's drain check).
+// Properties: never crashes; every result is an object of objects of strings; a line that parsed
+// gives the same labels when it is the only line; the queue counts are finite and not negative.
+#include "bench/server_queue.hpp"
 #include "engines/effective_settings.hpp"
+
+#include <cmath>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +25,9 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       if (!value.is_string() || key.empty())
         std::abort();
   }
+  if (const auto queue = optkit::bench::parse_server_queue(text))
+    if (!std::isfinite(queue->running) || !std::isfinite(queue->waiting) || queue->running < 0 || queue->waiting < 0)
+      std::abort();
   const auto first_line = text.substr(0, text.find('\n'));
   const auto alone = optkit::engines::config_info_labels(first_line);
   for (const auto& [name, labels] : alone.items())
