@@ -111,6 +111,8 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
       ->check(number_range(1, 1 << 20))
       ->capture_default_str();
   bench->add_option("--requests-out", o.requests_out, "write every request's timings as JSON lines to FILE");
+  bench->add_flag("!--no-early-stop", o.early_stop,
+                  "run every certification trial to the end of its schedule, even once an SLO is lost");
   bench->add_flag("!--no-calibration", o.calibration,
                   "do not look up or measure the load generator's ceiling before benching");
   bench->add_option("--svg", o.svg_dir, "write latency_vs_rate.svg and steady_state.svg (Eq. 1) into DIR");

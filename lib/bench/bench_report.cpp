@@ -83,6 +83,7 @@ to_json(const TrialSummary& t) {
           {"client_limited", t.client_limited},
           {"generator_lagged", t.generator_lagged},
           {"client_limited_reason", t.client_limited_reason},
+          {"stopped_early", t.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.stopped_early)},
           {"slos", slos},
           {"tail_samples_needed", t.tail_samples_needed},
           {"failure", t.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.failure)}};

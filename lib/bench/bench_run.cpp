@@ -6,6 +6,7 @@
 #include "bench/load_generator.hpp"
 #include "bench/prompt_synthesis.hpp"
 #include "bench/request_trace.hpp"
+#include "bench/saturation_stop.hpp"
 #include "bench/server_settle.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -50,7 +51,20 @@ public:
   }
   TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
     ArrivalOptions arrivals{m_profile.arrival, rate, m_profile.burstiness, seed};
-    return m_generator.open_loop(prepare(count, seed), arrival_offsets(arrivals, count));
+    const auto offsets = arrival_offsets(arrivals, count);
+    GiveUp give_up;
+    if (!m_stop_slos.empty())
+      give_up = [this, window = measurement_window(offsets, m_warmup, m_cooldown)](
+                    std::span<const RequestProgress> sent, double now) {
+        return slo_already_lost(m_stop_slos, sent, now, window);
+      };
+    return m_generator.open_loop(prepare(count, seed), offsets, give_up);
+  }
+  // Open-loop trials end as soon as one of `slos` is lost (saturation_stop.hpp).
+  void stop_when_lost(const SummaryOptions& summary) {
+    m_stop_slos = summary.slos;
+    m_warmup = summary.warmup_fraction;
+    m_cooldown = summary.cooldown_fraction;
   }
   // The trace's own times (divided by time_scale) and, where it gives them, its lengths.
   TrialRecording replay(const std::vector<TraceRequest>& trace, double time_scale, std::uint64_t seed) {
@@ -112,6 +126,8 @@ private:
   LoadGenerator m_generator;
   std::uint64_t m_seed;
   std::vector<PreparedRequest> m_probe;
+  std::vector<SloRule> m_stop_slos; // empty: every trial runs its whole schedule
+  double m_warmup = 0, m_cooldown = 0;
 };
 
 void
@@ -283,6 +299,9 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   generator.request_timeout_s = options.request_timeout_s;
   generator.max_connections = options.max_connections;
   EndpointRunner runner(result.profile, result.model, *codec, corpus, generator, certify_options.seed);
+  const bool certifying = !options.rate && !options.concurrency && trace.empty();
+  if (certifying && options.early_stop)
+    runner.stop_when_lost(certify_options.summary);
 
   if (options.calibration)
     result.ceiling = generator_ceiling(context, certify_options.summary.max_dispatch_lag_s);
@@ -291,9 +310,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     if (on_trial)
       on_trial(trial);
   };
-  result.certification = options.rate || options.concurrency || !trace.empty()
-                             ? single_trial(runner, options, certify_options, trace, on_each)
-                             : certify(runner, certify_options, on_each);
+  result.certification = !certifying ? single_trial(runner, options, certify_options, trace, on_each)
+                                     : certify(runner, certify_options, on_each);
   result.slos = certify_options.summary.slos;
   const auto& c = result.certification;
   std::size_t requests = 0, failed = 0;

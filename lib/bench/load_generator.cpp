@@ -28,7 +28,12 @@ struct InFlight {
 // Everything one trial shares between the pacer thread and the I/O thread.
 class TrialState {
 public:
-  TrialState(std::size_t count) : m_flights(count), m_start(Steady::now()) {}
+  TrialState(std::size_t count) : m_flights(count), m_first_token(count), m_end(count), m_start(Steady::now()) {
+    for (std::size_t i = 0; i < count; ++i) {
+      m_first_token[i].store(-1, std::memory_order_relaxed);
+      m_end[i].store(-1, std::memory_order_relaxed);
+    }
+  }
 
   double now() const { return std::chrono::duration<double>(Steady::now() - m_start).count(); }
   Steady::time_point at(double offset) const {
@@ -36,18 +41,39 @@ public:
   }
   InFlight& flight(std::size_t i) { return m_flights[i]; }
 
-  // Called on the I/O thread per request: an atomic add, no lock or wake-up (the pacer polls
-  // once it has sent everything).
-  void done_one() { m_done.fetch_add(1, std::memory_order_release); }
-  // Waits until `count` requests are done or `deadline` passes or an interrupt arrives.
-  bool wait_done(std::size_t count, Steady::time_point deadline) {
+  // Called on the I/O thread per request: atomic stores, no lock or wake-up (the pacer polls).
+  void first_token_at(std::size_t i, double t) {
+    if (m_first_token[i].load(std::memory_order_relaxed) < 0)
+      m_first_token[i].store(t, std::memory_order_relaxed);
+  }
+  void done_one(std::size_t i, double t) {
+    m_end[i].store(t, std::memory_order_relaxed);
+    m_done.fetch_add(1, std::memory_order_release);
+  }
+  // The first `sent` requests' progress so far (their intended times from `offsets`).
+  std::vector<RequestProgress> progress(std::size_t sent, const std::vector<double>& offsets) const {
+    std::vector<RequestProgress> out(sent);
+    for (std::size_t i = 0; i < sent; ++i)
+      out[i] = {offsets[i], m_first_token[i].load(std::memory_order_relaxed), m_end[i].load(std::memory_order_acquire)};
+    return out;
+  }
+  // Waits until `count` requests are done or `deadline` passes or an interrupt arrives or
+  // `give_up` (asked every tenth of a second) says why to stop.
+  bool wait_done(std::size_t count, Steady::time_point deadline, const std::function<bool()>& give_up = {}) {
+    auto next_check = Steady::now();
     while (m_done.load(std::memory_order_acquire) < count) {
       if (interrupt_requested() || Steady::now() >= deadline)
         return false;
+      if (give_up && Steady::now() >= next_check) {
+        if (give_up())
+          return false;
+        next_check = Steady::now() + kGiveUpCheck;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return true;
   }
+  static constexpr auto kGiveUpCheck = std::chrono::milliseconds(100);
 
   TrialRecording take(std::size_t sent, std::int64_t wall_start_ms) {
     TrialRecording out;
@@ -66,6 +92,7 @@ public:
 
 private:
   std::vector<InFlight> m_flights;
+  std::vector<std::atomic<double>> m_first_token, m_end; // -1 until known
   Steady::time_point m_start;
   std::mutex m_mutex;
   std::atomic<std::size_t> m_done{0};
@@ -121,10 +148,15 @@ submit(http::AsyncClient& client, const GeneratorOptions& options, TrialState& s
     if (flight.record.sent < 0)
       flight.record.sent = state.now();
   };
-  handlers.on_data = [&flight, &state](std::string_view bytes) { return flight.reader.feed(bytes, state.now()); };
-  handlers.on_done = [&flight, &state, &request, after = std::move(after)](http::AsyncResult result) {
+  handlers.on_data = [&flight, &state, index](std::string_view bytes) {
+    const bool more = flight.reader.feed(bytes, state.now());
+    if (const double first = flight.reader.first_text_time(); first >= 0)
+      state.first_token_at(index, first);
+    return more;
+  };
+  handlers.on_done = [&flight, &state, &request, index, after = std::move(after)](http::AsyncResult result) {
     finish_record(flight, result, state.now(), request);
-    state.done_one();
+    state.done_one(index, flight.record.end);
     if (after)
       after();
   };
@@ -165,18 +197,31 @@ private:
 LoadGenerator::LoadGenerator(GeneratorOptions options) : m_options(std::move(options)) {}
 
 TrialRecording
-LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets) {
+LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets,
+                         const GiveUp& give_up) {
   const std::size_t count = requests.empty() ? 0 : offsets.size();
   auto client = make_client(m_options);
   const auto wall_start = SystemClock::instance().wall_ms();
   TrialState state(count);
   std::size_t sent = 0;
   bool interrupted = false;
+  std::string stopped_early;
+  const auto gave_up = [&] {
+    if (give_up)
+      stopped_early = give_up(state.progress(sent, offsets), state.now());
+    return !stopped_early.empty();
+  };
+  auto next_check = Steady::now() + TrialState::kGiveUpCheck;
   const PacerTimerSlack precise_sleeps;
   for (; sent < count; ++sent) {
     if (interrupt_requested()) {
       interrupted = true;
       break;
+    }
+    if (give_up && Steady::now() >= next_check) {
+      if (gave_up())
+        break;
+      next_check = Steady::now() + TrialState::kGiveUpCheck;
     }
     pace_until(state.at(offsets[sent]));
     auto& record = state.flight(sent).record;
@@ -185,11 +230,13 @@ LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std
     submit(*client, m_options, state, sent, requests[sent % requests.size()], nullptr);
   }
   const double last = sent > 0 ? offsets[sent - 1] : 0.0;
-  if (!state.wait_done(sent, state.at(last + m_options.request_timeout_s + 5.0)))
+  if (stopped_early.empty() && !state.wait_done(sent, state.at(last + m_options.request_timeout_s + 5.0),
+                                                give_up ? std::function<bool()>(gave_up) : nullptr))
     interrupted = interrupted || interrupt_requested();
-  client.reset(); // ends whatever is left (timed out or interrupted) with an error
+  client.reset(); // ends whatever is left (timed out, interrupted, given up) with an error
   auto out = state.take(sent, wall_start);
   out.interrupted = interrupted;
+  out.stopped_early = stopped_early;
   return out;
 }
 

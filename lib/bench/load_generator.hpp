@@ -7,10 +7,13 @@
 #pragma once
 
 #include "bench/request_record.hpp"
+#include "bench/saturation_stop.hpp"
 #include "http/client.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,14 +40,20 @@ struct TrialRecording {
   double duration_s = 0;               // from the trial's start to its last request's end
   std::int64_t wall_start_ms = 0;
   bool interrupted = false;
+  std::string stopped_early; // why the trial gave up before its schedule ended (empty: it did not)
 };
+
+// Asked about ten times a second during an open-loop trial with every sent request's progress and
+// the time: a reason ends the trial there (nothing more is sent, requests in flight are dropped).
+using GiveUp = std::function<std::string(std::span<const RequestProgress> sent, double now)>;
 
 class LoadGenerator {
 public:
   explicit LoadGenerator(GeneratorOptions options);
 
   // Request i is `requests[i % size]`, sent at offsets[i] seconds after the start.
-  TrialRecording open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets);
+  TrialRecording open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets,
+                           const GiveUp& give_up = {});
   // `count` requests over `concurrency` streams; each request's intended time is when its
   // stream became free.
   TrialRecording closed_loop(const std::vector<PreparedRequest>& requests, std::size_t count, int concurrency);

@@ -229,7 +229,10 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
       }
   } else if (options.open_loop && !t.steady.stable)
     t.failure = fmt::format("not steady: beta {:.3f} outside 1 ± {}", t.steady.beta, options.beta_tolerance);
-  if (t.generator_lagged && !t.client_limited && !t.failure.empty())
+  t.stopped_early = recording.stopped_early;
+  if (!t.stopped_early.empty()) // what it measured before stopping is not a whole trial
+    t.failure = "stopped early: " + t.stopped_early;
+  else if (t.generator_lagged && !t.client_limited && !t.failure.empty())
     t.failure = fmt::format("overloaded: {}, and the load generator fell behind as well ({})", t.failure,
                             t.client_limited_reason);
   return t;

@@ -75,6 +75,7 @@ struct TrialSummary {
   std::vector<SloVerdict> slos;
   bool slos_passed = true;
   std::size_t tail_samples_needed = 0; // for the highest SLO percentile (see trial_requests())
+  std::string stopped_early;           // why the generator gave up on the trial (saturation_stop.hpp)
   // The first reason the trial does not certify its rate, empty when it does.
   std::string failure;
 };
