@@ -29,8 +29,8 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   auto& o = flags->options;
   auto& c = o.certify;
   bench->add_option("--endpoint", o.endpoint, "OpenAI-compatible server, e.g. http://127.0.0.1:8000");
-  bench->add_option("--engine", o.engine, "launch this engine for the run instead: vllm|sglang|trtllm|optkit")
-      ->check(CLI::IsMember({"vllm", "sglang", "trtllm", "optkit"}));
+  bench->add_option("--engine", o.engine, "launch this engine for the run instead: vllm|sglang|trtllm|llamacpp|optkit")
+      ->check(CLI::IsMember({"vllm", "sglang", "trtllm", "llamacpp", "optkit"}));
   bench->add_option("--engine-arg", o.engine_args, "an argument appended to the engine's command line (repeatable)")
       ->allow_extra_args(false);
   bench->add_option("--engine-executable", o.engine_executable,

@@ -88,8 +88,8 @@ register_tune(CLI::App& app, CommandRegistry& commands) {
   auto& o = flags->options;
   tune->add_option("--engine", o.engine,
                    "what trials run on: sim (the discrete-event simulator), or a live engine launched per trial: "
-                   "optkit (serve-deltas), vllm, sglang, trtllm")
-      ->check(CLI::IsMember({"sim", "optkit", "vllm", "sglang", "trtllm"}))
+                   "optkit (serve-deltas), vllm, sglang, trtllm, llamacpp (llama-server)")
+      ->check(CLI::IsMember({"sim", "optkit", "vllm", "sglang", "trtllm", "llamacpp"}))
       ->capture_default_str();
   tune->add_option("--model", o.model, "live engines: the model they serve (a folder or a Hugging Face id)");
   tune->add_option("--engine-executable", o.engine_executable,

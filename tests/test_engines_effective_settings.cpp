@@ -41,3 +41,14 @@ TEST_CASE("serve-deltas' settings come from the engine object of /version") {
   CHECK(effective_from_version({{"engine", "text"}}).is_null());
   CHECK(effective_from_version(nlohmann::json::array()).is_null());
 }
+
+TEST_CASE("llama-server's /props give its build as its version and the slots and context it resolved") {
+  const auto props = nlohmann::json::parse(R"({"build_info": "b7012-3f545be", "total_slots": 4, "model_path":
+      "/m.gguf", "default_generation_settings": {"n_ctx": 4096, "temperature": 0.8}, "is_sleeping": false})");
+  CHECK(optkit::engines::llamacpp_version(props) == "b7012-3f545be");
+  const auto effective = optkit::engines::effective_from_props(props);
+  CHECK(effective == nlohmann::json{{"total_slots", 4}, {"n_ctx", 4096}});
+  CHECK(optkit::engines::llamacpp_version(nlohmann::json::object()).is_null());
+  CHECK(optkit::engines::effective_from_props(nlohmann::json::parse(R"({"total_slots": "4"})")).is_null());
+  CHECK(optkit::engines::effective_from_props(nlohmann::json::array()).is_null());
+}

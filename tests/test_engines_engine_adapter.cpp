@@ -116,3 +116,78 @@ TEST_CASE("enable_prefix_caching: each engine's own switch, its default left alo
   CHECK_THROWS_WITH_AS(apply_knob(EngineKind::vllm, s, "enable_prefix_caching", 0.5),
                        doctest::Contains("enable_prefix_caching is 0 or 1, got 0.5"), optkit::InputError);
 }
+
+TEST_CASE("llama-server: slots, the whole context, batch, threads, flash attention, KV type and --metrics") {
+  EngineSettings s;
+  s.model = "/models/llama-3.1-8b.Q4_K_M.gguf";
+  s.port = 8081;
+  s.max_num_seqs = 8;
+  s.max_model_len = 4096;
+  s.max_num_batched_tokens = 256;
+  s.threads = 16;
+  s.flash_attention = true;
+  s.kv_cache_dtype = "q8_0";
+  s.speculative_tokens = 4;
+  const auto argv = command_line(EngineKind::llamacpp, s).argv();
+  CHECK(argv[0] == "llama-server");
+  CHECK(has_pair(argv, "-m", "/models/llama-3.1-8b.Q4_K_M.gguf"));
+  CHECK(has_pair(argv, "--port", "8081"));
+  CHECK(has_pair(argv, "-np", "8"));
+  CHECK(has_pair(argv, "-c", "32768")); // llama-server divides -c among its slots
+  CHECK(has_pair(argv, "-b", "256"));
+  CHECK(has_pair(argv, "-ub", "256")); // the physical batch no larger than the logical one
+  CHECK(has_pair(argv, "-t", "16"));
+  CHECK(has_pair(argv, "-tb", "16"));
+  CHECK(has_pair(argv, "-fa", "on"));
+  CHECK(has_pair(argv, "-ctk", "q8_0"));
+  CHECK(has_pair(argv, "-ctv", "q8_0"));
+  CHECK(has_pair(argv, "--spec-type", "ngram-simple"));
+  CHECK(has_pair(argv, "--spec-draft-n-max", "4"));
+  CHECK(std::count(argv.begin(), argv.end(), "--metrics") == 1); // bench reads its queue there
+  s.max_num_batched_tokens = 2048;
+  CHECK(has_pair(command_line(EngineKind::llamacpp, s).argv(), "-ub", "512"));
+  CHECK(parse_engine("llamacpp") == EngineKind::llamacpp);
+  CHECK(to_string(EngineKind::llamacpp) == "llamacpp");
+  // The knobs a tuner may turn, and what it may not.
+  EngineSettings tuned;
+  tuned.model = "m.gguf";
+  apply_knob(EngineKind::llamacpp, tuned, "flash_attention", 0);
+  apply_knob(EngineKind::llamacpp, tuned, "max_num_seqs", 4);
+  const auto tuned_argv = command_line(EngineKind::llamacpp, tuned).argv();
+  CHECK(has_pair(tuned_argv, "-fa", "off"));
+  CHECK(has_pair(tuned_argv, "-np", "4"));
+  CHECK_THROWS_WITH_AS(apply_knob(EngineKind::llamacpp, tuned, "memory_fraction", 0.5),
+                       doctest::Contains("has no knob 'memory_fraction'"), optkit::InputError);
+}
+
+TEST_CASE("llama-server refuses by name what it has no flag for") {
+  const auto refused = [](EngineSettings s, const char* why) {
+    s.model = "m.gguf";
+    CAPTURE(why);
+    CHECK_THROWS_WITH_AS(command_line(EngineKind::llamacpp, s), doctest::Contains(why), optkit::InputError);
+  };
+  EngineSettings s;
+  s.tensor_parallel = 2;
+  refused(s, "--split-mode");
+  s = {};
+  s.kv_cache_dtype = "fp8";
+  refused(s, "KV cache type 'fp8' is not one of");
+  s = {};
+  s.prefix_caching = false;
+  refused(s, "no flag to turn that off");
+  s = {};
+  s.memory_fraction = 0.9;
+  refused(s, "no GPU memory fraction");
+  s = {};
+  s.quantization = "fp8";
+  refused(s, "quantize the file instead");
+  // flash_attention and threads belong to the CPU engines' adapters.
+  auto gpu = settings();
+  gpu.flash_attention = true;
+  CHECK_THROWS_WITH_AS(command_line(EngineKind::vllm, gpu), doctest::Contains("flash_attention is llama-server's"),
+                       optkit::InputError);
+  gpu = settings();
+  gpu.threads = 8;
+  CHECK_THROWS_WITH_AS(command_line(EngineKind::sglang, gpu), doctest::Contains("threads are set for CPU engines"),
+                       optkit::InputError);
+}

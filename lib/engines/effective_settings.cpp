@@ -12,6 +12,27 @@ effective_from_version(const nlohmann::json& version_body) {
   return nullptr;
 }
 
+nlohmann::json
+llamacpp_version(const nlohmann::json& props) {
+  if (props.is_object() && props.contains("build_info") && props["build_info"].is_string())
+    return props["build_info"];
+  return nullptr;
+}
+
+nlohmann::json
+effective_from_props(const nlohmann::json& props) {
+  if (!props.is_object())
+    return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  if (props.contains("total_slots") && props["total_slots"].is_number_integer())
+    out["total_slots"] = props["total_slots"];
+  if (const auto settings = props.find("default_generation_settings");
+      settings != props.end() && settings->is_object() && settings->contains("n_ctx") &&
+      (*settings)["n_ctx"].is_number_integer())
+    out["n_ctx"] = (*settings)["n_ctx"];
+  return out.empty() ? nlohmann::json(nullptr) : out;
+}
+
 namespace {
 
 // Labels of one sample, `{a="x",b="y\"z"}` starting at text[0] == '{'; nullopt when malformed.

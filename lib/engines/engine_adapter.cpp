@@ -43,6 +43,10 @@ check_common(EngineKind kind, const EngineSettings& s) {
     reject(kind, fmt::format("memory fraction {} is not in (0, 1]", *s.memory_fraction));
   if (s.max_num_seqs && *s.max_num_seqs < 1)
     reject(kind, "max_num_seqs must be at least 1");
+  if (s.flash_attention && kind != EngineKind::llamacpp)
+    reject(kind, "flash_attention is llama-server's switch; this engine chooses its attention kernels itself");
+  if (s.threads && kind != EngineKind::llamacpp && kind != EngineKind::optkit)
+    reject(kind, "threads are set for CPU engines (llama-server, optkit serve-deltas) only");
 }
 
 CommandLine
@@ -173,6 +177,75 @@ trtllm(const EngineSettings& s, const std::string& options_file) {
   return c;
 }
 
+// llama-server's KV cache types (-ctk/-ctv).
+constexpr std::string_view kLlamaCacheTypes[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
+                                                 "q4_1", "iq4_nl", "q5_0", "q5_1"};
+
+void
+check_llamacpp(const EngineSettings& s) {
+  const auto unsupported = [](const std::string& what) { reject(EngineKind::llamacpp, what); };
+  if (s.tensor_parallel > 1 || s.pipeline_parallel > 1 || s.data_parallel > 1 || s.expert_parallel > 1)
+    unsupported("llama-server splits a model over GPUs by --split-mode and --tensor-split, which optkit does not "
+                "choose; pass them with --engine-arg");
+  if (s.memory_fraction)
+    unsupported("has no GPU memory fraction (its KV cache is sized by the context, -c)");
+  if (!s.quantization.empty())
+    unsupported("takes its weights' quantization from the GGUF file; quantize the file instead");
+  if (!s.disaggregation_role.empty())
+    unsupported("has no prefill/decode disaggregation");
+  if (s.max_active_deltas)
+    unsupported("serves no deltas");
+  if (s.prefix_caching && !*s.prefix_caching)
+    unsupported("reuses each slot's cached prompt per request (cache_prompt); it has no flag to turn that off");
+  if (s.speculative_mtp)
+    unsupported("MTP speculation is not set by optkit; pass --spec-type with --engine-arg");
+  if (!s.kv_cache_dtype.empty() && s.kv_cache_dtype != "auto" &&
+      std::find(std::begin(kLlamaCacheTypes), std::end(kLlamaCacheTypes), s.kv_cache_dtype) ==
+          std::end(kLlamaCacheTypes))
+    unsupported(fmt::format("KV cache type '{}' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, "
+                            "q5_1 (its 8-bit type is q8_0)",
+                            s.kv_cache_dtype));
+  if (s.threads && *s.threads < 1)
+    unsupported("threads must be at least 1");
+  if (s.max_num_batched_tokens && *s.max_num_batched_tokens < 1)
+    unsupported("max_num_batched_tokens must be at least 1");
+}
+
+// llama-server: slots (-np), the whole context (-c: each slot's max_model_len times the slots,
+// as llama-server divides it among them), the logical batch (-b, with the physical batch -ub no
+// larger), threads for generation and batches, flash attention, the KV cache type for keys and
+// values, n-gram speculation of up to speculative_tokens drafted tokens (no draft model needed),
+// and always --metrics (bench reads its queue there).
+CommandLine
+llamacpp(const EngineSettings& s) {
+  check_llamacpp(s);
+  CommandLine c;
+  c.program = {"llama-server", "-m", s.model, "--port", std::to_string(s.port)};
+  if (!s.host.empty())
+    c.program.insert(c.program.end(), {"--host", s.host});
+  Group slots;
+  if (s.max_num_seqs)
+    slots.insert(slots.end(), {"-np", std::to_string(*s.max_num_seqs)});
+  if (s.max_model_len)
+    slots.insert(slots.end(), {"-c", std::to_string(*s.max_model_len * s.max_num_seqs.value_or(1))});
+  if (s.max_num_batched_tokens)
+    slots.insert(slots.end(), {"-b", std::to_string(*s.max_num_batched_tokens), "-ub",
+                               std::to_string(std::min<std::int64_t>(*s.max_num_batched_tokens, 512))});
+  c.groups.push_back(slots);
+  Group compute;
+  if (s.threads)
+    compute.insert(compute.end(), {"-t", std::to_string(*s.threads), "-tb", std::to_string(*s.threads)});
+  if (s.flash_attention)
+    compute.insert(compute.end(), {"-fa", *s.flash_attention ? "on" : "off"});
+  if (!s.kv_cache_dtype.empty() && s.kv_cache_dtype != "auto")
+    compute.insert(compute.end(), {"-ctk", s.kv_cache_dtype, "-ctv", s.kv_cache_dtype});
+  c.groups.push_back(compute);
+  if (s.speculative_tokens > 0)
+    c.groups.push_back({"--spec-type", "ngram-simple", "--spec-draft-n-max", std::to_string(s.speculative_tokens)});
+  c.groups.push_back({"--metrics"});
+  return c;
+}
+
 CommandLine
 optkit_serve(const EngineSettings& s) {
   const auto unsupported = [](const char* what) {
@@ -221,9 +294,11 @@ parse_engine(const std::string& name) {
     return EngineKind::sglang;
   if (name == "trtllm")
     return EngineKind::trtllm;
+  if (name == "llamacpp")
+    return EngineKind::llamacpp;
   if (name == "optkit")
     return EngineKind::optkit;
-  throw InputError("engine '" + name + "' is not vllm, sglang, trtllm or optkit");
+  throw InputError("engine '" + name + "' is not vllm, sglang, trtllm, llamacpp or optkit");
 }
 
 std::string
@@ -235,6 +310,8 @@ to_string(EngineKind kind) {
     return "sglang";
   case EngineKind::trtllm:
     return "trtllm";
+  case EngineKind::llamacpp:
+    return "llamacpp";
   case EngineKind::optkit:
     return "optkit";
   }
@@ -278,6 +355,9 @@ command_line(EngineKind kind, const EngineSettings& settings, const std::string&
   case EngineKind::trtllm:
     c = trtllm(settings, options_file);
     break;
+  case EngineKind::llamacpp:
+    c = llamacpp(settings);
+    break;
   case EngineKind::optkit:
     c = optkit_serve(settings);
     break;
@@ -293,7 +373,9 @@ logical_knobs(EngineKind kind) {
                                             "tensor_parallel", "memory_fraction",        "speculative_tokens"};
   static const std::vector<std::string> cpu{"max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
                                             "threads", "max_active_deltas"};
-  return kind == EngineKind::optkit ? cpu : gpu;
+  static const std::vector<std::string> llama{"max_num_seqs", "max_num_batched_tokens", "threads", "flash_attention",
+                                              "speculative_tokens"};
+  return kind == EngineKind::optkit ? cpu : kind == EngineKind::llamacpp ? llama : gpu;
 }
 
 void
@@ -320,7 +402,11 @@ apply_knob(EngineKind kind, EngineSettings& s, const std::string& knob, double v
     s.threads = static_cast<int>(integer);
   else if (knob == "max_active_deltas")
     s.max_active_deltas = static_cast<int>(integer);
-  else if (knob == "enable_prefix_caching") {
+  else if (knob == "flash_attention") {
+    if (value != 0.0 && value != 1.0)
+      reject(kind, fmt::format("flash_attention is 0 or 1, got {}", value));
+    s.flash_attention = value == 1.0;
+  } else if (knob == "enable_prefix_caching") {
     if (value != 0.0 && value != 1.0)
       reject(kind, fmt::format("enable_prefix_caching is 0 or 1, got {}", value));
     s.prefix_caching = value == 1.0;

@@ -1,7 +1,9 @@
 // One adapter per serving engine, in one place: engine-neutral settings (what a planner or a
 // tuner decides) → that engine's command line in its own flag names, with its validity rules
 // checked before anything launches. `plan --emit` renders these command lines into launch
-// scripts; `bench --engine` (and later `tune`) starts them.
+// scripts; `bench --engine` and `tune` start them. Engines: vLLM, SGLang, TensorRT-LLM's
+// trtllm-serve, llama.cpp's llama-server (a GGUF file; slots, context, batch, threads, flash
+// attention, KV cache type, n-gram speculation) and optkit serve-deltas.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +13,9 @@
 
 namespace optkit::engines {
 
-enum class EngineKind { vllm, sglang, trtllm, optkit };
+enum class EngineKind { vllm, sglang, trtllm, llamacpp, optkit };
 
-// "vllm" | "sglang" | "trtllm" | "optkit"; InputError naming the value otherwise.
+// "vllm" | "sglang" | "trtllm" | "llamacpp" | "optkit"; InputError naming the value otherwise.
 EngineKind parse_engine(const std::string& name);
 std::string to_string(EngineKind kind);
 
@@ -30,12 +32,14 @@ struct EngineSettings {
   std::optional<std::int64_t> max_model_len;
   std::optional<bool> prefix_caching;    // reuse of cached prompt KV blocks (none: the engine's default)
   std::optional<double> memory_fraction; // the engine's own meaning (vLLM total, SGLang static, TRT free)
-  std::string kv_cache_dtype;            // "" (engine default), "auto", "fp8", "int8"
+  std::string kv_cache_dtype;            // "" (engine default), "auto", "fp8", "int8"; llama.cpp's own: "f16",
+                                         // "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"
   std::string quantization;              // "" or "fp8"
   int speculative_tokens = 0;            // 0: no speculative decoding
   bool speculative_mtp = false;          // MTP heads (DeepSeek) rather than an EAGLE draft
   std::string disaggregation_role;       // "", "prefill", "decode"
-  std::optional<int> threads;            // optkit serve-deltas: CPU threads
+  std::optional<int> threads;            // optkit serve-deltas, llama-server: CPU threads
+  std::optional<bool> flash_attention;   // llama-server: -fa on/off (none: its auto)
   std::optional<int> max_active_deltas;  // optkit serve-deltas: distinct deltas in one step
   std::vector<std::string> extra_args;   // appended as given
 };
@@ -55,7 +59,8 @@ struct CommandLine {
 // The logical knobs a tuner's search space may name for this engine, as its adapter maps them:
 // max_num_seqs, max_num_batched_tokens, enable_prefix_caching (0 or 1) and, for the GPU engines,
 // tensor_parallel, memory_fraction (each engine's own meaning) and speculative_tokens; for optkit
-// serve-deltas, threads and max_active_deltas.
+// serve-deltas, threads and max_active_deltas; for llama-server, max_num_seqs (slots),
+// max_num_batched_tokens (its batch), threads, flash_attention (0 or 1) and speculative_tokens.
 const std::vector<std::string>& logical_knobs(EngineKind kind);
 // Sets what knob `knob` names; InputError naming the knob and the engine's knobs when it has none.
 void apply_knob(EngineKind kind, EngineSettings& settings, const std::string& knob, double value);

@@ -123,6 +123,14 @@ EngineProcess::wait_ready(double timeout_s) {
   }
   // Version and served models, read back rather than assumed.
   try {
+    if (m_options.kind == EngineKind::llamacpp) { // no /version: its build and settings are in /props
+      const auto props = client.request("GET", "/props");
+      const auto body = nlohmann::json::parse(props.body, nullptr, false);
+      if (auto version = llamacpp_version(body); props.status == 200 && !version.is_null())
+        m_record["version"] = std::move(version);
+      if (auto effective = effective_from_props(body); props.status == 200 && !effective.is_null())
+        m_record["effective"] = std::move(effective);
+    }
     const auto version = client.request("GET", "/version");
     const auto body = nlohmann::json::parse(version.body, nullptr, false);
     if (version.status == 200 && body.is_object() && body.contains("version"))

@@ -157,6 +157,24 @@ expect_eq "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$engine_run AND ki
 engine_port=$(grep -A1 -- '--port' "$SCRATCH/vllm-argv" | tail -1)
 python3 -c 'import socket,sys; s=socket.socket(); sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0 else 1)' \
   "$engine_port" || fail "the engine still listens after the run"
+# --engine llamacpp: llama-server's command line (the GGUF file, --metrics for the drain check, the
+# loopback host and a free port), launched from a stand-in the same way.
+sed -e "s|vllm-argv|llama-argv|" "$SCRATCH/bin/vllm" >"$SCRATCH/bin/llama-server"
+chmod +x "$SCRATCH/bin/llama-server"
+run bench --engine llamacpp --model "$SCRATCH/model.gguf" --engine-executable "$SCRATCH/bin/llama-server" \
+  --engine-arg=-np --engine-arg=4 --profile chat-small --rate 10 --requests 20 --beta-tolerance 1 \
+  --max-dispatch-lag-ms 1000 --no-calibration --format json
+expect_rc 0
+python3 - "$OUT" "$SCRATCH/llama-argv" "$SCRATCH/model.gguf" <<'PY' || fail "llamacpp engine run: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+argv = open(sys.argv[2]).read().split("\n")[:-1]
+assert argv[:2] == ["-m", sys.argv[3]], argv
+assert "--metrics" in argv and argv[argv.index("--host") + 1] == "127.0.0.1", argv
+assert argv[-2:] == ["-np", "4"], argv
+assert r["engine"]["engine"] == "llamacpp", r["engine"]
+assert r["trials"][0]["summary"]["failed"] == 0
+PY
 # An engine that dies before it is ready: exit 3 quoting its log.
 printf '#!/usr/bin/env bash\necho "CUDA out of memory" >&2\nexit 1\n' >"$SCRATCH/bin/broken"
 chmod +x "$SCRATCH/bin/broken"
