@@ -4,10 +4,13 @@
 #include "bench/serving_profile.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "http/client.hpp"
+#include "http/server.hpp"
 #include "model/tokenizer.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 using namespace optkit::bench;
 
@@ -82,4 +85,64 @@ TEST_CASE("Ctrl-C stops prompt synthesis at its next round trip") {
   CHECK_THROWS_AS(prompts.make(10), optkit::Interrupted);
   optkit::reset_interrupt();
   CHECK(prompts.make(10).tokens % 2 == 1);
+}
+
+namespace {
+
+// A loopback server speaking one /tokenize dialect, a token per byte: llama-server's (GET /props
+// with a build_info; "content" and "add_special" in; /detokenize's text as "content") or vLLM's
+// (no /props; "prompt" and "add_special_tokens"; /detokenize's text as "prompt"). A request in the
+// other dialect gets no tokens, as llama-server gives for a body without "content".
+class DialectServer {
+public:
+  explicit DialectServer(bool llamacpp)
+      : m_server(optkit::http::ServerOptions{}, [llamacpp](const optkit::http::Request& request,
+                                                           const std::shared_ptr<optkit::http::Exchange>& exchange) {
+        const auto body = nlohmann::json::parse(request.body.empty() ? "{}" : request.body);
+        const char* text_key = llamacpp ? "content" : "prompt";
+        const char* special_key = llamacpp ? "add_special" : "add_special_tokens";
+        nlohmann::json answer;
+        if (request.path() == "/props" && llamacpp) {
+          answer = {{"build_info", "b7012-3f545be"}, {"total_slots", 4}};
+        } else if (request.path() == "/tokenize") {
+          const auto text = body.value(text_key, std::string());
+          std::vector<int> tokens(body.value(special_key, false) ? 1 : 0, 1); // a BOS
+          for (const char c : text)
+            tokens.push_back(static_cast<unsigned char>(c));
+          answer = {{"tokens", tokens}};
+        } else if (request.path() == "/detokenize") {
+          std::string text;
+          for (const auto& id : body.at("tokens"))
+            text += static_cast<char>(id.get<int>());
+          answer = {{text_key, text}};
+        } else {
+          exchange->respond(404, "application/json", R"({"error": "not found"})");
+          return;
+        }
+        exchange->respond(200, "application/json", answer.dump());
+      }) {
+    m_server.start();
+  }
+  ~DialectServer() { m_server.stop(std::chrono::milliseconds(0)); }
+  optkit::http::Url url() const {
+    return optkit::http::parse_url("http://127.0.0.1:" + std::to_string(m_server.port()));
+  }
+
+private:
+  optkit::http::Server m_server;
+};
+
+} // namespace
+
+TEST_CASE("a server's /tokenize is spoken in its dialect: llama-server's found by its /props, vLLM's otherwise") {
+  for (const bool llamacpp : {true, false}) {
+    CAPTURE(llamacpp);
+    DialectServer server(llamacpp);
+    optkit::http::Client client(server.url());
+    const auto codec = server_codec(client, "m");
+    CHECK(codec->encode("abc") == std::vector<std::int32_t>{97, 98, 99});
+    CHECK(codec->decode({104, 105}) == "hi");
+    CHECK(codec->added_special_tokens() == 1);
+    CHECK((codec->source().find("llama-server") != std::string::npos) == llamacpp);
+  }
 }

@@ -98,6 +98,8 @@ to_json(const SettleReport& s) {
           {"waited_s", s.waited_s},
           {"probes", s.probes},
           {"probe_e2e_s", s.probe_e2e_s},
+          {"running_left", optional(s.running_left)},
+          {"waiting_left", optional(s.waiting_left)},
           {"running_at_start", optional(s.running_at_start)},
           {"waiting_at_start", optional(s.waiting_at_start)}};
 }

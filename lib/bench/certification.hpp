@@ -31,9 +31,9 @@ struct SettleReport {
   double waited_s = 0;    // until then, or until the cap
   int probes = 0;         // probe requests sent
   double probe_e2e_s = 0; // the last probe's latency
-  // What the server's /metrics said at the trial's start (nullopt: it exports none of the gauges
-  // bench knows, or has no /metrics).
-  std::optional<double> running_at_start, waiting_at_start;
+  // What the server's /metrics said when the wait began (what the trials before left) and at the
+  // trial's start (nullopt: it exports none of the gauges bench knows, or has no /metrics).
+  std::optional<double> running_left, waiting_left, running_at_start, waiting_at_start;
 };
 
 // What runs a trial: a live endpoint, or a simulated queue in tests.

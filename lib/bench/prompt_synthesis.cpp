@@ -33,29 +33,43 @@ private:
   model::Tokenizer m_tokenizer;
 };
 
+// A server's /tokenize and /detokenize: vLLM's and SGLang's dialect (and serve-deltas'), or
+// llama-server's, which names the text `content` and its special-token switch `add_special`.
+enum class TokenizeDialect { vllm, llamacpp };
+
 class ServerCodec final : public TokenCodec {
 public:
-  ServerCodec(http::Client& client, std::string model) : m_client(client), m_model(std::move(model)) {}
+  ServerCodec(http::Client& client, std::string model, TokenizeDialect dialect)
+      : m_client(client), m_model(std::move(model)), m_dialect(dialect) {}
 
   std::vector<std::int32_t> encode(const std::string& text) const override {
-    const auto body = call("/tokenize", {{"model", m_model}, {"prompt", text}, {"add_special_tokens", false}});
+    const auto body = call("/tokenize", tokenize_request(text, false));
     if (!body.contains("tokens") || !body["tokens"].is_array())
       throw RuntimeFailure(m_client.url().text + "/tokenize answered without a 'tokens' list");
     return body["tokens"].get<std::vector<std::int32_t>>();
   }
   std::string decode(const std::vector<std::int32_t>& ids) const override {
     const auto body = call("/detokenize", {{"model", m_model}, {"tokens", ids}});
-    if (!body.contains("prompt") || !body["prompt"].is_string())
-      throw RuntimeFailure(m_client.url().text + "/detokenize answered without a 'prompt' string");
-    return body["prompt"].get<std::string>();
+    const char* key = m_dialect == TokenizeDialect::llamacpp ? "content" : "prompt";
+    if (!body.contains(key) || !body[key].is_string())
+      throw RuntimeFailure(fmt::format("{}/detokenize answered without a '{}' string", m_client.url().text, key));
+    return body[key].get<std::string>();
   }
-  std::string source() const override { return "server /tokenize"; }
+  std::string source() const override {
+    return m_dialect == TokenizeDialect::llamacpp ? "server /tokenize (llama-server)" : "server /tokenize";
+  }
   std::int64_t added_special_tokens() const override {
-    const auto body = call("/tokenize", {{"model", m_model}, {"prompt", ""}, {"add_special_tokens", true}});
+    const auto body = call("/tokenize", tokenize_request("", true));
     return body.contains("tokens") && body["tokens"].is_array() ? static_cast<std::int64_t>(body["tokens"].size()) : 0;
   }
 
 private:
+  nlohmann::json tokenize_request(const std::string& text, bool special) const {
+    if (m_dialect == TokenizeDialect::llamacpp)
+      return {{"content", text}, {"add_special", special}};
+    return {{"model", m_model}, {"prompt", text}, {"add_special_tokens", special}};
+  }
+
   nlohmann::json call(const std::string& path, const nlohmann::json& request) const {
     const auto response = m_client.request("POST", path, request.dump());
     if (response.status != 200)
@@ -70,7 +84,21 @@ private:
 
   http::Client& m_client;
   std::string m_model;
+  TokenizeDialect m_dialect;
 };
+
+// llama-server answers GET /props with its build_info; vLLM, SGLang and serve-deltas do not.
+TokenizeDialect
+tokenize_dialect(http::Client& client) {
+  try {
+    const auto props = client.request("GET", "/props");
+    const auto body = nlohmann::json::parse(props.body, nullptr, false);
+    if (props.status == 200 && body.is_object() && body.contains("build_info"))
+      return TokenizeDialect::llamacpp;
+  } catch (const RuntimeFailure&) {
+  }
+  return TokenizeDialect::vllm;
+}
 
 } // namespace
 
@@ -81,7 +109,7 @@ local_codec(const std::string& model_dir) {
 
 std::unique_ptr<TokenCodec>
 server_codec(http::Client& client, const std::string& model) {
-  return std::make_unique<ServerCodec>(client, model);
+  return std::make_unique<ServerCodec>(client, model, tokenize_dialect(client));
 }
 
 std::string

@@ -34,7 +34,9 @@ public:
 };
 
 std::unique_ptr<TokenCodec> local_codec(const std::string& model_dir);
-// `model` is sent with each call (vLLM requires it); the client must outlive the codec.
+// `model` is sent with each call (vLLM requires it); the client must outlive the codec. A server
+// that answers GET /props with a build_info is llama-server, spoken to in its dialect
+// ({"content", "add_special"} in, {"content"} out of /detokenize).
 std::unique_ptr<TokenCodec> server_codec(http::Client& client, const std::string& model);
 
 struct SynthesizedPrompt {

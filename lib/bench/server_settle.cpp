@@ -55,10 +55,16 @@ settle_server(LoadGenerator& generator, const PreparedRequest& probe, double pro
   http::Client metrics(root, client_options);
   const auto start = Clock::now();
   const auto waited = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  bool first_look = true;
   for (;;) {
     const auto queue = read_server_queue(metrics);
     report.running_at_start = queue ? std::optional(queue->running) : std::nullopt;
     report.waiting_at_start = queue ? std::optional(queue->waiting) : std::nullopt;
+    if (first_look) {
+      report.running_left = report.running_at_start;
+      report.waiting_left = report.waiting_at_start;
+      first_look = false;
+    }
     const bool idle = !queue || queue->running + queue->waiting == 0;
     if (idle && probe_answers(generator, probe, probe_limit_s, report)) {
       report.drained = true;

@@ -55,6 +55,7 @@ for t in trials[1:]:
     settle = t["settle"]
     assert settle["drained"] and settle["probes"] >= 1, settle
     assert settle["running_at_start"] == 0 and settle["waiting_at_start"] == 0, settle
+    assert settle["running_left"] is not None, settle
 PY
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 # One archived trial per rate probed, with its metrics; the per-request rows are an artifact.
