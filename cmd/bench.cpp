@@ -54,7 +54,17 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   bench->add_option("--concurrency", flags->concurrency, "run one closed-loop trial with this many streams instead")
       ->check(number_range(1, 1 << 20));
   bench->add_option("--trace", o.trace,
-                    "replay a request trace (JSON lines: timestamp, input_tokens, output_tokens) instead");
+                    "replay a request trace instead: JSON lines (timestamp s, input_tokens, output_tokens), "
+                    "Mooncake's JSON lines (timestamp ms, input_length, output_length, hash_ids) or an Azure "
+                    "LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens)");
+  bench->add_option("--trace-format", o.trace_format, "the trace's format (auto: found from its content)")
+      ->check(CLI::IsMember({"auto", "jsonl", "mooncake", "azure"}))
+      ->capture_default_str();
+  bench
+      ->add_option("--trace-block-tokens", o.trace_block_tokens,
+                   "tokens per block id of a Mooncake trace's hash_ids (Mooncake's 512)")
+      ->check(number_range(1, 1 << 20))
+      ->capture_default_str();
   bench->add_option("--time-scale", o.time_scale, "trace replay speed (2: twice as fast)")
       ->check(positive_number())
       ->capture_default_str();

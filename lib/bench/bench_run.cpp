@@ -66,8 +66,10 @@ public:
     m_warmup = summary.warmup_fraction;
     m_cooldown = summary.cooldown_fraction;
   }
-  // The trace's own times (divided by time_scale) and, where it gives them, its lengths.
-  TrialRecording replay(const std::vector<TraceRequest>& trace, double time_scale, std::uint64_t seed) {
+  // The trace's own times (divided by time_scale) and, where it gives them, its lengths and
+  // prefix blocks (of `block_tokens` each).
+  TrialRecording replay(const std::vector<TraceRequest>& trace, double time_scale, std::int64_t block_tokens,
+                        std::uint64_t seed) {
     auto plan = plan_requests(m_profile, trace.size(), seed);
     std::vector<double> timestamps;
     for (std::size_t i = 0; i < trace.size(); ++i) {
@@ -76,7 +78,9 @@ public:
         plan[i].input_tokens = trace[i].input_tokens;
       if (trace[i].output_tokens > 0)
         plan[i].output_tokens = trace[i].output_tokens;
+      plan[i].prefix_blocks = trace[i].prefix_blocks;
     }
+    m_block_tokens = block_tokens;
     // Rows in time order, so request i is the i-th to leave.
     std::vector<std::size_t> order(trace.size());
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -101,7 +105,9 @@ private:
     std::vector<PreparedRequest> out;
     out.reserve(plan.size());
     for (const auto& planned : plan) {
-      const auto prompt = m_prompts.make(planned.input_tokens);
+      const auto prompt = planned.prefix_blocks.empty()
+                              ? m_prompts.make(planned.input_tokens)
+                              : m_prompts.make_from_blocks(planned.prefix_blocks, planned.input_tokens, m_block_tokens);
       nlohmann::json body = {{"model", m_model},
                              {"max_tokens", planned.output_tokens},
                              {"stream", true},
@@ -126,7 +132,8 @@ private:
   LoadGenerator m_generator;
   std::uint64_t m_seed;
   std::vector<PreparedRequest> m_probe;
-  std::vector<SloRule> m_stop_slos; // empty: every trial runs its whole schedule
+  std::int64_t m_block_tokens = 512; // a Mooncake trace's tokens per block id
+  std::vector<SloRule> m_stop_slos;  // empty: every trial runs its whole schedule
   double m_warmup = 0, m_cooldown = 0;
 };
 
@@ -187,7 +194,7 @@ single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyO
   if (!trace.empty()) {
     trial.phase = "trace";
     trial.planned_requests = trace.size();
-    trial.recording = runner.replay(trace, options.time_scale, certify_options.seed + 1);
+    trial.recording = runner.replay(trace, options.time_scale, options.trace_block_tokens, certify_options.seed + 1);
     const auto& sent = trial.recording.requests;
     const double span = sent.empty() ? 0.0 : sent.back().intended - sent.front().intended;
     trial.rate = span > 0 ? static_cast<double>(sent.size() - 1) / span : 0.0;
@@ -252,7 +259,9 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
                      "concurrency or one trace replay");
   if (!(options.time_scale > 0))
     throw InputError("--time-scale must be positive");
-  const auto trace = options.trace.empty() ? std::vector<TraceRequest>{} : load_request_trace(options.trace);
+  const auto trace = options.trace.empty()
+                         ? std::vector<TraceRequest>{}
+                         : load_request_trace(options.trace, parse_trace_format(options.trace_format));
   if (options.rate && !(*options.rate > 0))
     throw InputError("--rate must be a positive number of requests per second");
   if (options.concurrency && *options.concurrency < 1)

@@ -29,11 +29,13 @@ struct BenchOptions {
   std::string corpus;    // text prompts are cut from (empty: profiles/serving/corpus.txt)
   std::vector<std::string> slos;
   CertifyOptions certify;
-  std::optional<double> rate;     // one open-loop trial at this rate instead of certifying
-  std::optional<int> concurrency; // one closed-loop trial with this many streams
-  std::string trace;              // replay this request trace (JSONL) instead of certifying
-  double time_scale = 1;          // trace replay speed: 2 = twice as fast
-  std::size_t requests = 0;       // for --rate / --concurrency (0: sized as for certification)
+  std::optional<double> rate;            // one open-loop trial at this rate instead of certifying
+  std::optional<int> concurrency;        // one closed-loop trial with this many streams
+  std::string trace;                     // replay this request trace instead of certifying (request_trace.hpp)
+  std::string trace_format = "auto";     // auto | jsonl | mooncake | azure
+  std::int64_t trace_block_tokens = 512; // a Mooncake trace's tokens per hash id
+  double time_scale = 1;                 // trace replay speed: 2 = twice as fast
+  std::size_t requests = 0;              // for --rate / --concurrency (0: sized as for certification)
   double request_timeout_s = 120;
   std::size_t max_connections = 4096;
   std::string requests_out; // per-request JSON lines (also archived)

@@ -163,15 +163,37 @@ PromptSynthesizer::counted_round_trip(const std::vector<std::int32_t>& ids, std:
 }
 
 SynthesizedPrompt
+PromptSynthesizer::make_from_blocks(std::span<const std::int64_t> block_ids, std::int64_t total_tokens,
+                                    std::int64_t block_tokens) {
+  if (block_ids.empty())
+    return make(total_tokens);
+  const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
+  const auto blocks = static_cast<std::int64_t>(block_ids.size());
+  const auto block_start = [&](std::int64_t id) { // a block id's own place in the corpus
+    return static_cast<std::size_t>(
+        RandomSource(static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ULL + 1).below(m_corpus.size()));
+  };
+  std::vector<std::int32_t> leading; // every block but the last, whole
+  for (std::int64_t b = 0; b + 1 < blocks; ++b) {
+    const auto part = window(block_start(block_ids[static_cast<std::size_t>(b)]), block_tokens);
+    leading.insert(leading.end(), part.begin(), part.end());
+  }
+  return fitted(leading, block_start(block_ids.back()), tokens);
+}
+
+SynthesizedPrompt
 PromptSynthesizer::make(std::int64_t total_tokens) {
   const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
   RandomSource random(m_state++);
-  const std::int64_t body_tokens = std::max<std::int64_t>(1, tokens - static_cast<std::int64_t>(m_prefix.size()));
-  const std::size_t start = random.below(m_corpus.size());
+  return fitted(m_prefix, random.below(m_corpus.size()), tokens);
+}
+
+SynthesizedPrompt
+PromptSynthesizer::fitted(const std::vector<std::int32_t>& leading, std::size_t start, std::int64_t tokens) {
   SynthesizedPrompt best;
-  std::int64_t length = body_tokens;
+  std::int64_t length = std::max<std::int64_t>(1, tokens - static_cast<std::int64_t>(leading.size()));
   for (int attempt = 0; attempt < 6; ++attempt) {
-    auto ids = m_prefix;
+    auto ids = leading;
     const auto body = window(start, length);
     ids.insert(ids.end(), body.begin(), body.end());
     SynthesizedPrompt candidate;

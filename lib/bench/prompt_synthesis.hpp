@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ public:
   // (a few tries; the closest is kept otherwise). Throws RuntimeFailure past the budget, naming
   // the codec's round trip, and Interrupted after Ctrl-C.
   SynthesizedPrompt make(std::int64_t tokens);
+  // One prompt of `tokens` tokens built from a Mooncake trace's block ids: block id b is always
+  // the same `block_tokens` of the corpus (the last block as many as are left), so requests whose
+  // ids begin alike share that prefix, as the trace's did. The last block's length is adjusted
+  // until the count is exact, as make() does.
+  SynthesizedPrompt make_from_blocks(std::span<const std::int64_t> block_ids, std::int64_t tokens,
+                                     std::int64_t block_tokens);
   // Starts the sequence of prompts over from `seed` (each trial its own), and the budget, without
   // encoding the corpus again.
   void reseed(std::uint64_t seed);
@@ -70,6 +77,9 @@ public:
 private:
   std::vector<std::int32_t> window(std::size_t start, std::int64_t length) const;
   std::int64_t counted_round_trip(const std::vector<std::int32_t>& ids, std::string& text);
+  // `leading` ids, then a window of the corpus from `start` whose length is adjusted until the
+  // whole counts `tokens` (the closest of a few tries otherwise); the special tokens added.
+  SynthesizedPrompt fitted(const std::vector<std::int32_t>& leading, std::size_t start, std::int64_t tokens);
 
   const TokenCodec& m_codec;
   std::int64_t m_special = 0;

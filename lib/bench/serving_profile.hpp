@@ -66,6 +66,8 @@ struct PlannedRequest {
   std::size_t class_index = 0;
   std::int64_t input_tokens = 0; // including the shared prefix
   std::int64_t output_tokens = 0;
+  // A Mooncake trace's block ids: requests whose ids begin alike share those prompt blocks.
+  std::vector<std::int64_t> prefix_blocks;
 };
 
 // `count` requests drawn from the profile; deterministic in `seed`.

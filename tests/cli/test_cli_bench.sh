@@ -120,6 +120,27 @@ for row in rows:
     else:
         assert row["output_tokens"] == 16, row
 PY
+# A Mooncake trace (milliseconds, hash_ids in blocks of 16 tokens here) is found by its content and
+# replayed at its own times, each prompt as long as the trace says.
+python3 - "$SCRATCH/mooncake.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(20):
+        f.write(json.dumps({"timestamp": i * 50, "input_length": 40, "output_length": 4,
+                            "hash_ids": [0, 1, 2 + i % 3]}) + "\n")
+PY
+run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/mooncake.jsonl" --trace-block-tokens 16 \
+  --beta-tolerance 1 --max-dispatch-lag-ms 1000 --no-calibration --warmup 0 --cooldown 0 \
+  --requests-out "$SCRATCH/mooncake-out.jsonl" --format json
+expect_rc 0
+python3 - "$SCRATCH/mooncake-out.jsonl" <<'PY' || fail "mooncake replay"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 20
+for row in rows:
+    assert abs(row["intended_s"] - row["index"] * 0.05) < 1e-9, row
+    assert row["input_tokens"] == 40 and row["output_tokens"] == 4, row
+PY
 printf '{"timestamp": 1}\n{"time": 2}\n' >"$SCRATCH/bad-trace.jsonl"
 run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/bad-trace.jsonl"
 expect_rc 2

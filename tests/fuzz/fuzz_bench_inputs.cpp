@@ -3,7 +3,8 @@
 //          a point the input chooses: the reader never crashes, and both feedings agree on
 //          [DONE], the error, the text chunks and the usage;
 //   odd  → an --slo expression (mode 1), a serving profile YAML (mode 3), or a request trace
-//          (JSON lines; modes 5 and 7): a value or an InputError, nothing else.
+//          (its format found by its content, mode 5: JSON lines, Mooncake's or an Azure CSV;
+//          read as an Azure CSV, mode 7): a value or an InputError, nothing else.
 #include "bench/openai_stream.hpp"
 #include "bench/request_trace.hpp"
 #include "bench/serving_profile.hpp"
@@ -54,8 +55,10 @@ LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
       (void)optkit::bench::parse_slo(std::string(text));
     else if (data[0] % 8 == 3)
       (void)optkit::bench::parse_serving_profile(std::string(text), "fuzz.yaml");
-    else
+    else if (data[0] % 8 == 5)
       (void)optkit::bench::parse_request_trace(std::string(text), "fuzz.jsonl");
+    else // the Azure CSV reader, whatever the bytes look like
+      (void)optkit::bench::parse_request_trace(std::string(text), "fuzz.csv", optkit::bench::TraceFormat::azure);
   } catch (const optkit::InputError&) {
   }
   return 0;
