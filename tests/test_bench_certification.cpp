@@ -14,6 +14,24 @@ using namespace optkit::bench;
 
 namespace {
 
+// A request scheduled at `intended`, sent at `sent`, served from `start` for `service` seconds:
+// 10 output chunks evenly spread, the first after a tenth of the service.
+RequestRecord
+served_request(std::size_t index, double intended, double sent, double start, double service) {
+  RequestRecord r;
+  r.index = index;
+  r.intended = intended;
+  r.sent = sent;
+  r.first_token = start + service / 10;
+  for (int k = 1; k <= 10; ++k)
+    r.chunk_times.push_back(start + service * k / 10);
+  r.end = start + service;
+  r.input_tokens = 64;
+  r.output_tokens = 10;
+  r.status = 200;
+  return r;
+}
+
 class QueueRunner final : public TrialRunner {
 public:
   QueueRunner(int slots, double service_s) : m_slots(slots), m_service(service_s) {}
@@ -54,18 +72,7 @@ public:
 
 private:
   RequestRecord served(std::size_t index, double arrival, double start) const {
-    RequestRecord r;
-    r.index = index;
-    r.intended = arrival;
-    r.sent = arrival;
-    r.first_token = start + m_service / 10;
-    for (int k = 1; k <= 10; ++k)
-      r.chunk_times.push_back(start + m_service * k / 10);
-    r.end = start + m_service;
-    r.input_tokens = 64;
-    r.output_tokens = 10;
-    r.status = 200;
-    return r;
+    return served_request(index, arrival, arrival, start, m_service);
   }
 
   int m_slots;
@@ -188,7 +195,7 @@ public:
     TrialRecording out;
     double t = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      out.requests.push_back(record(i, t, t, t, m_gate_service));
+      out.requests.push_back(served_request(i, t, t, t, m_gate_service));
       t = out.requests.back().end;
     }
     return out;
@@ -207,7 +214,7 @@ public:
       const double sent = arrivals[i] + (starved ? 0.020 : 0.0);
       const double start = std::max(sent, free.top());
       free.pop();
-      out.requests.push_back(record(i, arrivals[i], sent, start, m_service));
+      out.requests.push_back(served_request(i, arrivals[i], sent, start, m_service));
       free.push(out.requests.back().end);
     }
     return out;
@@ -217,21 +224,6 @@ public:
   int settles = 0;
 
 private:
-  static RequestRecord record(std::size_t index, double intended, double sent, double start, double service) {
-    RequestRecord r;
-    r.index = index;
-    r.intended = intended;
-    r.sent = sent;
-    r.first_token = start + service / 10;
-    for (int k = 1; k <= 10; ++k)
-      r.chunk_times.push_back(start + service * k / 10);
-    r.end = start + service;
-    r.input_tokens = 64;
-    r.output_tokens = 10;
-    r.status = 200;
-    return r;
-  }
-
   int m_slots;
   double m_service, m_gate_service, m_generator_ceiling;
 };
