@@ -1,7 +1,9 @@
+#include "bench/prompt_synthesis.hpp"
 #include "bench/serving_profile.hpp"
 #include "core/random_source.hpp"
 
 #include "core/error.hpp"
+#include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -116,4 +118,42 @@ predicted: {configuration: "TP1", ttft_ms: 210.5, tpot_ms: 12.25, sources: "roof
                                              "{distribution: fixed, mean: 3}\nslo: [\"ttft<=1s\"]\n",
                                              "p.yaml"),
                        doctest::Contains("p.yaml: slo: SLO 'ttft<=1s'"), optkit::InputError);
+}
+
+TEST_CASE("shared prefix groups: each request starts with one of K system prompts, drawn evenly and seeded") {
+  const auto profile = parse_serving_profile(R"(name: t
+shared_prefix_tokens: 40
+shared_prefix_groups: 4
+input_tokens: {distribution: fixed, mean: 60}
+output_tokens: {distribution: fixed, mean: 8}
+)",
+                                             "t.yaml");
+  CHECK(profile.shared_prefix_groups == 4);
+  const auto plan = plan_requests(profile, 400, 3);
+  std::vector<int> per_group(4, 0);
+  for (const auto& r : plan) {
+    REQUIRE(r.prefix_group < 4);
+    ++per_group[r.prefix_group];
+  }
+  for (const int n : per_group)
+    CHECK(n > 60); // 100 expected each
+  CHECK(plan_requests(profile, 400, 3)[7].prefix_group == plan[7].prefix_group);
+  // The prompts: each group's shared text first, different groups different texts.
+  const auto codec = local_codec(optkit::test::tiny_base().string());
+  PromptSynthesizer prompts(*codec, default_corpus_text(), 40, 1, {}, 4);
+  const auto a = prompts.make(60, 2), b = prompts.make(60, 2), c = prompts.make(60, 3);
+  const auto common = [](const std::string& x, const std::string& y) {
+    std::size_t n = 0;
+    while (n < x.size() && n < y.size() && x[n] == y[n])
+      ++n;
+    return n;
+  };
+  CHECK(common(a.text, b.text) > 100); // 40 shared tokens, several characters each
+  CHECK(common(a.text, c.text) < 20);
+  CHECK(a.tokens == 60);
+  CHECK_THROWS_WITH_AS(parse_serving_profile("name: t\nshared_prefix_groups: 2\ninput_tokens: {distribution: fixed, "
+                                             "mean: 9}\noutput_tokens: {distribution: fixed, mean: 8}\n",
+                                             "g.yaml"),
+                       doctest::Contains("g.yaml: shared_prefix_groups needs shared_prefix_tokens"),
+                       optkit::InputError);
 }

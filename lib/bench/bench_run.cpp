@@ -36,7 +36,7 @@ public:
                  const std::string& corpus, GeneratorOptions generator, std::uint64_t seed)
       : m_profile(profile)
       , m_model(model)
-      , m_prompts(codec, corpus, profile.shared_prefix_tokens, seed)
+      , m_prompts(codec, corpus, profile.shared_prefix_tokens, seed, {}, profile.shared_prefix_groups)
       , m_generator(std::move(generator))
       , m_seed(seed) {}
 
@@ -106,7 +106,7 @@ private:
     out.reserve(plan.size());
     for (const auto& planned : plan) {
       const auto prompt = planned.prefix_blocks.empty()
-                              ? m_prompts.make(planned.input_tokens)
+                              ? m_prompts.make(planned.input_tokens, planned.prefix_group)
                               : m_prompts.make_from_blocks(planned.prefix_blocks, planned.input_tokens, m_block_tokens);
       nlohmann::json body = {{"model", m_model},
                              {"max_tokens", planned.output_tokens},

@@ -118,7 +118,8 @@ default_corpus_text() {
 }
 
 PromptSynthesizer::PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text,
-                                     std::int64_t shared_prefix_tokens, std::uint64_t seed, SynthesisBudget budget)
+                                     std::int64_t shared_prefix_tokens, std::uint64_t seed, SynthesisBudget budget,
+                                     std::int64_t prefix_groups)
     : m_codec(codec)
     , m_special(codec.added_special_tokens())
     , m_corpus(codec.encode(corpus_text))
@@ -126,8 +127,10 @@ PromptSynthesizer::PromptSynthesizer(const TokenCodec& codec, const std::string&
     , m_budget(budget) {
   if (m_corpus.empty())
     throw InputError("the prompt corpus encodes to no tokens");
+  const auto groups = static_cast<std::size_t>(std::max<std::int64_t>(1, prefix_groups));
   if (shared_prefix_tokens > 0)
-    m_prefix = window(0, shared_prefix_tokens);
+    for (std::size_t g = 0; g < groups; ++g)
+      m_prefixes.push_back(window(g * m_corpus.size() / groups, shared_prefix_tokens));
 }
 
 std::vector<std::int32_t>
@@ -182,10 +185,12 @@ PromptSynthesizer::make_from_blocks(std::span<const std::int64_t> block_ids, std
 }
 
 SynthesizedPrompt
-PromptSynthesizer::make(std::int64_t total_tokens) {
+PromptSynthesizer::make(std::int64_t total_tokens, std::size_t prefix_group) {
   const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
   RandomSource random(m_state++);
-  return fitted(m_prefix, random.below(m_corpus.size()), tokens);
+  static const std::vector<std::int32_t> no_prefix;
+  return fitted(m_prefixes.empty() ? no_prefix : m_prefixes.at(prefix_group % m_prefixes.size()),
+                random.below(m_corpus.size()), tokens);
 }
 
 SynthesizedPrompt

@@ -55,15 +55,17 @@ struct SynthesisBudget {
 
 class PromptSynthesizer {
 public:
-  // Encodes `corpus_text` once; throws InputError when it encodes to no tokens.
+  // Encodes `corpus_text` once; throws InputError when it encodes to no tokens. `prefix_groups`
+  // shared prefixes of `shared_prefix_tokens` each, cut from evenly spaced places in the corpus.
   PromptSynthesizer(const TokenCodec& codec, const std::string& corpus_text, std::int64_t shared_prefix_tokens,
-                    std::uint64_t seed, SynthesisBudget budget = {});
+                    std::uint64_t seed, SynthesisBudget budget = {}, std::int64_t prefix_groups = 1);
   // One prompt of `tokens` tokens as the server counts them (its added special tokens included).
   // Cuts a window of ids at a seeded offset, decodes it, and re-encodes to check: when the round
   // trip merges or splits tokens at the edges, the window is adjusted until the count is exact
   // (a few tries; the closest is kept otherwise). Throws RuntimeFailure past the budget, naming
   // the codec's round trip, and Interrupted after Ctrl-C.
-  SynthesizedPrompt make(std::int64_t tokens);
+  // `prefix_group`: which shared prefix the prompt starts with.
+  SynthesizedPrompt make(std::int64_t tokens, std::size_t prefix_group = 0);
   // One prompt of `tokens` tokens built from a Mooncake trace's block ids: block id b is always
   // the same `block_tokens` of the corpus (the last block as many as are left), so requests whose
   // ids begin alike share that prefix, as the trace's did. The last block's length is adjusted
@@ -84,7 +86,7 @@ private:
   const TokenCodec& m_codec;
   std::int64_t m_special = 0;
   std::vector<std::int32_t> m_corpus;
-  std::vector<std::int32_t> m_prefix;
+  std::vector<std::vector<std::int32_t>> m_prefixes; // one per group (none without a shared prefix)
   std::uint64_t m_state;
   SynthesisBudget m_budget;
   std::int64_t m_round_trips = 0;

@@ -98,13 +98,16 @@ profile_schema() {
     mix.item = std::make_shared<const Field>(mix_entry);
     Field prefix{"shared_prefix_tokens", Type::integer, false, "tokens every prompt starts with"};
     prefix.minimum = 0;
+    Field prefix_groups{"shared_prefix_groups", Type::integer, false,
+                        "distinct shared prefixes, each request starting with one of them (default 1)"};
+    prefix_groups.minimum = 1;
     return Schema{
         "serving profile",
         {Field{"name", Type::string, true, "profile name"},
          Field{"description", Type::string, false, "one line for people"},
          Field{"api", Type::string, false, "completions | chat (default completions)", {"completions", "chat"}},
          length_field("input_tokens", "prompt length distribution", false),
-         length_field("output_tokens", "output length distribution", false), mix, prefix,
+         length_field("output_tokens", "output length distribution", false), mix, prefix, prefix_groups,
          Field{"ignore_eos", Type::boolean, false, "force output lengths (default true)"},
          number_field("temperature", "sampling temperature (default 0)", 0),
          Field{"arrival",
@@ -217,6 +220,12 @@ parse_serving_profile(const std::string& yaml_text, const std::string& source, c
   p.description = doc.value("description", std::string());
   p.api = doc.value("api", std::string("completions")) == "chat" ? Api::chat : Api::completions;
   p.shared_prefix_tokens = doc.value("shared_prefix_tokens", std::int64_t{0});
+  p.shared_prefix_groups = doc.value("shared_prefix_groups", std::int64_t{1});
+  if (p.shared_prefix_groups > 1 && p.shared_prefix_tokens == 0)
+    throw InputError(source + ": shared_prefix_groups needs shared_prefix_tokens (how long each shared prefix is)");
+  if (p.shared_prefix_groups > 4096)
+    throw InputError(source + ": shared_prefix_groups " + std::to_string(p.shared_prefix_groups) +
+                     " is over 4096; a trace (bench --trace, Mooncake's hash_ids) describes reuse at that scale");
   p.ignore_eos = doc.value("ignore_eos", true);
   p.temperature = doc.value("temperature", 0.0);
   p.arrival = parse_arrival_process(doc.value("arrival", std::string("poisson")));
@@ -326,6 +335,9 @@ plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t se
     request.class_index = index;
     request.input_tokens = std::max(sample_length(c.input_tokens, random), profile.shared_prefix_tokens + 1);
     request.output_tokens = sample_length(c.output_tokens, random);
+    if (profile.shared_prefix_groups > 1) // drawn only then: single-prefix plans stay as they were
+      request.prefix_group =
+          static_cast<std::size_t>(random.below(static_cast<std::uint64_t>(profile.shared_prefix_groups)));
   }
   return plan;
 }

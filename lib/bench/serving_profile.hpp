@@ -44,6 +44,9 @@ struct ServingProfile {
   Api api = Api::completions;
   std::vector<RequestClass> classes; // at least one
   std::int64_t shared_prefix_tokens = 0;
+  // How many distinct shared prefixes (system prompts) there are: each request starts with one of
+  // them, drawn uniformly, so K groups of requests each share their own.
+  std::int64_t shared_prefix_groups = 1;
   bool ignore_eos = true; // and min_tokens = max_tokens, so output lengths are the profile's
   double temperature = 0;
   ArrivalProcess arrival = ArrivalProcess::poisson;
@@ -66,6 +69,7 @@ struct PlannedRequest {
   std::size_t class_index = 0;
   std::int64_t input_tokens = 0; // including the shared prefix
   std::int64_t output_tokens = 0;
+  std::size_t prefix_group = 0; // which shared prefix it starts with (shared_prefix_groups)
   // A Mooncake trace's block ids: requests whose ids begin alike share those prompt blocks.
   std::vector<std::int64_t> prefix_blocks;
 };
