@@ -163,3 +163,32 @@ TEST_CASE("the async client opens connections a few at a time, and waiting reque
   CHECK(peak >= 2);
   CHECK(peak <= 8);
 }
+
+TEST_CASE("a request the profile has the client abandon is dropped after its delay, recorded as cancelled, not "
+          "failed") {
+  ScriptedServer server(2, 100us);
+  GeneratorOptions options{server.url()};
+  options.request_timeout_s = 30; // far beyond the abandonment
+  LoadGenerator generator(options);
+  auto hang = request("hang", 2);
+  hang.cancel_after_s = 0.05;
+  auto quick = request("ok", 2);
+  quick.cancel_after_s = 20; // done long before it would be abandoned
+  const auto recording = generator.open_loop({hang, quick, request("ok", 2)}, {0, 0.001, 0.002});
+  REQUIRE(recording.requests.size() == 3);
+  const auto& r = recording.requests;
+  CHECK(r[0].cancelled);
+  CHECK(r[0].error.empty());
+  CHECK(r[0].end >= r[0].sent);
+  CHECK_FALSE(r[1].cancelled);
+  CHECK(r[1].ok());
+  CHECK_FALSE(r[2].cancelled);
+  SummaryOptions summary;
+  summary.warmup_fraction = summary.cooldown_fraction = 0;
+  summary.max_dispatch_lag_s = 60;
+  const auto t = summarize_trial(recording, summary);
+  CHECK(t.cancelled == 1);
+  CHECK(t.measured == 2);
+  CHECK(t.failed == 0);
+  CHECK(t.error_rate == 0);
+}

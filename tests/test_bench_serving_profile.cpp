@@ -157,3 +157,25 @@ output_tokens: {distribution: fixed, mean: 8}
                        doctest::Contains("g.yaml: shared_prefix_groups needs shared_prefix_tokens"),
                        optkit::InputError);
 }
+
+TEST_CASE("request cancellation: a seeded share of the plan is abandoned after the profile's delay") {
+  const auto profile = parse_serving_profile(R"(name: t
+cancel_fraction: 0.25
+cancel_after_s: 1.5
+input_tokens: {distribution: fixed, mean: 60}
+output_tokens: {distribution: fixed, mean: 8}
+)",
+                                             "t.yaml");
+  const auto plan = plan_requests(profile, 800, 5);
+  std::size_t cancelled = 0;
+  for (const auto& r : plan) {
+    CHECK((r.cancel_after_s == -1 || r.cancel_after_s == 1.5));
+    cancelled += r.cancel_after_s >= 0 ? 1u : 0u;
+  }
+  CHECK(cancelled > 150); // 200 expected
+  CHECK(cancelled < 250);
+  CHECK_THROWS_WITH_AS(parse_serving_profile("name: t\ncancel_fraction: 1.5\ninput_tokens: {distribution: fixed, "
+                                             "mean: 9}\noutput_tokens: {distribution: fixed, mean: 8}\n",
+                                             "c.yaml"),
+                       doctest::Contains("cancel_fraction"), optkit::InputError);
+}

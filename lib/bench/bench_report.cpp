@@ -54,6 +54,7 @@ to_json(const TrialSummary& t) {
           {"measured", t.measured},
           {"succeeded", t.succeeded},
           {"failed", t.failed},
+          {"cancelled", t.cancelled},
           {"errors", errors},
           {"error_rate", t.error_rate},
           {"scheduled_rate", t.scheduled_rate},
@@ -179,7 +180,8 @@ write_request_rows(const Certification& c, const std::filesystem::path& file) {
                             {"chunks", r.chunk_times.size()},
                             {"server_queue_s", number_or_null(r.server_queue_s)},
                             {"status", r.status},
-                            {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)}};
+                            {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
+                            {"cancelled", r.cancelled}};
       text += row.dump() + "\n";
     }
   write_file_atomic(file, text);

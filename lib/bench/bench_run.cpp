@@ -121,7 +121,7 @@ private:
         body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt.text}}});
       else
         body["prompt"] = prompt.text;
-      out.push_back({body.dump(), prompt.tokens, planned.output_tokens});
+      out.push_back({body.dump(), prompt.tokens, planned.output_tokens, planned.cancel_after_s});
     }
     return out;
   }

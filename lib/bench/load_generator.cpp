@@ -50,11 +50,14 @@ public:
     m_end[i].store(t, std::memory_order_relaxed);
     m_done.fetch_add(1, std::memory_order_release);
   }
-  // The first `sent` requests' progress so far (their intended times from `offsets`).
-  std::vector<RequestProgress> progress(std::size_t sent, const std::vector<double>& offsets) const {
+  // The first `sent` requests' progress so far (their intended times from `offsets`, whether the
+  // client will abandon them from `requests`).
+  std::vector<RequestProgress> progress(std::size_t sent, const std::vector<double>& offsets,
+                                        const std::vector<PreparedRequest>& requests) const {
     std::vector<RequestProgress> out(sent);
     for (std::size_t i = 0; i < sent; ++i)
-      out[i] = {offsets[i], m_first_token[i].load(std::memory_order_relaxed), m_end[i].load(std::memory_order_acquire)};
+      out[i] = {offsets[i], m_first_token[i].load(std::memory_order_relaxed), m_end[i].load(std::memory_order_acquire),
+                requests[i % requests.size()].cancel_after_s >= 0};
     return out;
   }
   // Waits until `count` requests are done or `deadline` passes or an interrupt arrives or
@@ -104,6 +107,11 @@ finish_record(InFlight& flight, const http::AsyncResult& result, double now, con
   record.end = now;
   record.status = result.status;
   const auto& reader = flight.reader;
+  record.cancelled = result.cancelled && request.cancel_after_s >= 0;
+  if (record.cancelled) { // abandoned as planned: not an error, and no latency to count
+    record.first_token = reader.first_text_time();
+    return;
+  }
   if (!result.error.empty()) {
     record.error = result.status == 0 ? result.error : fmt::format("HTTP {}: {}", result.status, result.error);
   } else if (result.status < 200 || result.status >= 300) {
@@ -160,7 +168,10 @@ submit(http::AsyncClient& client, const GeneratorOptions& options, TrialState& s
     if (after)
       after();
   };
-  client.submit(http::AsyncRequest{"POST", options.path, request.body, "application/json"}, std::move(handlers));
+  http::AsyncRequest async{"POST", options.path, request.body, "application/json", std::nullopt};
+  if (request.cancel_after_s >= 0)
+    async.abandon_after = std::chrono::milliseconds(static_cast<std::int64_t>(request.cancel_after_s * 1000));
+  client.submit(std::move(async), std::move(handlers));
 }
 
 // Waits for `target` without spinning. A sparse schedule sleeps to each send exactly (timer
@@ -208,7 +219,7 @@ LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std
   std::string stopped_early;
   const auto gave_up = [&] {
     if (give_up)
-      stopped_early = give_up(state.progress(sent, offsets), state.now());
+      stopped_early = give_up(state.progress(sent, offsets, requests), state.now());
     return !stopped_early.empty();
   };
   auto next_check = Steady::now() + TrialState::kGiveUpCheck;

@@ -23,6 +23,7 @@ struct PreparedRequest {
   std::string body; // the JSON body as sent
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
+  double cancel_after_s = -1; // the generator abandons it this long after sending (-1: never)
 };
 
 struct GeneratorOptions {

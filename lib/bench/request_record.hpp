@@ -22,7 +22,8 @@ struct RequestRecord {
   bool usage_reported = false;
   double server_queue_s = -1; // the server's own queue time when it reports one
   int status = 0;
-  std::string error; // empty when the request succeeded
+  std::string error;      // empty when the request succeeded
+  bool cancelled = false; // abandoned by the client as the profile planned (cancel_fraction): no error
 
   bool ok() const { return error.empty(); }
   double dispatch_lag() const { return sent >= 0 ? sent - intended : -1; }

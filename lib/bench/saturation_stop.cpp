@@ -41,7 +41,8 @@ slo_already_lost(const std::vector<SloRule>& slos, std::span<const RequestProgre
         static_cast<std::size_t>(std::ceil((1 - rule.percentile / 100) * static_cast<double>(window.planned))) + 1;
     std::size_t violations = 0;
     for (const auto& r : sent)
-      if (r.intended >= window.start && r.intended <= window.end && certain_violation(rule, r, now, limit))
+      if (!r.to_be_cancelled && r.intended >= window.start && r.intended <= window.end &&
+          certain_violation(rule, r, now, limit))
         ++violations;
     if (violations > allowed)
       return fmt::format("SLO {} lost: {} of the {} measured requests already over {:.0f} ms at {:.1f} s", rule.text,

@@ -22,6 +22,7 @@ struct RequestProgress {
   double intended = 0;
   double first_token = -1;
   double end = -1;
+  bool to_be_cancelled = false; // the profile has the client abandon it: never counted
 };
 
 // The requests of a trial whose scheduled times fall in [start, end]: `planned` of them.

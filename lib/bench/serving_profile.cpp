@@ -101,6 +101,8 @@ profile_schema() {
     Field prefix_groups{"shared_prefix_groups", Type::integer, false,
                         "distinct shared prefixes, each request starting with one of them (default 1)"};
     prefix_groups.minimum = 1;
+    Field cancel_fraction = number_field("cancel_fraction", "share of requests the client abandons (default 0)", 0);
+    cancel_fraction.maximum = 1;
     return Schema{
         "serving profile",
         {Field{"name", Type::string, true, "profile name"},
@@ -108,6 +110,8 @@ profile_schema() {
          Field{"api", Type::string, false, "completions | chat (default completions)", {"completions", "chat"}},
          length_field("input_tokens", "prompt length distribution", false),
          length_field("output_tokens", "output length distribution", false), mix, prefix, prefix_groups,
+         cancel_fraction,
+         number_field("cancel_after_s", "seconds after sending that an abandoned request is dropped (default 1)", 0),
          Field{"ignore_eos", Type::boolean, false, "force output lengths (default true)"},
          number_field("temperature", "sampling temperature (default 0)", 0),
          Field{"arrival",
@@ -221,6 +225,8 @@ parse_serving_profile(const std::string& yaml_text, const std::string& source, c
   p.api = doc.value("api", std::string("completions")) == "chat" ? Api::chat : Api::completions;
   p.shared_prefix_tokens = doc.value("shared_prefix_tokens", std::int64_t{0});
   p.shared_prefix_groups = doc.value("shared_prefix_groups", std::int64_t{1});
+  p.cancel_fraction = doc.value("cancel_fraction", 0.0);
+  p.cancel_after_s = doc.value("cancel_after_s", 1.0);
   if (p.shared_prefix_groups > 1 && p.shared_prefix_tokens == 0)
     throw InputError(source + ": shared_prefix_groups needs shared_prefix_tokens (how long each shared prefix is)");
   if (p.shared_prefix_groups > 4096)
@@ -335,6 +341,8 @@ plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t se
     request.class_index = index;
     request.input_tokens = std::max(sample_length(c.input_tokens, random), profile.shared_prefix_tokens + 1);
     request.output_tokens = sample_length(c.output_tokens, random);
+    if (profile.cancel_fraction > 0 && random.uniform() < profile.cancel_fraction) // drawn only then, as below
+      request.cancel_after_s = profile.cancel_after_s;
     if (profile.shared_prefix_groups > 1) // drawn only then: single-prefix plans stay as they were
       request.prefix_group =
           static_cast<std::size_t>(random.below(static_cast<std::uint64_t>(profile.shared_prefix_groups)));

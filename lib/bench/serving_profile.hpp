@@ -47,6 +47,10 @@ struct ServingProfile {
   // How many distinct shared prefixes (system prompts) there are: each request starts with one of
   // them, drawn uniformly, so K groups of requests each share their own.
   std::int64_t shared_prefix_groups = 1;
+  // Request cancellation, as users closing a tab: this share of requests is abandoned by the
+  // client cancel_after_s seconds after it is sent (the server sees a disconnect).
+  double cancel_fraction = 0;
+  double cancel_after_s = 1;
   bool ignore_eos = true; // and min_tokens = max_tokens, so output lengths are the profile's
   double temperature = 0;
   ArrivalProcess arrival = ArrivalProcess::poisson;
@@ -70,6 +74,7 @@ struct PlannedRequest {
   std::int64_t input_tokens = 0; // including the shared prefix
   std::int64_t output_tokens = 0;
   std::size_t prefix_group = 0; // which shared prefix it starts with (shared_prefix_groups)
+  double cancel_after_s = -1;   // the client abandons it this long after sending it (-1: never)
   // A Mooncake trace's block ids: requests whose ids begin alike share those prompt blocks.
   std::vector<std::int64_t> prefix_blocks;
 };

@@ -101,9 +101,14 @@ summarize_trial(const TrialRecording& recording, const SummaryOptions& options) 
   t.window_start = first + options.warmup_fraction * span;
   t.window_end = last - options.cooldown_fraction * span;
   std::vector<const RequestRecord*> measured;
-  for (const auto& r : all)
-    if (r.intended >= t.window_start && r.intended <= t.window_end)
+  for (const auto& r : all) {
+    if (r.intended < t.window_start || r.intended > t.window_end)
+      continue;
+    if (r.cancelled) // abandoned as planned: counted, never measured
+      ++t.cancelled;
+    else
       measured.push_back(&r);
+  }
   std::sort(measured.begin(), measured.end(),
             [](const RequestRecord* a, const RequestRecord* b) { return a->intended < b->intended; });
   t.measured = measured.size();

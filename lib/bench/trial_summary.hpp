@@ -51,6 +51,7 @@ struct SloVerdict {
 struct TrialSummary {
   double window_start = 0, window_end = 0; // scheduled-time window measured
   std::size_t requests = 0, measured = 0, succeeded = 0, failed = 0;
+  std::size_t cancelled = 0;                 // in the window, abandoned as planned: not measured, not failed
   std::map<std::string, std::size_t> errors; // message → count (measured requests)
   double error_rate = 0;
   double request_throughput = 0;      // successful measured requests / (last end − first end)

@@ -69,6 +69,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   Job job;
   AsyncResult result;
   bool deliver = false;
+  bool abandoning = false; // the timer is the request's abandon_after, not its timeout
   char piece[16384];
 
   Connection(const std::shared_ptr<AsyncClient::Impl>& impl) : owner(impl), stream(net::make_strand(impl->ioc)) {}
@@ -99,8 +100,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
     }
     // The stream's timer is set on its strand, like every other operation on it: with several
     // I/O threads the caller may be another connection's handler on another thread.
-    net::dispatch(stream.get_executor(), [self, timeout = impl_ptr->options.client.request_timeout] {
-      self->stream.expires_after(timeout);
+    const auto timeout = impl_ptr->options.client.request_timeout;
+    abandoning = job.request.abandon_after && *job.request.abandon_after < timeout;
+    net::dispatch(stream.get_executor(), [self, timer = abandoning ? *job.request.abandon_after : timeout] {
+      self->stream.expires_after(timer);
       self->send();
     });
   }
@@ -117,6 +120,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
           if (auto impl = self->owner.lock())
             impl->opened();
         }
+        if (self->abandoned(ec))
+          return;
         if (ec)
           return self->finish(ec == beast::error::timeout ? "connect timed out" : "connect: " + ec.message(), false);
         beast::error_code ignored;
@@ -145,6 +150,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
   // A kept-alive connection the server closed meanwhile fails before any response byte: then,
   // and only then, the request goes again on a fresh connection (as the blocking client does).
   void failed_before_response(beast::error_code ec) {
+    if (abandoned(ec))
+      return;
     const bool stale = reused && !retried &&
                        (ec == bhttp::error::end_of_stream || ec == net::error::connection_reset ||
                         ec == net::error::broken_pipe || ec == net::error::eof);
@@ -185,11 +192,22 @@ struct Connection : std::enable_shared_from_this<Connection> {
           self->result.body.append(self->piece, std::min(got, max_error_body - self->result.body.size()));
         }
       }
+      if (self->abandoned(ec))
+        return;
       if (ec)
         return self->finish(
             std::string("response cut off: ") + (ec == beast::error::timeout ? "timed out" : ec.message()), false);
       self->read_body();
     });
+  }
+
+  // Whether the timer that fired was the request's abandon_after: it then ends as cancelled.
+  bool abandoned(beast::error_code ec) {
+    if (ec != beast::error::timeout || !abandoning)
+      return false;
+    result.cancelled = true;
+    finish("", false);
+    return true;
   }
 
   void close() {

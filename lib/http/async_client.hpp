@@ -7,9 +7,11 @@
 
 #include "http/client.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,13 +22,17 @@ struct AsyncRequest {
   std::string path; // appended to the base URL's prefix
   std::string body;
   std::string content_type = "application/json";
+  // The client gives the request up this long after it starts (a user closing the tab): the
+  // connection is dropped and the request ends as cancelled, not failed. Unset, or not shorter
+  // than the request timeout: never.
+  std::optional<std::chrono::milliseconds> abandon_after;
 };
 
 struct AsyncResult {
   int status = 0;         // 0 when no response arrived
   std::string error;      // empty on a complete response (any status)
   std::string body;       // the body of a non-2xx response (capped at 64 KiB)
-  bool cancelled = false; // on_data returned false
+  bool cancelled = false; // on_data returned false, or the request was abandoned (abandon_after)
 };
 
 struct AsyncHandlers {

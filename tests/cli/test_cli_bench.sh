@@ -141,6 +141,20 @@ for row in rows:
     assert abs(row["intended_s"] - row["index"] * 0.05) < 1e-9, row
     assert row["input_tokens"] == 40 and row["output_tokens"] == 4, row
 PY
+# Abandoned requests (chat-abandoned: 10 % dropped 0.5 s after sending; the mock's 64 ms answers
+# finish first unless its queue holds them, so a profile abandoning after 1 ms is used here) are
+# counted, never failed, and the server keeps serving.
+sed -e 's/cancel_fraction: 0.1/cancel_fraction: 0.5/; s/cancel_after_s: 0.5/cancel_after_s: 0.001/' \
+  "$OPTKIT_SOURCE_DIR/profiles/serving/chat-abandoned.yaml" >"$SCRATCH/abandon.yaml"
+run bench --endpoint "http://127.0.0.1:$port" --profile "$SCRATCH/abandon.yaml" --rate 20 --requests 40 \
+  --beta-tolerance 1 --max-dispatch-lag-ms 1000 --no-calibration --warmup 0 --cooldown 0 --format json
+expect_rc 0
+python3 - "$OUT" <<'PY' || fail "abandoned requests: $OUT"
+import json, sys
+s = json.loads(sys.argv[1])["trials"][0]["summary"]
+assert s["cancelled"] >= 5 and s["failed"] == 0, (s["cancelled"], s["failed"])
+assert s["measured"] + s["cancelled"] == 40, s
+PY
 printf '{"timestamp": 1}\n{"time": 2}\n' >"$SCRATCH/bad-trace.jsonl"
 run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/bad-trace.jsonl"
 expect_rc 2
