@@ -40,13 +40,14 @@ public:
       , m_generator(std::move(generator))
       , m_seed(seed) {}
 
+  // The gate's requests (and the probe, its first) are never abandoned: they measure the server.
   TrialRecording closed_loop(std::size_t count, int concurrency) override {
-    return m_generator.closed_loop(prepare(count, m_seed), count, concurrency);
+    return m_generator.closed_loop(never_abandoned(prepare(count, m_seed)), count, concurrency);
   }
   // The probe is the gate's first request, sent alone.
   SettleReport settle(double probe_limit_s, double timeout_s) override {
     if (m_probe.empty())
-      m_probe = prepare(1, m_seed);
+      m_probe = never_abandoned(prepare(1, m_seed));
     return settle_server(m_generator, m_probe.front(), probe_limit_s, timeout_s);
   }
   TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
@@ -94,6 +95,12 @@ public:
   }
 
 private:
+  static std::vector<PreparedRequest> never_abandoned(std::vector<PreparedRequest> requests) {
+    for (auto& r : requests)
+      r.cancel_after_s = -1;
+    return requests;
+  }
+
   // At most 2048 distinct prompts per trial (requests beyond reuse them in turn), so a long
   // trial does not spend minutes counting tokens through a server's /tokenize.
   std::vector<PreparedRequest> prepare(std::size_t count, std::uint64_t seed) {
@@ -327,7 +334,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
   for (const auto& t : c.trials) {
     requests += t.recording.requests.size();
     for (const auto& r : t.recording.requests)
-      failed += r.ok() ? 0u : 1u;
+      failed += r.ok() || r.cancelled ? 0u : 1u;
   }
   if (requests > 0 && failed == requests)
     throw RuntimeFailure(fmt::format("--endpoint {}: every request failed ({}) — is the server up and serving '{}'?",

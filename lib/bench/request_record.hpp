@@ -25,7 +25,7 @@ struct RequestRecord {
   std::string error;      // empty when the request succeeded
   bool cancelled = false; // abandoned by the client as the profile planned (cancel_fraction): no error
 
-  bool ok() const { return error.empty(); }
+  bool ok() const { return error.empty() && !cancelled; } // completed without an error
   double dispatch_lag() const { return sent >= 0 ? sent - intended : -1; }
   double ttft() const { return first_token - intended; }
   double e2e() const { return end - intended; }
