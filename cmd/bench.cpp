@@ -126,6 +126,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   bench->add_flag("!--no-calibration", o.calibration,
                   "do not look up or measure the load generator's ceiling before benching");
   bench->add_option("--svg", o.svg_dir, "write latency_vs_rate.svg and steady_state.svg (Eq. 1) into DIR");
+  bench->add_option("--html", o.html, "write a self-contained HTML report (charts inline, nothing fetched) to FILE");
   add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
   add_format_option(*bench, flags->format);
   add_output_option(*bench, flags->output, "write the result to FILE instead of stdout");

@@ -84,4 +84,80 @@ steady_state_svg(const TrialResult& trial) {
   return render_svg(chart);
 }
 
+const TrialResult*
+shown_trial(const Certification& c) {
+  const TrialResult* shown = nullptr;
+  for (const auto& t : c.trials)
+    if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
+      if (shown == nullptr || !shown->passed || t.passed)
+        shown = &t;
+  return shown;
+}
+
+namespace {
+
+// (value, share of values at or below it) for each sorted value.
+std::vector<std::pair<double, double>>
+empirical_cdf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out.emplace_back(values[i], static_cast<double>(i + 1) / static_cast<double>(values.size()));
+  return out;
+}
+
+} // namespace
+
+std::string
+latency_cdf_svg(const TrialResult& trial, const std::vector<SloRule>& slos) {
+  const auto& s = trial.summary;
+  std::vector<double> ttft, e2e;
+  for (const auto& r : trial.recording.requests)
+    if (r.ok() && r.intended >= s.window_start && r.intended <= s.window_end) {
+      ttft.push_back(r.ttft() * 1e3);
+      e2e.push_back(r.e2e() * 1e3);
+    }
+  Chart chart;
+  chart.title = fmt::format("Latency CDFs at {:.4g} req/s ({} measured requests)", trial.rate, e2e.size());
+  chart.x_label = "latency (ms)";
+  chart.y_label = "share of requests at or below";
+  chart.series = {{"ttft", "#1f77b4", empirical_cdf(std::move(ttft)), true, false, false},
+                  {"e2e", "#ff7f0e", empirical_cdf(std::move(e2e)), true, false, false}};
+  for (const auto& rule : slos)
+    if (rule.metric == LatencyMetric::ttft || rule.metric == LatencyMetric::e2e)
+      chart.vertical.push_back({rule.threshold_s * 1e3, "SLO " + rule.text, "#c00"});
+  for (const auto& rule : slos)
+    if (!rule.is_mean() && (rule.metric == LatencyMetric::ttft || rule.metric == LatencyMetric::e2e))
+      chart.horizontal.push_back({rule.percentile / 100, fmt::format("p{}", rule.percentile), "#999"});
+  return render_svg(chart);
+}
+
+std::string
+timeline_svg(const TrialResult& trial) {
+  // Every send (+1) and end (−1) in time order: the in-flight count steps through them.
+  std::vector<std::pair<double, int>> events;
+  for (const auto& r : trial.recording.requests) {
+    if (r.sent >= 0)
+      events.emplace_back(r.sent, +1);
+    if (r.sent >= 0 && r.end >= 0)
+      events.emplace_back(r.end, -1);
+  }
+  std::sort(events.begin(), events.end());
+  ChartSeries sent{"sent", "#1f77b4", {}, true, false, false};
+  ChartSeries done{"completed", "#2ca02c", {}, true, false, false};
+  ChartSeries in_flight{"in flight", "#c00", {}, true, false, false};
+  int sent_count = 0, done_count = 0;
+  for (const auto& [time, step] : events) {
+    (step > 0 ? sent_count : done_count) += 1;
+    (step > 0 ? sent : done).points.emplace_back(time, step > 0 ? sent_count : done_count);
+    in_flight.points.emplace_back(time, sent_count - done_count);
+  }
+  Chart chart;
+  chart.title = fmt::format("Requests over the trial at {:.4g} req/s", trial.rate);
+  chart.x_label = "time (s from the trial's start)";
+  chart.y_label = "requests";
+  chart.series = {std::move(sent), std::move(done), std::move(in_flight)};
+  return render_svg(chart);
+}
+
 } // namespace optkit::bench

@@ -1,6 +1,7 @@
 #include "bench/bench_run.hpp"
 
 #include "bench/arrivals.hpp"
+#include "bench/bench_html.hpp"
 #include "bench/bench_plots.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/load_generator.hpp"
@@ -238,12 +239,7 @@ write_plots(const Certification& c, const std::vector<SloRule>& slos, const std:
   std::filesystem::create_directories(dir);
   std::vector<std::filesystem::path> plots{dir / "latency_vs_rate.svg"};
   write_file_atomic(plots.back(), latency_vs_rate_svg(c, slos));
-  const TrialResult* shown = nullptr;
-  for (const auto& t : c.trials)
-    if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
-      if (shown == nullptr || !shown->passed || t.passed)
-        shown = &t;
-  if (shown != nullptr) {
+  if (const auto* shown = shown_trial(c)) {
     plots.push_back(dir / "steady_state.svg");
     write_file_atomic(plots.back(), steady_state_svg(*shown));
   }
@@ -345,6 +341,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
                                              : write_plots(c, certify_options.summary.slos, options.svg_dir);
   if (engine)
     result.engine = engine->record();
+  if (!options.html.empty())
+    write_file_atomic(options.html, bench_report_html(result));
   if (context.archive != nullptr && context.run_id != 0) {
     context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
     if (engine)
@@ -353,6 +351,8 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
       context.archive->add_artifact(context.run_id, std::nullopt, options.requests_out, "requests");
     for (const auto& plot : plots)
       context.archive->add_artifact(context.run_id, std::nullopt, plot, "plot");
+    if (!options.html.empty())
+      context.archive->add_artifact(context.run_id, std::nullopt, options.html, "report");
   }
   return result;
 }

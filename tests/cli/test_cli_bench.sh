@@ -1,7 +1,7 @@
 # optkit bench against a real optkit serve-deltas (the mock model behind the real engine and
 # HTTP path): a certification in JSON with its trials, archived one trial per rate; an
 # impossible SLO stops at the closed-loop gate with exit 1; every open-loop trial waits for the
-# server to drain first; bad input is exit 2 naming the
+# server to drain first; the HTML report renders in a browser; bad input is exit 2 naming the
 # flag; an unreachable server is exit 3. Assertions are about structure, never about speed.
 . "$(dirname "$0")/lib.sh"
 
@@ -26,7 +26,8 @@ calibration_run=$(sql "SELECT MAX(id) FROM runs WHERE command='bench'")
   fail "calibration not archived: $OUT"
 
 run bench --endpoint "http://127.0.0.1:$port" --model tiny-base --profile chat-small --slo 'e2e:p95<=2s' \
-  "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --svg "$SCRATCH/plots" --format json
+  "${short[@]}" --requests-out "$SCRATCH/requests.jsonl" --svg "$SCRATCH/plots" --html "$SCRATCH/report.html" \
+  --format json
 expect_rc 0
 python3 - "$OUT" <<'PY' || fail "bench JSON: $OUT"
 import json, sys
@@ -57,6 +58,15 @@ for t in trials[1:]:
     assert settle["running_at_start"] == 0 and settle["waiting_at_start"] == 0, settle
     assert settle["running_left"] is not None, settle
 PY
+# The HTML report: self-contained (nothing to fetch), its four charts inline, rendered by a real
+# browser (Debian's chromium, headless).
+! grep -Eq 'src=|href=|url\(|@import' "$SCRATCH/report.html" || fail "report.html refers to something outside itself"
+[ "$(grep -o '<svg ' "$SCRATCH/report.html" | wc -l)" -eq 4 ] || fail "report.html does not hold its four charts"
+command -v chromium >/dev/null || fail "chromium is missing: scripts/install-deps.sh installs it (tests only)"
+timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$SCRATCH/chromium" \
+  --virtual-time-budget=3000 --dump-dom "file://$SCRATCH/report.html" >"$SCRATCH/report.dom" 2>/dev/null
+grep -q "optkit bench: FEASIBLE" "$SCRATCH/report.dom" || fail "the browser rendered no bench report"
+grep -q "Latency CDFs at" "$SCRATCH/report.dom" || fail "the report lacks the certified trial's CDFs"
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 # One archived trial per rate probed, with its metrics; the per-request rows are an artifact.
 trials=$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["trials"]))' "$OUT")
