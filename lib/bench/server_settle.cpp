@@ -26,10 +26,14 @@ read_server_queue(http::Client& client) {
   }
 }
 
-// Whether the probe, sent alone, came back well within `limit_s`; its latency goes to `report`.
+// Whether the probe, sent alone, came back within `limit_s`; its latency goes to `report`. It is
+// given up after `budget_s` (the wait left), so a wedged server cannot hold the wait past its cap.
 bool
-probe_answers(LoadGenerator& generator, const PreparedRequest& probe, double limit_s, SettleReport& report) {
-  const auto recording = generator.closed_loop({probe}, 1, 1);
+probe_answers(const LoadGenerator& generator, const PreparedRequest& probe, double limit_s, double budget_s,
+              SettleReport& report) {
+  auto options = generator.options();
+  options.request_timeout_s = std::min(std::max(budget_s, 1.0), options.request_timeout_s);
+  const auto recording = LoadGenerator(options).closed_loop({probe}, 1, 1);
   ++report.probes;
   if (recording.requests.empty())
     return false;
@@ -41,7 +45,7 @@ probe_answers(LoadGenerator& generator, const PreparedRequest& probe, double lim
 } // namespace
 
 SettleReport
-settle_server(LoadGenerator& generator, const PreparedRequest& probe, double probe_limit_s, double timeout_s) {
+settle_server(const LoadGenerator& generator, const PreparedRequest& probe, double probe_limit_s, double timeout_s) {
   constexpr auto kPause = std::chrono::milliseconds(250);
   SettleReport report;
   report.checked = true;
@@ -66,7 +70,7 @@ settle_server(LoadGenerator& generator, const PreparedRequest& probe, double pro
       first_look = false;
     }
     const bool idle = !queue || queue->running + queue->waiting == 0;
-    if (idle && probe_answers(generator, probe, probe_limit_s, report)) {
+    if (idle && probe_answers(generator, probe, probe_limit_s, timeout_s - waited(), report)) {
       report.drained = true;
       break;
     }

@@ -10,7 +10,7 @@
 
 namespace optkit::bench {
 
-SettleReport settle_server(LoadGenerator& generator, const PreparedRequest& probe, double probe_limit_s,
+SettleReport settle_server(const LoadGenerator& generator, const PreparedRequest& probe, double probe_limit_s,
                            double timeout_s);
 
 } // namespace optkit::bench
