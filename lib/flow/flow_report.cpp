@@ -111,7 +111,7 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
   }
 
   Section time{
-      "Where the time went (the seed's Figure 5)",
+      "Where the time went (OptiKit's Figure 5)",
       {fmt::format("Wall time of this attempt {:.1f} s on {} slots; its children were busy {:.1f} slot-seconds, "
                    "slots idle {:.0f} % (on a GPU box: GPU idle time). The flow's own work (no child running: "
                    "scheduling, choosing the model): {:.2f} s = {:.2f} % of wall time. Tasks reused from an "
@@ -126,7 +126,7 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
     time.paragraphs.push_back(fmt::format(
         "First wave (compression, baseline, gates, simulator study) replayed from its measured task times on {} "
         "slots: as the flow schedules it (each gate starts when its own model exists) {:.1f} s with slots idle "
-        "{:.0f} %; with the seed's barrier (no evaluation before every trial is compressed) {:.1f} s, idle {:.0f} %.",
+        "{:.0f} %; with OptiKit's stage barrier (no evaluation before every trial is compressed) {:.1f} s, idle {:.0f} %.",
         o.slots, o.first_wave_streaming.makespan_s, 100.0 * o.first_wave_streaming.idle_fraction,
         o.first_wave_barrier.makespan_s, 100.0 * o.first_wave_barrier.idle_fraction));
   for (const auto& s : o.stages)

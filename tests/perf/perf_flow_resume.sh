@@ -48,7 +48,7 @@ d = json.load(open(sys.argv[1]))
 print(f"reference: {float(sys.argv[2]):.1f} s wall; the flow's own work {d['orchestration_s']:.3f} s "
       f"= {100 * d['orchestration_s'] / d['wall_s']:.2f} % of its {d['wall_s']:.1f} s; "
       f"first wave as run {d['first_wave']['streaming_s']:.1f} s (idle {100 * d['first_wave']['streaming_idle']:.0f} %), "
-      f"with the seed's barrier {d['first_wave']['barrier_s']:.1f} s (idle {100 * d['first_wave']['barrier_idle']:.0f} %)")
+      f"with OptiKit's stage barrier {d['first_wave']['barrier_s']:.1f} s (idle {100 * d['first_wave']['barrier_idle']:.0f} %)")
 PY
 same=0
 for i in $(seq 1 "$runs"); do
