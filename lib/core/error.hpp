@@ -7,7 +7,7 @@
 
 namespace optkit {
 
-// Exit codes, exactly as DESIGN.md documents them.
+// Exit codes, exactly as optkit(1) documents them (EXIT STATUS).
 enum class ExitCode : int {
   ok = 0,
   goal_not_met = 1,  // ran, but the goal was not met (quality gate failed, SLO infeasible)
