@@ -126,7 +126,8 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
     time.paragraphs.push_back(fmt::format(
         "First wave (compression, baseline, gates, simulator study) replayed from its measured task times on {} "
         "slots: as the flow schedules it (each gate starts when its own model exists) {:.1f} s with slots idle "
-        "{:.0f} %; with OptiKit's stage barrier (no evaluation before every trial is compressed) {:.1f} s, idle {:.0f} %.",
+        "{:.0f} %; with OptiKit's stage barrier (no evaluation before every trial is compressed) {:.1f} s, idle {:.0f} "
+        "%.",
         o.slots, o.first_wave_streaming.makespan_s, 100.0 * o.first_wave_streaming.idle_fraction,
         o.first_wave_barrier.makespan_s, 100.0 * o.first_wave_barrier.idle_fraction));
   for (const auto& s : o.stages)
