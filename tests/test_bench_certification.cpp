@@ -32,6 +32,24 @@ served_request(std::size_t index, double intended, double sent, double start, do
   return r;
 }
 
+// An M/D/c queue in virtual time: request i arrives (is scheduled) at arrivals[i], is sent `lag`
+// later, and is served FIFO by the first of `slots` free slots for `service` seconds.
+TrialRecording
+served_fifo(const std::vector<double>& arrivals, double lag, int slots, double service) {
+  TrialRecording out;
+  std::priority_queue<double, std::vector<double>, std::greater<>> free;
+  for (int i = 0; i < slots; ++i)
+    free.push(0.0);
+  for (std::size_t i = 0; i < arrivals.size(); ++i) {
+    const double sent = arrivals[i] + lag;
+    const double start = std::max(sent, free.top());
+    free.pop();
+    out.requests.push_back(served_request(i, arrivals[i], sent, start, service));
+    free.push(out.requests.back().end);
+  }
+  return out;
+}
+
 class QueueRunner final : public TrialRunner {
 public:
   QueueRunner(int slots, double service_s) : m_slots(slots), m_service(service_s) {}
@@ -53,18 +71,7 @@ public:
 
   TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
     ++open_loop_trials;
-    const auto arrivals = arrival_offsets({ArrivalProcess::poisson, rate, 1, seed}, count);
-    TrialRecording out;
-    std::priority_queue<double, std::vector<double>, std::greater<>> free;
-    for (int i = 0; i < m_slots; ++i)
-      free.push(0.0);
-    for (std::size_t i = 0; i < count; ++i) {
-      const double start = std::max(arrivals[i], free.top());
-      free.pop();
-      out.requests.push_back(served(i, arrivals[i], start));
-      free.push(out.requests.back().end);
-    }
-    return out;
+    return served_fifo(arrival_offsets({ArrivalProcess::poisson, rate, 1, seed}, count), 0.0, m_slots, m_service);
   }
 
   int open_loop_trials = 0;
@@ -205,19 +212,8 @@ public:
     ++open_loop_trials;
     CHECK(settles == open_loop_trials); // every open-loop trial waited for the server first
     const bool starved = rate > m_slots / m_service || (m_generator_ceiling > 0 && rate > m_generator_ceiling);
-    const auto arrivals = arrival_offsets({ArrivalProcess::poisson, rate, 1, seed}, count);
-    TrialRecording out;
-    std::priority_queue<double, std::vector<double>, std::greater<>> free;
-    for (int i = 0; i < m_slots; ++i)
-      free.push(0.0);
-    for (std::size_t i = 0; i < count; ++i) {
-      const double sent = arrivals[i] + (starved ? 0.020 : 0.0);
-      const double start = std::max(sent, free.top());
-      free.pop();
-      out.requests.push_back(served_request(i, arrivals[i], sent, start, m_service));
-      free.push(out.requests.back().end);
-    }
-    return out;
+    return served_fifo(arrival_offsets({ArrivalProcess::poisson, rate, 1, seed}, count), starved ? 0.020 : 0.0, m_slots,
+                       m_service);
   }
 
   int open_loop_trials = 0;
