@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -191,4 +192,107 @@ TEST_CASE("a request the profile has the client abandon is dropped after its del
   CHECK(t.measured == 2);
   CHECK(t.failed == 0);
   CHECK(t.error_rate == 0);
+}
+
+namespace {
+
+PreparedRequest
+question(const std::string& text, int tokens) {
+  return {
+      nlohmann::json{{"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", tokens}, {"stream", true}}
+          .dump(),
+      3, tokens};
+}
+
+// The records of conversation `c`, by turn.
+std::vector<RequestRecord>
+turns_of(const TrialRecording& recording, std::int64_t c) {
+  std::vector<RequestRecord> out;
+  for (const auto& r : recording.requests)
+    if (r.conversation == c)
+      out.push_back(r);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("conversations: each next turn leaves a think time after the answer, carrying every earlier question and "
+          "answer") {
+  ScriptedServer server(2, 200us);
+  LoadGenerator generator({server.url()});
+  const std::vector<PreparedConversation> conversations = {
+      {{question("a0", 2), question("a1", 3), question("a2", 1)}, 0.05},
+      {{question("b0", 1), question("b1", 2)}, 0.05},
+      {{question("c0", 2)}, 0.05}};
+  const auto recording = generator.open_loop(conversations, {0.0, 0.01, 0.02});
+  REQUIRE(recording.requests.size() == 6);
+  for (std::size_t i = 1; i < recording.requests.size(); ++i) // in send order
+    CHECK(recording.requests[i].sent >= recording.requests[i - 1].sent);
+  for (std::int64_t c = 0; c < 3; ++c) {
+    const auto turns = turns_of(recording, c);
+    REQUIRE(turns.size() == conversations[static_cast<std::size_t>(c)].turns.size());
+    CHECK(turns[0].intended == doctest::Approx(0.01 * static_cast<double>(c)));
+    for (std::size_t k = 0; k < turns.size(); ++k) {
+      CAPTURE(c);
+      CAPTURE(k);
+      CHECK(turns[k].ok());
+      if (k > 0) // due think time after the previous answer ended, and its latency counts from then
+        CHECK(turns[k].intended == doctest::Approx(turns[k - 1].end + 0.05));
+    }
+  }
+  // What the server was sent: turn k of "a" carries 2k+1 messages, the answers as streamed.
+  const auto bodies = server.chat_bodies();
+  REQUIRE(bodies.size() == 6);
+  const nlohmann::json* third = nullptr;
+  for (const auto& body : bodies)
+    if (body["messages"].back()["content"] == "a2")
+      third = &body;
+  REQUIRE(third != nullptr);
+  const auto& messages = (*third)["messages"];
+  REQUIRE(messages.size() == 5);
+  CHECK(messages[0] == nlohmann::json{{"role", "user"}, {"content", "a0"}});
+  CHECK(messages[1] == nlohmann::json{{"role", "assistant"}, {"content", "m1 m1 "}}); // 2 chunks for 1 message
+  CHECK(messages[2] == nlohmann::json{{"role", "user"}, {"content", "a1"}});
+  CHECK(messages[3] == nlohmann::json{{"role", "assistant"}, {"content", "m3 m3 m3 "}});
+  CHECK(messages[4] == nlohmann::json{{"role", "user"}, {"content", "a2"}});
+}
+
+TEST_CASE("conversations: a failed turn ends its conversation, and the others go on") {
+  ScriptedServer server(2, 100us);
+  LoadGenerator generator({server.url()});
+  const std::vector<PreparedConversation> conversations = {
+      {{question("a0", 1), question("429", 1), question("never sent", 1)}, 0.0},
+      {{question("b0", 1), question("b1", 1)}, 0.0}};
+  const auto recording = generator.open_loop(conversations, {0.0, 0.0});
+  REQUIRE(recording.requests.size() == 4);
+  const auto failed = turns_of(recording, 0);
+  REQUIRE(failed.size() == 2);
+  CHECK(failed[0].ok());
+  CHECK(failed[1].error.find("HTTP 429") == 0);
+  CHECK(turns_of(recording, 1).size() == 2);
+}
+
+TEST_CASE("conversations closed loop: `concurrency` users, each holding one conversation at a time") {
+  ScriptedServer server(4, 100us);
+  LoadGenerator generator({server.url()});
+  std::vector<PreparedConversation> conversations;
+  for (int c = 0; c < 6; ++c)
+    conversations.push_back({{question("q", 2), question("q", 1), question("q", 2)}, 0.002});
+  const auto recording = generator.closed_loop(conversations, 2);
+  REQUIRE(recording.requests.size() == 18);
+  // A conversation is held from its first turn's intended time to its last turn's end; never
+  // more than two at once.
+  std::vector<std::pair<double, double>> held;
+  for (std::int64_t c = 0; c < 6; ++c) {
+    const auto turns = turns_of(recording, c);
+    REQUIRE(turns.size() == 3);
+    held.emplace_back(turns.front().intended, turns.back().end);
+  }
+  for (const auto& [start, end] : held) {
+    int overlapping = 0;
+    for (const auto& [other_start, other_end] : held)
+      overlapping += other_start <= start && other_end > start ? 1 : 0;
+    CHECK(overlapping <= 2);
+  }
 }

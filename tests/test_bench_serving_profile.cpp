@@ -179,3 +179,54 @@ output_tokens: {distribution: fixed, mean: 8}
                                              "c.yaml"),
                        doctest::Contains("cancel_fraction"), optkit::InputError);
 }
+
+TEST_CASE("conversations: turns drawn per conversation, the plan's count exact, later questions without the "
+          "prefix") {
+  const auto profile = parse_serving_profile(R"(name: t
+api: chat
+shared_prefix_tokens: 100
+input_tokens: {distribution: uniform, min: 110, max: 130}
+output_tokens: {distribution: fixed, mean: 8}
+conversation:
+  turns: {distribution: uniform, min: 2, max: 4}
+  think_time_s: 1.5
+)",
+                                             "t.yaml");
+  CHECK(profile.multi_turn());
+  CHECK(profile.think_time_s == 1.5);
+  const auto conversations = plan_conversations(profile, 3001, 9);
+  std::size_t total = 0;
+  std::vector<std::size_t> sizes(5, 0);
+  for (std::size_t c = 0; c < conversations.size(); ++c) {
+    const auto& turns = conversations[c];
+    total += turns.size();
+    if (c + 1 < conversations.size()) { // the last one is cut to the count
+      REQUIRE(turns.size() >= 2);
+      REQUIRE(turns.size() <= 4);
+      ++sizes[turns.size()];
+    }
+    CHECK(turns[0].input_tokens >= 110);
+    CHECK(turns[0].input_tokens <= 130);
+    for (std::size_t k = 1; k < turns.size(); ++k) {
+      CHECK(turns[k].input_tokens >= 10);
+      CHECK(turns[k].input_tokens <= 30);
+    }
+  }
+  CHECK(total == 3001);
+  for (std::size_t turns = 2; turns <= 4; ++turns) // about a third each
+    CHECK(static_cast<double>(sizes[turns]) / static_cast<double>(conversations.size() - 1) ==
+          doctest::Approx(1.0 / 3).epsilon(0.15));
+  const auto again = plan_conversations(profile, 3001, 9);
+  REQUIRE(again.size() == conversations.size());
+  for (std::size_t c = 0; c < again.size(); ++c)
+    CHECK(again[c].size() == conversations[c].size());
+  CHECK_FALSE(parse_serving_profile("name: t\ninput_tokens: {distribution: fixed, mean: 9}\noutput_tokens: "
+                                    "{distribution: fixed, mean: 8}\n",
+                                    "s.yaml")
+                  .multi_turn());
+  CHECK_THROWS_WITH_AS(parse_serving_profile("name: t\ninput_tokens: {distribution: fixed, mean: 9}\noutput_tokens: "
+                                             "{distribution: fixed, mean: 8}\nconversation: {turns: {distribution: "
+                                             "fixed, mean: 3}}\n",
+                                             "m.yaml"),
+                       doctest::Contains("m.yaml: conversation: needs api: chat"), optkit::InputError);
+}

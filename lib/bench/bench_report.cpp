@@ -182,6 +182,10 @@ write_request_rows(const Certification& c, const std::filesystem::path& file) {
                             {"status", r.status},
                             {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
                             {"cancelled", r.cancelled}};
+      if (r.conversation >= 0) {
+        row["conversation"] = r.conversation;
+        row["turn"] = r.turn;
+      }
       text += row.dump() + "\n";
     }
   write_file_atomic(file, text);

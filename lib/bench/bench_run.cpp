@@ -42,7 +42,10 @@ public:
       , m_seed(seed) {}
 
   // The gate's requests (and the probe, its first) are never abandoned: they measure the server.
+  // A multi-turn profile's gate is one user holding one conversation after another.
   TrialRecording closed_loop(std::size_t count, int concurrency) override {
+    if (m_profile.multi_turn())
+      return m_generator.closed_loop(prepare_conversations(count, m_seed, false), concurrency);
     return m_generator.closed_loop(never_abandoned(prepare(count, m_seed)), count, concurrency);
   }
   // The probe is the gate's first request, sent alone.
@@ -52,6 +55,8 @@ public:
     return settle_server(m_generator, m_probe.front(), probe_limit_s, timeout_s);
   }
   TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
+    if (m_profile.multi_turn())
+      return conversations_open_loop(rate, count, seed);
     ArrivalOptions arrivals{m_profile.arrival, rate, m_profile.burstiness, seed};
     const auto offsets = arrival_offsets(arrivals, count);
     GiveUp give_up;
@@ -96,6 +101,43 @@ public:
   }
 
 private:
+  // Conversations start at the rate that makes their turns `rate` requests per second (each
+  // conversation's first turn at its arrival, the later ones as answers come back).
+  TrialRecording conversations_open_loop(double rate, std::size_t count, std::uint64_t seed) {
+    const auto conversations = prepare_conversations(count, seed, true);
+    std::vector<double> turns;
+    for (const auto& c : conversations)
+      turns.push_back(static_cast<double>(c.turns.size()));
+    const double conversation_rate = rate * static_cast<double>(conversations.size()) / static_cast<double>(count);
+    const auto starts =
+        arrival_offsets({m_profile.arrival, conversation_rate, m_profile.burstiness, seed}, conversations.size());
+    GiveUp give_up;
+    if (!m_stop_slos.empty())
+      give_up = [this, window = measurement_window(starts, m_warmup, m_cooldown, turns)](
+                    std::span<const RequestProgress> sent, double now) {
+        return slo_already_lost(m_stop_slos, sent, now, window);
+      };
+    return m_generator.open_loop(conversations, starts, give_up);
+  }
+
+  // Conversations of `count` turns in all. As prepare() does, at most 2048 distinct prompts: past
+  // them the conversations repeat in turn.
+  std::vector<PreparedConversation> prepare_conversations(std::size_t count, std::uint64_t seed, bool abandons) {
+    count = std::max<std::size_t>(count, 1);
+    m_prompts.reseed(seed);
+    std::vector<PreparedConversation> distinct;
+    for (const auto& planned : plan_conversations(m_profile, std::min<std::size_t>(count, 2048), seed)) {
+      PreparedConversation conversation{build_requests(planned), m_profile.think_time_s};
+      if (!abandons)
+        conversation.turns = never_abandoned(std::move(conversation.turns));
+      distinct.push_back(std::move(conversation));
+    }
+    std::vector<PreparedConversation> out;
+    for (std::size_t turns = 0; turns < count; turns += out.back().turns.size())
+      out.push_back(distinct[out.size() % distinct.size()]);
+    return out;
+  }
+
   static std::vector<PreparedRequest> never_abandoned(std::vector<PreparedRequest> requests) {
     for (auto& r : requests)
       r.cancel_after_s = -1;
@@ -110,10 +152,17 @@ private:
 
   std::vector<PreparedRequest> build(const std::vector<PlannedRequest>& plan, std::uint64_t seed) {
     m_prompts.reseed(seed);
+    return build_requests(plan);
+  }
+
+  // The requests of `plan`; a multi-turn profile's plan is one conversation's turns.
+  std::vector<PreparedRequest> build_requests(const std::vector<PlannedRequest>& plan) {
     std::vector<PreparedRequest> out;
     out.reserve(plan.size());
     for (const auto& planned : plan) {
-      const auto prompt = planned.prefix_blocks.empty()
+      const bool later_turn = m_profile.multi_turn() && !out.empty(); // a conversation's: no shared prefix
+      const auto prompt = later_turn ? m_prompts.make_unprefixed(planned.input_tokens)
+                          : planned.prefix_blocks.empty()
                               ? m_prompts.make(planned.input_tokens, planned.prefix_group)
                               : m_prompts.make_from_blocks(planned.prefix_blocks, planned.input_tokens, m_block_tokens);
       nlohmann::json body = {{"model", m_model},
@@ -271,6 +320,10 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     throw InputError("--concurrency must be at least 1");
   BenchResult result;
   result.profile = resolve_serving_profile(options.profile);
+  if (!trace.empty() && result.profile.multi_turn())
+    throw InputError(fmt::format("--trace replays single requests; profile {} has conversation: turns (give a profile "
+                                 "without them, or certify the conversations without --trace)",
+                                 result.profile.name));
   auto certify_options = options.certify;
   certify_options.summary.slos = options.slos.empty() ? result.profile.slos : parse_slos(options.slos);
   if (certify_options.initial_rate <= 0 && result.profile.planned_rate > 0)

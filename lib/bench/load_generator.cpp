@@ -11,7 +11,10 @@
 #include <sys/prctl.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <queue>
 #include <thread>
 
 namespace optkit::bench {
@@ -56,9 +59,12 @@ public:
                                         const std::vector<PreparedRequest>& requests) const {
     std::vector<RequestProgress> out(sent);
     for (std::size_t i = 0; i < sent; ++i)
-      out[i] = {offsets[i], m_first_token[i].load(std::memory_order_relaxed), m_end[i].load(std::memory_order_acquire),
-                requests[i % requests.size()].cancel_after_s >= 0};
+      out[i] = progress_of(i, offsets[i], requests[i % requests.size()].cancel_after_s >= 0);
     return out;
+  }
+  RequestProgress progress_of(std::size_t i, double intended, bool to_be_cancelled) const {
+    return {intended, m_first_token[i].load(std::memory_order_relaxed), m_end[i].load(std::memory_order_acquire),
+            to_be_cancelled};
   }
   // Waits until `count` requests are done or `deadline` passes or an interrupt arrives or
   // `give_up` (asked every tenth of a second) says why to stop.
@@ -79,11 +85,18 @@ public:
   static constexpr auto kGiveUpCheck = std::chrono::milliseconds(100);
 
   TrialRecording take(std::size_t sent, std::int64_t wall_start_ms) {
+    std::vector<std::size_t> indices(sent);
+    for (std::size_t i = 0; i < sent; ++i)
+      indices[i] = i;
+    return take(indices, wall_start_ms);
+  }
+  // The records of the requests sent, in the order given.
+  TrialRecording take(const std::vector<std::size_t>& sent, std::int64_t wall_start_ms) {
     TrialRecording out;
     out.wall_start_ms = wall_start_ms;
-    out.requests.reserve(sent);
+    out.requests.reserve(sent.size());
     std::lock_guard lock(m_mutex);
-    for (std::size_t i = 0; i < sent; ++i) {
+    for (const std::size_t i : sent) {
       out.requests.push_back(std::move(m_flights[i].record));
       auto& record = out.requests.back();
       if (record.end < 0 && record.error.empty()) // its client stopped before it started
@@ -203,9 +216,205 @@ private:
   int m_previous;
 };
 
+// What a conversation trial shares between the pacer and the I/O thread: each conversation's
+// history, and the turns that are due, earliest first. A turn's request is request
+// first_index(c) + turn of the trial.
+class ConversationBook {
+public:
+  struct DueTurn {
+    double at = 0; // trial seconds
+    std::size_t conversation = 0, turn = 0;
+    bool operator>(const DueTurn& other) const { return at > other.at; }
+  };
+
+  explicit ConversationBook(const std::vector<PreparedConversation>& conversations)
+      : m_conversations(conversations)
+      , m_histories(conversations.size(), nlohmann::json::array())
+      , m_questions(conversations.size())
+      , m_first_index(conversations.size()) {
+    for (std::size_t c = 0; c < conversations.size(); ++c) {
+      m_first_index[c] = m_turns;
+      m_turns += conversations[c].turns.size();
+    }
+  }
+
+  std::size_t turns() const { return m_turns; }
+  std::size_t first_index(std::size_t conversation) const { return m_first_index[conversation]; }
+  const PreparedRequest& request(const DueTurn& t) const { return m_conversations[t.conversation].turns[t.turn]; }
+
+  void make_due(DueTurn turn) {
+    std::lock_guard lock(m_mutex);
+    m_due.push(turn);
+    m_wake.notify_one();
+  }
+  // Closed loop: the next conversation not yet started is due at `at` (none left: nothing).
+  void start_next(double at) {
+    std::lock_guard lock(m_mutex);
+    if (m_started < m_conversations.size()) {
+      m_due.push({at, m_started++, 0});
+      m_wake.notify_one();
+    }
+  }
+  void mark_started(std::size_t count) { m_started = count; }
+  bool all_ended() {
+    std::lock_guard lock(m_mutex);
+    return m_ended == m_conversations.size();
+  }
+
+  // The earliest turn once it is due, or nothing at `check_by` or once every conversation ended.
+  std::optional<DueTurn> wait_due(const TrialState& state, Steady::time_point check_by) {
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+      if (m_ended == m_conversations.size())
+        return std::nullopt;
+      auto wake = check_by;
+      if (!m_due.empty()) {
+        const auto at = state.at(m_due.top().at);
+        if (at <= Steady::now()) {
+          const auto due = m_due.top();
+          m_due.pop();
+          return due;
+        }
+        wake = std::min(wake, at);
+      }
+      if (Steady::now() >= check_by)
+        return std::nullopt;
+      m_wake.wait_until(lock, wake);
+    }
+  }
+
+  // The body to send for `turn`: its question after the conversation's history so far.
+  std::string body(const DueTurn& turn) {
+    auto body = nlohmann::json::parse(request(turn).body);
+    std::lock_guard lock(m_mutex);
+    auto messages = m_histories[turn.conversation];
+    for (const auto& message : body.at("messages")) {
+      messages.push_back(message);
+      m_questions[turn.conversation].push_back(message);
+    }
+    body["messages"] = std::move(messages);
+    return body.dump();
+  }
+
+  // `turn` ended at `end`: when it succeeded and another follows, its question and `answer` join
+  // the history and the next turn is due after the think time; otherwise the conversation ends.
+  // Returns whether it ended.
+  bool turn_ended(const DueTurn& turn, bool succeeded, const std::string& answer, double end) {
+    std::lock_guard lock(m_mutex);
+    const auto& conversation = m_conversations[turn.conversation];
+    auto& history = m_histories[turn.conversation];
+    auto& question = m_questions[turn.conversation];
+    if (succeeded && turn.turn + 1 < conversation.turns.size()) {
+      for (auto& message : question)
+        history.push_back(std::move(message));
+      question.clear();
+      history.push_back({{"role", "assistant"}, {"content", answer}});
+      m_due.push({end + conversation.think_time_s, turn.conversation, turn.turn + 1});
+      m_wake.notify_one();
+      return false;
+    }
+    history = nlohmann::json::array(); // its memory goes now, not at the trial's end
+    question.clear();
+    ++m_ended;
+    m_wake.notify_one();
+    return true;
+  }
+
+private:
+  const std::vector<PreparedConversation>& m_conversations;
+  std::vector<nlohmann::json> m_histories;              // messages sent and answered so far
+  std::vector<std::vector<nlohmann::json>> m_questions; // the question in flight
+  std::vector<std::size_t> m_first_index;
+  std::size_t m_turns = 0;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::priority_queue<DueTurn, std::vector<DueTurn>, std::greater<>> m_due;
+  std::size_t m_ended = 0, m_started = 0;
+};
+
 } // namespace
 
 LoadGenerator::LoadGenerator(GeneratorOptions options) : m_options(std::move(options)) {}
+
+TrialRecording
+LoadGenerator::open_loop(const std::vector<PreparedConversation>& conversations, const std::vector<double>& starts,
+                         const GiveUp& give_up) {
+  return run_conversations(conversations, {&starts, 0}, give_up);
+}
+
+TrialRecording
+LoadGenerator::closed_loop(const std::vector<PreparedConversation>& conversations, int concurrency) {
+  return run_conversations(conversations, {nullptr, std::max(1, concurrency)}, {});
+}
+
+TrialRecording
+LoadGenerator::run_conversations(const std::vector<PreparedConversation>& conversations, ConversationStarts starts,
+                                 const GiveUp& give_up) {
+  ConversationBook book(conversations);
+  TrialState state(book.turns());
+  std::vector<PreparedRequest> sent_requests(book.turns()); // as sent, history included
+  std::vector<std::size_t> sent;                            // request indices in send order
+  std::vector<double> intended(book.turns(), 0.0);
+  const auto wall_start = SystemClock::instance().wall_ms();
+  auto client = make_client(m_options);
+  if (starts.offsets != nullptr) {
+    for (std::size_t c = 0; c < conversations.size(); ++c)
+      book.make_due({(*starts.offsets)[c], c, 0});
+    book.mark_started(conversations.size());
+  } else {
+    for (int user = 0; user < starts.users; ++user)
+      book.start_next(0.0);
+  }
+  const bool closed = starts.offsets == nullptr;
+  std::string stopped_early;
+  bool interrupted = false;
+  const auto gave_up = [&] {
+    std::vector<RequestProgress> progress;
+    progress.reserve(sent.size());
+    for (const auto i : sent)
+      progress.push_back(state.progress_of(i, intended[i], sent_requests[i].cancel_after_s >= 0));
+    stopped_early = give_up(progress, state.now());
+    return !stopped_early.empty();
+  };
+  auto next_check = Steady::now() + TrialState::kGiveUpCheck;
+  const PacerTimerSlack precise_sleeps;
+  while (!book.all_ended()) {
+    if (interrupt_requested()) {
+      interrupted = true;
+      break;
+    }
+    if (give_up && Steady::now() >= next_check) {
+      if (gave_up())
+        break;
+      next_check = Steady::now() + TrialState::kGiveUpCheck;
+    }
+    const auto due = book.wait_due(state, next_check);
+    if (!due)
+      continue;
+    const std::size_t index = book.first_index(due->conversation) + due->turn;
+    auto& request = sent_requests[index];
+    request = book.request(*due);
+    request.body = book.body(*due);
+    intended[index] = due->at;
+    auto& flight = state.flight(index);
+    flight.record.index = index;
+    flight.record.intended = due->at;
+    flight.record.conversation = static_cast<std::int64_t>(due->conversation);
+    flight.record.turn = static_cast<int>(due->turn);
+    flight.reader.keep_text();
+    sent.push_back(index);
+    submit(*client, m_options, state, index, request, [&book, &state, turn = *due, index, closed] {
+      const auto& ended = state.flight(index);
+      if (book.turn_ended(turn, ended.record.ok(), ended.reader.text(), ended.record.end) && closed)
+        book.start_next(ended.record.end);
+    });
+  }
+  client.reset(); // ends whatever is left (given up, interrupted) with an error
+  auto out = state.take(sent, wall_start);
+  out.interrupted = interrupted;
+  out.stopped_early = stopped_early;
+  return out;
+}
 
 TrialRecording
 LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std::vector<double>& offsets,

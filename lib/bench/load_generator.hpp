@@ -26,6 +26,14 @@ struct PreparedRequest {
   double cancel_after_s = -1; // the generator abandons it this long after sending (-1: never)
 };
 
+// A multi-turn chat conversation: its turns' requests, each body's "messages" holding only the
+// new question. The generator puts the history in front when it sends a turn: every earlier
+// question and the answer the server streamed back for it.
+struct PreparedConversation {
+  std::vector<PreparedRequest> turns;
+  double think_time_s = 0; // between an answer's end and the next question
+};
+
 struct GeneratorOptions {
   http::Url endpoint;
   std::string path = "/v1/completions"; // or /v1/chat/completions
@@ -59,9 +67,25 @@ public:
   // stream became free.
   TrialRecording closed_loop(const std::vector<PreparedRequest>& requests, std::size_t count, int concurrency);
 
+  // Conversations open-loop: conversation c's first turn is due at starts[c]; each later turn is
+  // due think_time_s after the previous answer ended, and its latencies count from then. A turn
+  // that fails or is abandoned ends its conversation. Records are in send order.
+  TrialRecording open_loop(const std::vector<PreparedConversation>& conversations, const std::vector<double>& starts,
+                           const GiveUp& give_up = {});
+  // Conversations closed-loop: `concurrency` users, each holding one conversation at a time and
+  // starting the next when it ends.
+  TrialRecording closed_loop(const std::vector<PreparedConversation>& conversations, int concurrency);
+
   const GeneratorOptions& options() const { return m_options; }
 
 private:
+  struct ConversationStarts {
+    const std::vector<double>* offsets = nullptr; // open loop: each conversation's start
+    int users = 0;                                // closed loop: conversations held at once
+  };
+  TrialRecording run_conversations(const std::vector<PreparedConversation>& conversations, ConversationStarts starts,
+                                   const GiveUp& give_up);
+
   GeneratorOptions m_options;
 };
 

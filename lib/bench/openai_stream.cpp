@@ -23,6 +23,16 @@ carries_text(const nlohmann::json& choice) {
          (non_empty(*delta, "content") || non_empty(*delta, "reasoning_content"));
 }
 
+// Appends the answer text a chunk carries (completions' text, chat's delta.content) to `text`.
+void
+append_content(const nlohmann::json& choice, std::string& text) {
+  if (const auto it = choice.find("text"); it != choice.end() && it->is_string())
+    text += it->get_ref<const std::string&>();
+  if (const auto delta = choice.find("delta"); delta != choice.end() && delta->is_object())
+    if (const auto it = delta->find("content"); it != delta->end() && it->is_string())
+      text += it->get_ref<const std::string&>();
+}
+
 } // namespace
 
 bool
@@ -64,6 +74,8 @@ OpenAiStreamReader::on_event(const http::SseEvent& event, double now) {
     for (const auto& choice : *choices) {
       if (!choice.is_object())
         continue;
+      if (m_keep_text)
+        append_content(choice, m_text);
       if (carries_text(choice)) {
         if (m_first_text < 0)
           m_first_text = now;

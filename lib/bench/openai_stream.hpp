@@ -20,6 +20,11 @@ public:
   // `now` is the arrival time of these bytes.
   bool feed(std::string_view bytes, double now);
 
+  // Keep the answer's text (content, not reasoning) for text(): a multi-turn conversation sends
+  // it back as the assistant's message.
+  void keep_text() { m_keep_text = true; }
+  const std::string& text() const { return m_text; }
+
   bool done() const { return m_done; }
   const std::string& error() const { return m_error; }
   double first_text_time() const { return m_first_text; }
@@ -44,6 +49,8 @@ private:
   std::int64_t m_completion_tokens = 0;
   double m_server_queue_s = -1;
   std::string m_finish_reason;
+  bool m_keep_text = false;
+  std::string m_text;
 };
 
 } // namespace optkit::bench

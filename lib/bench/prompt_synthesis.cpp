@@ -194,6 +194,13 @@ PromptSynthesizer::make(std::int64_t total_tokens, std::size_t prefix_group) {
 }
 
 SynthesizedPrompt
+PromptSynthesizer::make_unprefixed(std::int64_t total_tokens) {
+  const std::int64_t tokens = std::max<std::int64_t>(1, total_tokens - m_special);
+  RandomSource random(m_state++);
+  return fitted({}, random.below(m_corpus.size()), tokens);
+}
+
+SynthesizedPrompt
 PromptSynthesizer::fitted(const std::vector<std::int32_t>& leading, std::size_t start, std::int64_t tokens) {
   SynthesizedPrompt best;
   std::int64_t length = std::max<std::int64_t>(1, tokens - static_cast<std::int64_t>(leading.size()));

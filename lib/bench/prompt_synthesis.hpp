@@ -66,6 +66,8 @@ public:
   // the codec's round trip, and Interrupted after Ctrl-C.
   // `prefix_group`: which shared prefix the prompt starts with.
   SynthesizedPrompt make(std::int64_t tokens, std::size_t prefix_group = 0);
+  // As make(), without the shared prefix (a conversation's later question).
+  SynthesizedPrompt make_unprefixed(std::int64_t tokens);
   // One prompt of `tokens` tokens built from a Mooncake trace's block ids: block id b is always
   // the same `block_tokens` of the corpus (the last block as many as are left), so requests whose
   // ids begin alike share that prefix, as the trace's did. The last block's length is adjusted

@@ -22,8 +22,10 @@ struct RequestRecord {
   bool usage_reported = false;
   double server_queue_s = -1; // the server's own queue time when it reports one
   int status = 0;
-  std::string error;      // empty when the request succeeded
-  bool cancelled = false; // abandoned by the client as the profile planned (cancel_fraction): no error
+  std::string error;              // empty when the request succeeded
+  bool cancelled = false;         // abandoned by the client as the profile planned (cancel_fraction): no error
+  std::int64_t conversation = -1; // multi-turn: which conversation (-1: a single request)
+  int turn = 0;                   // multi-turn: the turn within it, from 0
 
   bool ok() const { return error.empty() && !cancelled; } // completed without an error
   double dispatch_lag() const { return sent >= 0 ? sent - intended : -1; }

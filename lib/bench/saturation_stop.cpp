@@ -7,15 +7,19 @@
 namespace optkit::bench {
 
 MeasurementWindow
-measurement_window(std::span<const double> offsets, double warmup_fraction, double cooldown_fraction) {
+measurement_window(std::span<const double> offsets, double warmup_fraction, double cooldown_fraction,
+                   std::span<const double> weights) {
   MeasurementWindow window;
   if (offsets.empty())
     return window;
   const double first = offsets.front(), last = offsets.back(), span = last - first;
   window.start = first + warmup_fraction * span;
   window.end = last - cooldown_fraction * span;
-  for (const double t : offsets)
-    window.planned += t >= window.start && t <= window.end ? 1u : 0u;
+  double planned = 0;
+  for (std::size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] >= window.start && offsets[i] <= window.end)
+      planned += weights.empty() ? 1.0 : weights[i];
+  window.planned = static_cast<std::size_t>(planned);
   return window;
 }
 

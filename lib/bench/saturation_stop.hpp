@@ -31,7 +31,9 @@ struct MeasurementWindow {
   std::size_t planned = 0;
 };
 // The window summarize_trial will measure for `offsets` (trial_summary.hpp's warmup and cooldown).
-MeasurementWindow measurement_window(std::span<const double> offsets, double warmup_fraction, double cooldown_fraction);
+// With `weights`, the offset i stands for weights[i] requests (a conversation's start, its turns).
+MeasurementWindow measurement_window(std::span<const double> offsets, double warmup_fraction, double cooldown_fraction,
+                                     std::span<const double> weights = {});
 
 // Why the trial can no longer pass (naming the rule and the count), or empty.
 std::string slo_already_lost(const std::vector<SloRule>& slos, std::span<const RequestProgress> sent, double now,

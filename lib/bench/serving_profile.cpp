@@ -55,6 +55,17 @@ length_field(std::string name, std::string help, bool required) {
 }
 
 Field
+conversation_field() {
+  Field conversation{"conversation", Type::object, false,
+                     "multi-turn chat (api: chat): turns per conversation and the user's think time"};
+  conversation.object = std::make_shared<const Schema>(Schema{
+      "conversation",
+      {length_field("turns", "requests per conversation (a length distribution)", true),
+       number_field("think_time_s", "seconds between an answer's arrival and the next question (default 0)", 0)}});
+  return conversation;
+}
+
+Field
 slo_field() {
   Field slo{"slo", Type::list, false, "default SLOs when --slo is not given"};
   slo.item = std::make_shared<const Field>(Field{"slo", Type::string, true, "e.g. ttft:p95<=500ms"});
@@ -119,7 +130,7 @@ profile_schema() {
                false,
                "poisson | gamma | constant (default poisson)",
                {"poisson", "gamma", "constant"}},
-         number_field("burstiness", "gamma shape: 1 Poisson, <1 burstier (default 1)", 0.01),
+         number_field("burstiness", "gamma shape: 1 Poisson, <1 burstier (default 1)", 0.01), conversation_field(),
          Field{"model", Type::string, false, "the model the profile was planned for (information)"}, slo_field(),
          load_field(), predicted_field()}};
   }();
@@ -246,6 +257,13 @@ parse_serving_profile(const std::string& yaml_text, const std::string& source, c
     }
   if (doc.contains("load"))
     p.planned_rate = doc.at("load").value("request_rate", 0.0);
+  if (doc.contains("conversation")) {
+    const auto& conversation = doc.at("conversation");
+    if (p.api != Api::chat)
+      throw InputError(source + ": conversation: needs api: chat (a turn's history is sent as chat messages)");
+    p.turns = length_from(conversation.at("turns"), source + ": conversation.turns", base_dir);
+    p.think_time_s = conversation.value("think_time_s", 0.0);
+  }
   if (doc.contains("mix")) {
     if (doc.contains("input_tokens") || doc.contains("output_tokens"))
       throw InputError(source + ": give either mix: or top-level input_tokens/output_tokens, not both");
@@ -348,6 +366,28 @@ plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t se
           static_cast<std::size_t>(random.below(static_cast<std::uint64_t>(profile.shared_prefix_groups)));
   }
   return plan;
+}
+
+std::vector<std::vector<PlannedRequest>>
+plan_conversations(const ServingProfile& profile, std::size_t count, std::uint64_t seed) {
+  auto requests = plan_requests(profile, count, seed);
+  RandomSource random(seed ^ 0xc2b2ae3d27d4eb4fULL);
+  std::vector<std::vector<PlannedRequest>> conversations;
+  for (std::size_t next = 0; next < requests.size();) {
+    const auto turns =
+        std::min(static_cast<std::size_t>(std::max<std::int64_t>(1, sample_length(profile.turns, random))),
+                 requests.size() - next);
+    std::vector<PlannedRequest> conversation(requests.begin() + static_cast<std::ptrdiff_t>(next),
+                                             requests.begin() + static_cast<std::ptrdiff_t>(next + turns));
+    for (std::size_t k = 1; k < conversation.size(); ++k) { // later questions: the same length, less the prefix
+      conversation[k].input_tokens =
+          std::max<std::int64_t>(1, conversation[k].input_tokens - profile.shared_prefix_tokens);
+      conversation[k].prefix_group = conversation.front().prefix_group;
+    }
+    conversations.push_back(std::move(conversation));
+    next += turns;
+  }
+  return conversations;
 }
 
 PaddedBatch

@@ -51,6 +51,13 @@ struct ServingProfile {
   // client cancel_after_s seconds after it is sent (the server sees a disconnect).
   double cancel_fraction = 0;
   double cancel_after_s = 1;
+  // Multi-turn chat (api: chat only): each conversation has `turns` requests; the next turn is
+  // sent think_time_s after the previous answer arrives and carries the whole history (every
+  // earlier question and the answer as the server gave it), so prompts grow turn by turn. The
+  // first question starts with the shared prefix; a later one is its input_tokens less the prefix.
+  LengthDistribution turns{LengthShape::fixed, 1}; // fixed 1: single requests
+  double think_time_s = 0;
+  bool multi_turn() const { return turns.shape != LengthShape::fixed || turns.mean > 1; }
   bool ignore_eos = true; // and min_tokens = max_tokens, so output lengths are the profile's
   double temperature = 0;
   ArrivalProcess arrival = ArrivalProcess::poisson;
@@ -81,6 +88,13 @@ struct PlannedRequest {
 
 // `count` requests drawn from the profile; deterministic in `seed`.
 std::vector<PlannedRequest> plan_requests(const ServingProfile& profile, std::size_t count, std::uint64_t seed);
+
+// `count` requests of a multi-turn profile grouped into conversations: each conversation's turn
+// count drawn from profile.turns (the last one cut so the total is `count`), its turns the
+// requests plan_requests draws, in order. Only a conversation's first turn starts with the
+// shared prefix; a later question is its input_tokens less the prefix. Deterministic in `seed`.
+std::vector<std::vector<PlannedRequest>> plan_conversations(const ServingProfile& profile, std::size_t count,
+                                                            std::uint64_t seed);
 
 std::int64_t sample_length(const LengthDistribution& distribution, RandomSource& random);
 

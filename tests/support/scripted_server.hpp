@@ -2,12 +2,15 @@
 // threads, each taking the next request, waiting `step` per token and streaming `max_tokens`
 // text chunks, then usage and [DONE]. Its capacity is known by construction: at most
 // slots / (max_tokens × step) requests per second. The prompt picks a fault instead: "429",
-// "hang" (headers, then nothing), "garbage" (a malformed chunk), "nodone" (no [DONE]).
+// "hang" (headers, then nothing), "garbage" (a malformed chunk), "nodone" (no [DONE]). A chat
+// request (messages) is answered in chat chunks, each "mN " for the N messages it carried, and
+// its fault is picked by its last message; every chat body is kept (chat_bodies()).
 #pragma once
 
 #include "http/server.hpp"
 #include "http/sse.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -46,6 +49,10 @@ public:
   }
   http::Url url() const { return http::parse_url("http://127.0.0.1:" + std::to_string(m_server.port())); }
   std::atomic<int> served{0};
+  std::vector<nlohmann::json> chat_bodies() {
+    std::lock_guard lock(m_mutex);
+    return m_chat_bodies;
+  }
 
 private:
   static http::ServerOptions server_options() {
@@ -71,7 +78,15 @@ private:
   }
 
   void answer(const nlohmann::json& body, http::Exchange& exchange) {
-    const std::string prompt = body.value("prompt", "");
+    const bool chat = body.contains("messages");
+    if (chat) {
+      std::lock_guard lock(m_mutex);
+      m_chat_bodies.push_back(body);
+    }
+    const std::string prompt = chat ? body["messages"].back().value("content", "") : body.value("prompt", "");
+    const auto chunk =
+        chat ? nlohmann::json{{"choices", {{{"delta", {{"content", fmt::format("m{} ", body["messages"].size())}}}}}}}
+             : nlohmann::json{{"choices", {{{"text", "x"}}}}};
     if (prompt == "429") {
       exchange.respond(429, "application/json", http::error_body(429, "server overloaded"));
       return;
@@ -87,7 +102,7 @@ private:
     const int tokens = body.value("max_tokens", 1);
     for (int i = 0; i < tokens; ++i) {
       std::this_thread::sleep_for(m_step);
-      exchange.send(http::format_sse_event(nlohmann::json{{"choices", {{{"text", "x"}}}}}.dump()));
+      exchange.send(http::format_sse_event(chunk.dump()));
     }
     if (prompt == "nodone") {
       exchange.finish();
@@ -106,6 +121,7 @@ private:
   std::deque<std::pair<std::string, std::shared_ptr<http::Exchange>>> m_queue;
   bool m_stop = false;
   std::vector<std::thread> m_workers;
+  std::vector<nlohmann::json> m_chat_bodies;
   http::Server m_server;
 };
 
