@@ -190,9 +190,10 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan_app->add_option("--speed", flags->speed, "SLA: least tokens/s per user (instead of --tpot)");
   plan_app->add_option("--e2e", flags->e2e,
                        "SLA: largest request latency (TTFT + (OSL-1)·TPOT), ms; bounds TPOT unless --tpot is given");
-  plan_app->add_option("--engine", flags->engine,
-                       "serving engine whose memory rules apply: vllm, sglang, trtllm (default: the --emit engine, "
-                       "else vllm)");
+  plan_app->add_option(
+      "--engine", flags->engine,
+      "serving engine whose memory rules apply: vllm, sglang, trtllm, llamacpp (default: the --emit engine, "
+      "else vllm)");
   plan_app->add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
   plan_app->add_option("--act-dtype", o.activation_dtype,
                        "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
@@ -213,7 +214,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
       ->capture_default_str();
   plan_app->add_option("--target-rate", flags->target_rate, "find the fewest GPUs sustaining this many requests/s");
   plan_app->add_option("--perf-db", o.perf_db, "perf database folder (default: profiles/perf/<system>)");
-  plan_app->add_option("--emit", o.emit, "print the launch script of the chosen configuration: vllm, sglang, trtllm");
+  plan_app->add_option("--emit", o.emit,
+                       "print the launch script of the chosen configuration: vllm, sglang, trtllm, llamacpp");
   plan_app->add_option("--plot", o.plot, "write the Pareto frontier as SVG to FILE");
   plan_app->add_option("--bench-profile", o.bench_profile, "write an optkit bench serving profile (YAML) to FILE");
   add_format_option(*plan_app, flags->format);

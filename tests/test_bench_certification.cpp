@@ -261,3 +261,20 @@ TEST_CASE("a generator that falls behind while the server keeps up still ends th
   CHECK(c.stop_reason.find("could not hold") != std::string::npos);
   CHECK(c.certified_rate == doctest::Approx(20)); // LB's trial passed (a server keeping up, a generator too)
 }
+
+TEST_CASE("a dispatch lag within a tenth of the gap between arrivals leaves the trial valid; past it, the generator "
+          "fell behind") {
+  SummaryOptions options;
+  options.warmup_fraction = options.cooldown_fraction = 0;
+  options.beta_tolerance = 0.2;
+  // 8 ms late on every send: at 10 req/s (gaps of 100 ms, bound 10 ms) the schedule holds; at 100
+  // req/s (gaps of 10 ms, bound max(5 ms, 1 ms)) it does not.
+  const auto slow =
+      summarize_trial(served_fifo(arrival_offsets({ArrivalProcess::constant, 10, 1, 1}, 200), 0.008, 4, 0.05), options);
+  CHECK_FALSE(slow.generator_lagged);
+  CHECK(slow.failure.empty());
+  const auto fast = summarize_trial(
+      served_fifo(arrival_offsets({ArrivalProcess::constant, 100, 1, 1}, 2000), 0.008, 16, 0.05), options);
+  CHECK(fast.generator_lagged);
+  CHECK(fast.client_limited_reason.find("exceeds 5.00 ms") != std::string::npos);
+}

@@ -168,7 +168,11 @@ TEST_CASE("llama-server refuses by name what it has no flag for") {
   };
   EngineSettings s;
   s.tensor_parallel = 2;
-  refused(s, "--split-mode");
+  s.pipeline_parallel = 2;
+  refused(s, "one way at a time");
+  s = {};
+  s.expert_parallel = 2;
+  refused(s, "no attention data parallelism or expert parallelism");
   s = {};
   s.kv_cache_dtype = "fp8";
   refused(s, "KV cache type 'fp8' is not one of");
@@ -190,4 +194,28 @@ TEST_CASE("llama-server refuses by name what it has no flag for") {
   gpu.threads = 8;
   CHECK_THROWS_WITH_AS(command_line(EngineKind::sglang, gpu), doctest::Contains("threads are set for CPU engines"),
                        optkit::InputError);
+}
+
+TEST_CASE("llama-server on GPUs: every layer offloaded, a model over several split evenly by rows or layers") {
+  EngineSettings s;
+  s.model = "m.gguf";
+  s.all_layers_on_gpus = true;
+  auto argv = command_line(EngineKind::llamacpp, s).argv();
+  CHECK(has_pair(argv, "-ngl", "999"));
+  CHECK(std::count(argv.begin(), argv.end(), "-sm") == 0); // one GPU: nothing to split
+  s.tensor_parallel = 2;
+  argv = command_line(EngineKind::llamacpp, s).argv();
+  CHECK(has_pair(argv, "-sm", "row"));
+  CHECK(has_pair(argv, "-ts", "1,1"));
+  s.tensor_parallel = 1;
+  s.pipeline_parallel = 4;
+  argv = command_line(EngineKind::llamacpp, s).argv();
+  CHECK(has_pair(argv, "-sm", "layer"));
+  CHECK(has_pair(argv, "-ts", "1,1,1,1"));
+  CHECK(has_pair(argv, "-ngl", "999"));
+  // On the CPU (bench and tune launch it so by default) no GPU flag at all.
+  EngineSettings cpu;
+  cpu.model = "m.gguf";
+  argv = command_line(EngineKind::llamacpp, cpu).argv();
+  CHECK(std::count(argv.begin(), argv.end(), "-ngl") == 0);
 }

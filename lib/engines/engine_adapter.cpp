@@ -184,9 +184,11 @@ constexpr std::string_view kLlamaCacheTypes[] = {"f32",  "f16",    "bf16", "q8_0
 void
 check_llamacpp(const EngineSettings& s) {
   const auto unsupported = [](const std::string& what) { reject(EngineKind::llamacpp, what); };
-  if (s.tensor_parallel > 1 || s.pipeline_parallel > 1 || s.data_parallel > 1 || s.expert_parallel > 1)
-    unsupported("llama-server splits a model over GPUs by --split-mode and --tensor-split, which optkit does not "
-                "choose; pass them with --engine-arg");
+  if (s.data_parallel > 1 || s.expert_parallel > 1)
+    unsupported("has no attention data parallelism or expert parallelism (its --split-mode splits layers or rows)");
+  if (s.tensor_parallel > 1 && s.pipeline_parallel > 1)
+    unsupported("splits a model over GPUs one way at a time (--split-mode row for tensor parallelism, layer for "
+                "pipeline parallelism), not both");
   if (s.memory_fraction)
     unsupported("has no GPU memory fraction (its KV cache is sized by the context, -c)");
   if (!s.quantization.empty())
@@ -215,7 +217,23 @@ check_llamacpp(const EngineSettings& s) {
 // as llama-server divides it among them), the logical batch (-b, with the physical batch -ub no
 // larger), threads for generation and batches, flash attention, the KV cache type for keys and
 // values, n-gram speculation of up to speculative_tokens drafted tokens (no draft model needed),
-// and always --metrics (bench reads its queue there).
+// and always --metrics (bench reads its queue there). On GPUs: every layer offloaded (-ngl), and a
+// model over several split evenly (-ts) by rows (tensor parallelism) or by layers (pipeline).
+
+// llama-server's GPU flags: -ngl 999, and over several GPUs -sm row|layer with an even -ts.
+Group
+gpu_split(const EngineSettings& s) {
+  Group group{"-ngl", "999"};
+  const int gpus = std::max(s.tensor_parallel, s.pipeline_parallel);
+  if (gpus > 1) {
+    std::string shares;
+    for (int g = 0; g < gpus; ++g)
+      shares += g == 0 ? "1" : ",1";
+    group.insert(group.end(), {"-sm", s.tensor_parallel > 1 ? "row" : "layer", "-ts", shares});
+  }
+  return group;
+}
+
 CommandLine
 llamacpp(const EngineSettings& s) {
   check_llamacpp(s);
@@ -242,6 +260,8 @@ llamacpp(const EngineSettings& s) {
   c.groups.push_back(compute);
   if (s.speculative_tokens > 0)
     c.groups.push_back({"--spec-type", "ngram-simple", "--spec-draft-n-max", std::to_string(s.speculative_tokens)});
+  if (s.all_layers_on_gpus || s.tensor_parallel > 1 || s.pipeline_parallel > 1)
+    c.groups.push_back(gpu_split(s));
   c.groups.push_back({"--metrics"});
   return c;
 }

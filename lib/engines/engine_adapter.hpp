@@ -40,6 +40,7 @@ struct EngineSettings {
   std::string disaggregation_role;       // "", "prefill", "decode"
   std::optional<int> threads;            // optkit serve-deltas, llama-server: CPU threads
   std::optional<bool> flash_attention;   // llama-server: -fa on/off (none: its auto)
+  bool all_layers_on_gpus = false;       // llama-server: -ngl 999 (every layer offloaded to the GPUs)
   std::optional<int> max_active_deltas;  // optkit serve-deltas: distinct deltas in one step
   std::vector<std::string> extra_args;   // appended as given
 };

@@ -15,7 +15,9 @@ parse_engine(const std::string& text, const std::string& flag) {
     return Engine::sglang;
   if (text == "trtllm")
     return Engine::trtllm;
-  throw InputError(flag + " " + text + ": unknown engine; use vllm, sglang or trtllm");
+  if (text == "llamacpp")
+    return Engine::llamacpp;
+  throw InputError(flag + " " + text + ": unknown engine; use vllm, sglang, trtllm or llamacpp");
 }
 
 std::string
@@ -27,6 +29,8 @@ engine_name(Engine engine) {
     return "sglang";
   case Engine::trtllm:
     return "trtllm";
+  case Engine::llamacpp:
+    return "llamacpp";
   }
   return "?";
 }

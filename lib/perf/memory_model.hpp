@@ -15,7 +15,9 @@
 
 namespace optkit::perf {
 
-enum class Engine { vllm, sglang, trtllm };
+// llama.cpp's llama-server has no memory fraction: it sizes its KV cache by the context asked
+// for, which the plan's batch × (ISL + OSL) must fit beside the weights, as vLLM's rule checks.
+enum class Engine { vllm, sglang, trtllm, llamacpp };
 Engine parse_engine(const std::string& text, const std::string& flag);
 std::string engine_name(Engine engine);
 // The engine's default memory fraction (vLLM gpu-memory-utilization 0.9, SGLang

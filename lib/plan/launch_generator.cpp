@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <map>
 #include <vector>
 
@@ -42,9 +44,51 @@ engine_kind(perf::Engine engine) {
     return engines::EngineKind::sglang;
   case perf::Engine::trtllm:
     return engines::EngineKind::trtllm;
+  case perf::Engine::llamacpp:
+    return engines::EngineKind::llamacpp;
   default:
     return engines::EngineKind::vllm;
   }
+}
+
+// The GGUF type llama-server's weights take for the plan's weight precision.
+std::string
+gguf_type(perf::Precision weights) {
+  switch (weights) {
+  case perf::Precision::int8:
+    return "Q8_0";
+  case perf::Precision::int4:
+    return "Q4_K_M";
+  case perf::Precision::fp16:
+    return "F16";
+  default:
+    return "BF16";
+  }
+}
+
+// The GGUF file llama-server is given: the model's name and its type ("Llama-3.1-8B-Instruct-Q4_K_M.gguf").
+std::string
+gguf_file(const LaunchContext& c) {
+  const std::string name = std::filesystem::path(c.model_reference).filename().string();
+  return fmt::format("{}-{}.gguf", name.empty() ? "model" : name, gguf_type(c.request->precision.weights));
+}
+
+// llama-server's spelling of the plan's KV precision: q8_0 is its 8-bit cache (no FP8 type).
+std::string
+llamacpp_kv_type(perf::Precision kv) {
+  return kv == perf::Precision::fp8 || kv == perf::Precision::int8 ? "q8_0" : "";
+}
+
+// A llama-server worker: the GGUF file, every layer on the worker's GPUs, its slots and context;
+// the rest as for the other engines.
+engines::EngineSettings
+llamacpp_worker_settings(engines::EngineSettings s, const LaunchContext& c) {
+  s.model = gguf_file(c);
+  s.all_layers_on_gpus = true;
+  s.memory_fraction.reset(); // it sizes its KV cache by the context instead
+  s.kv_cache_dtype = llamacpp_kv_type(c.request->precision.kv_cache);
+  s.quantization.clear(); // the GGUF file's own type
+  return s;
 }
 
 // One worker of the plan in engine-neutral settings; the engine's adapter spells them.
@@ -71,11 +115,20 @@ worker_settings(const Worker& w, const LaunchContext& c, int port) {
     s.speculative_mtp = r.model.is_mla();
   }
   s.disaggregation_role = w.role;
-  return s;
+  return c.engine == perf::Engine::llamacpp ? llamacpp_worker_settings(std::move(s), c) : s;
 }
 
 std::string
-quantization_note(const PlanRequest& request) {
+quantization_note(const PlanRequest& request, const LaunchContext& c) {
+  if (c.engine == perf::Engine::llamacpp)
+    return fmt::format("# llama-server reads {}: convert the checkpoint with llama.cpp's convert_hf_to_gguf.py{}\n"
+                       "# timings are predicted from the perf database's kernels, not llama.cpp's own: measure "
+                       "them with `optkit bench --engine llamacpp`\n",
+                       gguf_file(c),
+                       request.precision.weights == perf::Precision::int8 ||
+                               request.precision.weights == perf::Precision::int4
+                           ? fmt::format(", then llama-quantize it to {}", gguf_type(request.precision.weights))
+                           : std::string());
   switch (request.precision.weights) {
   case perf::Precision::int8:
     return "# weights int8: serve a checkpoint compressed with `optkit compress --recipe int_w8a8`\n";
@@ -127,7 +180,7 @@ launch_script(const PlanRow& row, const LaunchContext& c) {
   script += fmt::format("# predicted: TTFT {:.1f} ms, TPOT {:.2f} ms, {:.1f} tokens/s/user, {:.1f} tokens/s/GPU ({})\n",
                         row.ttft_ms, row.tpot_ms, row.tokens_per_s_per_user, row.tokens_per_s_per_gpu,
                         perf::source_names(row.sources));
-  script += quantization_note(r);
+  script += quantization_note(r, c);
   if (c.engine == perf::Engine::vllm && r.model.is_moe() && row.parallel.ep > 1 &&
       row.parallel.ep != row.parallel.tp * row.parallel.dp)
     script += "# note: vLLM's expert-parallel size is always tp x dp; this row's ep differs\n";

@@ -16,6 +16,18 @@ namespace optkit::plan {
 
 namespace {
 
+// llama-server serves every request of a worker in one process (no prefill/decode pools) and
+// reads its weights from a GGUF file, which has no FP8 type.
+void
+restrict_to_llamacpp(PlanRequest& r) {
+  std::erase(r.modes, ServingMode::disaggregated);
+  if (r.modes.empty())
+    throw InputError("--mode disagg: llama-server has no prefill/decode disaggregation; plan --mode agg or static");
+  if (r.precision.weights == perf::Precision::fp8)
+    throw InputError("--weight-dtype fp8: a GGUF file has no FP8 weights; plan llama-server with int8 (Q8_0) or "
+                     "int4 (Q4_K_M)");
+}
+
 PlanRequest
 build_request(const PlanOptions& o) {
   PlanRequest r;
@@ -76,6 +88,8 @@ build_request(const PlanOptions& o) {
   r.modes.clear();
   for (const auto& mode : split(o.modes, ','))
     r.modes.push_back(parse_mode(std::string(trim(mode))));
+  if (r.engine == perf::Engine::llamacpp)
+    restrict_to_llamacpp(r);
   if (o.spec_tokens < 0 || o.spec_tokens > 16)
     throw InputError("--spec-tokens must be 0 to 16");
   if (!(o.spec_acceptance >= 0 && o.spec_acceptance <= 1))

@@ -284,12 +284,22 @@ worker_layouts(const perf::ModelArch& model, const perf::SystemSpec& system, int
   return layouts;
 }
 
+bool
+engine_can_run(perf::Engine engine, const perf::ParallelConfig& layout) {
+  if (engine != perf::Engine::llamacpp)
+    return true;
+  // llama-server splits by rows (-sm row) or by layers (-sm layer), one way at a time, with no
+  // attention data parallelism or expert parallelism.
+  return (layout.tp == 1 || layout.pp == 1) && layout.dp == 1 && layout.ep == 1;
+}
+
 PlanResult
 enumerate_configurations(const PlanRequest& request, const perf::SystemSpec& system, const perf::PerfDatabase& db) {
   const auto start = std::chrono::steady_clock::now();
   PlanResult result;
   Context context{request, system, db, result};
-  const auto layouts = worker_layouts(request.model, system, request.gpus);
+  auto layouts = worker_layouts(request.model, system, request.gpus);
+  std::erase_if(layouts, [&](const perf::ParallelConfig& p) { return !engine_can_run(request.engine, p); });
   result.worker_layouts = layouts.size();
   const auto wants = [&](ServingMode mode) {
     return std::find(request.modes.begin(), request.modes.end(), mode) != request.modes.end();

@@ -85,6 +85,8 @@ struct PlanResult {
 // Worker layouts with at most `max_gpus` GPUs (dividing it) that the model's shapes allow.
 std::vector<perf::ParallelConfig> worker_layouts(const perf::ModelArch& model, const perf::SystemSpec& system,
                                                  int max_gpus);
+// Whether `engine` can run a worker of this layout (llama-server: no TP with PP, no DP or EP).
+bool engine_can_run(perf::Engine engine, const perf::ParallelConfig& layout);
 // AIConfigurator's batch schedules: aggregated 1…1024, disaggregated decode 1…512.
 const std::vector<int>& aggregated_batches();
 const std::vector<int>& decode_batches();

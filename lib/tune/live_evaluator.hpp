@@ -1,4 +1,4 @@
-// Trials on a live engine (--engine optkit|vllm|sglang|trtllm): each trial launches the engine
+// Trials on a live engine (--engine optkit|vllm|sglang|trtllm|llamacpp): each trial launches the engine
 // from its adapter's command line with the trial's knobs (lib/engines), as a child process group
 // on a free port, measures it with bench, and stops the group — at the end, on failure and on
 // Ctrl-C. What was launched and what the engine reported (argv, /version, /v1/models) is the

@@ -165,6 +165,42 @@ s = json.loads(sys.argv[1])["trials"][0]["summary"]
 assert s["cancelled"] >= 5 and s["failed"] == 0, (s["cancelled"], s["failed"])
 assert s["measured"] + s["cancelled"] == 40, s
 PY
+# Multi-turn chat (chat-multiturn, shorter here): each next turn leaves the think time after the
+# previous answer and carries the history, so the server counts a longer prompt every turn; the
+# rows name each request's conversation and turn. Open loop, then closed loop (two users).
+sed -e 's/shared_prefix_tokens: 256/shared_prefix_tokens: 16/; s/min: 288, max: 320/min: 24, max: 32/' \
+  -e 's/min: 16, max: 48/min: 4, max: 8/; s/think_time_s: 0.2/think_time_s: 0.05/' \
+  "$OPTKIT_SOURCE_DIR/profiles/serving/chat-multiturn.yaml" >"$SCRATCH/multiturn.yaml"
+for load in "--rate 10" "--concurrency 2"; do
+  # shellcheck disable=SC2086 # $load is two words on purpose
+  run bench --endpoint "http://127.0.0.1:$port" --profile "$SCRATCH/multiturn.yaml" $load --requests 30 \
+    --beta-tolerance 1 --max-dispatch-lag-ms 1000 --no-calibration --warmup 0 --cooldown 0 \
+    --requests-out "$SCRATCH/multiturn.jsonl" --format json
+  expect_rc 0
+  python3 - "$OUT" "$SCRATCH/multiturn.jsonl" <<'PY' || fail "multi-turn ($load): $OUT"
+import collections, json, sys
+s = json.loads(sys.argv[1])["trials"][0]["summary"]
+assert s["failed"] == 0, s
+rows = [json.loads(line) for line in open(sys.argv[2])]
+rows = [r for r in rows if r["phase"] in ("rate", "concurrency")]
+assert len(rows) == 30, len(rows)
+conversations = collections.defaultdict(list)
+for r in rows:
+    conversations[r["conversation"]].append(r)
+assert len(conversations) < 30 and max(len(c) for c in conversations.values()) >= 3, conversations.keys()
+for turns in conversations.values():
+    turns.sort(key=lambda r: r["turn"])
+    assert [r["turn"] for r in turns] == list(range(len(turns))), turns
+    for before, after in zip(turns, turns[1:]):
+        assert abs(after["intended_s"] - (before["end_s"] + 0.05)) < 1e-6, (before, after)
+        # the history: the earlier prompt and its answer, then a new question
+        assert after["input_tokens"] > before["input_tokens"] + before["output_tokens"], (before, after)
+PY
+done
+run bench --endpoint "http://127.0.0.1:$port" --profile "$SCRATCH/multiturn.yaml" --trace "$SCRATCH/trace.jsonl"
+expect_rc 2
+expect_err_has "--trace replays single requests; profile chat-multiturn has conversation: turns"
+
 printf '{"timestamp": 1}\n{"time": 2}\n' >"$SCRATCH/bad-trace.jsonl"
 run bench --endpoint "http://127.0.0.1:$port" --trace "$SCRATCH/bad-trace.jsonl"
 expect_rc 2

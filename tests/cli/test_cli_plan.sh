@@ -43,6 +43,31 @@ run "${acceptance[@]}" --emit trtllm --mode agg
 expect_rc 0
 expect_out_has "trtllm-serve meta-llama/Llama-3.1-70B-Instruct --backend pytorch"
 expect_out_has "free_gpu_memory_fraction: 0.90"
+# --emit llamacpp: llama-server workers of the chosen row (planned under llama.cpp's rules: no
+# disaggregation, one split at a time), each on its GPUs with every layer offloaded, its slots and
+# the whole context; the GGUF file named by its type. What it cannot run is refused by name.
+run "${acceptance[@]}" --emit llamacpp --weight-dtype int4 --format json
+expect_rc 0
+run "${acceptance[@]}" --engine llamacpp --weight-dtype int4 --format json
+expect_rc 0
+llama_best=$(py 'import json,sys; b=json.load(sys.stdin)["best"]; assert b["mode"] != "disagg", b; print(b["parallel"], b["batch"], b["replicas"])')
+read -r llama_parallel llama_batch llama_replicas <<<"$llama_best"
+run "${acceptance[@]}" --emit llamacpp --weight-dtype int4
+expect_rc 0
+expect_out_has "llama-server -m Llama-3.1-70B-Instruct-Q4_K_M.gguf --port 8000"
+expect_out_has "-np $llama_batch -c $((llama_batch * 4500))"
+expect_out_has "-ngl 999"
+expect_out_has "llama-quantize it to Q4_K_M"
+[ "$(grep -c '^CUDA_VISIBLE_DEVICES=.* llama-server' <<<"$OUT")" = "$llama_replicas" ] || fail "llama-server workers: $OUT"
+llama_tp=${llama_parallel#tp}; llama_tp=${llama_tp%%pp*}; llama_pp=${llama_parallel#*pp}
+[ "$llama_tp" = 1 ] || [ "$llama_pp" = 1 ] || fail "llama-server layout with both splits: $llama_parallel"
+[ "$llama_tp" = 1 ] || expect_out_has "-sm row"
+run "${acceptance[@]}" --emit llamacpp --mode disagg
+expect_rc 2
+expect_err_has "llama-server has no prefill/decode disaggregation"
+run "${acceptance[@]}" --emit llamacpp --weight-dtype fp8
+expect_rc 2
+expect_err_has "a GGUF file has no FP8 weights"
 
 # An SLA nothing meets: exit 1, naming the closest configuration and the missed term.
 run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1 --tpot 20
