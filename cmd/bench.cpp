@@ -125,7 +125,8 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
                   "run every certification trial to the end of its schedule, even once an SLO is lost");
   bench->add_flag("!--no-calibration", o.calibration,
                   "do not look up or measure the load generator's ceiling before benching");
-  bench->add_option("--svg", o.svg_dir, "write latency_vs_rate.svg and steady_state.svg (Eq. 1) into DIR");
+  bench->add_option("--svg", o.svg_dir,
+                    "write latency_vs_rate.svg, steady_state.svg (Eq. 1), latency_cdf.svg and timeline.svg into DIR");
   bench->add_option("--html", o.html, "write a self-contained HTML report (charts inline, nothing fetched) to FILE");
   add_seed_option(*bench, c.seed, "seed of request lengths, prompts and arrivals");
   add_format_option(*bench, flags->format);

@@ -282,15 +282,21 @@ single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyO
   return c;
 }
 
-// latency_vs_rate.svg, and steady_state.svg of the certified trial (else the last open-loop one).
+// latency_vs_rate.svg, and of the certified trial (else the last open-loop one) steady_state.svg,
+// latency_cdf.svg and timeline.svg: the charts of the HTML report, one file each.
 std::vector<std::filesystem::path>
 write_plots(const Certification& c, const std::vector<SloRule>& slos, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  std::vector<std::filesystem::path> plots{dir / "latency_vs_rate.svg"};
-  write_file_atomic(plots.back(), latency_vs_rate_svg(c, slos));
+  std::vector<std::filesystem::path> plots;
+  const auto plot = [&](const char* name, const std::string& svg) {
+    plots.push_back(dir / name);
+    write_file_atomic(plots.back(), svg);
+  };
+  plot("latency_vs_rate.svg", latency_vs_rate_svg(c, slos));
   if (const auto* shown = shown_trial(c)) {
-    plots.push_back(dir / "steady_state.svg");
-    write_file_atomic(plots.back(), steady_state_svg(*shown));
+    plot("steady_state.svg", steady_state_svg(*shown));
+    plot("latency_cdf.svg", latency_cdf_svg(*shown, slos));
+    plot("timeline.svg", timeline_svg(*shown));
   }
   return plots;
 }

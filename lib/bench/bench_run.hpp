@@ -41,7 +41,7 @@ struct BenchOptions {
   std::string requests_out; // per-request JSON lines (also archived)
   bool calibration = true;  // find or measure the generator's ceiling first
   bool early_stop = true;   // certification trials end once an SLO is lost (saturation_stop.hpp)
-  std::string svg_dir;      // latency_vs_rate.svg and steady_state.svg (also archived)
+  std::string svg_dir;      // latency_vs_rate, steady_state, latency_cdf and timeline .svg (also archived)
   std::string html;         // the report for people (bench_html.hpp; also archived)
 };
 

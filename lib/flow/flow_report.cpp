@@ -14,7 +14,8 @@ struct Section {
   std::vector<std::string> paragraphs;
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
-  std::string code; // a command, shown verbatim
+  std::string code;                // a command, shown verbatim
+  std::vector<std::string> charts; // SVG, inline in the HTML report (the Markdown one has none)
 };
 
 std::string
@@ -89,6 +90,7 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
          steady.value("stable", nlohmann::json()).is_boolean() ? (steady["stable"].get<bool>() ? "yes" : "no") : "–",
          s.value("failure", nlohmann::json()).is_string() ? s["failure"].get<std::string>() : ""});
   }
+  bench.charts = o.bench_charts;
   out.push_back(bench);
 
   for (const auto* study : {&o.tune_sim, &o.tune_live}) {
@@ -107,6 +109,7 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
                                ? fmt::format("Best: `{}`, median objective {}.", (*study)["best"]["config"].dump(),
                                              number((*study)["best"].value("median_value", nlohmann::json())))
                                : "No configuration met the SLO every time.");
+    s.charts = study == &o.tune_sim ? o.tune_sim_charts : o.tune_live_charts;
     out.push_back(s);
   }
 
@@ -248,6 +251,8 @@ report_html(const FlowJob& job, const FlowOutcome& o, const std::vector<std::str
     }
     if (!s.code.empty())
       h << "<pre>" << escape_html(s.code) << "</pre>\n";
+    for (const auto& chart : s.charts) // optkit's own SVG, drawn by the stage's child
+      h << "<figure>" << chart << "</figure>\n";
   }
   h << "</body></html>\n";
   return h.str();

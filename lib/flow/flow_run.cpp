@@ -19,6 +19,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The SVG charts a finished task drew into its plots/ folder, in the order named (missing ones
+// skipped: a gate that failed draws no trial's charts).
+std::vector<std::string>
+charts_of(const TaskResult& task, std::initializer_list<const char*> names) {
+  std::vector<std::string> charts;
+  for (const char* name : names)
+    if (const auto file = task.dir / "plots" / name; fs::is_regular_file(file))
+      charts.push_back(read_input_file(file));
+  return charts;
+}
+
+const std::initializer_list<const char*> kBenchCharts = {"latency_vs_rate.svg", "steady_state.svg", "latency_cdf.svg",
+                                                         "timeline.svg"};
+const std::initializer_list<const char*> kTuneCharts = {"trajectory.svg", "pareto.svg"};
+
 // Smallest margin over the gate's rules, positive when every rule holds with room to spare.
 std::optional<double>
 gate_margin(const nlohmann::json& gate) {
@@ -170,6 +185,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   if (job.tune_sim.enabled) {
     require(g1, "tune-sim");
     outcome.tune_sim = g1.finished.at("tune-sim").output;
+    outcome.tune_sim_charts = charts_of(g1.finished.at("tune-sim"), kTuneCharts);
   }
 
   std::set<std::string> failed_rules;
@@ -257,6 +273,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   add_graph(outcome, g2, certify);
   require(g2, "bench");
   outcome.bench = g2.finished.at("bench").output;
+  outcome.bench_charts = charts_of(g2.finished.at("bench"), kBenchCharts);
   if (job.bench.baseline) {
     require(g2, "bench-baseline");
     outcome.bench_baseline = g2.finished.at("bench-baseline").output;
@@ -288,6 +305,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     add_graph(outcome, g3, live);
     require(g3, "tune-live");
     outcome.tune_live = g3.finished.at("tune-live").output;
+    outcome.tune_live_charts = charts_of(g3.finished.at("tune-live"), kTuneCharts);
   }
 
   outcome.status = "packaged";

@@ -53,6 +53,9 @@ struct FlowOutcome {
   nlohmann::json bench_baseline;     // of the uncompressed model (bench.baseline: true)
   nlohmann::json tune_sim;
   nlohmann::json tune_live;
+  // The charts each stage drew (SVG text, from its task folder's plots/): bench's latency vs
+  // rate, steady state, CDFs and timeline; each study's trajectory and Pareto front.
+  std::vector<std::string> bench_charts, tune_sim_charts, tune_live_charts;
   std::vector<StageTime> stages;
   std::vector<std::int64_t> stage_runs; // archive runs of every stage child, for the lineage
   double wall_s = 0;

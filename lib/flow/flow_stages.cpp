@@ -72,8 +72,8 @@ study_task(const FlowJob& job, const TuneStudy& study, const std::string& name, 
             {"seed", job.compress.seed}};
   t.finished_exits = {0, 1}; // 1: no configuration met the SLO — an outcome
   t.announce_start = live;
-  t.command = [job, study, model_task, live](const fs::path&, const std::map<std::string, TaskResult>& results) {
-    std::vector<std::string> argv = {"tune", "--engine", live ? "optkit" : "sim"};
+  t.command = [job, study, model_task, live](const fs::path& dir, const std::map<std::string, TaskResult>& results) {
+    std::vector<std::string> argv = {"tune", "--engine", live ? "optkit" : "sim", "--svg", (dir / "plots").string()};
     if (live)
       argv.insert(argv.end(), {"--model", model_of(results, model_task).string()});
     if (live && job.bench.max_dispatch_lag_ms > 0)

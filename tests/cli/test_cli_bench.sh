@@ -75,12 +75,12 @@ expect_eq "$(sql "SELECT COUNT(DISTINCT trial_id) FROM metrics WHERE run_id=$run
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$run_id")" "succeeded"
 [ "$(wc -l <"$SCRATCH/requests.jsonl")" -gt 40 ] || fail "per-request rows missing"
 # The plots are well-formed XML (Python's parser) and archived.
-for plot in latency_vs_rate steady_state; do
+for plot in latency_vs_rate steady_state latency_cdf timeline; do
   python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith("svg")' \
     "$SCRATCH/plots/$plot.svg" || fail "$plot.svg is not SVG"
 done
 grep -q "SLO e2e:p95&lt;=2s" "$SCRATCH/plots/latency_vs_rate.svg" || fail "the SLO line is missing"
-expect_eq "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$run_id AND kind='plot'")" "2"
+expect_eq "$(sql "SELECT COUNT(*) FROM artifacts WHERE run_id=$run_id AND kind='plot'")" "4"
 run runs show "$run_id"
 expect_rc 0
 expect_out_has "gate"
@@ -95,6 +95,27 @@ python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["status"]=="INF
   fail "infeasible JSON: $OUT"
 infeasible_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$infeasible_run")" "goal_not_met"
+
+# A first trial far above capacity (the mock serves 8 slots x 16 steps of 2 ms: about 250 req/s,
+# much less under a sanitizer): it is lost within a second (the over-saturation stop), counted as
+# a failure, not CLIENT_LIMITED, and the search bisects down to a certificate; every trial after
+# an overloaded one starts on a drained server.
+run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=500ms' --initial-rate 4000 \
+  --tokenizer "$base" --min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 12 --precision 0.5 \
+  --beta-tolerance 0.3 --no-calibration --format json
+expect_rc 0
+python3 - "$OUT" <<'PY' || fail "overloaded first trial: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["status"] == "FEASIBLE" and r["certified_rate"] > 0, (r["status"], r["stop_reason"])
+first = r["trials"][1]
+assert first["rate"] == 4000 and not first["passed"] and not first["summary"]["client_limited"], first["summary"]
+assert first["summary"]["stopped_early"].startswith("SLO e2e:p95<=500ms lost"), first["summary"]
+assert first["summary"]["requests"] < 4000, first["summary"]["requests"]  # it did not run its whole schedule
+assert r["certified_rate"] < r["lowest_failing_rate"] <= 4000, r
+for t in r["trials"][2:]:
+    assert t["settle"]["drained"], t["settle"]
+PY
 
 # One open-loop rate, table output.
 run bench --endpoint "http://127.0.0.1:$port/v1" --profile chat-small --rate 20 --requests 30 --beta-tolerance 0.5 \

@@ -61,6 +61,11 @@ p = Refs(); p.feed(open(os.path.join(pkg, "report.html")).read())
 assert p.refs == [], p.refs   # no external asset: it opens anywhere
 html = open(os.path.join(pkg, "report.html")).read()
 assert "Compression trials and the quality gate" in html and "SLO certification" in html
+# The charts inline: bench's latency vs rate, steady state, CDFs and timeline; the study's trajectory.
+assert html.count("<svg") >= 5, html.count("<svg")
+for title in ("Latency vs request rate", "Steady state at", "Latency CDFs at", "Requests over the trial at",
+              "best feasible value so far"):
+    assert title in html, title
 md = open(os.path.join(pkg, "report.md")).read()
 assert "| β | stable | why not |" in md and "recovery [95 % CI]" in md, md   # β per certification trial
 m = json.load(open(os.path.join(pkg, "manifest.json")))
@@ -91,6 +96,7 @@ requests_for() { # requests_for PAGE: the paths the browser asked for while rend
 extra=$(requests_for report.html)
 [ -z "$extra" ] || fail "report.html asked for $extra"
 grep -q "Compression trials and the quality gate" "$SCRATCH/report.html.dom" || fail "the browser rendered no report"
+[ "$(grep -o '<svg' "$SCRATCH/report.html.dom" | wc -l)" -ge 5 ] || fail "the browser rendered fewer than 5 charts"
 [ "$(requests_for control.html)" = "/missing.png" ] || fail "the broken-reference check missed the control's image"
 kill "$site_pid" 2>/dev/null
 wait "$site_pid" 2>/dev/null

@@ -4,7 +4,9 @@
 // slots / (max_tokens × step) requests per second. The prompt picks a fault instead: "429",
 // "hang" (headers, then nothing), "garbage" (a malformed chunk), "nodone" (no [DONE]). A chat
 // request (messages) is answered in chat chunks, each "mN " for the N messages it carried, and
-// its fault is picked by its last message; every chat body is kept (chat_bodies()).
+// its fault is picked by its last message; every chat body is kept (chat_bodies()). With
+// `hog_threads`, that many threads spin on the CPU whenever requests wait for a slot: a server
+// that saturates the machine once overloaded, and only then (its capacity is unchanged).
 #pragma once
 
 #include "http/server.hpp"
@@ -25,17 +27,19 @@ namespace optkit::test {
 
 class ScriptedServer {
 public:
-  ScriptedServer(int slots, std::chrono::microseconds step)
+  ScriptedServer(int slots, std::chrono::microseconds step, int hog_threads = 0)
       : m_step(step)
       , m_server(http::ServerOptions{},
                  [this](const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
                    std::lock_guard lock(m_mutex);
                    m_queue.emplace_back(request.body, exchange);
-                   m_wake.notify_one();
+                   m_wake.notify_all(); // the hog threads wait on it too
                  }) {
     m_server.start();
     for (int i = 0; i < slots; ++i)
       m_workers.emplace_back([this] { work(); });
+    for (int i = 0; i < hog_threads; ++i)
+      m_workers.emplace_back([this] { hog(); });
   }
   ~ScriptedServer() {
     {
@@ -74,6 +78,21 @@ private:
       }
       answer(nlohmann::json::parse(job.first), *job.second);
       ++served;
+    }
+  }
+
+  // Spins while any request waits for a slot; sleeps otherwise.
+  void hog() {
+    for (;;) {
+      {
+        std::unique_lock lock(m_mutex);
+        m_wake.wait(lock, [&] { return m_stop || !m_queue.empty(); });
+        if (m_stop)
+          return;
+      }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+      }
     }
   }
 
