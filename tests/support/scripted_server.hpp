@@ -31,6 +31,10 @@ public:
       : m_step(step)
       , m_server(http::ServerOptions{},
                  [this](const http::Request& request, const std::shared_ptr<http::Exchange>& exchange) {
+                   if (request.method != "POST") { // no /metrics, /health or models: a bare completions server
+                     exchange->respond(404, "application/json", http::error_body(404, "not found"));
+                     return;
+                   }
                    std::lock_guard lock(m_mutex);
                    m_queue.emplace_back(request.body, exchange);
                    m_wake.notify_all(); // the hog threads wait on it too
