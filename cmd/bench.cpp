@@ -175,6 +175,8 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
            throw Interrupted("bench interrupted");
          case bench::CertificationStatus::client_limited:
            throw GoalNotMet("CLIENT_LIMITED: " + cert.stop_reason);
+         case bench::CertificationStatus::noisy:
+           throw GoalNotMet("NOISY: " + cert.replicate_noise);
          case bench::CertificationStatus::infeasible:
            throw GoalNotMet("INFEASIBLE: " + (cert.binding.empty() ? cert.stop_reason : cert.binding));
          }

@@ -278,3 +278,76 @@ TEST_CASE("a dispatch lag within a tenth of the gap between arrivals leaves the 
   CHECK(fast.generator_lagged);
   CHECK(fast.client_limited_reason.find("exceeds 5.00 ms") != std::string::npos);
 }
+
+namespace {
+
+// A queue whose open-loop trials after the `noisy_from`-th run on a server twice as slow: a
+// machine that other work took over mid-certification.
+class NoisyRunner final : public TrialRunner {
+public:
+  NoisyRunner(int slots, double service_s, int noisy_from) : m_queue(slots, service_s), m_noisy_from(noisy_from) {}
+  TrialRecording closed_loop(std::size_t count, int concurrency) override {
+    return m_queue.closed_loop(count, concurrency);
+  }
+  TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
+    ++m_trials;
+    return m_trials < m_noisy_from ? m_queue.open_loop(rate, count, seed) : m_queue.open_loop(2 * rate, count, seed);
+  }
+
+private:
+  QueueRunner m_queue;
+  int m_trials = 0;
+  int m_noisy_from;
+};
+
+} // namespace
+
+TEST_CASE("replicates: a boundary rate that fails once passed moves the certificate down, and the result names the "
+          "noise") {
+  auto o = options_for({"e2e:p95<=3s"});
+  o.replicates = 3;
+  // The machine slows down to half its speed as the replicates start (after the search
+  // budget of 8 trials): the boundary rate found near 40 req/s fails at twice the load.
+  o.max_trials = 8;
+  NoisyRunner runner(4, 0.1, o.max_trials + 1);
+  const auto c = certify(runner, o);
+  double searched = 0; // the highest rate the search passed
+  for (const auto& t : c.trials)
+    if (t.phase == "search" && t.passed)
+      searched = std::max(searched, t.rate);
+  CHECK(searched >= 30);
+  CHECK(c.status == CertificationStatus::feasible);
+  CHECK(c.certified_rate <= 20); // half the capacity, as the slowed machine has
+  CHECK(c.replicate_noise.find("a replicate failed at") == 0);
+  CHECK(c.stop_reason.find("vary more than a certificate allows") != std::string::npos);
+  // The certificate's rate passed both its replicates.
+  int replicated = 0;
+  for (const auto& t : c.trials)
+    replicated += t.phase == "replicate" && t.rate == c.certified_rate && t.passed ? 1 : 0;
+  CHECK(replicated == 2);
+}
+
+TEST_CASE("replicates: when no rate passes every replicate, the result is NOISY, not INFEASIBLE") {
+  auto o = options_for({"e2e:p95<=3s"});
+  o.replicates = 2;
+  o.max_trials = 8;
+  // From the first replicate on, the machine is 8 times slower: even the lowest passing rate fails.
+  class SlowingRunner final : public TrialRunner {
+  public:
+    TrialRecording closed_loop(std::size_t count, int concurrency) override {
+      return m_queue.closed_loop(count, concurrency);
+    }
+    TrialRecording open_loop(double rate, std::size_t count, std::uint64_t seed) override {
+      return m_queue.open_loop(++m_trials > 8 ? 8 * rate : rate, count, seed);
+    }
+
+  private:
+    QueueRunner m_queue{4, 0.1};
+    int m_trials = 0;
+  } runner;
+  const auto c = certify(runner, o);
+  CHECK(c.status == CertificationStatus::noisy);
+  CHECK(to_string(c.status) == "NOISY");
+  CHECK(c.certified_rate == 0);
+  CHECK(c.replicate_noise.find("no rate passed every replicate") != std::string::npos);
+}

@@ -133,7 +133,9 @@ to_json(const Certification& c) {
           {"binding", c.binding.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.binding)},
           {"beta", best != nullptr ? nlohmann::json(best->summary.steady.beta) : nlohmann::json(nullptr)},
           {"converged", c.converged},
+          {"stop_code", to_string(c.stop_code)},
           {"stop_reason", c.stop_reason},
+          {"replicate_noise", c.replicate_noise.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.replicate_noise)},
           {"trials", trials}};
 }
 

@@ -277,6 +277,7 @@ single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyO
                                          : CertificationStatus::infeasible;
   c.certified_rate = trial.passed && trial.phase != "concurrency" ? trial.rate : 0.0;
   c.binding = trial.summary.failure;
+  c.stop_code = StopCode::single_trial;
   c.stop_reason = "a single trial was asked for";
   c.trials.push_back(std::move(trial));
   return c;

@@ -3,6 +3,7 @@
 #include "core/interrupt.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,8 +19,29 @@ to_string(CertificationStatus status) {
     return "INFEASIBLE";
   case CertificationStatus::client_limited:
     return "CLIENT_LIMITED";
+  case CertificationStatus::noisy:
+    return "NOISY";
   case CertificationStatus::interrupted:
     return "INTERRUPTED";
+  }
+  return "?";
+}
+
+std::string
+to_string(StopCode code) {
+  switch (code) {
+  case StopCode::gate_failed:
+    return "gate_failed";
+  case StopCode::converged:
+    return "converged";
+  case StopCode::trial_budget:
+    return "trial_budget";
+  case StopCode::client_limited:
+    return "client_limited";
+  case StopCode::interrupted:
+    return "interrupted";
+  case StopCode::single_trial:
+    return "single_trial";
   }
   return "?";
 }
@@ -86,12 +108,14 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
     const auto& done = record(std::move(gate));
     if (done.recording.interrupted || interrupt_requested()) {
       c.status = CertificationStatus::interrupted;
+      c.stop_code = StopCode::interrupted;
       c.stop_reason = "interrupted";
       return c;
     }
     if (!done.passed || c.lower_bound <= 0) {
       c.status = CertificationStatus::infeasible;
       c.binding = done.summary.failure.empty() ? "no request succeeded" : done.summary.failure;
+      c.stop_code = StopCode::gate_failed;
       c.stop_reason = "the closed-loop gate failed";
       return c;
     }
@@ -125,6 +149,7 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
     ++search_trials;
     if (trial.recording.interrupted || interrupt_requested()) {
       c.status = CertificationStatus::interrupted;
+      c.stop_code = StopCode::interrupted;
       c.stop_reason = "interrupted";
       break;
     }
@@ -136,6 +161,7 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
     }
     if (trial.client_limited) {
       c.status = CertificationStatus::client_limited;
+      c.stop_code = StopCode::client_limited;
       c.stop_reason = fmt::format("the load generator could not hold {:.3g} req/s ({}); rates above {:.3g} req/s "
                                   "were not tested",
                                   rate, trial.summary.client_limited_reason, any_pass ? lower : 0.0);
@@ -160,16 +186,20 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
     return c;
 
   // Replicates: the boundary pass must hold every time; a failing replicate moves the
-  // certificate down to the next highest rate that passed every run.
-  if (options.replicates > 1 && any_pass && c.status != CertificationStatus::client_limited) {
+  // certificate down to the next highest rate that passed every run. A search that ended
+  // CLIENT_LIMITED still replicates the rate it reports as passing.
+  if (options.replicates > 1 && any_pass) {
+    std::vector<double> failed_at; // a rate that passed once and then failed: the machine's noise
     for (int k = 1; k < options.replicates && c.certified_rate > 0; ++k) {
       const auto& again = run_at(c.certified_rate, "replicate", options.seed + 1000 + static_cast<std::uint64_t>(k));
       if (again.recording.interrupted || interrupt_requested()) {
         c.status = CertificationStatus::interrupted;
+        c.stop_code = StopCode::interrupted;
         c.stop_reason = "interrupted";
         return c;
       }
       if (!again.passed) {
+        failed_at.push_back(c.certified_rate);
         c.lowest_failing = c.certified_rate;
         c.binding = again.summary.failure;
         double next = 0;
@@ -181,10 +211,22 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
         k = 0; // the new boundary gets its own replicates
       }
     }
+    if (!failed_at.empty())
+      c.replicate_noise = fmt::format(
+          "a replicate failed at {:.4g} req/s after passing there ({} such rate{}): the trials on this machine vary "
+          "more than a certificate allows, so {}",
+          fmt::join(failed_at, ", "), failed_at.size(), failed_at.size() == 1 ? "" : "s",
+          c.certified_rate > 0 ? fmt::format("the certificate moved down to {:.4g} req/s, which passed every replicate",
+                                             c.certified_rate)
+                               : std::string("no rate passed every replicate"));
   }
 
   if (c.status != CertificationStatus::client_limited) {
-    c.status = c.certified_rate > 0 ? CertificationStatus::feasible : CertificationStatus::infeasible;
+    c.status = c.certified_rate > 0         ? CertificationStatus::feasible
+               : !c.replicate_noise.empty() ? CertificationStatus::noisy
+                                            : CertificationStatus::infeasible;
+    if (c.stop_reason.empty())
+      c.stop_code = c.converged ? StopCode::converged : StopCode::trial_budget;
     if (c.stop_reason.empty())
       c.stop_reason = c.converged ? fmt::format("converged: the passing and failing rates are within {:.0f} %",
                                                 options.precision * 100)
@@ -192,6 +234,8 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
     if (c.status == CertificationStatus::infeasible && c.binding.empty())
       c.binding = "no open-loop rate passed";
   }
+  if (!c.replicate_noise.empty())
+    c.stop_reason += "; " + c.replicate_noise;
   return c;
 }
 

@@ -74,8 +74,14 @@ struct TrialResult {
   TrialRecording recording;
 };
 
-enum class CertificationStatus { feasible, infeasible, client_limited, interrupted };
+// noisy: rates passed, but none passed every replicate (the machine's trials vary too much).
+enum class CertificationStatus { feasible, infeasible, client_limited, noisy, interrupted };
 std::string to_string(CertificationStatus status);
+
+// Why the search stopped, for programs (stop_reason says it for people): "gate_failed",
+// "converged", "trial_budget", "client_limited", "interrupted", "single_trial".
+enum class StopCode { gate_failed, converged, trial_budget, client_limited, interrupted, single_trial };
+std::string to_string(StopCode code);
 
 struct Certification {
   CertificationStatus status = CertificationStatus::infeasible;
@@ -84,7 +90,11 @@ struct Certification {
   double lower_bound = 0;    // LB = E[1/latency] from the gate
   std::string binding;       // what failed at the lowest failing rate (or at the gate)
   bool converged = false;
+  StopCode stop_code = StopCode::trial_budget;
   std::string stop_reason;
+  // Replicates that failed at a rate which had passed (the spread of this machine's trials), for
+  // people; empty when every replicate held or none ran.
+  std::string replicate_noise;
   std::vector<TrialResult> trials;
 };
 

@@ -1,5 +1,6 @@
 #include "flow/flow_run.hpp"
 
+#include "bench/certification.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -286,7 +287,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     // Only a failed closed-loop gate (one request at a time) shows no rate can work; a search
     // that ran out of trials has only not found one yet.
     const std::string stop_reason = outcome.bench.value("stop_reason", std::string());
-    if (stop_reason.empty() || stop_reason == "the closed-loop gate failed")
+    if (outcome.bench.value("stop_code", std::string()) == bench::to_string(bench::StopCode::gate_failed))
       outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe,
                                     chosen.trial, why);
     else

@@ -91,7 +91,7 @@ run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p9
 expect_rc 1
 expect_err_has "INFEASIBLE"
 expect_err_has "e2e:p95<=1us"
-python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["status"]=="INFEASIBLE" and len(r["trials"])==1' "$OUT" ||
+python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["status"]=="INFEASIBLE" and len(r["trials"])==1 and r["stop_code"]=="gate_failed"' "$OUT" ||
   fail "infeasible JSON: $OUT"
 infeasible_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 expect_eq "$(sql "SELECT status FROM runs WHERE id=$infeasible_run")" "goal_not_met"
@@ -108,6 +108,7 @@ python3 - "$OUT" <<'PY' || fail "overloaded first trial: $OUT"
 import json, sys
 r = json.loads(sys.argv[1])
 assert r["status"] == "FEASIBLE" and r["certified_rate"] > 0, (r["status"], r["stop_reason"])
+assert r["stop_code"] in ("converged", "trial_budget"), r["stop_code"]
 first = r["trials"][1]
 assert first["rate"] == 4000 and not first["passed"] and not first["summary"]["client_limited"], first["summary"]
 assert first["summary"]["stopped_early"].startswith("SLO e2e:p95<=500ms lost"), first["summary"]
