@@ -216,6 +216,31 @@ private:
   int m_previous;
 };
 
+// What ends a pacer's loop before its schedule does: Ctrl-C, or `give_up` (when there is one),
+// asked at most every kGiveUpCheck. check_by() is when the pacer must look again at the latest.
+class PacerStop {
+public:
+  explicit PacerStop(std::function<bool()> gave_up) : m_gave_up(std::move(gave_up)) {}
+  bool now() {
+    if (interrupt_requested()) {
+      interrupted = true;
+      return true;
+    }
+    if (Steady::now() >= m_next) {
+      if (m_gave_up && m_gave_up())
+        return true;
+      m_next = Steady::now() + TrialState::kGiveUpCheck;
+    }
+    return false;
+  }
+  Steady::time_point check_by() const { return m_next; }
+  bool interrupted = false;
+
+private:
+  std::function<bool()> m_gave_up;
+  Steady::time_point m_next = Steady::now() + TrialState::kGiveUpCheck;
+};
+
 // What a conversation trial shares between the pacer and the I/O thread: each conversation's
 // history, and the turns that are due, earliest first. A turn's request is request
 // first_index(c) + turn of the trial.
@@ -367,28 +392,18 @@ LoadGenerator::run_conversations(const std::vector<PreparedConversation>& conver
   }
   const bool closed = starts.offsets == nullptr;
   std::string stopped_early;
-  bool interrupted = false;
-  const auto gave_up = [&] {
+  PacerStop stop(give_up ? std::function<bool()>([&] {
     std::vector<RequestProgress> progress;
     progress.reserve(sent.size());
     for (const auto i : sent)
       progress.push_back(state.progress_of(i, intended[i], sent_requests[i].cancel_after_s >= 0));
     stopped_early = give_up(progress, state.now());
     return !stopped_early.empty();
-  };
-  auto next_check = Steady::now() + TrialState::kGiveUpCheck;
+  })
+                         : nullptr);
   const PacerTimerSlack precise_sleeps;
-  while (!book.all_ended()) {
-    if (interrupt_requested()) {
-      interrupted = true;
-      break;
-    }
-    if (give_up && Steady::now() >= next_check) {
-      if (gave_up())
-        break;
-      next_check = Steady::now() + TrialState::kGiveUpCheck;
-    }
-    const auto due = book.wait_due(state, next_check);
+  while (!book.all_ended() && !stop.now()) {
+    const auto due = book.wait_due(state, stop.check_by());
     if (!due)
       continue;
     const std::size_t index = book.first_index(due->conversation) + due->turn;
@@ -411,7 +426,7 @@ LoadGenerator::run_conversations(const std::vector<PreparedConversation>& conver
   }
   client.reset(); // ends whatever is left (given up, interrupted) with an error
   auto out = state.take(sent, wall_start);
-  out.interrupted = interrupted;
+  out.interrupted = stop.interrupted;
   out.stopped_early = stopped_early;
   return out;
 }
@@ -424,25 +439,15 @@ LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std
   const auto wall_start = SystemClock::instance().wall_ms();
   TrialState state(count);
   std::size_t sent = 0;
-  bool interrupted = false;
   std::string stopped_early;
   const auto gave_up = [&] {
     if (give_up)
       stopped_early = give_up(state.progress(sent, offsets, requests), state.now());
     return !stopped_early.empty();
   };
-  auto next_check = Steady::now() + TrialState::kGiveUpCheck;
+  PacerStop stop(give_up ? std::function<bool()>(gave_up) : nullptr);
   const PacerTimerSlack precise_sleeps;
-  for (; sent < count; ++sent) {
-    if (interrupt_requested()) {
-      interrupted = true;
-      break;
-    }
-    if (give_up && Steady::now() >= next_check) {
-      if (gave_up())
-        break;
-      next_check = Steady::now() + TrialState::kGiveUpCheck;
-    }
+  for (; sent < count && !stop.now(); ++sent) {
     pace_until(state.at(offsets[sent]));
     auto& record = state.flight(sent).record;
     record.index = sent;
@@ -452,10 +457,10 @@ LoadGenerator::open_loop(const std::vector<PreparedRequest>& requests, const std
   const double last = sent > 0 ? offsets[sent - 1] : 0.0;
   if (stopped_early.empty() && !state.wait_done(sent, state.at(last + m_options.request_timeout_s + 5.0),
                                                 give_up ? std::function<bool()>(gave_up) : nullptr))
-    interrupted = interrupted || interrupt_requested();
+    stop.interrupted = stop.interrupted || interrupt_requested();
   client.reset(); // ends whatever is left (timed out, interrupted, given up) with an error
   auto out = state.take(sent, wall_start);
-  out.interrupted = interrupted;
+  out.interrupted = stop.interrupted;
   out.stopped_early = stopped_early;
   return out;
 }
