@@ -1,11 +1,13 @@
 // Sampling: greedy is argmax; seeded sampling is reproducible, respects top-k / top-p, and its
 // frequencies follow softmax(logits / temperature).
 #include "core/error.hpp"
+#include "runtime/logits_processor.hpp"
 #include "runtime/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <doctest/doctest.h>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -115,4 +117,21 @@ TEST_CASE(
   std::vector<float> none{2.0f, -2.0f};
   apply_penalties(none, {}, prompt, output);
   CHECK(none == std::vector<float>{2.0f, -2.0f});
+}
+
+TEST_CASE("the logits processor: the row itself when no rule applies; else bias, then penalties, then forbidden "
+          "tokens") {
+  const std::vector<float> row = {1.0f, 2.0f, 3.0f, -1.0f};
+  runtime::LogitsProcessor processor;
+  CHECK(processor.process(row, {}).data() == row.data()); // nothing copied
+  const std::vector<std::pair<runtime::TokenId, float>> bias = {{3, 2.0f}};
+  const std::vector<runtime::TokenId> prompt = {0}, output = {3};
+  runtime::LogitsRules rules{bias, {.repetition = 2.0f}, prompt, output, {1}};
+  const auto processed = processor.process(row, rules);
+  REQUIRE(processed.size() == 4);
+  CHECK(processed[0] == doctest::Approx(0.5f));                   // in the prompt: 1 / 2
+  CHECK(processed[1] == -std::numeric_limits<float>::infinity()); // may not come yet
+  CHECK(processed[2] == doctest::Approx(3.0f));                   // untouched
+  CHECK(processed[3] == doctest::Approx(0.5f));                   // -1 + 2 (bias first), then / 2 (in the output)
+  CHECK(row[3] == -1.0f);                                         // the raw row is left as it was
 }

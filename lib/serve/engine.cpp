@@ -358,83 +358,156 @@ Engine::awaits_shared_prefix(const Active& request) const {
   return false;
 }
 
+// One request's share of a step: `tokens` of it computed; `samples` when the chunk reaches the
+// end of what is known (its last row gives the next token); `all_logits` while prompt logprobs
+// are still to collect (a row per position).
+struct Engine::Planned {
+  Active* request;
+  std::int64_t tokens;
+  bool samples;
+  bool all_logits = false;
+};
+
+// What schedule() decided for a step and what it had left when it stopped.
+struct Engine::StepPlan {
+  std::vector<Planned> rows;
+  std::int64_t budget = 0;          // tokens the step may still take
+  std::optional<std::int64_t> free; // KV blocks not yet promised (none: the cache has no limit)
+  std::int64_t logit_rows = 512;    // rows of vocabulary logits for prompt logprobs, all requests
+  std::int64_t preempted = 0;       // requests that gave their blocks back
+  std::int64_t prefix_queries = 0;  // prompt tokens looked up in the prefix cache
+  std::int64_t prefix_hits = 0;     // and found there
+  bool blocked = false;             // a waiting request was held back by the --max-deltas cap
+
+  void take(Active& request, std::int64_t n, std::int64_t pending, std::int64_t blocks) {
+    if (request.wants_prompt_logprobs())
+      logit_rows -= n;
+    rows.push_back({&request, n, n == pending});
+    budget -= n;
+    if (free)
+      *free -= blocks;
+  }
+};
+
 bool
 Engine::step() {
-  struct Planned {
-    Active* request;
-    std::int64_t tokens;
-    bool samples;            // the chunk reaches the end of what is known: its logits give the next token
-    bool all_logits = false; // prompt logprobs still to collect: a row per position
-  };
-  std::vector<Planned> plan;
-  std::int64_t budget = m_options.max_num_batched_tokens;
-  std::optional<std::int64_t> free = m_kv.free_blocks();
-  std::int64_t preempted = 0;
-  std::int64_t prefix_queries = 0, prefix_hits = 0; // tokens looked up in the prefix cache and found
-  // Rows of vocabulary logits for prompt logprobs in one step, all requests together: 512 rows of
-  // a 128k vocabulary are 256 MiB. A request with none left this step waits for the next.
-  std::int64_t logit_rows = 512;
+  StepPlan plan = schedule();
+  if (plan.rows.empty()) {
+    if (plan.preempted > 0) {
+      const std::lock_guard lock(m_mutex);
+      m_stats.preemptions += plan.preempted;
+    }
+    return false;
+  }
+  {
+    const std::lock_guard lock(m_mutex);
+    m_stats.prefix_cache_queries += plan.prefix_queries;
+    m_stats.prefix_cache_hits += plan.prefix_hits;
+  }
+  std::int64_t prompt_tokens = 0;
+  const std::vector<float> logits = forward(plan.rows, prompt_tokens);
+  const auto vocab = static_cast<std::size_t>(m_model->config().vocab_size);
 
-  // Running sequences first, in admission order; when the cache is short, the latest admitted
-  // gives its blocks back (and goes to the front of the queue).
-  for (std::size_t i = 0; i < m_running.size() && budget > 0;) {
+  std::int64_t generated = 0;
+  std::vector<Active*> done;
+  std::size_t next_row = 0;
+  for (const Planned& planned : plan.rows) {
+    Active& request = *planned.request;
+    const std::size_t rows = planned.all_logits ? static_cast<std::size_t>(planned.tokens) : 1;
+    const std::span<const float> step_logits(logits.data() + next_row * vocab, rows * vocab);
+    next_row += rows;
+    if (planned.all_logits)
+      collect_prompt_logprobs(request, step_logits);
+    request.computed += planned.tokens;
+    if (!planned.samples)
+      continue;
+    ++generated;
+    if (emit_next_token(request, step_logits.last(vocab)) != FinishReason::none)
+      done.push_back(&request);
+  }
+  for (Active* request : done) {
+    release(*request); // its sink already has the last token
+    std::erase_if(m_running, [&](const auto& r) { return r.get() == request; });
+  }
+  plan.preempted += release_skippers();
+  const std::lock_guard lock(m_mutex);
+  m_stats.steps += 1;
+  m_stats.preemptions += plan.preempted;
+  m_stats.prompt_tokens += prompt_tokens;
+  m_stats.generated_tokens += generated;
+  return true;
+}
+
+Engine::StepPlan
+Engine::schedule() {
+  StepPlan plan;
+  plan.budget = m_options.max_num_batched_tokens;
+  plan.free = m_kv.free_blocks();
+  schedule_running(plan);
+  admit_waiting(plan);
+  return plan;
+}
+
+// Running sequences first, in admission order; when the cache is short, the latest admitted
+// gives its blocks back (and goes to the front of the queue).
+void
+Engine::schedule_running(StepPlan& plan) {
+  for (std::size_t i = 0; i < m_running.size() && plan.budget > 0;) {
     Active& request = *m_running[i];
     const std::int64_t pending = static_cast<std::int64_t>(request.tokens.size()) - request.computed;
-    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
+    const std::int64_t n = std::min({pending, plan.budget, request.chunk_cap(plan.logit_rows)});
     if (n == 0) {
       ++i;
       continue;
     }
-    std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
+    const std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
     bool self_preempted = false;
-    while (free && need > *free) {
+    while (plan.free && need > *plan.free) {
       auto victim = std::move(m_running.back());
       m_running.pop_back();
       preempt(*victim);
-      ++preempted;
+      ++plan.preempted;
       const bool self = victim.get() == &request;
       m_waiting.push_front(std::move(victim));
-      free = m_kv.free_blocks();
+      plan.free = m_kv.free_blocks();
       if (self) {
         self_preempted = true;
         break;
       }
     }
     if (self_preempted)
-      break; // everything after it was preempted too
-    if (request.wants_prompt_logprobs())
-      logit_rows -= n;
-    plan.push_back({&request, n, n == pending});
-    budget -= n;
-    if (free)
-      *free -= need;
+      return; // everything after it was preempted too
+    plan.take(request, n, pending, need);
     ++i;
   }
-  // Then waiting requests, first come first served, while there is room. With --max-deltas, a
-  // request whose variant is not active while the cap is reached waits; later requests of active
-  // variants (or the base) may go past it — skip the line — and are marked so that they give
-  // their slot back (see release_skippers) instead of keeping the variant active forever.
+}
+
+// Then waiting requests, first come first served, while there is room. With --max-deltas, a
+// request whose variant is not active while the cap is reached waits; later requests of active
+// variants (or the base) may go past it — skip the line — and are marked so that they give
+// their slot back (see release_skippers) instead of keeping the variant active forever.
+void
+Engine::admit_waiting(StepPlan& plan) {
   std::set<std::int32_t> active;
   for (const auto& r : m_running)
     if (takes_slot(r->params.variant))
       active.insert(r->params.variant);
   // Without preempt_skippers, a variant kept active only by its line-skippers takes no more.
   const auto draining = m_options.preempt_skippers ? std::set<std::int32_t>{} : held_only_by_skippers();
-  bool blocked = false;
   for (auto it = m_waiting.begin();
-       it != m_waiting.end() && budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
+       it != m_waiting.end() && plan.budget > 0 && static_cast<int>(m_running.size()) < m_options.max_num_seqs;) {
     Active& request = **it;
     const std::int32_t v = request.params.variant;
     const bool allowed = (!takes_slot(v) || active.count(v) > 0 || m_options.max_deltas <= 0 ||
                           static_cast<int>(active.size()) < m_options.max_deltas) &&
                          draining.count(v) == 0;
     if (!allowed) {
-      blocked = true;
+      plan.blocked = true;
       ++it;
       continue;
     }
     const std::int64_t known = static_cast<std::int64_t>(request.tokens.size());
-    if (std::min({known, budget, request.chunk_cap(logit_rows)}) == 0) {
+    if (std::min({known, plan.budget, request.chunk_cap(plan.logit_rows)}) == 0) {
       ++it;
       continue;
     }
@@ -454,157 +527,114 @@ Engine::step() {
       taken = m_kv.used_blocks() - used_before;
     }
     const std::int64_t pending = known - reused;
-    const std::int64_t n = std::min({pending, budget, request.chunk_cap(logit_rows)});
+    const std::int64_t n = std::min({pending, plan.budget, request.chunk_cap(plan.logit_rows)});
     const std::int64_t need = m_kv.blocks_needed(*request.sequence, n);
-    if (free && need + taken > *free) {
+    if (plan.free && need + taken > *plan.free) {
       release(request);
-      break; // out of cache: first come, first served from here on
+      return; // out of cache: first come, first served from here on
     }
-    if (free)
-      *free -= taken;
+    if (plan.free)
+      *plan.free -= taken;
     request.computed = reused;
     if (lookup) {
-      prefix_queries += known;
-      prefix_hits += reused;
+      plan.prefix_queries += known;
+      plan.prefix_hits += reused;
     }
     if (m_kv.prefix_caching() && request.generated == 0)
       request.cached_tokens = reused;
     if (request.scheduled == Clock::time_point{})
       request.scheduled = Clock::now();
-    request.skipped_line = blocked && takes_slot(v);
+    request.skipped_line = plan.blocked && takes_slot(v);
     if (takes_slot(v))
       active.insert(v);
-    if (request.wants_prompt_logprobs())
-      logit_rows -= n;
-    plan.push_back({&request, n, n == pending});
-    budget -= n;
-    if (free)
-      *free -= need;
+    plan.take(request, n, pending, need);
     m_running.push_back(std::move(*it));
     it = m_waiting.erase(it);
   }
-  if (plan.empty()) {
-    if (preempted > 0) {
-      const std::lock_guard lock(m_mutex);
-      m_stats.preemptions += preempted;
-    }
-    return false;
-  }
-  {
-    const std::lock_guard lock(m_mutex);
-    m_stats.prefix_cache_queries += prefix_queries;
-    m_stats.prefix_cache_hits += prefix_hits;
-  }
+}
 
-  // Rows of one variant together: the runtime adds each variant's Δ over one run of rows.
-  std::stable_sort(plan.begin(), plan.end(), [](const Planned& a, const Planned& b) {
+// The forward pass over the planned chunks, rows of one variant together (the runtime adds each
+// variant's Δ over one run of rows); `prompt_tokens` counts the prompt positions computed.
+std::vector<float>
+Engine::forward(std::vector<Planned>& rows, std::int64_t& prompt_tokens) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Planned& a, const Planned& b) {
     return a.request->params.variant < b.request->params.variant;
   });
   std::vector<runtime::SequenceInput> inputs;
-  inputs.reserve(plan.size());
-  std::int64_t prompt_tokens = 0;
-  for (Planned& p : plan) {
-    const auto* first = p.request->tokens.data() + p.request->computed;
+  inputs.reserve(rows.size());
+  for (Planned& p : rows) {
+    const Active& r = *p.request;
+    const auto* first = r.tokens.data() + r.computed;
     // Echo wants the prompt's logprobs: every row of a chunk that still has prompt positions whose
     // next token's logprob is not collected (a recompute after preemption collected them already).
-    const Active& r = *p.request;
     p.all_logits = r.wants_prompt_logprobs();
     inputs.push_back({*r.sequence, std::span<const TokenId>(first, static_cast<std::size_t>(p.tokens)), p.all_logits,
                       r.params.variant});
-    if (p.request->computed < p.request->prompt_len)
-      prompt_tokens += std::min(p.tokens, p.request->prompt_len - p.request->computed);
+    if (r.computed < r.prompt_len)
+      prompt_tokens += std::min(p.tokens, r.prompt_len - r.computed);
   }
-  const std::vector<float> logits = m_model->forward(inputs);
-  const auto& config = m_model->config();
-  const auto vocab = static_cast<std::size_t>(config.vocab_size);
+  return m_model->forward(inputs);
+}
 
-  std::int64_t generated = 0;
-  std::vector<Active*> done;
-  std::size_t next_row = 0;
-  for (std::size_t i = 0; i < plan.size(); ++i) {
-    Active& request = *plan[i].request;
-    const std::size_t rows = plan[i].all_logits ? static_cast<std::size_t>(plan[i].tokens) : 1;
-    const std::size_t first_row = next_row;
-    next_row += rows;
-    if (plan[i].all_logits) {
-      // Row j predicts the token at position computed + j + 1: a prompt token's logprob.
-      const int top_n = std::max(request.params.logprobs, 0);
-      for (std::size_t j = 0; j < rows; ++j) {
-        const std::int64_t next = request.computed + static_cast<std::int64_t>(j) + 1;
-        if (next >= request.prompt_len || next != static_cast<std::int64_t>(request.prompt_logprobs.size()) + 1)
-          continue;
-        request.prompt_logprobs.push_back(
-            runtime::position_logprobs(std::span<const float>(logits.data() + (first_row + j) * vocab, vocab),
-                                       request.tokens[static_cast<std::size_t>(next)], top_n));
-      }
-    }
-    request.computed += plan[i].tokens;
-    if (!plan[i].samples)
+// Row j of a chunk's logits predicts the token at position computed + j + 1: a prompt token's
+// logprob, kept until the first generated token carries them.
+void
+Engine::collect_prompt_logprobs(Active& request, std::span<const float> chunk_logits) {
+  const auto vocab = static_cast<std::size_t>(m_model->config().vocab_size);
+  const int top_n = std::max(request.params.logprobs, 0);
+  for (std::size_t j = 0; j < chunk_logits.size() / vocab; ++j) {
+    const std::int64_t next = request.computed + static_cast<std::int64_t>(j) + 1;
+    if (next >= request.prompt_len || next != static_cast<std::int64_t>(request.prompt_logprobs.size()) + 1)
       continue;
-    std::span<const float> row(logits.data() + (first_row + rows - 1) * vocab, vocab);
-    const std::span<const float> raw = row;
-    std::vector<float> masked;
-    const bool suppress = request.generated < request.params.min_tokens;
-    if (request.params.penalties.any() || !request.params.logit_bias.empty()) {
-      masked.assign(row.begin(), row.end());
-      for (const auto& [t, bias] : request.params.logit_bias)
-        masked[static_cast<std::size_t>(t)] += bias;
-      const std::span<const TokenId> all(request.tokens);
-      runtime::apply_penalties(masked, request.params.penalties,
-                               all.first(static_cast<std::size_t>(request.prompt_len)),
-                               all.subspan(static_cast<std::size_t>(request.prompt_len)));
-      row = masked;
-    }
-    if (suppress) { // no EOS or stop token before min_tokens
-      if (masked.empty())
-        masked.assign(row.begin(), row.end());
-      const auto block = [&](std::int64_t t) {
-        if (t >= 0 && static_cast<std::size_t>(t) < vocab)
-          masked[static_cast<std::size_t>(t)] = -std::numeric_limits<float>::infinity();
-      };
-      for (const auto t : config.eos_token_ids)
-        block(t);
-      for (const auto t : request.params.stop_token_ids)
-        block(t);
-      row = masked;
-    }
-    const TokenId token = request.sampler.next(row);
-    request.tokens.push_back(token);
-    ++request.generated;
-    ++generated;
-    if (request.generated == 1)
-      request.first_token = Clock::now();
-    const bool eos = !request.params.ignore_eos && std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(),
-                                                             token) != config.eos_token_ids.end();
-    const bool stop_token = std::find(request.params.stop_token_ids.begin(), request.params.stop_token_ids.end(),
-                                      token) != request.params.stop_token_ids.end();
-    FinishReason reason = FinishReason::none;
-    if (eos || stop_token)
-      reason = FinishReason::stop;
-    else if (request.generated >= request.params.max_tokens ||
-             static_cast<std::int64_t>(request.tokens.size()) >= config.max_position_embeddings)
-      reason = FinishReason::length;
-    auto out = request.output(reason);
-    out.token = token;
-    if (request.params.logprobs >= 0)
-      out.logprobs = runtime::position_logprobs(raw, token, request.params.logprobs);
-    if (request.generated == 1)
-      out.prompt_logprobs = std::move(request.prompt_logprobs);
-    request.sink(out);
-    if (reason != FinishReason::none)
-      done.push_back(&request);
+    request.prompt_logprobs.push_back(runtime::position_logprobs(
+        chunk_logits.subspan(j * vocab, vocab), request.tokens[static_cast<std::size_t>(next)], top_n));
   }
-  for (Active* request : done) {
-    release(*request); // its sink already has the last token
-    std::erase_if(m_running, [&](const auto& r) { return r.get() == request; });
+}
+
+// Samples the request's next token from `row` through the logits processor, hands it to the sink
+// and says whether the request finished with it.
+FinishReason
+Engine::emit_next_token(Active& request, std::span<const float> row) {
+  const auto& config = m_model->config();
+  const std::span<const TokenId> all(request.tokens);
+  runtime::LogitsRules rules{request.params.logit_bias,
+                             request.params.penalties,
+                             all.first(static_cast<std::size_t>(request.prompt_len)),
+                             all.subspan(static_cast<std::size_t>(request.prompt_len)),
+                             {}};
+  if (request.generated < request.params.min_tokens) { // no EOS or stop token before min_tokens
+    rules.forbidden = request.params.stop_token_ids;
+    for (const auto t : config.eos_token_ids)
+      rules.forbidden.push_back(static_cast<TokenId>(t));
   }
-  preempted += release_skippers();
-  const std::lock_guard lock(m_mutex);
-  m_stats.steps += 1;
-  m_stats.preemptions += preempted;
-  m_stats.prompt_tokens += prompt_tokens;
-  m_stats.generated_tokens += generated;
-  return true;
+  const TokenId token = request.sampler.next(m_logits.process(row, rules));
+  request.tokens.push_back(token);
+  ++request.generated;
+  if (request.generated == 1)
+    request.first_token = Clock::now();
+  const FinishReason reason = finish_reason(request, token);
+  auto out = request.output(reason);
+  out.token = token;
+  if (request.params.logprobs >= 0) // of the raw row, as vLLM reports them
+    out.logprobs = runtime::position_logprobs(row, token, request.params.logprobs);
+  if (request.generated == 1)
+    out.prompt_logprobs = std::move(request.prompt_logprobs);
+  request.sink(out);
+  return reason;
+}
+
+FinishReason
+Engine::finish_reason(const Active& request, TokenId token) const {
+  const auto& config = m_model->config();
+  const auto holds = [token](const auto& tokens) {
+    return std::find(tokens.begin(), tokens.end(), token) != tokens.end();
+  };
+  if ((!request.params.ignore_eos && holds(config.eos_token_ids)) || holds(request.params.stop_token_ids))
+    return FinishReason::stop;
+  if (request.generated >= request.params.max_tokens ||
+      static_cast<std::int64_t>(request.tokens.size()) >= config.max_position_embeddings)
+    return FinishReason::length;
+  return FinishReason::none;
 }
 
 } // namespace optkit::serve

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/language_model.hpp"
+#include "runtime/logits_processor.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/token_logprobs.hpp"
 
@@ -129,8 +130,19 @@ public:
 
 private:
   struct Active;
+  struct Planned;
+  struct StepPlan;
   void loop();
+  // One step: schedule (running requests, then admissions), the forward pass, then each
+  // sampling request's next token through the logits processor, and the finished ones released.
   bool step();
+  StepPlan schedule();
+  void schedule_running(StepPlan& plan);
+  void admit_waiting(StepPlan& plan);
+  std::vector<float> forward(std::vector<Planned>& rows, std::int64_t& prompt_tokens);
+  void collect_prompt_logprobs(Active& request, std::span<const float> chunk_logits);
+  FinishReason emit_next_token(Active& request, std::span<const float> row);
+  FinishReason finish_reason(const Active& request, TokenId token) const;
   void release(Active& request);        // gives its KV blocks back
   void cancel_request(Active& request); // released, and its sink told
   void preempt(Active& request);
@@ -155,6 +167,7 @@ private:
   EngineStats m_stats; // under m_mutex
 
   // Engine-thread state.
+  runtime::LogitsProcessor m_logits;
   std::deque<std::unique_ptr<Active>> m_waiting;
   std::vector<std::unique_ptr<Active>> m_running; // in admission order
   std::thread m_thread;
