@@ -72,26 +72,44 @@ next_rate(bool any_pass, double highest_pass, double lowest_failure, double rate
   return any_pass ? (highest_pass + lowest_failure) / 2 : lowest_failure / 2;
 }
 
-} // namespace
+// One certification's state and its phases: the gate, the open-loop search, the replicates of
+// the boundary and the verdict. Each phase returns false when the run must end there.
+class Certifier {
+public:
+  Certifier(TrialRunner& runner, const CertifyOptions& options, const std::function<void(const TrialResult&)>& on_trial)
+      : m_runner(runner), m_options(options), m_on_trial(on_trial) {}
 
-Certification
-certify(TrialRunner& runner, const CertifyOptions& options, const std::function<void(const TrialResult&)>& on_trial) {
-  Certification c;
-  const auto record = [&](TrialResult result) -> const TrialResult& {
-    result.index = static_cast<int>(c.trials.size());
-    c.trials.push_back(std::move(result));
-    if (on_trial)
-      on_trial(c.trials.back());
-    return c.trials.back();
-  };
+  Certification run() {
+    if (gate() && search() && replicate())
+      conclude();
+    return std::move(m_c);
+  }
 
-  // Phase 1: the closed-loop gate.
-  {
+private:
+  const TrialResult& record(TrialResult result) {
+    result.index = static_cast<int>(m_c.trials.size());
+    m_c.trials.push_back(std::move(result));
+    if (m_on_trial)
+      m_on_trial(m_c.trials.back());
+    return m_c.trials.back();
+  }
+
+  bool interrupted(const TrialResult& trial) {
+    if (!trial.recording.interrupted && !interrupt_requested())
+      return false;
+    m_c.status = CertificationStatus::interrupted;
+    m_c.stop_code = StopCode::interrupted;
+    m_c.stop_reason = "interrupted";
+    return true;
+  }
+
+  // Phase 1: the closed-loop gate — one request at a time; LB = E[1/latency].
+  bool gate() {
     TrialResult gate;
     gate.phase = "gate";
-    gate.planned_requests = options.gate_requests;
-    gate.recording = runner.closed_loop(options.gate_requests, 1);
-    auto summary_options = options.summary;
+    gate.planned_requests = m_options.gate_requests;
+    gate.recording = m_runner.closed_loop(m_options.gate_requests, 1);
+    auto summary_options = m_options.summary;
     summary_options.open_loop = false;
     summary_options.warmup_fraction = 0;
     summary_options.cooldown_fraction = 0;
@@ -104,139 +122,148 @@ certify(TrialRunner& runner, const CertifyOptions& options, const std::function<
         inverse += 1.0 / r.e2e();
         ++n;
       }
-    c.lower_bound = n > 0 ? inverse / static_cast<double>(n) : 0.0;
+    m_c.lower_bound = n > 0 ? inverse / static_cast<double>(n) : 0.0;
     const auto& done = record(std::move(gate));
-    if (done.recording.interrupted || interrupt_requested()) {
-      c.status = CertificationStatus::interrupted;
-      c.stop_code = StopCode::interrupted;
-      c.stop_reason = "interrupted";
-      return c;
+    if (interrupted(done))
+      return false;
+    if (!done.passed || m_c.lower_bound <= 0) {
+      m_c.status = CertificationStatus::infeasible;
+      m_c.binding = done.summary.failure.empty() ? "no request succeeded" : done.summary.failure;
+      m_c.stop_code = StopCode::gate_failed;
+      m_c.stop_reason = "the closed-loop gate failed";
+      return false;
     }
-    if (!done.passed || c.lower_bound <= 0) {
-      c.status = CertificationStatus::infeasible;
-      c.binding = done.summary.failure.empty() ? "no request succeeded" : done.summary.failure;
-      c.stop_code = StopCode::gate_failed;
-      c.stop_reason = "the closed-loop gate failed";
-      return c;
-    }
+    // A probe before each open-loop trial answers within half again the gate's p95.
+    m_probe_limit = 1.5 * done.summary.e2e.p95 + 0.010;
+    return true;
   }
 
-  // Phase 2: open-loop search.
-  double lower = c.lower_bound; // highest rate known to pass (LB before the first pass)
-  double upper = 0;             // lowest rate known to fail (0: none yet)
-  bool any_pass = false;
-  double rate = options.initial_rate > 0 ? options.initial_rate : c.lower_bound;
-  // A probe before each trial answers within half again the gate's p95 (one request at a time).
-  const double probe_limit = 1.5 * c.trials.front().summary.e2e.p95 + 0.010;
-  const auto run_at = [&](double r, const std::string& phase, std::uint64_t seed) -> const TrialResult& {
+  const TrialResult& run_at(double rate, const std::string& phase, std::uint64_t seed) {
     TrialResult trial;
     trial.phase = phase;
-    trial.rate = r;
-    trial.settle = runner.settle(probe_limit, options.settle_timeout_s);
-    trial.planned_requests = trial_requests(options, r);
-    trial.recording = runner.open_loop(r, trial.planned_requests, seed);
-    auto summary_options = options.summary;
+    trial.rate = rate;
+    trial.settle = m_runner.settle(m_probe_limit, m_options.settle_timeout_s);
+    trial.planned_requests = trial_requests(m_options, rate);
+    trial.recording = m_runner.open_loop(rate, trial.planned_requests, seed);
+    auto summary_options = m_options.summary;
     summary_options.seed = seed;
     trial.summary = summarize_trial(trial.recording, summary_options);
     trial.client_limited = trial.summary.client_limited;
     trial.passed = trial.summary.failure.empty();
     return record(std::move(trial));
-  };
-  int search_trials = 0;
-  bool retried_client_limit = false;
-  while (search_trials < options.max_trials) {
-    const auto& trial = run_at(rate, "search", options.seed + static_cast<std::uint64_t>(search_trials) + 1);
-    ++search_trials;
-    if (trial.recording.interrupted || interrupt_requested()) {
-      c.status = CertificationStatus::interrupted;
-      c.stop_code = StopCode::interrupted;
-      c.stop_reason = "interrupted";
-      break;
-    }
-    if (trial.client_limited && !retried_client_limit) {
-      // One rerun first: an OS hiccup on a shared machine delays a few sends once; a generator
-      // that cannot hold the rate fails again.
-      retried_client_limit = true;
-      continue;
-    }
-    if (trial.client_limited) {
-      c.status = CertificationStatus::client_limited;
-      c.stop_code = StopCode::client_limited;
-      c.stop_reason = fmt::format("the load generator could not hold {:.3g} req/s ({}); rates above {:.3g} req/s "
-                                  "were not tested",
-                                  rate, trial.summary.client_limited_reason, any_pass ? lower : 0.0);
-      break;
-    }
-    if (trial.passed) {
-      any_pass = true;
-      lower = rate;
-      c.certified_rate = std::max(c.certified_rate, rate);
-    } else {
-      upper = rate;
-      c.lowest_failing = rate;
-      c.binding = trial.summary.failure;
-    }
-    if (any_pass && upper > 0 && upper - lower <= options.precision * lower) {
-      c.converged = true;
-      break;
-    }
-    rate = next_rate(any_pass, lower, upper, rate);
   }
-  if (c.status == CertificationStatus::interrupted)
-    return c;
 
-  // Replicates: the boundary pass must hold every time; a failing replicate moves the
+  // Phase 2: open-loop trials, doubling while they pass, then bisecting (next_rate).
+  bool search() {
+    double lower = m_c.lower_bound; // highest rate known to pass (LB before the first pass)
+    double upper = 0;               // lowest rate known to fail (0: none yet)
+    double rate = m_options.initial_rate > 0 ? m_options.initial_rate : m_c.lower_bound;
+    int search_trials = 0;
+    bool retried_client_limit = false;
+    while (search_trials < m_options.max_trials) {
+      const auto& trial = run_at(rate, "search", m_options.seed + static_cast<std::uint64_t>(search_trials) + 1);
+      ++search_trials;
+      if (interrupted(trial))
+        return false;
+      if (trial.client_limited && !retried_client_limit) {
+        // One rerun first: an OS hiccup on a shared machine delays a few sends once; a generator
+        // that cannot hold the rate fails again.
+        retried_client_limit = true;
+        continue;
+      }
+      if (trial.client_limited) {
+        m_c.status = CertificationStatus::client_limited;
+        m_c.stop_code = StopCode::client_limited;
+        m_c.stop_reason = fmt::format("the load generator could not hold {:.3g} req/s ({}); rates above {:.3g} "
+                                      "req/s were not tested",
+                                      rate, trial.summary.client_limited_reason, m_any_pass ? lower : 0.0);
+        return true;
+      }
+      if (trial.passed) {
+        m_any_pass = true;
+        lower = rate;
+        m_c.certified_rate = std::max(m_c.certified_rate, rate);
+      } else {
+        upper = rate;
+        m_c.lowest_failing = rate;
+        m_c.binding = trial.summary.failure;
+      }
+      if (m_any_pass && upper > 0 && upper - lower <= m_options.precision * lower) {
+        m_c.converged = true;
+        return true;
+      }
+      rate = next_rate(m_any_pass, lower, upper, rate);
+    }
+    return true;
+  }
+
+  // Phase 3, replicates: the boundary pass must hold every time; a failing replicate moves the
   // certificate down to the next highest rate that passed every run. A search that ended
   // CLIENT_LIMITED still replicates the rate it reports as passing.
-  if (options.replicates > 1 && any_pass) {
+  bool replicate() {
+    if (m_options.replicates <= 1 || !m_any_pass)
+      return true;
     std::vector<double> failed_at; // a rate that passed once and then failed: the machine's noise
-    for (int k = 1; k < options.replicates && c.certified_rate > 0; ++k) {
-      const auto& again = run_at(c.certified_rate, "replicate", options.seed + 1000 + static_cast<std::uint64_t>(k));
-      if (again.recording.interrupted || interrupt_requested()) {
-        c.status = CertificationStatus::interrupted;
-        c.stop_code = StopCode::interrupted;
-        c.stop_reason = "interrupted";
-        return c;
-      }
+    for (int k = 1; k < m_options.replicates && m_c.certified_rate > 0; ++k) {
+      const auto& again =
+          run_at(m_c.certified_rate, "replicate", m_options.seed + 1000 + static_cast<std::uint64_t>(k));
+      if (interrupted(again))
+        return false;
       if (!again.passed) {
-        failed_at.push_back(c.certified_rate);
-        c.lowest_failing = c.certified_rate;
-        c.binding = again.summary.failure;
+        failed_at.push_back(m_c.certified_rate);
+        m_c.lowest_failing = m_c.certified_rate;
+        m_c.binding = again.summary.failure;
         double next = 0;
-        for (const auto& t : c.trials)
-          if (t.phase == "search" && t.passed && t.rate < c.certified_rate)
+        for (const auto& t : m_c.trials)
+          if (t.phase == "search" && t.passed && t.rate < m_c.certified_rate)
             next = std::max(next, t.rate);
-        c.certified_rate = next;
-        c.converged = false;
+        m_c.certified_rate = next;
+        m_c.converged = false;
         k = 0; // the new boundary gets its own replicates
       }
     }
     if (!failed_at.empty())
-      c.replicate_noise = fmt::format(
+      m_c.replicate_noise = fmt::format(
           "a replicate failed at {:.4g} req/s after passing there ({} such rate{}): the trials on this machine vary "
           "more than a certificate allows, so {}",
           fmt::join(failed_at, ", "), failed_at.size(), failed_at.size() == 1 ? "" : "s",
-          c.certified_rate > 0 ? fmt::format("the certificate moved down to {:.4g} req/s, which passed every replicate",
-                                             c.certified_rate)
-                               : std::string("no rate passed every replicate"));
+          m_c.certified_rate > 0
+              ? fmt::format("the certificate moved down to {:.4g} req/s, which passed every replicate",
+                            m_c.certified_rate)
+              : std::string("no rate passed every replicate"));
+    return true;
   }
 
-  if (c.status != CertificationStatus::client_limited) {
-    c.status = c.certified_rate > 0         ? CertificationStatus::feasible
-               : !c.replicate_noise.empty() ? CertificationStatus::noisy
-                                            : CertificationStatus::infeasible;
-    if (c.stop_reason.empty())
-      c.stop_code = c.converged ? StopCode::converged : StopCode::trial_budget;
-    if (c.stop_reason.empty())
-      c.stop_reason = c.converged ? fmt::format("converged: the passing and failing rates are within {:.0f} %",
-                                                options.precision * 100)
-                                  : fmt::format("trial budget of {} open-loop trials spent", options.max_trials);
-    if (c.status == CertificationStatus::infeasible && c.binding.empty())
-      c.binding = "no open-loop rate passed";
+  // The verdict and why the search stopped.
+  void conclude() {
+    if (m_c.status != CertificationStatus::client_limited) {
+      m_c.status = m_c.certified_rate > 0         ? CertificationStatus::feasible
+                   : !m_c.replicate_noise.empty() ? CertificationStatus::noisy
+                                                  : CertificationStatus::infeasible;
+      m_c.stop_code = m_c.converged ? StopCode::converged : StopCode::trial_budget;
+      m_c.stop_reason = m_c.converged ? fmt::format("converged: the passing and failing rates are within {:.0f} %",
+                                                    m_options.precision * 100)
+                                      : fmt::format("trial budget of {} open-loop trials spent", m_options.max_trials);
+      if (m_c.status == CertificationStatus::infeasible && m_c.binding.empty())
+        m_c.binding = "no open-loop rate passed";
+    }
+    if (!m_c.replicate_noise.empty())
+      m_c.stop_reason += "; " + m_c.replicate_noise;
   }
-  if (!c.replicate_noise.empty())
-    c.stop_reason += "; " + c.replicate_noise;
-  return c;
+
+  TrialRunner& m_runner;
+  const CertifyOptions& m_options;
+  const std::function<void(const TrialResult&)>& m_on_trial;
+  Certification m_c;
+  double m_probe_limit = 0;
+  bool m_any_pass = false;
+};
+
+} // namespace
+
+Certification
+certify(TrialRunner& runner, const CertifyOptions& options, const std::function<void(const TrialResult&)>& on_trial) {
+  return Certifier(runner, options, on_trial).run();
 }
 
 } // namespace optkit::bench
