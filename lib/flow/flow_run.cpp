@@ -142,6 +142,115 @@ require(const GraphOutcome& graph, const std::string& name) {
 
 } // namespace
 
+namespace {
+
+// How the flow's task graphs run: its children's command line, slots, retries, executor, the
+// archive, and progress lines on stderr when the context shows progress.
+GraphOptions
+graph_options(const FlowJob& job, const archive::RunContext& context, const fs::path& work) {
+  GraphOptions options;
+  options.work_dir = work;
+  options.executable = context.executable;
+  options.global_args = context.global_args;
+  options.global_args.push_back("-q");
+  options.slots = job.slots;
+  options.retries = job.retries;
+  options.slurm = {job.executor == "slurm", job.partition, job.sbatch_args, 0.5};
+  options.archive = context.archive;
+  options.run_id = context.run_id;
+  const bool show = context.show_progress;
+  options.on_finished = [show](const TaskResult& r, std::size_t done, std::size_t total) {
+    if (show)
+      std::cerr << fmt::format("flow [{}/{}] {} {} ({:.1f} s{})\n", done, total, r.name,
+                               r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
+                               r.reused ? ", reused" : "");
+  };
+  options.on_started = [show](const std::string& task, int attempt) {
+    if (show)
+      std::cerr << fmt::format("flow: {} started{}\n", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : "");
+  };
+  return options;
+}
+
+// Trial `t` of `recipe` as the first wave left it: compressed or not, gated or not; the gate
+// rules it failed join `failed_rules`.
+CompressTrial
+compress_trial(const FlowJob& job, const std::string& recipe, int t, const GraphOutcome& g1,
+               std::set<std::string>& failed_rules) {
+  CompressTrial trial;
+  trial.recipe = fs::path(recipe).stem().string();
+  trial.trial = t;
+  trial.seed = job.compress.seed + static_cast<std::uint64_t>(t);
+  trial.task = compress_name(recipe, t);
+  const auto c = g1.finished.find(trial.task);
+  if (c == g1.finished.end()) {
+    trial.status = "failed: " + g1.failed.at(trial.task);
+    return trial;
+  }
+  trial.model = c->second.dir / "model";
+  trial.calibration_loss = summary_value(c->second.output, "calibration_loss");
+  trial.compression_ratio = summary_value(c->second.output, "compression_ratio");
+  const auto g = g1.finished.find(gate_name(recipe, t));
+  if (g == g1.finished.end()) {
+    trial.status = "failed: evaluation: " + g1.failed.at(gate_name(recipe, t));
+    return trial;
+  }
+  const auto& candidates = g->second.output.value("candidates", nlohmann::json::array());
+  if (candidates.empty() || !candidates[0].is_object() || !candidates[0].contains("gate")) {
+    trial.status = "failed: evaluation printed no gate result";
+    return trial;
+  }
+  const auto& gate = candidates[0].at("gate");
+  trial.gate_margin = gate_margin(gate);
+  trial.quality = quality_lines(candidates[0], gate);
+  for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
+    trial.gate_lines.push_back(rule.value("line", ""));
+    if (!rule.value("passed", false))
+      failed_rules.insert(rule.value("line", ""));
+  }
+  trial.status = g->second.exit_code == 0 ? "passed" : "failed gate";
+  return trial;
+}
+
+// The representative: best gate margin, ties by calibration loss, then by trial order.
+std::optional<std::size_t>
+representative(const std::vector<CompressTrial>& trials) {
+  std::optional<std::size_t> chosen;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
+    if (t.status != "passed")
+      continue;
+    if (!chosen) {
+      chosen = i;
+      continue;
+    }
+    const auto& best = trials[*chosen];
+    const double m = t.gate_margin.value_or(0), bm = best.gate_margin.value_or(0);
+    const double loss = t.calibration_loss.value_or(0), bloss = best.calibration_loss.value_or(0);
+    if (m > bm + 1e-12 || (std::abs(m - bm) <= 1e-12 && loss < bloss))
+      chosen = i;
+  }
+  return chosen;
+}
+
+// Why a certification that did not pass ends the flow: no rate can work only when the
+// closed-loop gate (one request at a time) failed; a search that ran out of trials has only not
+// found one yet.
+std::string
+infeasible_message(const FlowOutcome& outcome) {
+  const auto binding = outcome.bench.value("binding", nlohmann::json());
+  const std::string why = binding.is_string() ? ": " + binding.get<std::string>() : "";
+  const auto& chosen = outcome.trials[*outcome.chosen];
+  if (outcome.bench.value("stop_code", std::string()) == bench::to_string(bench::StopCode::gate_failed))
+    return fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe, chosen.trial,
+                       why);
+  return fmt::format("the chosen model ({} trial {}) met the SLOs at no rate bench tried ({}){}; raise "
+                     "bench.max_trials or relax bench.slo",
+                     chosen.recipe, chosen.trial, outcome.bench.value("stop_reason", std::string()), why);
+}
+
+} // namespace
+
 FlowOutcome
 run_flow(const FlowJob& job, const archive::RunContext& context) {
   FlowOutcome outcome;
@@ -153,30 +262,10 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   if (context.archive)
     context.archive->add_event(context.run_id, std::nullopt, "info", "flow-output", job.output,
                                {{"output", job.output}});
-
-  GraphOptions options;
-  options.work_dir = work;
-  options.executable = context.executable;
-  options.global_args = context.global_args;
-  options.global_args.push_back("-q");
-  options.slots = job.slots;
-  options.retries = job.retries;
-  options.slurm = {job.executor == "slurm", job.partition, job.sbatch_args, 0.5};
-  options.archive = context.archive;
-  options.run_id = context.run_id;
-  options.on_finished = [&](const TaskResult& r, std::size_t done, std::size_t total) {
-    if (!context.show_progress)
-      return;
-    std::cerr << fmt::format("flow [{}/{}] {} {} ({:.1f} s{})\n", done, total, r.name,
-                             r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
-                             r.reused ? ", reused" : "");
-  };
-  options.on_started = [&](const std::string& task, int attempt) {
-    if (context.show_progress)
-      std::cerr << fmt::format("flow: {} started{}\n", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : "");
-  };
+  GraphOptions options = graph_options(job, context, work);
   const double start = SystemClock::instance().monotonic_seconds();
 
+  // Wave 1: compression trials, the baseline, each trial's gate, the simulator study.
   const auto wave1 = first_wave(job, context.archive->path());
   const GraphOutcome g1 = run_task_graph(wave1, options);
   add_graph(outcome, g1, wave1);
@@ -188,62 +277,11 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     outcome.tune_sim = g1.finished.at("tune-sim").output;
     outcome.tune_sim_charts = charts_of(g1.finished.at("tune-sim"), kTuneCharts);
   }
-
   std::set<std::string> failed_rules;
-  for (const auto& recipe : job.compress.recipes) {
-    for (int t = 0; t < job.compress.trials; ++t) {
-      CompressTrial trial;
-      trial.recipe = fs::path(recipe).stem().string();
-      trial.trial = t;
-      trial.seed = job.compress.seed + static_cast<std::uint64_t>(t);
-      trial.task = compress_name(recipe, t);
-      const auto c = g1.finished.find(trial.task);
-      const auto g = g1.finished.find(gate_name(recipe, t));
-      if (c == g1.finished.end()) {
-        trial.status = "failed: " + g1.failed.at(trial.task);
-      } else {
-        trial.model = c->second.dir / "model";
-        trial.calibration_loss = summary_value(c->second.output, "calibration_loss");
-        trial.compression_ratio = summary_value(c->second.output, "compression_ratio");
-        if (g == g1.finished.end()) {
-          trial.status = "failed: evaluation: " + g1.failed.at(gate_name(recipe, t));
-        } else {
-          const auto& candidates = g->second.output.value("candidates", nlohmann::json::array());
-          if (candidates.empty() || !candidates[0].is_object() || !candidates[0].contains("gate")) {
-            trial.status = "failed: evaluation printed no gate result";
-            outcome.trials.push_back(trial);
-            continue;
-          }
-          const auto& gate = candidates[0].at("gate");
-          trial.gate_margin = gate_margin(gate);
-          trial.quality = quality_lines(candidates[0], gate);
-          for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
-            trial.gate_lines.push_back(rule.value("line", ""));
-            if (!rule.value("passed", false))
-              failed_rules.insert(rule.value("line", ""));
-          }
-          trial.status = g->second.exit_code == 0 ? "passed" : "failed gate";
-        }
-      }
-      outcome.trials.push_back(trial);
-    }
-  }
-
-  // The representative: best gate margin, ties by calibration loss, then by trial order.
-  for (std::size_t i = 0; i < outcome.trials.size(); ++i) {
-    const auto& t = outcome.trials[i];
-    if (t.status != "passed")
-      continue;
-    if (!outcome.chosen) {
-      outcome.chosen = i;
-      continue;
-    }
-    const auto& best = outcome.trials[*outcome.chosen];
-    const double m = t.gate_margin.value_or(0), bm = best.gate_margin.value_or(0);
-    const double loss = t.calibration_loss.value_or(0), bloss = best.calibration_loss.value_or(0);
-    if (m > bm + 1e-12 || (std::abs(m - bm) <= 1e-12 && loss < bloss))
-      outcome.chosen = i;
-  }
+  for (const auto& recipe : job.compress.recipes)
+    for (int t = 0; t < job.compress.trials; ++t)
+      outcome.trials.push_back(compress_trial(job, recipe, t, g1, failed_rules));
+  outcome.chosen = representative(outcome.trials);
   const bool any_gated = std::any_of(outcome.trials.begin(), outcome.trials.end(), [](const CompressTrial& t) {
     return t.status == "passed" || t.status == "failed gate";
   });
@@ -260,11 +298,11 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
     return outcome;
   }
 
+  // Wave 2: certifications one at a time (two servers at once would measure each other), before
+  // the live study: tuning is only worth it for a model that can meet its SLOs.
   options.earlier = g1.finished;
   options.first_trial_index = static_cast<std::int64_t>(wave1.size());
   const std::string chosen_task = outcome.trials[*outcome.chosen].task;
-  // Certifications one at a time (two servers at once would measure each other), before the live
-  // study: tuning is only worth it for a model that can meet its SLOs.
   std::vector<FlowTask> certify = {bench_task(job, "bench", chosen_task)};
   if (job.bench.baseline)
     certify.push_back(bench_task(job, "bench-baseline", ""));
@@ -281,22 +319,12 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   }
   if (g2.finished.at("bench").exit_code != 0) {
     outcome.status = "SLO infeasible";
-    const auto binding = outcome.bench.value("binding", nlohmann::json());
-    const std::string why = binding.is_string() ? ": " + binding.get<std::string>() : "";
-    const auto& chosen = outcome.trials[*outcome.chosen];
-    // Only a failed closed-loop gate (one request at a time) shows no rate can work; a search
-    // that ran out of trials has only not found one yet.
-    const std::string stop_reason = outcome.bench.value("stop_reason", std::string());
-    if (outcome.bench.value("stop_code", std::string()) == bench::to_string(bench::StopCode::gate_failed))
-      outcome.message = fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe,
-                                    chosen.trial, why);
-    else
-      outcome.message = fmt::format("the chosen model ({} trial {}) met the SLOs at no rate bench tried ({}){}; raise "
-                                    "bench.max_trials or relax bench.slo",
-                                    chosen.recipe, chosen.trial, stop_reason, why);
+    outcome.message = infeasible_message(outcome);
     finish_timing(outcome, start);
     return outcome;
   }
+
+  // Wave 3: the live study on the chosen model.
   const auto live = live_wave(job, chosen_task);
   if (!live.empty()) {
     for (const auto& [name, r] : g2.finished)
