@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
 namespace optkit::cmd {
 
 namespace {
@@ -30,6 +32,14 @@ emit_outcome(AppContext& ctx, const flow::FlowOutcome& outcome, const std::strin
   flow::exit_for(outcome);
 }
 
+// Each task's start and end on stderr, unless -q.
+flow::FlowProgress
+flow_progress(const AppContext& ctx) {
+  if (ctx.flags.quiet)
+    return {};
+  return [](const std::string& line) { std::cerr << line << "\n"; };
+}
+
 } // namespace
 
 void
@@ -49,7 +59,7 @@ register_flow(CLI::App& app, CommandRegistry& commands) {
                   if (!flags->output.empty())
                     job.output = std::filesystem::absolute(flags->output).lexically_normal().string();
                   flow::validate_flow_job(job);
-                  emit_outcome(ctx, flow::run_flow(job, ctx.run_context(0)), flags->format);
+                  emit_outcome(ctx, flow::run_flow(job, ctx.run_context(0), flow_progress(ctx)), flags->format);
                 }});
 
   CLI::App* resume = flow->add_subcommand("resume", "Resume a flow that was interrupted or killed");
@@ -57,7 +67,9 @@ register_flow(CLI::App& app, CommandRegistry& commands) {
   add_format_option(*resume, flags->format);
   commands.add({"flow resume", resume, [flags](AppContext& ctx) {
                   const auto output = flow::resolve_flow_output(flags->run, ctx.archive());
-                  emit_outcome(ctx, flow::run_flow(flow::load_saved_job(output), ctx.run_context(0)), flags->format);
+                  emit_outcome(ctx,
+                               flow::run_flow(flow::load_saved_job(output), ctx.run_context(0), flow_progress(ctx)),
+                               flags->format);
                 }});
 
   CLI::App* status = flow->add_subcommand("status", "Show which of a flow's tasks finished, and its package");

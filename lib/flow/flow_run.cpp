@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iostream>
 #include <set>
 
 namespace optkit::flow {
@@ -145,9 +144,10 @@ require(const GraphOutcome& graph, const std::string& name) {
 namespace {
 
 // How the flow's task graphs run: its children's command line, slots, retries, executor, the
-// archive, and progress lines on stderr when the context shows progress.
+// archive, and a progress line as each task starts and ends.
 GraphOptions
-graph_options(const FlowJob& job, const archive::RunContext& context, const fs::path& work) {
+graph_options(const FlowJob& job, const archive::RunContext& context, const fs::path& work,
+              const FlowProgress& progress) {
   GraphOptions options;
   options.work_dir = work;
   options.executable = context.executable;
@@ -158,16 +158,15 @@ graph_options(const FlowJob& job, const archive::RunContext& context, const fs::
   options.slurm = {job.executor == "slurm", job.partition, job.sbatch_args, 0.5};
   options.archive = context.archive;
   options.run_id = context.run_id;
-  const bool show = context.show_progress;
-  options.on_finished = [show](const TaskResult& r, std::size_t done, std::size_t total) {
-    if (show)
-      std::cerr << fmt::format("flow [{}/{}] {} {} ({:.1f} s{})\n", done, total, r.name,
-                               r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
-                               r.reused ? ", reused" : "");
+  if (!progress)
+    return options;
+  options.on_finished = [progress](const TaskResult& r, std::size_t done, std::size_t total) {
+    progress(fmt::format("flow [{}/{}] {} {} ({:.1f} s{})", done, total, r.name,
+                         r.exit_code == 0 ? "done" : fmt::format("exit {}", r.exit_code), r.seconds,
+                         r.reused ? ", reused" : ""));
   };
-  options.on_started = [show](const std::string& task, int attempt) {
-    if (show)
-      std::cerr << fmt::format("flow: {} started{}\n", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : "");
+  options.on_started = [progress](const std::string& task, int attempt) {
+    progress(fmt::format("flow: {} started{}", task, attempt > 1 ? fmt::format(" (attempt {})", attempt) : ""));
   };
   return options;
 }
@@ -252,7 +251,7 @@ infeasible_message(const FlowOutcome& outcome) {
 } // namespace
 
 FlowOutcome
-run_flow(const FlowJob& job, const archive::RunContext& context) {
+run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgress& progress) {
   FlowOutcome outcome;
   outcome.output = job.output;
   outcome.slots = job.slots;
@@ -262,7 +261,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context) {
   if (context.archive)
     context.archive->add_event(context.run_id, std::nullopt, "info", "flow-output", job.output,
                                {{"output", job.output}});
-  GraphOptions options = graph_options(job, context, work);
+  GraphOptions options = graph_options(job, context, work, progress);
   const double start = SystemClock::instance().monotonic_seconds();
 
   // Wave 1: compression trials, the baseline, each trial's gate, the simulator study.

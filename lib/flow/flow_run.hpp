@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,8 +74,9 @@ struct FlowOutcome {
 // whose gate no trial passes stops before any bench (status "gate failed"); a certification that
 // is infeasible stops before tuning (status "SLO infeasible"); either way the outcome says why and
 // exit_for() turns it into exit 1. RuntimeFailure when a stage failed past its retries;
-// Interrupted on Ctrl-C.
-FlowOutcome run_flow(const FlowJob& job, const archive::RunContext& context);
+// Interrupted on Ctrl-C. `progress` gets a line as each task starts and ends.
+using FlowProgress = std::function<void(const std::string& line)>;
+FlowOutcome run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgress& progress = {});
 
 // Throws GoalNotMet with the outcome's message unless the flow packaged its model.
 void exit_for(const FlowOutcome& outcome);
