@@ -4,7 +4,7 @@
 // each Δ decoded whole by the artifact. Variants of 2, 4 and 8 bits, 2:4 sparse and dense, share
 // one launch with base rows; shapes leave partial blocks, tiles, words and x chunks. Without a
 // device ctest reports this file as skipped (SKIPPED: below).
-#include "device_linears.cuh"
+#include "cuda/device_linears.cuh"
 
 #include "core/thread_pool.hpp"
 #include "doctor/gpu_probe.hpp"

@@ -3,8 +3,8 @@
 // decode rows), block tables shuffled over the cache, a sliding window, every head size and GQA
 // group tile it takes, BF16 and fp32 caches, one split and many. Without a device ctest reports
 // this file as skipped (SKIPPED: below).
-#include "device_array.cuh"
-#include "paged_attention.cuh"
+#include "cuda/device_array.cuh"
+#include "cuda/paged_attention.cuh"
 
 #include "doctor/gpu_probe.hpp"
 

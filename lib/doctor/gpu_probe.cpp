@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #if OPTKIT_HAVE_CUDA
-#include "device_query.cuh"
-#include "operator_profiler.cuh"
-#include "vector_add.cuh"
+#include "cuda/device_query.cuh"
+#include "cuda/operator_profiler.cuh"
+#include "cuda/vector_add.cuh"
 #endif
 
 namespace optkit::doctor {

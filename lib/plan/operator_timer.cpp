@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 
 #if OPTKIT_HAVE_CUDA
-#include "operator_profiler.cuh"
+#include "cuda/operator_profiler.cuh"
 
 #include <stdexcept>
 #endif

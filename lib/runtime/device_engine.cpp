@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #if OPTKIT_HAVE_CUDA
-#include "device_decoder.cuh"
+#include "cuda/device_decoder.cuh"
 
 #include <algorithm>
 #include <iterator>

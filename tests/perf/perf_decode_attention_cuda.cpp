@@ -2,7 +2,7 @@
 // GQA shapes of the presets (cuda/decode_attention.cu; OPTKIT_DECODE_ATTENTION picks the path):
 // microseconds, cache read bandwidth, and each path's largest error against the CPU in double
 // precision. Usage: perf_decode_attention_cuda [device, default 0]
-#include "operator_profiler.cuh"
+#include "cuda/operator_profiler.cuh"
 
 #include <fmt/format.h>
 

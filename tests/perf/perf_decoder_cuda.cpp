@@ -8,12 +8,12 @@
 //              (group 128), applied by SBMM; host wall time per step, embeddings up and logits
 //              down included
 // Usage: perf_decoder_cuda [device, default 0] [context, default 1024]
-#include "decode_attention.cuh"
-#include "device_array.cuh"
-#include "device_decoder.cuh"
-#include "device_session.cuh"
-#include "fill.cuh"
-#include "paged_attention.cuh"
+#include "cuda/decode_attention.cuh"
+#include "cuda/device_array.cuh"
+#include "cuda/device_decoder.cuh"
+#include "cuda/device_session.cuh"
+#include "cuda/fill.cuh"
+#include "cuda/paged_attention.cuh"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 //   layer      the base product over all 32 rows (cuBLASLt, fp32) plus the SBMM launch, against
 //              the base product alone: what serving the variants decoupled adds to the layer
 // Both Δ outputs are compared. Usage: perf_sbmm_cuda [device, default 0]
-#include "device_linears.cuh"
+#include "cuda/device_linears.cuh"
 #include "runtime/delta_variant.hpp"
 #include "support/packed_delta.hpp"
 #include "support/random_delta.hpp"

@@ -1,7 +1,7 @@
 // A delta artifact's packed Δ as cuda/device_linears.cuh uploads it (built only with CUDA).
 #pragma once
 
-#include "device_linears.cuh"
+#include "cuda/device_linears.cuh"
 #include "quant/delta_format.hpp"
 
 #include <vector>
