@@ -129,9 +129,9 @@ TEST_CASE("the logits processor: the row itself when no rule applies; else bias,
   runtime::LogitsRules rules{bias, {.repetition = 2.0f}, prompt, output, {1}};
   const auto processed = processor.process(row, rules);
   REQUIRE(processed.size() == 4);
-  CHECK(processed[0] == doctest::Approx(0.5f));                   // in the prompt: 1 / 2
+  CHECK(processed[0] == 0.5f);                                    // in the prompt: 1 / 2
   CHECK(processed[1] == -std::numeric_limits<float>::infinity()); // may not come yet
-  CHECK(processed[2] == doctest::Approx(3.0f));                   // untouched
-  CHECK(processed[3] == doctest::Approx(0.5f));                   // -1 + 2 (bias first), then / 2 (in the output)
+  CHECK(processed[2] == 3.0f);                                    // untouched
+  CHECK(processed[3] == 0.5f);                                    // -1 + 2 (bias first), then / 2 (in the output)
   CHECK(row[3] == -1.0f);                                         // the raw row is left as it was
 }

@@ -99,10 +99,13 @@ expect_eq "$(sql "SELECT status FROM runs WHERE id=$infeasible_run")" "goal_not_
 # A first trial far above capacity (the mock serves 8 slots x 16 steps of 2 ms: about 250 req/s,
 # much less under a sanitizer): it is lost within a second (the over-saturation stop), counted as
 # a failure, not CLIENT_LIMITED, and the search bisects down to a certificate; every trial after
-# an overloaded one starts on a drained server.
+# an overloaded one starts on a drained server. The loose beta tolerance and lag bound keep a
+# busy CI machine's sanitizer build from turning the trials near capacity into lag verdicts (with
+# beta 0.74 inside a 0.3 tolerance, a 10 ms lag read as CLIENT_LIMITED); the verdict itself is
+# tested in test_bench_certification.
 run bench --endpoint "http://127.0.0.1:$port" --profile chat-small --slo 'e2e:p95<=500ms' --initial-rate 4000 \
   --tokenizer "$base" --min-trial-seconds 1 --min-requests 24 --gate-requests 8 --max-trials 12 --precision 0.5 \
-  --beta-tolerance 0.3 --no-calibration --format json
+  --beta-tolerance 0.3 --max-dispatch-lag-ms 1000 --no-calibration --format json
 expect_rc 0
 python3 - "$OUT" <<'PY' || fail "overloaded first trial: $OUT"
 import json, sys
