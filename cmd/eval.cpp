@@ -32,6 +32,8 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
                     "served model's name");
   tasks->add_option("--delta", o.delta, "a compressed delta of --model (optkit compress delta) to evaluate");
   tasks->add_option("--endpoint", o.endpoint, "URL of a running OpenAI-compatible server");
+  tasks->add_option("--tokenizer", o.tokenizer,
+                    "the endpoint model's tokenizer (folder or tokenizer.json): multiple-choice suites tokenize here");
   tasks->add_option("--api-key", o.api_key, "bearer key for the endpoint and the judge (default: $OPENAI_API_KEY)");
   tasks->add_option("--suite", o.suites, "bundled suite name or suite YAML (repeatable)");
   tasks->add_option("--data", o.data, "the suite's documents: the official JSONL/JSON/CSV file (one --suite)");

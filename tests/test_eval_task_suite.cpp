@@ -29,7 +29,40 @@ TEST_CASE("bundled suites") {
   const auto ppl = resolve_task_suite("perplexity");
   CHECK(ppl.scorer == Scorer::perplexity);
   CHECK(ppl.ppl_ctx == 512);
-  CHECK_THROWS_WITH_AS(resolve_task_suite("gsm9k"), doctest::Contains("bundled: arith"), optkit::InputError);
+  CHECK_THROWS_WITH_AS(resolve_task_suite("gsm9k"), doctest::Contains("bundled: arc_challenge, arc_easy, arith"),
+                       optkit::InputError);
+}
+
+TEST_CASE("bundled multiple-choice suites: each loads, with its sample") {
+  for (const char* name : {"arc_easy", "arc_challenge", "hellaswag", "winogrande", "piqa", "truthfulqa_mc1",
+                           "truthfulqa_mc2", "mmlu", "mmlu_continuation"}) {
+    const auto s = resolve_task_suite(name);
+    CHECK(s.scorer == Scorer::multiple_choice);
+    CHECK(std::filesystem::exists(s.data));
+  }
+  const auto mmlu = resolve_task_suite("mmlu");
+  CHECK(mmlu.choice.breakdown == "subject");
+  REQUIRE(mmlu.choice.groups.size() == 4);
+  std::size_t subjects = 0;
+  for (const auto& g : mmlu.choice.groups)
+    subjects += g.members.size();
+  CHECK(subjects == 57);
+  CHECK(mmlu.choice.fewshot_match == "subject");
+  CHECK(resolve_task_suite("truthfulqa_mc2").choice.metrics == std::vector<std::string>{"mc2"});
+}
+
+TEST_CASE("a multiple-choice suite refuses the chat API, unknown metrics and mc2 without labels") {
+  const auto path = std::filesystem::temp_directory_path() / ("optkit_mc_" + std::to_string(::getpid()) + ".yaml");
+  const std::string head = "name: mc\nscorer: multiple_choice\ndoc_to_text: \"{{q}}\"\ndoc_to_target: \"{{a}}\"\n";
+  std::ofstream(path) << head << "doc_to_choice: \"{{c}}\"\napi: chat\n";
+  CHECK_THROWS_WITH_AS(load_task_suite(path), doctest::Contains("no prompt logprobs"), optkit::InputError);
+  std::ofstream(path) << head << "doc_to_choice: \"{{c}}\"\nmetrics: [acc, f1]\n";
+  CHECK_THROWS_WITH_AS(load_task_suite(path), doctest::Contains("unknown 'f1'"), optkit::InputError);
+  std::ofstream(path) << head << "doc_to_choice: \"{{c}}\"\nmetrics: [mc2]\n";
+  CHECK_THROWS_WITH_AS(load_task_suite(path), doctest::Contains("mc2_labels"), optkit::InputError);
+  std::ofstream(path) << head;
+  CHECK_THROWS_WITH_AS(load_task_suite(path), doctest::Contains("doc_to_choice"), optkit::InputError);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("a user's suite: errors name the file and the key") {

@@ -23,9 +23,10 @@ struct Exemplar {
 
 std::vector<TaskItem>
 build_task_items(const TaskSuite& suite, const std::vector<Document>& docs, const std::vector<Document>& fewshot) {
-  const auto text_tmpl = jinja::Template::parse(suite.prompt_template, suite.name + ": doc_to_text");
+  // lm-eval renders with Jinja's keep_trailing_newline.
+  const auto text_tmpl = jinja::Template::parse(suite.prompt_template, suite.name + ": doc_to_text", true);
   const auto target_tmpl = jinja::Template::parse(suite.target_template.empty() ? "" : suite.target_template,
-                                                  suite.name + ": doc_to_target");
+                                                  suite.name + ": doc_to_target", true);
   const auto n_shot = static_cast<std::size_t>(suite.num_fewshot);
   if (n_shot > fewshot.size())
     throw InputError(fmt::format("suite {}: num_fewshot {} but the few-shot file has {} exemplars", suite.name, n_shot,

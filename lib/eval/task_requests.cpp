@@ -46,6 +46,8 @@ parse_generation(const std::string& body) {
     g.text = choice["message"]["content"].is_null() ? "" : choice["message"]["content"].get<std::string>();
   else
     throw RuntimeFailure("the server's response has no choices[0].text or message.content: " + body.substr(0, 200));
+  if (choice.contains("logprobs"))
+    g.logprobs = choice["logprobs"];
   if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
     g.finish_reason = choice["finish_reason"].get<std::string>();
   if (json.contains("usage") && json["usage"].is_object() && json["usage"].contains("completion_tokens") &&

@@ -37,6 +37,7 @@ struct Generation {
   std::string text; // choices[0].text or .message.content
   std::string finish_reason;
   long completion_tokens = -1;
+  nlohmann::json logprobs; // choices[0].logprobs (null when absent)
   bool cached = false;
   int attempts = 0;
 };

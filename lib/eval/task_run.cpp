@@ -4,6 +4,9 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "eval/choice_items.hpp"
+#include "eval/choice_scoring.hpp"
+#include "eval/loglikelihood_requests.hpp"
 #include "eval/perplexity_run.hpp"
 #include "eval/task_documents.hpp"
 #include "eval/task_prompts.hpp"
@@ -23,8 +26,13 @@ namespace {
 
 struct PreparedSuite {
   TaskSuite suite;
-  std::vector<TaskItem> items;
-  std::vector<nlohmann::json> bodies;
+  std::vector<TaskItem> items;        // generation suites
+  std::vector<nlohmann::json> bodies; // their requests
+  std::vector<ChoiceItem> choices;    // multiple-choice suites
+  std::vector<ChoiceRequest> pairs;   // their loglikelihood requests, items' in order
+
+  std::size_t documents() const { return suite.scorer == Scorer::multiple_choice ? choices.size() : items.size(); }
+  std::size_t requests() const { return suite.scorer == Scorer::multiple_choice ? pairs.size() : items.size(); }
 };
 
 PreparedSuite
@@ -58,6 +66,12 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
       throw InputError(
           fmt::format("--suite {}: {}-shot needs exemplars; give them with --fewshot FILE", name, s.num_fewshot));
     fewshot = load_documents(s.fewshot);
+  }
+  if (s.scorer == Scorer::multiple_choice) {
+    p.choices = build_choice_items(s, docs, fewshot);
+    for (const auto& item : p.choices)
+      p.pairs.insert(p.pairs.end(), item.requests.begin(), item.requests.end());
+    return p;
   }
   p.items = build_task_items(s, docs, fewshot);
   for (const auto& item : p.items)
@@ -139,6 +153,54 @@ evaluate_perplexity(const PreparedSuite& p, const Target& target, const TaskEval
   return out;
 }
 
+// Loglikelihood requests are tokenized here, as lm-eval tokenizes them: the model folder's
+// tokenizer, or --tokenizer's.
+model::Tokenizer
+loglikelihood_tokenizer(const std::string& source) {
+  if (source.empty())
+    throw InputError("multiple-choice suites tokenize context and continuation here, as lm-eval does: give the "
+                     "endpoint's tokenizer with --tokenizer DIR (a model folder with tokenizer.json) or FILE");
+  const std::filesystem::path path(source);
+  if (!std::filesystem::exists(path))
+    throw InputError("--tokenizer " + source + ": no such file or folder");
+  return std::filesystem::is_directory(path) ? model::Tokenizer::load_folder(path) : model::Tokenizer::load(path);
+}
+
+// One pass over a suite's requests: its scores, and per item what must match across --repeat
+// passes (the response; a multiple-choice item's loglikelihoods).
+struct SuitePass {
+  SuiteScores scores;
+  std::vector<std::string> answers;
+  std::size_t cached = 0;
+};
+
+SuitePass
+generation_pass(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options,
+                const RequestOptions& request, const ResponseCache& cache, RunState& run) {
+  SuitePass pass;
+  for (const auto& g : generate_all(target.endpoint, path_for(p.suite), p.bodies, request)) {
+    pass.answers.push_back(g.text);
+    pass.cached += g.cached ? 1u : 0u;
+  }
+  const auto judged = p.suite.scorer == Scorer::do_not_answer && run.judge
+                          ? judge_responses(options, *run.judge, p, pass.answers, cache)
+                          : std::vector<SafetyLabel>{};
+  pass.scores = score_suite(p.suite, p.items, pass.answers, judged);
+  return pass;
+}
+
+SuitePass
+loglikelihood_pass(const PreparedSuite& p, const Target& target, const RequestOptions& request) {
+  const auto lls =
+      request_loglikelihoods(target.endpoint, *target.tokenizer, p.pairs, p.suite.choice.max_length, request);
+  SuitePass pass;
+  pass.cached = lls.cached;
+  pass.scores = score_multiple_choice(p.suite, p.choices, lls.values);
+  for (const auto& item : pass.scores.items)
+    pass.answers.push_back(item.answers["loglikelihoods"].dump());
+  return pass;
+}
+
 SuiteOutcome
 evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptions& options, const ResponseCache& cache,
                Progress& progress, RunState& run) {
@@ -146,7 +208,7 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
     return evaluate_perplexity(p, target, options, run);
   SuiteOutcome out;
   out.suite = p.suite.name;
-  out.documents = p.items.size();
+  out.documents = p.documents();
   RequestOptions request;
   request.concurrency = options.concurrency;
   request.max_retries = options.max_retries;
@@ -154,28 +216,21 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
   request.cache = &cache;
   request.on_done = [&progress] { progress.advance(); };
   std::vector<std::string> first;
-  std::vector<std::size_t> identical(p.items.size(), 1);
+  std::vector<std::size_t> identical(p.documents(), 1);
   std::map<std::string, std::vector<double>> repeat_means;
   for (int r = 0; r < options.repeat; ++r) {
     request.read_cache = r == 0; // later passes ask the server again: that is what they measure
-    const auto generations = generate_all(target.endpoint, path_for(p.suite), p.bodies, request);
-    std::vector<std::string> responses;
-    for (const auto& g : generations) {
-      responses.push_back(g.text);
-      out.cached += g.cached ? 1u : 0u;
-    }
-    const auto judged = p.suite.scorer == Scorer::do_not_answer && run.judge
-                            ? judge_responses(options, *run.judge, p, responses, cache)
-                            : std::vector<SafetyLabel>{};
-    auto scores = score_suite(p.suite, p.items, responses, judged);
-    for (const auto& m : scores.metrics)
+    auto pass = p.suite.scorer == Scorer::multiple_choice ? loglikelihood_pass(p, target, request)
+                                                          : generation_pass(p, target, options, request, cache, run);
+    out.cached += r == 0 ? pass.cached : 0;
+    for (const auto& m : pass.scores.metrics)
       repeat_means[m.name].push_back(m.mean());
     if (r == 0) {
-      out.scores = std::move(scores);
-      first = responses;
+      out.scores = std::move(pass.scores);
+      first = std::move(pass.answers);
     } else {
-      for (std::size_t i = 0; i < responses.size(); ++i)
-        identical[i] = identical[i] != 0 && responses[i] == first[i] ? 1u : 0u;
+      for (std::size_t i = 0; i < pass.answers.size(); ++i)
+        identical[i] = identical[i] != 0 && pass.answers[i] == first[i] ? 1u : 0u;
     }
   }
   if (options.repeat > 1) {
@@ -198,8 +253,12 @@ evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, cons
   c.model_name = target.endpoint.model;
   std::uint64_t total = 0;
   for (const auto& p : suites)
-    total += p.items.size() * static_cast<std::uint64_t>(options.repeat);
-  Progress progress("eval tasks " + c.label, total, "items");
+    total += p.requests() * static_cast<std::uint64_t>(options.repeat);
+  if (std::any_of(suites.begin(), suites.end(),
+                  [](const PreparedSuite& p) { return p.suite.scorer == Scorer::multiple_choice; }) &&
+      !target.tokenizer)
+    target.tokenizer = loglikelihood_tokenizer(options.tokenizer.empty() ? target.model.string() : options.tokenizer);
+  Progress progress("eval tasks " + c.label, total, "requests");
   for (const auto& p : suites)
     c.suites.push_back(evaluate_suite(p, target, options, cache, progress, run));
   progress.finish();

@@ -24,6 +24,7 @@ struct TaskEvalOptions {
   std::vector<std::string> models; // local model folders (several: trials); with --endpoint: the served name
   std::string delta;               // a delta of the (single) local model
   std::string api_key;
+  std::string tokenizer;           // multiple-choice suites on an endpoint: its model's tokenizer (folder or file)
   std::vector<std::string> suites; // names or files
   std::string data;                // documents, overriding the suite's (one suite)
   std::string fewshot;             // exemplars, overriding the suite's

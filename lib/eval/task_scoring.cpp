@@ -92,6 +92,8 @@ score_suite(const TaskSuite& suite, const std::vector<TaskItem>& items, const st
     break;
   case Scorer::perplexity:
     throw InputError("suite " + suite.name + ": a perplexity suite is scored by score_perplexity");
+  case Scorer::multiple_choice:
+    throw InputError("suite " + suite.name + ": a multiple-choice suite is scored by score_multiple_choice");
   }
   out.metrics = metrics_from_items(out.items);
   return out;

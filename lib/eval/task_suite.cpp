@@ -35,6 +35,20 @@ bounded(Field field, double minimum, double maximum) {
   return field;
 }
 
+// MMLU's subjects and subject groups: a metric per value of a field, and per named group of values.
+Field
+breakdown_field() {
+  Field group{"group", Type::object, true, "a named group of the field's values"};
+  group.object =
+      std::make_shared<const Schema>(Schema{"breakdown group",
+                                            {Field{"name", Type::string, true, "the group's name, as metrics show it"},
+                                             string_list("members", "the field's values in the group")}});
+  Field groups{"groups", Type::list, false, "groups of values, each aggregated weighted by size"};
+  groups.item = std::make_shared<const Field>(group);
+  return object("breakdown", "multiple_choice: a metric per value of a field (MMLU's subject)",
+                Schema{"breakdown", {Field{"field", Type::string, true, "the document field"}, groups}});
+}
+
 const Schema&
 suite_schema() {
   static const Schema schema = [] {
@@ -66,21 +80,31 @@ suite_schema() {
                Type::string,
                true,
                "how answers are scored",
-               {"exact_match", "ifeval", "do_not_answer", "perplexity"}},
+               {"exact_match", "ifeval", "do_not_answer", "perplexity", "multiple_choice"}},
          Field{"api", Type::string, false, "completions (default) or chat", {"completions", "chat"}},
          Field{"data", Type::string, false, "documents: JSONL, JSON list or CSV, relative to this file"},
          Field{"doc_to_text", Type::string, false, "the prompt, a Jinja template over a document's fields"},
          Field{"doc_to_target", Type::string, false, "the reference answer, a Jinja template"},
          Field{"question_field", Type::string, false, "do_not_answer: the field holding the question"},
-         object("fewshot", "few-shot exemplars",
-                Schema{"fewshot",
-                       {bounded(Field{"num_fewshot", Type::integer, false, "exemplars per prompt"}, 0, 64),
-                        Field{"file", Type::string, false, "exemplar documents, relative to this file"},
-                        Field{"sampler", Type::string, false, "first_n (default) or random", {"first_n", "random"}},
-                        Field{"seed", Type::integer, false, "random sampler seed (default 1234)"},
-                        Field{"fewshot_delimiter", Type::string, false, "between exemplars (default two newlines)"},
-                        Field{"target_delimiter", Type::string, false, "between text and target (default a space)"},
-                        Field{"as_multiturn", Type::boolean, false, "chat: one user/assistant turn per exemplar"}}}),
+         Field{"doc_to_choice", Type::string, false,
+               "multiple_choice: the choices, a field naming a list or a Jinja expression \"{{ ... }}\""},
+         Field{"process_docs", Type::string, false, "multiple_choice: lm-eval's preprocessing", {"hellaswag"}},
+         string_list("metrics", "multiple_choice: acc, acc_norm, acc_bytes, mc2 (default acc, acc_norm)"),
+         Field{"mc2_labels", Type::string, false, "mc2: 1/0 per choice, true ones first (a field or \"{{ ... }}\")"},
+         bounded(Field{"max_length", Type::integer, false, "multiple_choice: most tokens per request (default 2048)"},
+                 2, 1 << 24),
+         breakdown_field(),
+         object(
+             "fewshot", "few-shot exemplars",
+             Schema{"fewshot",
+                    {bounded(Field{"num_fewshot", Type::integer, false, "exemplars per prompt"}, 0, 64),
+                     Field{"file", Type::string, false, "exemplar documents, relative to this file"},
+                     Field{"sampler", Type::string, false, "first_n (default) or random", {"first_n", "random"}},
+                     Field{"seed", Type::integer, false, "random sampler seed (default 1234)"},
+                     Field{"fewshot_delimiter", Type::string, false, "between exemplars (default two newlines)"},
+                     Field{"target_delimiter", Type::string, false, "between text and target (default a space)"},
+                     Field{"as_multiturn", Type::boolean, false, "chat: one user/assistant turn per exemplar"},
+                     Field{"match", Type::string, false, "exemplars whose field of this name equals the document's"}}}),
          object("generation", "generation settings",
                 Schema{"generation",
                        {string_list("until", "stop strings"),
@@ -117,6 +141,38 @@ suites_directory() {
   return find_data_directory().path / "profiles" / "suites";
 }
 
+void
+load_multiple_choice(const std::filesystem::path& file, const nlohmann::json& doc, TaskSuite& s) {
+  auto& c = s.choice;
+  if (s.api == SuiteApi::chat)
+    throw InputError(file.string() +
+                     ": a multiple_choice suite scores loglikelihoods, which a chat-completions endpoint cannot return "
+                     "(no prompt logprobs; lm-eval refuses it too): use api: completions");
+  c.choices = doc.value("doc_to_choice", "");
+  if (c.choices.empty())
+    throw InputError(file.string() + ": scorer multiple_choice needs doc_to_choice (the choices)");
+  if (s.target_template.empty())
+    throw InputError(file.string() + ": scorer multiple_choice needs doc_to_target (the correct choice)");
+  c.process_docs = doc.value("process_docs", "");
+  c.metrics = doc.value("metrics", c.metrics);
+  c.mc2_labels = doc.value("mc2_labels", "");
+  c.max_length = doc.value("max_length", c.max_length);
+  for (const auto& m : c.metrics) {
+    if (m != "acc" && m != "acc_norm" && m != "acc_bytes" && m != "mc2")
+      throw InputError(file.string() + ": metrics: unknown '" + m + "' (acc, acc_norm, acc_bytes or mc2)");
+    if (m == "mc2" && c.mc2_labels.empty())
+      throw InputError(file.string() + ": metric mc2 needs mc2_labels (which choices are true)");
+  }
+  const auto has = [&c](const char* m) { return std::find(c.metrics.begin(), c.metrics.end(), m) != c.metrics.end(); };
+  if (has("mc2") && has("acc"))
+    throw InputError(file.string() + ": metrics mc2 and acc together: mc2 is reported as acc (as lm-eval reports it)");
+  if (doc.contains("breakdown")) {
+    c.breakdown = doc["breakdown"].at("field").get<std::string>();
+    for (const auto& g : doc["breakdown"].value("groups", nlohmann::json::array()))
+      c.groups.push_back({g.at("name").get<std::string>(), g.value("members", std::vector<std::string>{})});
+  }
+}
+
 } // namespace
 
 TaskSuite
@@ -128,10 +184,11 @@ load_task_suite(const std::filesystem::path& file) {
   s.version = doc.value("version", 0);
   s.description_text = doc.value("description", "");
   const std::string scorer = doc.at("scorer").get<std::string>();
-  s.scorer = scorer == "ifeval"          ? Scorer::ifeval
-             : scorer == "do_not_answer" ? Scorer::do_not_answer
-             : scorer == "perplexity"    ? Scorer::perplexity
-                                         : Scorer::exact_match;
+  s.scorer = scorer == "ifeval"            ? Scorer::ifeval
+             : scorer == "do_not_answer"   ? Scorer::do_not_answer
+             : scorer == "perplexity"      ? Scorer::perplexity
+             : scorer == "multiple_choice" ? Scorer::multiple_choice
+                                           : Scorer::exact_match;
   s.api = doc.value("api", "completions") == "chat" ? SuiteApi::chat : SuiteApi::completions;
   s.data = relative_to(file, doc.value("data", ""));
   s.prompt_template = doc.value("doc_to_text", "");
@@ -154,6 +211,7 @@ load_task_suite(const std::filesystem::path& file) {
     s.fewshot_delimiter = f.value("fewshot_delimiter", "\n\n");
     s.target_delimiter = f.value("target_delimiter", " ");
     s.fewshot_as_multiturn = f.value("as_multiturn", false);
+    s.choice.fewshot_match = f.value("match", "");
   }
   if (doc.contains("generation")) {
     const auto& g = doc["generation"];
@@ -187,6 +245,8 @@ load_task_suite(const std::filesystem::path& file) {
     s.exact_match.ignore_numbers = m.value("ignore_numbers", false);
     s.exact_match.regexes_to_ignore = m.value("regexes_to_ignore", std::vector<std::string>{});
   }
+  if (s.scorer == Scorer::multiple_choice)
+    load_multiple_choice(file, doc, s);
   if (s.scorer == Scorer::exact_match && s.target_template.empty())
     throw InputError(file.string() + ": scorer exact_match needs doc_to_target (the reference answer)");
   return s;
@@ -213,6 +273,8 @@ to_string(Scorer scorer) {
     return "do_not_answer";
   case Scorer::perplexity:
     return "perplexity";
+  case Scorer::multiple_choice:
+    return "multiple_choice";
   }
   return "?";
 }

@@ -15,7 +15,7 @@
 namespace optkit::eval {
 
 enum class SuiteApi { completions, chat };
-enum class Scorer { exact_match, ifeval, do_not_answer, perplexity };
+enum class Scorer { exact_match, ifeval, do_not_answer, perplexity, multiple_choice };
 
 // One step of an lm-eval filter pipeline.
 struct FilterStep {
@@ -36,6 +36,26 @@ struct ExactMatchOptions {
   bool ignore_punctuation = false;
   bool ignore_numbers = false;
   std::vector<std::string> regexes_to_ignore;
+};
+
+// multiple_choice: a named subset of the breakdown field's values (MMLU's subject groups).
+struct ChoiceGroup {
+  std::string name;                 // "stem"
+  std::vector<std::string> members; // "abstract_algebra", ...
+};
+
+// lm-eval's output_type: multiple_choice — each choice scored by the loglikelihood of
+// target_delimiter + choice after the prompt (or, in multiple-input mode, where doc_to_text renders
+// an index, of the target after each choice as the context).
+struct MultipleChoiceSpec {
+  std::string choices;      // doc_to_choice: a field naming a list, or a Jinja expression "{{ ... }}"
+  std::string process_docs; // a named preprocessor lm-eval's task ships in Python ("hellaswag"); empty: none
+  std::vector<std::string> metrics = {"acc", "acc_norm"}; // acc | acc_norm | acc_bytes | mc2
+  std::string mc2_labels;          // mc2: 1/0 per choice, the true ones first (a field or "{{ ... }}")
+  std::string breakdown;           // a field whose values each get their own metric (MMLU's subject)
+  std::vector<ChoiceGroup> groups; // breakdown values aggregated, weighted by size, as lm-eval's groups
+  std::string fewshot_match;       // exemplars are those whose field of this name equals the document's
+  int max_length = 2048;           // lm-eval's max_length: context + continuation, left-truncated to max_length − 1
 };
 
 struct TaskSuite {
@@ -62,6 +82,8 @@ struct TaskSuite {
   int max_gen_toks = 256;
   double temperature = 0;
   int seed = 1234;
+
+  MultipleChoiceSpec choice; // multiple_choice
 
   std::vector<FilterPipeline> filters; // exact_match: one score per pipeline
   ExactMatchOptions exact_match;

@@ -6,6 +6,7 @@
 #include "archive/run_context.hpp"
 #include "engines/engine_process.hpp"
 #include "eval/task_requests.hpp"
+#include "model/tokenizer.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -22,6 +23,7 @@ struct Target {
   std::string label;
   std::filesystem::path model, delta; // a local target's folders (perplexity suites run on them)
   std::optional<std::filesystem::path> kl_base;
+  std::optional<model::Tokenizer> tokenizer; // multiple-choice suites' requests are tokenized with it
 };
 
 // Checks the endpoint answers /v1/models and serves `model` (empty: its first); InputError

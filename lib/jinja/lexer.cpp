@@ -14,11 +14,11 @@ space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-// One trailing newline is dropped (Jinja's keep_trailing_newline=False).
+// One trailing newline is dropped (Jinja's keep_trailing_newline=False), unless kept.
 std::string
-preprocess(std::string_view source) {
+preprocess(std::string_view source, bool keep_trailing_newline) {
   std::string text(source);
-  if (!text.empty() && text.back() == '\n')
+  if (!keep_trailing_newline && !text.empty() && text.back() == '\n')
     text.pop_back();
   return text;
 }
@@ -26,8 +26,8 @@ preprocess(std::string_view source) {
 } // namespace
 
 std::vector<Token>
-tokenize(std::string_view source, const std::string& name) {
-  const std::string src = preprocess(source);
+tokenize(std::string_view source, const std::string& name, bool keep_trailing_newline) {
+  const std::string src = preprocess(source, keep_trailing_newline);
   std::vector<Token> tokens;
   std::size_t at = 0;
   int line = 1, column = 1;

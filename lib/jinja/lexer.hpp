@@ -29,6 +29,7 @@ struct Token {
 };
 
 // Throws InputError "<name>:<line>:<col>: ..." on a malformed tag or literal.
-std::vector<Token> tokenize(std::string_view source, const std::string& name);
+// Jinja drops one trailing newline of the source unless keep_trailing_newline is set.
+std::vector<Token> tokenize(std::string_view source, const std::string& name, bool keep_trailing_newline = false);
 
 } // namespace optkit::jinja

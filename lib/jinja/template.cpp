@@ -698,6 +698,15 @@ Renderer::bound_method(const Value& self, const std::string& name) {
         return found ? *found : (args.size() > 1 ? args[1] : Value::none());
       });
   }
+  if (self.is(Kind::array) && name == "index") // Python's list.index: lm-eval's ARC target is labels.index(answerKey)
+    return method([list = self](std::vector<Value>& args, Kwargs&) {
+      if (args.size() != 1)
+        throw InputError("list.index() takes one argument");
+      for (std::size_t i = 0; i < list.array->size(); ++i)
+        if (equal((*list.array)[i], args[0]))
+          return Value::of(static_cast<std::int64_t>(i));
+      throw InputError(to_json(args[0]) + " is not in list " + to_json(list));
+    });
   if (self.is(Kind::array) && name == "append") {
     const auto list = self;
     return method([list](std::vector<Value>& args, Kwargs&) {
@@ -1032,10 +1041,10 @@ Renderer::apply_test(const std::string& name, const Value& value, std::vector<Va
 } // namespace
 
 Template
-Template::parse(std::string_view source, const std::string& name) {
+Template::parse(std::string_view source, const std::string& name, bool keep_trailing_newline) {
   Template t;
   t.m_name = name;
-  t.m_body = std::make_shared<const Body>(jinja::parse(tokenize(source, name), name));
+  t.m_body = std::make_shared<const Body>(jinja::parse(tokenize(source, name, keep_trailing_newline), name));
   return t;
 }
 

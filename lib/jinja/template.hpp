@@ -20,7 +20,8 @@ namespace optkit::jinja {
 class Template {
 public:
   // Throws InputError "<name>:<line>:<column>: ..." for a syntax error or unsupported construct.
-  static Template parse(std::string_view source, const std::string& name);
+  // keep_trailing_newline: as Jinja's option (lm-eval's task templates set it; chat templates do not).
+  static Template parse(std::string_view source, const std::string& name, bool keep_trailing_newline = false);
   // `context` keeps its keys' order (tojson writes dicts in insertion order, as Python does).
   // Throws InputError (with the position of the failing expression) for a runtime error, including
   // a raise_exception the template calls.
