@@ -23,8 +23,7 @@ one(const char* json) {
 TEST_CASE("arc_easy: the answer texts after the question; the target is the answer key's position among labels") {
   const auto s = resolve_task_suite("arc_easy");
   const auto items = build_choice_items(
-      s,
-      one(R"({"id": "x", "question": "Which is hot?", "choices": {"text": ["ice", "fire"], "label": ["1", "2"]},
+      s, one(R"({"id": "x", "question": "Which is hot?", "choices": {"text": ["ice", "fire"], "label": ["1", "2"]},
               "answerKey": "2"})"),
       {});
   REQUIRE(items.size() == 1);
@@ -40,11 +39,10 @@ TEST_CASE("hellaswag: lm-eval's preprocess(), the query and the endings") {
   CHECK(hellaswag_clean("a [b\nc] d [e") == "a [b\nc] d [e"); // "." does not cross a newline; unclosed stays
   CHECK(hellaswag_clean("x   y") == "x  y");                  // one pass of "  " -> " ", as str.replace
   CHECK(hellaswag_clean("[header] How to [title] Go") == " How to. Go");
-  const auto items = build_choice_items(
-      resolve_task_suite("hellaswag"),
-      one(R"({"activity_label": "Tea", "ctx_a": "A man boils water.", "ctx_b": "hE",
+  const auto items = build_choice_items(resolve_task_suite("hellaswag"),
+                                        one(R"({"activity_label": "Tea", "ctx_a": "A man boils water.", "ctx_b": "hE",
               "endings": ["pours it [step] slowly.", "eats it."], "label": "0"})"),
-      {});
+                                        {});
   REQUIRE(items.size() == 1);
   CHECK(items[0].requests[0].context == "Tea: A man boils water. He");
   CHECK(items[0].requests[0].continuation == " pours it slowly.");
@@ -109,9 +107,8 @@ TEST_CASE("errors name the document and what is wrong") {
                        doctest::Contains("document 0: doc_to_target 2 is not one of the 2 choices"),
                        optkit::InputError);
   auto arc = resolve_task_suite("arc_easy");
-  CHECK_THROWS_WITH_AS(
-      build_choice_items(arc, one(R"({"question": "q", "choices": "ab", "answerKey": "A"})"), {}),
-      doctest::Contains("document 0"), optkit::InputError);
+  CHECK_THROWS_WITH_AS(build_choice_items(arc, one(R"({"question": "q", "choices": "ab", "answerKey": "A"})"), {}),
+                       doctest::Contains("document 0"), optkit::InputError);
   CHECK_THROWS_AS(build_choice_items(resolve_task_suite("hellaswag"), one(R"({"ctx_a": "x"})"), {}),
                   optkit::InputError);
 }

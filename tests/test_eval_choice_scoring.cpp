@@ -76,8 +76,8 @@ TEST_CASE("a breakdown field: each metric again per value and per group, weighte
   s.choice.groups = {{"stem", {"algebra", "physics"}}, {"humanities", {"law"}}};
   std::vector<ChoiceItem> items;
   std::vector<double> lls;
-  const std::pair<const char*, bool> rows[] = {
-      {"algebra", true}, {"algebra", false}, {"physics", true}, {"law", false}, {"law", false}, {"music", true}};
+  const std::pair<const char*, bool> rows[] = {{"algebra", true}, {"algebra", false}, {"physics", true},
+                                               {"law", false},    {"law", false},     {"music", true}};
   for (const auto& [subject, right] : rows) {
     items.push_back(item({"A", "B"}, 0));
     items.back().breakdown = subject;

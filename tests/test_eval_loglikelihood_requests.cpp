@@ -22,7 +22,10 @@ toy_tokenizer() {
       vocab[std::string(1, c)] = next++;
   vocab[": "] = next++;
   vocab[": C"] = next++;
-  const json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({json::array({":", " "}), json::array({": ", "C"})})}}}};
+  const json j = {{"model",
+                   {{"type", "BPE"},
+                    {"vocab", vocab},
+                    {"merges", json::array({json::array({":", " "}), json::array({": ", "C"})})}}}};
   return Tokenizer::parse(j.dump(), "toy.json");
 }
 

@@ -17,12 +17,12 @@ struct ChoiceRequest {
 };
 
 struct ChoiceItem {
-  std::size_t index = 0;              // the document's position in the data file
-  std::vector<std::string> choices;   // as doc_to_choice gives them (acc_norm divides by their length)
-  std::size_t gold = 0;               // the correct choice
+  std::size_t index = 0;               // the document's position in the data file
+  std::vector<std::string> choices;    // as doc_to_choice gives them (acc_norm divides by their length)
+  std::size_t gold = 0;                // the correct choice
   std::vector<ChoiceRequest> requests; // one per choice
-  std::vector<int> mc2_labels;        // mc2: 1 for a true choice
-  std::string breakdown;              // the breakdown field's value; empty without one
+  std::vector<int> mc2_labels;         // mc2: 1 for a true choice
+  std::string breakdown;               // the breakdown field's value; empty without one
   bool multiple_input = false;
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 namespace optkit::eval {
 
@@ -106,7 +105,8 @@ score_multiple_choice(const TaskSuite& suite, const std::vector<ChoiceItem>& ite
                                   loglikelihoods.begin() + static_cast<std::ptrdiff_t>(next + item.requests.size()));
     next += item.requests.size();
     const auto predicted = argmax(lls);
-    ItemOutcome outcome{item.index, item.multiple_input ? item.requests[predicted].context : item.choices[predicted],
+    ItemOutcome outcome{item.index,
+                        item.choices[predicted],
                         {{"loglikelihoods", lls}, {"prediction", predicted}, {"gold", item.gold}},
                         nlohmann::json::object()};
     const auto keys = breakdown_keys(suite, item);

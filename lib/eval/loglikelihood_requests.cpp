@@ -69,17 +69,16 @@ loglikelihood_request(const EncodedPair& pair, int max_length) {
   LoglikelihoodRequest r;
   r.context_tokens = pair.context.size() > dropped ? pair.context.size() - dropped : 0;
   r.prompt_tokens = prompt.size();
-  r.body = {{"prompt", prompt}, {"max_tokens", 1},     {"temperature", 0},
-            {"logprobs", 1},    {"seed", 1234},        {"echo", true}};
+  r.body = {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1}, {"seed", 1234}, {"echo", true}};
   return r;
 }
 
 double
 continuation_loglikelihood(const nlohmann::json& logprobs, const LoglikelihoodRequest& request) {
-  const auto* values = logprobs.is_object() && logprobs.contains("token_logprobs") &&
-                               logprobs["token_logprobs"].is_array()
-                           ? &logprobs["token_logprobs"]
-                           : nullptr;
+  const auto* values =
+      logprobs.is_object() && logprobs.contains("token_logprobs") && logprobs["token_logprobs"].is_array()
+          ? &logprobs["token_logprobs"]
+          : nullptr;
   if (values == nullptr || values->size() < request.prompt_tokens)
     throw RuntimeFailure(fmt::format(
         "the server returned logprobs for {} tokens of a {}-token prompt sent with echo: it does not echo prompt "

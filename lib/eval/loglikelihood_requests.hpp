@@ -27,9 +27,9 @@ struct EncodedPair {
 EncodedPair encode_pair(const model::Tokenizer& tokenizer, std::string context, std::string continuation);
 
 struct LoglikelihoodRequest {
-  nlohmann::json body;             // without "model"
-  std::size_t context_tokens = 0;  // of the prompt sent (after truncation)
-  std::size_t prompt_tokens = 0;   // context + continuation sent
+  nlohmann::json body;            // without "model"
+  std::size_t context_tokens = 0; // of the prompt sent (after truncation)
+  std::size_t prompt_tokens = 0;  // context + continuation sent
 };
 
 LoglikelihoodRequest loglikelihood_request(const EncodedPair& pair, int max_length);
@@ -47,7 +47,7 @@ struct Loglikelihoods {
 // One loglikelihood per (context, continuation) pair, through generate_all's concurrency, retries
 // and cache. InputError with the fix when the server refuses echo (llama.cpp's llama-server does).
 Loglikelihoods request_loglikelihoods(const EndpointTarget& target, const model::Tokenizer& tokenizer,
-                                           const std::vector<ChoiceRequest>& pairs, int max_length,
-                                           const RequestOptions& options);
+                                      const std::vector<ChoiceRequest>& pairs, int max_length,
+                                      const RequestOptions& options);
 
 } // namespace optkit::eval
