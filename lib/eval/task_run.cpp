@@ -35,6 +35,29 @@ struct PreparedSuite {
   std::size_t requests() const { return suite.scorer == Scorer::multiple_choice ? pairs.size() : items.size(); }
 };
 
+// Every document has the suite's columns: a file of another dataset, or another export of it, is
+// named before any model time is spent.
+void
+check_columns(const TaskSuite& s, const std::filesystem::path& file, const std::vector<Document>& docs) {
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    std::string missing, present;
+    for (const auto& c : s.columns)
+      if (!docs[i].contains(c))
+        missing += (missing.empty() ? "" : ", ") + c;
+    if (missing.empty())
+      continue;
+    for (const auto& [key, value] : docs[i].items())
+      present += (present.empty() ? "" : ", ") + key;
+    std::string wanted;
+    for (const auto& c : s.columns)
+      wanted += (wanted.empty() ? "" : ", ") + c;
+    throw InputError(fmt::format("--suite {}: {}: document {} has no {} (the suite reads {}; the document has {}): "
+                                 "give the dataset's own export, as {} says",
+                                 s.name, file.string(), i, missing, wanted, present.empty() ? "nothing" : present,
+                                 s.file.string()));
+  }
+}
+
 PreparedSuite
 prepare_suite(const std::string& name, const TaskEvalOptions& options) {
   PreparedSuite p;
@@ -60,6 +83,7 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
     docs.resize(options.limit);
   if (docs.empty())
     throw InputError(fmt::format("--suite {}: {} holds no documents", name, s.data.string()));
+  check_columns(s, s.data, docs);
   std::vector<Document> fewshot;
   if (s.num_fewshot > 0) {
     if (s.fewshot.empty())
@@ -400,6 +424,9 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
     suites.push_back(prepare_suite(name, options));
   const bool needs_server = std::any_of(suites.begin(), suites.end(),
                                         [](const PreparedSuite& p) { return p.suite.scorer != Scorer::perplexity; });
+  const bool loglikelihood = std::any_of(
+      suites.begin(), suites.end(), [](const PreparedSuite& p) { return p.suite.scorer == Scorer::multiple_choice; });
+  const std::string endpoint = options.endpoint.empty() ? "" : endpoint_base(options.endpoint, loglikelihood);
   const std::optional<QualityGate> gate =
       options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
   const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
@@ -436,8 +463,8 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   }
   if (!options.endpoint.empty()) {
     result.candidates.push_back(evaluate_candidate(
-        endpoint_target(options.endpoint, options.models.empty() ? "" : options.models.front(), options.api_key),
-        suites, options, cache, run));
+        endpoint_target(endpoint, options.models.empty() ? "" : options.models.front(), options.api_key), suites,
+        options, cache, run));
   } else {
     for (const auto& model : options.models) {
       auto target = local_target(model, options.delta, options, context, needs_server);

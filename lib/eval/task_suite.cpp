@@ -83,6 +83,7 @@ suite_schema() {
                {"exact_match", "ifeval", "do_not_answer", "perplexity", "multiple_choice"}},
          Field{"api", Type::string, false, "completions (default) or chat", {"completions", "chat"}},
          Field{"data", Type::string, false, "documents: JSONL, JSON list or CSV, relative to this file"},
+         string_list("columns", "the fields every document must have"),
          Field{"doc_to_text", Type::string, false, "the prompt, a Jinja template over a document's fields"},
          Field{"doc_to_target", Type::string, false, "the reference answer, a Jinja template"},
          Field{"question_field", Type::string, false, "do_not_answer: the field holding the question"},
@@ -191,6 +192,7 @@ load_task_suite(const std::filesystem::path& file) {
                                            : Scorer::exact_match;
   s.api = doc.value("api", "completions") == "chat" ? SuiteApi::chat : SuiteApi::completions;
   s.data = relative_to(file, doc.value("data", ""));
+  s.columns = doc.value("columns", std::vector<std::string>{});
   s.prompt_template = doc.value("doc_to_text", "");
   if (s.prompt_template.empty() && s.scorer != Scorer::perplexity)
     throw InputError(file.string() + ": scorer " + scorer + " needs doc_to_text (the prompt)");

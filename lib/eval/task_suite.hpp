@@ -66,10 +66,11 @@ struct TaskSuite {
   Scorer scorer = Scorer::exact_match;
   SuiteApi api = SuiteApi::completions;
 
-  std::filesystem::path data;  // documents (JSONL, JSON list or CSV); empty: --data must say
-  std::string prompt_template; // doc_to_text (Jinja)
-  std::string target_template; // doc_to_target (Jinja); exact_match compares against it
-  std::string question_field;  // do_not_answer: the field holding the question (for the judge)
+  std::filesystem::path data;       // documents (JSONL, JSON list or CSV); empty: --data must say
+  std::vector<std::string> columns; // the fields every document must have (checked before any request)
+  std::string prompt_template;      // doc_to_text (Jinja)
+  std::string target_template;      // doc_to_target (Jinja); exact_match compares against it
+  std::string question_field;       // do_not_answer: the field holding the question (for the judge)
   int num_fewshot = 0;
   std::filesystem::path fewshot;           // exemplar documents; empty: --fewshot must say when num_fewshot > 0
   std::string fewshot_sampler = "first_n"; // first_n | random (Python random.Random(seed).sample per doc)

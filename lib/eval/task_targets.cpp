@@ -48,6 +48,24 @@ endpoint_identity(http::Client& control, const nlohmann::json& entry) {
 
 } // namespace
 
+std::string
+endpoint_base(const std::string& url_text, bool loglikelihood) {
+  std::string url = url_text;
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  if (url.ends_with("/chat/completions")) {
+    if (loglikelihood)
+      throw InputError("--endpoint " + url_text +
+                       ": multiple-choice suites score loglikelihoods, which the chat-completions API cannot return "
+                       "(no prompt logprobs; lm-eval refuses them on local-chat-completions too); give the server's "
+                       "base URL, whose /v1/completions is used");
+    return url.substr(0, url.size() - std::string("/chat/completions").size());
+  }
+  if (url.ends_with("/completions"))
+    return url.substr(0, url.size() - std::string("/completions").size());
+  return url_text;
+}
+
 Target
 endpoint_target(const std::string& url_text, const std::string& model, const std::string& api_key) {
   Target t;

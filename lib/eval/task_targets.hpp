@@ -26,6 +26,11 @@ struct Target {
   std::optional<model::Tokenizer> tokenizer; // multiple-choice suites' requests are tokenized with it
 };
 
+// The server's base URL from --endpoint as users write it for lm-eval (…/v1/completions,
+// …/v1/chat/completions): the API path is the suite's. A chat-completions URL for a
+// multiple-choice suite is refused with lm-eval's reason (no prompt logprobs).
+std::string endpoint_base(const std::string& url_text, bool loglikelihood);
+
 // Checks the endpoint answers /v1/models and serves `model` (empty: its first); InputError
 // listing what it serves otherwise.
 Target endpoint_target(const std::string& url_text, const std::string& model, const std::string& api_key);
