@@ -32,6 +32,16 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
                     "served model's name");
   tasks->add_option("--delta", o.delta, "a compressed delta of --model (optkit compress delta) to evaluate");
   tasks->add_option("--endpoint", o.endpoint, "URL of a running OpenAI-compatible server");
+  tasks->add_flag(
+      "--apply-chat-template", o.apply_chat_template,
+      "render prompts with the model's chat template (its folder: --model, or --tokenizer for an endpoint)");
+  tasks->add_flag("--fewshot-as-multiturn", o.fewshot_as_multiturn,
+                  "few-shot exemplars as user/assistant turns (chat suites, or with --apply-chat-template)");
+  tasks->add_option("--system-instruction", o.system_instruction,
+                    "a system prompt before the suite's description (a system message in chat)");
+  tasks->add_option("--reasoning-end", o.reasoning_end,
+                    "end-of-thinking marker: answers are scored after it (default: the chat template's, e.g. "
+                    "</think>; none: off)");
   tasks->add_option("--tokenizer", o.tokenizer,
                     "the endpoint model's tokenizer (folder or tokenizer.json): multiple-choice suites tokenize here");
   tasks->add_option("--api-key", o.api_key, "bearer key for the endpoint and the judge (default: $OPENAI_API_KEY)");

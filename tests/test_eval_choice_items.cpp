@@ -112,3 +112,25 @@ TEST_CASE("errors name the document and what is wrong") {
   CHECK_THROWS_AS(build_choice_items(resolve_task_suite("hellaswag"), one(R"({"ctx_a": "x"})"), {}),
                   optkit::InputError);
 }
+
+TEST_CASE("--apply-chat-template: the rendered conversation is the context, the bare choice the continuation") {
+  const auto tmpl = optkit::model::parse_chat_template(
+      "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% "
+      "endif %}",
+      "t.jinja");
+  PromptOptions options;
+  options.chat_template = &tmpl;
+  options.system_instruction = "Answer with a letter.";
+  const auto items = build_choice_items(
+      resolve_task_suite("mmlu"),
+      one(R"({"question": "2+2?", "subject": "elementary_mathematics", "choices": ["3", "4", "5", "6"], "answer": 1})"),
+      {}, options);
+  CHECK(items[0].requests[1].context ==
+        "[system]Answer with a letter.\n\nThe following are multiple choice questions (with answers) about elementary "
+        "mathematics.\n\n[user]2+2?\nA. 3\nB. 4\nC. 5\nD. 6\nAnswer:[assistant]");
+  CHECK(items[0].requests[1].continuation == "B");
+  CHECK_THROWS_WITH_AS(
+      build_choice_items(resolve_task_suite("winogrande"),
+                         one(R"({"sentence": "a _ b", "option1": "x", "option2": "y", "answer": "1"})"), {}, options),
+      doctest::Contains("multiple-input"), optkit::InputError);
+}

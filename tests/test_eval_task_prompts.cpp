@@ -78,3 +78,33 @@ TEST_CASE("gsm8k_cot's target: the number after ####, or the exemplar's target")
   const std::vector<Document> exemplar = {{{"question", "q"}, {"target", "The answer is 6."}}};
   CHECK(build_task_items(s, exemplar, {})[0].target == "The answer is 6.");
 }
+
+TEST_CASE("--system-instruction: before the description, joined by the few-shot delimiter (lm-eval)") {
+  auto s = suite(1, "first_n");
+  s.description_text = "Solve.";
+  PromptOptions options;
+  options.system_instruction = "Be brief.";
+  auto items = build_task_items(s, numbered(1), numbered(2), options);
+  CHECK(items[0].prompt == "Be brief.\n\nSolve.Question: q0\nAnswer: a0\n#### 0\n\nQuestion: q0\nAnswer:");
+  s.api = SuiteApi::chat; // a chat suite: the system prompt is the system message, the rest one user turn
+  items = build_task_items(s, numbered(1), numbered(2), options);
+  REQUIRE(items[0].messages.size() == 2);
+  CHECK(items[0].messages[0]["content"] == "Be brief.\n\nSolve.");
+  CHECK(items[0].messages[1]["content"] == "Question: q0\nAnswer: a0\n#### 0\n\nQuestion: q0\nAnswer:");
+}
+
+TEST_CASE("--apply-chat-template: the conversation rendered with the model's template into a completions prompt") {
+  const auto tmpl = optkit::model::parse_chat_template(
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}"
+      "{% if add_generation_prompt %}<assistant>{% endif %}",
+      "t.jinja");
+  auto s = suite(1, "first_n");
+  PromptOptions options;
+  options.chat_template = &tmpl;
+  auto items = build_task_items(s, numbered(1), numbered(2), options);
+  CHECK(items[0].prompt == "<user>Question: q0\nAnswer: a0\n#### 0\n\nQuestion: q0\nAnswer:</user><assistant>");
+  s.fewshot_as_multiturn = true;
+  items = build_task_items(s, numbered(1), numbered(2), options);
+  CHECK(items[0].prompt == "<user>Question: q0\nAnswer:</user><assistant>a0\n#### 0</assistant><user>Question: "
+                           "q0\nAnswer:</user><assistant>");
+}

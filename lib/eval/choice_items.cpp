@@ -130,16 +130,20 @@ target_text(const ChoiceParts& p) {
   return p.target.is_string() ? p.target.get<std::string>() : p.target.dump();
 }
 
-// An exemplar, as lm-eval's sampler joins it: prompt (or the correct choice, multiple-input),
-// target delimiter, target, few-shot delimiter.
-std::string
-exemplar_text(const TaskSuite& s, const ChoiceParts& p) {
-  return (p.input ? p.choices[*p.input] : p.text) + s.target_delimiter + target_text(p) + s.fewshot_delimiter;
+// An exemplar as lm-eval's sampler shows it: its prompt (or, multiple-input, its correct choice)
+// and its target.
+struct Exemplar {
+  std::string text, target;
+};
+
+Exemplar
+exemplar_of(const ChoiceParts& p) {
+  return {p.input ? p.choices[*p.input] : p.text, target_text(p)};
 }
 
 struct Exemplars {
   std::vector<Document> docs;
-  std::vector<std::string> texts;
+  std::vector<Exemplar> shown;
 };
 
 std::string
@@ -150,11 +154,11 @@ field_text(const Document& doc, const std::string& field) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-// The exemplar texts for one document: first_n or Python's random.sample (seeded once per suite,
+// The exemplars for one document: first_n or Python's random.sample (seeded once per suite,
 // advanced per document, as lm-eval's sampler is), among those matching the document's field when
 // fewshot.match names one (MMLU's subject).
-std::string
-fewshot_context(const TaskSuite& s, const Exemplars& exemplars, const Document& doc, PythonRandom& random) {
+std::vector<Exemplar>
+fewshot_exemplars(const TaskSuite& s, const Exemplars& exemplars, const Document& doc, PythonRandom& random) {
   const auto n_shot = static_cast<std::size_t>(s.num_fewshot);
   if (n_shot == 0)
     return {};
@@ -173,10 +177,40 @@ fewshot_context(const TaskSuite& s, const Exemplars& exemplars, const Document& 
       chosen.push_back(pool[k]);
   else
     chosen.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(n_shot));
-  std::string context;
+  std::vector<Exemplar> out;
   for (const auto k : chosen)
-    context += exemplars.texts[k];
+    out.push_back(exemplars.shown[k]);
+  return out;
+}
+
+// lm-eval's context before the question: the system prompt and the exemplars (text, target
+// delimiter, target, few-shot delimiter each).
+std::string
+plain_context(const TaskSuite& s, const std::string& system, const std::vector<Exemplar>& exemplars) {
+  std::string context = system;
+  for (const auto& ex : exemplars)
+    context += ex.text + s.target_delimiter + ex.target + s.fewshot_delimiter;
   return context;
+}
+
+// With a chat template: the conversation up to the question, rendered with the generation prompt;
+// lm-eval then drops the target delimiter (the assistant turn starts the choice).
+std::string
+chat_context(const TaskSuite& s, const model::ChatTemplate& tmpl, const std::string& system,
+             const std::vector<Exemplar>& exemplars, const std::string& question) {
+  std::vector<model::ChatMessage> messages;
+  if (!system.empty())
+    messages.push_back({"system", system});
+  if (s.fewshot_as_multiturn) {
+    for (const auto& ex : exemplars) {
+      messages.push_back({"user", ex.text});
+      messages.push_back({"assistant", ex.target});
+    }
+    messages.push_back({"user", question});
+  } else {
+    messages.push_back({"user", plain_context(s, "", exemplars) + question});
+  }
+  return model::render_chat(tmpl, messages, true);
 }
 
 std::vector<int>
@@ -194,18 +228,29 @@ labels_of(const SuiteExpressions& e, const Document& doc, std::size_t choices) {
 }
 
 ChoiceItem
-choice_item(const TaskSuite& s, const SuiteExpressions& e, const Document& doc, const std::string& context) {
+choice_item(const TaskSuite& s, const SuiteExpressions& e, const Document& doc, const std::vector<Exemplar>& exemplars,
+            const PromptOptions& options) {
   const auto p = parts_of(e, doc);
   ChoiceItem item;
   item.choices = p.choices;
   item.gold = gold_of(p);
   item.multiple_input = p.input.has_value();
-  const std::string head = e.description.render(doc) + context;
-  for (const auto& choice : p.choices) {
+  const std::string system = system_prompt(s, options.system_instruction, e.description.render(doc));
+  if (options.chat_template != nullptr) {
     if (p.input)
-      item.requests.push_back({head + choice, s.target_delimiter + target_text(p)});
-    else
-      item.requests.push_back({head + p.text, s.target_delimiter + choice});
+      throw InputError("--apply-chat-template: a multiple-input suite (its prompt is an index) has no question to "
+                       "put in a user turn; evaluate it without the chat template");
+    const auto context = chat_context(s, *options.chat_template, system, exemplars, p.text);
+    for (const auto& choice : p.choices)
+      item.requests.push_back({context, choice});
+  } else {
+    const auto head = plain_context(s, system, exemplars);
+    for (const auto& choice : p.choices) {
+      if (p.input)
+        item.requests.push_back({head + choice, s.target_delimiter + target_text(p)});
+      else
+        item.requests.push_back({head + p.text, s.target_delimiter + choice});
+    }
   }
   if (!s.choice.mc2_labels.empty())
     item.mc2_labels = labels_of(e, doc, p.choices.size());
@@ -217,13 +262,14 @@ choice_item(const TaskSuite& s, const SuiteExpressions& e, const Document& doc, 
 } // namespace
 
 std::vector<ChoiceItem>
-build_choice_items(const TaskSuite& s, const std::vector<Document>& docs, const std::vector<Document>& fewshot) {
+build_choice_items(const TaskSuite& s, const std::vector<Document>& docs, const std::vector<Document>& fewshot,
+                   const PromptOptions& options) {
   const SuiteExpressions e(s);
   Exemplars exemplars;
   for (std::size_t k = 0; k < fewshot.size(); ++k) {
     try {
       exemplars.docs.push_back(preprocess_document(s.choice.process_docs, fewshot[k]));
-      exemplars.texts.push_back(exemplar_text(s, parts_of(e, exemplars.docs.back())));
+      exemplars.shown.push_back(exemplar_of(parts_of(e, exemplars.docs.back())));
     } catch (const InputError& error) {
       throw InputError(fmt::format("suite {}: few-shot document {}: {}", s.name, k, error.what()));
     }
@@ -234,7 +280,7 @@ build_choice_items(const TaskSuite& s, const std::vector<Document>& docs, const 
   for (std::size_t i = 0; i < docs.size(); ++i) {
     try {
       const auto doc = preprocess_document(s.choice.process_docs, docs[i]);
-      items.push_back(choice_item(s, e, doc, fewshot_context(s, exemplars, doc, random)));
+      items.push_back(choice_item(s, e, doc, fewshot_exemplars(s, exemplars, doc, random), options));
       items.back().index = i;
     } catch (const InputError& error) {
       throw InputError(fmt::format("suite {}: document {}: {}", s.name, i, error.what()));

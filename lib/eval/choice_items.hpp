@@ -5,6 +5,7 @@
 #pragma once
 
 #include "eval/task_documents.hpp"
+#include "eval/task_prompts.hpp"
 #include "eval/task_suite.hpp"
 
 #include <string>
@@ -27,8 +28,11 @@ struct ChoiceItem {
 };
 
 // InputError naming the suite, the document and the fix: a template that fails, choices that are
-// not a list of strings, a target that is out of range or not among the choices.
+// not a list of strings, a target that is out of range or not among the choices. With a chat
+// template (--apply-chat-template), the context is the rendered conversation up to the question
+// (system prompt, exemplars as task_prompts.hpp says) and each continuation the bare choice, as
+// lm-eval builds them.
 std::vector<ChoiceItem> build_choice_items(const TaskSuite& suite, const std::vector<Document>& docs,
-                                           const std::vector<Document>& fewshot);
+                                           const std::vector<Document>& fewshot, const PromptOptions& options = {});
 
 } // namespace optkit::eval

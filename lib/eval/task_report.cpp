@@ -46,6 +46,8 @@ candidate_json(const CandidateResult& c) {
       j["details"] = s.scores.details;
     if (s.identical_fraction)
       j["identical_fraction"] = *s.identical_fraction;
+    if (!s.reasoning_end.empty())
+      j["reasoning"] = {{"end_marker", s.reasoning_end}, {"unclosed", s.reasoning_unclosed}};
     suites.push_back(std::move(j));
   }
   nlohmann::json j = {{"model", c.label}, {"served_as", c.model_name}, {"seconds", c.seconds}, {"suites", suites}};
@@ -112,6 +114,12 @@ task_report_text(const TaskEvalResult& result, OutputFormat format, bool color) 
     text += "\nacross trials:\n" + spread.render(format, color);
   if (const auto repeats = repeat_table(result); repeats.size() > 0)
     text += "\nacross repeats:\n" + repeats.render(format, color);
+  for (const auto& c : result.candidates)
+    for (const auto& s : c.suites)
+      if (!s.reasoning_end.empty())
+        text += fmt::format("{}{}: {} of {} answers never closed their reasoning ({}): scored as written\n",
+                            result.candidates.size() > 1 ? c.label + ": " : std::string(), s.suite,
+                            s.reasoning_unclosed, s.documents, s.reasoning_end);
   for (const auto& c : result.candidates)
     for (const auto& rule : c.gate)
       text += (result.candidates.size() > 1 ? c.label + ": " : std::string()) + rule.line() + "\n";

@@ -8,6 +8,7 @@
 #include "eval/choice_scoring.hpp"
 #include "eval/loglikelihood_requests.hpp"
 #include "eval/perplexity_run.hpp"
+#include "eval/reasoning_output.hpp"
 #include "eval/task_documents.hpp"
 #include "eval/task_prompts.hpp"
 #include "eval/task_requests.hpp"
@@ -58,11 +59,64 @@ check_columns(const TaskSuite& s, const std::filesystem::path& file, const std::
   }
 }
 
+// What --apply-chat-template, --system-instruction and reasoning models need, settled once: the
+// model's chat template (from --tokenizer's folder, else the local --model's) and its
+// end-of-thinking marker.
+struct PromptSetup {
+  std::optional<model::ChatTemplate> chat_template;
+  std::optional<std::string> system_instruction;
+  std::string reasoning_end;
+
+  PromptOptions prompts() const { return {system_instruction, chat_template ? &*chat_template : nullptr}; }
+};
+
+std::filesystem::path
+template_folder(const TaskEvalOptions& options) {
+  if (!options.tokenizer.empty()) {
+    const std::filesystem::path t(options.tokenizer);
+    return std::filesystem::is_regular_file(t) ? t.parent_path() : t;
+  }
+  return options.endpoint.empty() && !options.models.empty() ? std::filesystem::path(options.models.front())
+                                                             : std::filesystem::path();
+}
+
+PromptSetup
+prompt_setup(const TaskEvalOptions& options) {
+  PromptSetup setup;
+  setup.system_instruction = options.system_instruction;
+  const auto folder = template_folder(options);
+  if (options.apply_chat_template) {
+    if (folder.empty())
+      throw InputError("--apply-chat-template renders the model's chat template here: give --tokenizer DIR (the "
+                       "model folder with its tokenizer_config.json)");
+    setup.chat_template = model::load_chat_template(folder);
+  }
+  if (options.reasoning_end == "none")
+    return setup;
+  if (!options.reasoning_end.empty()) {
+    setup.reasoning_end = options.reasoning_end;
+  } else if (setup.chat_template) {
+    setup.reasoning_end = reasoning_end_marker(setup.chat_template->text).value_or("");
+  } else if (!folder.empty() && std::filesystem::is_directory(folder)) {
+    try { // a folder without a chat template names no marker
+      setup.reasoning_end = reasoning_end_marker(model::load_chat_template(folder).text).value_or("");
+    } catch (const InputError&) {
+    }
+  }
+  return setup;
+}
+
 PreparedSuite
-prepare_suite(const std::string& name, const TaskEvalOptions& options) {
+prepare_suite(const std::string& name, const TaskEvalOptions& options, const PromptSetup& setup) {
   PreparedSuite p;
   p.suite = resolve_task_suite(name);
   auto& s = p.suite;
+  if (options.fewshot_as_multiturn) {
+    if (s.api == SuiteApi::completions && !options.apply_chat_template)
+      throw InputError("--fewshot-as-multiturn: suite " + name +
+                       " sends plain prompts; add --apply-chat-template (lm-eval requires it too)");
+    s.fewshot_as_multiturn = true;
+  }
   if (!options.data.empty())
     s.data = options.data;
   if (!options.fewshot.empty())
@@ -92,12 +146,12 @@ prepare_suite(const std::string& name, const TaskEvalOptions& options) {
     fewshot = load_documents(s.fewshot);
   }
   if (s.scorer == Scorer::multiple_choice) {
-    p.choices = build_choice_items(s, docs, fewshot);
+    p.choices = build_choice_items(s, docs, fewshot, setup.prompts());
     for (const auto& item : p.choices)
       p.pairs.insert(p.pairs.end(), item.requests.begin(), item.requests.end());
     return p;
   }
-  p.items = build_task_items(s, docs, fewshot);
+  p.items = build_task_items(s, docs, fewshot, setup.prompts());
   for (const auto& item : p.items)
     p.bodies.push_back(request_body(s, item));
   return p;
@@ -114,6 +168,7 @@ struct RunState {
   const archive::RunContext& context;
   std::int64_t next_trial = 0;
   std::optional<EndpointTarget> judge;
+  std::string reasoning_end; // stripped from generated answers before scoring (empty: none)
 };
 
 RuntimeFailure
@@ -196,6 +251,7 @@ struct SuitePass {
   SuiteScores scores;
   std::vector<std::string> answers;
   std::size_t cached = 0;
+  std::size_t reasoning_unclosed = 0;
 };
 
 SuitePass
@@ -205,6 +261,11 @@ generation_pass(const PreparedSuite& p, const Target& target, const TaskEvalOpti
   for (const auto& g : generate_all(target.endpoint, path_for(p.suite), p.bodies, request)) {
     pass.answers.push_back(g.text);
     pass.cached += g.cached ? 1u : 0u;
+  }
+  if (!run.reasoning_end.empty()) {
+    auto split = strip_reasoning(pass.answers, run.reasoning_end);
+    pass.answers = std::move(split.answers);
+    pass.reasoning_unclosed = split.unclosed;
   }
   const auto judged = p.suite.scorer == Scorer::do_not_answer && run.judge
                           ? judge_responses(options, *run.judge, p, pass.answers, cache)
@@ -247,6 +308,10 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
     auto pass = p.suite.scorer == Scorer::multiple_choice ? loglikelihood_pass(p, target, request)
                                                           : generation_pass(p, target, options, request, cache, run);
     out.cached += r == 0 ? pass.cached : 0;
+    if (r == 0 && p.suite.scorer != Scorer::multiple_choice) {
+      out.reasoning_end = run.reasoning_end;
+      out.reasoning_unclosed = pass.reasoning_unclosed;
+    }
     for (const auto& m : pass.scores.metrics)
       repeat_means[m.name].push_back(m.mean());
     if (r == 0) {
@@ -419,9 +484,10 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
     throw InputError("--data replaces one suite's documents: give one --suite with it");
   if (options.repeat < 1)
     throw InputError("--repeat must be at least 1");
+  const auto setup = prompt_setup(options);
   std::vector<PreparedSuite> suites;
   for (const auto& name : options.suites)
-    suites.push_back(prepare_suite(name, options));
+    suites.push_back(prepare_suite(name, options, setup));
   const bool needs_server = std::any_of(suites.begin(), suites.end(),
                                         [](const PreparedSuite& p) { return p.suite.scorer != Scorer::perplexity; });
   const bool loglikelihood = std::any_of(
@@ -434,7 +500,7 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
                                           : std::filesystem::path());
 
   TaskEvalResult result;
-  RunState run{context, 0, std::nullopt};
+  RunState run{context, 0, std::nullopt, setup.reasoning_end};
   if (!options.judge.empty() && std::any_of(suites.begin(), suites.end(), [](const PreparedSuite& p) {
         return p.suite.scorer == Scorer::do_not_answer;
       })) {

@@ -29,8 +29,12 @@ struct TaskEvalOptions {
   std::string data;                // documents, overriding the suite's (one suite)
   std::string fewshot;             // exemplars, overriding the suite's
   std::optional<int> num_fewshot;
-  std::optional<int> max_gen_toks; // overriding the suite's token budget
-  std::size_t limit = 0;           // first N documents (0: all)
+  std::optional<int> max_gen_toks;  // overriding the suite's token budget
+  bool apply_chat_template = false; // completions and multiple-choice suites: the model's chat template renders prompts
+  bool fewshot_as_multiturn = false;             // exemplars as user/assistant turns (chat suites or the template)
+  std::optional<std::string> system_instruction; // lm-eval's --system_instruction
+  std::string reasoning_end; // end-of-thinking marker stripped from answers; empty: the chat template's; "none": off
+  std::size_t limit = 0;     // first N documents (0: all)
   int concurrency = 8;
   int max_retries = 3;
   double request_timeout_s = 300;
@@ -57,6 +61,8 @@ struct SuiteOutcome {
   std::optional<double> identical_fraction;                // --repeat: items answered identically every time
   std::map<std::string, TrialSpread> across_repeats;       // metric → spread of the repeats' means
   std::size_t cached = 0;                                  // responses served from the cache
+  std::string reasoning_end;                               // the marker stripped from answers (empty: none)
+  std::size_t reasoning_unclosed = 0;                      // answers that never wrote it
 };
 
 struct CandidateResult {

@@ -23,7 +23,7 @@ token_text(const json& v) {
 
 ChatTemplate
 parse_chat_template(const std::string& jinja_text, const std::string& source, nlohmann::ordered_json special_tokens) {
-  return {jinja::Template::parse(jinja_text, source), source, "default", {}, std::move(special_tokens)};
+  return {jinja::Template::parse(jinja_text, source), source, jinja_text, "default", {}, std::move(special_tokens)};
 }
 
 ChatTemplate

@@ -25,6 +25,7 @@ struct ChatMessage {
 struct ChatTemplate {
   jinja::Template jinja;
   std::string source;             // e.g. "tokenizer_config.json chat_template" or "chat_template.jinja"
+  std::string text;               // the Jinja source
   std::string name;               // the named template used ("default" when the file has one)
   std::vector<std::string> names; // every named template the file offers
   nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object(); // bos_token, eos_token, ... as text

@@ -3,7 +3,8 @@
 # their stderr; on the task model tiny-arith, int8 passes an mmlu_continuation gate on the MMLU
 # sample and int2 RTN fails it at p < 0.01; an endpoint is scored through --tokenizer; a server
 # that refuses echo (llama.cpp's llama-server), a chat-completions URL, a file of other columns and
-# a missing file each exit 2 with one line naming the fix.
+# a missing file each exit 2 with one line naming the fix; --apply-chat-template, --system-instruction
+# and --reasoning-end on the way.
 source "$(dirname "$0")/lib.sh"
 : "${OPTKIT_SOURCE_DIR:?}"
 models="$OPTKIT_SOURCE_DIR/testdata/models"
@@ -129,6 +130,26 @@ run eval tasks --endpoint "http://127.0.0.1:$(cat "$SCRATCH/standin.port")" --to
 expect_rc 2
 expect_err_has "refuses echo on /v1/completions"
 expect_err_has "llama.cpp"
+
+# Chat and reasoning models: the model's chat template renders prompts (its turns and a system
+# instruction); answers are scored after the end-of-thinking marker, and those that never wrote it
+# are counted and reported.
+run eval tasks --model "$models/tiny-arith" --suite mmlu --limit 8 --apply-chat-template \
+  --system-instruction "Answer with a letter." --threads 1 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][0]['n']")" 8
+run eval tasks --model "$models/tiny-arith" --suite arith --limit 6 --reasoning-end "</think>" --threads 1 --format json
+expect_rc 0
+expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['reasoning']")" "{'end_marker': '</think>', 'unclosed': 6}"
+run eval tasks --model "$models/tiny-arith" --suite arith --limit 6 --reasoning-end "#### " --threads 1
+expect_rc 0
+expect_out_has "arith: 0 of 6 answers never closed their reasoning (#### )"
+run eval tasks --model "$models/tiny-arith" --suite arith --limit 3 --fewshot-as-multiturn
+expect_rc 2
+expect_err_has "add --apply-chat-template"
+run eval tasks --endpoint "http://127.0.0.1:9" --suite arith --apply-chat-template
+expect_rc 2
+expect_err_has "give --tokenizer DIR"
 
 # Bad input: one line, exit 2.
 echo '{"q": "x", "options": ["a", "b"], "key": "A"}' >"$SCRATCH/other.jsonl"

@@ -91,7 +91,8 @@ main(int argc, char** argv) {
   std::vector<std::string> requests;
   for (const auto& item : build_choice_items(suite, docs, {}))
     for (const auto& r : item.requests) {
-      auto body = loglikelihood_request(encode_pair(tokenizer, r.context, r.continuation), suite.choice.max_length).body;
+      auto body =
+          loglikelihood_request(encode_pair(tokenizer, r.context, r.continuation), suite.choice.max_length).body;
       body["model"] = target.model;
       requests.push_back(body.dump());
     }
