@@ -8,9 +8,8 @@
 using namespace optkit::eval;
 
 TEST_CASE("the answer after the last marker; answers without it counted") {
-  const auto split = strip_reasoning({"<think>2+2 is 4</think>The answer is 4.", "still thinking about 2+2",
-                                      "a</think>b</think> 5"},
-                                     "</think>");
+  const auto split = strip_reasoning(
+      {"<think>2+2 is 4</think>The answer is 4.", "still thinking about 2+2", "a</think>b</think> 5"}, "</think>");
   CHECK(split.answers == std::vector<std::string>{"The answer is 4.", "still thinking about 2+2", " 5"});
   CHECK(split.unclosed == 1);
 }
