@@ -3,6 +3,7 @@
 // characters (Python's len), acc_bytes by its UTF-8 bytes; mc2 is TruthfulQA's true probability
 // mass; a breakdown field adds per-value and per-group metrics.
 #include "eval/choice_scoring.hpp"
+#include "eval/paired_statistics.hpp"
 
 #include <doctest/doctest.h>
 
@@ -95,4 +96,34 @@ TEST_CASE("a breakdown field: each metric again per value and per group, weighte
   CHECK(metric(scores, "acc,humanities") == 0.0);
   CHECK(scores.items[0].answers["prediction"] == 0);
   CHECK(scores.items[1].response == "B");
+}
+
+TEST_CASE("group stderr: pooled from the members' as lm-eval's pooled_sample_stderr pools them") {
+  // Two subjects of one group: [1, 0] and [1, 1, 0, 0]. Members' stderr: 0.5 and √(1/3)/2.
+  // Pooled: √(((2−1)·2·0.25 + (4−1)·4·(1/12)) / (6 − 2) / 6) = √(1.5 / 4 / 6) = 0.25.
+  auto s = suite({"acc"});
+  s.choice.breakdown = "subject";
+  s.choice.groups = {{"stem", {"algebra", "physics"}}};
+  std::vector<ChoiceItem> items;
+  std::vector<double> lls;
+  const std::pair<const char*, bool> rows[] = {{"algebra", true}, {"algebra", false}, {"physics", true},
+                                               {"physics", true}, {"physics", false}, {"physics", false}};
+  for (const auto& [subject, right] : rows) {
+    items.push_back(item({"A", "B"}, 0));
+    items.back().breakdown = subject;
+    lls.push_back(right ? -1.0 : -2.0);
+    lls.push_back(-1.5);
+  }
+  const auto scores = score_multiple_choice(s, items, lls);
+  for (const auto& m : scores.metrics) {
+    if (m.name == "acc,stem" || m.name == "acc") {
+      REQUIRE(m.pooled_stderr);
+      CHECK(*m.pooled_stderr == doctest::Approx(0.25));
+    }
+    if (m.name == "acc,algebra")
+      CHECK(m.stderr_value() == doctest::Approx(0.5));
+  }
+  const double stderrs[] = {0.5, std::sqrt(1.0 / 3.0) / 2};
+  const std::size_t sizes[] = {2, 4};
+  CHECK(pooled_stderr(stderrs, sizes) == doctest::Approx(0.25));
 }

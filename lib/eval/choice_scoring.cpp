@@ -1,10 +1,12 @@
 #include "eval/choice_scoring.hpp"
 
 #include "core/error.hpp"
+#include "eval/paired_statistics.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace optkit::eval {
 
@@ -84,6 +86,60 @@ ordered_metrics(const TaskSuite& suite, const std::vector<ItemOutcome>& items) {
   return metrics;
 }
 
+const MetricScores*
+find_metric(const std::vector<MetricScores>& metrics, const std::string& name) {
+  for (const auto& m : metrics)
+    if (m.name == name)
+      return &m;
+  return nullptr;
+}
+
+// lm-eval's group stderr: each group's pooled from its members' (the breakdown values in it), the
+// whole's pooled from the groups' and the values in no group.
+void
+pool_group_stderrs(const TaskSuite& suite, std::vector<MetricScores>& metrics) {
+  if (suite.choice.breakdown.empty())
+    return;
+  const auto pool = [&](MetricScores& target, const std::vector<const MetricScores*>& members) {
+    std::vector<double> stderrs;
+    std::vector<std::size_t> sizes;
+    for (const auto* m : members) {
+      stderrs.push_back(m->stderr_value());
+      sizes.push_back(m->items.size());
+    }
+    if (const double se = pooled_stderr(stderrs, sizes); !std::isnan(se))
+      target.pooled_stderr = se;
+  };
+  for (const auto& metric : suite.choice.metrics) {
+    const auto name = reported_name(metric);
+    std::vector<const MetricScores*> top;
+    std::set<std::string> grouped;
+    for (const auto& g : suite.choice.groups) {
+      std::vector<const MetricScores*> members;
+      for (const auto& value : g.members) {
+        grouped.insert(value);
+        if (const auto* m = find_metric(metrics, name + "," + value))
+          members.push_back(m);
+      }
+      for (auto& m : metrics)
+        if (m.name == name + "," + g.name) {
+          pool(m, members);
+          top.push_back(&m);
+        }
+    }
+    for (const auto& m : metrics) {
+      const auto value = m.name.substr(std::min(m.name.size(), name.size() + 1));
+      if (m.name.starts_with(name + ",") && !grouped.contains(value) &&
+          std::none_of(suite.choice.groups.begin(), suite.choice.groups.end(),
+                       [&](const ChoiceGroup& g) { return g.name == value; }))
+        top.push_back(&m);
+    }
+    for (auto& m : metrics)
+      if (m.name == name)
+        pool(m, top);
+  }
+}
+
 } // namespace
 
 std::size_t
@@ -119,6 +175,7 @@ score_multiple_choice(const TaskSuite& suite, const std::vector<ChoiceItem>& ite
     out.items.push_back(std::move(outcome));
   }
   out.metrics = ordered_metrics(suite, out.items);
+  pool_group_stderrs(suite, out.metrics);
   return out;
 }
 

@@ -45,6 +45,18 @@ mean_stderr(std::span<const double> scores) {
   return summarize(scores).stddev / std::sqrt(static_cast<double>(scores.size()));
 }
 
+double
+pooled_stderr(std::span<const double> stderrs, std::span<const std::size_t> sizes) {
+  double weighted = 0, total = 0;
+  for (std::size_t i = 0; i < stderrs.size() && i < sizes.size(); ++i) {
+    const auto n = static_cast<double>(sizes[i]);
+    weighted += (n - 1) * n * stderrs[i] * stderrs[i];
+    total += n;
+  }
+  const double dof = total - static_cast<double>(std::min(stderrs.size(), sizes.size()));
+  return dof > 0 ? std::sqrt(weighted / dof / total) : std::nan("");
+}
+
 McNemar
 exact_mcnemar(std::span<const double> baseline, std::span<const double> candidate) {
   if (baseline.size() != candidate.size())

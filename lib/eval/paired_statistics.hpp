@@ -13,6 +13,10 @@ namespace optkit::eval {
 // lm-eval's stderr of a mean: sample standard deviation (n − 1) / √n; 0 for fewer than 2 items.
 double mean_stderr(std::span<const double> scores);
 
+// lm-eval's pooled_sample_stderr, a group's stderr from its members' stderrs and sizes:
+// √(Σ (nᵢ − 1)·nᵢ·seᵢ² / (N − k) / N). NaN when N ≤ k (every member a single item).
+double pooled_stderr(std::span<const double> stderrs, std::span<const std::size_t> sizes);
+
 struct McNemar {
   std::int64_t baseline_only = 0;  // b: passed on the baseline, failed on the candidate
   std::int64_t candidate_only = 0; // c: the reverse

@@ -115,8 +115,15 @@ parse_csv(std::string_view text, const std::string& source) {
 
 std::vector<Document>
 load_documents(const std::filesystem::path& file) {
-  const std::string text = read_input_file(file);
   const auto ext = file.extension().string();
+  if (ext == ".parquet") // the Hub's format: read after an export to JSON lines
+    throw InputError(file.string() +
+                     ": Parquet is read as JSON lines: export it first, e.g. python3 -c \"import pandas as p; "
+                     "p.read_parquet('" +
+                     file.string() + "').to_json('" + file.stem().string() +
+                     ".jsonl', orient='records', lines=True)\" (or the dataset's to_json), then --data " +
+                     file.stem().string() + ".jsonl");
+  const std::string text = read_input_file(file);
   if (ext == ".csv")
     return parse_csv(text, file.string());
   if (ext == ".json")

@@ -15,7 +15,8 @@ namespace optkit::eval {
 using Document = nlohmann::ordered_json;
 
 // By extension: .jsonl/.json/.csv. InputError naming the file and line for malformed input (a
-// line that is not a JSON object, a CSV row with the wrong number of fields, an unclosed quote).
+// line that is not a JSON object, a CSV row with the wrong number of fields, an unclosed quote);
+// for a .parquet file, InputError giving the command that exports it to JSON lines.
 std::vector<Document> load_documents(const std::filesystem::path& file);
 
 // The parsers behind load_documents, on bytes already read (`source` names them in errors).

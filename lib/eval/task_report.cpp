@@ -18,7 +18,7 @@ metric_json(const SuiteOutcome& s, const MetricScores& m) {
   nlohmann::json j = {{"metric", m.name},
                       {"n", m.items.size()},
                       {"score", m.mean()},
-                      {"stderr", m.reports_stderr ? number_or_null(mean_stderr(m.items)) : nlohmann::json(nullptr)}};
+                      {"stderr", m.reports_stderr ? number_or_null(m.stderr_value()) : nlohmann::json(nullptr)}};
   if (const auto it = s.versus_baseline.find(m.name); it != s.versus_baseline.end()) {
     const auto& c = it->second;
     j["baseline"] = c.baseline_mean;

@@ -16,6 +16,11 @@ MetricScores::mean() const {
   return items.empty() ? 0 : sum / static_cast<double>(items.size());
 }
 
+double
+MetricScores::stderr_value() const {
+  return pooled_stderr ? *pooled_stderr : mean_stderr(items);
+}
+
 namespace {
 
 void

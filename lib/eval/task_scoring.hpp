@@ -18,10 +18,12 @@
 namespace optkit::eval {
 
 struct MetricScores {
-  std::string name;           // "exact_match,strict-match", "prompt_level_strict_acc", "harmless_rate", ...
-  std::vector<double> items;  // one score per item (per instruction for IFEval's inst-level metrics)
-  bool reports_stderr = true; // lm-eval reports N/A for IFEval's inst-level aggregation
+  std::string name;                    // "exact_match,strict-match", "prompt_level_strict_acc", "harmless_rate", ...
+  std::vector<double> items;           // one score per item (per instruction for IFEval's inst-level metrics)
+  bool reports_stderr = true;          // lm-eval reports N/A for IFEval's inst-level aggregation
+  std::optional<double> pooled_stderr; // a group's, pooled from its members' as lm-eval pools them
   double mean() const;
+  double stderr_value() const; // pooled_stderr, else lm-eval's stderr of the items' mean
 };
 
 struct ItemOutcome {

@@ -159,4 +159,8 @@ expect_err_has "document 0 has no question, choices, answerKey"
 run eval tasks --model "$models/tiny-arith" --suite mmlu --data "$SCRATCH/nowhere.jsonl"
 expect_rc 2
 expect_err_has "nowhere.jsonl: no such file"
+printf 'PAR1' >"$SCRATCH/test-00000-of-00001.parquet"
+run eval tasks --model "$models/tiny-arith" --suite mmlu --data "$SCRATCH/test-00000-of-00001.parquet"
+expect_rc 2
+expect_err_has "export it first"
 echo "eval tasks multiple-choice CLI: ok (tiny-arith MMLU sample acc $base_acc; int2 p $p)"
