@@ -41,6 +41,20 @@ metric(const SuiteScores& s, const std::string& name) {
   return NAN;
 }
 
+// Two-choice items of the given subjects, answered right (choice 0 most likely) or wrong.
+SuiteScores
+score_subjects(const TaskSuite& s, const std::vector<std::pair<std::string, bool>>& rows) {
+  std::vector<ChoiceItem> items;
+  std::vector<double> lls;
+  for (const auto& [subject, right] : rows) {
+    items.push_back(item({"A", "B"}, 0));
+    items.back().breakdown = subject;
+    lls.push_back(right ? -1.0 : -2.0);
+    lls.push_back(-1.5);
+  }
+  return score_multiple_choice(s, items, lls);
+}
+
 } // namespace
 
 TEST_CASE("acc: the most likely choice against target 1 (lm-eval's cases)") {
@@ -75,17 +89,8 @@ TEST_CASE("a breakdown field: each metric again per value and per group, weighte
   auto s = suite({"acc"});
   s.choice.breakdown = "subject";
   s.choice.groups = {{"stem", {"algebra", "physics"}}, {"humanities", {"law"}}};
-  std::vector<ChoiceItem> items;
-  std::vector<double> lls;
-  const std::pair<const char*, bool> rows[] = {{"algebra", true}, {"algebra", false}, {"physics", true},
-                                               {"law", false},    {"law", false},     {"music", true}};
-  for (const auto& [subject, right] : rows) {
-    items.push_back(item({"A", "B"}, 0));
-    items.back().breakdown = subject;
-    lls.push_back(right ? -1.0 : -2.0);
-    lls.push_back(-1.5);
-  }
-  const auto scores = score_multiple_choice(s, items, lls);
+  const auto scores = score_subjects(
+      s, {{"algebra", true}, {"algebra", false}, {"physics", true}, {"law", false}, {"law", false}, {"music", true}});
   std::vector<std::string> names;
   for (const auto& m : scores.metrics)
     names.push_back(m.name);
@@ -104,17 +109,12 @@ TEST_CASE("group stderr: pooled from the members' as lm-eval's pooled_sample_std
   auto s = suite({"acc"});
   s.choice.breakdown = "subject";
   s.choice.groups = {{"stem", {"algebra", "physics"}}};
-  std::vector<ChoiceItem> items;
-  std::vector<double> lls;
-  const std::pair<const char*, bool> rows[] = {{"algebra", true}, {"algebra", false}, {"physics", true},
-                                               {"physics", true}, {"physics", false}, {"physics", false}};
-  for (const auto& [subject, right] : rows) {
-    items.push_back(item({"A", "B"}, 0));
-    items.back().breakdown = subject;
-    lls.push_back(right ? -1.0 : -2.0);
-    lls.push_back(-1.5);
-  }
-  const auto scores = score_multiple_choice(s, items, lls);
+  const auto scores = score_subjects(s, {{"algebra", true},
+                                         {"algebra", false},
+                                         {"physics", true},
+                                         {"physics", true},
+                                         {"physics", false},
+                                         {"physics", false}});
   for (const auto& m : scores.metrics) {
     if (m.name == "acc,stem" || m.name == "acc") {
       REQUIRE(m.pooled_stderr);
