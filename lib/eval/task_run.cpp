@@ -465,8 +465,10 @@ load_archived_items(const archive::RunContext& context, const std::string& run_r
                                run_reference, run_id));
 }
 
-TaskEvalResult
-run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context) {
+namespace {
+
+void
+check_task_options(const TaskEvalOptions& options) {
   if (options.suites.empty())
     throw InputError("--suite NAME|FILE is required (bundled: " + [] {
       std::string names;
@@ -484,64 +486,84 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
     throw InputError("--data replaces one suite's documents: give one --suite with it");
   if (options.repeat < 1)
     throw InputError("--repeat must be at least 1");
-  const auto setup = prompt_setup(options);
-  std::vector<PreparedSuite> suites;
-  for (const auto& name : options.suites)
-    suites.push_back(prepare_suite(name, options, setup));
-  const bool needs_server = std::any_of(suites.begin(), suites.end(),
-                                        [](const PreparedSuite& p) { return p.suite.scorer != Scorer::perplexity; });
-  const bool loglikelihood = std::any_of(
-      suites.begin(), suites.end(), [](const PreparedSuite& p) { return p.suite.scorer == Scorer::multiple_choice; });
-  const std::string endpoint = options.endpoint.empty() ? "" : endpoint_base(options.endpoint, loglikelihood);
-  const std::optional<QualityGate> gate =
-      options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
-  const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
-                                                                       : std::filesystem::path(options.cache_dir))
-                                          : std::filesystem::path());
+}
 
-  TaskEvalResult result;
-  RunState run{context, 0, std::nullopt, setup.reasoning_end};
-  if (!options.judge.empty() && std::any_of(suites.begin(), suites.end(), [](const PreparedSuite& p) {
-        return p.suite.scorer == Scorer::do_not_answer;
-      })) {
-    try {
-      run.judge = endpoint_target(options.judge, options.judge_model, options.api_key).endpoint;
-      run.judge->identity += std::string(" prompt:") + kJudgePromptVersion;
-    } catch (const Error& e) {
-      throw judge_failure(options, e);
-    }
+bool
+any_scorer(const std::vector<PreparedSuite>& suites, Scorer scorer) {
+  return std::any_of(suites.begin(), suites.end(),
+                     [scorer](const PreparedSuite& p) { return p.suite.scorer == scorer; });
+}
+
+// A perplexity-only run scores the folders themselves; anything else asks a server.
+bool
+needs_server(const std::vector<PreparedSuite>& suites) {
+  return !std::all_of(suites.begin(), suites.end(),
+                      [](const PreparedSuite& p) { return p.suite.scorer == Scorer::perplexity; });
+}
+
+// The Do-Not-Answer judge, checked once before any model time is spent.
+std::optional<EndpointTarget>
+judge_target(const TaskEvalOptions& options, const std::vector<PreparedSuite>& suites) {
+  if (options.judge.empty() || !any_scorer(suites, Scorer::do_not_answer))
+    return std::nullopt;
+  try {
+    auto judge = endpoint_target(options.judge, options.judge_model, options.api_key).endpoint;
+    judge.identity += std::string(" prompt:") + kJudgePromptVersion;
+    return judge;
+  } catch (const Error& e) {
+    throw judge_failure(options, e);
   }
-  // The baseline first: a run id is read from the archive; a folder is evaluated now, the same way.
+}
+
+// The baseline's metrics by suite: a run id is read from the archive; a folder is evaluated now,
+// the same way, and kept in the result.
+std::map<std::string, std::vector<MetricScores>>
+baseline_metrics(const TaskEvalOptions& options, const std::vector<PreparedSuite>& suites, const ResponseCache& cache,
+                 RunState& run, TaskEvalResult& result) {
   std::map<std::string, std::vector<MetricScores>> baseline;
-  if (!options.baseline.empty()) {
-    if (std::filesystem::is_directory(options.baseline)) {
-      auto base = evaluate_candidate(local_target(options.baseline, "", options, context, needs_server), suites,
-                                     options, cache, run);
-      for (const auto& s : base.suites)
-        baseline[s.suite] = s.scores.metrics;
-      result.baseline = std::move(base);
-      result.baseline_source = options.baseline;
-    } else {
-      for (const auto& [suite, items] : load_archived_items(context, options.baseline))
-        baseline[suite] = metrics_from_items(items);
-      result.baseline_source = "run " + options.baseline;
-    }
-  }
-  if (!options.endpoint.empty()) {
-    result.candidates.push_back(evaluate_candidate(
-        endpoint_target(endpoint, options.models.empty() ? "" : options.models.front(), options.api_key), suites,
-        options, cache, run));
+  if (options.baseline.empty())
+    return baseline;
+  if (std::filesystem::is_directory(options.baseline)) {
+    auto base = evaluate_candidate(local_target(options.baseline, "", options, run.context, needs_server(suites)),
+                                   suites, options, cache, run);
+    for (const auto& s : base.suites)
+      baseline[s.suite] = s.scores.metrics;
+    result.baseline = std::move(base);
+    result.baseline_source = options.baseline;
   } else {
-    for (const auto& model : options.models) {
-      auto target = local_target(model, options.delta, options, context, needs_server);
-      if (std::filesystem::is_directory(options.baseline))
-        target.kl_base = options.baseline; // perplexity suites add KL(baseline || candidate)
-      result.candidates.push_back(evaluate_candidate(std::move(target), suites, options, cache, run));
-    }
+    for (const auto& [suite, items] : load_archived_items(run.context, options.baseline))
+      baseline[suite] = metrics_from_items(items);
+    result.baseline_source = "run " + options.baseline;
   }
+  return baseline;
+}
+
+std::vector<CandidateResult>
+evaluate_candidates(const TaskEvalOptions& options, const std::vector<PreparedSuite>& suites,
+                    const ResponseCache& cache, RunState& run) {
+  std::vector<CandidateResult> candidates;
+  if (!options.endpoint.empty()) {
+    const auto base_url = endpoint_base(options.endpoint, any_scorer(suites, Scorer::multiple_choice));
+    candidates.push_back(evaluate_candidate(
+        endpoint_target(base_url, options.models.empty() ? "" : options.models.front(), options.api_key), suites,
+        options, cache, run));
+    return candidates;
+  }
+  for (const auto& model : options.models) {
+    auto target = local_target(model, options.delta, options, run.context, needs_server(suites));
+    if (std::filesystem::is_directory(options.baseline))
+      target.kl_base = options.baseline; // perplexity suites add KL(baseline || candidate)
+    candidates.push_back(evaluate_candidate(std::move(target), suites, options, cache, run));
+  }
+  return candidates;
+}
+
+void
+judge_candidates(TaskEvalResult& result, const std::map<std::string, std::vector<MetricScores>>& baseline,
+                 const std::optional<QualityGate>& gate, const BootstrapOptions& bootstrap) {
   for (auto& c : result.candidates) {
     if (!baseline.empty())
-      compare_with_baseline(c, baseline, options.bootstrap);
+      compare_with_baseline(c, baseline, bootstrap);
     if (gate) {
       c.gate = apply_quality_gate(*gate, observations(c));
       c.gate_passed = std::all_of(c.gate.begin(), c.gate.end(), [](const RuleOutcome& o) { return o.passed; });
@@ -550,15 +572,48 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   result.gate_given = gate.has_value();
   result.gate_passed = std::all_of(result.candidates.begin(), result.candidates.end(),
                                    [](const CandidateResult& c) { return c.gate_passed; });
-  if (result.candidates.size() > 1)
-    for (std::size_t s = 0; s < suites.size(); ++s)
-      for (std::size_t m = 0; m < result.candidates.front().suites[s].scores.metrics.size(); ++m) {
-        std::vector<double> values;
-        for (const auto& c : result.candidates)
-          values.push_back(c.suites[s].scores.metrics[m].mean());
-        result.across_trials.push_back(
-            {suites[s].suite.name, result.candidates.front().suites[s].scores.metrics[m].name, trial_spread(values)});
-      }
+}
+
+// Mean, STD and RSD of each metric across the candidates (compress --trials outputs).
+std::vector<MetricSpread>
+spread_across_trials(const std::vector<CandidateResult>& candidates) {
+  std::vector<MetricSpread> out;
+  if (candidates.size() < 2)
+    return out;
+  const auto& first = candidates.front();
+  for (std::size_t s = 0; s < first.suites.size(); ++s)
+    for (std::size_t m = 0; m < first.suites[s].scores.metrics.size(); ++m) {
+      std::vector<double> values;
+      for (const auto& c : candidates)
+        values.push_back(c.suites[s].scores.metrics[m].mean());
+      out.push_back({first.suites[s].suite, first.suites[s].scores.metrics[m].name, trial_spread(values)});
+    }
+  return out;
+}
+
+} // namespace
+
+TaskEvalResult
+run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context) {
+  check_task_options(options);
+  const auto setup = prompt_setup(options);
+  std::vector<PreparedSuite> suites;
+  for (const auto& name : options.suites)
+    suites.push_back(prepare_suite(name, options, setup));
+  if (!options.endpoint.empty()) // a chat-completions URL for a multiple-choice suite: refused before any work
+    endpoint_base(options.endpoint, any_scorer(suites, Scorer::multiple_choice));
+  const std::optional<QualityGate> gate =
+      options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
+  const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
+                                                                       : std::filesystem::path(options.cache_dir))
+                                          : std::filesystem::path());
+  RunState run{context, 0, judge_target(options, suites), setup.reasoning_end};
+
+  TaskEvalResult result;
+  const auto baseline = baseline_metrics(options, suites, cache, run, result);
+  result.candidates = evaluate_candidates(options, suites, cache, run);
+  judge_candidates(result, baseline, gate, options.bootstrap);
+  result.across_trials = spread_across_trials(result.candidates);
   if (!options.items_out.empty())
     write_items(result, options.items_out);
   archive_result(context, result, run.next_trial);
