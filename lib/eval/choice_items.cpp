@@ -22,17 +22,17 @@ all_digits(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// lm-eval renders its templates with Jinja's keep_trailing_newline (MMLU's description ends in
-// two newlines). One of lm-eval's doc_to_* settings: the name of a document field (its value as it is), a single
+// One of lm-eval's doc_to_* settings: the name of a document field (its value as it is), a single
 // Jinja expression "{{ ... }}" (its value, lists included), or a template (the text it renders).
+// Templates render with Jinja's keep_trailing_newline, as lm-eval's do (MMLU's description ends in
+// two newlines).
 class DocExpression {
 public:
   DocExpression(const std::string& source, const std::string& name) : m_source(source) {
     const auto open = source.find("{{"), close = source.rfind("}}");
     const bool single = open == 0 && close + 2 == source.size() && source.find("{{", 2) == std::string::npos &&
                         source.find("}}") == close && source.find("{%") == std::string::npos;
-    const std::string text =
-        single ? "{{ (" + source.substr(2, close - 2) + ") | tojson }}" : (source.empty() ? std::string() : source);
+    const std::string text = single ? "{{ (" + source.substr(2, close - 2) + ") | tojson }}" : source;
     m_template.emplace(jinja::Template::parse(text, name, true));
     m_json = single;
   }

@@ -15,14 +15,13 @@
 #include "eval/task_documents.hpp"
 #include "eval/task_suite.hpp"
 #include "http/openai_endpoint.hpp"
+#include "server_alone.hpp"
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 using namespace optkit;
 using namespace optkit::eval;
@@ -32,24 +31,6 @@ namespace {
 double
 seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Requests per second.
-double
-server_alone(const EndpointTarget& target, const std::vector<std::string>& requests, int concurrency) {
-  std::atomic<std::size_t> next{0};
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < concurrency; ++t)
-    pool.emplace_back([&] {
-      http::Client client(target.url);
-      for (std::size_t i = next++; i < requests.size(); i = next++)
-        if (client.request("POST", "/v1/completions", requests[i]).status != 200)
-          std::abort();
-    });
-  for (auto& t : pool)
-    t.join();
-  return static_cast<double>(requests.size()) / seconds_since(start);
 }
 
 std::vector<Document>
@@ -112,11 +93,14 @@ main(int argc, char** argv) {
 
   fmt::print("{} four-choice MMLU-format items ({} requests), {} in flight, serve-deltas on tiny-base\n", count,
              requests.size(), concurrency);
-  server_alone(target, std::vector<std::string>(requests.begin(), requests.begin() + 200), concurrency); // warm-up
+  const auto server_alone = [&](const std::vector<std::string>& bodies) {
+    return perf_support::server_alone(target.url, "/v1/completions", bodies, concurrency);
+  };
+  server_alone(std::vector<std::string>(requests.begin(), requests.begin() + 200)); // warm-up
   double alone = 0, ours = 0;
   std::vector<std::string> rows;
   for (int round = 0; round < 2; ++round) {
-    const double a = server_alone(target, requests, concurrency);
+    const double a = server_alone(requests);
     const double e = eval_tasks();
     rows.push_back(fmt::format("  round {}: server alone {:.0f} requests/s, eval tasks {:.0f} requests/s ({:.3f})",
                                round + 1, a, e, e / a));

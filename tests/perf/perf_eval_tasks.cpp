@@ -15,14 +15,13 @@
 #include "eval/task_scoring.hpp"
 #include "eval/task_suite.hpp"
 #include "http/openai_endpoint.hpp"
+#include "server_alone.hpp"
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 #include <unistd.h>
 
 using namespace optkit;
@@ -42,19 +41,7 @@ server_alone(const EndpointTarget& target, const std::vector<nlohmann::json>& bo
     b["model"] = target.model;
     requests.push_back(b.dump());
   }
-  std::atomic<std::size_t> next{0};
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < concurrency; ++t)
-    pool.emplace_back([&] {
-      http::Client client(target.url);
-      for (std::size_t i = next++; i < requests.size(); i = next++)
-        if (client.request("POST", "/v1/completions", requests[i]).status != 200)
-          std::abort();
-    });
-  for (auto& t : pool)
-    t.join();
-  return static_cast<double>(requests.size()) / seconds_since(start);
+  return perf_support::server_alone(target.url, "/v1/completions", requests, concurrency);
 }
 
 } // namespace
