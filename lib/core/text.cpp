@@ -58,6 +58,12 @@ strip_chars(std::string_view text, std::string_view chars) {
   return text.substr(first, text.find_last_not_of(chars) - first + 1);
 }
 
+bool
+is_index_text(std::string_view text) {
+  return !text.empty() && text.size() <= 9 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string
 ascii_case(std::string text, bool upper) {
   for (auto& c : text)

@@ -15,6 +15,9 @@ std::string_view trim(std::string_view text);
 // Python's str.strip(chars): `text` without leading and trailing characters from `chars`
 // (default: Python's ASCII whitespace).
 std::string_view strip_chars(std::string_view text, std::string_view chars = " \t\n\r\f\v");
+// Whether `text` is 1 to 9 ASCII digits: a non-negative int as Python's str.isdigit() +
+// int() would read it (lm-eval's rule for templates that render an index).
+bool is_index_text(std::string_view text);
 // ASCII letters upper- or lower-cased; every other byte kept.
 std::string ascii_case(std::string text, bool upper);
 

@@ -1,6 +1,7 @@
 #include "eval/choice_items.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "eval/document_preprocessors.hpp"
 #include "eval/python_random.hpp"
 #include "jinja/template.hpp"
@@ -15,12 +16,6 @@ namespace optkit::eval {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-bool
-all_digits(const std::string& text) {
-  return !text.empty() && text.size() <= 9 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 // One of lm-eval's doc_to_* settings: the name of a document field (its value as it is), a single
 // Jinja expression "{{ ... }}" (its value, lists included), or a template (the text it renders).
@@ -90,12 +85,12 @@ parts_of(const SuiteExpressions& e, const Document& doc) {
     throw InputError("doc_to_choice gave no choices");
   // lm-eval: a prompt that renders to digits, in a task with choices, is multiple-input's index.
   const std::string text = e.text.render(doc);
-  if (all_digits(text))
+  if (is_index_text(text))
     p.input = std::stoul(text);
   else
     p.text = text;
   p.target = e.target.value(doc);
-  if (p.target.is_string() && all_digits(p.target.get<std::string>()))
+  if (p.target.is_string() && is_index_text(p.target.get<std::string>()))
     p.target = std::stoi(p.target.get<std::string>());
   if (p.input && *p.input >= p.choices.size())
     throw InputError(fmt::format("doc_to_text's index {} is past the {} choices", *p.input, p.choices.size()));

@@ -1,8 +1,8 @@
 #include "eval/document_preprocessors.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
-#include <algorithm>
 #include <cctype>
 
 namespace optkit::eval {
@@ -40,17 +40,6 @@ remove_bracketed(const std::string& text) {
   return out;
 }
 
-std::string
-strip(const std::string& text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  std::size_t begin = 0, end = text.size();
-  while (begin < end && space(text[begin]))
-    ++begin;
-  while (end > begin && space(text[end - 1]))
-    --end;
-  return text.substr(begin, end - begin);
-}
-
 // Python's str.capitalize() on ASCII letters: the first upper-cased, the rest lower-cased.
 std::string
 capitalize(std::string text) {
@@ -59,12 +48,6 @@ capitalize(std::string text) {
     text[i] = static_cast<char>(i == 0 ? std::toupper(c) : std::tolower(c));
   }
   return text;
-}
-
-bool
-is_small_integer(const std::string& text) {
-  return !text.empty() && text.size() <= 9 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::string
@@ -92,7 +75,7 @@ hellaswag_document(const Document& doc) {
   const auto label = doc.find("label");
   if (label != doc.end() && label->is_number_integer())
     out["gold"] = label->get<int>();
-  else if (label != doc.end() && label->is_string() && is_small_integer(label->get<std::string>()))
+  else if (label != doc.end() && label->is_string() && is_index_text(label->get<std::string>()))
     out["gold"] = std::stoi(label->get<std::string>());
   return out;
 }
@@ -101,7 +84,7 @@ hellaswag_document(const Document& doc) {
 
 std::string
 hellaswag_clean(std::string text) {
-  text = strip(text);
+  text = std::string(strip_chars(text));
   text = replace_all(text, " [title]", ". ");
   text = remove_bracketed(text);
   return replace_all(text, "  ", " ");

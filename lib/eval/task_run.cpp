@@ -4,6 +4,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/text.hpp"
 #include "eval/choice_items.hpp"
 #include "eval/choice_scoring.hpp"
 #include "eval/loglikelihood_requests.hpp"
@@ -41,21 +42,18 @@ struct PreparedSuite {
 void
 check_columns(const TaskSuite& s, const std::filesystem::path& file, const std::vector<Document>& docs) {
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    std::string missing, present;
+    std::vector<std::string> missing, present;
     for (const auto& c : s.columns)
       if (!docs[i].contains(c))
-        missing += (missing.empty() ? "" : ", ") + c;
+        missing.push_back(c);
     if (missing.empty())
       continue;
     for (const auto& [key, value] : docs[i].items())
-      present += (present.empty() ? "" : ", ") + key;
-    std::string wanted;
-    for (const auto& c : s.columns)
-      wanted += (wanted.empty() ? "" : ", ") + c;
+      present.push_back(key);
     throw InputError(fmt::format("--suite {}: {}: document {} has no {} (the suite reads {}; the document has {}): "
                                  "give the dataset's own export, as {} says",
-                                 s.name, file.string(), i, missing, wanted, present.empty() ? "nothing" : present,
-                                 s.file.string()));
+                                 s.name, file.string(), i, join(missing, ", "), join(s.columns, ", "),
+                                 present.empty() ? "nothing" : join(present, ", "), s.file.string()));
   }
 }
 
@@ -333,6 +331,12 @@ evaluate_suite(const PreparedSuite& p, const Target& target, const TaskEvalOptio
   return out;
 }
 
+bool
+any_scorer(const std::vector<PreparedSuite>& suites, Scorer scorer) {
+  return std::any_of(suites.begin(), suites.end(),
+                     [scorer](const PreparedSuite& p) { return p.suite.scorer == scorer; });
+}
+
 CandidateResult
 evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, const TaskEvalOptions& options,
                    const ResponseCache& cache, RunState& run) {
@@ -343,9 +347,7 @@ evaluate_candidate(Target target, const std::vector<PreparedSuite>& suites, cons
   std::uint64_t total = 0;
   for (const auto& p : suites)
     total += p.requests() * static_cast<std::uint64_t>(options.repeat);
-  if (std::any_of(suites.begin(), suites.end(),
-                  [](const PreparedSuite& p) { return p.suite.scorer == Scorer::multiple_choice; }) &&
-      !target.tokenizer)
+  if (any_scorer(suites, Scorer::multiple_choice) && !target.tokenizer)
     target.tokenizer = loglikelihood_tokenizer(options.tokenizer.empty() ? target.model.string() : options.tokenizer);
   Progress progress("eval tasks " + c.label, total, "requests");
   for (const auto& p : suites)
@@ -488,12 +490,6 @@ check_task_options(const TaskEvalOptions& options) {
     throw InputError("--repeat must be at least 1");
 }
 
-bool
-any_scorer(const std::vector<PreparedSuite>& suites, Scorer scorer) {
-  return std::any_of(suites.begin(), suites.end(),
-                     [scorer](const PreparedSuite& p) { return p.suite.scorer == scorer; });
-}
-
 // A perplexity-only run scores the folders themselves; anything else asks a server.
 bool
 needs_server(const std::vector<PreparedSuite>& suites) {
@@ -539,13 +535,12 @@ baseline_metrics(const TaskEvalOptions& options, const std::vector<PreparedSuite
 }
 
 std::vector<CandidateResult>
-evaluate_candidates(const TaskEvalOptions& options, const std::vector<PreparedSuite>& suites,
-                    const ResponseCache& cache, RunState& run) {
+evaluate_candidates(const TaskEvalOptions& options, const std::string& endpoint_url,
+                    const std::vector<PreparedSuite>& suites, const ResponseCache& cache, RunState& run) {
   std::vector<CandidateResult> candidates;
-  if (!options.endpoint.empty()) {
-    const auto base_url = endpoint_base(options.endpoint, any_scorer(suites, Scorer::multiple_choice));
+  if (!endpoint_url.empty()) {
     candidates.push_back(evaluate_candidate(
-        endpoint_target(base_url, options.models.empty() ? "" : options.models.front(), options.api_key), suites,
+        endpoint_target(endpoint_url, options.models.empty() ? "" : options.models.front(), options.api_key), suites,
         options, cache, run));
     return candidates;
   }
@@ -600,8 +595,9 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
   std::vector<PreparedSuite> suites;
   for (const auto& name : options.suites)
     suites.push_back(prepare_suite(name, options, setup));
-  if (!options.endpoint.empty()) // a chat-completions URL for a multiple-choice suite: refused before any work
-    endpoint_base(options.endpoint, any_scorer(suites, Scorer::multiple_choice));
+  // A chat-completions URL for a multiple-choice suite is refused before any work.
+  const std::string endpoint_url =
+      options.endpoint.empty() ? "" : endpoint_base(options.endpoint, any_scorer(suites, Scorer::multiple_choice));
   const std::optional<QualityGate> gate =
       options.gate.empty() ? std::nullopt : std::optional<QualityGate>(load_quality_gate(options.gate));
   const ResponseCache cache(options.cache ? (options.cache_dir.empty() ? ResponseCache::default_folder()
@@ -611,7 +607,7 @@ run_task_eval(const TaskEvalOptions& options, const archive::RunContext& context
 
   TaskEvalResult result;
   const auto baseline = baseline_metrics(options, suites, cache, run, result);
-  result.candidates = evaluate_candidates(options, suites, cache, run);
+  result.candidates = evaluate_candidates(options, endpoint_url, suites, cache, run);
   judge_candidates(result, baseline, gate, options.bootstrap);
   result.across_trials = spread_across_trials(result.candidates);
   if (!options.items_out.empty())
