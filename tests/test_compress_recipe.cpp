@@ -2,8 +2,10 @@
 // name the file; calibration samplers are seeded, distinct across seeds and honour their strategy.
 #include "compress/calibration.hpp"
 #include "compress/recipe.hpp"
+#include "compress/recipe_fit.hpp"
 #include "core/error.hpp"
 #include "model/calibration_documents.hpp"
+#include "model/random_model.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -35,6 +37,50 @@ TEST_CASE("the bundled recipes") {
   CHECK(d2.lossless == compress::Lossless::zstd);
   CHECK(d2.weights.levels == quant::Levels::midrise);
   CHECK(w4.weights.levels == quant::Levels::midtread);
+}
+
+TEST_CASE("the bundled float recipes: FP8 block, NVFP4 (W4A4 and weight-only) and MXFP4") {
+  const auto block = compress::load_recipe("fp8_block");
+  CHECK(block.weights.strategy == quant::Strategy::block);
+  CHECK(block.weights.block_rows == 128);
+  CHECK(block.weights.block_cols == 128);
+  CHECK(block.input_activations->strategy == quant::Strategy::group);
+  CHECK(block.input_activations->group_size == 128);
+  CHECK(!block.needs_calibration());
+  const auto nvfp4 = compress::load_recipe("nvfp4");
+  CHECK(nvfp4.weights.has_global_scale());
+  CHECK(nvfp4.input_activations->dynamic_local);
+  CHECK(nvfp4.needs_calibration()); // the activations' global scale
+  CHECK(!compress::load_recipe("nvfp4a16").needs_calibration());
+  CHECK(compress::load_recipe("mxfp4").weights.has_power_of_two_scales());
+}
+
+TEST_CASE("recipes are checked against the model's shapes before anything is compressed") {
+  test::ScratchDir dir;
+  auto config = model::preset_model_config("llama-3.2-1b");
+  config["hidden_size"] = 72; // not a whole number of FP4 groups, nor of FP8 blocks
+  config["intermediate_size"] = 96;
+  config["num_attention_heads"] = 4;
+  config["num_key_value_heads"] = 2;
+  config["head_dim"] = 18;
+  config["num_hidden_layers"] = 1;
+  config["vocab_size"] = 64;
+  model::write_random_model(dir.path(), config, model::DType::bf16, 3);
+  try {
+    compress::check_recipe_fits(compress::load_recipe("nvfp4a16"), dir.path());
+    FAIL("a 72-column linear fits NVFP4's groups of 16");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("model.layers.0.self_attn.q_proj: 72 input features are not a whole number of "
+                                     "NVFP4's groups of 16") != std::string::npos);
+  }
+  CHECK_THROWS_AS(compress::check_recipe_fits(compress::load_recipe("mxfp4"), dir.path()), InputError);
+  const auto block = compress::check_recipe_fits(compress::load_recipe("fp8_block"), dir.path());
+  REQUIRE(block.size() == 1);
+  CHECK(block[0].find("vLLM will refuse this output") != std::string::npos);
+  const auto sparse = compress::check_recipe_fits(compress::load_recipe("sparse24_int4"), dir.path());
+  REQUIRE(sparse.size() == 1);
+  CHECK(sparse[0].find("vLLM no longer loads 2:4-sparse checkpoints") != std::string::npos);
+  CHECK(compress::check_recipe_fits(compress::load_recipe("w4a16_rtn"), dir.path()).empty());
 }
 
 TEST_CASE("recipe errors name the file and the fix") {

@@ -66,10 +66,10 @@ TEST_CASE("GPTQ and SparseGPT reconstructions agree with the PyTorch reference")
     std::optional<QuantArgs> args;
     bool act_order, sparse;
   };
-  for (const Case c : {Case{"gptq_int4_g32", int4, false, false}, Case{"gptq_int4_g32_actorder", int4, true, false},
-                       Case{"gptq_int8_channel", int8, false, false}, Case{"sparsegpt_24", std::nullopt, false, true},
-                       Case{"sparsegpt_24_int4_g32", int4, false, true},
-                       Case{"sparsegpt_24_int2_g32_midrise", int2_midrise, false, true}}) {
+  for (const Case& c : {Case{"gptq_int4_g32", int4, false, false}, Case{"gptq_int4_g32_actorder", int4, true, false},
+                        Case{"gptq_int8_channel", int8, false, false}, Case{"sparsegpt_24", std::nullopt, false, true},
+                        Case{"sparsegpt_24_int4_g32", int4, false, true},
+                        Case{"sparsegpt_24_int2_g32_midrise", int2_midrise, false, true}}) {
     CAPTURE(c.name);
     quant::GptqOptions o;
     o.block_size = 32;

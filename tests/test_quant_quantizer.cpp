@@ -158,3 +158,135 @@ TEST_CASE("dynamic per-token activation quantization: int8 absmax/127 per row, F
   quant::fake_quantize_activations(y.data(), 1, 2, fp8);
   CHECK(y[1] == 3.25f);
 }
+
+namespace {
+
+QuantArgs
+nvfp4_weights() {
+  QuantArgs a{4, NumberType::floating, true, Strategy::tensor_group, 16, false};
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("FP4 E2M1 rounding: compressed-tensors' thresholds, ties to the even code, ±6 at the ends") {
+  // Each tie between two levels goes to the one whose code is even.
+  const std::vector<std::pair<float, float>> cases = {{0.25f, 0.0f}, {0.26f, 0.5f}, {0.75f, 1.0f}, {1.25f, 1.0f},
+                                                      {1.26f, 1.5f}, {1.75f, 2.0f}, {2.5f, 2.0f},  {2.51f, 3.0f},
+                                                      {3.5f, 4.0f},  {5.0f, 4.0f},  {5.05f, 6.0f}, {6.0f, 6.0f}};
+  for (const auto& [x, want] : cases) {
+    CAPTURE(x);
+    CHECK(quant::round_to_fp4(x) == want);
+    CHECK(quant::round_to_fp4(-x) == -want);
+  }
+  // Through BF16 first: 0.2500001 is 0.25 in BF16, so it rounds to 0 as compressed-tensors' cast does.
+  CHECK(quant::round_to_fp4(0.2500001f) == 0.0f);
+  CHECK(quant::round_to_fp4(5.01f) == 4.0f); // 5.0 in BF16: the tie goes to 4
+  // A small negative value is −0, whose code carries the sign bit (compressed-tensors' sign · 0).
+  CHECK(std::signbit(quant::round_to_fp4(-0.1f)));
+  CHECK(quant::fp4_code(quant::round_to_fp4(-0.1f)) == 0x8);
+  for (std::uint8_t code = 0; code < 16; ++code) {
+    CAPTURE(int(code));
+    CHECK(quant::fp4_code(quant::fp4_value(code)) == code);
+  }
+  const std::vector<std::uint8_t> codes = {0x1, 0xF, 0x7, 0x8};
+  CHECK(quant::pack_fp4_rows(codes, 1, 4) == std::vector<std::uint8_t>{0xF1, 0x87});
+  const auto packed = quant::pack_fp4_rows(codes, 1, 4);
+  for (std::int64_t c = 0; c < 4; ++c)
+    CHECK(quant::unpack_fp4_code(packed.data(), c) == codes[static_cast<std::size_t>(c)]);
+}
+
+TEST_CASE("MXFP4 scales are 2^(e-127): the BF16 max rounded up to a power of two from 1.75, over 4") {
+  CHECK(quant::mxfp4_scale_code(1.0f) == 125); // 1 → scale ¼: the max lands on 4
+  CHECK(quant::e8m0_to_float(125) == 0.25f);
+  CHECK(quant::mxfp4_scale_code(1.7f) == 125);  // below 1.75: stays at 1 (the max clamps to 6)
+  CHECK(quant::mxfp4_scale_code(1.75f) == 126); // from 1.75 up: 2
+  CHECK(quant::mxfp4_scale_code(-3.0f) == 126);
+  CHECK(quant::mxfp4_scale_code(0.0f) == 0);
+  QuantArgs mx{4, NumberType::floating, true, Strategy::group, 32, false};
+  CHECK(mx.has_power_of_two_scales());
+  std::vector<float> w(64, 0.0f);
+  w[3] = 1.0f;
+  w[40] = -0.3f;
+  const auto grid = quant::compute_grid(w, 1, 64, mx, model::DType::bf16);
+  CHECK(grid.scale_codes == std::vector<std::uint8_t>{125, 123});
+  CHECK(grid.scale == std::vector<float>{0.25f, 0.0625f});
+  CHECK(quant::quantize_value(1.0f, grid.scale[0], 0.0f, mx) == 4.0f);
+}
+
+TEST_CASE("NVFP4 grids: a global scale 448·6/max|W| (or the fused set's), FP8 group scales under it") {
+  std::vector<float> w(32, 0.01f);
+  w[0] = 3.0f;   // group 0's max
+  w[20] = -0.5f; // group 1's max
+  const auto args = nvfp4_weights();
+  const auto own = quant::compute_grid(w, 1, 32, args, model::DType::f32);
+  CHECK(own.global_scale == 448.0f * 6.0f / 3.0f);
+  // Group 0's scale code is FP8(g · 3/6) = FP8(448): the largest FP8 value, and the max maps to 6.
+  CHECK(own.scale_codes[0] == 0x7e);
+  CHECK(own.scale[0] == 448.0f / own.global_scale);
+  CHECK(quant::quantize_value(3.0f, own.scale[0], 0.0f, args) == 6.0f);
+  CHECK(own.scale_codes[1] == quant::float_to_f8_e4m3(own.global_scale * 0.5f / 6.0f));
+  // Shared with a fused linear whose max is 6: the global scale halves.
+  const auto shared = quant::compute_grid(w, 1, 32, args, model::DType::f32, 6.0f);
+  CHECK(shared.global_scale == 448.0f);
+  // An all-zero group's FP8 scale becomes 0.125, never 0.
+  const std::vector<float> zeros(16, 0.0f);
+  CHECK(model::f8_e4m3_to_float(quant::compute_grid(zeros, 1, 16, args, model::DType::f32, 1.0f).scale_codes[0]) ==
+        0.125f);
+}
+
+TEST_CASE("FP8 block grids: one scale per tile, shared by the tile's rows; partial tiles at the edges") {
+  QuantArgs block{8, NumberType::floating, true, Strategy::block, 0, false};
+  block.block_rows = 2;
+  block.block_cols = 2;
+  // [3, 3]: tiles rows {0,1} {2} x cols {0,1} {2}.
+  const std::vector<float> w = {1, -2, 3, 4, 0.5f, -6, 7, 8, 9};
+  const auto grid = quant::compute_grid(w, 3, 3, block, model::DType::f32);
+  REQUIRE(grid.groups() == 2);
+  const std::vector<float> want = {4 / 448.0f, 6 / 448.0f, 4 / 448.0f, 6 / 448.0f, 8 / 448.0f, 9 / 448.0f};
+  CHECK(grid.scale == want);
+}
+
+TEST_CASE("dynamic group and NVFP4 activation quantization work per row and group") {
+  QuantArgs fp8_group{8, NumberType::floating, true, Strategy::group, 2, true};
+  std::vector<float> x = {1.0f, 0.3f, 100.0f, 1.0f};
+  quant::fake_quantize_activations(x.data(), 1, 4, fp8_group);
+  // Group 0's scale 1/448 keeps 1 exact; group 1's 100/448 rounds 1.0 to its FP8 neighbour.
+  CHECK(x[0] == 1.0f);
+  CHECK(x[2] == 100.0f);
+  CHECK(x[3] == doctest::Approx(100.0 / 448.0 * double(model::f8_e4m3_to_float(quant::float_to_f8_e4m3(4.48f)))));
+  QuantArgs nvfp4{4, NumberType::floating, true, Strategy::tensor_group, 16, true};
+  nvfp4.dynamic_local = true;
+  std::vector<float> a(16, 0.0f);
+  a[0] = 6.0f;
+  a[1] = 2.9f;
+  quant::fake_quantize_activations(a.data(), 1, 16, nvfp4, 448.0f); // g·6/6 = 448: scale 1
+  CHECK(a[0] == 6.0f);
+  CHECK(a[1] == 3.0f);
+}
+
+TEST_CASE("the float schemes' arguments validate as compressed-tensors' presets and refuse the rest") {
+  auto nv = nvfp4_weights();
+  CHECK_NOTHROW(quant::validate(nv, false, "w"));
+  nv.group_size = 32;
+  CHECK_THROWS_AS(quant::validate(nv, false, "w"), InputError);
+  QuantArgs fp4_channel{4, NumberType::floating, true, Strategy::channel, 0, false};
+  CHECK_THROWS_AS(quant::validate(fp4_channel, false, "w"), InputError);
+  QuantArgs block{8, NumberType::floating, true, Strategy::block, 0, false};
+  CHECK_THROWS_AS(quant::validate(block, false, "w"), InputError); // no block_structure
+  block.block_rows = block.block_cols = 128;
+  CHECK_NOTHROW(quant::validate(block, false, "w"));
+  const auto json = quant::to_json(block);
+  CHECK(json.at("block_structure") == nlohmann::json::array({128, 128}));
+  const auto back = quant::quant_args_from_json(json, "w");
+  CHECK(back.block_rows == 128);
+  CHECK(back.strategy == Strategy::block);
+  QuantArgs local{4, NumberType::floating, true, Strategy::tensor_group, 16, true};
+  local.dynamic_local = true;
+  CHECK_NOTHROW(quant::validate(local, true, "a"));
+  CHECK(quant::to_json(local).at("dynamic") == "local");
+  CHECK(quant::quant_args_from_json(quant::to_json(local), "a").dynamic_local);
+  local.dynamic_local = false;
+  CHECK_THROWS_AS(quant::validate(local, true, "a"), InputError);
+  CHECK_THROWS_AS(quant::quant_args_from_json({{"dynamic", "global"}}, "a"), InputError);
+}

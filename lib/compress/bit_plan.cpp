@@ -43,15 +43,15 @@ check_bit_plan(const BitPlan& plan, const Recipe& recipe, std::int64_t num_layer
                                  where, plan.layer_bits.size(), model.string(), num_layers, model.string()));
   if (std::all_of(plan.layer_bits.begin(), plan.layer_bits.end(), [](int b) { return b >= 16; }))
     throw InputError(fmt::format("{}: every layer is 16-bit, so there is nothing to compress", where));
-  const bool weight_only_int = !recipe.weights.is_fp8() && !recipe.input_activations;
+  const bool weight_only_int = !recipe.weights.is_float() && !recipe.input_activations;
   if (recipe.delta || !weight_only_int || recipe.sparse_2_4)
     throw InputError(fmt::format("{} needs a weight-only integer recipe (w4a16_rtn, int_w4a16 or your own): --recipe "
                                  "{} {}",
                                  where, recipe.name,
-                                 recipe.delta              ? "is a delta recipe"
-                                 : recipe.sparse_2_4       ? "prunes 2:4"
-                                 : recipe.weights.is_fp8() ? "quantizes to FP8"
-                                                           : "quantizes activations"));
+                                 recipe.delta                ? "is a delta recipe"
+                                 : recipe.sparse_2_4         ? "prunes 2:4"
+                                 : recipe.weights.is_float() ? "quantizes to floats"
+                                                             : "quantizes activations"));
   // The plan's groups target whole layers: a recipe that compresses only some linear layers
   // would leave modules its config claims are quantized.
   if (recipe.targets != std::vector<std::string>{"Linear"})

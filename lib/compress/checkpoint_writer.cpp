@@ -18,19 +18,77 @@ namespace optkit::compress {
 
 namespace {
 
+// The weight_scale tensor's shape: [1] for a tensor scale, one per [block_rows, block_cols]
+// tile, else one per row and group.
+std::vector<std::int64_t>
+scale_shape(const quant::QuantArgs& args, std::int64_t rows, std::int64_t cols) {
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  switch (args.strategy) {
+  case quant::Strategy::tensor:
+    return {1};
+  case quant::Strategy::block:
+    return {ceil_div(rows, args.block_rows), ceil_div(cols, args.block_cols)};
+  case quant::Strategy::group:
+  case quant::Strategy::tensor_group:
+    return {rows, ceil_div(cols, std::min(args.group_size, cols))};
+  default:
+    return {rows, 1};
+  }
+}
+
+// How weight_scale is stored: FP4 scales as their codes (NVFP4 FP8 E4M3, MXFP4 E8M0 in U8),
+// any other in the model's dtype.
+model::DType
+stored_scale_dtype(const quant::QuantArgs& args, model::DType model_dtype) {
+  if (args.has_power_of_two_scales())
+    return model::DType::u8;
+  if (args.is_fp4())
+    return model::DType::f8_e4m3;
+  return model_dtype;
+}
+
+// The grid's scales as weight_scale holds them: a block grid's first row of each row block, a
+// tensor grid's one value, else all.
+std::vector<float>
+stored_scales(const quant::QuantGrid& grid) {
+  if (grid.args.strategy == quant::Strategy::tensor)
+    return {grid.scale.front()};
+  if (grid.args.strategy != quant::Strategy::block)
+    return grid.scale;
+  std::vector<float> out;
+  for (std::int64_t r = 0; r < grid.rows; r += grid.args.block_rows)
+    out.insert(out.end(), grid.scale.begin() + r * grid.groups(), grid.scale.begin() + (r + 1) * grid.groups());
+  return out;
+}
+
+// FP4 values two to a byte with their scale codes and, for NVFP4, the global scales.
+void
+add_fp4_linear(model::TensorSet& out, const CompressedLinear& linear) {
+  const auto& m = linear.matrix;
+  const auto& grid = *m.grid;
+  const auto& p = linear.module;
+  std::vector<std::uint8_t> codes(m.q.size());
+  for (std::size_t i = 0; i < codes.size(); ++i)
+    codes[i] = quant::fp4_code(m.q[i]);
+  out.add_values(p + ".weight_packed", model::DType::u8, {m.rows, m.cols / 2},
+                 quant::pack_fp4_rows(codes, m.rows, m.cols));
+  out.add_values(p + ".weight_scale", stored_scale_dtype(grid.args, model::DType::u8),
+                 scale_shape(grid.args, m.rows, m.cols), grid.scale_codes);
+  if (!grid.args.has_global_scale())
+    return;
+  out.add_values(p + ".weight_global_scale", model::DType::f32, {1}, std::vector<float>{grid.global_scale});
+  if (linear.input_global_scale)
+    out.add_values(p + ".input_global_scale", model::DType::f32, {1}, std::vector<float>{*linear.input_global_scale});
+}
+
 void
 add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, const std::string& format,
                       model::DType scale_dtype) {
   const auto& m = linear.matrix;
   const auto& grid = *m.grid;
   const auto& p = linear.module;
-  const auto groups = grid.groups();
-  std::vector<float> scales(grid.scale);
-  std::vector<std::int64_t> scale_shape = {m.rows, groups};
-  if (grid.args.strategy == quant::Strategy::tensor) {
-    scales.resize(1);
-    scale_shape = {1};
-  }
+  if (grid.args.is_fp4())
+    return add_fp4_linear(out, linear);
   if (format == "float-quantized") {
     std::vector<std::uint8_t> codes(m.q.size());
     for (std::size_t i = 0; i < codes.size(); ++i)
@@ -48,7 +106,8 @@ add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, con
       out.add_values(p + ".weight", model::DType::i8, {m.rows, m.cols}, values);
     }
   }
-  out.add_bytes(p + ".weight_scale", scale_dtype, scale_shape, model::encode_floats(scales, scale_dtype));
+  out.add_bytes(p + ".weight_scale", scale_dtype, scale_shape(grid.args, m.rows, m.cols),
+                model::encode_floats(stored_scales(grid), scale_dtype));
 }
 
 // `re:model[.]layers[.](0|3|7)[.]`: every module of those decoder layers (vLLM anchors re: at the start).
@@ -87,12 +146,16 @@ quantization_config(const Recipe& recipe, const model::ModelConfig& config) {
   return q;
 }
 
-// The tensors add_compressed_linear writes for a [rows, cols] linear quantized by `args`.
+// The tensors add_compressed_linear writes for a [rows, cols] linear quantized by `args`
+// (`input_activations`: the recipe's, whose NVFP4 global scale is stored per linear).
 std::vector<model::TensorSpec>
 compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std::int64_t rows, std::int64_t cols,
-                        const std::string& format, model::DType scale_dtype) {
+                        const std::string& format, model::DType scale_dtype,
+                        const std::optional<quant::QuantArgs>& input_activations) {
   std::vector<model::TensorSpec> out;
-  if (format == "float-quantized") {
+  if (args.is_fp4()) {
+    out.push_back({p + ".weight_packed", model::DType::u8, {rows, cols / 2}});
+  } else if (format == "float-quantized") {
     out.push_back({p + ".weight", model::DType::f8_e4m3, {rows, cols}});
   } else if (format == "pack-quantized") {
     out.push_back({p + ".weight_packed", model::DType::i32, {rows, quant::packed_words(cols, args.bits)}});
@@ -100,11 +163,11 @@ compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std:
   } else {
     out.push_back({p + ".weight", model::DType::i8, {rows, cols}});
   }
-  const std::int64_t group = args.strategy == quant::Strategy::group ? std::min(args.group_size, cols) : cols;
-  out.push_back({p + ".weight_scale", scale_dtype,
-                 args.strategy == quant::Strategy::tensor
-                     ? std::vector<std::int64_t>{1}
-                     : std::vector<std::int64_t>{rows, (cols + group - 1) / group}});
+  out.push_back({p + ".weight_scale", stored_scale_dtype(args, scale_dtype), scale_shape(args, rows, cols)});
+  if (args.has_global_scale())
+    out.push_back({p + ".weight_global_scale", model::DType::f32, {1}});
+  if (args.has_global_scale() && input_activations && input_activations->has_global_scale())
+    out.push_back({p + ".input_global_scale", model::DType::f32, {1}});
   return out;
 }
 
@@ -123,7 +186,7 @@ planned_tensors(const model::WeightStore& store, const Recipe& recipe, const std
         continue;
       const auto source = store.require(module + ".weight");
       const auto specs = compressed_linear_specs(module, *args, source.shape().at(0), source.shape().at(1), format,
-                                                 store.float_dtype());
+                                                 store.float_dtype(), recipe.input_activations);
       out.insert(out.end(), specs.begin(), specs.end());
       replaced.insert(module + ".weight");
     }

@@ -3,8 +3,13 @@
 //   int-quantized    <P>.weight I8 [out, in] + <P>.weight_scale [out, 1]
 //   pack-quantized   <P>.weight_packed I32 [out, ceil(in·bits/32)] + <P>.weight_scale [out, groups]
 //                    + <P>.weight_shape I64 [2]
-//   float-quantized  <P>.weight F8_E4M3 [out, in] + <P>.weight_scale [out, 1]
-// (scales in the model's dtype), every other tensor as it was (norms with SmoothQuant folded in),
+//   float-quantized  <P>.weight F8_E4M3 [out, in] + <P>.weight_scale [out, 1], [1], or with
+//                    FP8 blocks [⌈out/rows⌉, ⌈in/cols⌉]
+//   nvfp4-pack-quantized  <P>.weight_packed U8 [out, in/2] + <P>.weight_scale F8_E4M3 [out, in/16]
+//                    + <P>.weight_global_scale F32 [1] (+ <P>.input_global_scale F32 [1] with FP4
+//                    activations)
+//   mxfp4-pack-quantized  <P>.weight_packed U8 [out, in/2] + <P>.weight_scale U8 [out, in/32]
+// (other scales in the model's dtype), every other tensor as it was (norms with SmoothQuant folded in),
 // the tokenizer files, recipe.yaml and compression_report.json.
 //
 // The writer streams: the output's tensors are known from the recipe and the source's shapes

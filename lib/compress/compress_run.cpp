@@ -5,6 +5,7 @@
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
 #include "compress/layerwise.hpp"
+#include "compress/recipe_fit.hpp"
 #include "core/atomic_file.hpp"
 #include "core/available_cpus.hpp"
 #include "core/clock.hpp"
@@ -165,6 +166,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                                  recipe.name));
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
+  for (const auto& note : check_recipe_fits(recipe, options.model))
+    log::warn("{}", note);
   std::optional<BitPlan> plan;
   if (options.plan) {
     if (delta)

@@ -31,12 +31,18 @@ hardware_threads(unsigned requested) {
   return static_cast<int>(requested > 0 ? requested : available_cpus());
 }
 
-// Collects the Hessian of each linear input of one layer.
+// Collects the Hessian of each linear input of one layer (when the recipe needs them) and the
+// largest |x| of each input.
 class HessianTap final : public runtime::ActivationTap {
 public:
-  explicit HessianTap(int blas_threads) : m_blas_threads(blas_threads) {}
+  HessianTap(int blas_threads, bool hessians) : m_blas_threads(blas_threads), m_hessians_needed(hessians) {}
   void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                std::int64_t sequences) override {
+    auto& absmax = m_input_absmax[input];
+    for (std::int64_t i = 0; i < rows * cols; ++i)
+      absmax = std::max(absmax, std::fabs(x[i]));
+    if (!m_hessians_needed)
+      return;
     auto& h = m_hessians[input];
     if (!h)
       h = std::make_unique<quant::Hessian>(cols);
@@ -46,6 +52,11 @@ public:
   quant::Hessian* find(LinearInput input) {
     const auto it = m_hessians.find(input);
     return it == m_hessians.end() ? nullptr : it->second.get();
+  }
+  // The largest |x| seen on `input` (0 when never seen).
+  float input_absmax(LinearInput input) const {
+    const auto it = m_input_absmax.find(input);
+    return it == m_input_absmax.end() ? 0.0f : it->second;
   }
   // A mixture-of-experts layer's MLP inputs and each row's chosen experts, kept whole: each
   // expert's Hessians are made from its own rows, one expert at a time.
@@ -76,7 +87,9 @@ public:
 
 private:
   int m_blas_threads;
+  bool m_hessians_needed;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
+  std::map<LinearInput, float> m_input_absmax;
   std::vector<float> m_routed_input;
   std::vector<std::int64_t> m_chosen;
   std::int64_t m_top_k = 1;
@@ -212,6 +225,7 @@ struct MatrixJob {
   std::span<float> hessian; // GPTQ borrows it as its workspace and gives it back
   bool sparse_2_4;
   model::DType scale_dtype;
+  std::optional<float> shared_absmax; // NVFP4: the global scale's max|w|, shared with the fused linears
 };
 
 quant::GptqOptions
@@ -235,7 +249,7 @@ compress_matrix(const Recipe& recipe, const MatrixJob& job, int threads, ThreadP
     out.matrix = quant::gptq(job.w, job.rows, job.cols, job.hessian, job.args, job.scale_dtype,
                              gptq_options(recipe, job.module, job.sparse_2_4), pool);
   } else {
-    out.matrix = quant::rtn(job.w, job.rows, job.cols, job.args, job.scale_dtype);
+    out.matrix = quant::rtn(job.w, job.rows, job.cols, job.args, job.scale_dtype, job.shared_absmax);
   }
   const auto& cm = out.matrix;
   LayerReport report;
@@ -304,6 +318,27 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
   return report;
 }
 
+// Where vLLM fuses linears (q/k/v, gate/up; an expert's gate/up), one per input and expert.
+using FusedSet = std::pair<LinearInput, std::int64_t>;
+
+// NVFP4: the largest |w| of each fused set of the layer's compressed linears, whose global scale
+// they share (llm-compressor's fused global scales; vLLM would otherwise take the largest and warn).
+std::map<FusedSet, float>
+fused_absmax(const runtime::LayerwiseModel& model, const Recipe& recipe, std::int64_t layer) {
+  std::map<FusedSet, float> out;
+  for (const auto& linear : runtime::layer_linears(model.config(), layer)) {
+    if (!compressed_weight_args(recipe, layer, fmt::format("model.layers.{}.{}", layer, linear.name)))
+      continue;
+    float absmax = 0.0f;
+    for (const auto& part : module_parts(model.config(), linear.name))
+      for (const float v : runtime::dense_floats(model.linear(layer, part)))
+        absmax = std::max(absmax, std::fabs(v));
+    auto& shared = out[{linear.input, linear.expert}];
+    shared = std::max(shared, absmax);
+  }
+  return out;
+}
+
 // The checkpoint name of the norm in front of `input` (attention_in or mlp_in) in layer `layer`.
 std::string
 norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
@@ -355,6 +390,12 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const auto scale_dtype = model.weights().float_dtype();
   ThreadPool pool(static_cast<unsigned>(threads));
   const bool calibrated = recipe.needs_calibration();
+  const bool hessians = calibrated && (recipe.method == Method::gptq || recipe.smoothquant_alpha);
+  const bool input_global_scales = recipe.input_activations && recipe.input_activations->has_global_scale();
+  if (input_global_scales && config.num_experts > 0)
+    throw InputError(fmt::format("recipe {}: NVFP4 activations on a mixture of experts are not supported yet (its "
+                                 "experts' input scales); use weight-only NVFP4 (nvfp4a16)",
+                                 recipe.name));
   if (!options.sink)
     throw RuntimeFailure("compress_layers: no sink for the compressed layers");
   if (calibrated && (!options.calibration || options.calibration->samples.empty()))
@@ -387,7 +428,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     options.progress(0, config.num_layers);
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
     std::map<std::string, std::vector<float>> layer_norms;
-    HessianTap tap(threads);
+    HessianTap tap(threads, hessians);
     if (calibrated)
       model.observe_layer(layer, lengths, x, tap);
     // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up (a mixture of
@@ -422,9 +463,13 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         smoothing.emplace(input, s);
       }
     }
+    const auto shared_absmax =
+        recipe.weights.has_global_scale() ? fused_absmax(model, recipe, layer) : std::map<FusedSet, float>{};
     // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:
     // uncalibrated); `expert_tokens`: the calibration tokens an expert saw (-1: not an expert).
-    const auto compress_linear = [&](const std::string& name, std::vector<float> h, std::int64_t expert_tokens) {
+    const auto compress_linear = [&](const runtime::LayerLinear& linear, std::vector<float> h,
+                                     std::int64_t expert_tokens) {
+      const auto& name = linear.name;
       const auto module = fmt::format("model.layers.{}.{}", layer, name);
       const auto args = compressed_weight_args(recipe, layer, module);
       if (!args)
@@ -442,8 +487,14 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         for (std::size_t i = 0; i < w.size(); ++i)
           w[i] -= base_w[i];
       }
-      auto compressed = compress_matrix(recipe, {module, *args, w, rows, cols, h, recipe.sparse_2_4, scale_dtype},
-                                        threads, pool, result.reports);
+      std::optional<float> fused;
+      if (const auto it = shared_absmax.find({linear.input, linear.expert}); it != shared_absmax.end())
+        fused = it->second;
+      auto compressed =
+          compress_matrix(recipe, {module, *args, w, rows, cols, h, recipe.sparse_2_4, scale_dtype, fused}, threads,
+                          pool, result.reports);
+      if (input_global_scales)
+        compressed.input_global_scale = quant::nvfp4_global_scale(tap.input_absmax(linear.input));
       result.reports.back().calibration_tokens = expert_tokens;
       error_sum += result.reports.back().relative_error;
       auto& cm = compressed.matrix;
@@ -462,12 +513,12 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       const auto& linear = linears[i];
       if (linear.expert == runtime::kNotAnExpert) {
         std::vector<float> h;
-        if (calibrated) {
+        if (hessians) {
           h = tap.matrix(linear.input, last_reader(linears, i));
           if (const auto it = smoothing.find(linear.input); it != smoothing.end())
             quant::rescale_hessian(h, config.hidden_size, it->second); // q/k/v and gate/up read hidden
         }
-        compress_linear(linear.name, std::move(h), -1);
+        compress_linear(linear, std::move(h), -1);
         continue;
       }
       // An expert's gate, up and down, in that order, against its own Hessians.
@@ -475,9 +526,9 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       if (calibrated)
         eh = expert_hessians(model, layer, linear.expert, {linears[i].name, linears[i + 1].name, linears[i + 2].name},
                              tap, options.all_experts, threads, pool);
-      compress_linear(linears[i].name, eh.input, calibrated ? eh.tokens : -1);
-      compress_linear(linears[i + 1].name, std::move(eh.input), calibrated ? eh.tokens : -1);
-      compress_linear(linears[i + 2].name, std::move(eh.hidden), calibrated ? eh.tokens : -1);
+      compress_linear(linears[i], eh.input, calibrated ? eh.tokens : -1);
+      compress_linear(linears[i + 1], std::move(eh.input), calibrated ? eh.tokens : -1);
+      compress_linear(linears[i + 2], std::move(eh.hidden), calibrated ? eh.tokens : -1);
       i += 2;
     }
     if (calibrated)

@@ -31,6 +31,9 @@ struct CompressedLinear {
   std::string module; // HF path, e.g. model.layers.0.self_attn.q_proj
   quant::CompressedMatrix matrix;
   bool sparse_2_4 = false; // pruned 2:4 (the delta format stores it compactly) or dense
+  // NVFP4 activations: the global scale of the linear's inputs, 448·6 / their largest |x| over
+  // the calibration set.
+  std::optional<float> input_global_scale;
 };
 
 struct LayerReport {

@@ -46,19 +46,33 @@ string_list(std::string name, std::string help) {
   return f;
 }
 
+Field
+integer_list(std::string name, std::string help) {
+  Field f{std::move(name), Type::list, false, std::move(help)};
+  f.item = std::make_shared<const Field>(Field{"size", Type::integer, true, "a positive size"});
+  return f;
+}
+
 Schema
 quant_args_schema(const std::string& name) {
-  return Schema{name,
-                {bounded("num_bits", Type::integer, "bits per value (2-8 int, 8 float)", 2, 8),
-                 field("type", Type::string, "int or float (FP8 E4M3)", {"int", "float"}),
-                 field("symmetric", Type::boolean, "symmetric grid (zero point 0)"),
-                 field("strategy", Type::string, "which values share a scale", {"tensor", "channel", "group", "token"}),
-                 bounded("group_size", Type::integer, "input columns per scale (strategy group)", 1, 1 << 20),
-                 field("dynamic", Type::boolean, "scales computed at run time (activations)"),
-                 field("levels", Type::string,
-                       "midtread (q·s, zero representable; what vLLM loads) or midrise ((q+½)·s, no zero level; "
-                       "delta recipes)",
-                       {"midtread", "midrise"})}};
+  return Schema{
+      name,
+      {bounded("num_bits", Type::integer, "bits per value (2-8 int; 8 FP8 E4M3 or 4 FP4 E2M1 float)", 2, 8),
+       field("type", Type::string, "int or float (FP8 E4M3, FP4 E2M1)", {"int", "float"}),
+       field("symmetric", Type::boolean, "symmetric grid (zero point 0)"),
+       field("strategy", Type::string,
+             "which values share a scale (block: FP8 tiles; tensor_group: NVFP4 groups under a global scale)",
+             {"tensor", "channel", "group", "block", "tensor_group", "token"}),
+       bounded("group_size", Type::integer, "input columns per scale (strategy group, tensor_group)", 1, 1 << 20),
+       integer_list("block_structure", "[rows, cols] of a block (strategy block), e.g. [128, 128]"),
+       field("dynamic", Type::string,
+             "scales computed at run time (activations); local: per group under a calibrated global "
+             "scale (NVFP4)",
+             {"true", "false", "local"}),
+       field("levels", Type::string,
+             "midtread (q·s, zero representable; what vLLM loads) or midrise ((q+½)·s, no zero level; "
+             "delta recipes)",
+             {"midtread", "midrise"})}};
 }
 
 const Schema&
@@ -100,7 +114,9 @@ recipe_schema() {
 }
 
 quant::QuantArgs
-args_from(const nlohmann::json& j, const std::string& where) {
+args_from(nlohmann::json j, const std::string& where) {
+  if (j.contains("dynamic") && j.at("dynamic") != "local") // the schema reads it as text: true, false or local
+    j["dynamic"] = j.at("dynamic") == "true";
   auto a = quant::quant_args_from_json(j, where);
   if (j.contains("strategy") && j.at("strategy") == "channel")
     a.group_size = 0;
@@ -192,12 +208,14 @@ load_recipe_file(const std::filesystem::path& file) {
     throw InputError(fmt::format("{}: scheme.weights.levels midrise is for delta recipes only (compressed-tensors "
                                  "and vLLM use midtread grids)",
                                  where));
-  if (r.delta && r.weights.is_fp8())
+  if (r.delta && r.weights.is_float())
     throw InputError(fmt::format("{}: delta recipes use integer weights", where));
   if (!r.delta && r.lossless != Lossless::none)
     throw InputError(fmt::format("{}: lossless applies to delta recipes only (mode: delta)", where));
-  if (r.weights.is_fp8() && r.method == Method::gptq)
-    throw InputError(fmt::format("{}: FP8 weights use method rtn (GPTQ targets integer grids)", where));
+  if (r.weights.is_float() && r.method == Method::gptq)
+    throw InputError(fmt::format("{}: float (FP8, FP4) weights use method rtn (GPTQ targets integer grids)", where));
+  if (r.input_activations && r.input_activations->is_fp4() != r.weights.is_fp4())
+    throw InputError(fmt::format("{}: FP4 activations go with FP4 weights (NVFP4 W4A4)", where));
   return r;
 }
 

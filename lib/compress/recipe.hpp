@@ -44,7 +44,11 @@ struct Recipe {
   // is); empty: the recipe's weights everywhere.
   std::vector<int> layer_bits;
 
-  bool needs_calibration() const { return method == Method::gptq || smoothquant_alpha.has_value(); }
+  // GPTQ, SmoothQuant and NVFP4 activations' global scale (their largest |x|) learn from data.
+  bool needs_calibration() const {
+    return method == Method::gptq || smoothquant_alpha.has_value() ||
+           (input_activations && input_activations->has_global_scale());
+  }
   // The weight arguments of decoder layer `layer` (the recipe's, with the plan's bits), nullopt
   // when the plan leaves the layer unquantized.
   std::optional<quant::QuantArgs> layer_weights(std::int64_t layer) const;

@@ -6,8 +6,10 @@
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
 #include "model/weight_store.hpp"
+#include "quant/compressed_tensors.hpp"
 #include "runtime/decoder_pass.hpp"
 #include "runtime/device_engine.hpp"
+#include "runtime/weight_loader.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -87,6 +89,13 @@ check_model_folder(const std::filesystem::path& model_dir) {
     }
   } catch (const InputError& e) {
     checks.push_back({"model config", CheckStatus::fail, e.what()});
+  }
+  try {
+    const auto quantization = runtime::load_quantization_config(model_dir);
+    checks.push_back({"quantization", CheckStatus::ok,
+                      quantization ? quant::describe(*quantization) : "none: the weights are as they were trained"});
+  } catch (const InputError& e) {
+    checks.push_back({"quantization", CheckStatus::fail, e.what()});
   }
 
   std::optional<model::Tokenizer> tokenizer;

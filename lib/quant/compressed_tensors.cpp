@@ -4,6 +4,7 @@
 #include "core/json_fields.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <regex>
 
 namespace optkit::quant {
@@ -43,9 +44,60 @@ QuantizationConfig::group_for(const std::string& module) const {
   return nullptr;
 }
 
+namespace {
+
+// "int4 group 128", "fp8 block 128x128", ... for arguments that match no preset.
+std::string
+arguments_in_words(const QuantArgs& a) {
+  std::string shape;
+  if (a.strategy == Strategy::group || a.strategy == Strategy::tensor_group)
+    shape = fmt::format(" {}", a.group_size);
+  else if (a.strategy == Strategy::block)
+    shape = fmt::format(" {}x{}", a.block_rows, a.block_cols);
+  return fmt::format("{}{} {}{}{}", a.is_float() ? "fp" : "int", a.bits, strategy_name(a.strategy), shape,
+                     a.symmetric ? "" : " asymmetric");
+}
+
+} // namespace
+
+std::string
+scheme_name(const ConfigGroup& g) {
+  const auto& w = g.weights;
+  const auto& a = g.input_activations;
+  if (w.has_global_scale())
+    return a ? "NVFP4" : "NVFP4A16";
+  if (w.has_power_of_two_scales() && !a)
+    return "MXFP4A16";
+  if (w.is_fp8() && w.strategy == Strategy::block && a && a->strategy == Strategy::group)
+    return "FP8_BLOCK";
+  if (w.is_fp8() && w.strategy == Strategy::channel && a && a->strategy == Strategy::token)
+    return "FP8_DYNAMIC";
+  if (w.is_fp8() && w.strategy == Strategy::tensor && a)
+    return "FP8";
+  if (!w.is_float() && w.bits == 8 && w.strategy == Strategy::channel && a && !a->is_float() && a->bits == 8)
+    return "W8A8";
+  if (!w.is_float() && w.strategy == Strategy::group && !a)
+    return fmt::format("W{}A16{}{}", w.bits, w.symmetric ? "" : "_ASYM",
+                       w.group_size == 128 ? "" : fmt::format(" (group {})", w.group_size));
+  return fmt::format("weights {}{}", arguments_in_words(w), a ? ", activations " + arguments_in_words(*a) : "");
+}
+
+std::string
+describe(const QuantizationConfig& c) {
+  std::vector<std::string> groups;
+  for (const auto& g : c.groups)
+    groups.push_back(fmt::format("{} on {}", scheme_name(g), fmt::join(g.targets, ", ")));
+  return fmt::format("compressed-tensors {}: {}; ignored: {}", c.format, fmt::join(groups, "; "),
+                     c.ignore.empty() ? "none" : fmt::format("{}", fmt::join(c.ignore, ", ")));
+}
+
 std::string
 infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_activations) {
-  if (weights.is_fp8())
+  if (weights.has_power_of_two_scales())
+    return "mxfp4-pack-quantized";
+  if (weights.is_fp4())
+    return "nvfp4-pack-quantized";
+  if (weights.is_float())
     return "float-quantized";
   if (!input_activations)
     return "pack-quantized";
@@ -99,9 +151,10 @@ read_quantization_config(const nlohmann::json& config_json, const std::string& s
                               ? group.at("format").get<std::string>()
                               : c.format;
       if (format != "int-quantized" && format != "pack-quantized" && format != "float-quantized" &&
-          format != "naive-quantized")
-        throw InputError(fmt::format(
-            "{}: format '{}' is not supported (int-quantized, pack-quantized, float-quantized)", at, format));
+          format != "naive-quantized" && format != "nvfp4-pack-quantized" && format != "mxfp4-pack-quantized")
+        throw InputError(fmt::format("{}: format '{}' is not supported (int-quantized, pack-quantized, "
+                                     "float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized)",
+                                     at, format));
       if (c.format.empty() || c.format == "mixed-precision")
         c.format = format;
       ConfigGroup g;

@@ -2,7 +2,7 @@
 // groups, each with its targets (the class name Linear, exact module names or re:<regex>) and its
 // weight and optional input-activation arguments — one group for a uniform recipe, one per
 // bitwidth for a mixed-precision plan — the format (int-quantized, pack-quantized,
-// float-quantized), the ignore list, and
+// float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized), the ignore list, and
 // `sparsity_config: {}` (current vLLM rejects any sparsity config with targets, so 2:4-pruned
 // weights are stored densely). Only long-standing keys are written: compressed-tensors validates
 // with extra="forbid", and a newer key breaks older vLLM.
@@ -37,7 +37,8 @@ struct QuantizationConfig {
 };
 
 // The format compressed-tensors infers: weight-only int → pack-quantized; int weights with
-// activations → int-quantized; float weights → float-quantized.
+// activations → int-quantized; FP4 weights → mxfp4-pack-quantized (groups of 32) or
+// nvfp4-pack-quantized; FP8 weights → float-quantized.
 std::string infer_format(const QuantArgs& weights, const std::optional<QuantArgs>& input_activations);
 
 nlohmann::json to_json(const QuantizationConfig& config);
@@ -47,6 +48,12 @@ nlohmann::json to_json(const QuantizationConfig& config);
 // cannot run.
 std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json& config_json,
                                                            const std::string& source);
+
+// The compressed-tensors preset a config group is (W4A16, W4A16_ASYM, W8A16, W8A8, FP8,
+// FP8_DYNAMIC, FP8_BLOCK, NVFP4, NVFP4A16, MXFP4A16), or its arguments in a few words.
+std::string scheme_name(const ConfigGroup& group);
+// One line for people: the format, each group's scheme and targets, and what is ignored.
+std::string describe(const QuantizationConfig& config);
 
 // Whether `name` matches an ignore/target entry: exact, or re:<regex> matched from the start.
 bool module_matches(const std::string& pattern, const std::string& name);

@@ -139,11 +139,11 @@ gptq(std::span<const float> weight, std::int64_t rows, std::int64_t cols, std::s
 
 CompressedMatrix
 rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,
-    model::DType scale_dtype) {
+    model::DType scale_dtype, std::optional<float> shared_absmax) {
   CompressedMatrix out;
   out.rows = rows;
   out.cols = cols;
-  out.grid = compute_grid(weight, rows, cols, args, scale_dtype);
+  out.grid = compute_grid(weight, rows, cols, args, scale_dtype, shared_absmax);
   out.weight.resize(weight.size());
   out.q.resize(weight.size());
   for (std::int64_t r = 0; r < rows; ++r)

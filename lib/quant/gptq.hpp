@@ -55,9 +55,9 @@ CompressedMatrix gptq(std::span<const float> weight, std::int64_t rows, std::int
                       const std::optional<QuantArgs>& args, model::DType scale_dtype, const GptqOptions& options,
                       ThreadPool& pool);
 
-// Round to nearest on the static grid (no calibration).
+// Round to nearest on the static grid (no calibration); `shared_absmax` as compute_grid's.
 CompressedMatrix rtn(std::span<const float> weight, std::int64_t rows, std::int64_t cols, const QuantArgs& args,
-                     model::DType scale_dtype);
+                     model::DType scale_dtype, std::optional<float> shared_absmax = std::nullopt);
 
 // tr(E H Eᵀ) and tr(W H Wᵀ) with E = W - Ŵ: ‖(W - Ŵ)X‖² and ‖WX‖² over the calibration inputs.
 // Each is a sum over rows, so a matrix's terms are the sums of its row blocks' terms.

@@ -29,6 +29,16 @@ pack_rows(std::span<const std::int8_t> values, std::int64_t rows, std::int64_t c
   return out;
 }
 
+std::vector<std::uint8_t>
+pack_fp4_rows(std::span<const std::uint8_t> codes, std::int64_t rows, std::int64_t cols) {
+  if (cols % 2 != 0 || static_cast<std::int64_t>(codes.size()) != rows * cols)
+    throw InputError("pack_fp4_rows: an even number of columns per row is needed");
+  std::vector<std::uint8_t> out(codes.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<std::uint8_t>((codes[2 * i] & 0xf) | ((codes[2 * i + 1] & 0xf) << 4));
+  return out;
+}
+
 std::vector<std::int8_t>
 unpack_rows(std::span<const std::int32_t> words, std::int64_t rows, std::int64_t cols, int bits) {
   const std::int64_t per_row = packed_words(cols, bits);

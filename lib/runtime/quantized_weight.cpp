@@ -52,7 +52,7 @@ public:
 
   std::int64_t rows() const override { return m.rows; }
   std::int64_t cols() const override { return m.cols; }
-  std::uint64_t storage_bytes() const override { return m.values.size() + m.scales.size() * 2; }
+  std::uint64_t storage_bytes() const override { return m.values.size() + m.scales.size() * 2 + m.scale_codes.size(); }
   std::string format() const override {
     switch (m.storage) {
     case QuantizedStorage::int8_values:
@@ -60,7 +60,11 @@ public:
     case QuantizedStorage::packed_int32:
       return fmt::format("int{} g{}", m.bits, m.group_size);
     case QuantizedStorage::fp8_values:
-      return m.input_activations ? "fp8 w8a8" : "fp8";
+      return fmt::format("fp8{}{}", m_groups > 1 ? fmt::format(" g{}", m.group_size) : "",
+                         m.input_activations ? " w8a8" : "");
+    case QuantizedStorage::fp4_packed:
+      return fmt::format("{}{}", m.fp4_scales == Fp4Scales::e8m0 ? "mxfp4" : "nvfp4",
+                         m.input_activations ? " w4a4" : "");
     }
     return "?";
   }
@@ -94,6 +98,9 @@ public:
         out[c] = model::f8_e4m3_to_float(v[c]) * scales[c / group_size];
       break;
     }
+    case QuantizedStorage::fp4_packed:
+      fp4_row(r, out);
+      break;
     }
   }
 
@@ -116,11 +123,25 @@ public:
       return;
     }
     std::vector<float> quantized(x, x + rows_x * m.cols);
-    quant::fake_quantize_activations(quantized.data(), rows_x, m.cols, *m.input_activations);
+    quant::fake_quantize_activations(quantized.data(), rows_x, m.cols, *m.input_activations, m.input_global_scale);
     multiply_widened(*this, quantized.data(), rows_x, y, pool);
   }
 
 private:
+  // Row r of FP4 codes, two to a byte, each group's scale read from its code.
+  void fp4_row(std::int64_t r, float* out) const {
+    const std::int64_t cols = m.cols, group_size = m.group_size;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(m.values.data()) + r * (cols / 2);
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(m.scale_codes.data()) + r * m_groups;
+    for (std::int64_t g = 0; g < m_groups; ++g) {
+      const float scale = m.fp4_scales == Fp4Scales::e8m0 ? quant::e8m0_to_float(codes[g])
+                                                          : model::f8_e4m3_to_float(codes[g]) / m.global_scale;
+      const std::int64_t end = std::min(cols, (g + 1) * group_size);
+      for (std::int64_t c = g * group_size; c < end; ++c)
+        out[c] = quant::fp4_value(quant::unpack_fp4_code(bytes, c)) * scale;
+    }
+  }
+
   const std::int8_t* int8_values() const { return reinterpret_cast<const std::int8_t*>(m.values.data()); }
 
   // The integer kernel computes exactly this scheme: int8 weights with one scale per row, int8
@@ -128,7 +149,7 @@ private:
   // the float path.
   bool integer_products_apply() const {
     const auto& a = m.input_activations;
-    return m.storage == QuantizedStorage::int8_values && m_groups == 1 && a && !a->is_fp8() && a->bits == 8 &&
+    return m.storage == QuantizedStorage::int8_values && m_groups == 1 && a && !a->is_float() && a->bits == 8 &&
            a->symmetric && (a->strategy == quant::Strategy::token || a->strategy == quant::Strategy::tensor) &&
            int8_gemm_supported();
   }
@@ -145,13 +166,18 @@ make_quantized_weight(QuantizedWeightSpec spec) {
   if (spec.group_size <= 0 || spec.rows <= 0 || spec.cols <= 0)
     throw InputError("quantized weight: empty shape or group size");
   const std::int64_t groups = (spec.cols + spec.group_size - 1) / spec.group_size;
-  if (static_cast<std::int64_t>(spec.scales.size()) != spec.rows * groups)
+  const bool fp4 = spec.storage == QuantizedStorage::fp4_packed;
+  const auto scale_count = fp4 ? spec.scale_codes.size() : spec.scales.size();
+  if (static_cast<std::int64_t>(scale_count) != spec.rows * groups)
     throw InputError(
-        fmt::format("quantized weight: {} scales for {} rows x {} groups", spec.scales.size(), spec.rows, groups));
-  const std::uint64_t expected =
-      spec.storage == QuantizedStorage::packed_int32
-          ? static_cast<std::uint64_t>(spec.rows * quant::packed_words(spec.cols, spec.bits)) * 4
-          : static_cast<std::uint64_t>(spec.rows * spec.cols);
+        fmt::format("quantized weight: {} scales for {} rows x {} groups", scale_count, spec.rows, groups));
+  if (fp4 && (spec.cols % 2 != 0 || (spec.fp4_scales == Fp4Scales::fp8_under_global && !(spec.global_scale > 0))))
+    throw InputError("quantized weight: FP4 needs an even column count and, for NVFP4, a positive global scale");
+  std::uint64_t expected = static_cast<std::uint64_t>(spec.rows * spec.cols);
+  if (spec.storage == QuantizedStorage::packed_int32)
+    expected = static_cast<std::uint64_t>(spec.rows * quant::packed_words(spec.cols, spec.bits)) * 4;
+  else if (fp4)
+    expected /= 2;
   if (spec.values.size() != expected)
     throw InputError(fmt::format("quantized weight: {} bytes of values, expected {}", spec.values.size(), expected));
   return std::make_unique<QuantizedWeight>(std::move(spec));

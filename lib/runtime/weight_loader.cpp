@@ -25,9 +25,71 @@ sliced_rows(std::span<const std::byte> bytes, std::size_t row_bytes, RowSlice sl
   return bytes.subspan(static_cast<std::size_t>(slice.first) * row_bytes, static_cast<std::size_t>(rows) * row_bytes);
 }
 
+// A [1] F32 tensor's value (NVFP4's global scales).
+float
+scalar_tensor(const model::WeightStore& store, const std::string& name) {
+  const auto view = store.require(name);
+  if (view.element_count() != 1 || view.dtype() != model::DType::f32 || !(view.at(0) > 0.0f))
+    throw InputError(fmt::format("tensor '{}' must be one positive F32 value", name));
+  return view.at(0);
+}
+
+// nvfp4- or mxfp4-pack-quantized: weight_packed U8 [rows, cols/2], weight_scale [rows, cols/group]
+// as FP8 E4M3 (NVFP4, with weight_global_scale and, with FP4 activations, input_global_scale) or
+// U8 E8M0 exponents (MXFP4).
+std::unique_ptr<LinearWeight>
+load_fp4_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
+                const quant::ConfigGroup& q, RowSlice slice) {
+  const auto& w = q.weights;
+  if (cols % w.group_size != 0)
+    throw InputError(
+        fmt::format("'{}': {} input columns are not a whole number of FP4 groups of {}", prefix, cols, w.group_size));
+  const auto packed = store.require(prefix + ".weight_packed");
+  const auto scale = store.require(prefix + ".weight_scale");
+  const bool mx = w.has_power_of_two_scales();
+  if (packed.dtype() != model::DType::u8)
+    throw InputError(fmt::format("tensor '{}' must be U8 (two FP4 values per byte)", packed.info->name));
+  check_shape(packed, {slice.stored_rows, cols / 2});
+  if (scale.dtype() != (mx ? model::DType::u8 : model::DType::f8_e4m3))
+    throw InputError(fmt::format("tensor '{}' must be {}", scale.info->name, mx ? "U8 (E8M0 exponents)" : "F8_E4M3"));
+  const auto groups = cols / w.group_size;
+  check_shape(scale, {slice.stored_rows, groups});
+  QuantizedWeightSpec spec;
+  spec.storage = QuantizedStorage::fp4_packed;
+  spec.rows = rows;
+  spec.cols = cols;
+  spec.bits = 4;
+  spec.group_size = w.group_size;
+  spec.values = sliced_rows(packed.bytes, static_cast<std::size_t>(cols / 2), slice, rows);
+  spec.scale_codes = sliced_rows(scale.bytes, static_cast<std::size_t>(groups), slice, rows);
+  spec.fp4_scales = mx ? Fp4Scales::e8m0 : Fp4Scales::fp8_under_global;
+  if (!mx)
+    spec.global_scale = scalar_tensor(store, prefix + ".weight_global_scale");
+  spec.input_activations = q.input_activations;
+  if (q.input_activations && q.input_activations->has_global_scale())
+    spec.input_global_scale = scalar_tensor(store, prefix + ".input_global_scale");
+  return make_quantized_weight(std::move(spec));
+}
+
+// A block grid's [⌈rows/block_rows⌉, ⌈cols/block_cols⌉] scales spread to one per row and block column.
+std::vector<float>
+block_scales_per_row(const std::vector<float>& tiles, const quant::QuantArgs& w, RowSlice slice, std::int64_t rows,
+                     std::int64_t cols) {
+  const auto tile_cols = (cols + w.block_cols - 1) / w.block_cols;
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(rows * tile_cols));
+  for (std::int64_t r = slice.first; r < slice.first + rows; ++r) {
+    const auto first = tiles.begin() + (r / w.block_rows) * tile_cols;
+    out.insert(out.end(), first, first + tile_cols);
+  }
+  return out;
+}
+
 std::unique_ptr<LinearWeight>
 load_quantized_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
                       const quant::ConfigGroup& q, RowSlice slice) {
+  if (q.weights.is_fp4())
+    return load_fp4_linear(store, prefix, rows, cols, q, slice);
   const auto packed = store.find(prefix + ".weight_packed");
   const auto plain = store.find(prefix + ".weight");
   const auto scale = store.require(prefix + ".weight_scale");
@@ -58,6 +120,17 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   auto scales = scale.to_floats();
   const auto& shape = scale.shape();
   std::int64_t groups = 1;
+  if (q.weights.strategy == quant::Strategy::block) {
+    const auto& w = q.weights;
+    if (shape != std::vector<std::int64_t>{(stored_rows + w.block_rows - 1) / w.block_rows,
+                                           (cols + w.block_cols - 1) / w.block_cols})
+      throw InputError(fmt::format("tensor '{}' has shape [{}], which is not one scale per {}x{} block of [{}, {}]",
+                                   scale.info->name, fmt::join(shape, ", "), w.block_rows, w.block_cols, stored_rows,
+                                   cols));
+    spec.group_size = w.block_cols;
+    spec.scales = block_scales_per_row(scales, w, slice, rows, cols);
+    return make_quantized_weight(std::move(spec));
+  }
   if (shape.size() == 1 && shape[0] == 1) { // per tensor
     scales.assign(static_cast<std::size_t>(stored_rows), scales.front());
     spec.group_size = cols;

@@ -1,0 +1,361 @@
+#!/usr/bin/python3
+"""compressed-tensors conformance of optkit's float schemes: fp8_block, nvfp4, nvfp4a16, mxfp4.
+
+A reader written from the formats' definitions (compressed-tensors 0.18's presets, compressors and
+scale rules; vLLM's loaders; OCP FP8 E4M3 and FP4 E2M1), sharing no code with optkit. For each
+scheme, optkit compresses a tiny model, and this reader checks:
+  1. the quantization_config vLLM dispatches on: quant_method, format, the config group's
+     arguments exactly as compressed-tensors' preset serialises them (long-standing keys only);
+  2. every decoder linear's tensors: names, dtypes and shapes, and nothing else in their place;
+  3. the quantization: scales derived here from the source weights (FP8 block tiles; NVFP4's
+     global scale shared by q/k/v and by gate/up, and its FP8 group scales; MXFP4's E8M0
+     exponents) equal optkit's exactly, and the stored codes are the nearest grid values (ties to
+     the even code) for all but a handful of values on a tie;
+  4. the runtime: the weights optkit's runtime dequantizes equal this reader's dequantization, and
+     its products x·Wᵀ equal this reader's emulation of the scheme's activation quantization (FP8
+     per token in groups of 128; NVFP4 groups of 16 under input_global_scale).
+usage: compressed_tensors_reader.py OPTKIT DEQUANTIZE_LINEARS SOURCE_MODEL CALIB_TEXT [WORKDIR]
+(without WORKDIR, a temporary folder removed at the end)
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+F32 = np.float32
+
+# ---------------------------------------------------------------- number formats, from their definitions
+
+
+def fp8_e4m3_table():
+    """Value of every E4M3 (fn) byte: bias 7, subnormals at e=0, 0x7f/0xff NaN, no infinities."""
+    values = np.zeros(256, dtype=np.float64)
+    for b in range(256):
+        sign = -1.0 if b & 0x80 else 1.0
+        e, m = (b >> 3) & 0xF, b & 0x7
+        if e == 15 and m == 7:
+            values[b] = np.nan
+        elif e == 0:
+            values[b] = sign * (m / 8.0) * 2.0**-6
+        else:
+            values[b] = sign * (1.0 + m / 8.0) * 2.0 ** (e - 7)
+    return values
+
+
+FP8 = fp8_e4m3_table()
+FP8_POSITIVE = FP8[:127]  # codes 0..126 ascending: 0 .. 448
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def nearest_code(magnitudes, grid):
+    """Index of the nearest value of an ascending grid, ties to the even index."""
+    hi = np.clip(np.searchsorted(grid, magnitudes), 1, len(grid) - 1)
+    lo = hi - 1
+    d_lo, d_hi = magnitudes - grid[lo], grid[hi] - magnitudes
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
+    return np.where(pick_hi, hi, lo)
+
+
+def to_fp8_code(values):
+    """Round-to-nearest-even E4M3 code of finite values within ±448."""
+    v = np.asarray(values, dtype=np.float64)
+    code = nearest_code(np.abs(v), FP8_POSITIVE)
+    return (code | np.where(np.signbit(v), 0x80, 0)).astype(np.uint8)
+
+
+def to_fp4_code(values):
+    """E2M1 code (bit 3 sign, bits 0-2 index 0, ½, 1, 1½, 2, 3, 4, 6) of values within ±6, nearest
+    value, ties to the even code; negative values keep the sign bit even when they round to 0."""
+    v = np.asarray(values, dtype=np.float64)
+    code = nearest_code(np.abs(v), E2M1)
+    return (code | np.where(v < 0, 0x8, 0)).astype(np.uint8)
+
+
+def fp4_value(codes):
+    sign = np.where(codes & 0x8, -1.0, 1.0)
+    return sign * E2M1[codes & 0x7]
+
+
+def bf16_round(values):
+    """float32 values rounded to BF16 precision (nearest even), as float32."""
+    u = np.asarray(values, dtype=F32).view(np.uint32).astype(np.uint64)
+    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) & np.uint64(0xFFFF0000)
+    return rounded.astype(np.uint32).view(F32)
+
+
+# ---------------------------------------------------------------- safetensors
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    out = {}
+    for name, t in header.items():
+        raw = data[t["data_offsets"][0] : t["data_offsets"][1]]
+        out[name] = (t["dtype"], t["shape"], raw)
+    return out
+
+
+def as_float(tensor):
+    dtype, shape, raw = tensor
+    if dtype == "F32":
+        a = np.frombuffer(raw, dtype=F32)
+    elif dtype == "BF16":
+        a = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(F32)
+    elif dtype == "F8_E4M3":
+        a = FP8[np.frombuffer(raw, dtype=np.uint8)].astype(F32)
+    else:
+        raise SystemExit(f"cannot read {dtype} as floats")
+    return a.reshape(shape)
+
+
+def as_bytes(tensor):
+    return np.frombuffer(tensor[2], dtype=np.uint8).reshape(tensor[1])
+
+
+def read_folder(folder):
+    tensors = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".safetensors"):
+            tensors.update(read_safetensors(os.path.join(folder, name)))
+    return tensors
+
+
+# ---------------------------------------------------------------- the schemes
+
+
+def args(num_bits, strategy, group_size=None, dynamic=False, block=None):
+    out = {"num_bits": num_bits, "type": "float", "symmetric": True, "strategy": strategy, "dynamic": dynamic,
+           "group_size": group_size}
+    if block:
+        out["block_structure"] = block
+    return out
+
+
+SCHEMES = {
+    "fp8_block": {"format": "float-quantized", "weights": args(8, "block", block=[128, 128]),
+                  "input_activations": args(8, "group", 128, True)},
+    "nvfp4": {"format": "nvfp4-pack-quantized", "weights": args(4, "tensor_group", 16),
+              "input_activations": args(4, "tensor_group", 16, "local")},
+    "nvfp4a16": {"format": "nvfp4-pack-quantized", "weights": args(4, "tensor_group", 16), "input_activations": None},
+    "mxfp4": {"format": "mxfp4-pack-quantized", "weights": args(4, "group", 32), "input_activations": None},
+}
+LINEARS = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+           "mlp.up_proj", "mlp.down_proj"]
+FUSED = [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"], ["mlp.gate_proj", "mlp.up_proj"]]
+# Values allowed to round the other way (a scaled value within float rounding of a tie).
+MAX_TIE_FLIPS = 1e-4
+
+
+def fail(message):
+    raise SystemExit(f"FAIL: {message}")
+
+
+def check_config(folder, scheme):
+    q = json.load(open(os.path.join(folder, "config.json")))["quantization_config"]
+    want = SCHEMES[scheme]
+    if q.get("quant_method") != "compressed-tensors" or q.get("format") != want["format"]:
+        fail(f"{scheme}: quant_method/format {q.get('quant_method')}/{q.get('format')}, expected {want['format']}")
+    if q.get("sparsity_config") != {} or q.get("kv_cache_scheme") is not None or "lm_head" not in q.get("ignore", []):
+        fail(f"{scheme}: sparsity_config, kv_cache_scheme or ignore differ from compressed-tensors'")
+    groups = q["config_groups"]
+    if len(groups) != 1:
+        fail(f"{scheme}: {len(groups)} config groups")
+    group = next(iter(groups.values()))
+    if group["targets"] != ["Linear"] or group["weights"] != want["weights"]:
+        fail(f"{scheme}: weights {group['weights']} != {want['weights']}")
+    if group.get("input_activations") != want["input_activations"]:
+        fail(f"{scheme}: input_activations {group.get('input_activations')} != {want['input_activations']}")
+
+
+def expect_tensor(tensors, name, dtype, shape):
+    if name not in tensors:
+        fail(f"{name} is missing")
+    if tensors[name][0] != dtype or list(tensors[name][1]) != list(shape):
+        fail(f"{name} is {tensors[name][0]} {tensors[name][1]}, expected {dtype} {shape}")
+
+
+def unpack_fp4(packed):
+    """[rows, cols/2] bytes → [rows, cols] codes, column 2i in the low nibble."""
+    rows, half = packed.shape
+    codes = np.empty((rows, half * 2), dtype=np.uint8)
+    codes[:, 0::2] = packed & 0xF
+    codes[:, 1::2] = packed >> 4
+    return codes
+
+
+def fraction_differing(a, b):
+    return float(np.mean(a != b))
+
+
+def fp8_block(tensors, source, module):
+    """→ dequantized weight, after checking tiles' scales and codes against the source."""
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    tiles = (-(-rows // 128), -(-cols // 128))
+    expect_tensor(tensors, module + ".weight", "F8_E4M3", [rows, cols])
+    expect_tensor(tensors, module + ".weight_scale", "BF16", list(tiles))
+    scales = as_float(tensors[module + ".weight_scale"])
+    want = np.zeros(tiles, dtype=F32)
+    for i in range(tiles[0]):
+        for j in range(tiles[1]):
+            tile = w[i * 128 : (i + 1) * 128, j * 128 : (j + 1) * 128]
+            want[i, j] = bf16_round(F32(np.abs(tile).max()) / F32(448.0))
+    if not np.array_equal(scales, want):
+        fail(f"{module}: block scales differ from amax/448 per 128x128 tile")
+    per_value = np.repeat(np.repeat(scales, 128, axis=0), 128, axis=1)[:rows, :cols]
+    codes = as_bytes(tensors[module + ".weight"])
+    expected = to_fp8_code(np.clip(w / per_value, -448, 448))
+    if fraction_differing(codes, expected) > MAX_TIE_FLIPS:
+        fail(f"{module}: {fraction_differing(codes, expected):.2e} of FP8 codes are not the nearest")
+    return (FP8[codes] * per_value).astype(F32)
+
+
+def nvfp4(tensors, source, module, fused_absmax, activations):
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    expect_tensor(tensors, module + ".weight_packed", "U8", [rows, cols // 2])
+    expect_tensor(tensors, module + ".weight_scale", "F8_E4M3", [rows, cols // 16])
+    expect_tensor(tensors, module + ".weight_global_scale", "F32", [1])
+    if activations:
+        expect_tensor(tensors, module + ".input_global_scale", "F32", [1])
+    elif module + ".input_global_scale" in tensors:
+        fail(f"{module}: input_global_scale without FP4 activations")
+    g = as_float(tensors[module + ".weight_global_scale"])[0]
+    if g != F32(448.0 * 6.0) / F32(fused_absmax):
+        fail(f"{module}: global scale {g} != 448·6 / {fused_absmax} (the fused set's largest |w|)")
+    groups = w.reshape(rows, cols // 16, 16)
+    local = bf16_round(np.abs(groups).max(axis=2).astype(F32) / F32(6.0)) * g
+    want = to_fp8_code(np.minimum(local, 448.0))
+    want = np.where((want & 0x7F) == 0, to_fp8_code(0.125), want)
+    stored = as_bytes(tensors[module + ".weight_scale"])
+    if not np.array_equal(stored, want):
+        fail(f"{module}: {fraction_differing(stored, want):.2e} of the FP8 group scales differ")
+    effective = (FP8[stored].astype(F32) / g).astype(F32)
+    per_value = np.repeat(effective, 16, axis=1)
+    codes = unpack_fp4(as_bytes(tensors[module + ".weight_packed"]))
+    expected = to_fp4_code(bf16_round(np.clip(w / per_value, -6, 6)))
+    if fraction_differing(codes, expected) > MAX_TIE_FLIPS:
+        fail(f"{module}: {fraction_differing(codes, expected):.2e} of FP4 codes are not the nearest")
+    return (fp4_value(codes) * per_value).astype(F32)
+
+
+def mxfp4(tensors, source, module):
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    expect_tensor(tensors, module + ".weight_packed", "U8", [rows, cols // 2])
+    expect_tensor(tensors, module + ".weight_scale", "U8", [rows, cols // 32])
+    amax = bf16_round(np.abs(w.reshape(rows, cols // 32, 32)).max(axis=2))
+    mantissa, exponent = np.frexp(amax.astype(np.float64))  # amax = mantissa · 2^exponent, mantissa in [½, 1)
+    power = exponent - 1 + (mantissa >= 0.875)  # 2^power: amax rounded to a power of two, up from 1.75
+    want = np.where(amax > 0, np.clip(power + 127 - 2, 0, 255), 0).astype(np.uint8)
+    stored = as_bytes(tensors[module + ".weight_scale"])
+    if not np.array_equal(stored, want):
+        fail(f"{module}: {fraction_differing(stored, want):.2e} of the E8M0 exponents differ")
+    per_value = np.repeat(np.ldexp(1.0, stored.astype(np.int64) - 127), 32, axis=1)
+    codes = unpack_fp4(as_bytes(tensors[module + ".weight_packed"]))
+    expected = to_fp4_code(np.clip(w / per_value, -6, 6))
+    if fraction_differing(codes, expected) > MAX_TIE_FLIPS:
+        fail(f"{module}: {fraction_differing(codes, expected):.2e} of FP4 codes are not the nearest")
+    return (fp4_value(codes) * per_value).astype(F32)
+
+
+def quantize_activations(x, scheme, input_global_scale):
+    """The scheme's dynamic activation quantization, as its serving kernels apply it."""
+    if scheme == "fp8_block":
+        out = np.empty_like(x)
+        for r in range(x.shape[0]):
+            for c in range(0, x.shape[1], 128):
+                part = x[r, c : c + 128]
+                scale = F32(np.abs(part).max()) / F32(448.0)
+                out[r, c : c + 128] = FP8[to_fp8_code(np.clip(part / scale, -448, 448))] * scale
+        return out
+    if scheme == "nvfp4":
+        g = input_global_scale
+        out = np.empty_like(x)
+        for r in range(x.shape[0]):
+            for c in range(0, x.shape[1], 16):
+                part = x[r, c : c + 16]
+                code = to_fp8_code(min(F32(np.abs(part).max()) / F32(6.0) * g, 448.0))
+                code = to_fp8_code(0.125) if (code & 0x7F) == 0 else code
+                scale = F32(FP8[code]) / g
+                out[r, c : c + 16] = fp4_value(to_fp4_code(bf16_round(np.clip(part / scale, -6, 6)))) * scale
+        return out
+    return x
+
+
+def check_scheme(scheme, folder, source, runtime):
+    check_config(folder, scheme)
+    tensors = read_folder(folder)
+    layers = 1 + max(int(k.split(".")[2]) for k in source if k.startswith("model.layers."))
+    worst_weight = worst_product = 0.0
+    for layer in range(layers):
+        prefix = f"model.layers.{layer}."
+        fused = {}
+        for names in FUSED:
+            m = max(float(np.abs(source[prefix + n + ".weight"]).max()) for n in names)
+            fused.update({n: F32(m) for n in names})
+        input_scales = {}
+        for name in LINEARS:
+            module = prefix + name
+            if scheme == "fp8_block":
+                w = fp8_block(tensors, source, module)
+            elif scheme == "mxfp4":
+                w = mxfp4(tensors, source, module)
+            else:
+                own = F32(np.abs(source[module + ".weight"]).max())
+                w = nvfp4(tensors, source, module, fused.get(name, own), scheme == "nvfp4")
+            if module + ".weight" in tensors and scheme != "fp8_block":
+                fail(f"{module}: a dense weight beside the packed one")
+            ours = runtime[module + ".weight"]
+            worst_weight = max(worst_weight, float(np.max(np.abs(ours - w) / np.maximum(np.abs(w), 1e-30))))
+            g_in = as_float(tensors[module + ".input_global_scale"])[0] if scheme == "nvfp4" else None
+            input_scales[name] = g_in
+            x = runtime[module + ".x"]
+            y_ref = quantize_activations(x, scheme, g_in).astype(np.float64) @ w.astype(np.float64).T
+            y = runtime[module + ".y"].astype(np.float64)
+            worst_product = max(worst_product, float(np.linalg.norm(y - y_ref) / np.linalg.norm(y_ref)))
+        if scheme == "nvfp4":
+            for names in FUSED:  # one input, one calibrated global scale
+                if len({input_scales[n] for n in names}) != 1:
+                    fail(f"layer {layer}: {names} have different input_global_scale")
+    if worst_weight > 1e-6:
+        fail(f"{scheme}: optkit's runtime dequantizes up to {worst_weight:.2e} away from this reader")
+    if worst_product > 1e-5:
+        fail(f"{scheme}: optkit's products differ from this reader's emulation by {worst_product:.2e} (relative)")
+    print(f"{scheme}: config, tensors, scales, codes and runtime agree "
+          f"(weights within {worst_weight:.1e}, products within {worst_product:.1e})")
+
+
+def main():
+    optkit, dequantize, source_dir, calib = sys.argv[1:5]
+    if len(sys.argv) > 5:
+        check_all(optkit, dequantize, source_dir, calib, sys.argv[5])
+        return
+    with tempfile.TemporaryDirectory() as work:
+        check_all(optkit, dequantize, source_dir, calib, work)
+
+
+def check_all(optkit, dequantize, source_dir, calib, work):
+    source = {k: as_float(v) for k, v in read_folder(source_dir).items() if v[0] in ("F32", "BF16")}
+    for scheme in SCHEMES:
+        folder = os.path.join(work, scheme)
+        command = [optkit, "compress", "--model", source_dir, "--recipe", scheme, "-o", folder]
+        if scheme == "nvfp4":
+            command += ["--calib", calib, "--samples", "16", "--seq-len", "64"]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        dump = os.path.join(work, scheme + ".runtime.safetensors")
+        subprocess.run([dequantize, folder, dump], check=True)
+        runtime = {k: as_float(v) for k, v in read_safetensors(dump).items()}
+        check_scheme(scheme, folder, source, runtime)
+
+
+if __name__ == "__main__":
+    main()
