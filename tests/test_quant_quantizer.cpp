@@ -1,7 +1,11 @@
 // Golden vectors for the compressed-tensors grid: int4 packing, FP8 E4M3 encoding (clamp to ±448,
-// round half to even, subnormals), symmetric scales (/127.5, /7.5, /448) and round-half-even.
+// round half to even, subnormals), symmetric scales (/127.5, /7.5, /448) and round-half-even; FP4
+// E2M1 rounding and packing, MXFP4's E8M0 and NVFP4's global and FP8 group scales, FP8 blocks,
+// group and NVFP4 activations, the float schemes' validation; AWQ's candidate factors.
 #include "core/error.hpp"
 #include "model/dtype.hpp"
+#include "quant/awq.hpp"
+#include "quant/gptq.hpp"
 #include "quant/packing.hpp"
 #include "quant/quantizer.hpp"
 
@@ -289,4 +293,34 @@ TEST_CASE("the float schemes' arguments validate as compressed-tensors' presets 
   local.dynamic_local = false;
   CHECK_THROWS_AS(quant::validate(local, true, "a"), InputError);
   CHECK_THROWS_AS(quant::quant_args_from_json({{"dynamic", "global"}}, "a"), InputError);
+}
+
+TEST_CASE("AWQ candidates: s = 1 first, then duo scaling's ratios, each normalised to √(max·min) = 1") {
+  const std::vector<float> x_mean = {0.1f, 1.0f, 10.0f, 0.5f};
+  const std::vector<float> w = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f};
+  const std::vector<std::span<const float>> weights = {w};
+  const auto candidates = quant::awq_candidates(x_mean, weights, 4, 4, {});
+  REQUIRE(candidates.size() == 20);
+  CHECK(!candidates[0].duo);
+  CHECK(candidates[0].scales == std::vector<float>(4, 1.0f));
+  CHECK(candidates[1].duo);
+  CHECK(candidates[19].ratio == 1.0);
+  for (const auto& c : candidates) {
+    const auto [lo, hi] = std::minmax_element(c.scales.begin(), c.scales.end());
+    CHECK(double(*lo) * double(*hi) == doctest::Approx(1.0));
+  }
+  // At r = 1 the factors follow the activations: the largest mean |x| gets the largest factor.
+  CHECK(std::max_element(candidates[19].scales.begin(), candidates[19].scales.end()) - candidates[19].scales.begin() ==
+        2);
+  CHECK(quant::awq_candidates(x_mean, weights, 4, 4, {20, false}).size() == 20);
+  // The search keeps the least error and reports s = 1's.
+  const auto search =
+      quant::search_awq(candidates, [](const quant::AwqCandidate& c) { return c.ratio == 0.5 ? 1.0 : 2.0; });
+  CHECK(search.best.ratio == 0.5);
+  CHECK(search.identity_error == 2.0);
+  // Q(W·s)/s with s = 1 is plain round to nearest.
+  QuantArgs int4{4, NumberType::integer, false, Strategy::group, 4, false};
+  const std::vector<float> ones(4, 1.0f);
+  CHECK(quant::awq_fake_quantized(w, 2, 4, ones, int4, model::DType::f32) ==
+        quant::rtn(w, 2, 4, int4, model::DType::f32).weight);
 }

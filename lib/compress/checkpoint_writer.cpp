@@ -61,6 +61,15 @@ stored_scales(const quant::QuantGrid& grid) {
   return out;
 }
 
+// An asymmetric grid's zero points, [rows, groups] integers packed down the columns.
+std::vector<std::int32_t>
+packed_zero_points(const quant::QuantGrid& grid) {
+  std::vector<std::int8_t> zeros(grid.zero.size());
+  for (std::size_t i = 0; i < zeros.size(); ++i)
+    zeros[i] = static_cast<std::int8_t>(grid.zero[i]);
+  return quant::pack_columns(zeros, grid.rows, grid.groups(), grid.args.bits);
+}
+
 // FP4 values two to a byte with their scale codes and, for NVFP4, the global scales.
 void
 add_fp4_linear(model::TensorSet& out, const CompressedLinear& linear) {
@@ -102,6 +111,9 @@ add_compressed_linear(model::TensorSet& out, const CompressedLinear& linear, con
       out.add_values(p + ".weight_packed", model::DType::i32, {m.rows, quant::packed_words(m.cols, grid.args.bits)},
                      quant::pack_rows(values, m.rows, m.cols, grid.args.bits));
       out.add_values(p + ".weight_shape", model::DType::i64, {2}, std::vector<std::int64_t>{m.rows, m.cols});
+      if (!grid.args.symmetric)
+        out.add_values(p + ".weight_zero_point", model::DType::i32,
+                       {quant::packed_words(m.rows, grid.args.bits), grid.groups()}, packed_zero_points(grid));
     } else {
       out.add_values(p + ".weight", model::DType::i8, {m.rows, m.cols}, values);
     }
@@ -160,6 +172,10 @@ compressed_linear_specs(const std::string& p, const quant::QuantArgs& args, std:
   } else if (format == "pack-quantized") {
     out.push_back({p + ".weight_packed", model::DType::i32, {rows, quant::packed_words(cols, args.bits)}});
     out.push_back({p + ".weight_shape", model::DType::i64, {2}});
+    if (!args.symmetric)
+      out.push_back({p + ".weight_zero_point",
+                     model::DType::i32,
+                     {quant::packed_words(rows, args.bits), scale_shape(args, rows, cols).back()}});
   } else {
     out.push_back({p + ".weight", model::DType::i8, {rows, cols}});
   }

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/layer_tensors.hpp"
+#include "quant/awq.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
@@ -39,8 +40,15 @@ public:
   void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                std::int64_t sequences) override {
     auto& absmax = m_input_absmax[input];
-    for (std::int64_t i = 0; i < rows * cols; ++i)
-      absmax = std::max(absmax, std::fabs(x[i]));
+    auto& abs_sum = m_abs_sum[input];
+    abs_sum.resize(static_cast<std::size_t>(cols), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float a = std::fabs(x[r * cols + c]);
+        absmax = std::max(absmax, a);
+        abs_sum[static_cast<std::size_t>(c)] += static_cast<double>(a);
+      }
+    m_rows[input] += rows;
     if (!m_hessians_needed)
       return;
     auto& h = m_hessians[input];
@@ -57,6 +65,15 @@ public:
   float input_absmax(LinearInput input) const {
     const auto it = m_input_absmax.find(input);
     return it == m_input_absmax.end() ? 0.0f : it->second;
+  }
+  // The mean |x| of each of the input's columns (AWQ's activation statistic).
+  std::vector<float> input_mean_abs(LinearInput input) const {
+    const auto& sum = m_abs_sum.at(input);
+    const auto rows = static_cast<double>(std::max<std::int64_t>(m_rows.at(input), 1));
+    std::vector<float> out(sum.size());
+    for (std::size_t c = 0; c < out.size(); ++c)
+      out[c] = static_cast<float>(sum[c] / rows);
+    return out;
   }
   // A mixture-of-experts layer's MLP inputs and each row's chosen experts, kept whole: each
   // expert's Hessians are made from its own rows, one expert at a time.
@@ -90,6 +107,8 @@ private:
   bool m_hessians_needed;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
   std::map<LinearInput, float> m_input_absmax;
+  std::map<LinearInput, std::vector<double>> m_abs_sum;
+  std::map<LinearInput, std::int64_t> m_rows;
   std::vector<float> m_routed_input;
   std::vector<std::int64_t> m_chosen;
   std::int64_t m_top_k = 1;
@@ -339,6 +358,32 @@ fused_absmax(const runtime::LayerwiseModel& model, const Recipe& recipe, std::in
   return out;
 }
 
+// AWQ's mappings in llm-compressor's order: each input its balance layers read, and the layer
+// producing it whose output channels take 1/s (a norm, or these linears' rows).
+struct AwqMapping {
+  LinearInput input;
+  const char* producer; // nullptr: the norm in front of the input
+};
+constexpr AwqMapping kAwqMappings[] = {{LinearInput::attention_in, nullptr},
+                                       {LinearInput::attention_out, "self_attn.v_proj"},
+                                       {LinearInput::mlp_in, nullptr},
+                                       {LinearInput::mlp_hidden, "mlp.up_proj"}};
+
+// Whether AWQ can smooth `mapping` in this layer: not a mixture of experts' MLP (its experts see
+// different rows), v_proj → o_proj only when v_proj's rows are o_proj's columns (no grouped-query
+// attention, as llm-compressor skips it) and v_proj has no bias to divide too.
+bool
+awq_applies(const runtime::LayerwiseModel& model, std::int64_t layer, const AwqMapping& mapping) {
+  const auto& config = model.config();
+  if (mapping.input != LinearInput::attention_in && mapping.input != LinearInput::attention_out &&
+      config.is_moe_layer(layer))
+    return false;
+  if (mapping.input == LinearInput::attention_out)
+    return !config.qkv_bias &&
+           model.linear(layer, "self_attn.v_proj").rows() == model.linear(layer, "self_attn.o_proj").cols();
+  return true;
+}
+
 // The checkpoint name of the norm in front of `input` (attention_in or mlp_in) in layer `layer`.
 std::string
 norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
@@ -348,6 +393,115 @@ norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInp
     if (v.role == role)
       return fmt::format("model.layers.{}.{}", layer, v.name);
   throw RuntimeFailure("no norm before a smoothed input");
+}
+
+// The calibration sequences AWQ's search measures a layer's output on: whole sequences from the
+// first, up to kAwqSearchTokens tokens (llm-compressor measures every cached batch; this bounds
+// the search's cost at 20 layer passes over these tokens per mapping), and the layer's output on
+// them before anything is smoothed.
+constexpr std::int64_t kAwqSearchTokens = 4096;
+
+struct LayerProbe {
+  std::vector<std::int64_t> lengths;
+  std::vector<float> input, reference;
+};
+
+LayerProbe
+layer_probe(runtime::LayerwiseModel& model, std::int64_t layer, std::span<const std::int64_t> lengths,
+            runtime::HiddenStates& x) {
+  LayerProbe probe;
+  std::int64_t tokens = 0;
+  for (const auto length : lengths) {
+    if (!probe.lengths.empty() && tokens + length > kAwqSearchTokens)
+      break;
+    probe.lengths.push_back(length);
+    tokens += length;
+  }
+  const auto states = x.rows(0, tokens);
+  probe.input.assign(states.begin(), states.end());
+  x.release(0, tokens);
+  probe.reference = probe.input;
+  model.run_layer(layer, probe.lengths, probe.reference);
+  return probe;
+}
+
+// Σ (y − y_ref)² of the layer's output on the probe, with the balance layers `names` (their
+// weights `weights`) replaced by Q(W·diag(s))·diag(s)⁻¹; the layer keeps those replacements.
+double
+layer_output_error(runtime::LayerwiseModel& model, std::int64_t layer, const LayerProbe& probe,
+                   const std::vector<std::string>& names, const std::vector<std::vector<float>>& weights,
+                   std::span<const float> s, const Recipe& recipe, model::DType scale_dtype) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto rows = model.linear(layer, names[i]).rows(), cols = model.linear(layer, names[i]).cols();
+    model.replace_linear(
+        layer, names[i],
+        runtime::make_owned_dense_weight(
+            quant::awq_fake_quantized(weights[i], rows, cols, s, recipe.weights, scale_dtype), rows, cols));
+  }
+  auto y = probe.input;
+  model.run_layer(layer, probe.lengths, y);
+  double error = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double d = static_cast<double>(y[i]) - static_cast<double>(probe.reference[i]);
+    error += d * d;
+  }
+  return error;
+}
+
+// AWQ on one layer: each mapping's factors searched on the calibration statistics (the error of
+// the parent module: the layer's output for q/k/v and gate/up, the linear's own for o_proj and
+// down_proj), then W·diag(s) into its balance layers and 1/s into the producer (the norm, recorded
+// in `norms`, or the producing linear's rows); `smoothing` gets each smoothed input's s (its
+// Hessian is rescaled).
+void
+apply_awq(runtime::LayerwiseModel& model, const Recipe& recipe, std::int64_t layer, HessianTap& tap,
+          std::span<const std::int64_t> lengths, runtime::HiddenStates& x, model::DType scale_dtype,
+          std::map<LinearInput, std::vector<float>>& smoothing, std::map<std::string, std::vector<float>>& norms) {
+  const auto probe = layer_probe(model, layer, lengths, x);
+  for (const auto& mapping : kAwqMappings) {
+    if (!awq_applies(model, layer, mapping) || !tap.find(mapping.input))
+      continue;
+    std::vector<std::string> names;
+    std::vector<std::vector<float>> weights;
+    for (const auto& l : runtime::kDecoderLinears)
+      if (l.input == mapping.input && recipe_targets(recipe, fmt::format("model.layers.{}.{}", layer, l.name))) {
+        names.emplace_back(l.name);
+        weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
+      }
+    if (names.empty())
+      continue;
+    const auto cols = model.linear(layer, names.front()).cols();
+    const std::vector<std::span<const float>> views(weights.begin(), weights.end());
+    const auto group = recipe.weights.strategy == quant::Strategy::group ? recipe.weights.group_size : cols;
+    auto candidates = quant::awq_candidates(tap.input_mean_abs(mapping.input), views, cols, group, *recipe.awq);
+    const bool parent_is_layer = !mapping.producer;
+    const auto hessian = parent_is_layer ? std::vector<float>{} : tap.find(mapping.input)->matrix();
+    const auto search = quant::search_awq(std::move(candidates), [&](const quant::AwqCandidate& c) {
+      return parent_is_layer ? layer_output_error(model, layer, probe, names, weights, c.scales, recipe, scale_dtype)
+                             : quant::awq_linear_error(views, cols, c.scales, hessian, recipe.weights, scale_dtype);
+    });
+    const auto& s = search.best.scales;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      quant::scale_columns(weights[i], cols, s);
+      const auto rows = model.linear(layer, names[i]).rows();
+      model.replace_linear(layer, names[i], runtime::make_owned_dense_weight(std::move(weights[i]), rows, cols));
+    }
+    if (mapping.producer) {
+      auto producer = runtime::dense_floats(model.linear(layer, mapping.producer));
+      const auto producer_cols = model.linear(layer, mapping.producer).cols();
+      for (std::size_t r = 0; r < s.size(); ++r)
+        for (std::int64_t c = 0; c < producer_cols; ++c)
+          producer[r * static_cast<std::size_t>(producer_cols) + static_cast<std::size_t>(c)] /= s[r];
+      model.replace_linear(layer, mapping.producer,
+                           runtime::make_owned_dense_weight(std::move(producer), cols, producer_cols));
+    } else {
+      auto& norm = model.norm_weight(layer, mapping.input);
+      for (std::size_t j = 0; j < norm.size(); ++j)
+        norm[j] /= s[j];
+      norms[norm_tensor_name(model.config(), layer, mapping.input)] = runtime::stored_gain(norm, model.config());
+    }
+    smoothing.emplace(mapping.input, s);
+  }
 }
 
 } // namespace
@@ -390,7 +544,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   const auto scale_dtype = model.weights().float_dtype();
   ThreadPool pool(static_cast<unsigned>(threads));
   const bool calibrated = recipe.needs_calibration();
-  const bool hessians = calibrated && (recipe.method == Method::gptq || recipe.smoothquant_alpha);
+  const bool hessians = calibrated && recipe.needs_hessians();
   const bool input_global_scales = recipe.input_activations && recipe.input_activations->has_global_scale();
   if (input_global_scales && config.num_experts > 0)
     throw InputError(fmt::format("recipe {}: NVFP4 activations on a mixture of experts are not supported yet (its "
@@ -463,6 +617,8 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         smoothing.emplace(input, s);
       }
     }
+    if (recipe.awq)
+      apply_awq(model, recipe, layer, tap, lengths, x, scale_dtype, smoothing, layer_norms);
     const auto shared_absmax =
         recipe.weights.has_global_scale() ? fused_absmax(model, recipe, layer) : std::map<FusedSet, float>{};
     // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:
@@ -516,7 +672,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         if (hessians) {
           h = tap.matrix(linear.input, last_reader(linears, i));
           if (const auto it = smoothing.find(linear.input); it != smoothing.end())
-            quant::rescale_hessian(h, config.hidden_size, it->second); // q/k/v and gate/up read hidden
+            quant::rescale_hessian(h, static_cast<std::int64_t>(it->second.size()), it->second);
         }
         compress_linear(linear, std::move(h), -1);
         continue;

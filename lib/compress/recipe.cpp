@@ -98,6 +98,10 @@ recipe_schema() {
          field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
     Schema smoothquant{"smoothquant",
                        {bounded("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
+    Schema awq{
+        "awq",
+        {bounded("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2, 1000),
+         field("duo_scaling", Type::boolean, "weight magnitudes enter the factors (default true)")}};
     return Schema{
         "recipe",
         {Field{"name", Type::string, true, "recipe name"},
@@ -108,6 +112,7 @@ recipe_schema() {
          object("layers", "which layers are compressed", layers),
          object("algorithm", "the compression algorithm", algorithm),
          object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
+         object("awq", "AWQ's activation-aware scale search before quantizing (weight-only)", awq),
          field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
   }();
   return schema;
@@ -179,6 +184,11 @@ load_recipe_file(const std::filesystem::path& file) {
   }
   if (doc.contains("smoothquant"))
     r.smoothquant_alpha = doc.at("smoothquant").value("alpha", 0.8);
+  if (doc.contains("awq")) {
+    r.awq = quant::AwqOptions{};
+    r.awq->grid = doc.at("awq").value("grid", r.awq->grid);
+    r.awq->duo_scaling = doc.at("awq").value("duo_scaling", r.awq->duo_scaling);
+  }
   r.lossless = doc.value("lossless", "none") == "zstd" ? Lossless::zstd : Lossless::none;
   if (doc.contains("calibration")) {
     const auto& c = doc.at("calibration");
@@ -198,6 +208,14 @@ load_recipe_file(const std::filesystem::path& file) {
   if (r.smoothquant_alpha && !r.input_activations)
     throw InputError(fmt::format("{}: smoothquant only helps when activations are quantized "
                                  "(add scheme.input_activations)",
+                                 where));
+  if (r.awq && (r.input_activations || r.weights.is_float() || r.smoothquant_alpha || r.delta))
+    throw InputError(fmt::format("{}: awq smooths integer weight-only recipes (no input_activations, float "
+                                 "weights, smoothquant or delta mode)",
+                                 where));
+  if (!r.weights.symmetric && (r.input_activations || r.weights.strategy == quant::Strategy::tensor || r.delta))
+    throw InputError(fmt::format("{}: asymmetric weights are written weight-only, per channel or group (vLLM's "
+                                 "pack-quantized with zero points)",
                                  where));
   if (r.delta && r.input_activations)
     throw InputError(fmt::format("{}: a delta recipe quantizes weights only (remove scheme.input_activations)", where));

@@ -3,6 +3,7 @@
 // algorithm with its parameters. Recipes are data, never code.
 #pragma once
 
+#include "quant/awq.hpp"
 #include "quant/quant_args.hpp"
 
 #include <filesystem>
@@ -37,6 +38,7 @@ struct Recipe {
   bool act_order = true; // "static": activation order, original groups (no g_idx)
   bool sparse_2_4 = false;
   std::optional<double> smoothquant_alpha;
+  std::optional<quant::AwqOptions> awq; // AWQ's scale search before quantizing (weight-only)
   Lossless lossless = Lossless::none;
   CalibrationNeeds calibration;
   nlohmann::json document; // the validated YAML as JSON (archived, saved beside the output)
@@ -44,11 +46,13 @@ struct Recipe {
   // is); empty: the recipe's weights everywhere.
   std::vector<int> layer_bits;
 
-  // GPTQ, SmoothQuant and NVFP4 activations' global scale (their largest |x|) learn from data.
+  // GPTQ, SmoothQuant, AWQ and NVFP4 activations' global scale (their largest |x|) learn from data.
   bool needs_calibration() const {
-    return method == Method::gptq || smoothquant_alpha.has_value() ||
+    return method == Method::gptq || smoothquant_alpha.has_value() || awq.has_value() ||
            (input_activations && input_activations->has_global_scale());
   }
+  // GPTQ, SmoothQuant and AWQ weigh errors or pick factors by the inputs' second moments.
+  bool needs_hessians() const { return method == Method::gptq || smoothquant_alpha.has_value() || awq.has_value(); }
   // The weight arguments of decoder layer `layer` (the recipe's, with the plan's bits), nullopt
   // when the plan leaves the layer unquantized.
   std::optional<quant::QuantArgs> layer_weights(std::int64_t layer) const;

@@ -165,8 +165,10 @@ read_quantization_config(const nlohmann::json& config_json, const std::string& s
         g.input_activations = quant_args_from_json(group.at("input_activations"), at + ".input_activations");
         validate(*g.input_activations, true, at + ".input_activations");
       }
-      if (!g.weights.symmetric)
-        throw InputError(fmt::format("{}: asymmetric weights are not supported by optkit's runtime", at));
+      if (!g.weights.symmetric && (g.input_activations || g.weights.strategy == Strategy::tensor))
+        throw InputError(fmt::format("{}: asymmetric weights are supported weight-only, per channel or group "
+                                     "(pack-quantized with weight_zero_point)",
+                                     at));
       c.groups.push_back(std::move(g));
     }
     if (q.contains("ignore") && q.at("ignore").is_array())

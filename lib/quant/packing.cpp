@@ -29,6 +29,37 @@ pack_rows(std::span<const std::int8_t> values, std::int64_t rows, std::int64_t c
   return out;
 }
 
+namespace {
+
+template <typename T>
+std::vector<T>
+transposed(std::span<const T> values, std::int64_t rows, std::int64_t cols) {
+  std::vector<T> out(values.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      out[static_cast<std::size_t>(c * rows + r)] = values[static_cast<std::size_t>(r * cols + c)];
+  return out;
+}
+
+} // namespace
+
+std::vector<std::int32_t>
+pack_columns(std::span<const std::int8_t> values, std::int64_t rows, std::int64_t cols, int bits) {
+  if (static_cast<std::int64_t>(values.size()) != rows * cols)
+    throw InputError("pack_columns: value count does not match the shape");
+  const auto packed = pack_rows(transposed(values, rows, cols), cols, rows, bits);
+  return transposed(std::span<const std::int32_t>(packed), cols, packed_words(rows, bits));
+}
+
+std::vector<std::int8_t>
+unpack_columns(std::span<const std::int32_t> words, std::int64_t rows, std::int64_t cols, int bits) {
+  const auto word_rows = packed_words(rows, bits);
+  if (static_cast<std::int64_t>(words.size()) != word_rows * cols)
+    throw InputError("unpack_columns: word count does not match the shape");
+  const auto values = unpack_rows(transposed(words, word_rows, cols), cols, rows, bits);
+  return transposed(std::span<const std::int8_t>(values), cols, rows);
+}
+
 std::vector<std::uint8_t>
 pack_fp4_rows(std::span<const std::uint8_t> codes, std::int64_t rows, std::int64_t cols) {
   if (cols % 2 != 0 || static_cast<std::int64_t>(codes.size()) != rows * cols)

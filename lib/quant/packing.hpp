@@ -27,6 +27,14 @@ unpack_value(const std::int32_t* row_words, std::int64_t col, int bits) {
   return static_cast<int>((word >> shift) & mask) - (1 << (bits - 1));
 }
 
+// The same packing down the columns (compressed-tensors' packed_dim=0, how an asymmetric
+// pack-quantized weight stores its zero points): [rows, cols] → [packed_words(rows, bits), cols]
+// int32, word [w, c] holding rows w·⌊32/b⌋ onwards of column c.
+std::vector<std::int32_t> pack_columns(std::span<const std::int8_t> values, std::int64_t rows, std::int64_t cols,
+                                       int bits);
+std::vector<std::int8_t> unpack_columns(std::span<const std::int32_t> words, std::int64_t rows, std::int64_t cols,
+                                        int bits);
+
 // FP4 (E2M1) codes two to a byte, as compressed-tensors' nvfp4- and mxfp4-pack-quantized store
 // them: column 2i in the low nibble, 2i+1 in the high one; `cols` must be even.
 std::vector<std::uint8_t> pack_fp4_rows(std::span<const std::uint8_t> codes, std::int64_t rows, std::int64_t cols);

@@ -447,13 +447,25 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
 // The AMX order: W rows a group of kAmxGroupPanels panels at a time, packed per K block of
 // kAmxBlockWords (C tiles are reloaded from y once per block); each 32-row block of activations
 // (128 KiB of words per K block) is multiplied by every panel of the group while it sits in L2.
-// Rows short of a 16-row tile, and a last panel short of 32 W rows, go through the AVX-512
-// register tiles on the same packed panels.
+// Activation rows short of a 16-row tile go through AMX too, zero-padded to a tile, so that a
+// row's bits never depend on how many rows run beside it (compress's calibration passes and
+// AWQ's search compare rows run in different batches). A last panel short of 32 W rows goes
+// through the AVX-512 register tiles on the same packed panel, for every activation row alike.
 void
 amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y, std::int64_t ldy) {
   thread_local std::vector<std::uint32_t> panels(
       static_cast<std::size_t>(kAmxGroupPanels * kAmxBlockWords * kAmxPanelRows));
   constexpr std::int64_t kPanelWords = kAmxBlockWords * kAmxPanelRows;
+  constexpr std::int64_t kTailLdy = kAmxGroupPanels * kAmxPanelRows;
+  const std::int64_t tail = x.m % 16, first_tail = x.m - tail;
+  // The tail's activation words padded to a tile, and its outputs for one group of panels.
+  thread_local std::vector<std::uint32_t> tail_x;
+  thread_local std::vector<float> tail_y;
+  if (tail > 0) {
+    tail_x.assign(static_cast<std::size_t>(16 * x.row_words), 0u);
+    std::copy_n(x.words.data() + first_tail * x.row_words, tail * x.row_words, tail_x.data());
+    tail_y.resize(static_cast<std::size_t>(16 * kTailLdy));
+  }
   amx_begin();
   for (std::int64_t g0 = r0; g0 < r1; g0 += kAmxGroupPanels * kAmxPanelRows) {
     const std::int64_t group_rows = std::min(kAmxGroupPanels * kAmxPanelRows, r1 - g0);
@@ -474,11 +486,19 @@ amx_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActiv
         for (std::int64_t j = 0; j < group_panels && valid(j) == kAmxPanelRows; ++j)
           amx_block<1>(panels.data() + j * kPanelWords, words, x0 + tiled * x.row_words, x.row_words,
                        y + tiled * ldy + g0 + j * kAmxPanelRows, ldy, p0 > 0);
-      for (std::int64_t j = 0; j < group_panels; ++j)
-        register_tile_rows<kAmxTailRows, 2, false>(panels.data() + j * kPanelWords, p0, words, x,
-                                                   valid(j) == kAmxPanelRows ? tiled : 0, y, ldy,
-                                                   g0 + j * kAmxPanelRows, valid(j));
+      for (std::int64_t j = 0; j < group_panels; ++j) {
+        if (valid(j) < kAmxPanelRows)
+          register_tile_rows<kAmxTailRows, 2, false>(panels.data() + j * kPanelWords, p0, words, x, 0, y, ldy,
+                                                     g0 + j * kAmxPanelRows, valid(j));
+        else if (tail > 0)
+          amx_block<1>(panels.data() + j * kPanelWords, words, tail_x.data() + p0, x.row_words,
+                       tail_y.data() + j * kAmxPanelRows, kTailLdy, p0 > 0);
+      }
     }
+    for (std::int64_t i = 0; i < tail; ++i)
+      for (std::int64_t j = 0; j < group_panels && valid(j) == kAmxPanelRows; ++j)
+        std::copy_n(tail_y.data() + i * kTailLdy + j * kAmxPanelRows, kAmxPanelRows,
+                    y + (first_tail + i) * ldy + g0 + j * kAmxPanelRows);
   }
   amx_end();
 }

@@ -58,7 +58,7 @@ public:
     case QuantizedStorage::int8_values:
       return m.input_activations ? "int8 w8a8" : "int8";
     case QuantizedStorage::packed_int32:
-      return fmt::format("int{} g{}", m.bits, m.group_size);
+      return fmt::format("int{} g{}{}", m.bits, m.group_size, m.zeros.empty() ? "" : " asymmetric");
     case QuantizedStorage::fp8_values:
       return fmt::format("fp8{}{}", m_groups > 1 ? fmt::format(" g{}", m.group_size) : "",
                          m.input_activations ? " w8a8" : "");
@@ -84,6 +84,13 @@ public:
     case QuantizedStorage::packed_int32: {
       const auto* words = reinterpret_cast<const std::int32_t*>(m.values.data()) + r * m_words;
       const int bits = m.bits;
+      if (!m.zeros.empty()) {
+        const float* zeros = m.zeros.data() + r * m_groups;
+        for (std::int64_t c = 0; c < cols; ++c)
+          out[c] = (static_cast<float>(quant::unpack_value(words, c, bits)) - zeros[c / group_size]) *
+                   scales[c / group_size];
+        break;
+      }
       if (bits == 4 && group_size % 8 == 0)
         return unpack_scaled_row<4>(words, cols, scales, group_size, out);
       if (bits == 8 && group_size % 4 == 0)
@@ -171,6 +178,9 @@ make_quantized_weight(QuantizedWeightSpec spec) {
   if (static_cast<std::int64_t>(scale_count) != spec.rows * groups)
     throw InputError(
         fmt::format("quantized weight: {} scales for {} rows x {} groups", scale_count, spec.rows, groups));
+  if (!spec.zeros.empty() &&
+      (spec.zeros.size() != spec.scales.size() || spec.storage != QuantizedStorage::packed_int32))
+    throw InputError("quantized weight: zero points go with packed integers, one per scale");
   if (fp4 && (spec.cols % 2 != 0 || (spec.fp4_scales == Fp4Scales::fp8_under_global && !(spec.global_scale > 0))))
     throw InputError("quantized weight: FP4 needs an even column count and, for NVFP4, a positive global scale");
   std::uint64_t expected = static_cast<std::uint64_t>(spec.rows * spec.cols);

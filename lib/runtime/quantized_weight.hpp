@@ -36,6 +36,7 @@ struct QuantizedWeightSpec {
   Fp4Scales fp4_scales = Fp4Scales::fp8_under_global;
   float global_scale = 0;       // NVFP4 weights' global scale
   float input_global_scale = 0; // NVFP4 activations' global scale (calibrated)
+  std::vector<float> zeros;     // rows x groups: an asymmetric grid's zero points (value = (q − z)·s); else empty
 };
 
 std::unique_ptr<LinearWeight> make_quantized_weight(QuantizedWeightSpec spec);

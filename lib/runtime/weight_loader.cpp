@@ -5,6 +5,7 @@
 #include "quant/packing.hpp"
 #include "runtime/quantized_weight.hpp"
 
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -69,6 +70,21 @@ load_fp4_linear(const model::WeightStore& store, const std::string& prefix, std:
   if (q.input_activations && q.input_activations->has_global_scale())
     spec.input_global_scale = scalar_tensor(store, prefix + ".input_global_scale");
   return make_quantized_weight(std::move(spec));
+}
+
+// An asymmetric pack-quantized weight's zero points: weight_zero_point I32 [⌈stored rows·bits/32⌉,
+// groups], packed down the columns; the slice's rows, as floats.
+std::vector<float>
+zero_points(const model::WeightStore& store, const std::string& prefix, int bits, RowSlice slice, std::int64_t rows,
+            std::int64_t groups) {
+  const auto view = store.require(prefix + ".weight_zero_point");
+  if (view.dtype() != model::DType::i32)
+    throw InputError(fmt::format("tensor '{}' must be I32", view.info->name));
+  check_shape(view, {quant::packed_words(slice.stored_rows, bits), groups});
+  std::vector<std::int32_t> words(static_cast<std::size_t>(view.element_count()));
+  std::memcpy(words.data(), view.bytes.data(), words.size() * sizeof(std::int32_t));
+  const auto zeros = quant::unpack_columns(words, slice.stored_rows, groups, bits);
+  return {zeros.begin() + slice.first * groups, zeros.begin() + (slice.first + rows) * groups};
 }
 
 // A block grid's [⌈rows/block_rows⌉, ⌈cols/block_cols⌉] scales spread to one per row and block column.
@@ -146,6 +162,8 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
                                  scale.info->name, fmt::join(shape, ", "), q.weights.group_size, stored_rows, cols));
   }
   spec.scales.assign(scales.begin() + slice.first * groups, scales.begin() + (slice.first + rows) * groups);
+  if (!q.weights.symmetric)
+    spec.zeros = zero_points(store, prefix, q.weights.bits, slice, rows, groups);
   return make_quantized_weight(std::move(spec));
 }
 

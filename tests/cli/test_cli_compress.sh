@@ -30,7 +30,8 @@ within() { python3 -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if 
 
 run compress --list-recipes
 expect_rc 0
-for r in int_w8a8 int_w4a16 w4a16_rtn fp8_dynamic sparse24_int4 delta_2of4_int4 delta_2of4_int2; do expect_out_has "$r"; done
+for r in int_w8a8 int_w4a16 w4a16_rtn fp8_dynamic fp8_block nvfp4 nvfp4a16 mxfp4 awq_w4a16 sparse24_int4 \
+  delta_2of4_int4 delta_2of4_int2; do expect_out_has "$r"; done
 expect_out_has "scheme.weights.num_bits"
 
 # The acceptance run: 3 trials, 2 at a time.
@@ -83,6 +84,14 @@ expect_eq "$(header "$SCRATCH/fp8" model.layers.2.self_attn.o_proj.weight)" "F8_
 ppl_of "$SCRATCH/fp8" english
 within "$PPL" "$base" 0.01 || fail "fp8_dynamic perplexity $PPL is not within 1% of the base's $base"
 fp8_ppl=$PPL
+run doctor --model "$SCRATCH/fp8"
+expect_out_has "compressed-tensors float-quantized: FP8_DYNAMIC on Linear; ignored: lm_head"
+# What vLLM cannot load is said once, on stderr, and the output is still written for optkit.
+run compress --model "$models/tiny-base" --recipe sparse24_int4 --calib "$calib" --samples 8 --seq-len 64 \
+  -o "$SCRATCH/s24"
+expect_rc 0
+expect_err_has "vLLM no longer loads 2:4-sparse checkpoints"
+expect_eq "$(grep -c "2:4-sparse" <<<"$ERR")" 1
 
 # Sharded output: shards of at most 64 KiB (a larger tensor alone in its own) and the index
 # transformers and vLLM read, holding byte for byte the tensors of the single file.

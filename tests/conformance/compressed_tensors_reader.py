@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""compressed-tensors conformance of optkit's float schemes: fp8_block, nvfp4, nvfp4a16, mxfp4.
+"""compressed-tensors conformance of optkit's newer schemes: fp8_block, nvfp4, nvfp4a16, mxfp4, awq_w4a16.
 
 A reader written from the formats' definitions (compressed-tensors 0.18's presets, compressors and
 scale rules; vLLM's loaders; OCP FP8 E4M3 and FP4 E2M1), sharing no code with optkit. For each
@@ -11,6 +11,10 @@ scheme, optkit compresses a tiny model, and this reader checks:
      global scale shared by q/k/v and by gate/up, and its FP8 group scales; MXFP4's E8M0
      exponents) equal optkit's exactly, and the stored codes are the nearest grid values (ties to
      the even code) for all but a handful of values on a tie;
+     For awq_w4a16 (int4 asymmetric groups of 128 with zero points packed down the columns), whose
+     factors s are folded into the norms, s is read back as old norm / new norm and the codes of
+     q/k/v and gate/up checked as the nearest on W·diag(s) (o_proj, unsmoothed under grouped-query
+     attention, exactly on W);
   4. the runtime: the weights optkit's runtime dequantizes equal this reader's dequantization, and
      its products x·Wᵀ equal this reader's emulation of the scheme's activation quantization (FP8
      per token in groups of 128; NVFP4 groups of 16 under input_global_scale).
@@ -146,7 +150,13 @@ SCHEMES = {
               "input_activations": args(4, "tensor_group", 16, "local")},
     "nvfp4a16": {"format": "nvfp4-pack-quantized", "weights": args(4, "tensor_group", 16), "input_activations": None},
     "mxfp4": {"format": "mxfp4-pack-quantized", "weights": args(4, "group", 32), "input_activations": None},
+    "awq_w4a16": {"format": "pack-quantized", "weights": dict(args(4, "group", 128), type="int", symmetric=False),
+                  "input_activations": None},
 }
+# The norm in front of each linear's input, whose change carries AWQ's factors; up_proj, whose rows
+# carry down_proj's factors too, and down_proj are checked through the runtime only.
+AWQ_NORM = {"self_attn.q_proj": "input_layernorm", "self_attn.k_proj": "input_layernorm",
+            "self_attn.v_proj": "input_layernorm", "mlp.gate_proj": "post_attention_layernorm"}
 LINEARS = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
            "mlp.up_proj", "mlp.down_proj"]
 FUSED = [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"], ["mlp.gate_proj", "mlp.up_proj"]]
@@ -267,6 +277,62 @@ def mxfp4(tensors, source, module):
     return (fp4_value(codes) * per_value).astype(F32)
 
 
+def unpack_int32(words, count, bits, axis):
+    """compressed-tensors pack_to_int32 undone: ⌊32/bits⌋ values per word, LSB first, offset 2^(bits−1)."""
+    per_word = 32 // bits
+    w = words.astype(np.int64) & 0xFFFFFFFF
+    parts = [(w >> (bits * i)) & ((1 << bits) - 1) for i in range(per_word)]
+    stacked = np.stack(parts, axis=axis + 1)  # word w's value i next to it: index w·per_word + i
+    shape = list(words.shape)
+    shape[axis] *= per_word
+    values = stacked.reshape(shape)
+    values = values[:, :count] if axis == 1 else values[:count, :]
+    return values - (1 << (bits - 1))
+
+
+def asymmetric_codes(x, scale, zero):
+    """q = clamp(round_half_even(x / s + z), −8, 7)."""
+    return np.clip(np.rint(x / scale + zero), -8, 7)
+
+
+def awq_w4a16(tensors, source, module, smoothing):
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    groups = -(-cols // 128)
+    expect_tensor(tensors, module + ".weight_packed", "I32", [rows, -(-cols // 8)])
+    expect_tensor(tensors, module + ".weight_scale", "BF16", [rows, groups])
+    expect_tensor(tensors, module + ".weight_zero_point", "I32", [-(-rows // 8), groups])
+    expect_tensor(tensors, module + ".weight_shape", "I64", [2])
+    if list(np.frombuffer(tensors[module + ".weight_shape"][2], dtype=np.int64)) != [rows, cols]:
+        fail(f"{module}: weight_shape is not [{rows}, {cols}]")
+    words = np.frombuffer(tensors[module + ".weight_packed"][2], dtype=np.int32).reshape(rows, -1)
+    q = unpack_int32(words, cols, 4, axis=1)
+    zp_words = np.frombuffer(tensors[module + ".weight_zero_point"][2], dtype=np.int32).reshape(-1, groups)
+    zero = unpack_int32(zp_words, rows, 4, axis=0)
+    scale = as_float(tensors[module + ".weight_scale"])
+    per_value = np.repeat(scale, 128, axis=1)[:, :cols]
+    zero_per_value = np.repeat(zero, 128, axis=1)[:, :cols]
+    dequantized = ((q - zero_per_value) * per_value).astype(F32)
+    if smoothing is not None:
+        x = w * smoothing[None, :]
+        flips = fraction_differing(asymmetric_codes(x, per_value, zero_per_value), q)
+        if flips > 0.01:
+            fail(f"{module}: {flips:.2e} of its codes are not the nearest on W·diag(s) (s from the norms)")
+        back = dequantized / smoothing[None, :]
+        if np.linalg.norm(back - w) > 0.2 * np.linalg.norm(w):  # int4 groups: ~0.1
+            fail(f"{module}: Ŵ·diag(s)⁻¹ is {np.linalg.norm(back - w) / np.linalg.norm(w):.3f} away from W")
+    elif module.endswith("o_proj"):
+        lo = np.minimum(np.stack([w[:, g : g + 128].min(axis=1) for g in range(0, cols, 128)], axis=1), 0)
+        hi = np.maximum(np.stack([w[:, g : g + 128].max(axis=1) for g in range(0, cols, 128)], axis=1), 0)
+        want_scale = bf16_round(((hi - lo) / F32(15.0)).astype(F32))
+        want_zero = np.clip(np.rint(-8 - lo / want_scale), -8, 7)
+        if not np.array_equal(scale, want_scale) or not np.array_equal(zero, want_zero):
+            fail(f"{module}: asymmetric scales or zero points differ from (max − min)/15 and −8 − min/s")
+        if fraction_differing(asymmetric_codes(w, per_value, zero_per_value), q) > MAX_TIE_FLIPS:
+            fail(f"{module}: its codes are not the nearest")
+    return dequantized
+
+
 def quantize_activations(x, scheme, input_global_scale):
     """The scheme's dynamic activation quantization, as its serving kernels apply it."""
     if scheme == "fp8_block":
@@ -307,6 +373,13 @@ def check_scheme(scheme, folder, source, runtime):
             module = prefix + name
             if scheme == "fp8_block":
                 w = fp8_block(tensors, source, module)
+            elif scheme == "awq_w4a16":
+                norm = AWQ_NORM.get(name)
+                smoothing = None
+                if norm:
+                    new = as_float(tensors[prefix + norm + ".weight"]).astype(np.float64)
+                    smoothing = source[prefix + norm + ".weight"].astype(np.float64) / new
+                w = awq_w4a16(tensors, source, module, smoothing)
             elif scheme == "mxfp4":
                 w = mxfp4(tensors, source, module)
             else:
@@ -348,7 +421,7 @@ def check_all(optkit, dequantize, source_dir, calib, work):
     for scheme in SCHEMES:
         folder = os.path.join(work, scheme)
         command = [optkit, "compress", "--model", source_dir, "--recipe", scheme, "-o", folder]
-        if scheme == "nvfp4":
+        if scheme in ("nvfp4", "awq_w4a16"):
             command += ["--calib", calib, "--samples", "16", "--seq-len", "64"]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         dump = os.path.join(work, scheme + ".runtime.safetensors")
