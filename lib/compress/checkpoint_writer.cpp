@@ -36,15 +36,16 @@ scale_shape(const quant::QuantArgs& args, std::int64_t rows, std::int64_t cols) 
   }
 }
 
-// How weight_scale is stored: FP4 scales as their codes (NVFP4 FP8 E4M3, MXFP4 E8M0 in U8),
-// any other in the model's dtype.
+// FP4's weight_scale holds codes: NVFP4's FP8 E4M3, MXFP4's E8M0 exponents as U8.
+model::DType
+fp4_scale_dtype(const quant::QuantArgs& args) {
+  return args.has_power_of_two_scales() ? model::DType::u8 : model::DType::f8_e4m3;
+}
+
+// How weight_scale is stored: FP4's as codes, any other in the model's dtype.
 model::DType
 stored_scale_dtype(const quant::QuantArgs& args, model::DType model_dtype) {
-  if (args.has_power_of_two_scales())
-    return model::DType::u8;
-  if (args.is_fp4())
-    return model::DType::f8_e4m3;
-  return model_dtype;
+  return args.is_fp4() ? fp4_scale_dtype(args) : model_dtype;
 }
 
 // The grid's scales as weight_scale holds them: a block grid's first row of each row block, a
@@ -81,8 +82,8 @@ add_fp4_linear(model::TensorSet& out, const CompressedLinear& linear) {
     codes[i] = quant::fp4_code(m.q[i]);
   out.add_values(p + ".weight_packed", model::DType::u8, {m.rows, m.cols / 2},
                  quant::pack_fp4_rows(codes, m.rows, m.cols));
-  out.add_values(p + ".weight_scale", stored_scale_dtype(grid.args, model::DType::u8),
-                 scale_shape(grid.args, m.rows, m.cols), grid.scale_codes);
+  out.add_values(p + ".weight_scale", fp4_scale_dtype(grid.args), scale_shape(grid.args, m.rows, m.cols),
+                 grid.scale_codes);
   if (!grid.args.has_global_scale())
     return;
   out.add_values(p + ".weight_global_scale", model::DType::f32, {1}, std::vector<float>{grid.global_scale});

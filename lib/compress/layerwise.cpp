@@ -1,11 +1,11 @@
 #include "compress/layerwise.hpp"
 
+#include "compress/awq_smoothing.hpp"
 #include "core/available_cpus.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/layer_tensors.hpp"
-#include "quant/awq.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
@@ -32,11 +32,12 @@ hardware_threads(unsigned requested) {
   return static_cast<int>(requested > 0 ? requested : available_cpus());
 }
 
-// Collects the Hessian of each linear input of one layer (when the recipe needs them) and the
-// largest |x| of each input.
-class HessianTap final : public runtime::ActivationTap {
+// What the recipe learns from each linear input of one layer: its Hessian (GPTQ, SmoothQuant,
+// AWQ; only when the recipe needs them), its largest |x| (NVFP4's input global scale) and its
+// mean |x| per column (AWQ).
+class CalibrationTap final : public runtime::ActivationTap {
 public:
-  HessianTap(int blas_threads, bool hessians) : m_blas_threads(blas_threads), m_hessians_needed(hessians) {}
+  CalibrationTap(int blas_threads, bool hessians) : m_blas_threads(blas_threads), m_hessians_needed(hessians) {}
   void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                std::int64_t sequences) override {
     auto& absmax = m_input_absmax[input];
@@ -186,7 +187,7 @@ struct ExpertHessians {
 
 ExpertHessians
 expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert,
-                const std::array<std::string, 3>& names, const HessianTap& tap, bool all_experts, int threads,
+                const std::array<std::string, 3>& names, const CalibrationTap& tap, bool all_experts, int threads,
                 ThreadPool& pool) {
   const auto hidden = model.config().hidden_size;
   const auto all = tap.routed_input();
@@ -337,6 +338,14 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
   return report;
 }
 
+// AWQ's view of the tap.
+AwqStatistics
+awq_statistics(CalibrationTap& tap) {
+  return {[&](LinearInput input) { return tap.find(input) != nullptr; },
+          [&](LinearInput input) { return tap.input_mean_abs(input); },
+          [&](LinearInput input) { return tap.find(input)->matrix(); }};
+}
+
 // Where vLLM fuses linears (q/k/v, gate/up; an expert's gate/up), one per input and expert.
 using FusedSet = std::pair<LinearInput, std::int64_t>;
 
@@ -356,152 +365,6 @@ fused_absmax(const runtime::LayerwiseModel& model, const Recipe& recipe, std::in
     shared = std::max(shared, absmax);
   }
   return out;
-}
-
-// AWQ's mappings in llm-compressor's order: each input its balance layers read, and the layer
-// producing it whose output channels take 1/s (a norm, or these linears' rows).
-struct AwqMapping {
-  LinearInput input;
-  const char* producer; // nullptr: the norm in front of the input
-};
-constexpr AwqMapping kAwqMappings[] = {{LinearInput::attention_in, nullptr},
-                                       {LinearInput::attention_out, "self_attn.v_proj"},
-                                       {LinearInput::mlp_in, nullptr},
-                                       {LinearInput::mlp_hidden, "mlp.up_proj"}};
-
-// Whether AWQ can smooth `mapping` in this layer: not a mixture of experts' MLP (its experts see
-// different rows), v_proj → o_proj only when v_proj's rows are o_proj's columns (no grouped-query
-// attention, as llm-compressor skips it) and v_proj has no bias to divide too.
-bool
-awq_applies(const runtime::LayerwiseModel& model, std::int64_t layer, const AwqMapping& mapping) {
-  const auto& config = model.config();
-  if (mapping.input != LinearInput::attention_in && mapping.input != LinearInput::attention_out &&
-      config.is_moe_layer(layer))
-    return false;
-  if (mapping.input == LinearInput::attention_out)
-    return !config.qkv_bias &&
-           model.linear(layer, "self_attn.v_proj").rows() == model.linear(layer, "self_attn.o_proj").cols();
-  return true;
-}
-
-// The checkpoint name of the norm in front of `input` (attention_in or mlp_in) in layer `layer`.
-std::string
-norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
-  const auto role =
-      input == LinearInput::attention_in ? model::LayerVectorRole::input_norm : model::LayerVectorRole::mlp_norm;
-  for (const auto& v : model::layer_vector_specs(config))
-    if (v.role == role)
-      return fmt::format("model.layers.{}.{}", layer, v.name);
-  throw RuntimeFailure("no norm before a smoothed input");
-}
-
-// The calibration sequences AWQ's search measures a layer's output on: whole sequences from the
-// first, up to kAwqSearchTokens tokens (llm-compressor measures every cached batch; this bounds
-// the search's cost at 20 layer passes over these tokens per mapping), and the layer's output on
-// them before anything is smoothed.
-constexpr std::int64_t kAwqSearchTokens = 4096;
-
-struct LayerProbe {
-  std::vector<std::int64_t> lengths;
-  std::vector<float> input, reference;
-};
-
-LayerProbe
-layer_probe(runtime::LayerwiseModel& model, std::int64_t layer, std::span<const std::int64_t> lengths,
-            runtime::HiddenStates& x) {
-  LayerProbe probe;
-  std::int64_t tokens = 0;
-  for (const auto length : lengths) {
-    if (!probe.lengths.empty() && tokens + length > kAwqSearchTokens)
-      break;
-    probe.lengths.push_back(length);
-    tokens += length;
-  }
-  const auto states = x.rows(0, tokens);
-  probe.input.assign(states.begin(), states.end());
-  x.release(0, tokens);
-  probe.reference = probe.input;
-  model.run_layer(layer, probe.lengths, probe.reference);
-  return probe;
-}
-
-// Σ (y − y_ref)² of the layer's output on the probe, with the balance layers `names` (their
-// weights `weights`) replaced by Q(W·diag(s))·diag(s)⁻¹; the layer keeps those replacements.
-double
-layer_output_error(runtime::LayerwiseModel& model, std::int64_t layer, const LayerProbe& probe,
-                   const std::vector<std::string>& names, const std::vector<std::vector<float>>& weights,
-                   std::span<const float> s, const Recipe& recipe, model::DType scale_dtype) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const auto rows = model.linear(layer, names[i]).rows(), cols = model.linear(layer, names[i]).cols();
-    model.replace_linear(
-        layer, names[i],
-        runtime::make_owned_dense_weight(
-            quant::awq_fake_quantized(weights[i], rows, cols, s, recipe.weights, scale_dtype), rows, cols));
-  }
-  auto y = probe.input;
-  model.run_layer(layer, probe.lengths, y);
-  double error = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double d = static_cast<double>(y[i]) - static_cast<double>(probe.reference[i]);
-    error += d * d;
-  }
-  return error;
-}
-
-// AWQ on one layer: each mapping's factors searched on the calibration statistics (the error of
-// the parent module: the layer's output for q/k/v and gate/up, the linear's own for o_proj and
-// down_proj), then W·diag(s) into its balance layers and 1/s into the producer (the norm, recorded
-// in `norms`, or the producing linear's rows); `smoothing` gets each smoothed input's s (its
-// Hessian is rescaled).
-void
-apply_awq(runtime::LayerwiseModel& model, const Recipe& recipe, std::int64_t layer, HessianTap& tap,
-          std::span<const std::int64_t> lengths, runtime::HiddenStates& x, model::DType scale_dtype,
-          std::map<LinearInput, std::vector<float>>& smoothing, std::map<std::string, std::vector<float>>& norms) {
-  const auto probe = layer_probe(model, layer, lengths, x);
-  for (const auto& mapping : kAwqMappings) {
-    if (!awq_applies(model, layer, mapping) || !tap.find(mapping.input))
-      continue;
-    std::vector<std::string> names;
-    std::vector<std::vector<float>> weights;
-    for (const auto& l : runtime::kDecoderLinears)
-      if (l.input == mapping.input && recipe_targets(recipe, fmt::format("model.layers.{}.{}", layer, l.name))) {
-        names.emplace_back(l.name);
-        weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
-      }
-    if (names.empty())
-      continue;
-    const auto cols = model.linear(layer, names.front()).cols();
-    const std::vector<std::span<const float>> views(weights.begin(), weights.end());
-    const auto group = recipe.weights.strategy == quant::Strategy::group ? recipe.weights.group_size : cols;
-    auto candidates = quant::awq_candidates(tap.input_mean_abs(mapping.input), views, cols, group, *recipe.awq);
-    const bool parent_is_layer = !mapping.producer;
-    const auto hessian = parent_is_layer ? std::vector<float>{} : tap.find(mapping.input)->matrix();
-    const auto search = quant::search_awq(std::move(candidates), [&](const quant::AwqCandidate& c) {
-      return parent_is_layer ? layer_output_error(model, layer, probe, names, weights, c.scales, recipe, scale_dtype)
-                             : quant::awq_linear_error(views, cols, c.scales, hessian, recipe.weights, scale_dtype);
-    });
-    const auto& s = search.best.scales;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      quant::scale_columns(weights[i], cols, s);
-      const auto rows = model.linear(layer, names[i]).rows();
-      model.replace_linear(layer, names[i], runtime::make_owned_dense_weight(std::move(weights[i]), rows, cols));
-    }
-    if (mapping.producer) {
-      auto producer = runtime::dense_floats(model.linear(layer, mapping.producer));
-      const auto producer_cols = model.linear(layer, mapping.producer).cols();
-      for (std::size_t r = 0; r < s.size(); ++r)
-        for (std::int64_t c = 0; c < producer_cols; ++c)
-          producer[r * static_cast<std::size_t>(producer_cols) + static_cast<std::size_t>(c)] /= s[r];
-      model.replace_linear(layer, mapping.producer,
-                           runtime::make_owned_dense_weight(std::move(producer), cols, producer_cols));
-    } else {
-      auto& norm = model.norm_weight(layer, mapping.input);
-      for (std::size_t j = 0; j < norm.size(); ++j)
-        norm[j] /= s[j];
-      norms[norm_tensor_name(model.config(), layer, mapping.input)] = runtime::stored_gain(norm, model.config());
-    }
-    smoothing.emplace(mapping.input, s);
-  }
 }
 
 } // namespace
@@ -582,7 +445,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     options.progress(0, config.num_layers);
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
     std::map<std::string, std::vector<float>> layer_norms;
-    HessianTap tap(threads, hessians);
+    CalibrationTap tap(threads, hessians);
     if (calibrated)
       model.observe_layer(layer, lengths, x, tap);
     // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up (a mixture of
@@ -607,7 +470,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         auto& norm = model.norm_weight(layer, input);
         for (std::size_t j = 0; j < norm.size(); ++j)
           norm[j] /= s[j];
-        layer_norms[norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
+        layer_norms[runtime::norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
         for (std::size_t i = 0; i < names.size(); ++i) {
           quant::scale_columns(weights[i], h->cols(), s);
           const auto& old = model.linear(layer, names[i]);
@@ -618,7 +481,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       }
     }
     if (recipe.awq)
-      apply_awq(model, recipe, layer, tap, lengths, x, scale_dtype, smoothing, layer_norms);
+      apply_awq(model, recipe, layer, awq_statistics(tap), lengths, x, scale_dtype, smoothing, layer_norms);
     const auto shared_absmax =
         recipe.weights.has_global_scale() ? fused_absmax(model, recipe, layer) : std::map<FusedSet, float>{};
     // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:

@@ -1,7 +1,8 @@
 // Layer-wise sequential compression (OptiKit Algorithm 2's inner step; DeltaZip Algorithm 1).
 // Calibration samples are embedded once; then for each decoder layer in order: one pass through
-// the layer collects every linear input's Hessian (and per-channel activation maxima), SmoothQuant
-// folds its factors into the norm weights and the layers reading them, each targeted linear layer
+// the layer collects every linear input's Hessian (and per-channel activation maxima and means),
+// SmoothQuant or AWQ (compress/awq_smoothing.hpp) folds its factors into the norm weights (AWQ
+// also into v_proj's and up_proj's rows) and the layers reading them, each targeted linear layer
 // is compressed (GPTQ / SparseGPT / RTN — on W, or on Δ = W_f − W_b in delta mode), the layer's
 // weights are replaced by their reconstructions (W_b + Δ̃ in delta mode), and a second pass
 // produces the next layer's inputs from the compressed layer. In delta mode the LM head's Δ is

@@ -66,6 +66,32 @@ read_block_structure(const nlohmann::json& j, QuantArgs& a, const std::string& w
   a.block_cols = sizes[1];
 }
 
+bool
+grouped(Strategy strategy) {
+  return strategy == Strategy::group || strategy == Strategy::tensor_group;
+}
+
+// The float grids optkit runs: FP8 E4M3 anywhere; FP4 E2M1 as NVFP4 (tensor_group of 16) or
+// MXFP4 weights (group of 32).
+void
+validate_float(const QuantArgs& a, bool activations, const std::function<void(const std::string&)>& fail) {
+  if (a.bits != 8 && a.bits != 4)
+    fail(fmt::format("num_bits {} with type float: FP8 (E4M3, 8 bits) or FP4 (E2M1, 4 bits)", a.bits));
+  if (!a.symmetric)
+    fail(fmt::format("FP{} quantization is symmetric", a.bits));
+  if (a.strategy == Strategy::tensor_group && !(a.is_fp4() && a.group_size == 16))
+    fail("strategy tensor_group is NVFP4: num_bits 4, type float, group_size 16");
+  if (a.is_fp4() && a.strategy != Strategy::tensor_group &&
+      !(a.strategy == Strategy::group && a.group_size == 32 && !activations))
+    fail(activations ? "FP4 activations are NVFP4: strategy tensor_group, group_size 16, dynamic local"
+                     : "FP4 weights are NVFP4 (strategy tensor_group, group_size 16) or MXFP4 (strategy group, "
+                       "group_size 32)");
+  if (!activations && a.is_fp8() && a.strategy == Strategy::group)
+    fail("FP8 weights use strategy tensor, channel or block");
+  if (a.strategy == Strategy::block && !a.is_fp8())
+    fail("strategy block is FP8 block quantization: num_bits 8, type float");
+}
+
 } // namespace
 
 float
@@ -99,36 +125,6 @@ std::optional<Levels>
 parse_levels(std::string_view name) {
   return value_in(kLevels, name);
 }
-
-namespace {
-
-bool
-grouped(Strategy strategy) {
-  return strategy == Strategy::group || strategy == Strategy::tensor_group;
-}
-
-// The float grids optkit runs: FP8 E4M3 anywhere; FP4 E2M1 as NVFP4 (tensor_group of 16) or
-// MXFP4 weights (group of 32).
-void
-validate_float(const QuantArgs& a, bool activations, const std::function<void(const std::string&)>& fail) {
-  if (a.bits != 8 && a.bits != 4)
-    fail(fmt::format("num_bits {} with type float: FP8 (E4M3, 8 bits) or FP4 (E2M1, 4 bits)", a.bits));
-  if (!a.symmetric)
-    fail(fmt::format("FP{} quantization is symmetric", a.bits));
-  if (a.strategy == Strategy::tensor_group && !(a.is_fp4() && a.group_size == 16))
-    fail("strategy tensor_group is NVFP4: num_bits 4, type float, group_size 16");
-  if (a.is_fp4() && a.strategy != Strategy::tensor_group &&
-      !(a.strategy == Strategy::group && a.group_size == 32 && !activations))
-    fail(activations ? "FP4 activations are NVFP4: strategy tensor_group, group_size 16, dynamic local"
-                     : "FP4 weights are NVFP4 (strategy tensor_group, group_size 16) or MXFP4 (strategy group, "
-                       "group_size 32)");
-  if (!activations && a.is_fp8() && a.strategy == Strategy::group)
-    fail("FP8 weights use strategy tensor, channel or block");
-  if (a.strategy == Strategy::block && !a.is_fp8())
-    fail("strategy block is FP8 block quantization: num_bits 8, type float");
-}
-
-} // namespace
 
 void
 validate(const QuantArgs& a, bool activations, const std::string& where) {

@@ -76,6 +76,46 @@ fill_block_scales(QuantGrid& grid, std::span<const float> w, model::DType scale_
   }
 }
 
+// The columns one scale covers: a group's, a block's, else the whole row.
+std::int64_t
+columns_per_scale(const QuantArgs& args, std::int64_t cols) {
+  switch (args.strategy) {
+  case Strategy::group:
+  case Strategy::tensor_group:
+    return args.group_size;
+  case Strategy::block:
+    return args.block_cols;
+  default:
+    return cols;
+  }
+}
+
+// Channel and group strategies: each row's groups' scales (and zero points), or FP4's scales with
+// their codes under the grid's global scale.
+void
+fill_group_scales(QuantGrid& grid, std::span<const float> w, model::DType scale_dtype) {
+  const auto& args = grid.args;
+  const auto groups = grid.groups();
+  if (args.is_fp4())
+    grid.scale_codes.resize(grid.scale.size());
+  for (std::int64_t r = 0; r < grid.rows; ++r)
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const auto first = g * grid.group_size;
+      const auto [lo, hi] =
+          minmax_of(w.subspan(static_cast<std::size_t>(r * grid.cols + first),
+                              static_cast<std::size_t>(std::min(grid.cols - first, grid.group_size))));
+      const auto at = static_cast<std::size_t>(r * groups + g);
+      if (args.is_fp4()) {
+        std::tie(grid.scale[at], grid.scale_codes[at]) =
+            fp4_group_scale(absmax_of(lo, hi), args, grid.global_scale, scale_dtype);
+        continue;
+      }
+      const auto sz = scale_for_range(lo, hi, args, scale_dtype);
+      grid.scale[at] = sz.scale;
+      grid.zero[at] = sz.zero;
+    }
+}
+
 } // namespace
 
 float
@@ -171,54 +211,23 @@ compute_grid(std::span<const float> w, std::int64_t rows, std::int64_t cols, con
   grid.args = args;
   grid.rows = rows;
   grid.cols = cols;
-  switch (args.strategy) {
-  case Strategy::group:
-  case Strategy::tensor_group:
-    grid.group_size = std::min(args.group_size, cols);
-    break;
-  case Strategy::block:
-    grid.group_size = std::min(args.block_cols, cols);
-    break;
-  default:
-    grid.group_size = cols;
-  }
-  const auto groups = grid.groups();
-  grid.scale.resize(static_cast<std::size_t>(rows * groups));
+  grid.group_size = std::min(columns_per_scale(args, cols), cols);
+  grid.scale.resize(static_cast<std::size_t>(rows * grid.groups()));
   grid.zero.assign(grid.scale.size(), 0.0f);
   if (args.strategy == Strategy::tensor) {
     const auto [lo, hi] = minmax_of(w);
     const auto sz = scale_for_range(lo, hi, args, scale_dtype);
     std::fill(grid.scale.begin(), grid.scale.end(), sz.scale);
     std::fill(grid.zero.begin(), grid.zero.end(), sz.zero);
-    return grid;
-  }
-  if (args.strategy == Strategy::block) {
+  } else if (args.strategy == Strategy::block) {
     fill_block_scales(grid, w, scale_dtype);
-    return grid;
-  }
-  if (args.is_fp4()) {
-    grid.scale_codes.resize(grid.scale.size());
+  } else {
     if (args.has_global_scale()) {
       const auto [lo, hi] = minmax_of(w);
       grid.global_scale = nvfp4_global_scale(shared_absmax.value_or(absmax_of(lo, hi)));
     }
+    fill_group_scales(grid, w, scale_dtype);
   }
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const auto first = r * cols + g * grid.group_size;
-      const auto [lo, hi] =
-          minmax_of(w.subspan(static_cast<std::size_t>(first),
-                              static_cast<std::size_t>(std::min(cols - g * grid.group_size, grid.group_size))));
-      const auto at = static_cast<std::size_t>(r * groups + g);
-      if (args.is_fp4()) {
-        std::tie(grid.scale[at], grid.scale_codes[at]) =
-            fp4_group_scale(absmax_of(lo, hi), args, grid.global_scale, scale_dtype);
-        continue;
-      }
-      const auto sz = scale_for_range(lo, hi, args, scale_dtype);
-      grid.scale[at] = sz.scale;
-      grid.zero[at] = sz.zero;
-    }
   return grid;
 }
 

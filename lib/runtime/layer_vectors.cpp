@@ -1,5 +1,9 @@
 #include "runtime/layer_vectors.hpp"
 
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
 namespace optkit::runtime {
 
 namespace {
@@ -47,6 +51,16 @@ stored_gain(std::vector<float> held, const model::ModelConfig& c) {
   for (auto& v : held)
     v -= c.norm_gain_offset;
   return held;
+}
+
+std::string
+norm_tensor_name(const model::ModelConfig& config, std::int64_t layer, LinearInput input) {
+  const auto role =
+      input == LinearInput::attention_in ? model::LayerVectorRole::input_norm : model::LayerVectorRole::mlp_norm;
+  for (const auto& v : model::layer_vector_specs(config))
+    if (v.role == role)
+      return fmt::format("model.layers.{}.{}", layer, v.name);
+  throw RuntimeFailure("no norm before a smoothed input");
 }
 
 } // namespace optkit::runtime
