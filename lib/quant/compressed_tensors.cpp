@@ -76,6 +76,9 @@ scheme_name(const ConfigGroup& g) {
     return "FP8";
   if (!w.is_float() && w.bits == 8 && w.strategy == Strategy::channel && a && !a->is_float() && a->bits == 8)
     return "W8A8";
+  if (!w.is_float() && w.bits == 4 && w.strategy == Strategy::group && a && !a->is_float() && a->bits == 8 &&
+      a->strategy == Strategy::token)
+    return "W4A8";
   if (!w.is_float() && w.strategy == Strategy::group && !a)
     return fmt::format("W{}A16{}{}", w.bits, w.symmetric ? "" : "_ASYM",
                        w.group_size == 128 ? "" : fmt::format(" (group {})", w.group_size));

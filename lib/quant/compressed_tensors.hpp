@@ -49,7 +49,7 @@ nlohmann::json to_json(const QuantizationConfig& config);
 std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json& config_json,
                                                            const std::string& source);
 
-// The compressed-tensors preset a config group is (W4A16, W4A16_ASYM, W8A16, W8A8, FP8,
+// The compressed-tensors preset a config group is (W4A16, W4A16_ASYM, W8A16, W8A8, W4A8, FP8,
 // FP8_DYNAMIC, FP8_BLOCK, NVFP4, NVFP4A16, MXFP4A16), or its arguments in a few words.
 std::string scheme_name(const ConfigGroup& group);
 // One line for people: the format, each group's scheme and targets, and what is ignored.

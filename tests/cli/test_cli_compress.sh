@@ -30,7 +30,7 @@ within() { python3 -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if 
 
 run compress --list-recipes
 expect_rc 0
-for r in int_w8a8 int_w4a16 w4a16_rtn fp8_dynamic fp8_block nvfp4 nvfp4a16 mxfp4 awq_w4a16 sparse24_int4 \
+for r in int_w8a8 int_w4a16 w4a16_rtn w4a8 fp8_dynamic fp8_block nvfp4 nvfp4a16 mxfp4 awq_w4a16 sparse24_int4 \
   delta_2of4_int4 delta_2of4_int2; do expect_out_has "$r"; done
 expect_out_has "scheme.weights.num_bits"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""compressed-tensors conformance of optkit's newer schemes: fp8_block, nvfp4, nvfp4a16, mxfp4, awq_w4a16.
+"""compressed-tensors conformance of optkit's newer schemes: fp8_block, nvfp4, nvfp4a16, mxfp4, awq_w4a16, w4a8.
 
 A reader written from the formats' definitions (compressed-tensors 0.18's presets, compressors and
 scale rules; vLLM's loaders; OCP FP8 E4M3 and FP4 E2M1), sharing no code with optkit. For each
@@ -14,10 +14,13 @@ scheme, optkit compresses a tiny model, and this reader checks:
      For awq_w4a16 (int4 asymmetric groups of 128 with zero points packed down the columns), whose
      factors s are folded into the norms, s is read back as old norm / new norm and the codes of
      q/k/v and gate/up checked as the nearest on W·diag(s) (o_proj, unsmoothed under grouped-query
-     attention, exactly on W);
+     attention, exactly on W). For w4a8 (GPTQ int4 groups of 128 stored as int8 values, int8
+     activations per token) the static group scales max|w|/7.5 are re-derived and the values
+     checked to lie on the int4 grid;
   4. the runtime: the weights optkit's runtime dequantizes equal this reader's dequantization, and
      its products x·Wᵀ equal this reader's emulation of the scheme's activation quantization (FP8
-     per token in groups of 128; NVFP4 groups of 16 under input_global_scale).
+     per token in groups of 128; NVFP4 groups of 16 under input_global_scale; int8 per token with
+     scale max|x|/127, as vLLM's kernels quantize).
 usage: compressed_tensors_reader.py OPTKIT DEQUANTIZE_LINEARS SOURCE_MODEL CALIB_TEXT [WORKDIR]
 (without WORKDIR, a temporary folder removed at the end)
 """
@@ -152,6 +155,8 @@ SCHEMES = {
     "mxfp4": {"format": "mxfp4-pack-quantized", "weights": args(4, "group", 32), "input_activations": None},
     "awq_w4a16": {"format": "pack-quantized", "weights": dict(args(4, "group", 128), type="int", symmetric=False),
                   "input_activations": None},
+    "w4a8": {"format": "int-quantized", "weights": dict(args(4, "group", 128), type="int"),
+             "input_activations": dict(args(8, "token", dynamic=True), type="int")},
 }
 # The norm in front of each linear's input, whose change carries AWQ's factors; up_proj, whose rows
 # carry down_proj's factors too, and down_proj are checked through the runtime only.
@@ -333,6 +338,22 @@ def awq_w4a16(tensors, source, module, smoothing):
     return dequantized
 
 
+def w4a8(tensors, source, module):
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    groups = -(-cols // 128)
+    expect_tensor(tensors, module + ".weight", "I8", [rows, cols])
+    expect_tensor(tensors, module + ".weight_scale", "BF16", [rows, groups])
+    values = np.frombuffer(tensors[module + ".weight"][2], dtype=np.int8).reshape(rows, cols)
+    if values.min() < -8 or values.max() > 7:
+        fail(f"{module}: int8-stored values outside the int4 grid [-8, 7]")
+    scale = as_float(tensors[module + ".weight_scale"])
+    absmax = np.stack([np.abs(w[:, g : g + 128]).max(axis=1) for g in range(0, cols, 128)], axis=1)
+    if not np.array_equal(scale, bf16_round((absmax / F32(7.5)).astype(F32))):
+        fail(f"{module}: group scales differ from max|w|/7.5 of the original weight's groups (static groups)")
+    return (values * np.repeat(scale, 128, axis=1)[:, :cols]).astype(F32)
+
+
 def quantize_activations(x, scheme, input_global_scale):
     """The scheme's dynamic activation quantization, as its serving kernels apply it."""
     if scheme == "fp8_block":
@@ -343,6 +364,9 @@ def quantize_activations(x, scheme, input_global_scale):
                 scale = F32(np.abs(part).max()) / F32(448.0)
                 out[r, c : c + 128] = FP8[to_fp8_code(np.clip(part / scale, -448, 448))] * scale
         return out
+    if scheme == "w4a8":
+        scale = (np.abs(x).max(axis=1, keepdims=True) / F32(127.0)).astype(F32)
+        return (np.clip(np.rint(x / scale), -128, 127) * scale).astype(F32)
     if scheme == "nvfp4":
         g = input_global_scale
         out = np.empty_like(x)
@@ -373,6 +397,8 @@ def check_scheme(scheme, folder, source, runtime):
             module = prefix + name
             if scheme == "fp8_block":
                 w = fp8_block(tensors, source, module)
+            elif scheme == "w4a8":
+                w = w4a8(tensors, source, module)
             elif scheme == "awq_w4a16":
                 norm = AWQ_NORM.get(name)
                 smoothing = None
@@ -385,7 +411,7 @@ def check_scheme(scheme, folder, source, runtime):
             else:
                 own = F32(np.abs(source[module + ".weight"]).max())
                 w = nvfp4(tensors, source, module, fused.get(name, own), scheme == "nvfp4")
-            if module + ".weight" in tensors and scheme != "fp8_block":
+            if module + ".weight" in tensors and scheme not in ("fp8_block", "w4a8"):
                 fail(f"{module}: a dense weight beside the packed one")
             ours = runtime[module + ".weight"]
             worst_weight = max(worst_weight, float(np.max(np.abs(ours - w) / np.maximum(np.abs(w), 1e-30))))
@@ -421,7 +447,7 @@ def check_all(optkit, dequantize, source_dir, calib, work):
     for scheme in SCHEMES:
         folder = os.path.join(work, scheme)
         command = [optkit, "compress", "--model", source_dir, "--recipe", scheme, "-o", folder]
-        if scheme in ("nvfp4", "awq_w4a16"):
+        if scheme in ("nvfp4", "awq_w4a16", "w4a8"):
             command += ["--calib", calib, "--samples", "16", "--seq-len", "64"]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         dump = os.path.join(work, scheme + ".runtime.safetensors")
