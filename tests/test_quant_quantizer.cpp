@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/dtype.hpp"
 #include "quant/awq.hpp"
+#include "quant/compressed_tensors.hpp"
 #include "quant/gptq.hpp"
 #include "quant/packing.hpp"
 #include "quant/quantizer.hpp"
@@ -323,4 +324,24 @@ TEST_CASE("AWQ candidates: s = 1 first, then duo scaling's ratios, each normalis
   const std::vector<float> ones(4, 1.0f);
   CHECK(quant::awq_fake_quantized(w, 2, 4, ones, int4, model::DType::f32) ==
         quant::rtn(w, 2, 4, int4, model::DType::f32).weight);
+}
+
+TEST_CASE("kv_cache_scheme: written and read back per tensor or per head; other KV schemes are refused") {
+  quant::QuantizationConfig config;
+  config.format = "float-quantized";
+  config.groups.push_back({{"Linear"}, QuantArgs{8, NumberType::floating, true, Strategy::channel, 0, false}, {}});
+  config.kv_cache = quant::KvScaleStrategy::attn_head;
+  const nlohmann::json json = {{"quantization_config", quant::to_json(config)}};
+  CHECK(json["quantization_config"]["kv_cache_scheme"]["strategy"] == "attn_head");
+  const auto back = quant::read_quantization_config(json, "config.json");
+  REQUIRE(back);
+  CHECK(back->kv_cache == quant::KvScaleStrategy::attn_head);
+  CHECK(quant::describe(*back).find("FP8 KV cache, scales per attn_head") != std::string::npos);
+  auto int8_cache = json;
+  int8_cache["quantization_config"]["kv_cache_scheme"]["type"] = "int";
+  CHECK_THROWS_AS(quant::read_quantization_config(int8_cache, "config.json"), InputError);
+  auto dynamic = json;
+  dynamic["quantization_config"]["kv_cache_scheme"]["dynamic"] = true;
+  CHECK_THROWS_AS(quant::read_quantization_config(dynamic, "config.json"), InputError);
+  CHECK(quant::kv_scale_names(3)[1] == "model.layers.3.self_attn.v_scale");
 }

@@ -8,6 +8,7 @@
 #include "quant/packing.hpp"
 #include "runtime/layerwise_model.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -137,6 +138,7 @@ quantization_config(const Recipe& recipe, const model::ModelConfig& config) {
   quant::QuantizationConfig q;
   q.format = quant::infer_format(recipe.weights, recipe.input_activations);
   q.ignore = recipe.ignore;
+  q.kv_cache = recipe.kv_cache;
   if (config.num_experts > 0)
     q.ignore.push_back(config.architecture == model::Architecture::mixtral ? "re:.*block_sparse_moe.gate$"
                                                                            : "re:.*mlp.gate$");
@@ -212,6 +214,13 @@ planned_tensors(const model::WeightStore& store, const Recipe& recipe, const std
       const auto view = store.require(name);
       out.push_back({name, view.dtype(), view.shape()});
     }
+  if (recipe.kv_cache)
+    for (std::int64_t layer = 0; layer < config.num_layers; ++layer)
+      for (const auto& name : quant::kv_scale_names(layer))
+        out.push_back({name, store.float_dtype(),
+                       *recipe.kv_cache == quant::KvScaleStrategy::attn_head
+                           ? std::vector<std::int64_t>{config.num_kv_heads, 1, 1}
+                           : std::vector<std::int64_t>{1}});
   return out;
 }
 
@@ -264,10 +273,14 @@ CompressedCheckpointWriter::add_linear(const CompressedLinear& linear) {
 }
 
 void
-CompressedCheckpointWriter::end_layer(std::int64_t layer,
-                                      const std::map<std::string, std::vector<float>>& smoothed_norms) {
-  for (const auto& [name, values] : smoothed_norms)
-    m_shards->write(name, model::encode_floats(values, m_store.require(name).dtype()));
+CompressedCheckpointWriter::end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& computed) {
+  for (const auto& [name, values] : computed) {
+    const auto planned = std::find_if(m_shards->tensors().begin(), m_shards->tensors().end(),
+                                      [&](const model::TensorSpec& spec) { return spec.name == name; });
+    if (planned == m_shards->tensors().end())
+      throw RuntimeFailure(fmt::format("compress: {} was computed but not planned", name));
+    m_shards->write(name, model::encode_floats(values, planned->dtype));
+  }
   const auto prefix = fmt::format("model.layers.{}.", layer);
   for (const auto& spec : m_shards->tensors())
     if (spec.name.starts_with(prefix) && !m_shards->written(spec.name) && m_store.find(spec.name).info)

@@ -42,8 +42,8 @@ public:
                              const Recipe& recipe, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
   // A decoder layer's compressed linear, encoded and written at once.
   void add_linear(const CompressedLinear& linear) override;
-  // The layer's SmoothQuant-folded norms, and its other tensors copied from the source.
-  void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& smoothed_norms) override;
+  // The layer's computed tensors (folded norms, KV-cache scales), and its other tensors copied from the source.
+  void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& computed) override;
   // Completes the folder: config.json with the quantization config, the tokenizer files,
   // recipe.yaml and compression_report.json. Returns the bytes of safetensors written.
   std::uint64_t finish(const nlohmann::json& report);

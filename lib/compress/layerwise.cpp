@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <malloc.h>
 #include <memory>
 #include <numeric>
@@ -62,6 +63,19 @@ public:
     const auto it = m_hessians.find(input);
     return it == m_hessians.end() ? nullptr : it->second.get();
   }
+  void observe_cache(const float* k, const float* v, std::int64_t rows, std::int64_t kv_heads,
+                     std::int64_t head_dim) override {
+    m_key_absmax.resize(static_cast<std::size_t>(kv_heads), 0.0f);
+    m_value_absmax.resize(static_cast<std::size_t>(kv_heads), 0.0f);
+    for (std::int64_t i = 0; i < rows * kv_heads * head_dim; ++i) {
+      const auto head = static_cast<std::size_t>((i / head_dim) % kv_heads);
+      m_key_absmax[head] = std::max(m_key_absmax[head], std::fabs(k[i]));
+      m_value_absmax[head] = std::max(m_value_absmax[head], std::fabs(v[i]));
+    }
+  }
+  // The largest |K| and |V| per KV head that went into the cache.
+  const std::vector<float>& key_absmax() const { return m_key_absmax; }
+  const std::vector<float>& value_absmax() const { return m_value_absmax; }
   // The largest |x| seen on `input` (0 when never seen).
   float input_absmax(LinearInput input) const {
     const auto it = m_input_absmax.find(input);
@@ -110,6 +124,7 @@ private:
   std::map<LinearInput, float> m_input_absmax;
   std::map<LinearInput, std::vector<double>> m_abs_sum;
   std::map<LinearInput, std::int64_t> m_rows;
+  std::vector<float> m_key_absmax, m_value_absmax;
   std::vector<float> m_routed_input;
   std::vector<std::int64_t> m_chosen;
   std::int64_t m_top_k = 1;
@@ -338,6 +353,18 @@ compress_head_delta(const Recipe& recipe, const model::WeightStore& variant, con
   return report;
 }
 
+// FP8 KV-cache scales from the largest |K| or |V| per KV head: max / 448 per head, or the largest
+// of them for one scale per tensor.
+std::vector<float>
+kv_cache_scales(const std::vector<float>& absmax, quant::KvScaleStrategy strategy) {
+  std::vector<float> scales = absmax;
+  if (strategy == quant::KvScaleStrategy::tensor)
+    scales = {*std::max_element(absmax.begin(), absmax.end())};
+  for (auto& s : scales)
+    s = std::max(s / 448.0f, std::numeric_limits<float>::epsilon());
+  return scales;
+}
+
 // AWQ's view of the tap.
 AwqStatistics
 awq_statistics(CalibrationTap& tap) {
@@ -444,7 +471,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
   if (options.progress)
     options.progress(0, config.num_layers);
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
-    std::map<std::string, std::vector<float>> layer_norms;
+    std::map<std::string, std::vector<float>> layer_tensors; // computed: folded norms, KV-cache scales
     CalibrationTap tap(threads, hessians);
     if (calibrated)
       model.observe_layer(layer, lengths, x, tap);
@@ -470,7 +497,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
         auto& norm = model.norm_weight(layer, input);
         for (std::size_t j = 0; j < norm.size(); ++j)
           norm[j] /= s[j];
-        layer_norms[runtime::norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
+        layer_tensors[runtime::norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
         for (std::size_t i = 0; i < names.size(); ++i) {
           quant::scale_columns(weights[i], h->cols(), s);
           const auto& old = model.linear(layer, names[i]);
@@ -481,7 +508,12 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
       }
     }
     if (recipe.awq)
-      apply_awq(model, recipe, layer, awq_statistics(tap), lengths, x, scale_dtype, smoothing, layer_norms);
+      apply_awq(model, recipe, layer, awq_statistics(tap), lengths, x, scale_dtype, smoothing, layer_tensors);
+    if (recipe.kv_cache) {
+      const auto [k_name, v_name] = quant::kv_scale_names(layer);
+      layer_tensors[k_name] = kv_cache_scales(tap.key_absmax(), *recipe.kv_cache);
+      layer_tensors[v_name] = kv_cache_scales(tap.value_absmax(), *recipe.kv_cache);
+    }
     const auto shared_absmax =
         recipe.weights.has_global_scale() ? fused_absmax(model, recipe, layer) : std::map<FusedSet, float>{};
     // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:
@@ -556,7 +588,7 @@ compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
     ::malloc_trim(0); // what the layer freed inside the heap goes back to the kernel
     if (base)
       base->release_layer(layer);
-    options.sink->end_layer(layer, layer_norms);
+    options.sink->end_layer(layer, layer_tensors);
     if (options.progress)
       options.progress(layer + 1, config.num_layers);
   }

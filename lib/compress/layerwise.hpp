@@ -56,8 +56,9 @@ public:
   virtual ~CompressedLayerSink() = default;
   // A compressed linear; in delta mode the LM head's comes as blocks of its rows, in order.
   virtual void add_linear(const CompressedLinear& linear) = 0;
-  // `smoothed_norms`: tensor name → the norm weight with SmoothQuant's factors folded in.
-  virtual void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& smoothed_norms) = 0;
+  // `computed`: the layer's tensors made while compressing it, by name: norm weights with
+  // SmoothQuant's or AWQ's factors folded in, FP8 KV-cache scales.
+  virtual void end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& computed) = 0;
 };
 
 struct LayerwiseOptions {

@@ -98,6 +98,9 @@ recipe_schema() {
          field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
     Schema smoothquant{"smoothquant",
                        {bounded("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
+    Schema kv_cache{"kv_cache",
+                    {field("strategy", Type::string, "one scale per tensor or per KV head (default tensor)",
+                           {"tensor", "attn_head"})}};
     Schema awq{
         "awq",
         {bounded("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2, 1000),
@@ -113,6 +116,7 @@ recipe_schema() {
          object("algorithm", "the compression algorithm", algorithm),
          object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
          object("awq", "AWQ's activation-aware scale search before quantizing (weight-only)", awq),
+         object("kv_cache", "an FP8 KV cache with calibrated K and V scales (kv_cache_scheme)", kv_cache),
          field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
   }();
   return schema;
@@ -184,6 +188,9 @@ load_recipe_file(const std::filesystem::path& file) {
   }
   if (doc.contains("smoothquant"))
     r.smoothquant_alpha = doc.at("smoothquant").value("alpha", 0.8);
+  if (doc.contains("kv_cache"))
+    r.kv_cache = doc.at("kv_cache").value("strategy", "tensor") == "attn_head" ? quant::KvScaleStrategy::attn_head
+                                                                               : quant::KvScaleStrategy::tensor;
   if (doc.contains("awq")) {
     r.awq = quant::AwqOptions{};
     r.awq->grid = doc.at("awq").value("grid", r.awq->grid);
@@ -217,6 +224,9 @@ load_recipe_file(const std::filesystem::path& file) {
     throw InputError(fmt::format("{}: asymmetric weights are written weight-only, per channel or group (vLLM's "
                                  "pack-quantized with zero points)",
                                  where));
+  if (r.delta && r.kv_cache)
+    throw InputError(
+        fmt::format("{}: kv_cache applies to model recipes (a delta is served on its base's cache)", where));
   if (r.delta && r.input_activations)
     throw InputError(fmt::format("{}: a delta recipe quantizes weights only (remove scheme.input_activations)", where));
   if (r.delta && !r.sparse_2_4)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "quant/awq.hpp"
+#include "quant/compressed_tensors.hpp"
 #include "quant/quant_args.hpp"
 
 #include <filesystem>
@@ -39,6 +40,8 @@ struct Recipe {
   bool sparse_2_4 = false;
   std::optional<double> smoothquant_alpha;
   std::optional<quant::AwqOptions> awq; // AWQ's scale search before quantizing (weight-only)
+  // An FP8 KV cache: K and V scales calibrated per tensor or per KV head (kv_cache_scheme).
+  std::optional<quant::KvScaleStrategy> kv_cache;
   Lossless lossless = Lossless::none;
   CalibrationNeeds calibration;
   nlohmann::json document; // the validated YAML as JSON (archived, saved beside the output)
@@ -46,9 +49,10 @@ struct Recipe {
   // is); empty: the recipe's weights everywhere.
   std::vector<int> layer_bits;
 
-  // GPTQ, SmoothQuant, AWQ and NVFP4 activations' global scale (their largest |x|) learn from data.
+  // GPTQ, SmoothQuant, AWQ, NVFP4 activations' global scale and KV-cache scales (their largest
+  // |x|) learn from data.
   bool needs_calibration() const {
-    return method == Method::gptq || smoothquant_alpha.has_value() || awq.has_value() ||
+    return method == Method::gptq || smoothquant_alpha.has_value() || awq.has_value() || kv_cache.has_value() ||
            (input_activations && input_activations->has_global_scale());
   }
   // GPTQ, SmoothQuant and AWQ weigh errors or pick factors by the inputs' second moments.

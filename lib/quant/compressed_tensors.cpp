@@ -58,7 +58,35 @@ arguments_in_words(const QuantArgs& a) {
                      a.symmetric ? "" : " asymmetric");
 }
 
+// kv_cache_scheme: FP8 E4M3, symmetric, static, per tensor or per attention head (what vLLM loads).
+KvScaleStrategy
+read_kv_cache_scheme(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object())
+    throw InputError(fmt::format("{}: expected an object of quantization arguments", where));
+  const auto strategy = j.contains("strategy") && j.at("strategy").is_string() ? j.at("strategy").get<std::string>()
+                                                                               : std::string("tensor");
+  auto without_strategy = j; // attn_head is a KV-cache strategy only
+  without_strategy.erase("strategy");
+  const auto a = quant_args_from_json(without_strategy, where);
+  if (!a.is_fp8() || !a.symmetric || a.dynamic || (strategy != "tensor" && strategy != "attn_head"))
+    throw InputError(fmt::format("{}: optkit runs FP8 (num_bits 8, type float) symmetric static KV-cache scales per "
+                                 "tensor or attn_head",
+                                 where));
+  return strategy == "attn_head" ? KvScaleStrategy::attn_head : KvScaleStrategy::tensor;
+}
+
 } // namespace
+
+std::string_view
+kv_scale_strategy_name(KvScaleStrategy strategy) {
+  return strategy == KvScaleStrategy::attn_head ? "attn_head" : "tensor";
+}
+
+std::array<std::string, 2>
+kv_scale_names(std::int64_t layer) {
+  return {fmt::format("model.layers.{}.self_attn.k_scale", layer),
+          fmt::format("model.layers.{}.self_attn.v_scale", layer)};
+}
 
 std::string
 scheme_name(const ConfigGroup& g) {
@@ -90,8 +118,10 @@ describe(const QuantizationConfig& c) {
   std::vector<std::string> groups;
   for (const auto& g : c.groups)
     groups.push_back(fmt::format("{} on {}", scheme_name(g), fmt::join(g.targets, ", ")));
-  return fmt::format("compressed-tensors {}: {}; ignored: {}", c.format, fmt::join(groups, "; "),
-                     c.ignore.empty() ? "none" : fmt::format("{}", fmt::join(c.ignore, ", ")));
+  return fmt::format("compressed-tensors {}: {}; ignored: {}{}", c.format, fmt::join(groups, "; "),
+                     c.ignore.empty() ? "none" : fmt::format("{}", fmt::join(c.ignore, ", ")),
+                     c.kv_cache ? fmt::format("; FP8 KV cache, scales per {}", kv_scale_strategy_name(*c.kv_cache))
+                                : "");
 }
 
 std::string
@@ -121,7 +151,13 @@ to_json(const QuantizationConfig& c) {
           {"quantization_status", "compressed"},
           {"config_groups", groups},
           {"ignore", c.ignore},
-          {"kv_cache_scheme", nullptr},
+          {"kv_cache_scheme", c.kv_cache ? nlohmann::json{{"num_bits", 8},
+                                                          {"type", "float"},
+                                                          {"symmetric", true},
+                                                          {"strategy", kv_scale_strategy_name(*c.kv_cache)},
+                                                          {"dynamic", false},
+                                                          {"group_size", nullptr}}
+                                         : nlohmann::json(nullptr)},
           {"sparsity_config", nlohmann::json::object()}};
 }
 
@@ -176,6 +212,8 @@ read_quantization_config(const nlohmann::json& config_json, const std::string& s
     }
     if (q.contains("ignore") && q.at("ignore").is_array())
       c.ignore = q.at("ignore").get<std::vector<std::string>>();
+    if (q.contains("kv_cache_scheme") && !q.at("kv_cache_scheme").is_null())
+      c.kv_cache = read_kv_cache_scheme(q.at("kv_cache_scheme"), where + ".kv_cache_scheme");
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(describe_json_error(where, e));

@@ -10,6 +10,7 @@
 
 #include "quant/quant_args.hpp"
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,10 +24,19 @@ struct ConfigGroup {
   std::optional<QuantArgs> input_activations;
 };
 
+// An FP8 E4M3 KV cache with static scales (compressed-tensors' kv_cache_scheme): K and V divided
+// by model.layers.N.self_attn.k_scale / v_scale ([1] per tensor, [kv_heads, 1, 1] per head,
+// max|K| / 448 over the calibration set) before they are cast, as vLLM's --kv-cache-dtype fp8 does.
+enum class KvScaleStrategy { tensor, attn_head };
+std::string_view kv_scale_strategy_name(KvScaleStrategy strategy);
+// The layer's K and V scale tensors, in that order.
+std::array<std::string, 2> kv_scale_names(std::int64_t layer);
+
 struct QuantizationConfig {
   std::string format; // int-quantized | pack-quantized | float-quantized
   std::vector<ConfigGroup> groups;
   std::vector<std::string> ignore; // module names or re:<regex>
+  std::optional<KvScaleStrategy> kv_cache;
 
   // Whether the module (an HF path such as model.layers.0.mlp.down_proj) is left unquantized.
   bool ignores(const std::string& module) const;

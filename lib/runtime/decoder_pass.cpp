@@ -1,6 +1,8 @@
 #include "runtime/decoder_pass.hpp"
 
+#include "model/dtype.hpp"
 #include "model/layer_tensors.hpp"
+#include "quant/quantizer.hpp"
 #include "runtime/kernels.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +13,21 @@
 namespace optkit::runtime {
 
 namespace {
+
+// One row's keys or values into the cache: as they are, or as an FP8 KV cache holds them,
+// FP8(x / scale) · scale with each KV head's scale.
+void
+store_cached(const float* row, const std::vector<float>& scales, std::int64_t head_dim, std::int64_t width,
+             float* cached) {
+  if (scales.empty()) {
+    std::copy_n(row, width, cached);
+    return;
+  }
+  for (std::int64_t i = 0; i < width; ++i) {
+    const float scale = scales[static_cast<std::size_t>(i / head_dim)];
+    cached[i] = model::f8_e4m3_to_float(quant::float_to_f8_e4m3(std::clamp(row[i] / scale, -448.0f, 448.0f))) * scale;
+  }
+}
 
 // The norm or bias vector a row uses: its variant's, else the base layer's.
 using BaseVectorMember = std::vector<float> DecoderLayerWeights::*;
@@ -263,11 +280,13 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   m_row_cache.clear();
   for (std::int64_t r = 0; r < rows; ++r)
     m_row_cache.push_back(cache.rows(batch.sequence[static_cast<std::size_t>(r)], cache_layer));
+  if (tap)
+    tap->observe_cache(k, v, rows, c.num_kv_heads, hd);
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto pos = batch.position[static_cast<std::size_t>(r)];
     const KvRows& cached = m_row_cache[static_cast<std::size_t>(r)];
-    std::copy_n(k + r * kv_dim, kv_dim, cached.key(pos));
-    std::copy_n(v + r * kv_dim, kv_dim, cached.value(pos));
+    store_cached(k + r * kv_dim, layer.k_scale, hd, kv_dim, cached.key(pos));
+    store_cached(v + r * kv_dim, layer.v_scale, hd, kv_dim, cached.value(pos));
   }
   float* attended = m_attended.get(n(q_dim));
   const std::int64_t group = c.num_heads / c.num_kv_heads;

@@ -35,6 +35,10 @@ public:
   // row ([rows · k]), as routed (the experts' calibration).
   virtual void observe_routing(const float* /*h*/, std::int64_t /*rows*/, std::int64_t /*cols*/,
                                std::span<const std::int64_t> /*chosen*/, std::int64_t /*k*/) {}
+  // The keys and values going into the KV cache, [rows, kv_heads · head_dim] each, after RoPE
+  // (the KV-cache scales' calibration).
+  virtual void observe_cache(const float* /*k*/, const float* /*v*/, std::int64_t /*rows*/, std::int64_t /*kv_heads*/,
+                             std::int64_t /*head_dim*/) {}
 };
 
 // A decoder layer's projections, in kDecoderLinears' order, and where each sits in the base's

@@ -7,6 +7,7 @@
 #include "runtime/layer_vectors.hpp"
 #include "runtime/weight_loader.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -43,6 +44,22 @@ private:
   std::int64_t m_layers;
   std::chrono::steady_clock::time_point m_start, m_last;
 };
+
+// A KV-cache scale tensor, [1] or [kv_heads, 1, 1], as one positive scale per KV head.
+std::vector<float>
+kv_head_scales(const model::WeightStore& store, const std::string& name, std::int64_t kv_heads) {
+  const auto view = store.require(name);
+  const auto count = static_cast<std::int64_t>(view.element_count());
+  if (count != 1 && count != kv_heads)
+    throw InputError(fmt::format("tensor '{}' holds {} values: a KV-cache scale is one per tensor or one per KV head "
+                                 "({})",
+                                 name, count, kv_heads));
+  auto scales = view.to_floats();
+  if (std::any_of(scales.begin(), scales.end(), [](float s) { return !(s > 0.0f) || !std::isfinite(s); }))
+    throw InputError(fmt::format("tensor '{}' holds a KV-cache scale that is not a positive number", name));
+  scales.resize(static_cast<std::size_t>(kv_heads), scales.front());
+  return scales;
+}
 
 } // namespace
 
@@ -96,6 +113,11 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     l.k = load_projection(i, "self_attn.k_proj", c.kv_dim(), c.hidden_size);
     l.v = load_projection(i, "self_attn.v_proj", c.kv_dim(), c.hidden_size);
     l.o = load_module(p + "self_attn.o_proj", c.hidden_size, c.q_dim(), q);
+    if (q && q->kv_cache) {
+      const auto [k_name, v_name] = quant::kv_scale_names(i);
+      l.k_scale = kv_head_scales(*m_store, k_name, c.num_kv_heads);
+      l.v_scale = kv_head_scales(*m_store, v_name, c.num_kv_heads);
+    }
     if (c.is_moe_layer(i)) {
       l.router = load_module(model::router_module(c, i), c.num_experts, c.hidden_size, nullptr);
       for (std::int64_t e = 0; e < c.num_experts; ++e) {

@@ -24,6 +24,9 @@ struct DecoderLayerWeights {
   std::vector<float> mlp_norm;           // before the MLP
   std::vector<float> mlp_out_norm;       // Gemma: on the MLP's output, before the residual add
   std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm;
+  // An FP8 KV cache (kv_cache_scheme): K and V are stored as FP8(x / scale) · scale, one scale per
+  // KV head; empty: kept in full precision.
+  std::vector<float> k_scale, v_scale;
   std::unique_ptr<LinearWeight> q, k, v, o;
   std::unique_ptr<LinearWeight> gate, up, down; // a dense MLP (null in a mixture-of-experts layer)
   // A mixture-of-experts layer: the router [num_experts, hidden] and each expert's SwiGLU.

@@ -116,6 +116,9 @@ DeviceEngine::DeviceEngine(int device, const DecoderWeights& weights, DevicePrec
                            const KvCacheOptions& kv, std::optional<std::int64_t> kv_blocks)
     : m_state(std::make_unique<State>()), m_weights(&weights), m_cache_options(kv) {
   const auto& c = weights.config();
+  if (c.num_layers > 0 && !weights.layer(0).k_scale.empty())
+    throw InputError("the model's FP8 KV-cache scales (kv_cache_scheme) run on optkit's CPU runtime only: run it "
+                     "there, or serve it with vLLM --kv-cache-dtype fp8");
   try {
     const cuda::DecoderDims dims = dims_of(c);
     m_state->decoder = std::make_unique<cuda::DeviceDecoder>(device, dims, precision == DevicePrecision::bf16,

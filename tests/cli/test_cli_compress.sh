@@ -86,6 +86,16 @@ within "$PPL" "$base" 0.01 || fail "fp8_dynamic perplexity $PPL is not within 1%
 fp8_ppl=$PPL
 run doctor --model "$SCRATCH/fp8"
 expect_out_has "compressed-tensors float-quantized: FP8_DYNAMIC on Linear; ignored: lm_head"
+# An FP8 KV cache: calibrated K and V scales, which the runtime applies as it caches.
+run compress --model "$models/tiny-base" --recipe fp8_dynamic_kv --calib "$calib" --samples 16 --seq-len 64 \
+  -o "$SCRATCH/fp8kv"
+expect_rc 0
+expect_eq "$(header "$SCRATCH/fp8kv" model.layers.3.self_attn.k_scale)" "BF16 [1]"
+ppl_of "$SCRATCH/fp8kv" english
+within "$PPL" "$base" 0.02 || fail "fp8_dynamic_kv perplexity $PPL is not within 2% of the base's $base"
+[ "$PPL" != "$fp8_ppl" ] || fail "the FP8 KV cache changed nothing: $PPL"
+run doctor --model "$SCRATCH/fp8kv"
+expect_out_has "FP8 KV cache, scales per tensor"
 # What vLLM cannot load is said once, on stderr, and the output is still written for optkit.
 run compress --model "$models/tiny-base" --recipe sparse24_int4 --calib "$calib" --samples 8 --seq-len 64 \
   -o "$SCRATCH/s24"

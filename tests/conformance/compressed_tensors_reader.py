@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""compressed-tensors conformance of optkit's newer schemes: fp8_block, nvfp4, nvfp4a16, mxfp4, awq_w4a16, w4a8.
+"""compressed-tensors conformance of optkit's newer schemes: fp8_block, nvfp4, nvfp4a16, mxfp4, awq_w4a16, w4a8,
+fp8_dynamic_kv.
 
 A reader written from the formats' definitions (compressed-tensors 0.18's presets, compressors and
 scale rules; vLLM's loaders; OCP FP8 E4M3 and FP4 E2M1), sharing no code with optkit. For each
@@ -16,7 +17,9 @@ scheme, optkit compresses a tiny model, and this reader checks:
      q/k/v and gate/up checked as the nearest on W·diag(s) (o_proj, unsmoothed under grouped-query
      attention, exactly on W). For w4a8 (GPTQ int4 groups of 128 stored as int8 values, int8
      activations per token) the static group scales max|w|/7.5 are re-derived and the values
-     checked to lie on the int4 grid;
+     checked to lie on the int4 grid. For fp8_dynamic_kv, the per-channel FP8 scales max|w|/448 and
+     codes, and the kv_cache_scheme with one positive k_scale and v_scale per layer in the model's
+     dtype;
   4. the runtime: the weights optkit's runtime dequantizes equal this reader's dequantization, and
      its products x·Wᵀ equal this reader's emulation of the scheme's activation quantization (FP8
      per token in groups of 128; NVFP4 groups of 16 under input_global_scale; int8 per token with
@@ -157,6 +160,8 @@ SCHEMES = {
                   "input_activations": None},
     "w4a8": {"format": "int-quantized", "weights": dict(args(4, "group", 128), type="int"),
              "input_activations": dict(args(8, "token", dynamic=True), type="int")},
+    "fp8_dynamic_kv": {"format": "float-quantized", "weights": args(8, "channel"),
+                       "input_activations": args(8, "token", dynamic=True), "kv_cache": args(8, "tensor")},
 }
 # The norm in front of each linear's input, whose change carries AWQ's factors; up_proj, whose rows
 # carry down_proj's factors too, and down_proj are checked through the runtime only.
@@ -178,7 +183,9 @@ def check_config(folder, scheme):
     want = SCHEMES[scheme]
     if q.get("quant_method") != "compressed-tensors" or q.get("format") != want["format"]:
         fail(f"{scheme}: quant_method/format {q.get('quant_method')}/{q.get('format')}, expected {want['format']}")
-    if q.get("sparsity_config") != {} or q.get("kv_cache_scheme") is not None or "lm_head" not in q.get("ignore", []):
+    if q.get("sparsity_config") != {} or q.get("kv_cache_scheme") != want.get("kv_cache") or "lm_head" not in q.get(
+        "ignore", []
+    ):
         fail(f"{scheme}: sparsity_config, kv_cache_scheme or ignore differ from compressed-tensors'")
     groups = q["config_groups"]
     if len(groups) != 1:
@@ -338,6 +345,28 @@ def awq_w4a16(tensors, source, module, smoothing):
     return dequantized
 
 
+def fp8_channel(tensors, source, module):
+    w = source[module + ".weight"]
+    rows, cols = w.shape
+    expect_tensor(tensors, module + ".weight", "F8_E4M3", [rows, cols])
+    expect_tensor(tensors, module + ".weight_scale", "BF16", [rows, 1])
+    scale = as_float(tensors[module + ".weight_scale"])
+    if not np.array_equal(scale[:, 0], bf16_round((np.abs(w).max(axis=1) / F32(448.0)).astype(F32))):
+        fail(f"{module}: per-channel scales differ from max|w|/448")
+    codes = as_bytes(tensors[module + ".weight"])
+    if fraction_differing(codes, to_fp8_code(np.clip(w / scale, -448, 448))) > MAX_TIE_FLIPS:
+        fail(f"{module}: its FP8 codes are not the nearest")
+    return (FP8[codes] * scale).astype(F32)
+
+
+def check_kv_scales(tensors, layer):
+    for name in ("k_scale", "v_scale"):
+        full = f"model.layers.{layer}.self_attn.{name}"
+        expect_tensor(tensors, full, "BF16", [1])
+        if not as_float(tensors[full])[0] > 0:
+            fail(f"{full} is not a positive scale")
+
+
 def w4a8(tensors, source, module):
     w = source[module + ".weight"]
     rows, cols = w.shape
@@ -364,6 +393,9 @@ def quantize_activations(x, scheme, input_global_scale):
                 scale = F32(np.abs(part).max()) / F32(448.0)
                 out[r, c : c + 128] = FP8[to_fp8_code(np.clip(part / scale, -448, 448))] * scale
         return out
+    if scheme == "fp8_dynamic_kv":
+        scale = (np.abs(x).max(axis=1, keepdims=True) / F32(448.0)).astype(F32)
+        return (FP8[to_fp8_code(np.clip(x / scale, -448, 448))] * scale).astype(F32)
     if scheme == "w4a8":
         scale = (np.abs(x).max(axis=1, keepdims=True) / F32(127.0)).astype(F32)
         return (np.clip(np.rint(x / scale), -128, 127) * scale).astype(F32)
@@ -399,6 +431,8 @@ def check_scheme(scheme, folder, source, runtime):
                 w = fp8_block(tensors, source, module)
             elif scheme == "w4a8":
                 w = w4a8(tensors, source, module)
+            elif scheme == "fp8_dynamic_kv":
+                w = fp8_channel(tensors, source, module)
             elif scheme == "awq_w4a16":
                 norm = AWQ_NORM.get(name)
                 smoothing = None
@@ -411,7 +445,7 @@ def check_scheme(scheme, folder, source, runtime):
             else:
                 own = F32(np.abs(source[module + ".weight"]).max())
                 w = nvfp4(tensors, source, module, fused.get(name, own), scheme == "nvfp4")
-            if module + ".weight" in tensors and scheme not in ("fp8_block", "w4a8"):
+            if module + ".weight" in tensors and scheme not in ("fp8_block", "w4a8", "fp8_dynamic_kv"):
                 fail(f"{module}: a dense weight beside the packed one")
             ours = runtime[module + ".weight"]
             worst_weight = max(worst_weight, float(np.max(np.abs(ours - w) / np.maximum(np.abs(w), 1e-30))))
@@ -421,6 +455,8 @@ def check_scheme(scheme, folder, source, runtime):
             y_ref = quantize_activations(x, scheme, g_in).astype(np.float64) @ w.astype(np.float64).T
             y = runtime[module + ".y"].astype(np.float64)
             worst_product = max(worst_product, float(np.linalg.norm(y - y_ref) / np.linalg.norm(y_ref)))
+        if scheme == "fp8_dynamic_kv":
+            check_kv_scales(tensors, layer)
         if scheme == "nvfp4":
             for names in FUSED:  # one input, one calibrated global scale
                 if len({input_scales[n] for n in names}) != 1:
@@ -447,7 +483,7 @@ def check_all(optkit, dequantize, source_dir, calib, work):
     for scheme in SCHEMES:
         folder = os.path.join(work, scheme)
         command = [optkit, "compress", "--model", source_dir, "--recipe", scheme, "-o", folder]
-        if scheme in ("nvfp4", "awq_w4a16", "w4a8"):
+        if scheme in ("nvfp4", "awq_w4a16", "w4a8", "fp8_dynamic_kv"):
             command += ["--calib", calib, "--samples", "16", "--seq-len", "64"]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         dump = os.path.join(work, scheme + ".runtime.safetensors")
