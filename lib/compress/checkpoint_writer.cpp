@@ -274,12 +274,13 @@ CompressedCheckpointWriter::add_linear(const CompressedLinear& linear) {
 
 void
 CompressedCheckpointWriter::end_layer(std::int64_t layer, const std::map<std::string, std::vector<float>>& computed) {
-  for (const auto& [name, values] : computed) {
+  for (const auto& tensor : computed) {
+    const auto& name = tensor.first; // a structured binding: clang 14 captures none in lambdas
     const auto planned = std::find_if(m_shards->tensors().begin(), m_shards->tensors().end(),
                                       [&](const model::TensorSpec& spec) { return spec.name == name; });
     if (planned == m_shards->tensors().end())
       throw RuntimeFailure(fmt::format("compress: {} was computed but not planned", name));
-    m_shards->write(name, model::encode_floats(values, planned->dtype));
+    m_shards->write(name, model::encode_floats(tensor.second, planned->dtype));
   }
   const auto prefix = fmt::format("model.layers.{}.", layer);
   for (const auto& spec : m_shards->tensors())

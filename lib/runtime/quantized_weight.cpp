@@ -73,7 +73,7 @@ public:
     // The loop bounds in locals: read through `this` they would be re-read (and, in the sanitizer
     // build, type-checked) for every value.
     const std::int64_t cols = m.cols, group_size = m.group_size;
-    const float* scales = m.scales.data() + r * m_groups;
+    const float* scales = m.scales.empty() ? nullptr : m.scales.data() + r * m_groups; // FP4: codes instead
     switch (m.storage) {
     case QuantizedStorage::int8_values: {
       const auto* v = reinterpret_cast<const std::int8_t*>(m.values.data()) + r * cols;
