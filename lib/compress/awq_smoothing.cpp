@@ -39,14 +39,13 @@ awq_applies(const runtime::LayerwiseModel& model, std::int64_t layer, const AwqM
   return true;
 }
 
-// The calibration sequences AWQ's search measures a layer's output on: whole sequences from the
-// first, up to kAwqSearchTokens tokens, and the layer's output on them before anything is smoothed.
-
 struct LayerProbe {
   std::vector<std::int64_t> lengths;
   std::vector<float> input, reference;
 };
 
+// The calibration sequences AWQ's search measures a layer's output on: whole sequences from the
+// first, up to kAwqSearchTokens tokens, and the layer's output on them before anything is smoothed.
 LayerProbe
 layer_probe(runtime::LayerwiseModel& model, std::int64_t layer, std::span<const std::int64_t> lengths,
             runtime::HiddenStates& x) {
@@ -89,6 +88,53 @@ layer_output_error(runtime::LayerwiseModel& model, std::int64_t layer, const Lay
   return error;
 }
 
+// The linears of the layer that read `input` and the recipe compresses (AWQ's balance layers),
+// with their weights as fp32.
+struct BalanceLayers {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> weights;
+  std::int64_t cols = 0;
+};
+
+BalanceLayers
+balance_layers(const runtime::LayerwiseModel& model, const Recipe& recipe, std::int64_t layer, LinearInput input) {
+  BalanceLayers out;
+  for (const auto& l : runtime::kDecoderLinears)
+    if (l.input == input && recipe_targets(recipe, fmt::format("model.layers.{}.{}", layer, l.name))) {
+      out.names.emplace_back(l.name);
+      out.weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
+      out.cols = model.linear(layer, l.name).cols();
+    }
+  return out;
+}
+
+// W·diag(s) into the balance layers, 1/s into the producer: the norm (its stored form recorded in
+// `norms`) or the producing linear's rows.
+void
+apply_factors(runtime::LayerwiseModel& model, std::int64_t layer, const AwqMapping& mapping, BalanceLayers balance,
+              const std::vector<float>& s, std::map<std::string, std::vector<float>>& norms) {
+  for (std::size_t i = 0; i < balance.names.size(); ++i) {
+    quant::scale_columns(balance.weights[i], balance.cols, s);
+    const auto rows = model.linear(layer, balance.names[i]).rows();
+    model.replace_linear(layer, balance.names[i],
+                         runtime::make_owned_dense_weight(std::move(balance.weights[i]), rows, balance.cols));
+  }
+  if (mapping.producer) {
+    auto producer = runtime::dense_floats(model.linear(layer, mapping.producer));
+    const auto producer_cols = model.linear(layer, mapping.producer).cols();
+    for (std::size_t r = 0; r < s.size(); ++r)
+      for (std::int64_t c = 0; c < producer_cols; ++c)
+        producer[r * static_cast<std::size_t>(producer_cols) + static_cast<std::size_t>(c)] /= s[r];
+    model.replace_linear(layer, mapping.producer,
+                         runtime::make_owned_dense_weight(std::move(producer), balance.cols, producer_cols));
+    return;
+  }
+  auto& norm = model.norm_weight(layer, mapping.input);
+  for (std::size_t j = 0; j < norm.size(); ++j)
+    norm[j] /= s[j];
+  norms[runtime::norm_tensor_name(model.config(), layer, mapping.input)] = runtime::stored_gain(norm, model.config());
+}
+
 } // namespace
 
 void
@@ -99,47 +145,23 @@ apply_awq(runtime::LayerwiseModel& model, const Recipe& recipe, std::int64_t lay
   for (const auto& mapping : kAwqMappings) {
     if (!awq_applies(model, layer, mapping) || !statistics.observed(mapping.input))
       continue;
-    std::vector<std::string> names;
-    std::vector<std::vector<float>> weights;
-    for (const auto& l : runtime::kDecoderLinears)
-      if (l.input == mapping.input && recipe_targets(recipe, fmt::format("model.layers.{}.{}", layer, l.name))) {
-        names.emplace_back(l.name);
-        weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
-      }
-    if (names.empty())
+    auto balance = balance_layers(model, recipe, layer, mapping.input);
+    if (balance.names.empty())
       continue;
-    const auto cols = model.linear(layer, names.front()).cols();
-    const std::vector<std::span<const float>> views(weights.begin(), weights.end());
-    const auto group = recipe.weights.strategy == quant::Strategy::group ? recipe.weights.group_size : cols;
-    auto candidates = quant::awq_candidates(statistics.mean_abs(mapping.input), views, cols, group, *recipe.awq);
+    const std::vector<std::span<const float>> views(balance.weights.begin(), balance.weights.end());
+    const auto group = recipe.weights.strategy == quant::Strategy::group ? recipe.weights.group_size : balance.cols;
+    auto candidates =
+        quant::awq_candidates(statistics.mean_abs(mapping.input), views, balance.cols, group, *recipe.awq);
     const bool parent_is_layer = !mapping.producer;
     const auto hessian = parent_is_layer ? std::vector<float>{} : statistics.hessian(mapping.input);
     const auto search = quant::search_awq(std::move(candidates), [&](const quant::AwqCandidate& c) {
-      return parent_is_layer ? layer_output_error(model, layer, probe, names, weights, c.scales, recipe, scale_dtype)
-                             : quant::awq_linear_error(views, cols, c.scales, hessian, recipe.weights, scale_dtype);
+      return parent_is_layer
+                 ? layer_output_error(model, layer, probe, balance.names, balance.weights, c.scales, recipe,
+                                      scale_dtype)
+                 : quant::awq_linear_error(views, balance.cols, c.scales, hessian, recipe.weights, scale_dtype);
     });
-    const auto& s = search.best.scales;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      quant::scale_columns(weights[i], cols, s);
-      const auto rows = model.linear(layer, names[i]).rows();
-      model.replace_linear(layer, names[i], runtime::make_owned_dense_weight(std::move(weights[i]), rows, cols));
-    }
-    if (mapping.producer) {
-      auto producer = runtime::dense_floats(model.linear(layer, mapping.producer));
-      const auto producer_cols = model.linear(layer, mapping.producer).cols();
-      for (std::size_t r = 0; r < s.size(); ++r)
-        for (std::int64_t c = 0; c < producer_cols; ++c)
-          producer[r * static_cast<std::size_t>(producer_cols) + static_cast<std::size_t>(c)] /= s[r];
-      model.replace_linear(layer, mapping.producer,
-                           runtime::make_owned_dense_weight(std::move(producer), cols, producer_cols));
-    } else {
-      auto& norm = model.norm_weight(layer, mapping.input);
-      for (std::size_t j = 0; j < norm.size(); ++j)
-        norm[j] /= s[j];
-      norms[runtime::norm_tensor_name(model.config(), layer, mapping.input)] =
-          runtime::stored_gain(norm, model.config());
-    }
-    smoothing.emplace(mapping.input, s);
+    apply_factors(model, layer, mapping, std::move(balance), search.best.scales, norms);
+    smoothing.emplace(mapping.input, search.best.scales);
   }
 }
 
