@@ -179,7 +179,8 @@ TEST_CASE("FP4 E2M1 rounding: compressed-tensors' thresholds, ties to the even c
   const std::vector<std::pair<float, float>> cases = {{0.25f, 0.0f}, {0.26f, 0.5f}, {0.75f, 1.0f}, {1.25f, 1.0f},
                                                       {1.26f, 1.5f}, {1.75f, 2.0f}, {2.5f, 2.0f},  {2.51f, 3.0f},
                                                       {3.5f, 4.0f},  {5.0f, 4.0f},  {5.05f, 6.0f}, {6.0f, 6.0f}};
-  for (const auto& [x, want] : cases) {
+  for (const auto& c : cases) {
+    const float x = c.first, want = c.second; // not a structured binding: CAPTURE's lambda (clang 14)
     CAPTURE(x);
     CHECK(quant::round_to_fp4(x) == want);
     CHECK(quant::round_to_fp4(-x) == -want);
