@@ -68,7 +68,7 @@ quant_args_schema(const std::string& name) {
        field("dynamic", Type::string,
              "scales computed at run time (activations); local: per group under a calibrated global "
              "scale (NVFP4)",
-             {"true", "false", "local"}),
+             {"true", "false", "local", "True", "False", "TRUE", "FALSE"}),
        field("levels", Type::string,
              "midtread (q·s, zero representable; what vLLM loads) or midrise ((q+½)·s, no zero level; "
              "delta recipes)",
@@ -124,8 +124,8 @@ recipe_schema() {
 
 quant::QuantArgs
 args_from(nlohmann::json j, const std::string& where) {
-  if (j.contains("dynamic") && j.at("dynamic") != "local") // the schema reads it as text: true, false or local
-    j["dynamic"] = j.at("dynamic") == "true";
+  if (j.contains("dynamic") && j.at("dynamic") != "local") // the schema reads it as text: a YAML boolean or local
+    j["dynamic"] = j.at("dynamic") == "true" || j.at("dynamic") == "True" || j.at("dynamic") == "TRUE";
   auto a = quant::quant_args_from_json(j, where);
   if (j.contains("strategy") && j.at("strategy") == "channel")
     a.group_size = 0;

@@ -12,10 +12,12 @@ namespace optkit::compress {
 
 namespace {
 
-// A compressed linear's name and [out, in], as the checkpoint stores it.
+// A compressed linear's name and [out, in], as the checkpoint stores it, and whether vLLM fuses it
+// with the others reading its input (q/k/v, gate/up).
 struct LinearShape {
   std::string module;
   std::int64_t rows, cols;
+  bool fused;
 };
 
 std::vector<LinearShape>
@@ -29,7 +31,9 @@ compressed_linear_shapes(const Recipe& recipe, const std::filesystem::path& mode
       if (!compressed_weight_args(recipe, layer, module))
         continue;
       const auto shape = store.require(module + ".weight").shape();
-      out.push_back({module, shape.at(0), shape.at(1)});
+      const bool fused =
+          linear.input == runtime::LinearInput::attention_in || linear.input == runtime::LinearInput::mlp_in;
+      out.push_back({module, shape.at(0), shape.at(1), fused});
     }
   return out;
 }
@@ -51,12 +55,9 @@ check_fp4_groups(const Recipe& recipe, const std::vector<LinearShape>& linears) 
 std::optional<std::string>
 block_fp8_misfit(const Recipe& recipe, const std::vector<LinearShape>& linears) {
   const auto rows = recipe.weights.block_rows, cols = recipe.weights.block_cols;
-  for (const auto& l : linears) {
-    const bool fused = l.module.ends_with("q_proj") || l.module.ends_with("k_proj") || l.module.ends_with("v_proj") ||
-                       l.module.ends_with("gate_proj") || l.module.ends_with("up_proj");
-    if (l.cols % cols != 0 || (fused && l.rows % rows != 0))
+  for (const auto& l : linears)
+    if (l.cols % cols != 0 || (l.fused && l.rows % rows != 0))
       return fmt::format("{} is [{}, {}]", l.module, l.rows, l.cols);
-  }
   return std::nullopt;
 }
 
