@@ -29,34 +29,40 @@ slurm_run=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"]
 expect_eq "$(sql "SELECT COUNT(*) FROM trials WHERE run_id=$slurm_run")" 5
 [ -z "$(squeue -h)" ] || fail "jobs left in the queue: $(squeue)"
 
-# Slow trials (a million simulated requests each) so jobs can be caught running.
-cat >"$SCRATCH/slow.yaml" <<'YAML'
-name: slow
-timing: {step_base_ms: 4, prefill_token_us: 20, decode_seq_us: 150, noise_cv: 0.05}
-workload: {arrivals: poisson, rate: 6, prompt_mean: 256, output_mean: 64}
-segment: {warmup_s: 10, min_duration_s: 60, min_completions: 1500000, slo_s: 1.2}
-YAML
-slow=(tune --space sim-serving --sim "$SCRATCH/slow.yaml" --optimizer random --trials 3 --top-k 0 --executor slurm
-  --slots 1 --format json)
+# Jobs submitted held (sbatch --hold) stay pending until released, so the test decides when each
+# one may run: no race between a trial finishing and the test acting on it.
+held=(tune --space slo-tuner --optimizer random --trials 3 --seed 2 --top-k 0 --executor slurm --slots 1
+  --format json --sbatch-arg=--hold)
 
-# wait_for_job: the id of the first RUNNING job, within 60 s.
+# wait_for_job: the id of the first job in the queue, within 60 s.
 wait_for_job() {
   local id=""
   for _ in $(seq 1 600); do
-    id=$(squeue -h -t RUNNING -o %i | head -1)
+    id=$(squeue -h -o %i | head -1)
     [ -n "$id" ] && break
     sleep 0.1
   done
   echo "$id"
 }
 
+# release_held_while PID: releases every held job until process PID ends.
+release_held_while() {
+  while kill -0 "$1" 2>/dev/null; do
+    for id in $(squeue -h -t PENDING -o %i); do
+      scontrol release "$id" 2>/dev/null || true
+    done
+    sleep 0.2
+  done
+}
+
 # A job cancelled on the cluster (as a preemption or an admin would): its trial is recorded as
-# crashed, quoting the job state, and the study goes on to its next trial.
-"$OPTKIT" --quiet "${slow[@]}" >"$SCRATCH/cancelled.out" 2>"$SCRATCH/cancelled.err" &
+# crashed, quoting the job state, and the study goes on to its next trials.
+"$OPTKIT" --quiet "${held[@]}" >"$SCRATCH/cancelled.out" 2>"$SCRATCH/cancelled.err" &
 study_pid=$!
 job=$(wait_for_job)
-[ -n "$job" ] || fail "no trial job started: $(squeue) $(cat "$SCRATCH/cancelled.err")"
+[ -n "$job" ] || fail "no trial job submitted: $(squeue) $(cat "$SCRATCH/cancelled.err")"
 scancel "$job"
+release_held_while "$study_pid"
 wait "$study_pid"
 rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || fail "study after a cancelled job: exit $rc: $(cat "$SCRATCH/cancelled.err")"
@@ -70,11 +76,11 @@ assert "CANCELLED" in crashed[0]["outcome"]["error"], crashed[0]
 assert all(t["outcome"]["status"] == "measured" for t in d["trials"] if t not in crashed)
 PY
 
-# Ctrl-C while a job runs: the study cancels its jobs with scancel and exits 130.
-"$OPTKIT" --quiet "${slow[@]}" >"$SCRATCH/interrupted.out" 2>"$SCRATCH/interrupted.err" &
+# Ctrl-C while a job is queued: the study cancels its jobs with scancel and exits 130.
+"$OPTKIT" --quiet "${held[@]}" >"$SCRATCH/interrupted.out" 2>"$SCRATCH/interrupted.err" &
 study_pid=$!
 job=$(wait_for_job)
-[ -n "$job" ] || fail "no trial job started: $(squeue)"
+[ -n "$job" ] || fail "no trial job submitted: $(squeue)"
 kill -INT "$study_pid"
 wait "$study_pid"
 rc=$?
