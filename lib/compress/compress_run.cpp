@@ -4,6 +4,8 @@
 #include "compress/calibration.hpp"
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
+#include "compress/gguf_metadata.hpp"
+#include "compress/gguf_trial.hpp"
 #include "compress/layerwise.hpp"
 #include "compress/recipe_fit.hpp"
 #include "core/atomic_file.hpp"
@@ -62,12 +64,12 @@ resolved_recipe(const nlohmann::json& payload) {
 
 // What one trial of `recipe` on `model_dir` holds at its peak (model/memory_needs.hpp).
 model::CompressMemoryNeeds
-trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir, bool delta, std::int64_t samples,
-                   std::int64_t sequence_length) {
+trial_memory_needs(const Recipe& recipe, const std::filesystem::path& model_dir, bool delta, bool calibrates,
+                   std::int64_t samples, std::int64_t sequence_length) {
   const auto config = model::load_model_config(model_dir);
   model::CompressWork work;
   work.weight_bytes = model::dtype_size(model::WeightStore(model_dir).float_dtype());
-  work.calibration_tokens = recipe.needs_calibration() ? samples * sequence_length : 0;
+  work.calibration_tokens = calibrates ? samples * sequence_length : 0;
   work.chunk_tokens = std::min(std::max<std::int64_t>(runtime::kLayerChunkTokens, sequence_length),
                                std::max<std::int64_t>(1, work.calibration_tokens));
   work.mlp_block_tokens = runtime::kMlpRowBlock;
@@ -166,8 +168,13 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                                  recipe.name));
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
-  for (const auto& note : check_recipe_fits(recipe, options.model))
-    log::warn("{}", note);
+  if (recipe.gguf)
+    check_gguf_exportable(options.model, model::load_model_config(options.model));
+  else
+    for (const auto& note : check_recipe_fits(recipe, options.model))
+      log::warn("{}", note);
+  // A GGUF recipe calibrates its importance matrix when given data; the others when they need it.
+  const bool calibrates = recipe.needs_calibration() || (recipe.gguf && options.calib);
   std::optional<BitPlan> plan;
   if (options.plan) {
     if (delta)
@@ -178,9 +185,9 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   const auto samples = options.samples.value_or(recipe.calibration.samples);
   const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
   const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
-  if (recipe.needs_calibration())
+  if (calibrates)
     model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
-  const auto needs = trial_memory_needs(recipe, options.model, delta, samples, sequence_length);
+  const auto needs = trial_memory_needs(recipe, options.model, delta, calibrates, samples, sequence_length);
   const bool spill = options.max_memory && spill_to_keep_budget(needs, *options.max_memory,
                                                                 std::min(options.jobs, options.trials), recipe.name);
   if (options.output.empty())
@@ -191,6 +198,9 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   if (std::filesystem::exists(output))
     throw InputError(fmt::format("-o {}: already exists (choose a new folder; optkit never overwrites a model)",
                                  options.output.string()));
+  if (recipe.gguf && output.extension() != ".gguf")
+    throw InputError(fmt::format("-o {}: --recipe {} writes one GGUF file: name it <something>.gguf",
+                                 options.output.string(), recipe.name));
   StagedDirectory staged(output);
 
   const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
@@ -278,7 +288,10 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     proc::throw_worker_failure(*first_failure, "every compression trial failed; first");
   summarize(result);
   keep_only_trial(staged.path(), result.representative, options.trials);
-  staged.commit();
+  if (recipe.gguf) // one file, renamed into place; the staging folder goes with `staged`
+    std::filesystem::rename(staged.path() / kGgufFileName, output);
+  else
+    staged.commit();
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
       context.archive->add_metric(context.run_id, std::nullopt,
@@ -287,9 +300,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     }
     context.archive->add_metric(context.run_id, std::nullopt,
                                 {"representative_trial", static_cast<double>(result.representative), "", {}});
-    for (const auto& entry : std::filesystem::directory_iterator(output))
-      if (entry.is_regular_file())
-        context.archive->add_artifact(context.run_id, std::nullopt, entry.path(), delta ? "delta" : "model");
+    if (recipe.gguf)
+      context.archive->add_artifact(context.run_id, std::nullopt, output, "model");
+    else
+      for (const auto& entry : std::filesystem::directory_iterator(output))
+        if (entry.is_regular_file())
+          context.archive->add_artifact(context.run_id, std::nullopt, entry.path(), delta ? "delta" : "model");
   });
   return result;
 }
@@ -302,6 +318,10 @@ compress_worker(const proc::WorkerSpec& spec) {
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const auto& p = spec.payload;
   const auto recipe = resolved_recipe(p);
+  if (recipe.gguf) {
+    proc::write_worker_result(spec, run_gguf_trial(recipe, p));
+    return;
+  }
   const std::filesystem::path model_dir = p.at("model").get<std::string>();
   const std::filesystem::path output = p.at("output").get<std::string>();
   std::optional<std::filesystem::path> base;

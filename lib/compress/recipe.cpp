@@ -101,6 +101,12 @@ recipe_schema() {
     Schema kv_cache{"kv_cache",
                     {field("strategy", Type::string, "one scale per tensor or per KV head (default tensor)",
                            {"tensor", "attn_head"})}};
+    Schema gguf{"gguf",
+                {Field{"file_type",
+                       Type::string,
+                       true,
+                       "llama.cpp's file type (llama-quantize's name)",
+                       {"Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"}}}};
     Schema awq{
         "awq",
         {bounded("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2, 1000),
@@ -110,7 +116,9 @@ recipe_schema() {
         {Field{"name", Type::string, true, "recipe name"},
          Field{"description", Type::string, true, "one line for people"},
          field("mode", Type::string, "model (compress a model) or delta (compress delta)", {"model", "delta"}),
-         object("scheme", "quantization scheme (compressed-tensors QuantizationArgs)", scheme, true),
+         object("scheme", "quantization scheme (compressed-tensors QuantizationArgs); a recipe has this or gguf",
+                scheme),
+         object("gguf", "a GGUF file of llama.cpp's k-quant mixtures instead of a compressed-tensors scheme", gguf),
          object("calibration", "calibration data the recipe needs", calibration),
          object("layers", "which layers are compressed", layers),
          object("algorithm", "the compression algorithm", algorithm),
@@ -132,6 +140,38 @@ args_from(nlohmann::json j, const std::string& where) {
   if (j.contains("levels"))
     a.levels = *quant::parse_levels(j.at("levels").get<std::string>()); // the schema checked the choice
   return a;
+}
+
+CalibrationNeeds
+calibration_from(const nlohmann::json& doc) {
+  CalibrationNeeds needs;
+  if (!doc.contains("calibration"))
+    return needs;
+  const auto& c = doc.at("calibration");
+  needs.samples = c.value("samples", needs.samples);
+  needs.sequence_length = c.value("sequence_length", needs.sequence_length);
+  const auto sampler = c.value("sampler", "uniform");
+  needs.sampler = sampler == "length"       ? Sampler::length
+                  : sampler == "stratified" ? Sampler::stratified
+                                            : Sampler::uniform;
+  return needs;
+}
+
+// A GGUF recipe names a file type and, optionally, the calibration its importance matrix uses;
+// nothing of the compressed-tensors pipeline applies to it.
+void
+read_gguf_recipe(const nlohmann::json& doc, const std::string& where, Recipe& r) {
+  for (const char* key : {"layers", "algorithm", "smoothquant", "awq", "kv_cache", "lossless"})
+    if (doc.contains(key))
+      throw InputError(fmt::format("{}: {} does not apply to a gguf recipe (llama.cpp's mixture decides each "
+                                   "tensor's type)",
+                                   where, key));
+  if (r.delta)
+    throw InputError(fmt::format("{}: a gguf recipe compresses whole models (mode: model)", where));
+  r.gguf = parse_gguf_file_type(doc.at("gguf").at("file_type").get<std::string>()); // the schema checked it
+  r.method = Method::rtn;
+  r.targets.clear();
+  r.calibration = calibration_from(doc);
 }
 
 std::filesystem::path
@@ -164,6 +204,13 @@ load_recipe_file(const std::filesystem::path& file) {
   r.name = doc.at("name").get<std::string>();
   r.description = doc.at("description").get<std::string>();
   r.delta = doc.value("mode", "model") == "delta";
+  if (doc.contains("gguf") == doc.contains("scheme"))
+    throw InputError(
+        fmt::format("{}: a recipe has either scheme (compressed-tensors) or gguf (a GGUF file type)", where));
+  if (doc.contains("gguf")) {
+    read_gguf_recipe(doc, where, r);
+    return r;
+  }
   const auto& scheme = doc.at("scheme");
   r.weights = args_from(scheme.at("weights"), where + ": scheme.weights");
   quant::validate(r.weights, false, where + ": scheme.weights");
@@ -197,15 +244,7 @@ load_recipe_file(const std::filesystem::path& file) {
     r.awq->duo_scaling = doc.at("awq").value("duo_scaling", r.awq->duo_scaling);
   }
   r.lossless = doc.value("lossless", "none") == "zstd" ? Lossless::zstd : Lossless::none;
-  if (doc.contains("calibration")) {
-    const auto& c = doc.at("calibration");
-    r.calibration.samples = c.value("samples", r.calibration.samples);
-    r.calibration.sequence_length = c.value("sequence_length", r.calibration.sequence_length);
-    const auto sampler = c.value("sampler", "uniform");
-    r.calibration.sampler = sampler == "length"       ? Sampler::length
-                            : sampler == "stratified" ? Sampler::stratified
-                                                      : Sampler::uniform;
-  }
+  r.calibration = calibration_from(doc);
   if (r.sparse_2_4 && r.act_order)
     r.act_order = false; // 2:4 groups are consecutive input columns: the column order must stay
   if (r.sparse_2_4 && r.method != Method::gptq)

@@ -3,6 +3,7 @@
 // algorithm with its parameters. Recipes are data, never code.
 #pragma once
 
+#include "compress/gguf_mixture.hpp"
 #include "quant/awq.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/quant_args.hpp"
@@ -43,6 +44,9 @@ struct Recipe {
   // An FP8 KV cache: K and V scales calibrated per tensor or per KV head (kv_cache_scheme).
   std::optional<quant::KvScaleStrategy> kv_cache;
   Lossless lossless = Lossless::none;
+  // A GGUF recipe: llama.cpp's k-quant file type (compress/gguf_export.hpp) instead of a
+  // compressed-tensors scheme; its calibration, when --calib is given, is the importance matrix.
+  std::optional<GgufFileType> gguf;
   CalibrationNeeds calibration;
   nlohmann::json document; // the validated YAML as JSON (archived, saved beside the output)
   // Bits per decoder layer from a mixed-precision plan (compress --plan; 16 leaves a layer as it

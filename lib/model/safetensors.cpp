@@ -153,80 +153,10 @@ parse_safetensors(std::span<const std::byte> file, const std::string& source) {
   return result;
 }
 
-namespace {
-
-// The file's bytes in anonymous memory advised onto transparent huge pages, read-only once filled.
-const std::byte*
-read_into_memory(int fd, std::size_t size, const std::filesystem::path& path) {
-  void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED)
-    throw RuntimeFailure(path.string() + ": cannot allocate " + std::to_string(size) +
-                         " bytes to read it into: " + errno_text(errno));
-  ::madvise(memory, size, MADV_HUGEPAGE); // advice only: without THP the copy still works
-  for (std::size_t done = 0; done < size;) {
-    const ssize_t n = ::pread(fd, static_cast<char*>(memory) + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : 0;
-      ::munmap(memory, size);
-      throw InputError(path.string() + ": cannot read: " +
-                       (n < 0 ? errno_text(err) : "the file ended early (truncated while reading?)"));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::mprotect(memory, size, PROT_READ);
-  return static_cast<const std::byte*>(memory);
-}
-
-} // namespace
-
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, LoadMode mode) : m_path(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw InputError(path.string() + ": cannot open: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw InputError(path.string() + ": cannot stat: " + errno_text(err));
-  }
-  m_size = static_cast<std::size_t>(st.st_size);
-  if (m_size > 0 && mode == LoadMode::read) {
-    try {
-      m_data = read_into_memory(fd, m_size, path);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-  } else if (m_size > 0) {
-    void* mapped = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapped == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      throw RuntimeFailure(path.string() + ": cannot map into memory: " + errno_text(err));
-    }
-    // Advice only: where the filesystem caches files in large folios (ext4, XFS on recent
-    // kernels), pages read under it come in 2 MiB folios mapped whole, still shared.
-    ::madvise(mapped, m_size, MADV_HUGEPAGE);
-    m_data = static_cast<const std::byte*>(mapped);
-    m_mapped = true;
-  }
-  ::close(fd);
-  try {
-    m_header = parse_safetensors({m_data, m_size}, path.string());
-  } catch (...) {
-    if (m_data)
-      ::munmap(const_cast<std::byte*>(m_data), m_size);
-    throw;
-  }
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, LoadMode mode) : m_path(path), m_file(path, mode) {
+  m_header = parse_safetensors(m_file.bytes(), path.string());
   for (std::size_t i = 0; i < m_header.tensors.size(); ++i)
     m_index.emplace(m_header.tensors[i].name, i);
-}
-
-SafetensorsFile::~SafetensorsFile() {
-  if (m_data)
-    ::munmap(const_cast<std::byte*>(m_data), m_size);
 }
 
 TensorView
@@ -235,18 +165,13 @@ SafetensorsFile::find(const std::string& name) const {
   if (it == m_index.end())
     return {};
   const auto& info = m_header.tensors[it->second];
-  return {&info, {m_data + m_header.data_offset + info.begin, static_cast<std::size_t>(info.end - info.begin)}};
+  return {&info,
+          m_file.bytes().subspan(m_header.data_offset + info.begin, static_cast<std::size_t>(info.end - info.begin))};
 }
 
 void
 SafetensorsFile::release(std::span<const std::byte> bytes) const {
-  if (!m_mapped || bytes.empty() || bytes.data() < m_data || bytes.data() + bytes.size() > m_data + m_size)
-    return;
-  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / page * page;
-  if (end > begin) // advice only: a failure leaves the pages resident, nothing else
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  m_file.release(bytes);
 }
 
 } // namespace optkit::model

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "model/dtype.hpp"
+#include "model/mapped_file.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -58,23 +59,10 @@ struct TensorView {
   }
 };
 
-// How a safetensors file's bytes come into memory:
-//  - map: mapped read-only (zero copy): pages shared with the page cache and with every other
-//    process reading the file, loaded as they are first touched. The mapping is advised onto huge
-//    pages: where the filesystem caches files in large folios (ext4 and XFS on recent kernels) the
-//    pages read under it are mapped 2 MiB at a time, as fast to stream as the read mode's; pages
-//    already cached in 4 KiB folios (a file just written, or read by another program) stay small;
-//  - read: read whole into this process's own memory, on transparent huge pages where the kernel
-//    allows them (llama.cpp's --no-mmap). Streaming weights then needs no 4 KiB page walks and the
-//    hardware prefetcher does not stop at every page: on a 2-core Zen 5, Llama-3.2-1B-shaped BF16
-//    decode 12.7 -> 15.5 tok/s and prefill 171 -> 222 tok/s. Each process holds its own copy.
-enum class LoadMode { map, read };
-
 // A safetensors file in memory (see LoadMode), validated on open.
 class SafetensorsFile {
 public:
   explicit SafetensorsFile(const std::filesystem::path& path, LoadMode mode = LoadMode::map);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -89,9 +77,7 @@ public:
 
 private:
   std::filesystem::path m_path;
-  bool m_mapped = false;
-  const std::byte* m_data = nullptr;
-  std::size_t m_size = 0;
+  MappedFile m_file;
   SafetensorsHeader m_header;
   std::map<std::string, std::size_t, std::less<>> m_index;
 };

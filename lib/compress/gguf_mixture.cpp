@@ -1,0 +1,126 @@
+#include "compress/gguf_mixture.hpp"
+
+#include <array>
+#include <regex>
+#include <stdexcept>
+#include <utility>
+
+namespace optkit::compress {
+
+using model::GgmlType;
+
+namespace {
+
+struct FileTypeInfo {
+  GgufFileType type;
+  std::string_view name;
+  std::uint32_t id;
+  GgmlType base; // what a tensor gets unless a rule says otherwise
+};
+
+constexpr std::array<FileTypeInfo, 4> kFileTypes = {{
+    {GgufFileType::q8_0, "Q8_0", 7, GgmlType::q8_0},
+    {GgufFileType::q6_k, "Q6_K", 18, GgmlType::q6_k},
+    {GgufFileType::q5_k_m, "Q5_K_M", 17, GgmlType::q5_k},
+    {GgufFileType::q4_k_m, "Q4_K_M", 15, GgmlType::q4_k},
+}};
+
+const FileTypeInfo&
+info(GgufFileType type) {
+  for (const auto& i : kFileTypes)
+    if (i.type == type)
+      return i;
+  throw std::logic_error("gguf_mixture: unknown file type");
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
+bool
+use_more_bits(std::int64_t layer, std::int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
+
+// A k-quant whose super-block does not divide the row falls back to a 32-value type.
+GgmlType
+fallback_for_row(GgmlType type, std::int64_t row_values) {
+  if (row_values % model::ggml_block_values(type) == 0)
+    return type;
+  GgmlType fallback = type;
+  switch (type) {
+  case GgmlType::q4_k:
+    fallback = GgmlType::q5_0;
+    break;
+  case GgmlType::q5_k:
+    fallback = GgmlType::q5_1;
+    break;
+  case GgmlType::q6_k:
+    fallback = GgmlType::q8_0;
+    break;
+  default:
+    break;
+  }
+  return row_values % model::ggml_block_values(fallback) == 0 ? fallback : GgmlType::f16;
+}
+
+} // namespace
+
+std::optional<GgufFileType>
+parse_gguf_file_type(std::string_view name) {
+  for (const auto& i : kFileTypes)
+    if (i.name == name)
+      return i.type;
+  return std::nullopt;
+}
+
+std::string_view
+gguf_file_type_name(GgufFileType type) {
+  return info(type).name;
+}
+
+std::uint32_t
+gguf_file_type_id(GgufFileType type) {
+  return info(type).id;
+}
+
+std::optional<GgufTensorPlace>
+gguf_tensor_place(const std::string& gguf_name) {
+  if (gguf_name == "token_embd.weight")
+    return GgufTensorPlace{GgufTensorRole::token_embd};
+  if (gguf_name == "output.weight")
+    return GgufTensorPlace{GgufTensorRole::output};
+  static const std::regex layer(R"(blk\.(\d+)\.(\w+)\.weight)");
+  static const std::array<std::pair<const char*, GgufTensorRole>, 7> roles = {{
+      {"attn_q", GgufTensorRole::attn_q},
+      {"attn_k", GgufTensorRole::attn_k},
+      {"attn_v", GgufTensorRole::attn_v},
+      {"attn_output", GgufTensorRole::attn_output},
+      {"ffn_gate", GgufTensorRole::ffn_gate},
+      {"ffn_up", GgufTensorRole::ffn_up},
+      {"ffn_down", GgufTensorRole::ffn_down},
+  }};
+  std::smatch m;
+  if (!std::regex_match(gguf_name, m, layer))
+    return std::nullopt;
+  for (const auto& [name, role] : roles)
+    if (m[2] == name)
+      return GgufTensorPlace{role, std::stoll(m[1].str())};
+  return std::nullopt;
+}
+
+GgmlType
+gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, std::int64_t layers, std::int64_t row_values,
+                 bool tied) {
+  const GgmlType base = info(file_type).base;
+  const bool k_mixture = file_type == GgufFileType::q4_k_m || file_type == GgufFileType::q5_k_m;
+  if (place.role == GgufTensorRole::output || (tied && place.role == GgufTensorRole::token_embd)) {
+    if (row_values % model::ggml_block_values(base) != 0)
+      return fallback_for_row(GgmlType::q8_0, row_values);
+    return base == GgmlType::q8_0 ? GgmlType::q8_0 : GgmlType::q6_k;
+  }
+  GgmlType type = base;
+  if (k_mixture && (place.role == GgufTensorRole::attn_v || place.role == GgufTensorRole::ffn_down) &&
+      use_more_bits(place.layer, layers))
+    type = GgmlType::q6_k;
+  return fallback_for_row(type, row_values);
+}
+
+} // namespace optkit::compress

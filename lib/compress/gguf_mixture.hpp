@@ -1,0 +1,43 @@
+// llama.cpp's k-quant file types and the ggml type each tensor gets in them (llama-quantize's
+// llama_tensor_get_type for dense Llama-family models): Q8_0 and Q6_K everywhere; Q4_K_M and
+// Q5_K_M at Q4_K / Q5_K with Q6_K for attn_v and ffn_down in the first and last eighth of the
+// layers and every third layer between (use_more_bits); the output (or the embedding when tied)
+// at Q6_K. A row length that is not a whole number of 256-value super-blocks falls back as
+// llama-quantize does: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (the output straight to Q8_0),
+// F16 when not even 32 divides it.
+#pragma once
+
+#include "model/ggml_types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace optkit::compress {
+
+enum class GgufFileType { q8_0, q6_k, q5_k_m, q4_k_m };
+
+// "Q4_K_M" → q4_k_m; nullopt for another name.
+std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
+std::string_view gguf_file_type_name(GgufFileType type);
+// general.file_type (llama_ftype): 7, 18, 17, 15.
+std::uint32_t gguf_file_type_id(GgufFileType type);
+
+// A quantized tensor's place in the model, as the mixture rules see it.
+enum class GgufTensorRole { token_embd, output, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down };
+
+// The role of a GGUF tensor name (token_embd.weight, blk.3.ffn_down.weight, ...) and its layer
+// (-1 outside the layers); nullopt for a tensor left unquantized (norms, biases, rope_freqs).
+struct GgufTensorPlace {
+  GgufTensorRole role;
+  std::int64_t layer = -1;
+};
+std::optional<GgufTensorPlace> gguf_tensor_place(const std::string& gguf_name);
+
+// The ggml type of a tensor of `row_values` values a row. `tied`: the embedding is also the
+// output (it then takes the output's type).
+model::GgmlType gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, std::int64_t layers,
+                                 std::int64_t row_values, bool tied);
+
+} // namespace optkit::compress

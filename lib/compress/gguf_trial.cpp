@@ -1,0 +1,80 @@
+#include "compress/gguf_trial.hpp"
+
+#include "compress/calibration.hpp"
+#include "compress/gguf_export.hpp"
+#include "compress/importance_matrix.hpp"
+#include "core/clock.hpp"
+#include "core/log.hpp"
+#include "core/sha256.hpp"
+#include "model/calibration_documents.hpp"
+#include "model/weight_store.hpp"
+
+namespace optkit::compress {
+
+namespace {
+
+struct CalibratedImportance {
+  ImportanceMatrix matrix;
+  nlohmann::json report;
+};
+
+CalibratedImportance
+calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::path& model_dir) {
+  const std::filesystem::path calib = p.at("calib").get<std::string>();
+  const auto docs = model::read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
+  const auto calibration = sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler,
+                                              p.at("seed").get<std::uint64_t>());
+  CalibratedImportance out;
+  out.matrix =
+      collect_importance_matrix(model_dir, calibration, p.at("threads").get<unsigned>(),
+                                runtime::parse_activation_precision(p.value("activations", "fp32"), "activations"));
+  out.report = {{"file", calib.string()},
+                {"sha256", digest_file(calib).sha256},
+                {"sampler", std::string(sampler_name(recipe.calibration.sampler))},
+                {"seed", p.at("seed")},
+                {"documents_available", calibration.documents},
+                {"samples", calibration.samples.size()},
+                {"tokens", calibration.tokens},
+                {"document_ids", calibration.document_ids}};
+  return out;
+}
+
+} // namespace
+
+nlohmann::json
+run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
+  const auto started = SystemClock::instance().monotonic_seconds();
+  const std::filesystem::path model_dir = p.at("model").get<std::string>();
+  const std::filesystem::path output = p.at("output").get<std::string>();
+  std::filesystem::create_directories(output);
+  std::optional<CalibratedImportance> importance;
+  if (p.contains("calib")) {
+    importance = calibrate(recipe, p, model_dir);
+    log::info("compress: importance matrix from {} calibration tokens", importance->matrix.tokens);
+  }
+  GgufExportOptions options;
+  options.model = model_dir;
+  options.output = output / kGgufFileName;
+  options.file_type = *recipe.gguf;
+  options.importance = importance ? &importance->matrix : nullptr;
+  options.importance_dataset = p.value("calib", "");
+  options.threads = p.at("threads").get<unsigned>();
+  const auto exported = export_gguf(options);
+
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : exported.tensors)
+    tensors.push_back({{"module", t.name}, {"type", t.type}, {"relative_error", t.relative_error}});
+  const std::uint64_t source_fp16 = model::WeightStore(model_dir).element_count() * 2;
+  nlohmann::json metrics = {{"output_bytes", exported.bytes},
+                            {"compression_ratio", static_cast<double>(source_fp16) /
+                                                      static_cast<double>(std::max<std::uint64_t>(1, exported.bytes))},
+                            {"calibration_loss", exported.mean_relative_error},
+                            {"seconds", SystemClock::instance().monotonic_seconds() - started},
+                            {"calibration_tokens", importance ? importance->matrix.tokens : 0}};
+  return {{"metrics", metrics},
+          {"layers", tensors},
+          {"tensor_types", exported.type_counts},
+          {"calibration", importance ? importance->report : nlohmann::json()}};
+}
+
+} // namespace optkit::compress

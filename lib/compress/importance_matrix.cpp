@@ -1,0 +1,75 @@
+#include "compress/importance_matrix.hpp"
+
+#include "runtime/hidden_states.hpp"
+#include "runtime/layerwise_model.hpp"
+
+#include <fmt/format.h>
+
+namespace optkit::compress {
+
+namespace {
+
+using runtime::LinearInput;
+
+// Σx² per column of each linear input of one layer, and the rows seen.
+class SquaresTap final : public runtime::ActivationTap {
+public:
+  void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
+               std::int64_t /*sequences*/) override {
+    auto& s = m_inputs[input];
+    s.sums.resize(static_cast<std::size_t>(cols), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        s.sums[static_cast<std::size_t>(c)] += double(x[r * cols + c]) * double(x[r * cols + c]);
+    s.rows += rows;
+  }
+
+  std::vector<float> mean_squares(LinearInput input) const {
+    const auto& s = m_inputs.at(input);
+    std::vector<float> out(s.sums.size());
+    for (std::size_t c = 0; c < out.size(); ++c)
+      out[c] = static_cast<float>(s.sums[c] / static_cast<double>(std::max<std::int64_t>(1, s.rows)));
+    return out;
+  }
+
+private:
+  struct Squares {
+    std::vector<double> sums;
+    std::int64_t rows = 0;
+  };
+  std::map<LinearInput, Squares> m_inputs;
+};
+
+} // namespace
+
+ImportanceMatrix
+collect_importance_matrix(const std::filesystem::path& model_dir, const CalibrationSet& calibration, unsigned threads,
+                          runtime::ActivationPrecision activations) {
+  runtime::LayerwiseModel model(model_dir, threads, activations);
+  const auto& config = model.config();
+  ImportanceMatrix out;
+  std::vector<std::int64_t> lengths;
+  for (const auto& sample : calibration.samples) {
+    lengths.push_back(static_cast<std::int64_t>(sample.size()));
+    out.tokens += static_cast<std::int64_t>(sample.size());
+  }
+  out.samples = static_cast<std::int64_t>(calibration.samples.size());
+  runtime::HiddenStates x(out.tokens, config.hidden_size);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < calibration.samples.size(); ++i) {
+    const auto e = model.embed(calibration.samples[i]);
+    std::copy(e.begin(), e.end(), x.rows(offset, lengths[i]).begin());
+    offset += lengths[i];
+  }
+  model.weights().release("model.embed_tokens.weight");
+  for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
+    SquaresTap tap;
+    model.run_layer_chunked(layer, lengths, x, &tap); // x becomes the next layer's input
+    for (const auto& linear : runtime::kDecoderLinears)
+      out.columns[fmt::format("model.layers.{}.{}", layer, linear.name)] = tap.mean_squares(linear.input);
+    model.release_layer(layer);
+  }
+  return out;
+}
+
+} // namespace optkit::compress

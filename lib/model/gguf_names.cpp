@@ -1,0 +1,74 @@
+#include "model/gguf_names.hpp"
+
+#include <array>
+#include <regex>
+#include <utility>
+
+namespace optkit::model {
+
+namespace {
+
+// The modules inside a decoder layer: HF suffix, GGUF suffix.
+constexpr std::array<std::pair<const char*, const char*>, 9> kLayerModules = {{
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+}};
+
+constexpr std::array<std::pair<const char*, const char*>, 3> kModelTensors = {{
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"lm_head", "output"},
+}};
+
+} // namespace
+
+std::optional<std::string>
+gguf_tensor_name(const std::string& hf_name) {
+  static const std::regex layer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
+  static const std::regex whole(R"((.+)\.(weight|bias))");
+  std::smatch m;
+  if (std::regex_match(hf_name, m, layer)) {
+    for (const auto& [hf, gguf] : kLayerModules)
+      if (m[2] == hf)
+        return "blk." + m[1].str() + "." + gguf + "." + m[3].str();
+    return std::nullopt;
+  }
+  if (std::regex_match(hf_name, m, whole))
+    for (const auto& [hf, gguf] : kModelTensors)
+      if (m[1] == hf)
+        return std::string(gguf) + "." + m[2].str();
+  return std::nullopt;
+}
+
+std::optional<std::string>
+hf_tensor_name(const std::string& gguf_name) {
+  static const std::regex layer(R"(blk\.(\d+)\.(\w+)\.(weight|bias))");
+  static const std::regex whole(R"((\w+)\.(weight|bias))");
+  std::smatch m;
+  if (std::regex_match(gguf_name, m, layer)) {
+    for (const auto& [hf, gguf] : kLayerModules)
+      if (m[2] == gguf)
+        return "model.layers." + m[1].str() + "." + hf + "." + m[3].str();
+    return std::nullopt;
+  }
+  if (std::regex_match(gguf_name, m, whole))
+    for (const auto& [hf, gguf] : kModelTensors)
+      if (m[1] == gguf)
+        return std::string(hf) + "." + m[2].str();
+  return std::nullopt;
+}
+
+bool
+gguf_rope_permuted(const std::string& hf_name) {
+  return hf_name.find(".self_attn.q_proj.") != std::string::npos ||
+         hf_name.find(".self_attn.k_proj.") != std::string::npos;
+}
+
+} // namespace optkit::model

@@ -1,0 +1,29 @@
+// How llama.cpp's `llama` architecture names and lays out a Hugging Face Llama-family model's
+// tensors in GGUF: token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output /
+// ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, output (absent when tied to token_embd),
+// each with its .weight or .bias suffix. The Q and K projections' rows are permuted within each
+// head: llama.cpp rotates adjacent pairs (NORM RoPE) where transformers rotates halves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace optkit::model {
+
+// The GGUF name of an HF tensor; nullopt for a tensor the llama architecture does not store.
+std::optional<std::string> gguf_tensor_name(const std::string& hf_name);
+// The HF name of a GGUF tensor; nullopt for a GGUF-only tensor (rope_freqs.weight).
+std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
+
+// Whether the llama architecture stores the HF tensor's rows permuted (q_proj, k_proj).
+bool gguf_rope_permuted(const std::string& hf_name);
+// Row `hf_row` of a q_proj / k_proj (heads of `head_dim` rows) sits at this row of the GGUF
+// tensor: within its head, HF row p·head_dim/2 + i becomes row 2i + p.
+inline std::int64_t
+gguf_rope_row(std::int64_t hf_row, std::int64_t head_dim) {
+  const std::int64_t head = hf_row / head_dim, within = hf_row % head_dim, half = head_dim / 2;
+  return head * head_dim + 2 * (within % half) + within / half;
+}
+
+} // namespace optkit::model

@@ -1,0 +1,31 @@
+// ggml's tensor element types as GGUF files store them (ggml-common.h): plain F32 / F16 / BF16
+// and the block quantizations llama.cpp's k-quant mixtures use — Q8_0, Q5_0 and Q5_1 (32 values a
+// block) and Q4_K, Q5_K and Q6_K (256-value super-blocks of 8 or 16 sub-blocks with 6- or 8-bit
+// sub-scales). A row of a tensor is a whole number of blocks; rows are stored one after another.
+//
+// quantize_row() follows llama.cpp's reference quantizers (quantize_row_*_ref): without an
+// importance vector, Q8_0 rounds x / (amax/127) half away from zero; Q5_0 / Q5_1 map the block's
+// extreme (or its range) onto the 5-bit grid; the k-quants fit each sub-block's scale (and min)
+// by a weighted least-squares search over candidate grids, then quantize the sub-scales to 6 or
+// 8 bits under one fp16 super-block scale. With an importance vector (one value per column, the
+// mean squared activation an imatrix records) the k-quants and Q5_0 / Q5_1 weight each value's
+// error by it (quantize_*_impl), and the sub-scales are fitted to their own weighted errors.
+#pragma once
+
+#include "model/ggml_types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace optkit::quant {
+
+using model::GgmlType;
+
+// Quantizes one row of `x.size()` values (a multiple of the block size) into `out`
+// (ggml_row_bytes bytes). `importance`: one weight per value of the row, or empty.
+void quantize_row(GgmlType type, std::span<const float> x, std::span<const float> importance, std::byte* out);
+// Decodes one row of `count` values.
+void dequantize_row(GgmlType type, const std::byte* row, std::int64_t count, float* out);
+
+} // namespace optkit::quant
