@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/gguf_model.hpp"
 
 namespace optkit::model {
 
@@ -28,6 +29,14 @@ parse_chat_template(const std::string& jinja_text, const std::string& source, nl
 
 ChatTemplate
 load_chat_template(const std::filesystem::path& model_dir, const std::optional<std::string>& name) {
+  if (is_gguf_model(model_dir)) {
+    const GgufFile file(model_dir);
+    const auto text = gguf_chat_template(file);
+    if (!text)
+      throw InputError(model_dir.string() + ": has no tokenizer.chat_template; the model cannot be chat-formatted: "
+                                            "pass plain text instead");
+    return parse_chat_template(*text, model_dir.string() + " tokenizer.chat_template", gguf_special_tokens(file));
+  }
   const auto config_path = model_dir / "tokenizer_config.json";
   json config = json::object();
   if (std::filesystem::exists(config_path))

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/json_fields.hpp"
+#include "model/gguf_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -409,6 +410,8 @@ parse_model_config(const json& config, const std::string& source) {
 
 ModelConfig
 load_model_config(const std::filesystem::path& model_dir) {
+  if (is_gguf_model(model_dir))
+    return gguf_model_config(GgufFile(model_dir));
   const auto path = model_dir / "config.json";
   return parse_model_config(read_json_file(path, "is it a Hugging Face model folder?"), path.string());
 }
@@ -445,6 +448,8 @@ rope_inverse_frequencies(const ModelConfig& c) {
   const auto& s = *c.rope_scaling;
   if (s.type == "longrope")
     return plain_inverse_frequencies(c, s.short_factor);
+  if (s.type == "frequency_factors")
+    return plain_inverse_frequencies(c, s.frequency_factors);
   auto inv = plain_inverse_frequencies(c);
   if (s.type == "linear") {
     for (auto& f : inv)

@@ -24,7 +24,8 @@ enum class Architecture { llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, mi
 enum class Activation { silu, gelu_tanh };
 
 struct RopeScaling {
-  std::string type; // "llama3", "linear" or "longrope" (Phi-3's "su" and "yarn" are read as longrope)
+  std::string type; // "llama3", "linear", "longrope" (Phi-3's "su" and "yarn" are read as longrope) or
+                    // "frequency_factors"
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
@@ -34,6 +35,9 @@ struct RopeScaling {
   // each, and the factor cos and sin are multiplied by.
   std::vector<double> short_factor, long_factor;
   double attention_factor = 1.0;
+  // "frequency_factors" (a GGUF's rope_freqs.weight): each rotary frequency divided by its own
+  // factor, rotary_dim / 2 of them.
+  std::vector<double> frequency_factors;
 };
 
 struct ModelConfig {

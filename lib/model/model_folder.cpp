@@ -1,6 +1,7 @@
 #include "model/model_folder.hpp"
 
 #include "core/error.hpp"
+#include "model/gguf_model.hpp"
 #include "model/model_config.hpp"
 #include "model/weight_store.hpp"
 
@@ -10,8 +11,15 @@ namespace optkit::model {
 
 void
 check_model_folder(const std::filesystem::path& dir, const std::string& flag) {
+  if (is_gguf_model(dir)) {
+    const GgufFile file(dir);
+    gguf_model_config(file);
+    gguf_tokenizer_json(file);
+    return;
+  }
   if (!std::filesystem::is_directory(dir))
-    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder)", flag, dir.string()));
+    throw InputError(fmt::format("{} {}: not a directory (expected a Hugging Face model folder or a GGUF file)", flag,
+                                 dir.string()));
   load_model_config(dir);
   WeightStore weights(dir);
   if (!std::filesystem::is_regular_file(dir / "tokenizer.json"))

@@ -1,4 +1,4 @@
-// The cheap checks a command makes on a model folder before any child starts, so bad input is
+// The cheap checks a command makes on a model folder (or GGUF file) before any child starts, so bad input is
 // one error line: the folder, config.json, every safetensors header (mapped, not read) and the
 // tokenizer file.
 #pragma once

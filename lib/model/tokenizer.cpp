@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/json_fields.hpp"
+#include "model/gguf_model.hpp"
 #include "model/unicode.hpp"
 
 #include <algorithm>
@@ -84,6 +85,8 @@ Tokenizer::load(const std::filesystem::path& path) {
 
 Tokenizer
 Tokenizer::load_folder(const std::filesystem::path& model_dir) {
+  if (is_gguf_model(model_dir))
+    return parse(gguf_tokenizer_json(GgufFile(model_dir)), model_dir.string() + " (its vocabulary)");
   auto tokenizer = load(model_dir / "tokenizer.json");
   const auto config_path = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {

@@ -2,12 +2,18 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_names.hpp"
 
 #include <fmt/format.h>
 
 namespace optkit::model {
 
 WeightStore::WeightStore(const std::filesystem::path& model_dir, LoadMode mode) : m_dir(model_dir) {
+  if (is_gguf_model(model_dir)) {
+    open_gguf(mode);
+    return;
+  }
   const auto index_path = model_dir / "model.safetensors.index.json";
   const auto single_path = model_dir / "model.safetensors";
   if (std::filesystem::exists(index_path)) {
@@ -47,8 +53,52 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir, LoadMode mode) 
   }
 }
 
+void
+WeightStore::open_gguf(LoadMode mode) {
+  m_gguf = std::make_unique<GgufFile>(m_dir, mode);
+  m_files.push_back(m_dir);
+  m_gguf_head_dim = gguf_model_config(*m_gguf).head_dim;
+  for (const auto& t : m_gguf->header().tensors) {
+    const auto hf = hf_tensor_name(t.name);
+    if (!hf)
+      continue; // GGUF-only tensors (rope_freqs) are read from the file itself
+    GgufEntry entry;
+    entry.tensor = &t;
+    entry.info.name = *hf;
+    entry.info.shape.assign(t.dims.rbegin(), t.dims.rend());
+    const bool float_type = t.type == GgmlType::f32 || t.type == GgmlType::f16 || t.type == GgmlType::bf16;
+    entry.info.dtype = t.type == GgmlType::f16 ? DType::f16 : t.type == GgmlType::bf16 ? DType::bf16 : DType::f32;
+    entry.info.end = t.bytes;
+    entry.plain = float_type && !gguf_rope_permuted(*hf);
+    m_gguf_tensors.emplace(*hf, std::move(entry));
+  }
+}
+
+void
+WeightStore::require_safetensors(const char* what) const {
+  if (m_gguf)
+    throw InputError(
+        fmt::format("{}: {} reads Hugging Face safetensors folders, not GGUF files", m_dir.string(), what));
+}
+
+std::optional<GgufMatrix>
+WeightStore::gguf_matrix(const std::string& name) const {
+  const auto it = m_gguf_tensors.find(name);
+  if (it == m_gguf_tensors.end())
+    return std::nullopt;
+  const auto& t = *it->second.tensor;
+  return GgufMatrix{t.type, m_gguf->tensor_bytes(t), t.rows(), t.row_values(),
+                    gguf_rope_permuted(name) ? m_gguf_head_dim : 0};
+}
+
 TensorView
 WeightStore::find(const std::string& name) const {
+  if (m_gguf) {
+    const auto it = m_gguf_tensors.find(name);
+    if (it == m_gguf_tensors.end() || !it->second.plain)
+      return {};
+    return {&it->second.info, m_gguf->tensor_bytes(*it->second.tensor)};
+  }
   const auto it = m_owner.find(name);
   return it == m_owner.end() ? TensorView{} : it->second->find(name);
 }
@@ -64,6 +114,8 @@ WeightStore::require(const std::string& name) const {
 std::vector<std::string>
 WeightStore::names() const {
   std::vector<std::string> out;
+  for (const auto& [name, entry] : m_gguf_tensors)
+    out.push_back(name);
   for (const auto& [name, file] : m_owner)
     out.push_back(name);
   return out;
@@ -71,12 +123,15 @@ WeightStore::names() const {
 
 void
 WeightStore::release(const std::string& name) const {
+  if (const auto it = m_gguf_tensors.find(name); it != m_gguf_tensors.end())
+    m_gguf->release(*it->second.tensor);
   if (const auto it = m_owner.find(name); it != m_owner.end())
     it->second->release(it->second->find(name).bytes);
 }
 
 std::vector<float>
 WeightStore::rows_as_floats(const std::string& name, std::int64_t first, std::int64_t count) const {
+  require_safetensors("reading rows of a tensor");
   const auto view = require(name);
   if (view.shape().size() != 2 || first < 0 || count < 0 || first + count > view.shape()[0])
     throw InputError(fmt::format("{}: tensor '{}' has no rows [{}, {})", m_dir.string(), name, first, first + count));
@@ -94,6 +149,7 @@ WeightStore::rows_as_floats(const std::string& name, std::int64_t first, std::in
 void
 WeightStore::stream(const std::string& name, const std::function<void(std::span<const std::byte>)>& write,
                     std::size_t piece_bytes) const {
+  require_safetensors("streaming a tensor");
   const auto view = require(name);
   const auto* owner = m_owner.find(name)->second;
   for (std::size_t at = 0; at < view.bytes.size(); at += piece_bytes) {
@@ -106,6 +162,8 @@ WeightStore::stream(const std::string& name, const std::function<void(std::span<
 std::uint64_t
 WeightStore::element_count() const {
   std::uint64_t total = 0;
+  for (const auto& [name, entry] : m_gguf_tensors)
+    total += static_cast<std::uint64_t>(entry.tensor->element_count());
   for (const auto& shard : m_shards)
     for (const auto& t : shard->header().tensors)
       total += t.element_count();

@@ -1,8 +1,11 @@
 // All tensors of a Hugging Face model folder: model.safetensors, or the shards that
 // model.safetensors.index.json names (every mapped tensor must be in its shard and every shard
-// tensor must be mapped).
+// tensor must be mapped). Or those of a GGUF file (model/gguf_model.hpp), under their HF names:
+// its F32 / F16 / BF16 vectors and matrices in HF row order are ordinary tensors; every matrix,
+// quantized or not, is also a GgufMatrix (the runtime's loader reads those).
 #pragma once
 
+#include "model/gguf_file.hpp"
 #include "model/safetensors.hpp"
 
 #include <filesystem>
@@ -14,10 +17,25 @@
 
 namespace optkit::model {
 
+// A GGUF tensor by its HF name: ggml-typed rows of `cols` values; rope_head_dim > 0 when its rows
+// are in llama.cpp's RoPE order within heads of that many rows (q_proj, k_proj:
+// model/gguf_names.hpp).
+struct GgufMatrix {
+  GgmlType type = GgmlType::f32;
+  std::span<const std::byte> bytes;
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t rope_head_dim = 0;
+};
+
 class WeightStore {
 public:
   // `mode`: the shards mapped (zero copy, the default) or read into memory (model/safetensors.hpp).
+  // `model_dir` may be a GGUF file.
   explicit WeightStore(const std::filesystem::path& model_dir, LoadMode mode = LoadMode::map);
+
+  bool is_gguf() const { return m_gguf != nullptr; }
+  // A GGUF file's tensor by HF name; none when absent or when the store reads safetensors.
+  std::optional<GgufMatrix> gguf_matrix(const std::string& name) const;
 
   // View with info == nullptr when absent.
   TensorView find(const std::string& name) const;
@@ -43,7 +61,19 @@ public:
   std::uint64_t file_bytes() const;
 
 private:
+  void open_gguf(LoadMode mode);
+  // InputError: what safetensors folders offer and GGUF files do not.
+  void require_safetensors(const char* what) const;
+
   std::filesystem::path m_dir;
+  std::unique_ptr<GgufFile> m_gguf;
+  struct GgufEntry {
+    const GgufTensorInfo* tensor = nullptr;
+    TensorInfo info;    // HF shape; dtype for the float types
+    bool plain = false; // readable as an ordinary tensor (float type, rows in HF order)
+  };
+  std::map<std::string, GgufEntry, std::less<>> m_gguf_tensors;
+  std::int64_t m_gguf_head_dim = 0;
   std::vector<std::filesystem::path> m_files;
   std::vector<std::unique_ptr<SafetensorsFile>> m_shards;
   std::map<std::string, const SafetensorsFile*, std::less<>> m_owner;

@@ -2,7 +2,9 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/gguf_model.hpp"
 #include "quant/packing.hpp"
+#include "runtime/ggml_weight.hpp"
 #include "runtime/quantized_weight.hpp"
 
 #include <cstring>
@@ -167,10 +169,29 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   return make_quantized_weight(std::move(spec));
 }
 
+// A GGUF matrix: a float one in HF row order is the dense weight over its bytes; the others are
+// dequantized as used.
+std::unique_ptr<LinearWeight>
+load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
+                 ActivationPrecision activations) {
+  const auto matrix = store.gguf_matrix(prefix + ".weight");
+  if (!matrix)
+    throw InputError(fmt::format("{}: tensor '{}' is missing from the GGUF file", store.files().front().string(),
+                                 prefix + ".weight"));
+  if (matrix->rows != rows || matrix->cols != cols)
+    throw InputError(fmt::format("tensor '{}' is [{}, {}] but the config implies [{}, {}]", prefix + ".weight",
+                                 matrix->rows, matrix->cols, rows, cols));
+  if (const auto view = store.find(prefix + ".weight"); view.info)
+    return make_dense_weight(view.dtype(), view.bytes, rows, cols, activations);
+  return make_ggml_weight(*matrix);
+}
+
 } // namespace
 
 std::optional<quant::QuantizationConfig>
 load_quantization_config(const std::filesystem::path& model_dir) {
+  if (model::is_gguf_model(model_dir))
+    return std::nullopt; // its tensors say how each is stored
   const auto path = model_dir / "config.json";
   return quant::read_quantization_config(read_json_file(path), path.string());
 }
@@ -180,6 +201,8 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
             const quant::QuantizationConfig* quantization, ActivationPrecision activations, RowSlice slice) {
   if (slice.stored_rows == 0)
     slice.stored_rows = rows;
+  if (store.is_gguf())
+    return load_gguf_linear(store, prefix, rows, cols, activations);
   if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
       group && store.find(prefix + ".weight_scale").info)
     return load_quantized_linear(store, prefix, rows, cols, *group, slice);

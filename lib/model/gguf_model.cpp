@@ -1,0 +1,283 @@
+#include "model/gguf_model.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+namespace optkit::model {
+
+namespace {
+
+constexpr std::array<std::pair<const char*, const char*>, 3> kPreTokenizers = {{
+    {"llama-bpe",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"qwen2",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"gpt-2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"},
+}};
+
+std::uint32_t
+u32_or(const GgufFile& file, const std::string& key, std::uint32_t fallback) {
+  return file.find(key) ? file.require_u32(key) : fallback;
+}
+
+const nlohmann::json&
+array_value(const GgufFile& file, const std::string& key) {
+  const auto* v = file.find(key);
+  if (!v || v->type != GgufValueType::array)
+    throw InputError(fmt::format("{}: GGUF metadata has no array '{}'", file.path().string(), key));
+  return v->value;
+}
+
+std::optional<std::int64_t>
+token_id_key(const GgufFile& file, const std::string& key) {
+  if (!file.find(key))
+    return std::nullopt;
+  return file.require_u32(key);
+}
+
+bool
+bool_or(const GgufFile& file, const std::string& key, bool fallback) {
+  const auto* v = file.find(key);
+  return v && v->type == GgufValueType::boolean ? v->value.get<bool>() : fallback;
+}
+
+// RoPE scaling the llama.* keys describe (linear), or none; InputError for a kind optkit lacks.
+nlohmann::json
+rope_scaling_json(const GgufFile& file) {
+  const auto* type = file.find("llama.rope.scaling.type");
+  const std::string kind = type && type->type == GgufValueType::string ? type->value.get<std::string>() : "none";
+  if (kind == "none")
+    return nullptr;
+  if (kind == "linear")
+    return {{"rope_type", "linear"}, {"factor", file.require_f32("llama.rope.scaling.factor")}};
+  throw InputError(fmt::format("{}: llama.rope.scaling.type {} is not one optkit runs (none, linear; Llama 3's "
+                               "scaling travels as rope_freqs.weight)",
+                               file.path().string(), kind));
+}
+
+// rope_freqs.weight: one F32 divisor per rotary frequency.
+std::vector<double>
+rope_frequency_factors(const GgufFile& file, std::int64_t rotated_dims) {
+  const auto* t = file.find_tensor("rope_freqs.weight");
+  if (!t)
+    return {};
+  if (t->type != GgmlType::f32 || t->element_count() != rotated_dims / 2)
+    throw InputError(fmt::format("{}: rope_freqs.weight must be {} F32 values (one per rotary frequency)",
+                                 file.path().string(), rotated_dims / 2));
+  const auto bytes = file.tensor_bytes(*t);
+  std::vector<double> out(static_cast<std::size_t>(rotated_dims / 2));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    float v = 0;
+    std::memcpy(&v, bytes.data() + i * sizeof(float), sizeof(float));
+    if (!(v > 0))
+      throw InputError(
+          fmt::format("{}: rope_freqs.weight[{}] is {}, not a positive divisor", file.path().string(), i, v));
+    out[i] = v;
+  }
+  return out;
+}
+
+nlohmann::json
+added_token(std::int64_t id, const std::string& content, bool special) {
+  return {{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", !special}, {"special", special}};
+}
+
+nlohmann::json
+template_processing(const std::string& bos, std::int64_t bos_id, bool add_bos, const std::string& eos,
+                    std::int64_t eos_id, bool add_eos) {
+  nlohmann::json single = nlohmann::json::array(), pair = nlohmann::json::array(), special = nlohmann::json::object();
+  auto piece = [](const std::string& token, int type_id) {
+    return nlohmann::json{{"SpecialToken", {{"id", token}, {"type_id", type_id}}}};
+  };
+  auto sequence = [](const char* id, int type_id) {
+    return nlohmann::json{{"Sequence", {{"id", id}, {"type_id", type_id}}}};
+  };
+  if (add_bos) {
+    single.push_back(piece(bos, 0));
+    special[bos] = {{"id", bos}, {"ids", {bos_id}}, {"tokens", {bos}}};
+  }
+  single.push_back(sequence("A", 0));
+  if (add_eos) {
+    single.push_back(piece(eos, 0));
+    special[eos] = {{"id", eos}, {"ids", {eos_id}}, {"tokens", {eos}}};
+  }
+  pair = single;
+  if (add_bos)
+    pair.push_back(piece(bos, 1));
+  pair.push_back(sequence("B", 1));
+  if (add_eos)
+    pair.push_back(piece(eos, 1));
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", special}};
+}
+
+} // namespace
+
+bool
+is_gguf_model(const std::filesystem::path& path) {
+  return std::filesystem::is_regular_file(path) && is_gguf_file(path);
+}
+
+std::string
+gguf_pre_tokenizer_name(const std::string& split_regex) {
+  for (const auto& [name, regex] : kPreTokenizers)
+    if (split_regex == regex)
+      return name;
+  return "default";
+}
+
+std::optional<std::string>
+gguf_pre_tokenizer_regex(const std::string& name) {
+  for (const auto& [n, regex] : kPreTokenizers)
+    if (name == n)
+      return regex;
+  if (name == "default" || name == "llama3" || name == "llama-v3")
+    return name == "default" ? kPreTokenizers[2].second : kPreTokenizers[0].second;
+  return std::nullopt;
+}
+
+ModelConfig
+gguf_model_config(const GgufFile& file) {
+  const auto source = file.path().string();
+  const auto arch = file.require_string("general.architecture");
+  if (arch != "llama")
+    throw InputError(fmt::format("{}: general.architecture is {}; optkit runs GGUF files of llama.cpp's llama "
+                                 "architecture (Llama and Mistral models)",
+                                 source, arch));
+  const auto heads = file.require_u32("llama.attention.head_count");
+  const auto hidden = file.require_u32("llama.embedding_length");
+  if (heads == 0 || hidden % heads != 0)
+    throw InputError(
+        fmt::format("{}: llama.embedding_length {} is not a whole number of {} heads", source, hidden, heads));
+  const auto* ff = file.find("llama.feed_forward_length");
+  if (ff && ff->type == GgufValueType::array)
+    throw InputError(fmt::format("{}: llama.feed_forward_length varies per layer; optkit runs uniform layers", source));
+  nlohmann::json config = {
+      {"architectures", {"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"vocab_size",
+       u32_or(file, "llama.vocab_size", static_cast<std::uint32_t>(array_value(file, "tokenizer.ggml.tokens").size()))},
+      {"hidden_size", hidden},
+      {"intermediate_size", file.require_u32("llama.feed_forward_length")},
+      {"num_hidden_layers", file.require_u32("llama.block_count")},
+      {"num_attention_heads", heads},
+      {"num_key_value_heads", u32_or(file, "llama.attention.head_count_kv", heads)},
+      {"head_dim", u32_or(file, "llama.attention.key_length", hidden / heads)},
+      {"max_position_embeddings", u32_or(file, "llama.context_length", 2048)},
+      {"rms_norm_eps", file.require_f32("llama.attention.layer_norm_rms_epsilon")},
+      {"rope_theta", file.find("llama.rope.freq_base") ? file.require_f32("llama.rope.freq_base") : 10000.0f},
+      {"rope_scaling", rope_scaling_json(file)},
+      {"tie_word_embeddings", file.find_tensor("output.weight") == nullptr},
+      {"torch_dtype", "float32"}};
+  if (const auto bos = token_id_key(file, "tokenizer.ggml.bos_token_id"))
+    config["bos_token_id"] = *bos;
+  if (const auto eos = token_id_key(file, "tokenizer.ggml.eos_token_id"))
+    config["eos_token_id"] = *eos;
+  auto parsed = parse_model_config(config, source);
+  if (auto factors = rope_frequency_factors(file, parsed.rotated_dims()); !factors.empty()) {
+    if (parsed.rope_scaling)
+      throw InputError(fmt::format("{}: both rope_freqs.weight and llama.rope.scaling.type", source));
+    RopeScaling scaling;
+    scaling.type = "frequency_factors";
+    scaling.frequency_factors = std::move(factors);
+    parsed.rope_scaling = std::move(scaling);
+  }
+  return parsed;
+}
+
+std::string
+gguf_tokenizer_json(const GgufFile& file) {
+  const auto source = file.path().string();
+  const auto model = file.require_string("tokenizer.ggml.model");
+  if (model != "gpt2")
+    throw InputError(fmt::format("{}: tokenizer.ggml.model is {}; optkit reads GGUF byte-level BPE vocabularies "
+                                 "(gpt2)",
+                                 source, model));
+  const auto pre = file.find("tokenizer.ggml.pre") ? file.require_string("tokenizer.ggml.pre") : "default";
+  const auto regex = gguf_pre_tokenizer_regex(pre);
+  if (!regex)
+    throw InputError(fmt::format("{}: tokenizer.ggml.pre {} is not a pre-tokenizer optkit knows (llama-bpe, qwen2, "
+                                 "gpt-2, default)",
+                                 source, pre));
+  const auto& tokens = array_value(file, "tokenizer.ggml.tokens");
+  const auto* types_value = file.find("tokenizer.ggml.token_type");
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const auto& text = tokens[id].get_ref<const std::string&>();
+    const auto type = types_value && types_value->value.is_array() && id < types_value->value.size()
+                          ? types_value->value[id].get<std::int32_t>()
+                          : static_cast<std::int32_t>(GgufTokenType::normal);
+    if (type == static_cast<std::int32_t>(GgufTokenType::control) ||
+        type == static_cast<std::int32_t>(GgufTokenType::user_defined))
+      added.push_back(
+          added_token(static_cast<std::int64_t>(id), text, type == static_cast<std::int32_t>(GgufTokenType::control)));
+    else
+      vocab[text] = id;
+  }
+  const auto bos_id = token_id_key(file, "tokenizer.ggml.bos_token_id");
+  const auto eos_id = token_id_key(file, "tokenizer.ggml.eos_token_id");
+  // llama.cpp adds BOS by default for llama-bpe vocabularies; the key overrides it.
+  const bool add_bos = bos_id && bool_or(file, "tokenizer.ggml.add_bos_token", pre == "llama-bpe");
+  const bool add_eos = eos_id && bool_or(file, "tokenizer.ggml.add_eos_token", false);
+  auto token_at = [&](std::optional<std::int64_t> id) {
+    if (!id || *id < 0 || static_cast<std::size_t>(*id) >= tokens.size())
+      return std::string();
+    return tokens[static_cast<std::size_t>(*id)].get<std::string>();
+  };
+  if ((add_bos && token_at(bos_id).empty()) || (add_eos && token_at(eos_id).empty()))
+    throw InputError(
+        fmt::format("{}: tokenizer.ggml.bos_token_id / eos_token_id is not a token of the vocabulary", source));
+  nlohmann::json doc = {
+      {"version", "1.0"},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", *regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+      {"post_processor", add_bos || add_eos ? template_processing(token_at(bos_id), bos_id.value_or(0), add_bos,
+                                                                  token_at(eos_id), eos_id.value_or(0), add_eos)
+                                            : nlohmann::json(nullptr)},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", pre == "llama-bpe"}, // as llama.cpp runs Llama 3 vocabularies
+        {"vocab", vocab},
+        {"merges",
+         file.find("tokenizer.ggml.merges") ? array_value(file, "tokenizer.ggml.merges") : nlohmann::json::array()}}}};
+  return doc.dump();
+}
+
+std::optional<std::string>
+gguf_chat_template(const GgufFile& file) {
+  const auto* v = file.find("tokenizer.chat_template");
+  if (!v || v->type != GgufValueType::string)
+    return std::nullopt;
+  return v->value.get<std::string>();
+}
+
+nlohmann::ordered_json
+gguf_special_tokens(const GgufFile& file) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  const auto* tokens = file.find("tokenizer.ggml.tokens");
+  for (const auto& [key, name] :
+       {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"}, std::pair{"tokenizer.ggml.eos_token_id", "eos_token"}}) {
+    const auto id = token_id_key(file, key);
+    if (id && tokens && tokens->value.is_array() && static_cast<std::size_t>(*id) < tokens->value.size())
+      out[name] = tokens->value[static_cast<std::size_t>(*id)];
+  }
+  return out;
+}
+
+} // namespace optkit::model

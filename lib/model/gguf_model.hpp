@@ -1,0 +1,44 @@
+// A GGUF file of llama.cpp's llama architecture read as optkit reads a Hugging Face folder: the
+// config from the llama.* keys (and rope_freqs.weight, the divisors llama.cpp applies to each
+// rotary frequency, as Llama 3's RoPE scaling), the tokenizer rebuilt as the tokenizer.json of
+// its byte-level BPE vocabulary (tokenizer.ggml.model gpt2: tokens, types, merges, the
+// pre-tokenizer's split by tokenizer.ggml.pre, BOS / EOS as llama.cpp adds them), and the chat
+// template. Commands take the .gguf file wherever they take a model folder.
+#pragma once
+
+#include "model/gguf_file.hpp"
+#include "model/model_config.hpp"
+
+#include <optional>
+#include <string>
+
+namespace optkit::model {
+
+// Whether `path` names a GGUF file (rather than a model folder).
+bool is_gguf_model(const std::filesystem::path& path);
+
+// InputError naming the file and key when the file is not a llama-architecture model optkit runs.
+ModelConfig gguf_model_config(const GgufFile& file);
+// The tokenizer.json text of the file's vocabulary.
+std::string gguf_tokenizer_json(const GgufFile& file);
+// tokenizer.ggml.pre: the name llama.cpp gives a pre-tokenizer split regex ("default" for one it
+// does not name), and the regex a name stands for.
+std::string gguf_pre_tokenizer_name(const std::string& split_regex);
+std::optional<std::string> gguf_pre_tokenizer_regex(const std::string& name);
+
+// tokenizer.ggml.token_type values.
+enum class GgufTokenType : std::int32_t {
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6
+};
+
+// tokenizer.chat_template, when the file has one.
+std::optional<std::string> gguf_chat_template(const GgufFile& file);
+// The special tokens a chat template sees (bos_token, eos_token), as text.
+nlohmann::ordered_json gguf_special_tokens(const GgufFile& file);
+
+} // namespace optkit::model
