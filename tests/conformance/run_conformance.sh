@@ -2,8 +2,8 @@
 # Installs the reference implementations from npm (at test time, never vendored; cached in the
 # checkout's ignored .cache/, so the Release and sanitizer suites install them once) and runs one
 # conformance comparison.
-#   run_conformance.sh tokenizers|chat-templates|llama31-model|compress-real-shape|openai-client TOOL BUILD_DIR
-#                      SOURCE_DIR
+#   run_conformance.sh tokenizers|chat-templates|llama31-model|compress-real-shape|openai-client|gguf-llama-cpp TOOL
+#                      BUILD_DIR SOURCE_DIR
 set -euo pipefail
 suite=$1 tool=$2 build=$3 source=$4
 prefix="$source/.cache/npm-reference-tokenizers"
@@ -17,6 +17,13 @@ if [ "$suite" = openai-client ]; then # the official client, as users run it aga
   prefix="$source/.cache/npm-reference-openai"
   packages=(openai@7.57.0)
 fi
+install_flags=()
+if [ "$suite" = gguf-llama-cpp ]; then # llama.cpp's prebuilt CPU binaries for this host, not the GPU variants
+  prefix="$source/.cache/npm-reference-llama-cpp"
+  case "$(uname -m)" in aarch64) host=linux-arm64 ;; *) host=linux-x64 ;; esac
+  packages=(node-llama-cpp@3.21.1 "@node-llama-cpp/$host@3.21.1")
+  install_flags=(--omit=optional)
+fi
 marker="$prefix/installed-$(echo "${packages[*]}" | sha256sum | cut -c1-16)"
 if [ ! -f "$marker" ]; then
   mkdir -p "$prefix"
@@ -24,7 +31,8 @@ if [ ! -f "$marker" ]; then
   (
     flock 9
     if [ ! -f "$marker" ]; then
-      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "${packages[@]}" >/dev/null
+      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "${install_flags[@]}" "${packages[@]}" \
+        >/dev/null
       touch "$marker"
     fi
   ) 9>"$prefix/.lock"
@@ -37,6 +45,9 @@ llama31-model) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
     "$source/testdata" ;;
 compress-real-shape) # TOOL is "OPTKIT:WRITE_RANDOM_MODEL"
   exec bash "$source/tests/conformance/compress_real_shape.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
+    "$source/testdata" ;;
+gguf-llama-cpp) # TOOL is "OPTKIT:GGUF_GREEDY"
+  exec bash "$source/tests/conformance/gguf_llama_cpp.sh" "${tool%%:*}" "${tool#*:}" "$prefix/node_modules" \
     "$source/testdata" ;;
 openai-client) # TOOL is the optkit binary
   exec bash "$source/tests/conformance/openai_client.sh" "$tool" "$prefix/node_modules" "$source" ;;
