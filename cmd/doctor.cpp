@@ -27,8 +27,9 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
   add_timeout_option(*doctor, flags->timeout_s);
   doctor
       ->add_option("--model", flags->model,
-                   "also check a model folder: config.json, tokenizer components, special tokens, chat template")
-      ->check(CLI::ExistingDirectory);
+                   "also check a model folder or GGUF file: config, quantization, tokenizer components, special "
+                   "tokens, chat template")
+      ->check(CLI::ExistingPath);
   doctor->add_option("--worker", flags->worker, "internal: run as a worker child")->group("");
   commands.add({"doctor", doctor,
                 [flags](AppContext& ctx) {

@@ -124,7 +124,8 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   CLI::App* ppl = eval->add_subcommand(
       "perplexity",
       "Perplexity and bits per byte of a model on a text file (llama-perplexity's protocol), optionally KL vs a base");
-  ppl->add_option("--model", flags->model, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)");
+  ppl->add_option("--model", flags->model,
+                  "Hugging Face model folder (config.json, *.safetensors, tokenizer.json) or GGUF file");
   ppl->add_option("--data", flags->data, "UTF-8 text file to score");
   ppl->add_option("--ctx", flags->ctx, "tokens per window")->check(number_range(8, 1 << 20))->capture_default_str();
   ppl->add_option("--stride", flags->stride,

@@ -32,7 +32,8 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
     double mock_step_ms = 0;
   };
   auto flags = std::make_shared<Flags>();
-  serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
+  serve->add_option("--base", flags->base, "model folder (config.json, *.safetensors, tokenizer.json) or GGUF file")
+      ->required();
   serve->add_option("--delta", flags->deltas,
                     "NAME=DIR: a delta of --base (optkit compress delta) served beside it as model NAME; repeatable");
   serve->add_option("--lora", flags->loras,

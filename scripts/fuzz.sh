@@ -30,11 +30,13 @@ done
 }
 
 fuzz_one() { # target -> 0 when the fuzzer ran its time without a finding
-  local target=$1 corpus log
+  local target=$1 corpus log max_len
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"$target"/* "$corpus"/
   log="$build/fuzz_$target.log"
-  if ! "$build/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$build/" \
+  # Inputs up to 4 KiB, or what the corpus's .max_len says (a GGUF model's seeds are 60 KiB).
+  max_len=$(cat tests/fuzz/corpus/"$target"/.max_len 2>/dev/null || echo 4096)
+  if ! "$build/fuzz_$target" -max_total_time="$seconds" -max_len="$max_len" -artifact_prefix="$build/" \
     "$corpus" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz_$target found a failure; the input is saved under $build/" >&2

@@ -135,7 +135,7 @@ add_model_metadata(model::GgufWriter& writer, const std::filesystem::path& model
   writer.set("general.architecture", GgufValue::string("llama"));
   writer.set("general.name",
              GgufValue::string(std::filesystem::absolute(model_dir).lexically_normal().filename().string()));
-  writer.set("general.file_type", GgufValue::u32(gguf_file_type_id(file_type)));
+  writer.set("general.file_type", GgufValue::u32(static_cast<std::uint32_t>(file_type)));
   writer.set("general.quantization_version", GgufValue::u32(2));
   writer.set("llama.vocab_size", u32(config.vocab_size));
   writer.set("llama.context_length", u32(config.max_position_embeddings));

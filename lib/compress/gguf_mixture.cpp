@@ -11,25 +11,19 @@ using model::GgmlType;
 
 namespace {
 
-struct FileTypeInfo {
-  GgufFileType type;
-  std::string_view name;
-  std::uint32_t id;
-  GgmlType base; // what a tensor gets unless a rule says otherwise
-};
-
-constexpr std::array<FileTypeInfo, 4> kFileTypes = {{
-    {GgufFileType::q8_0, "Q8_0", 7, GgmlType::q8_0},
-    {GgufFileType::q6_k, "Q6_K", 18, GgmlType::q6_k},
-    {GgufFileType::q5_k_m, "Q5_K_M", 17, GgmlType::q5_k},
-    {GgufFileType::q4_k_m, "Q4_K_M", 15, GgmlType::q4_k},
-}};
-
-const FileTypeInfo&
-info(GgufFileType type) {
-  for (const auto& i : kFileTypes)
-    if (i.type == type)
-      return i;
+// What a tensor of the file type gets unless a rule says otherwise.
+GgmlType
+base_type(GgufFileType type) {
+  switch (type) {
+  case GgufFileType::q8_0:
+    return GgmlType::q8_0;
+  case GgufFileType::q6_k:
+    return GgmlType::q6_k;
+  case GgufFileType::q5_k_m:
+    return GgmlType::q5_k;
+  case GgufFileType::q4_k_m:
+    return GgmlType::q4_k;
+  }
   throw std::logic_error("gguf_mixture: unknown file type");
 }
 
@@ -63,24 +57,6 @@ fallback_for_row(GgmlType type, std::int64_t row_values) {
 
 } // namespace
 
-std::optional<GgufFileType>
-parse_gguf_file_type(std::string_view name) {
-  for (const auto& i : kFileTypes)
-    if (i.name == name)
-      return i.type;
-  return std::nullopt;
-}
-
-std::string_view
-gguf_file_type_name(GgufFileType type) {
-  return info(type).name;
-}
-
-std::uint32_t
-gguf_file_type_id(GgufFileType type) {
-  return info(type).id;
-}
-
 std::optional<GgufTensorPlace>
 gguf_tensor_place(const std::string& gguf_name) {
   if (gguf_name == "token_embd.weight")
@@ -109,7 +85,7 @@ gguf_tensor_place(const std::string& gguf_name) {
 GgmlType
 gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, std::int64_t layers, std::int64_t row_values,
                  bool tied) {
-  const GgmlType base = info(file_type).base;
+  const GgmlType base = base_type(file_type);
   const bool k_mixture = file_type == GgufFileType::q4_k_m || file_type == GgufFileType::q5_k_m;
   if (place.role == GgufTensorRole::output || (tied && place.role == GgufTensorRole::token_embd)) {
     if (row_values % model::ggml_block_values(base) != 0)

@@ -16,13 +16,7 @@
 
 namespace optkit::compress {
 
-enum class GgufFileType { q8_0, q6_k, q5_k_m, q4_k_m };
-
-// "Q4_K_M" → q4_k_m; nullopt for another name.
-std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
-std::string_view gguf_file_type_name(GgufFileType type);
-// general.file_type (llama_ftype): 7, 18, 17, 15.
-std::uint32_t gguf_file_type_id(GgufFileType type);
+using model::GgufFileType;
 
 // A quantized tensor's place in the model, as the mixture rules see it.
 enum class GgufTensorRole { token_embd, output, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down };

@@ -168,7 +168,7 @@ read_gguf_recipe(const nlohmann::json& doc, const std::string& where, Recipe& r)
                                    where, key));
   if (r.delta)
     throw InputError(fmt::format("{}: a gguf recipe compresses whole models (mode: model)", where));
-  r.gguf = parse_gguf_file_type(doc.at("gguf").at("file_type").get<std::string>()); // the schema checked it
+  r.gguf = model::parse_gguf_file_type(doc.at("gguf").at("file_type").get<std::string>()); // the schema checked it
   r.method = Method::rtn;
   r.targets.clear();
   r.calibration = calibration_from(doc);

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "model/chat_template.hpp"
+#include "model/gguf_model.hpp"
 #include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
@@ -39,6 +40,10 @@ preview(const std::string& text, std::size_t n = 160) {
 std::string
 memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
   const model::WeightStore store(model_dir);
+  const auto kv_per_token = 2 * static_cast<std::uint64_t>(config.num_layers * config.kv_dim()) * sizeof(float);
+  if (store.is_gguf())
+    return fmt::format("eval and serve-deltas: {} of weights mapped + {} of KV cache per 1,000 tokens",
+                       model::gigabytes(store.file_bytes()), model::gigabytes(kv_per_token * 1000));
   model::CompressWork work;
   work.mlp_block_tokens = runtime::kMlpRowBlock;
   work.weight_bytes = model::dtype_size(store.float_dtype());
@@ -46,7 +51,6 @@ memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& c
   work.calibration_tokens = 512 * 512;
   work.hessians = true;
   const auto gptq = model::compress_memory_needs(config, work);
-  const auto kv_per_token = 2 * static_cast<std::uint64_t>(config.num_layers * config.kv_dim()) * sizeof(float);
   return fmt::format("compress: RTN/FP8 {}, GPTQ at 512 x 512 calibration tokens {} ({} with the states spilled "
                      "under --max-memory); eval and serve-deltas: {} of weights mapped + {} of KV cache per 1,000 "
                      "tokens",
@@ -57,7 +61,10 @@ memory_needs(const std::filesystem::path& model_dir, const model::ModelConfig& c
 
 // What optkit does with a model of this architecture.
 std::string
-supported_uses(const model::ModelConfig& config) {
+supported_uses(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
+  if (model::is_gguf_model(model_dir))
+    return "eval (perplexity, tasks) and serve-deltas (the model alone: deltas and LoRA adapters apply to "
+           "Hugging Face folders) on the CPU; compress reads Hugging Face folders";
   const auto device_gap = runtime::DeviceEngine::unsupported(config);
   const bool moe = config.num_experts > 0;
   const auto compress = moe                        ? "compress (every recipe, per expert; not compress delta yet)"
@@ -81,7 +88,7 @@ check_model_folder(const std::filesystem::path& model_dir) {
     checks.push_back({"model config", CheckStatus::ok,
                       fmt::format("{}: {}, vocabulary {}", config.architecture_name, model::describe_features(config),
                                   config.vocab_size)});
-    checks.push_back({"model support", CheckStatus::ok, supported_uses(config)});
+    checks.push_back({"model support", CheckStatus::ok, supported_uses(model_dir, config)});
     try {
       checks.push_back({"memory needs", CheckStatus::ok, memory_needs(model_dir, config)});
     } catch (const InputError& e) { // weights unreadable: said once, here
@@ -91,9 +98,14 @@ check_model_folder(const std::filesystem::path& model_dir) {
     checks.push_back({"model config", CheckStatus::fail, e.what()});
   }
   try {
-    const auto quantization = runtime::load_quantization_config(model_dir);
-    checks.push_back({"quantization", CheckStatus::ok,
-                      quantization ? quant::describe(*quantization) : "none: the weights are as they were trained"});
+    if (model::is_gguf_model(model_dir)) {
+      checks.push_back(
+          {"quantization", CheckStatus::ok, model::describe_gguf_quantization(model::GgufFile(model_dir))});
+    } else {
+      const auto quantization = runtime::load_quantization_config(model_dir);
+      checks.push_back({"quantization", CheckStatus::ok,
+                        quantization ? quant::describe(*quantization) : "none: the weights are as they were trained"});
+    }
   } catch (const InputError& e) {
     checks.push_back({"quantization", CheckStatus::fail, e.what()});
   }

@@ -1,6 +1,9 @@
 #include "model/ggml_types.hpp"
 
+#include <array>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace optkit::model {
 
@@ -89,6 +92,54 @@ ggml_type_from_id(std::uint32_t id) {
 bool
 ggml_is_quantized(GgmlType type) {
   return ggml_block_values(type) > 1;
+}
+
+namespace {
+
+// general.file_type ids and llama-quantize's names for them (llama_ftype).
+constexpr std::array<std::pair<std::uint32_t, const char*>, 16> kFileTypeNames = {{
+    {0, "F32"},
+    {1, "F16"},
+    {2, "Q4_0"},
+    {3, "Q4_1"},
+    {7, "Q8_0"},
+    {8, "Q5_0"},
+    {9, "Q5_1"},
+    {10, "Q2_K"},
+    {11, "Q3_K_S"},
+    {12, "Q3_K_M"},
+    {13, "Q3_K_L"},
+    {14, "Q4_K_S"},
+    {15, "Q4_K_M"},
+    {16, "Q5_K_S"},
+    {17, "Q5_K_M"},
+    {18, "Q6_K"},
+}};
+
+} // namespace
+
+std::optional<GgufFileType>
+parse_gguf_file_type(std::string_view name) {
+  for (const auto t : {GgufFileType::q8_0, GgufFileType::q4_k_m, GgufFileType::q5_k_m, GgufFileType::q6_k})
+    if (gguf_file_type_name(t) == name)
+      return t;
+  return std::nullopt;
+}
+
+std::string_view
+gguf_file_type_name(GgufFileType type) {
+  for (const auto& [id, name] : kFileTypeNames)
+    if (id == static_cast<std::uint32_t>(type))
+      return name;
+  throw std::logic_error("gguf_file_type_name: unknown file type");
+}
+
+std::string
+gguf_file_type_name(std::uint32_t id) {
+  for (const auto& [known, name] : kFileTypeNames)
+    if (known == id)
+      return name;
+  return id == 32 ? "BF16" : "file type " + std::to_string(id);
 }
 
 } // namespace optkit::model

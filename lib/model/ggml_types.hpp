@@ -32,4 +32,14 @@ std::string_view ggml_type_name(GgmlType type);
 std::optional<GgmlType> ggml_type_from_id(std::uint32_t id);
 bool ggml_is_quantized(GgmlType type);
 
+// llama.cpp's file types optkit writes, by their general.file_type ids (llama_ftype).
+enum class GgufFileType : std::uint32_t { q8_0 = 7, q4_k_m = 15, q5_k_m = 17, q6_k = 18 };
+
+// "Q4_K_M" → q4_k_m; nullopt for another name.
+std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
+std::string_view gguf_file_type_name(GgufFileType type);
+// The name of a general.file_type id, including those optkit reads but does not write ("F16",
+// "Q4_K_S", ...), or "file type N".
+std::string gguf_file_type_name(std::uint32_t id);
+
 } // namespace optkit::model

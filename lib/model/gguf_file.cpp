@@ -296,7 +296,8 @@ parse_gguf(std::span<const std::byte> file, const std::string& source) {
   const auto kv_count = in.read<std::uint64_t>("the metadata count");
   // A key takes at least 8 + 4 + 1 bytes, a tensor info 8 + 4 + 8 + 4 + 8.
   if (kv_count > in.remaining() / 13 || tensor_count > in.remaining() / 32)
-    fail(source, fmt::format("{} keys and {} tensors cannot fit in its {} bytes", kv_count, tensor_count, file.size()));
+    fail(source, fmt::format("{} keys and {} tensors cannot fit in its {} bytes (truncated?)", kv_count, tensor_count,
+                             file.size()));
   for (std::uint64_t i = 0; i < kv_count; ++i) {
     auto key = in.read_string("a metadata key");
     if (key.empty())

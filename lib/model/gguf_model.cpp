@@ -3,8 +3,11 @@
 #include "core/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
+#include <cstring>
+#include <map>
 #include <utility>
 
 namespace optkit::model {
@@ -257,6 +260,26 @@ gguf_tokenizer_json(const GgufFile& file) {
         {"merges",
          file.find("tokenizer.ggml.merges") ? array_value(file, "tokenizer.ggml.merges") : nlohmann::json::array()}}}};
   return doc.dump();
+}
+
+std::string
+describe_gguf_quantization(const GgufFile& file) {
+  std::map<std::string, int> counts;
+  for (const auto& t : file.header().tensors)
+    ++counts[std::string(ggml_type_name(t.type))];
+  std::vector<std::string> parts;
+  for (const auto& [type, count] : counts)
+    parts.push_back(fmt::format("{} {}", count, type));
+  const auto* file_type = file.find("general.file_type");
+  const auto* dataset = file.find("quantize.imatrix.dataset");
+  return fmt::format(
+      "GGUF {}: {} tensors; {}",
+      file_type ? fmt::format("{} (general.file_type {})", gguf_file_type_name(file.require_u32("general.file_type")),
+                              file.require_u32("general.file_type"))
+                : std::string("without general.file_type"),
+      fmt::join(parts, " + "),
+      dataset && dataset->type == GgufValueType::string ? "importance matrix from " + dataset->value.get<std::string>()
+                                                        : std::string("no importance matrix recorded"));
 }
 
 std::optional<std::string>

@@ -36,6 +36,10 @@ enum class GgufTokenType : std::int32_t {
   byte = 6
 };
 
+// How the file is quantized, for doctor: "GGUF Q4_K_M (general.file_type 15): 26 Q5_0 + 2 Q6_K
+// + ... tensors; importance matrix from <dataset>".
+std::string describe_gguf_quantization(const GgufFile& file);
+
 // tokenizer.chat_template, when the file has one.
 std::optional<std::string> gguf_chat_template(const GgufFile& file);
 // The special tokens a chat template sees (bos_token, eos_token), as text.

@@ -5,6 +5,7 @@
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "model/gguf_model.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/api_server.hpp"
 #include "serve/delta_store.hpp"
@@ -43,8 +44,12 @@ parse_device(const std::string& text, const std::string& flag) {
 
 ServeSummary
 run_serve(const ServeOptions& options, const ServeRunContext& context, const std::function<void(int)>& on_listening) {
-  if (!std::filesystem::is_directory(options.base))
-    throw InputError("--base " + options.base.string() + ": no such model folder");
+  const bool gguf = model::is_gguf_model(options.base);
+  if (!std::filesystem::is_directory(options.base) && !gguf)
+    throw InputError("--base " + options.base.string() + ": no such model folder or GGUF file");
+  if (gguf && (!options.deltas.empty() || !options.loras.empty() || options.adapter_loading.enabled))
+    throw InputError("--base " + options.base.string() +
+                     ": deltas and LoRA adapters are served beside a Hugging Face model folder, not a GGUF file");
   install_interrupt_handlers();
   http::ServerOptions http;
   http.host = options.host;

@@ -1,0 +1,86 @@
+// llama-quantize's k-quant mixtures for dense Llama models: use_more_bits' layers (the reference's
+// 32-layer example), the output at Q6_K (Q8_0 when its rows are not whole super-blocks), the
+// 32-value fallbacks, tied embeddings; GGUF recipes' validation.
+#include "compress/gguf_mixture.hpp"
+#include "compress/recipe.hpp"
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace optkit;
+using compress::GgufFileType;
+using compress::GgufTensorPlace;
+using compress::GgufTensorRole;
+using model::GgmlType;
+
+namespace {
+
+GgmlType
+type_of(GgufFileType file_type, const std::string& name, std::int64_t layers, std::int64_t cols, bool tied = false) {
+  const auto place = compress::gguf_tensor_place(name);
+  REQUIRE(place.has_value());
+  return compress::gguf_tensor_type(file_type, *place, layers, cols, tied);
+}
+
+} // namespace
+
+TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in the layers use_more_bits picks") {
+  // n = 32: layers 0-3, 6, 9, ..., 27 and 28-31 (the reference's example).
+  std::vector<std::int64_t> more;
+  for (std::int64_t layer = 0; layer < 32; ++layer)
+    if (type_of(GgufFileType::q4_k_m, fmt::format("blk.{}.ffn_down.weight", layer), 32, 4096) == GgmlType::q6_k)
+      more.push_back(layer);
+  CHECK(more == std::vector<std::int64_t>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31});
+  CHECK(type_of(GgufFileType::q4_k_m, "blk.6.attn_v.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q4_k_m, "blk.7.attn_v.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q4_k_m, "blk.7.attn_q.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q5_k_m, "blk.7.ffn_up.weight", 32, 4096) == GgmlType::q5_k);
+  CHECK(type_of(GgufFileType::q5_k_m, "blk.31.ffn_down.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q6_k, "blk.7.attn_q.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q8_0, "blk.0.ffn_down.weight", 32, 4096) == GgmlType::q8_0);
+}
+
+TEST_CASE("the output takes Q6_K, the embedding too when tied; rows of other widths fall back") {
+  CHECK(type_of(GgufFileType::q4_k_m, "output.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q4_k_m, "token_embd.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q4_k_m, "token_embd.weight", 32, 4096, true) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q8_0, "output.weight", 32, 4096) == GgmlType::q8_0);
+  CHECK(type_of(GgufFileType::q4_k_m, "output.weight", 4, 192) == GgmlType::q8_0);
+  CHECK(type_of(GgufFileType::q4_k_m, "blk.0.attn_q.weight", 4, 192) == GgmlType::q5_0);
+  CHECK(type_of(GgufFileType::q5_k_m, "blk.0.attn_q.weight", 4, 192) == GgmlType::q5_1);
+  CHECK(type_of(GgufFileType::q6_k, "blk.0.attn_q.weight", 4, 192) == GgmlType::q8_0);
+  CHECK(type_of(GgufFileType::q4_k_m, "blk.0.attn_q.weight", 4, 200) == GgmlType::f16); // not even 32
+  CHECK_FALSE(compress::gguf_tensor_place("blk.0.attn_norm.weight").has_value());
+  CHECK_FALSE(compress::gguf_tensor_place("rope_freqs.weight").has_value());
+  CHECK(static_cast<std::uint32_t>(GgufFileType::q4_k_m) == 15);
+  CHECK(model::parse_gguf_file_type("Q5_K_M") == GgufFileType::q5_k_m);
+  CHECK(model::gguf_file_type_name(14) == "Q4_K_S");
+}
+
+TEST_CASE("a gguf recipe names a file type and nothing of the compressed-tensors pipeline") {
+  const auto dir = std::filesystem::temp_directory_path() / ("optkit-test-gguf-recipe-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  const auto ok = compress::load_recipe_file(
+      write("ok.yaml", "name: x\ndescription: d\ngguf: {file_type: Q6_K}\ncalibration: {samples: 4}\n"));
+  CHECK(ok.gguf == GgufFileType::q6_k);
+  CHECK(ok.calibration.samples == 4);
+  CHECK_FALSE(ok.needs_calibration());
+  CHECK_THROWS_AS(compress::load_recipe_file(write("both.yaml", "name: x\ndescription: d\ngguf: {file_type: Q6_K}\n"
+                                                                "scheme: {weights: {num_bits: 4}}\n")),
+                  InputError);
+  CHECK_THROWS_AS(compress::load_recipe_file(write("neither.yaml", "name: x\ndescription: d\n")), InputError);
+  CHECK_THROWS_AS(compress::load_recipe_file(write(
+                      "algo.yaml", "name: x\ndescription: d\ngguf: {file_type: Q6_K}\nalgorithm: {method: rtn}\n")),
+                  InputError);
+  CHECK_THROWS_AS(compress::load_recipe_file(write("bad.yaml", "name: x\ndescription: d\ngguf: {file_type: Q3_K_S}\n")),
+                  InputError);
+  std::filesystem::remove_all(dir);
+}
