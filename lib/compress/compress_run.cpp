@@ -17,6 +17,7 @@
 #include "core/statistics.hpp"
 #include "core/text.hpp"
 #include "model/calibration_documents.hpp"
+#include "model/gguf_model.hpp"
 #include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
@@ -147,6 +148,11 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   if (options.jobs < 1)
     throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
   const bool delta = options.base.has_value();
+  for (const auto& [flag, path] :
+       {std::pair{delta ? "--finetuned" : "--model", options.model}, std::pair{"--base", options.base.value_or("")}})
+    if (model::is_gguf_model(path))
+      throw InputError(
+          fmt::format("{} {}: compress reads Hugging Face safetensors folders, not GGUF files", flag, path.string()));
   model::check_model_folder(options.model, delta ? "--finetuned" : "--model");
   if (const auto config = model::load_model_config(options.model);
       (config.num_experts > 0 || config.fused_projections) && delta)
