@@ -19,7 +19,7 @@ namespace {
 
 struct CompressFlags {
   std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations, max_shard_size,
-      max_memory;
+      max_memory, imatrix;
   std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
   std::uint64_t seed = 0;
   unsigned threads = 0;
@@ -72,6 +72,8 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
     if (!f.plan.empty())
       o.plan = f.plan;
     o.all_experts = f.all_experts;
+    if (!f.imatrix.empty())
+      o.imatrix = f.imatrix;
   }
   o.recipe = f.recipe;
   if (!f.calib.empty())
@@ -129,6 +131,8 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
       "compress", "Quantize a model with a recipe (GPTQ, SmoothQuant, RTN, FP8, 2:4) into compressed-tensors");
   compress->require_subcommand(0, 1);
   compress->add_option("--model", flags->model, "Hugging Face model folder to compress");
+  compress->add_option("--imatrix", flags->imatrix,
+                       "GGUF recipes: the importance matrix of a llama-imatrix GGUF file instead of one from --calib");
   compress->add_option("--plan", flags->plan,
                        "mixed precision: bits per decoder layer from optkit plan hetero --format json (16 = left as "
                        "is); the recipe gives the algorithm and group size");

@@ -60,6 +60,28 @@ stratified_draw(const std::vector<std::vector<std::int32_t>>& docs, std::int64_t
 
 } // namespace
 
+std::vector<std::vector<std::int32_t>>
+document_windows(const std::vector<std::vector<std::int32_t>>& documents, std::int64_t length,
+                 std::optional<std::int32_t> lead) {
+  constexpr std::size_t kMinWindowTokens = 8;
+  std::vector<std::vector<std::int32_t>> windows;
+  for (const auto& doc : documents) {
+    const bool led = lead && !doc.empty() && doc.front() == *lead;
+    for (std::size_t at = 0; at < doc.size();) {
+      std::vector<std::int32_t> window;
+      if (at > 0 && led)
+        window.push_back(*lead);
+      const auto take = std::min(doc.size() - at, static_cast<std::size_t>(length) - window.size());
+      window.insert(window.end(), doc.begin() + static_cast<std::ptrdiff_t>(at),
+                    doc.begin() + static_cast<std::ptrdiff_t>(at + take));
+      at += take;
+      if (window.size() >= kMinWindowTokens)
+        windows.push_back(std::move(window));
+    }
+  }
+  return windows;
+}
+
 CalibrationSet
 sample_calibration(const std::vector<std::vector<std::int32_t>>& docs, std::int64_t samples, Sampler sampler,
                    std::uint64_t seed) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct CalibrationSet {
   std::int64_t tokens = 0;                // tokens over all samples
   std::string source_sha256;
 };
+
+// The documents cut into consecutive windows of at most `length` tokens, so all of a long
+// document's text is calibration data (as llama-imatrix reads its file in chunks); with `lead`
+// (the BOS a tokenizer puts first), every window after a document's first starts with it too.
+// Windows under 8 tokens are dropped.
+std::vector<std::vector<std::int32_t>> document_windows(const std::vector<std::vector<std::int32_t>>& documents,
+                                                        std::int64_t length, std::optional<std::int32_t> lead);
 
 // Draws min(samples, documents) documents.
 CalibrationSet sample_calibration(const std::vector<std::vector<std::int32_t>>& documents, std::int64_t samples,

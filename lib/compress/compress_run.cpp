@@ -6,6 +6,7 @@
 #include "compress/delta_writer.hpp"
 #include "compress/gguf_metadata.hpp"
 #include "compress/gguf_trial.hpp"
+#include "compress/importance_matrix.hpp"
 #include "compress/layerwise.hpp"
 #include "compress/recipe_fit.hpp"
 #include "core/atomic_file.hpp"
@@ -179,6 +180,13 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   else
     for (const auto& note : check_recipe_fits(recipe, options.model))
       log::warn("{}", note);
+  if (options.imatrix && (!recipe.gguf || options.calib))
+    throw InputError(options.calib ? "--imatrix and --calib both give the importance matrix: pass one"
+                                   : fmt::format("--imatrix applies to GGUF recipes (q4_k_m, q5_k_m, q6_k, q8_0), not "
+                                                 "--recipe {}",
+                                                 recipe.name));
+  if (options.imatrix)
+    read_importance_matrix(*options.imatrix); // a bad file fails here, exit 2
   // A GGUF recipe calibrates its importance matrix when given data; the others when they need it.
   const bool calibrates = recipe.needs_calibration() || (recipe.gguf && options.calib);
   std::optional<BitPlan> plan;
@@ -231,6 +239,8 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                     {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
+    if (options.imatrix)
+      task.payload["imatrix"] = std::filesystem::absolute(*options.imatrix).string();
     if (delta)
       task.payload["base"] = std::filesystem::absolute(*options.base).string();
     task.params = {{"recipe", recipe.name},

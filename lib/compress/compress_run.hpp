@@ -26,6 +26,8 @@ struct CompressOptions {
   std::optional<std::filesystem::path> base; // delta mode
   std::string recipe;                        // bundled name or YAML path
   std::optional<std::filesystem::path> calib;
+  // A GGUF recipe's importance matrix from llama-imatrix's GGUF file (instead of --calib).
+  std::optional<std::filesystem::path> imatrix;
   std::optional<std::int64_t> samples, sequence_length;
   std::optional<Sampler> sampler;
   std::optional<std::filesystem::path> plan; // mixed precision: bits per layer from plan hetero's JSON

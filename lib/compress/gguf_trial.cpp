@@ -7,7 +7,10 @@
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 #include "model/calibration_documents.hpp"
+#include "model/tokenizer.hpp"
 #include "model/weight_store.hpp"
+
+#include <limits>
 
 namespace optkit::compress {
 
@@ -21,8 +24,13 @@ struct CalibratedImportance {
 CalibratedImportance
 calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::path& model_dir) {
   const std::filesystem::path calib = p.at("calib").get<std::string>();
-  const auto docs = model::read_calibration_documents(calib, model_dir, recipe.calibration.sequence_length);
-  const auto calibration = sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler,
+  // Every token of the file counts, in windows of the sequence length, as llama-imatrix reads it.
+  const auto docs = model::read_calibration_documents(calib, model_dir, std::numeric_limits<std::int32_t>::max());
+  const auto tokenizer = model::Tokenizer::load_folder(model_dir);
+  const auto bare = tokenizer.encode("a", false), led = tokenizer.encode("a", true);
+  const auto lead = led.size() > bare.size() ? std::optional<std::int32_t>(led.front()) : std::nullopt;
+  const auto windows = document_windows(docs, recipe.calibration.sequence_length, lead);
+  const auto calibration = sample_calibration(windows, recipe.calibration.samples, recipe.calibration.sampler,
                                               p.at("seed").get<std::uint64_t>());
   CalibratedImportance out;
   out.matrix =
@@ -51,13 +59,22 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
   if (p.contains("calib")) {
     importance = calibrate(recipe, p, model_dir);
     log::info("compress: importance matrix from {} calibration tokens", importance->matrix.tokens);
+  } else if (p.contains("imatrix")) {
+    const std::filesystem::path file = p.at("imatrix").get<std::string>();
+    importance = CalibratedImportance{read_importance_matrix(file), nullptr};
+    importance->report = {{"imatrix", file.string()},
+                          {"sha256", digest_file(file).sha256},
+                          {"dataset", importance->matrix.dataset},
+                          {"chunks", importance->matrix.samples}};
   }
   GgufExportOptions options;
   options.model = model_dir;
   options.output = output / kGgufFileName;
   options.file_type = *recipe.gguf;
   options.importance = importance ? &importance->matrix : nullptr;
-  options.importance_dataset = p.value("calib", "");
+  options.importance_dataset = p.contains("calib") ? p.at("calib").get<std::string>()
+                               : importance        ? importance->matrix.dataset
+                                                   : std::string();
   options.threads = p.at("threads").get<unsigned>();
   const auto exported = export_gguf(options);
 

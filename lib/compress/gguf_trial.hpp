@@ -1,5 +1,6 @@
 // One trial of a GGUF recipe in a compress worker: the calibration sample drawn (when --calib is
-// given) and turned into an importance matrix, then the model exported to `output`/model.gguf.
+// given) and turned into an importance matrix, or llama-imatrix's read (--imatrix), then the model
+// exported to `output`/model.gguf.
 // Its report has the shape of the compressed-tensors trials' (metrics, per-tensor errors).
 #pragma once
 

@@ -1,9 +1,14 @@
 #include "compress/importance_matrix.hpp"
 
+#include "core/error.hpp"
+#include "model/gguf_file.hpp"
+#include "model/gguf_names.hpp"
 #include "runtime/hidden_states.hpp"
 #include "runtime/layerwise_model.hpp"
 
 #include <fmt/format.h>
+
+#include <cstring>
 
 namespace optkit::compress {
 
@@ -40,7 +45,53 @@ private:
   std::map<LinearInput, Squares> m_inputs;
 };
 
+// One weight's importance: in_sum2 / counts per column, or 1 where nothing was counted.
+std::vector<float>
+mean_squares(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
+  if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
+      counts.element_count() != 1)
+    throw InputError(fmt::format("{}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
+                                 file.path().string(), sums.name, counts.name));
+  float count = 0;
+  std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
+  std::vector<float> out(static_cast<std::size_t>(sums.row_values()));
+  std::memcpy(out.data(), file.tensor_bytes(sums).data(), out.size() * sizeof(float));
+  for (auto& v : out)
+    v = count > 0 ? v / count : 1.0f;
+  return out;
+}
+
 } // namespace
+
+ImportanceMatrix
+read_importance_matrix(const std::filesystem::path& path) {
+  const model::GgufFile file(path);
+  const auto* type = file.find("general.type");
+  if (!type || type->value != "imatrix")
+    throw InputError(fmt::format("--imatrix {}: not an importance matrix (general.type is not imatrix; write one "
+                                 "with llama-imatrix, or pass --calib)",
+                                 path.string()));
+  ImportanceMatrix out;
+  out.samples = file.require_u32("imatrix.chunk_count");
+  out.tokens = out.samples * file.require_u32("imatrix.chunk_size");
+  if (const auto* datasets = file.find("imatrix.datasets");
+      datasets && datasets->value.is_array() && !datasets->value.empty() && datasets->value[0].is_string())
+    out.dataset = datasets->value[0].get<std::string>();
+  constexpr std::string_view kSums = ".in_sum2";
+  for (const auto& t : file.header().tensors) {
+    if (!t.name.ends_with(kSums))
+      continue;
+    const auto weight = t.name.substr(0, t.name.size() - kSums.size());
+    const auto hf = model::hf_tensor_name(weight);
+    const auto* counts = file.find_tensor(weight + ".counts");
+    if (!hf || !counts)
+      continue; // a weight GGUF export does not quantize with it (the output's, an expert's)
+    out.columns[hf->substr(0, hf->size() - std::string_view(".weight").size())] = mean_squares(file, t, *counts);
+  }
+  if (out.columns.empty())
+    throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));
+  return out;
+}
 
 ImportanceMatrix
 collect_importance_matrix(const std::filesystem::path& model_dir, const CalibrationSet& calibration, unsigned threads,

@@ -567,6 +567,36 @@ dequantize_q6_k(const std::uint8_t* in, float* y) {
   }
 }
 
+// llama.cpp's Q8_K activations (quantize_row_q8_K_ref): per 256 values, q = round(−127 / max · x)
+// (max: the value of largest magnitude, signed), at most 127, times its reciprocal.
+void
+round_q8_k(float* x) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < kSuperBlock; ++i)
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  if (amax == 0)
+    return;
+  const float iscale = -127.0f / max, d = 1 / iscale;
+  for (int i = 0; i < kSuperBlock; ++i)
+    x[i] = static_cast<float>(std::min(127, nearest_int(iscale * x[i]))) * d;
+}
+
+// llama.cpp's Q8_0 / Q8_1 activations as its x86 kernels make them: per 32 values, d = amax / 127
+// stored as fp16, q = round-half-even(x · 127 / amax).
+void
+round_q8_0(float* x) {
+  float amax = 0;
+  for (int i = 0; i < kBlock32; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
+  const float d = model::f16_to_float(model::float_to_f16(amax / 127));
+  const float id = amax != 0 ? 127 / amax : 0.0f;
+  for (int i = 0; i < kBlock32; ++i)
+    x[i] = std::nearbyint(x[i] * id) * d;
+}
+
 } // namespace
 
 using model::ggml_block_bytes;
@@ -621,6 +651,34 @@ quantize_row(GgmlType type, std::span<const float> x, std::span<const float> imp
     default:
       throw std::logic_error("quantize_row: unhandled type");
     }
+  }
+}
+
+void
+round_dot_product_input(GgmlType weight, std::span<float> x) {
+  switch (weight) {
+  case GgmlType::f32:
+    return;
+  case GgmlType::f16:
+    for (auto& v : x)
+      v = model::f16_to_float(model::float_to_f16(v));
+    return;
+  case GgmlType::bf16:
+    for (auto& v : x)
+      v = model::bf16_to_float(model::float_to_bf16(v));
+    return;
+  case GgmlType::q8_0:
+  case GgmlType::q5_0:
+  case GgmlType::q5_1:
+    for (std::size_t b = 0; b + kBlock32 <= x.size(); b += kBlock32)
+      round_q8_0(x.data() + b);
+    return;
+  case GgmlType::q4_k:
+  case GgmlType::q5_k:
+  case GgmlType::q6_k:
+    for (std::size_t b = 0; b + kSuperBlock <= x.size(); b += kSuperBlock)
+      round_q8_k(x.data() + b);
+    return;
   }
 }
 

@@ -28,4 +28,11 @@ void quantize_row(GgmlType type, std::span<const float> x, std::span<const float
 // Decodes one row of `count` values.
 void dequantize_row(GgmlType type, const std::byte* row, std::int64_t count, float* out);
 
+// Rounds one row of activations in place as llama.cpp's CPU backend rounds them before its dot
+// products with weights of type `weight` (the type's vec_dot_type): to 8-bit integers under a
+// float scale per 256 values (Q8_K) for the k-quants, under an fp16 scale per 32 values (Q8_0,
+// Q8_1) for Q8_0, Q5_0 and Q5_1; to fp16 or bf16 for F16 and BF16 weights; F32 untouched.
+// `x.size()` is a whole number of the weight's blocks.
+void round_dot_product_input(GgmlType weight, std::span<float> x);
+
 } // namespace optkit::quant

@@ -26,8 +26,15 @@ public:
     const std::int64_t stored = m_head_dim > 0 ? model::gguf_rope_row(r, m_head_dim) : r;
     quant::dequantize_row(m_matrix.type, m_matrix.bytes.data() + stored * m_row_bytes, m_matrix.cols, out);
   }
+  // The activations rounded first as llama.cpp's CPU kernels round them for this weight type, so a
+  // GGUF scores and generates as it does in llama.cpp.
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
-    multiply_widened(*this, x, m, y, pool);
+    thread_local std::vector<float> rounded;
+    rounded.assign(x, x + m * m_matrix.cols);
+    for (std::int64_t r = 0; r < m; ++r)
+      quant::round_dot_product_input(m_matrix.type,
+                                     {rounded.data() + r * m_matrix.cols, static_cast<std::size_t>(m_matrix.cols)});
+    multiply_widened(*this, rounded.data(), m, y, pool);
   }
 
 private:

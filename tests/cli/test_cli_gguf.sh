@@ -1,8 +1,9 @@
 # optkit compress to GGUF and the GGUF back through optkit: a Q4_K_M file from an importance
 # matrix is written atomically, archived and reported; eval perplexity runs on it and lands near
-# the BF16 model's; doctor reads its file type; the bad inputs are one line and exit 2 with nothing
-# written (a name without .gguf, an existing output, a GGUF as compress input, a recipe mixing
-# gguf with a scheme, an architecture GGUF export does not write).
+# the BF16 model's; doctor reads its file type; an importance matrix from a llama-imatrix file
+# works too; the bad inputs are one line and exit 2 with nothing written (a name without .gguf, an
+# existing output, a GGUF as compress input, a recipe mixing gguf with a scheme, an architecture
+# GGUF export does not write, --imatrix with --calib or a non-GGUF recipe or a file of another kind).
 . "$(dirname "$0")/lib.sh"
 MODEL="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
 CORPORA="$OPTKIT_SOURCE_DIR/testdata/corpora"
@@ -81,4 +82,59 @@ run compress --model "$SCRATCH/qwen" --recipe q4_k_m -o "$SCRATCH/qwen.gguf"
 expect_rc 2
 expect_err_has "GGUF export writes llama.cpp's llama architecture"
 [ ! -e "$SCRATCH/qwen.gguf" ] || fail "wrote qwen.gguf"
+# An importance matrix from a llama-imatrix file (written here from the format's definition:
+# general.type imatrix, <weight>.in_sum2 F32 [columns] and <weight>.counts F32 [1]), its dataset
+# recorded; the wrong pairings of flags refused.
+python3 - "$SCRATCH/tiny.imatrix.gguf" <<'PY'
+import struct, sys
+def string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+kv = [("general.type", 8, string("imatrix")),
+      ("imatrix.datasets", 9, struct.pack("<IQ", 8, 1) + string("unit-test text")),
+      ("imatrix.chunk_count", 4, struct.pack("<I", 3)),
+      ("imatrix.chunk_size", 4, struct.pack("<I", 128))]
+tensors = []
+for layer in range(4):
+    for name, cols in (("attn_q", 192), ("attn_k", 192), ("attn_v", 192), ("attn_output", 192), ("ffn_gate", 192),
+                       ("ffn_up", 192), ("ffn_down", 512)):
+        w = f"blk.{layer}.{name}.weight"
+        tensors.append((w + ".in_sum2", [cols], struct.pack(f"<{cols}f", *[(1 + (c % 7)) * 384.0 for c in range(cols)])))
+        tensors.append((w + ".counts", [1, 1], struct.pack("<f", 384.0)))
+head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+for key, kind, value in kv:
+    head += string(key) + struct.pack("<I", kind) + value
+offset, infos, data = 0, b"", b""
+for name, dims, raw in tensors:
+    infos += string(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+    infos += struct.pack("<IQ", 0, offset)
+    pad = (-len(raw)) % 32
+    data += raw + b"\0" * pad
+    offset += len(raw) + pad
+header = head + infos
+header += b"\0" * ((-len(header)) % 32)
+open(sys.argv[1], "wb").write(header + data)
+PY
+run --quiet compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/tiny.imatrix.gguf" -o "$SCRATCH/imatrix.gguf" \
+  --format json
+expect_rc 0
+run doctor --model "$SCRATCH/imatrix.gguf" --format json
+python3 - "$OUT" <<'PY' || fail "doctor on the --imatrix GGUF: $OUT"
+import json, sys
+q = {c["check"]: c for c in json.loads(sys.argv[1])["checks"]}["quantization"]
+assert "importance matrix from unit-test text" in q["detail"], q
+PY
+cmp -s "$SCRATCH/imatrix.gguf" "$SCRATCH/base.gguf" && fail "the importance matrix changed nothing"
+run compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/tiny.imatrix.gguf" \
+  --calib "$CORPORA/english.calib.txt" -o "$SCRATCH/both.gguf"
+expect_rc 2
+expect_err_has "--imatrix and --calib both give the importance matrix"
+run compress --model "$MODEL" --recipe w4a16_rtn --imatrix "$SCRATCH/tiny.imatrix.gguf" -o "$SCRATCH/ct"
+expect_rc 2
+expect_err_has "--imatrix applies to GGUF recipes"
+run compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/base.gguf" -o "$SCRATCH/notimatrix.gguf"
+expect_rc 2
+expect_err_has "not an importance matrix"
+[ ! -e "$SCRATCH/both.gguf" ] && [ ! -e "$SCRATCH/ct" ] && [ ! -e "$SCRATCH/notimatrix.gguf" ] ||
+  fail "a refused compress wrote its output"
 echo "test_cli_gguf: ok"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GGUF Q4_K_M against llama.cpp's own (#42's goals), run by hand with a llama.cpp build outside the
+# repository (../shared/tools/README.md), never in CI. For each domain model, side by side:
+#   - llama.cpp: the BF16 folder converted to an F32 GGUF (to_gguf.py), its importance matrix from
+#     llama-imatrix over the domain's calibration text (--ctx 128), llama-quantize Q4_K_M with and
+#     without it;
+#   - optkit: compress --recipe q4_k_m with --calib (all of it, in windows of 128 tokens) and without;
+# every file scored by llama-perplexity (--ctx 128, CPU repacking off) and by optkit eval
+# perplexity (--ctx 128) on the domain's held-out text. Printed: perplexity in each, ΔPPL % against
+# the F32 GGUF in llama-perplexity, optkit's ΔPPL over llama-quantize's (the goal: ≤ 1.05 with an
+# importance matrix, ≤ 1.00 without), and how far optkit's perplexity of the file is from
+# llama-perplexity's (the goal: within 0.05 %).
+#   LLAMA_CPP_BIN=<llama.cpp>/build/bin GGUF_PY=<llama.cpp>/gguf-py TO_GGUF=../shared/tools/to_gguf.py \
+#     tests/perf/perf_gguf.sh [OPTKIT] [MODELS]
+# (defaults build/optkit; tiny-code:code,tiny-licenses:licenses,tiny-glosses:glosses)
+set -euo pipefail
+: "${LLAMA_CPP_BIN:?set LLAMA_CPP_BIN to the bin folder of a llama.cpp build}" "${GGUF_PY:?}" "${TO_GGUF:?}"
+optkit=$(realpath "${1:-build/optkit}")
+models=${2:-tiny-code:code,tiny-licenses:licenses,tiny-glosses:glosses}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OPTKIT_ARCHIVE="$work/archive.db" GGUF_PY
+
+llama_ppl() { # GGUF CORPUS (its log to a file first: piped, its last line was sometimes lost)
+  "$LLAMA_CPP_BIN/llama-perplexity" -m "$1" -f "$root/testdata/corpora/$2.heldout.txt" -c 128 -t 2 -nr \
+    >"$work/perplexity.log" 2>&1
+  sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$work/perplexity.log"
+}
+optkit_ppl() { # MODEL CORPUS
+  "$optkit" eval perplexity --model "$1" --data "$root/testdata/corpora/$2.heldout.txt" --ctx 128 --format json \
+    2>/dev/null | python3 -c 'import json,sys; print("%.5f" % json.load(sys.stdin)["perplexity"])'
+}
+
+printf '%-14s %-22s %12s %9s %12s %11s\n' model file llama-ppl 'ΔPPL %' optkit-ppl 'optkit-llama'
+for pair in ${models//,/ }; do
+  name=${pair%%:*} corpus=${pair##*:}
+  model="$root/testdata/models/$name"
+  calib="$root/testdata/corpora/$corpus.calib.txt"
+  /usr/bin/python3 "$TO_GGUF" "$model" "$work/$name-f32.gguf" --outtype f32 >/dev/null 2>&1
+  "$LLAMA_CPP_BIN/llama-imatrix" -m "$work/$name-f32.gguf" -f "$calib" -c 128 -t 2 -nr \
+    -o "$work/$name.imatrix.gguf" >/dev/null 2>&1
+  "$LLAMA_CPP_BIN/llama-quantize" "$work/$name-f32.gguf" "$work/$name-llama-q4km.gguf" Q4_K_M >/dev/null 2>&1
+  "$LLAMA_CPP_BIN/llama-quantize" --imatrix "$work/$name.imatrix.gguf" "$work/$name-f32.gguf" \
+    "$work/$name-llama-q4km-imatrix.gguf" Q4_K_M >/dev/null 2>&1
+  "$optkit" --quiet compress --model "$model" --recipe q4_k_m -o "$work/$name-optkit-q4km.gguf" >/dev/null
+  "$optkit" --quiet compress --model "$model" --recipe q4_k_m --calib "$calib" --samples 100000 --seq-len 128 \
+    -o "$work/$name-optkit-q4km-imatrix.gguf" >/dev/null
+  base=$(llama_ppl "$work/$name-f32.gguf" "$corpus")
+  declare -A delta=()
+  for file in f32 llama-q4km optkit-q4km llama-q4km-imatrix optkit-q4km-imatrix; do
+    value=$(llama_ppl "$work/$name-$file.gguf" "$corpus")
+    ours=$(optkit_ppl "$work/$name-$file.gguf" "$corpus")
+    delta[$file]=$(python3 -c "print(($value / $base - 1) * 100)")
+    printf '%-14s %-22s %12s %9.3f %12s %10.3f%%\n' "$name" "$file" "$value" "${delta[$file]}" "$ours" \
+      "$(python3 -c "print(($ours / $value - 1) * 100)")"
+  done
+  printf '%-14s optkit ΔPPL / llama-quantize ΔPPL: %.3f without an importance matrix, %.3f with one\n' "$name" \
+    "$(python3 -c "print(${delta[optkit-q4km]} / ${delta[llama-q4km]})")" \
+    "$(python3 -c "print(${delta[optkit-q4km-imatrix]} / ${delta[llama-q4km-imatrix]})")"
+done
