@@ -68,7 +68,7 @@ error_of(const std::string& bytes) {
   return "";
 }
 
-// Where the first tensor info's type id sits: after the header, the keys and its name and dims.
+// Where `needle` first occurs in the file's bytes (the test edits the bytes there).
 std::size_t
 find(const std::string& haystack, const std::string& needle) {
   const auto at = haystack.find(needle);

@@ -82,6 +82,19 @@ document_windows(const std::vector<std::vector<std::int32_t>>& documents, std::i
   return windows;
 }
 
+nlohmann::json
+calibration_report(const CalibrationSet& calibration, const std::filesystem::path& file, Sampler sampler,
+                   const nlohmann::json& seed) {
+  return {{"file", file.string()},
+          {"sha256", calibration.source_sha256},
+          {"sampler", std::string(sampler_name(sampler))},
+          {"seed", seed},
+          {"documents_available", calibration.documents},
+          {"samples", calibration.samples.size()},
+          {"tokens", calibration.tokens},
+          {"document_ids", calibration.document_ids}};
+}
+
 CalibrationSet
 sample_calibration(const std::vector<std::vector<std::int32_t>>& docs, std::int64_t samples, Sampler sampler,
                    std::uint64_t seed) {

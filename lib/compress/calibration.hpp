@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct CalibrationSet {
 // Windows under 8 tokens are dropped.
 std::vector<std::vector<std::int32_t>> document_windows(const std::vector<std::vector<std::int32_t>>& documents,
                                                         std::int64_t length, std::optional<std::int32_t> lead);
+
+// What a trial's calibration was, for its report and the archive: the file and its SHA-256, the
+// sampler and seed, the documents available and drawn, the tokens, the drawn documents' ids.
+nlohmann::json calibration_report(const CalibrationSet& calibration, const std::filesystem::path& file, Sampler sampler,
+                                  const nlohmann::json& seed);
 
 // Draws min(samples, documents) documents.
 CalibrationSet sample_calibration(const std::vector<std::vector<std::int32_t>>& documents, std::int64_t samples,

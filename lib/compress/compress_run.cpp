@@ -352,14 +352,7 @@ compress_worker(const proc::WorkerSpec& spec) {
     calibration = sample_calibration(docs, recipe.calibration.samples, recipe.calibration.sampler,
                                      p.at("seed").get<std::uint64_t>());
     calibration.source_sha256 = digest_file(calib).sha256;
-    calibration_report = {{"file", calib.string()},
-                          {"sha256", calibration.source_sha256},
-                          {"sampler", std::string(sampler_name(recipe.calibration.sampler))},
-                          {"seed", p.at("seed")},
-                          {"documents_available", calibration.documents},
-                          {"samples", calibration.samples.size()},
-                          {"tokens", calibration.tokens},
-                          {"document_ids", calibration.document_ids}};
+    calibration_report = compress::calibration_report(calibration, calib, recipe.calibration.sampler, p.at("seed"));
   }
   LayerwiseOptions lw;
   lw.model = model_dir;

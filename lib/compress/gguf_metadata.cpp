@@ -2,10 +2,10 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/gguf_model.hpp"
 
 #include <fmt/format.h>
 
-#include <array>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -16,17 +16,10 @@ using model::GgufValue;
 
 namespace {
 
-// tokenizer.ggml.pre by the pre-tokenizer's split regex, as llama.cpp's converter names them.
-constexpr std::array<std::pair<const char*, const char*>, 3> kPreTokenizers = {{
-    {"llama-bpe",
-     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-    {"qwen2",
-     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-    {"gpt-2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"},
-}};
-
-// GGUF token types.
-constexpr std::int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr auto kNormal = static_cast<std::int32_t>(model::GgufTokenType::normal);
+constexpr auto kControl = static_cast<std::int32_t>(model::GgufTokenType::control);
+constexpr auto kUserDefined = static_cast<std::int32_t>(model::GgufTokenType::user_defined);
+constexpr auto kUnused = static_cast<std::int32_t>(model::GgufTokenType::unused);
 
 // The split regexes of a tokenizer.json pre-tokenizer, in order (a ByteLevel that splits by
 // itself contributes GPT-2's).
@@ -42,7 +35,7 @@ collect_split_regexes(const nlohmann::json& pre, std::vector<std::string>& out) 
     const auto& pattern = pre.at("pattern");
     out.push_back(pattern.value("Regex", pattern.value("String", "")));
   } else if (type == "ByteLevel" && pre.value("use_regex", true)) {
-    out.push_back(kPreTokenizers[2].second);
+    out.push_back(*model::gguf_pre_tokenizer_regex("gpt-2"));
   }
 }
 
@@ -50,11 +43,7 @@ std::string
 pre_tokenizer_name(const nlohmann::json& tokenizer) {
   std::vector<std::string> regexes;
   collect_split_regexes(tokenizer.value("pre_tokenizer", nlohmann::json()), regexes);
-  if (regexes.size() == 1)
-    for (const auto& [name, regex] : kPreTokenizers)
-      if (regexes[0] == regex)
-        return name;
-  return "default";
+  return regexes.size() == 1 ? model::gguf_pre_tokenizer_name(regexes[0]) : "default";
 }
 
 nlohmann::json

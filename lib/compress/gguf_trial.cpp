@@ -30,20 +30,14 @@ calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::
   const auto bare = tokenizer.encode("a", false), led = tokenizer.encode("a", true);
   const auto lead = led.size() > bare.size() ? std::optional<std::int32_t>(led.front()) : std::nullopt;
   const auto windows = document_windows(docs, recipe.calibration.sequence_length, lead);
-  const auto calibration = sample_calibration(windows, recipe.calibration.samples, recipe.calibration.sampler,
-                                              p.at("seed").get<std::uint64_t>());
+  auto calibration = sample_calibration(windows, recipe.calibration.samples, recipe.calibration.sampler,
+                                        p.at("seed").get<std::uint64_t>());
+  calibration.source_sha256 = digest_file(calib).sha256;
   CalibratedImportance out;
   out.matrix =
       collect_importance_matrix(model_dir, calibration, p.at("threads").get<unsigned>(),
                                 runtime::parse_activation_precision(p.value("activations", "fp32"), "activations"));
-  out.report = {{"file", calib.string()},
-                {"sha256", digest_file(calib).sha256},
-                {"sampler", std::string(sampler_name(recipe.calibration.sampler))},
-                {"seed", p.at("seed")},
-                {"documents_available", calibration.documents},
-                {"samples", calibration.samples.size()},
-                {"tokens", calibration.tokens},
-                {"document_ids", calibration.document_ids}};
+  out.report = calibration_report(calibration, calib, recipe.calibration.sampler, p.at("seed"));
   return out;
 }
 

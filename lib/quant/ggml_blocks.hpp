@@ -1,7 +1,7 @@
-// ggml's tensor element types as GGUF files store them (ggml-common.h): plain F32 / F16 / BF16
-// and the block quantizations llama.cpp's k-quant mixtures use — Q8_0, Q5_0 and Q5_1 (32 values a
-// block) and Q4_K, Q5_K and Q6_K (256-value super-blocks of 8 or 16 sub-blocks with 6- or 8-bit
-// sub-scales). A row of a tensor is a whole number of blocks; rows are stored one after another.
+// ggml's quantizers and decoders for the tensor types of model/ggml_types.hpp (ggml-common.h's
+// layouts): plain F32 / F16 / BF16 and the block quantizations llama.cpp's k-quant mixtures use —
+// Q8_0, Q5_0 and Q5_1 (32 values a block) and Q4_K, Q5_K and Q6_K (256-value super-blocks of 8 or
+// 16 sub-blocks with 6- or 8-bit sub-scales). A row of a tensor is a whole number of blocks.
 //
 // quantize_row() follows llama.cpp's reference quantizers (quantize_row_*_ref): without an
 // importance vector, Q8_0 rounds x / (amax/127) half away from zero; Q5_0 / Q5_1 map the block's
