@@ -3,6 +3,7 @@
 // InputError naming it; HF ↔ GGUF tensor names and the Q/K RoPE row permutation.
 #include "core/error.hpp"
 #include "model/gguf_file.hpp"
+#include "model/gguf_model.hpp"
 #include "model/gguf_names.hpp"
 
 #include <doctest/doctest.h>
@@ -156,6 +157,20 @@ TEST_CASE("a key or tensor name twice is refused") {
   auto tensors = bytes;
   tensors[find(tensors, "t.b") + 2] = 'a';
   CHECK(error_of(tensors).find("tensor 't.a' appears twice") != std::string::npos);
+}
+
+TEST_CASE("a vocabulary of the wrong kinds of values is refused, not misread") {
+  const auto path = scratch_file("vocab.gguf");
+  {
+    model::GgufWriter w(path);
+    w.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
+    w.set("tokenizer.ggml.tokens", GgufValue::i32s({1, 2, 3})); // numbers where strings belong
+    w.finish();
+  }
+  const model::GgufFile file(path);
+  CHECK_THROWS_WITH_AS(model::gguf_tokenizer_json(file), doctest::Contains("must be an array of strings"), InputError);
+  CHECK_THROWS_AS(model::gguf_special_tokens(file), InputError);
+  CHECK_THROWS_WITH_AS(model::gguf_model_config(file), doctest::Contains("general.architecture"), InputError);
 }
 
 TEST_CASE("HF and GGUF tensor names map both ways") {

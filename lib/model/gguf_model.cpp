@@ -27,11 +27,19 @@ u32_or(const GgufFile& file, const std::string& key, std::uint32_t fallback) {
   return file.find(key) ? file.require_u32(key) : fallback;
 }
 
+// An array of strings (tokens, merges) or of integers (token types); InputError naming the key for
+// anything else.
 const nlohmann::json&
-array_value(const GgufFile& file, const std::string& key) {
+array_value(const GgufFile& file, const std::string& key, bool strings = true) {
   const auto* v = file.find(key);
   if (!v || v->type != GgufValueType::array)
     throw InputError(fmt::format("{}: GGUF metadata has no array '{}'", file.path().string(), key));
+  const bool integers = v->element_type == GgufValueType::i32 || v->element_type == GgufValueType::u32 ||
+                        v->element_type == GgufValueType::i8 || v->element_type == GgufValueType::u8 ||
+                        v->element_type == GgufValueType::i16 || v->element_type == GgufValueType::u16;
+  if (strings ? v->element_type != GgufValueType::string : !integers)
+    throw InputError(fmt::format("{}: GGUF key '{}' must be an array of {}", file.path().string(), key,
+                                 strings ? "strings" : "integers"));
   return v->value;
 }
 
@@ -207,13 +215,13 @@ gguf_tokenizer_json(const GgufFile& file) {
                                  "gpt-2, default)",
                                  source, pre));
   const auto& tokens = array_value(file, "tokenizer.ggml.tokens");
-  const auto* types_value = file.find("tokenizer.ggml.token_type");
+  const auto types = file.find("tokenizer.ggml.token_type") ? array_value(file, "tokenizer.ggml.token_type", false)
+                                                            : nlohmann::json::array();
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
   for (std::size_t id = 0; id < tokens.size(); ++id) {
     const auto& text = tokens[id].get_ref<const std::string&>();
-    const auto type = types_value && types_value->value.is_array() && id < types_value->value.size()
-                          ? types_value->value[id].get<std::int32_t>()
-                          : static_cast<std::int32_t>(GgufTokenType::normal);
+    const auto type =
+        id < types.size() ? types[id].get<std::int32_t>() : static_cast<std::int32_t>(GgufTokenType::normal);
     if (type == static_cast<std::int32_t>(GgufTokenType::control) ||
         type == static_cast<std::int32_t>(GgufTokenType::user_defined))
       added.push_back(
@@ -293,12 +301,12 @@ gguf_chat_template(const GgufFile& file) {
 nlohmann::ordered_json
 gguf_special_tokens(const GgufFile& file) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  const auto* tokens = file.find("tokenizer.ggml.tokens");
+  const auto& tokens = array_value(file, "tokenizer.ggml.tokens");
   for (const auto& [key, name] :
        {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"}, std::pair{"tokenizer.ggml.eos_token_id", "eos_token"}}) {
     const auto id = token_id_key(file, key);
-    if (id && tokens && tokens->value.is_array() && static_cast<std::size_t>(*id) < tokens->value.size())
-      out[name] = tokens->value[static_cast<std::size_t>(*id)];
+    if (id && static_cast<std::size_t>(*id) < tokens.size())
+      out[name] = tokens[static_cast<std::size_t>(*id)];
   }
   return out;
 }
