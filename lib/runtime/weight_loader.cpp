@@ -169,11 +169,11 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   return make_quantized_weight(std::move(spec));
 }
 
-// A GGUF matrix: a float one in HF row order is the dense weight over its bytes; the others are
-// dequantized as used.
+// A GGUF matrix as llama.cpp's CPU backend multiplies it: an F32 or BF16 one in HF row order is the
+// dense weight over its bytes (BF16 with bf16 activations, as llama.cpp rounds them); the others
+// are dequantized as used, their inputs rounded for their type (runtime/ggml_weight.hpp).
 std::unique_ptr<LinearWeight>
-load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-                 ActivationPrecision activations) {
+load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols) {
   const auto matrix = store.gguf_matrix(prefix + ".weight");
   if (!matrix)
     throw InputError(fmt::format("{}: tensor '{}' is missing from the GGUF file", store.files().front().string(),
@@ -181,8 +181,10 @@ load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std
   if (matrix->rows != rows || matrix->cols != cols)
     throw InputError(fmt::format("tensor '{}' is [{}, {}] but the config implies [{}, {}]", prefix + ".weight",
                                  matrix->rows, matrix->cols, rows, cols));
-  if (const auto view = store.find(prefix + ".weight"); view.info)
-    return make_dense_weight(view.dtype(), view.bytes, rows, cols, activations);
+  if (const auto view = store.find(prefix + ".weight"); view.info && view.dtype() != model::DType::f16)
+    return make_dense_weight(view.dtype(), view.bytes, rows, cols,
+                             view.dtype() == model::DType::bf16 ? ActivationPrecision::bf16
+                                                                : ActivationPrecision::fp32);
   return make_ggml_weight(*matrix);
 }
 
@@ -202,7 +204,7 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
   if (slice.stored_rows == 0)
     slice.stored_rows = rows;
   if (store.is_gguf())
-    return load_gguf_linear(store, prefix, rows, cols, activations);
+    return load_gguf_linear(store, prefix, rows, cols);
   if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
       group && store.find(prefix + ".weight_scale").info)
     return load_quantized_linear(store, prefix, rows, cols, *group, slice);
