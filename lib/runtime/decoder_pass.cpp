@@ -14,11 +14,17 @@ namespace optkit::runtime {
 
 namespace {
 
-// One row's keys or values into the cache: as they are, or as an FP8 KV cache holds them,
-// FP8(x / scale) · scale with each KV head's scale.
+// One row's keys or values into the cache: as they are, rounded to fp16 (a GGUF's cache, as
+// llama.cpp keeps it), or as an FP8 KV cache holds them, FP8(x / scale) · scale with each KV
+// head's scale.
 void
-store_cached(const float* row, const std::vector<float>& scales, std::int64_t head_dim, std::int64_t width,
+store_cached(const float* row, const std::vector<float>& scales, bool f16, std::int64_t head_dim, std::int64_t width,
              float* cached) {
+  if (scales.empty() && f16) {
+    for (std::int64_t i = 0; i < width; ++i)
+      cached[i] = model::f16_to_float(model::float_to_f16(row[i]));
+    return;
+  }
   if (scales.empty()) {
     std::copy_n(row, width, cached);
     return;
@@ -285,8 +291,8 @@ DecoderPass::attention(std::int64_t index, KvCache& cache, std::int64_t cache_la
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto pos = batch.position[static_cast<std::size_t>(r)];
     const KvRows& cached = m_row_cache[static_cast<std::size_t>(r)];
-    store_cached(k + r * kv_dim, layer.k_scale, hd, kv_dim, cached.key(pos));
-    store_cached(v + r * kv_dim, layer.v_scale, hd, kv_dim, cached.value(pos));
+    store_cached(k + r * kv_dim, layer.k_scale, layer.f16_kv_cache, hd, kv_dim, cached.key(pos));
+    store_cached(v + r * kv_dim, layer.v_scale, layer.f16_kv_cache, hd, kv_dim, cached.value(pos));
   }
   float* attended = m_attended.get(n(q_dim));
   const std::int64_t group = c.num_heads / c.num_kv_heads;

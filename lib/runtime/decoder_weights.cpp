@@ -118,6 +118,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
       l.k_scale = kv_head_scales(*m_store, k_name, c.num_kv_heads);
       l.v_scale = kv_head_scales(*m_store, v_name, c.num_kv_heads);
     }
+    l.f16_kv_cache = m_store->is_gguf();
     if (c.is_moe_layer(i)) {
       l.router = load_module(model::router_module(c, i), c.num_experts, c.hidden_size, nullptr);
       for (std::int64_t e = 0; e < c.num_experts; ++e) {

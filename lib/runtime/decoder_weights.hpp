@@ -27,6 +27,8 @@ struct DecoderLayerWeights {
   // An FP8 KV cache (kv_cache_scheme): K and V are stored as FP8(x / scale) · scale, one scale per
   // KV head; empty: kept in full precision.
   std::vector<float> k_scale, v_scale;
+  // A GGUF's cache, as llama.cpp keeps it by default: K and V rounded to fp16 (when no scales).
+  bool f16_kv_cache = false;
   std::unique_ptr<LinearWeight> q, k, v, o;
   std::unique_ptr<LinearWeight> gate, up, down; // a dense MLP (null in a mixture-of-experts layer)
   // A mixture-of-experts layer: the router [num_experts, hidden] and each expert's SwiGLU.

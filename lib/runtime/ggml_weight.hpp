@@ -3,7 +3,7 @@
 // a block of rows at a time as they are used (quant/ggml_blocks.hpp); a Q or K projection's rows
 // read through llama.cpp's RoPE permutation, so the runtime sees HF row order. Its inputs are rounded
 // as llama.cpp's CPU kernels round them (8-bit blocks for quantized weights), so a GGUF's
-// perplexity and tokens here are llama.cpp's.
+// perplexity and tokens here are llama.cpp's (the decoder keeps its KV cache in fp16 too).
 #pragma once
 
 #include "model/weight_store.hpp"
