@@ -22,10 +22,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OPTKIT_ARCHIVE="$work/archive.db" GGUF_PY
 
-llama_ppl() { # GGUF CORPUS (its log to a file first: piped, its last line was sometimes lost)
-  "$LLAMA_CPP_BIN/llama-perplexity" -m "$1" -f "$root/testdata/corpora/$2.heldout.txt" -c 128 -t 2 -nr \
-    >"$work/perplexity.log" 2>&1
-  sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$work/perplexity.log"
+llama_ppl() { # GGUF CORPUS (llama.cpp's asynchronous log sometimes loses its last line on a busy
+  # machine: up to three tries)
+  local value=""
+  for _ in 1 2 3; do
+    "$LLAMA_CPP_BIN/llama-perplexity" -m "$1" -f "$root/testdata/corpora/$2.heldout.txt" -c 128 -t 2 -nr \
+      >"$work/perplexity.log" 2>&1
+    value=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$work/perplexity.log" | head -1)
+    [ -n "$value" ] && break
+  done
+  echo "$value"
 }
 optkit_ppl() { # MODEL CORPUS
   "$optkit" eval perplexity --model "$1" --data "$root/testdata/corpora/$2.heldout.txt" --ctx 128 --format json \
