@@ -199,7 +199,8 @@ positive_fit(const float* x, int n, int nmax, const float* weights, std::uint8_t
       float sl2 = suml2 - w * static_cast<float>(li * li);
       if (slx <= 0 || sl2 <= 0)
         continue;
-      const int next = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+      // Clamped before the conversion: a tiny slx makes the ratio too large for an int.
+      const int next = nearest_int(std::min(static_cast<float>(nmax), x[i] * sl2 / slx));
       if (next == li)
         continue;
       slx += w * x[i] * static_cast<float>(next);
