@@ -25,7 +25,8 @@ struct PlannedTensor {
   std::string hf;   // source tensor (empty: rope_freqs, computed)
   std::string gguf; // its GGUF name
   std::int64_t rows = 1, cols = 0;
-  bool vector = false; // 1-D (norms, rope_freqs): stored as F32
+  bool vector = false;         // 1-D (norms, rope_freqs): stored as F32
+  std::vector<float> computed; // rope_freqs' values (no source tensor)
   GgmlType type = GgmlType::f32;
   bool rope_permuted = false;
   const std::vector<float>* importance = nullptr; // one weight per column, or none
@@ -68,11 +69,12 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
     }
     plan.push_back(std::move(t));
   }
-  if (const auto divisors = rope_frequency_divisors(config); !divisors.empty()) {
+  if (auto divisors = rope_frequency_divisors(config); !divisors.empty()) {
     PlannedTensor t;
     t.gguf = "rope_freqs.weight";
     t.cols = static_cast<std::int64_t>(divisors.size());
     t.vector = true;
+    t.computed = std::move(divisors);
     plan.insert(plan.begin() + 1, std::move(t)); // after token_embd, as the converter writes it
   }
   return plan;
@@ -203,8 +205,7 @@ export_gguf(const GgufExportOptions& options) {
   std::int64_t layer_tensors = 0;
   for (const auto& t : plan) {
     if (t.hf.empty()) {
-      const auto divisors = rope_frequency_divisors(config);
-      writer.write(std::as_bytes(std::span<const float>(divisors)));
+      writer.write(as_bytes(t.computed));
       continue;
     }
     if (t.vector) {

@@ -7,7 +7,7 @@
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 #include "model/calibration_documents.hpp"
-#include "model/tokenizer.hpp"
+#include "model/model_config.hpp"
 #include "model/weight_store.hpp"
 
 #include <limits>
@@ -25,11 +25,13 @@ CalibratedImportance
 calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::path& model_dir) {
   const std::filesystem::path calib = p.at("calib").get<std::string>();
   // Every token of the file counts, in windows of the sequence length, as llama-imatrix reads it.
+  // The documents were tokenized with their special tokens: those that start with the model's BOS
+  // start each of their windows with it too (document_windows).
   const auto docs = model::read_calibration_documents(calib, model_dir, std::numeric_limits<std::int32_t>::max());
-  const auto tokenizer = model::Tokenizer::load_folder(model_dir);
-  const auto bare = tokenizer.encode("a", false), led = tokenizer.encode("a", true);
-  const auto lead = led.size() > bare.size() ? std::optional<std::int32_t>(led.front()) : std::nullopt;
-  const auto windows = document_windows(docs, recipe.calibration.sequence_length, lead);
+  const auto bos = model::load_model_config(model_dir).bos_token_id;
+  const auto windows =
+      document_windows(docs, recipe.calibration.sequence_length,
+                       bos ? std::optional<std::int32_t>(static_cast<std::int32_t>(*bos)) : std::nullopt);
   auto calibration = sample_calibration(windows, recipe.calibration.samples, recipe.calibration.sampler,
                                         p.at("seed").get<std::uint64_t>());
   calibration.source_sha256 = digest_file(calib).sha256;
