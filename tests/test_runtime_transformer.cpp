@@ -147,11 +147,13 @@ TEST_CASE("prefill of half a prompt then batched decode of the rest matches the 
 
 TEST_CASE("with bf16 activations, prefill and decode match the PyTorch reference that rounds each linear input") {
   // The reference rounds every linear layer's input to bfloat16 with PyTorch's cast and multiplies
-  // in fp32 (make_oracle.py --bf16-activations). optkit rounds the same inputs in the panel GEMM's
-  // packing (prefill) and before the row-dots (decode). An input within fp32 noise of a rounding
-  // boundary may round the other way and move a few logits (worst case within 2e-3 of the logit
-  // range); on average optkit is over 4x closer to this reference than to the fp32 one, which is
-  // what tells the two modes apart.
+  // in fp32 (make_oracle.py --bf16-activations). optkit rounds the same inputs as it packs them for
+  // the panel GEMM (prefill, and decode over panels packed at load) or before the row-dots. An
+  // input within fp32 noise of a rounding boundary may round the other way and move a few logits
+  // (worst case within 2e-3 of the logit range); on average optkit is over 2x closer to this
+  // reference than to the fp32 one (tiny-base: 3.9e-5 vs 1.9e-4 on the row-dots, 6.7e-5 vs 1.9e-4
+  // where decode too sums each output along K in one fp32 chain; the fp32 mode sits ~1e-7 from the
+  // fp32 reference), which is what tells the two modes apart.
   for (const std::string name : {"oracle/llama-tied", "oracle/qwen3-qknorm", "tiny-base"}) {
     CAPTURE(name);
     const auto dir = test::testdata_dir() / "models" / name;
@@ -180,7 +182,7 @@ TEST_CASE("with bf16 activations, prefill and decode match the PyTorch reference
       mean_vs_fp32 += mean_relative_error(logits, exact[k].logits) / static_cast<double>(rounded.size());
     }
     CHECK(worst <= 2e-3);
-    CHECK(mean_vs_fp32 > 4 * mean);
+    CHECK(mean_vs_fp32 > 2 * mean);
     MESSAGE(fmt::format("{}: |optkit bf16 - pytorch bf16-input| / logit range: worst {:.2e}, mean {:.2e}; mean "
                         "against the fp32 reference {:.2e}",
                         name, worst, mean, mean_vs_fp32));

@@ -56,6 +56,8 @@ MappedFile::MappedFile(const std::filesystem::path& path, LoadMode mode) {
       ::close(fd);
       throw;
     }
+    m_fd = fd;
+    return;
   } else if (m_size > 0) {
     void* mapped = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
@@ -75,17 +77,32 @@ MappedFile::MappedFile(const std::filesystem::path& path, LoadMode mode) {
 MappedFile::~MappedFile() {
   if (m_data)
     ::munmap(const_cast<std::byte*>(m_data), m_size);
+  if (m_fd >= 0)
+    ::close(m_fd);
 }
 
 void
 MappedFile::release(std::span<const std::byte> bytes) const {
-  if (!m_mapped || bytes.empty() || bytes.data() < m_data || bytes.data() + bytes.size() > m_data + m_size)
+  if (bytes.empty() || bytes.data() < m_data || bytes.data() + bytes.size() > m_data + m_size)
     return;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
   const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / page * page;
-  if (end > begin) // advice only: a failure leaves the pages resident, nothing else
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  if (end <= begin)
+    return;
+  void* const first = reinterpret_cast<void*>(begin);
+  if (m_mapped) { // advice only: a failure leaves the pages resident, nothing else
+    ::madvise(first, end - begin, MADV_DONTNEED);
+    return;
+  }
+  // The copy's pages replaced by the file's own (the copy starts at offset 0 on a page boundary):
+  // the file mapped elsewhere, then moved over them in one step; on failure the copy stays.
+  const auto offset = static_cast<off_t>(begin - reinterpret_cast<std::uintptr_t>(m_data));
+  void* const file = ::mmap(nullptr, end - begin, PROT_READ, MAP_PRIVATE, m_fd, offset);
+  if (file == MAP_FAILED)
+    return;
+  if (::mremap(file, end - begin, end - begin, MREMAP_MAYMOVE | MREMAP_FIXED, first) == MAP_FAILED)
+    ::munmap(file, end - begin);
 }
 
 } // namespace optkit::model

@@ -28,13 +28,15 @@ public:
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::span<const std::byte> bytes() const { return {m_data, m_size}; }
-  // Mapped: the whole pages of `bytes` (a part of this file) leave this process's resident set
-  // (they stay in the page cache and come back if touched again). Read into memory, or bytes
+  // The whole pages of `bytes` (a part of this file) leave this process's resident set. Mapped,
+  // they stay in the page cache and come back if touched again; read into memory, they become a
+  // mapping of the same bytes of the file (what is read there later comes from the file). Bytes
   // outside the file: nothing.
   void release(std::span<const std::byte> bytes) const;
 
 private:
   bool m_mapped = false;
+  int m_fd = -1; // read into memory: kept open for release()
   const std::byte* m_data = nullptr;
   std::size_t m_size = 0;
 };

@@ -5,11 +5,15 @@
 // results stay within ~1e-5 of fp32, or rounded to BF16 in the bf16 activation mode; AVX-512 FMA
 // for F32 W); otherwise OpenBLAS sgemm, BF16/F16 blocks of W widened first. In the bf16 activation
 // mode every path other than the panel GEMM (which rounds as it packs) multiplies a rounded copy.
+// Where the BF16 products run on the AVX-512 register tiles (AVX512_BF16 without AMX), a BF16 W is
+// packed into their panels once, at load (runtime/packed_panels.hpp), and every product — decode's
+// single rows included — multiplies the packed panels: no per-product packing, W streamed in order.
 #include "runtime/linear_weight.hpp"
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "runtime/dot_rows.hpp"
+#include "runtime/packed_panels.hpp"
 #include "runtime/panel_gemm.hpp"
 
 #include <algorithm>
@@ -32,6 +36,7 @@ constexpr std::int64_t kGemmBlockRows = 64;      // W rows per sgemm call (widen
 constexpr std::int64_t kDensePanelMinRows = 4;   // activation rows from which the AVX-512 panel GEMM pays off
 constexpr std::int64_t kPanelChunk = 64;         // W rows a thread takes at a time (a whole panel)
 constexpr std::int64_t kBroadcastChunk = 96;     // the same for f32_transposed (whole 12-row register tiles)
+constexpr std::int64_t kDecodeShares = 8;        // decode: W rows per task = a thread's share / this
 
 // The AVX-512 product for W's storage type, if there is one: BF16 with split activations (results
 // within ~1e-5 of fp32, so prefill agrees with fp32 decode) or rounded ones (the bf16 mode), F32
@@ -66,20 +71,36 @@ public:
       , m_rows(rows)
       , m_cols(cols)
       , m_format(std::move(format))
-      , m_product(panel_product<T>(activations)) {}
+      , m_product(panel_product<T>(activations)) {
+    if constexpr (std::is_same_v<T, Bf16>) {
+      if (panel_packing_preferred(*m_product))
+        m_packed = std::make_unique<PackedPanels>(data, rows, cols);
+    }
+  }
 
   std::int64_t rows() const override { return m_rows; }
   std::int64_t cols() const override { return m_cols; }
   std::string format() const override { return m_format; }
-  std::uint64_t storage_bytes() const override { return static_cast<std::uint64_t>(m_rows * m_cols) * sizeof(T); }
+  std::uint64_t storage_bytes() const override {
+    return m_packed ? m_packed->bytes() : static_cast<std::uint64_t>(m_rows * m_cols) * sizeof(T);
+  }
+  bool reads_source() const override { return !m_packed; }
 
   void row(std::int64_t r, float* out) const override {
+    if (m_packed) {
+      m_packed->row(r, out);
+      return;
+    }
     const T* wr = m_data + r * m_cols;
     for (std::int64_t c = 0; c < m_cols; ++c)
       out[c] = to_float(wr[c]);
   }
 
   void multiply(const float* x, std::int64_t m, float* y, ThreadPool& pool) const override {
+    if (m_packed) {
+      multiply_packed(x, m, y, pool);
+      return;
+    }
     if constexpr (!std::is_same_v<T, F16>) {
       if (m >= kDensePanelMinRows && panel_gemm_supported(*m_product)) {
         const auto packed = pack_activations(x, m, m_cols, *m_product);
@@ -101,6 +122,17 @@ public:
   }
 
 private:
+  // Prefill takes a panel at a time; decode (few rows, bound by streaming W) an eighth of a
+  // thread's share of the panels at a time, so a thread slowed by something else takes fewer.
+  void multiply_packed(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
+    const auto packed = pack_activations(x, m, m_cols, *m_product, PanelKernel::avx512_packed);
+    constexpr std::int64_t panel = PackedPanels::kPanelRows;
+    const std::int64_t share = m_rows / (kDecodeShares * static_cast<std::int64_t>(pool.size())) / panel * panel;
+    pool.parallel_for(
+        m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(*m_packed, r0, r1, packed, y, m_rows); },
+        m < kDensePanelMinRows ? std::max(panel, share) : panel);
+  }
+
   // Each pool thread takes blocks of W's rows one at a time, widens a block to fp32 in its own buffer
   // when W is not fp32, and multiplies it with single-threaded sgemm into its columns of y.
   void multiply_blas(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
@@ -114,6 +146,7 @@ private:
   std::int64_t m_rows, m_cols;
   std::string m_format;
   std::optional<PanelProduct> m_product; // the panel GEMM's product for this W (none for F16)
+  std::unique_ptr<PackedPanels> m_packed; // a BF16 W packed at load, where panel_packing_preferred
 };
 
 // A weight computed in memory (calibration reconstructions, merged deltas), kept in fp32.

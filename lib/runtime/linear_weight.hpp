@@ -1,7 +1,7 @@
 // The weight interface of the runtime. Every linear layer is a LinearWeight: y = x · Wᵀ with
 // W [rows = out features, cols = in features], fp32 activations and fp32 accumulation. The dense
 // implementation reads F32 / BF16 / F16 tensors in place from the mapped safetensors file (zero
-// copy); quantized formats (int8 channel, int4 group, fp8, 2:4) implement the same interface and
+// copy; BF16 ones are packed into the AVX-512 kernels' panels at load where those run); quantized formats (int8 channel, int4 group, fp8, 2:4) implement the same interface and
 // are chosen when the model is loaded, so the transformer code never changes per format.
 #pragma once
 
@@ -32,9 +32,13 @@ public:
   virtual void row(std::int64_t r, float* out) const = 0;
   virtual std::string format() const = 0;
   virtual std::uint64_t storage_bytes() const = 0;
+  // Whether it keeps reading the bytes it was made from (a dense weight over a mapped file does;
+  // a BF16 one packed at load does not, so the loader lets those pages leave memory).
+  virtual bool reads_source() const { return true; }
 };
 
-// W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it).
+// W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it),
+// or for BF16 where panel_packing_preferred() says so, packed into panels when made.
 // `activations`: how a BF16 W multiplies its activations (runtime/activation_precision.hpp).
 std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<const std::byte> bytes, std::int64_t rows,
                                                 std::int64_t cols,

@@ -11,6 +11,11 @@ panel_gemm_supported(PanelProduct) {
   return false;
 }
 
+bool
+panel_packing_preferred(PanelProduct) {
+  return false;
+}
+
 std::optional<PanelKernel>
 panel_gemm_kernel(PanelProduct, std::int64_t) {
   return std::nullopt;
@@ -29,6 +34,16 @@ panel_gemm_rows(const Bf16*, std::int64_t, std::int64_t, const PackedActivations
 void
 panel_gemm_rows(const float*, std::int64_t, std::int64_t, const PackedActivations&, float*, std::int64_t) {
   throw std::logic_error("panel_gemm_rows: this build has no panel kernels; check panel_gemm_supported() first");
+}
+
+void
+panel_gemm_rows(const PackedPanels&, std::int64_t, std::int64_t, const PackedActivations&, float*, std::int64_t) {
+  throw std::logic_error("panel_gemm_rows: this build has no panel kernels; check panel_gemm_supported() first");
+}
+
+void
+pack_weight_panels(const Bf16*, std::int64_t, std::int64_t, std::uint32_t*) {
+  throw std::logic_error("pack_weight_panels: this build has no panel kernels; check panel_packing_preferred() first");
 }
 
 } // namespace optkit::runtime

@@ -8,8 +8,10 @@
 // from y after the first K block, so no horizontal sums are needed. The activations, packed once
 // per product and shared by all threads, stay in L2; W streams from memory once per product.
 // Where the CPU has AMX-BF16, the BF16 products multiply 32-row panels and the same activations
-// as 16 x 16 tiles instead (see amx_gemm_rows).
+// as 16 x 16 tiles instead (see amx_gemm_rows). Elsewhere a BF16 W is packed into its panels once
+// (pack_weight_panels, at load) and the same register tiles read them in place (packed_gemm_rows).
 #include "runtime/panel_gemm.hpp"
+#include "runtime/packed_panels.hpp"
 #include "runtime/x86_features.hpp"
 
 #include <algorithm>
@@ -61,10 +63,36 @@ split_words(__m512 x) {
   return _mm512_or_si512(hi, _mm512_slli_epi32(lo, 16));
 }
 
-// Rounded: word p = bf16(x[2p]) | bf16(x[2p+1]) << 16. Split: word k = hi(x[k]) | lo(x[k]) << 16.
+// 32 floats as 32 words, rounded pairs and what rounding left: word 2p = bf16(x[2p]) |
+// bf16(x[2p+1]) << 16, word 2p + 1 the same of x - bf16(x) (the packed panels' split encoding).
+OPTKIT_AVX512BF16 inline void
+store_split_pairs(__m512 f0, __m512 f1, std::uint32_t* out) {
+  const __m512i hi = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(f1, f0));
+  const __m512 hi0 = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
+  const __m512 hi1 = _mm512_castsi512_ps(_mm512_and_si512(hi, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  // hi's word p holds x[2p] (low) and x[2p+1] (high): even and odd elements, not f0 and f1.
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512 x_even = _mm512_permutex2var_ps(f0, even, f1), x_odd = _mm512_permutex2var_ps(f0, odd, f1);
+  const __m512i lo =
+      reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_sub_ps(x_odd, hi1), _mm512_sub_ps(x_even, hi0)));
+  // lo holds 16 even residuals then 16 odd ones as bf16: pair them as words (16-bit index j of
+  // the even one in word j's low half, 16 + j in its high half).
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i pair_index = _mm512_or_si512(lane, _mm512_slli_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(16)), 16));
+  const __m512i lo_pairs = _mm512_permutexvar_epi16(pair_index, lo);
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  _mm512_storeu_si512(out, _mm512_permutex2var_epi32(hi, first, lo_pairs));
+  _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi32(hi, second, lo_pairs));
+}
+
+// Rounded: word p = bf16(x[2p]) | bf16(x[2p+1]) << 16. Split: word k = hi(x[k]) | lo(x[k]) << 16,
+// or for the packed panels rounded pairs and residual pairs alternating (store_split_pairs).
 // F32: word k = the bits of x[k].
 OPTKIT_AVX512BF16 void
 pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& out) {
+  const bool split_pairs = out.kernel == PanelKernel::avx512_packed;
   for (std::int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * cols;
     std::uint32_t* wi = out.words.data() + i * out.row_words;
@@ -75,6 +103,10 @@ pack_rows(const float* x, std::int64_t m, std::int64_t cols, PackedActivations& 
         _mm512_storeu_si512(wi + k / 2, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(f1, f0)));
         break;
       case PanelProduct::bf16_split:
+        if (split_pairs) {
+          store_split_pairs(f0, f1, wi + k);
+          break;
+        }
         _mm512_storeu_si512(wi + k, split_words(f0));
         _mm512_storeu_si512(wi + k + 16, split_words(f1));
         break;
@@ -181,8 +213,9 @@ dot(__m512 acc, __m512i a, __m512i w) {
 }
 
 // y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows and a panel of
-// NV vectors of 16 W rows.
-template <std::size_t MR, std::int64_t NV, bool Fma>
+// NV vectors of 16 W rows. XWords 2 (split activations over packed panels): the activation words
+// 2p and 2p + 1 both multiply panel word p, in that order.
+template <std::size_t MR, std::int64_t NV, bool Fma, int XWords = 1>
 OPTKIT_AVX512BF16 void
 tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows, float* const* y_rows,
      std::int64_t valid, bool accumulate) {
@@ -197,7 +230,7 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (std::size_t j = 0; j < nv; ++j)
-      acc[i][j] = accumulate ? _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j) : _mm512_setzero_ps();
+      acc[i][j] = _mm512_setzero_ps();
   for (std::int64_t p = 0; p < words; ++p) {
     const std::uint32_t* panel_word = panel + p * NV * 16;
     __m512i w[nv];
@@ -206,28 +239,36 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
       w[j] = _mm512_loadu_si512(panel_word + 16 * j);
 #pragma GCC unroll 12
     for (std::size_t i = 0; i < MR; ++i) {
-      const __m512i a = _mm512_set1_epi32(static_cast<int>(x_rows[i][p]));
+      const __m512i a = _mm512_set1_epi32(static_cast<int>(x_rows[i][XWords * p]));
 #pragma GCC unroll 8
       for (std::size_t j = 0; j < nv; ++j)
         acc[i][j] = dot<Fma>(acc[i][j], a, w[j]);
+      if constexpr (XWords == 2) {
+        const __m512i b = _mm512_set1_epi32(static_cast<int>(x_rows[i][2 * p + 1]));
+#pragma GCC unroll 8
+        for (std::size_t j = 0; j < nv; ++j)
+          acc[i][j] = dot<Fma>(acc[i][j], b, w[j]);
+      }
     }
   }
 #pragma GCC unroll 12
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (std::size_t j = 0; j < nv; ++j)
-      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j], acc[i][j]);
+      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j],
+                            accumulate ? _mm512_add_ps(acc[i][j], _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j))
+                                       : acc[i][j]);
 }
 
-template <std::size_t MR, std::int64_t NV, bool Fma>
+template <std::size_t MR, std::int64_t NV, bool Fma, int XWords>
 void
 tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows,
               float* const* y_rows, std::int64_t valid, bool accumulate) {
   if constexpr (MR > 1) {
     if (mr < MR)
-      return tile_dispatch<MR - 1, NV, Fma>(mr, panel, words, x_rows, y_rows, valid, accumulate);
+      return tile_dispatch<MR - 1, NV, Fma, XWords>(mr, panel, words, x_rows, y_rows, valid, accumulate);
   }
-  tile<MR, NV, Fma>(panel, words, x_rows, y_rows, valid, accumulate);
+  tile<MR, NV, Fma, XWords>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
 // --- AMX (Sapphire Rapids and later): the same packed panels and activations, multiplied as tiles.
@@ -409,7 +450,7 @@ f32_transposed_rows(const float* w, std::int64_t r0, std::int64_t r1, const Pack
 
 // Activation rows [i_begin, m) of one packed panel's K block (NV vectors of W rows) on AVX-512
 // register tiles of MR rows.
-template <std::size_t MR, std::int64_t NV, bool Fma>
+template <std::size_t MR, std::int64_t NV, bool Fma, int XWords = 1>
 void
 register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t words, const PackedActivations& x,
                    std::int64_t i_begin, float* y, std::int64_t ldy, std::int64_t n0, std::int64_t valid) {
@@ -419,10 +460,10 @@ register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t wor
     const auto mr = static_cast<std::size_t>(std::min(static_cast<std::int64_t>(MR), x.m - i0));
     for (std::size_t i = 0; i < mr; ++i) {
       const std::int64_t row = i0 + static_cast<std::int64_t>(i);
-      x_rows[i] = x.words.data() + row * x.row_words + p0;
+      x_rows[i] = x.words.data() + row * x.row_words + XWords * p0;
       y_rows[i] = y + row * ldy + n0;
     }
-    tile_dispatch<MR, NV, Fma>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
+    tile_dispatch<MR, NV, Fma, XWords>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
   }
 }
 
@@ -440,6 +481,30 @@ gemm_rows(const T* w, std::int64_t r0, std::int64_t r1, const PackedActivations&
       const std::int64_t words = std::min(kBlockWords, x.row_words - p0);
       pack_panel<kTileVectors>(w, x.cols, n0, valid, p0, words, kBlockWords, x.product, panel.data());
       register_tile_rows<kTileRows, kTileVectors, fma>(panel.data(), p0, words, x, 0, y, ldy, n0, valid);
+    }
+  }
+}
+
+// The panels of W rows [r0, r1) packed at load, K block by K block, on the same register tiles.
+void
+packed_gemm_rows(const PackedPanels& w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                 std::int64_t ldy) {
+  constexpr std::int64_t panel_rows = PackedPanels::kPanelRows;
+  if (x.kernel != PanelKernel::avx512_packed || x.cols != w.cols() || r0 % panel_rows != 0 ||
+      (r1 % panel_rows != 0 && r1 != w.rows()) || r1 > w.rows())
+    throw std::logic_error("panel_gemm_rows: packed panels need activations packed for them and whole panels");
+  const bool split = x.product == PanelProduct::bf16_split;
+  for (std::int64_t n0 = r0; n0 < r1; n0 += panel_rows) {
+    const std::int64_t valid = std::min(panel_rows, r1 - n0);
+    const std::uint32_t* panel = w.panel(n0);
+    for (std::int64_t p0 = 0; p0 < w.words(); p0 += kBlockWords) {
+      const std::int64_t words = std::min(kBlockWords, w.words() - p0);
+      if (split)
+        register_tile_rows<kTileRows, kTileVectors, false, 2>(panel + p0 * panel_rows, p0, words, x, 0, y, ldy, n0,
+                                                              valid);
+      else
+        register_tile_rows<kTileRows, kTileVectors, false>(panel + p0 * panel_rows, p0, words, x, 0, y, ldy, n0,
+                                                           valid);
     }
   }
 }
@@ -512,6 +577,11 @@ panel_gemm_supported(PanelProduct product) {
   return product == PanelProduct::f32 ? has_f32 : has_bf16;
 }
 
+bool
+panel_packing_preferred(PanelProduct product) {
+  return product != PanelProduct::f32 && panel_gemm_kernel(product) == PanelKernel::avx512;
+}
+
 std::optional<PanelKernel>
 panel_gemm_kernel(PanelProduct product, std::int64_t m) {
   if (!panel_gemm_supported(product))
@@ -532,8 +602,8 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct
   out.product = product;
   out.kernel = kernel.value_or(*panel_gemm_kernel(product, m));
   const bool f32 = product == PanelProduct::f32;
-  if (out.kernel != PanelKernel::avx512 &&
-      (f32 ? out.kernel != PanelKernel::f32_transposed : out.kernel != PanelKernel::amx || !amx_available()))
+  const bool bf16_kernel = out.kernel == PanelKernel::avx512_packed || (out.kernel == PanelKernel::amx && amx_available());
+  if (out.kernel != PanelKernel::avx512 && (f32 ? out.kernel != PanelKernel::f32_transposed : !bf16_kernel))
     throw std::logic_error("pack_activations: that kernel does not serve this product on this CPU");
   out.m = m;
   out.cols = cols;
@@ -544,7 +614,7 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct
     return out;
   }
   const std::int64_t steps = (cols + kStep - 1) / kStep;
-  out.row_words = steps * (product == PanelProduct::bf16_rounded ? 16 : 32);
+  out.row_words = steps * (product == PanelProduct::bf16_rounded ? 16 : 32); // split pairs: 2 words per pair
   // A row pitch that is a multiple of 4 KiB puts the 16 rows of an AMX A tile in one L1 set; 16
   // zero words more spread them (and add 16 zero products per row).
   if (out.kernel == PanelKernel::amx && out.row_words % 1024 == 0)
@@ -557,6 +627,8 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct
 void
 panel_gemm_rows(const Bf16* w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                 std::int64_t ldy) {
+  if (x.kernel == PanelKernel::avx512_packed)
+    throw std::logic_error("panel_gemm_rows: activations packed for packed panels, with W in rows");
   if (x.kernel == PanelKernel::amx && x.product != PanelProduct::f32) {
     amx_gemm_rows(w, r0, r1, x, y, ldy);
     return;
@@ -572,6 +644,26 @@ panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const PackedAc
     return;
   }
   gemm_rows(w, r0, r1, x, y, ldy);
+}
+
+void
+panel_gemm_rows(const PackedPanels& w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
+                std::int64_t ldy) {
+  packed_gemm_rows(w, r0, r1, x, y, ldy);
+}
+
+void
+pack_weight_panels(const Bf16* w, std::int64_t rows, std::int64_t cols, std::uint32_t* out) {
+  if (!panel_gemm_supported(PanelProduct::bf16_rounded))
+    throw std::logic_error("pack_weight_panels: this CPU lacks AVX512_BF16; check panel_packing_preferred() first");
+  constexpr std::int64_t panel_rows = PackedPanels::kPanelRows;
+  const std::int64_t words = PackedPanels::words_for(cols);
+  for (std::int64_t n0 = 0; n0 < rows; n0 += panel_rows) {
+    const std::int64_t valid = std::min(panel_rows, rows - n0);
+    for (std::int64_t p0 = 0; p0 < words; p0 += kBlockWords)
+      pack_panel<kTileVectors>(w, cols, n0, valid, p0, std::min(kBlockWords, words - p0), kBlockWords,
+                               PanelProduct::bf16_rounded, out + (n0 * words + p0 * panel_rows));
+  }
 }
 
 } // namespace optkit::runtime

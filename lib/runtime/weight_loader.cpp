@@ -169,6 +169,16 @@ load_quantized_linear(const model::WeightStore& store, const std::string& prefix
   return make_quantized_weight(std::move(spec));
 }
 
+// `weight`, after letting the store's pages of `tensor` leave memory if it no longer reads them
+// (a BF16 weight packed into panels at load). Another slice of the same tensor read later reads
+// the file's bytes again.
+std::unique_ptr<LinearWeight>
+released_if_copied(const model::WeightStore& store, const std::string& tensor, std::unique_ptr<LinearWeight> weight) {
+  if (!weight->reads_source())
+    store.release(tensor);
+  return weight;
+}
+
 // A GGUF matrix as llama.cpp's CPU backend multiplies it: an F32 or BF16 one in HF row order is the
 // dense weight over its bytes (BF16 with bf16 activations, as llama.cpp rounds them); the others
 // are dequantized as used, their inputs rounded for their type (runtime/ggml_weight.hpp).
@@ -182,9 +192,10 @@ load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std
     throw InputError(fmt::format("tensor '{}' is [{}, {}] but the config implies [{}, {}]", prefix + ".weight",
                                  matrix->rows, matrix->cols, rows, cols));
   if (const auto view = store.find(prefix + ".weight"); view.info && view.dtype() != model::DType::f16)
-    return make_dense_weight(view.dtype(), view.bytes, rows, cols,
-                             view.dtype() == model::DType::bf16 ? ActivationPrecision::bf16
-                                                                : ActivationPrecision::fp32);
+    return released_if_copied(store, prefix + ".weight",
+                              make_dense_weight(view.dtype(), view.bytes, rows, cols,
+                                                view.dtype() == model::DType::bf16 ? ActivationPrecision::bf16
+                                                                                   : ActivationPrecision::fp32));
   return make_ggml_weight(*matrix);
 }
 
@@ -214,10 +225,12 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
   case model::DType::f32:
   case model::DType::bf16:
   case model::DType::f16:
-    return make_dense_weight(
-        view.dtype(),
-        sliced_rows(view.bytes, model::dtype_size(view.dtype()) * static_cast<std::size_t>(cols), slice, rows), rows,
-        cols, activations);
+    return released_if_copied(
+        store, view.info->name,
+        make_dense_weight(
+            view.dtype(),
+            sliced_rows(view.bytes, model::dtype_size(view.dtype()) * static_cast<std::size_t>(cols), slice, rows),
+            rows, cols, activations));
   default:
     throw InputError(fmt::format("tensor '{}' is {}, which the runtime cannot use as a dense weight (expected F32, "
                                  "BF16 or F16)",
