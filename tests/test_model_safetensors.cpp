@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <doctest/doctest.h>
+#include <fstream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 using namespace optkit;
@@ -217,4 +219,39 @@ TEST_CASE("headers that lie about sizes or offsets are refused before any data i
                         R"("b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
                         4),
                   InputError);
+}
+
+namespace {
+
+// This process's resident bytes (/proc/self/statm).
+std::uint64_t
+resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+} // namespace
+
+TEST_CASE("a released tensor leaves the resident set and reads the same bytes again, mapped or read into memory") {
+  test::ScratchDir dir;
+  std::vector<float> big(2 << 20); // 8 MiB
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i % 9973) - 17.0f;
+  const std::vector<float> small{1.0f, 2.0f};
+  write_safetensors(dir / "model.safetensors", {{"big", DType::f32, {2048, 1024}, bytes_of(big)},
+                                                {"small", DType::f32, {2}, bytes_of(small)}});
+  for (const auto mode : {LoadMode::map, LoadMode::read}) {
+    CAPTURE(static_cast<int>(mode));
+    const WeightStore store(dir.path(), mode);
+    const auto view = store.require("big");
+    CHECK(std::memcmp(view.bytes.data(), big.data(), view.bytes.size()) == 0); // every page touched
+    const auto before = resident_bytes();
+    store.release("big");
+    const auto after = resident_bytes();
+    CHECK(after + (7u << 20) < before);
+    CHECK(std::memcmp(view.bytes.data(), big.data(), view.bytes.size()) == 0);
+    CHECK(store.require("small").at(1) == 2.0f);
+  }
 }

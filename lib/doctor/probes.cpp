@@ -195,10 +195,7 @@ check_cpu_kernels() {
   if (check.isa.empty())
     check.isa = "none of avx2/avx512";
   check.row_dot = runtime::dot_rows_kernel();
-  const auto bf16_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::bf16_split);
-  check.bf16_prefill = !bf16_kernel                                ? "widened sgemm"
-                       : *bf16_kernel == runtime::PanelKernel::amx ? "amx_bf16 tiles"
-                                                                   : "avx512_bf16";
+  check.bf16_prefill = runtime::bf16_gemm_kernel_name();
   const auto f32_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::f32, 128);
   check.f32_prefill = !f32_kernel                                           ? "sgemm"
                       : *f32_kernel == runtime::PanelKernel::f32_transposed ? "avx512f, activations transposed"

@@ -51,6 +51,10 @@ bool panel_gemm_supported(PanelProduct product);
 // (panel_gemm_supported is false).
 std::optional<PanelKernel> panel_gemm_kernel(PanelProduct product, std::int64_t m = 128);
 
+// What multiplies BF16 weights on this CPU, in words (doctor, perf_runtime): "amx_bf16 tiles"
+// (prefill), "avx512_bf16, panels packed at load" (prefill and decode) or "widened sgemm".
+const char* bf16_gemm_kernel_name();
+
 // Whether a BF16 W multiplied with `product` should be packed into PackedPanels when it loads:
 // the product runs on the AVX-512 register tiles (AVX512_BF16 without AMX).
 bool panel_packing_preferred(PanelProduct product);

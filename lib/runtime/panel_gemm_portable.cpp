@@ -11,6 +11,11 @@ panel_gemm_supported(PanelProduct) {
   return false;
 }
 
+const char*
+bf16_gemm_kernel_name() {
+  return "widened sgemm";
+}
+
 bool
 panel_packing_preferred(PanelProduct) {
   return false;

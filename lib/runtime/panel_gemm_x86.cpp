@@ -577,6 +577,15 @@ panel_gemm_supported(PanelProduct product) {
   return product == PanelProduct::f32 ? has_f32 : has_bf16;
 }
 
+const char*
+bf16_gemm_kernel_name() {
+  const auto kernel = panel_gemm_kernel(PanelProduct::bf16_split);
+  return !kernel                          ? "widened sgemm"
+         : *kernel == PanelKernel::amx    ? "amx_bf16 tiles"
+         : panel_packing_preferred(PanelProduct::bf16_split) ? "avx512_bf16, panels packed at load"
+                                                             : "avx512_bf16";
+}
+
 bool
 panel_packing_preferred(PanelProduct product) {
   return product != PanelProduct::f32 && panel_gemm_kernel(product) == PanelKernel::avx512;
