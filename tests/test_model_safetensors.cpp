@@ -9,8 +9,8 @@
 #include <cstring>
 #include <doctest/doctest.h>
 #include <fstream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 using namespace optkit;
 using namespace optkit::model;
@@ -240,8 +240,8 @@ TEST_CASE("a released tensor leaves the resident set and reads the same bytes ag
   for (std::size_t i = 0; i < big.size(); ++i)
     big[i] = static_cast<float>(i % 9973) - 17.0f;
   const std::vector<float> small{1.0f, 2.0f};
-  write_safetensors(dir / "model.safetensors", {{"big", DType::f32, {2048, 1024}, bytes_of(big)},
-                                                {"small", DType::f32, {2}, bytes_of(small)}});
+  write_safetensors(dir / "model.safetensors",
+                    {{"big", DType::f32, {2048, 1024}, bytes_of(big)}, {"small", DType::f32, {2}, bytes_of(small)}});
   for (const auto mode : {LoadMode::map, LoadMode::read}) {
     CAPTURE(static_cast<int>(mode));
     const WeightStore store(dir.path(), mode);

@@ -79,10 +79,16 @@ check_packed_panels(const std::vector<Bf16>& w, const std::vector<float>& x, con
     panel_gemm_rows(panels, 0, c.rows, alone, y_alone.data(), c.rows);
     CHECK(std::equal(y_alone.begin(), y_alone.end(), y.begin() + i * c.rows));
   }
+  // fp32 activations against the packed BF16 panels (decode in the fp32 mode): an fp32 product.
+  const auto exact = pack_activations(x.data(), c.m, c.cols, PanelProduct::f32, PanelKernel::avx512_packed);
+  std::vector<float> y_exact(y.size(), -1.0f);
+  panel_gemm_rows(panels, 0, half, exact, y_exact.data(), c.rows);
+  panel_gemm_rows(panels, half, c.rows, exact, y_exact.data(), c.rows);
+  CHECK(worst_error(y_exact, w, x, c, false) < 1e-6);
   // Activations packed for W in rows are refused, and so is a range that splits a panel.
-  CHECK_THROWS_AS(panel_gemm_rows(panels, 0, c.rows, pack_activations(x.data(), 1, c.cols, product,
-                                                                      PanelKernel::avx512),
-                                  y.data(), c.rows),
+  CHECK_THROWS_AS(panel_gemm_rows(panels, 0, c.rows,
+                                  pack_activations(x.data(), 1, c.cols, product, PanelKernel::avx512), y.data(),
+                                  c.rows),
                   std::logic_error);
   if (c.rows > 1)
     CHECK_THROWS_AS(panel_gemm_rows(panels, 1, c.rows, packed, y.data(), c.rows), std::logic_error);

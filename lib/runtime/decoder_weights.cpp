@@ -65,7 +65,7 @@ kv_head_scales(const model::WeightStore& store, const std::string& name, std::in
 
 DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
                                const std::optional<std::filesystem::path>& delta_dir, ActivationPrecision activations,
-                               model::LoadMode weights)
+                               model::LoadMode weights, WeightLayout layout)
     : m_config(model::load_model_config(model_dir)), m_store(std::make_unique<model::WeightStore>(model_dir, weights)) {
   const auto& c = m_config;
   const auto quantization = load_quantization_config(model_dir);
@@ -77,7 +77,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
   }
   auto load_module = [&](const std::string& module, std::int64_t rows, std::int64_t cols,
                          const quant::QuantizationConfig* quantization_config) {
-    auto w = load_linear(*m_store, module, rows, cols, quantization_config, activations);
+    auto w = load_linear(*m_store, module, rows, cols, quantization_config, activations, {}, layout);
     return delta ? merge_delta(std::move(w), *delta, module) : std::move(w);
   };
   // A dense layer's projection, by its own name even where it is stored fused (Phi-3).
@@ -87,7 +87,7 @@ DecoderWeights::DecoderWeights(const std::filesystem::path& model_dir,
     if (stored.stored_rows == 0)
       return load_module(prefix + name, rows, cols, q);
     return load_linear(*m_store, prefix + stored.module, rows, cols, q, activations,
-                       {stored.first_row, stored.stored_rows});
+                       {stored.first_row, stored.stored_rows}, layout);
   };
   auto read_vector = [&](const std::string& name, std::int64_t size) {
     return load_vector(*m_store, delta.get(), name, size);

@@ -47,9 +47,10 @@ public:
   // (W_base + Δ, the variant's norms taken from the delta). `activations`: how BF16 weights
   // multiply their activations (runtime/activation_precision.hpp).
   // `weights`: the safetensors mapped (zero copy) or read into memory (model/safetensors.hpp).
+  // `layout`: where dense BF16 weights live (runtime/linear_weight.hpp).
   DecoderWeights(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta,
                  ActivationPrecision activations = ActivationPrecision::fp32,
-                 model::LoadMode weights = model::LoadMode::map);
+                 model::LoadMode weights = model::LoadMode::map, WeightLayout layout = WeightLayout::fastest);
 
   const model::ModelConfig& config() const { return m_config; }
   const model::WeightStore& store() const { return *m_store; }

@@ -66,14 +66,14 @@ rounded_to_bf16(const float* x, std::int64_t n) {
 template <typename T> class DenseWeight final : public LinearWeight {
 public:
   DenseWeight(const T* data, std::int64_t rows, std::int64_t cols, std::string format,
-              ActivationPrecision activations = ActivationPrecision::fp32)
+              ActivationPrecision activations = ActivationPrecision::fp32, WeightLayout layout = WeightLayout::in_place)
       : m_data(data)
       , m_rows(rows)
       , m_cols(cols)
       , m_format(std::move(format))
       , m_product(panel_product<T>(activations)) {
     if constexpr (std::is_same_v<T, Bf16>) {
-      if (panel_packing_preferred(*m_product))
+      if (layout == WeightLayout::fastest && panel_packing_preferred(*m_product))
         m_packed = std::make_unique<PackedPanels>(data, rows, cols);
     }
   }
@@ -124,13 +124,17 @@ public:
 private:
   // Prefill takes a panel at a time; decode (few rows, bound by streaming W) an eighth of a
   // thread's share of the panels at a time, so a thread slowed by something else takes fewer.
+  // Decode in the fp32 activation mode multiplies fp32 activations (W widened in registers), as
+  // the row-dots do; the split product's ~16 bits are for prefill, where the rate matters.
   void multiply_packed(const float* x, std::int64_t m, float* y, ThreadPool& pool) const {
-    const auto packed = pack_activations(x, m, m_cols, *m_product, PanelKernel::avx512_packed);
+    const bool decode = m < kDensePanelMinRows;
+    const auto product = decode && m_product == PanelProduct::bf16_split ? PanelProduct::f32 : *m_product;
+    const auto packed = pack_activations(x, m, m_cols, product, PanelKernel::avx512_packed);
     constexpr std::int64_t panel = PackedPanels::kPanelRows;
     const std::int64_t share = m_rows / (kDecodeShares * static_cast<std::int64_t>(pool.size())) / panel * panel;
     pool.parallel_for(
         m_rows, [&](std::int64_t r0, std::int64_t r1) { panel_gemm_rows(*m_packed, r0, r1, packed, y, m_rows); },
-        m < kDensePanelMinRows ? std::max(panel, share) : panel);
+        decode ? std::max(panel, share) : panel);
   }
 
   // Each pool thread takes blocks of W's rows one at a time, widens a block to fp32 in its own buffer
@@ -145,7 +149,7 @@ private:
   const T* m_data;
   std::int64_t m_rows, m_cols;
   std::string m_format;
-  std::optional<PanelProduct> m_product; // the panel GEMM's product for this W (none for F16)
+  std::optional<PanelProduct> m_product;  // the panel GEMM's product for this W (none for F16)
   std::unique_ptr<PackedPanels> m_packed; // a BF16 W packed at load, where panel_packing_preferred
 };
 
@@ -226,7 +230,7 @@ make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t
 
 std::unique_ptr<LinearWeight>
 make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t rows, std::int64_t cols,
-                  ActivationPrecision activations) {
+                  ActivationPrecision activations, WeightLayout layout) {
   use_single_threaded_blas();
   if (static_cast<std::uint64_t>(rows * cols) * model::dtype_size(dtype) != bytes.size())
     throw InputError("dense weight of " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
@@ -237,7 +241,7 @@ make_dense_weight(DType dtype, std::span<const std::byte> bytes, std::int64_t ro
     return std::make_unique<DenseWeight<float>>(reinterpret_cast<const float*>(bytes.data()), rows, cols, "f32");
   case DType::bf16:
     return std::make_unique<DenseWeight<Bf16>>(reinterpret_cast<const Bf16*>(bytes.data()), rows, cols, "bf16",
-                                               activations);
+                                               activations, layout);
   case DType::f16:
     return std::make_unique<DenseWeight<F16>>(reinterpret_cast<const F16*>(bytes.data()), rows, cols, "f16");
   default:

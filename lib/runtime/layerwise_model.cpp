@@ -11,7 +11,9 @@ namespace optkit::runtime {
 
 LayerwiseModel::LayerwiseModel(const std::filesystem::path& model_dir, unsigned threads,
                                ActivationPrecision activations)
-    : m_weights(model_dir, std::nullopt, activations), m_pool(threads), m_pass(m_weights, m_pool) {}
+    : m_weights(model_dir, std::nullopt, activations, model::LoadMode::map, WeightLayout::in_place)
+    , m_pool(threads)
+    , m_pass(m_weights, m_pool) {}
 
 std::vector<float>
 LayerwiseModel::embed(std::span<const TokenId> tokens) const {

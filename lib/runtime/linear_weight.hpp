@@ -1,8 +1,9 @@
 // The weight interface of the runtime. Every linear layer is a LinearWeight: y = x · Wᵀ with
 // W [rows = out features, cols = in features], fp32 activations and fp32 accumulation. The dense
 // implementation reads F32 / BF16 / F16 tensors in place from the mapped safetensors file (zero
-// copy; BF16 ones are packed into the AVX-512 kernels' panels at load where those run); quantized formats (int8 channel, int4 group, fp8, 2:4) implement the same interface and
-// are chosen when the model is loaded, so the transformer code never changes per format.
+// copy; BF16 ones are packed into the AVX-512 kernels' panels at load where those run); quantized formats (int8
+// channel, int4 group, fp8, 2:4) implement the same interface and are chosen when the model is loaded, so the
+// transformer code never changes per format.
 #pragma once
 
 #include "model/dtype.hpp"
@@ -37,12 +38,20 @@ public:
   virtual bool reads_source() const { return true; }
 };
 
+// Where a dense BF16 W lives once loaded:
+//  - fastest: packed into the panels of the AVX-512 kernels when made, where the CPU prefers
+//    that (panel_packing_preferred: AVX512_BF16 without AMX), else viewed in place;
+//  - in_place: always viewed in place (a model whose layers are loaded all at once but used one
+//    at a time, as calibration does: packing would copy every layer up front).
+enum class WeightLayout { fastest, in_place };
+
 // W stored densely in F32, BF16 or F16, row-major, viewed in place (the storage must outlive it),
-// or for BF16 where panel_packing_preferred() says so, packed into panels when made.
+// or for BF16 packed into panels when made (`layout`).
 // `activations`: how a BF16 W multiplies its activations (runtime/activation_precision.hpp).
 std::unique_ptr<LinearWeight> make_dense_weight(model::DType dtype, std::span<const std::byte> bytes, std::int64_t rows,
                                                 std::int64_t cols,
-                                                ActivationPrecision activations = ActivationPrecision::fp32);
+                                                ActivationPrecision activations = ActivationPrecision::fp32,
+                                                WeightLayout layout = WeightLayout::fastest);
 
 // W computed in memory (calibration reconstructions, merged deltas), owned, fp32.
 std::unique_ptr<LinearWeight> make_owned_dense_weight(std::vector<float> data, std::int64_t rows, std::int64_t cols);

@@ -40,8 +40,11 @@ enum class PanelProduct { bf16_rounded, bf16_split, f32 };
 //    contiguous stream (on 2 Zen 5 cores at 128 x 8192 x 2048: rounded 620-720 -> 880 GFLOP/s,
 //    split 375-400 -> 450; one activation row over the 128256 x 2048 LM head: 35 -> 46 GB/s
 //    against the row-dot kernel). Split activations pair with W's own element pairs here: each
-//    packed activation word p is followed by its low halves, two broadcasts per W word. It serves
-//    any number of activation rows, and a row's result does not depend on the rows beside it.
+//    packed activation word p is followed by its low halves, two broadcasts per W word. The f32
+//    product over packed BF16 panels widens W's pairs in registers and multiplies them with FMAs,
+//    an fp32 product (decode's few rows in the fp32 activation mode, bound by streaming W). It
+//    serves any number of activation rows, and a row's result does not depend on the rows beside
+//    it.
 // Results agree to fp32 rounding whichever kernel runs.
 enum class PanelKernel { avx512, amx, f32_transposed, avx512_packed };
 

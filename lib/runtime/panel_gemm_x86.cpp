@@ -4,14 +4,17 @@
 // 128 packed words along K, transposes that 64 x 128 slice into an L1-resident panel (word p of
 // the 64 rows side by side: four zmm). A register tile of up to 6 activation rows × 64 W rows
 // keeps 24 fp32 accumulators; each packed word step loads the panel's four vectors, broadcasts one
-// activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Accumulators start
-// from y after the first K block, so no horizontal sums are needed. The activations, packed once
-// per product and shared by all threads, stay in L2; W streams from memory once per product.
-// Where the CPU has AMX-BF16, the BF16 products multiply 32-row panels and the same activations
-// as 16 x 16 tiles instead (see amx_gemm_rows). Elsewhere a BF16 W is packed into its panels once
-// (pack_weight_panels, at load) and the same register tiles read them in place (packed_gemm_rows).
-#include "runtime/panel_gemm.hpp"
+// activation word per row and issues 24 VDPBF16PS (BF16 W) or 24 FMAs (F32 W). Each K block's sums
+// start from zero and are added to y once the block is done (as BLAS kernels add each K block's
+// product to C: no fp32 chain runs longer than a block), so no horizontal sums are needed. The
+// activations, packed once per product and shared by all threads, stay in L2; W streams from
+// memory once per product. Where the CPU has AMX-BF16, the BF16 products multiply 32-row panels
+// and the same activations as 16 x 16 tiles instead (see amx_gemm_rows). Elsewhere a BF16 W is
+// packed into its panels once (pack_weight_panels, at load) and the same register tiles read them
+// in place (packed_gemm_rows): 128 x 8192 x 2048 on 2 Zen 5 cores, W from memory, runs at 880
+// GFLOP/s rounded and 450 split, against 620-720 and 375-400 with the panels packed per product.
 #include "runtime/packed_panels.hpp"
+#include "runtime/panel_gemm.hpp"
 #include "runtime/x86_features.hpp"
 
 #include <algorithm>
@@ -38,6 +41,7 @@ constexpr std::int64_t kStep = 32; // activations converted 32 at a time
 // rounded 415-507 -> 530-630; 4 x 96, 8 x 48 and 5 x 64 measured no better).
 constexpr std::int64_t kTileVectors = 4;
 constexpr std::size_t kTileRows = 6;
+constexpr std::size_t kWidenedTileRows = 3;   // fp32 activations over packed panels: 12 accumulators
 constexpr std::int64_t kBlockWords = 128;     // packed words per K block: a 32 KiB panel of 64 W rows
 constexpr std::int64_t kAmxPanelRows = 32;    // AMX: W rows per panel, two B tiles of 16
 constexpr std::int64_t kAmxBlockWords = 1024; // the same for AMX tiles: 128 KiB panels, fewer C reloads
@@ -79,7 +83,8 @@ store_split_pairs(__m512 f0, __m512 f1, std::uint32_t* out) {
   // lo holds 16 even residuals then 16 odd ones as bf16: pair them as words (16-bit index j of
   // the even one in word j's low half, 16 + j in its high half).
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i pair_index = _mm512_or_si512(lane, _mm512_slli_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(16)), 16));
+  const __m512i pair_index =
+      _mm512_or_si512(lane, _mm512_slli_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(16)), 16));
   const __m512i lo_pairs = _mm512_permutexvar_epi16(pair_index, lo);
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
@@ -258,6 +263,60 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
       _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j],
                             accumulate ? _mm512_add_ps(acc[i][j], _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j))
                                        : acc[i][j]);
+}
+
+// The same over a packed BF16 panel with fp32 activations (two words per panel word: x[2p] and
+// x[2p+1]): W's pairs widened to fp32 in registers and multiplied with FMAs, so each product is
+// an fp32 one. For a few activation rows, where streaming W bounds the time.
+template <std::size_t MR>
+OPTKIT_AVX512BF16 void
+widened_tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const* x_rows, float* const* y_rows,
+             std::int64_t valid, bool accumulate) {
+  constexpr std::size_t nv = kTileVectors;
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __mmask16 mask[nv];
+  for (std::size_t j = 0; j < nv; ++j) {
+    const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
+    mask[j] = static_cast<__mmask16>((1u << lanes) - 1);
+  }
+  __m512 acc[MR][nv];
+  for (std::size_t i = 0; i < MR; ++i)
+    for (std::size_t j = 0; j < nv; ++j)
+      acc[i][j] = _mm512_setzero_ps();
+  for (std::int64_t p = 0; p < words; ++p) {
+    const std::uint32_t* panel_word = panel + p * kTileVectors * 16;
+    __m512 even[nv], odd[nv];
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < nv; ++j) {
+      const __m512i w = _mm512_loadu_si512(panel_word + 16 * j);
+      even[j] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+      odd[j] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    }
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(x_rows[i][2 * p])));
+      const __m512 b = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(x_rows[i][2 * p + 1])));
+#pragma GCC unroll 8
+      for (std::size_t j = 0; j < nv; ++j)
+        acc[i][j] = _mm512_fmadd_ps(odd[j], b, _mm512_fmadd_ps(even[j], a, acc[i][j]));
+    }
+  }
+  for (std::size_t i = 0; i < MR; ++i)
+    for (std::size_t j = 0; j < nv; ++j)
+      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j],
+                            accumulate ? _mm512_add_ps(acc[i][j], _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j))
+                                       : acc[i][j]);
+}
+
+template <std::size_t MR>
+void
+widened_tile_dispatch(std::size_t mr, const std::uint32_t* panel, std::int64_t words,
+                      const std::uint32_t* const* x_rows, float* const* y_rows, std::int64_t valid, bool accumulate) {
+  if constexpr (MR > 1) {
+    if (mr < MR)
+      return widened_tile_dispatch<MR - 1>(mr, panel, words, x_rows, y_rows, valid, accumulate);
+  }
+  widened_tile<MR>(panel, words, x_rows, y_rows, valid, accumulate);
 }
 
 template <std::size_t MR, std::int64_t NV, bool Fma, int XWords>
@@ -449,8 +508,8 @@ f32_transposed_rows(const float* w, std::int64_t r0, std::int64_t r1, const Pack
 }
 
 // Activation rows [i_begin, m) of one packed panel's K block (NV vectors of W rows) on AVX-512
-// register tiles of MR rows.
-template <std::size_t MR, std::int64_t NV, bool Fma, int XWords = 1>
+// register tiles of MR rows (Widened: fp32 activations against a packed BF16 panel).
+template <std::size_t MR, std::int64_t NV, bool Fma, int XWords = 1, bool Widened = false>
 void
 register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t words, const PackedActivations& x,
                    std::int64_t i_begin, float* y, std::int64_t ldy, std::int64_t n0, std::int64_t valid) {
@@ -463,7 +522,10 @@ register_tile_rows(const std::uint32_t* panel, std::int64_t p0, std::int64_t wor
       x_rows[i] = x.words.data() + row * x.row_words + XWords * p0;
       y_rows[i] = y + row * ldy + n0;
     }
-    tile_dispatch<MR, NV, Fma, XWords>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
+    if constexpr (Widened)
+      widened_tile_dispatch<MR>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
+    else
+      tile_dispatch<MR, NV, Fma, XWords>(mr, panel, words, x_rows, y_rows, valid, p0 > 0);
   }
 }
 
@@ -493,18 +555,23 @@ packed_gemm_rows(const PackedPanels& w, std::int64_t r0, std::int64_t r1, const 
   if (x.kernel != PanelKernel::avx512_packed || x.cols != w.cols() || r0 % panel_rows != 0 ||
       (r1 % panel_rows != 0 && r1 != w.rows()) || r1 > w.rows())
     throw std::logic_error("panel_gemm_rows: packed panels need activations packed for them and whole panels");
-  const bool split = x.product == PanelProduct::bf16_split;
   for (std::int64_t n0 = r0; n0 < r1; n0 += panel_rows) {
     const std::int64_t valid = std::min(panel_rows, r1 - n0);
     const std::uint32_t* panel = w.panel(n0);
     for (std::int64_t p0 = 0; p0 < w.words(); p0 += kBlockWords) {
       const std::int64_t words = std::min(kBlockWords, w.words() - p0);
-      if (split)
-        register_tile_rows<kTileRows, kTileVectors, false, 2>(panel + p0 * panel_rows, p0, words, x, 0, y, ldy, n0,
-                                                              valid);
-      else
-        register_tile_rows<kTileRows, kTileVectors, false>(panel + p0 * panel_rows, p0, words, x, 0, y, ldy, n0,
-                                                           valid);
+      const std::uint32_t* block = panel + p0 * panel_rows;
+      switch (x.product) {
+      case PanelProduct::bf16_rounded:
+        register_tile_rows<kTileRows, kTileVectors, false>(block, p0, words, x, 0, y, ldy, n0, valid);
+        break;
+      case PanelProduct::bf16_split:
+        register_tile_rows<kTileRows, kTileVectors, false, 2>(block, p0, words, x, 0, y, ldy, n0, valid);
+        break;
+      case PanelProduct::f32:
+        register_tile_rows<kWidenedTileRows, kTileVectors, true, 2, true>(block, p0, words, x, 0, y, ldy, n0, valid);
+        break;
+      }
     }
   }
 }
@@ -580,8 +647,8 @@ panel_gemm_supported(PanelProduct product) {
 const char*
 bf16_gemm_kernel_name() {
   const auto kernel = panel_gemm_kernel(PanelProduct::bf16_split);
-  return !kernel                          ? "widened sgemm"
-         : *kernel == PanelKernel::amx    ? "amx_bf16 tiles"
+  return !kernel                                             ? "widened sgemm"
+         : *kernel == PanelKernel::amx                       ? "amx_bf16 tiles"
          : panel_packing_preferred(PanelProduct::bf16_split) ? "avx512_bf16, panels packed at load"
                                                              : "avx512_bf16";
 }
@@ -611,8 +678,10 @@ pack_activations(const float* x, std::int64_t m, std::int64_t cols, PanelProduct
   out.product = product;
   out.kernel = kernel.value_or(*panel_gemm_kernel(product, m));
   const bool f32 = product == PanelProduct::f32;
-  const bool bf16_kernel = out.kernel == PanelKernel::avx512_packed || (out.kernel == PanelKernel::amx && amx_available());
-  if (out.kernel != PanelKernel::avx512 && (f32 ? out.kernel != PanelKernel::f32_transposed : !bf16_kernel))
+  const bool bf16_kernel =
+      out.kernel == PanelKernel::avx512_packed || (out.kernel == PanelKernel::amx && amx_available());
+  const bool f32_kernel = out.kernel == PanelKernel::avx512_packed || out.kernel == PanelKernel::f32_transposed;
+  if (out.kernel != PanelKernel::avx512 && (f32 ? !f32_kernel : !bf16_kernel))
     throw std::logic_error("pack_activations: that kernel does not serve this product on this CPU");
   out.m = m;
   out.cols = cols;

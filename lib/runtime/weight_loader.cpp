@@ -183,7 +183,8 @@ released_if_copied(const model::WeightStore& store, const std::string& tensor, s
 // dense weight over its bytes (BF16 with bf16 activations, as llama.cpp rounds them); the others
 // are dequantized as used, their inputs rounded for their type (runtime/ggml_weight.hpp).
 std::unique_ptr<LinearWeight>
-load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols) {
+load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
+                 WeightLayout layout) {
   const auto matrix = store.gguf_matrix(prefix + ".weight");
   if (!matrix)
     throw InputError(fmt::format("{}: tensor '{}' is missing from the GGUF file", store.files().front().string(),
@@ -192,10 +193,11 @@ load_gguf_linear(const model::WeightStore& store, const std::string& prefix, std
     throw InputError(fmt::format("tensor '{}' is [{}, {}] but the config implies [{}, {}]", prefix + ".weight",
                                  matrix->rows, matrix->cols, rows, cols));
   if (const auto view = store.find(prefix + ".weight"); view.info && view.dtype() != model::DType::f16)
-    return released_if_copied(store, prefix + ".weight",
-                              make_dense_weight(view.dtype(), view.bytes, rows, cols,
-                                                view.dtype() == model::DType::bf16 ? ActivationPrecision::bf16
-                                                                                   : ActivationPrecision::fp32));
+    return released_if_copied(
+        store, prefix + ".weight",
+        make_dense_weight(view.dtype(), view.bytes, rows, cols,
+                          view.dtype() == model::DType::bf16 ? ActivationPrecision::bf16 : ActivationPrecision::fp32,
+                          layout));
   return make_ggml_weight(*matrix);
 }
 
@@ -211,11 +213,12 @@ load_quantization_config(const std::filesystem::path& model_dir) {
 
 std::unique_ptr<LinearWeight>
 load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows, std::int64_t cols,
-            const quant::QuantizationConfig* quantization, ActivationPrecision activations, RowSlice slice) {
+            const quant::QuantizationConfig* quantization, ActivationPrecision activations, RowSlice slice,
+            WeightLayout layout) {
   if (slice.stored_rows == 0)
     slice.stored_rows = rows;
   if (store.is_gguf())
-    return load_gguf_linear(store, prefix, rows, cols);
+    return load_gguf_linear(store, prefix, rows, cols, layout);
   if (const auto* group = quantization ? quantization->group_for(prefix) : nullptr;
       group && store.find(prefix + ".weight_scale").info)
     return load_quantized_linear(store, prefix, rows, cols, *group, slice);
@@ -230,7 +233,7 @@ load_linear(const model::WeightStore& store, const std::string& prefix, std::int
         make_dense_weight(
             view.dtype(),
             sliced_rows(view.bytes, model::dtype_size(view.dtype()) * static_cast<std::size_t>(cols), slice, rows),
-            rows, cols, activations));
+            rows, cols, activations, layout));
   default:
     throw InputError(fmt::format("tensor '{}' is {}, which the runtime cannot use as a dense weight (expected F32, "
                                  "BF16 or F16)",

@@ -30,11 +30,12 @@ struct RowSlice {
 // or, when a config group of `quantization` quantizes the module, its compressed-tensors tensors (weight_packed +
 // weight_scale + weight_shape, or an I8 / F8_E4M3 weight + weight_scale); of a fused module, the
 // rows `slice` names (zero copy where the tensor is mapped).
-// `activations`: how a BF16 weight multiplies its activations (runtime/activation_precision.hpp).
+// `activations`: how a BF16 weight multiplies its activations (runtime/activation_precision.hpp);
+// `layout`: where a dense BF16 one lives (linear_weight.hpp).
 std::unique_ptr<LinearWeight> load_linear(const model::WeightStore& store, const std::string& prefix, std::int64_t rows,
                                           std::int64_t cols, const quant::QuantizationConfig* quantization = nullptr,
                                           ActivationPrecision activations = ActivationPrecision::fp32,
-                                          RowSlice slice = {});
+                                          RowSlice slice = {}, WeightLayout layout = WeightLayout::fastest);
 // Throws InputError unless `delta` was compressed against the weights in `base_dir`.
 void check_delta_base(const quant::DeltaArtifact& delta, const std::filesystem::path& base_dir);
 // The variant's own `module` when the artifact stores it whole, W_base + Δ when it holds a

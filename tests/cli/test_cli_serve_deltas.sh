@@ -238,7 +238,14 @@ wait "$server"
 RC=$?
 [ "$RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RC: $(cat "$SCRATCH/server.log")"
 
-# The swap-full-model baseline serves the same variant with the same greedy text, swapping models.
+# The swap-full-model baseline serves the same variant with the same greedy text, swapping models,
+# as the decoupled Δ products do on fp32 activations (the default int8 ones may flip a near tie:
+# two candidates 0.002 nats apart at the third token of this artifact).
+start_serve_deltas "$base" --delta "code=$SCRATCH/code" --delta-activations fp32
+out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
+decoupled_text=$(completion_text "$out")
+kill -TERM "$server"
+wait "$server" || fail "SIGTERM: $(cat "$SCRATCH/server.log")"
 start_serve_deltas "$base" --delta "code=$SCRATCH/code" --baseline swap
 out=$(http POST /v1/completions '{"model": "code", "prompt": "def main(", "max_tokens": 6, "temperature": 0}')
 swap_text=$(completion_text "$out")
@@ -255,7 +262,7 @@ RC=$?
 last=$(sql "SELECT MAX(id) FROM runs WHERE command = 'serve-deltas'")
 [ "$(sql "SELECT value FROM metrics WHERE run_id = $last AND name = 'model_swaps'")" = 2.0 ] ||
   fail "two swaps (to code, back to the base) not recorded"
-[ "$(sql "SELECT COUNT(*) FROM runs WHERE command = 'serve-deltas'")" = 2 ] || fail "serve-deltas runs not archived"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE command = 'serve-deltas'")" = 3 ] || fail "serve-deltas runs not archived"
 # The first run's summary: the tokens it generated (3 + 6 at least) and its one variant.
 first=$(sql "SELECT MIN(id) FROM runs WHERE command = 'serve-deltas'")
 generated=$(sql "SELECT value FROM metrics WHERE run_id = $first AND name = 'generated_tokens'")

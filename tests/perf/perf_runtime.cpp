@@ -93,8 +93,8 @@ gemv_gbps(model::DType dtype, unsigned threads) {
 // BF16 as the runtime multiplies it (a dense weight: its panels packed at load where the CPU
 // prefers that) and, for comparison, with W left in rows and packed into panels per product.
 struct GemmFigures {
-  double bf16_split = 0, bf16_rounded = 0, bf16_split_rows = 0, bf16_rounded_rows = 0, bf16_widened = 0,
-         f32_panel = 0, f32_sgemm = 0;
+  double bf16_split = 0, bf16_rounded = 0, bf16_split_rows = 0, bf16_rounded_rows = 0, bf16_widened = 0, f32_panel = 0,
+         f32_sgemm = 0;
 };
 
 GemmFigures
@@ -347,6 +347,7 @@ main(int argc, char** argv) {
     int batch;
     Figures figures;
     double gbps;
+    double load_s; // the model's construction (BF16 packing included where the CPU packs)
   };
   std::vector<Row> rows;
   std::vector<std::pair<model::DType, LlamaBench>> llama;
@@ -362,9 +363,12 @@ main(int argc, char** argv) {
     if (dtype == model::DType::bf16)
       modes.push_back(runtime::ActivationPrecision::bf16);
     std::vector<std::unique_ptr<runtime::CpuTransformer>> models;
+    std::vector<double> load_s;
     for (const auto mode : modes) {
+      const double t0 = now();
       models.push_back(std::make_unique<runtime::CpuTransformer>(
           path, runtime::RuntimeOptions{.threads = threads, .activations = mode, .weight_loading = weights}));
+      load_s.push_back(now() - t0);
       measure(*models.back(), 1, 8, 2); // touches every weight page once, so no timing includes page faults
     }
     const double weight_gb = static_cast<double>(models.front()->weight_bytes()) / 1e9;
@@ -397,7 +401,7 @@ main(int argc, char** argv) {
         f.prefill_tps = median(prefill_tps);
         f.decode_step_s = median(decode_step_s);
         f.decode_tps = batches[b] / f.decode_step_s;
-        rows.push_back({dtype, modes[k], batches[b], f, weight_gb / f.decode_step_s});
+        rows.push_back({dtype, modes[k], batches[b], f, weight_gb / f.decode_step_s, load_s[k]});
       }
     if (!llama_prefill.empty()) {
       llama_run.prefill_tps = median(llama_prefill);
@@ -425,12 +429,12 @@ main(int argc, char** argv) {
                w8a8.gemm_int, w8a8.gemv_int, w8a8.gemm_float, w8a8.gemv_float);
   else
     fmt::print("W8A8: no AVX512_VNNI here, the float path serves it\n");
-  fmt::print("{:<6} {:>11} {:>5} {:>14} {:>14} {:>12} {:>14}\n", "dtype", "activations", "batch", "prefill tok/s",
-             "decode tok/s", "decode GB/s", "of read BW");
+  fmt::print("{:<6} {:>11} {:>5} {:>14} {:>14} {:>12} {:>14} {:>8}\n", "dtype", "activations", "batch", "prefill tok/s",
+             "decode tok/s", "decode GB/s", "of read BW", "load s");
   for (const auto& r : rows)
-    fmt::print("{:<6} {:>11} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}%\n", model::dtype_name(r.dtype),
+    fmt::print("{:<6} {:>11} {:>5} {:>14.1f} {:>14.2f} {:>12.1f} {:>13.0f}% {:>8.2f}\n", model::dtype_name(r.dtype),
                runtime::activation_precision_name(r.activations), r.batch, r.figures.prefill_tps, r.figures.decode_tps,
-               r.gbps, 100.0 * r.gbps / copy);
+               r.gbps, 100.0 * r.gbps / copy, r.load_s);
   for (const auto& [dtype, l] : llama) {
     if (!l.error.empty()) {
       fmt::print("llama-bench {}: {}\n", model::dtype_name(dtype), l.error);
