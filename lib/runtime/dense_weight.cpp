@@ -73,8 +73,10 @@ public:
       , m_format(std::move(format))
       , m_product(panel_product<T>(activations)) {
     if constexpr (std::is_same_v<T, Bf16>) {
-      if (layout == WeightLayout::fastest && panel_packing_preferred(*m_product))
+      if (layout == WeightLayout::fastest && panel_packing_preferred(*m_product)) {
         m_packed = std::make_unique<PackedPanels>(data, rows, cols);
+        m_data = nullptr; // the loader lets those bytes go
+      }
     }
   }
 
