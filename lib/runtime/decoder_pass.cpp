@@ -348,8 +348,9 @@ DecoderPass::mlp(std::int64_t index, const BatchRows& batch, std::vector<float>&
   if (tap)
     tap->observe(LinearInput::mlp_in, h, rows, hidden, sequences);
   // kMlpRowBlock rows at a time, so that `up` and the packed inputs of the products are a block's
-  // size, not the pass's (at 8B's shape 8,192 rows of 14,336 are 470 MB each). Each row's result
-  // does not depend on the rows multiplied beside it. A tap sees the hidden activations whole, so
+  // size, not the pass's (at 8B's shape 8,192 rows of 14,336 are 470 MB each). On optkit's own
+  // kernels each row's result does not depend on the rows multiplied beside it (on OpenBLAS's
+  // Haswell/Zen sgemm it may differ in the last bits). A tap sees the hidden activations whole, so
   // then `gate` holds every row.
   const std::int64_t block = std::min(rows, kMlpRowBlock);
   float* gate = m_gate.get(static_cast<std::size_t>((tap ? rows : block) * inter));
