@@ -1,9 +1,9 @@
 // The weight interface of the runtime. Every linear layer is a LinearWeight: y = x · Wᵀ with
 // W [rows = out features, cols = in features], fp32 activations and fp32 accumulation. The dense
 // implementation reads F32 / BF16 / F16 tensors in place from the mapped safetensors file (zero
-// copy; BF16 ones are packed into the AVX-512 kernels' panels at load where those run); quantized formats (int8
-// channel, int4 group, fp8, 2:4) implement the same interface and are chosen when the model is loaded, so the
-// transformer code never changes per format.
+// copy; BF16 ones are packed into the AVX-512 kernels' panels at load where those run); quantized
+// formats (int8 channel, int4 group, fp8, 2:4) implement the same interface and are chosen when
+// the model is loaded, so the transformer code never changes per format.
 #pragma once
 
 #include "model/dtype.hpp"

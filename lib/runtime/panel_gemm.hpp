@@ -91,8 +91,8 @@ void panel_gemm_rows(const float* w, std::int64_t r0, std::int64_t r1, const Pac
 void panel_gemm_rows(const PackedPanels& w, std::int64_t r0, std::int64_t r1, const PackedActivations& x, float* y,
                      std::int64_t ldy);
 
-// Rows [0, rows) of a BF16 W [rows, cols] into PackedPanels' layout at `out`
-// (PackedPanels::words_for(rows, cols) words). Only where panel_packing_preferred says so.
+// Rows [0, rows) of a BF16 W [rows, cols] into PackedPanels' layout at `out` (rows rounded up to
+// 64, times PackedPanels::words_for(cols) words). Only where panel_packing_preferred says so.
 void pack_weight_panels(const Bf16* w, std::int64_t rows, std::int64_t cols, std::uint32_t* out);
 
 } // namespace optkit::runtime
