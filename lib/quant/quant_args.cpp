@@ -12,6 +12,15 @@ namespace optkit::quant {
 
 namespace {
 
+// A whole number from the user's JSON. nlohmann's get<integer>() casts a floating-point value
+// (1.5, or 1e127 from an integer too long for 64 bits), which truncates or is undefined.
+std::int64_t
+integer_value(const nlohmann::json& v, const char* field, const std::string& where) {
+  if (!v.is_number_integer())
+    throw InputError(fmt::format("{}: {} {} (expected an integer)", where, field, v.dump()));
+  return v.get<std::int64_t>();
+}
+
 constexpr std::array<std::pair<Strategy, std::string_view>, 6> kStrategies = {{{Strategy::tensor, "tensor"},
                                                                                {Strategy::channel, "channel"},
                                                                                {Strategy::group, "group"},
@@ -57,8 +66,9 @@ read_block_structure(const nlohmann::json& j, QuantArgs& a, const std::string& w
     } catch (const std::exception&) {
       sizes.clear();
     }
-  } else {
-    sizes = j.get<std::vector<std::int64_t>>();
+  } else if (j.is_array()) {
+    for (const auto& size : j)
+      sizes.push_back(integer_value(size, "block_structure entry", where));
   }
   if (sizes.size() != 2 || sizes[0] <= 0 || sizes[1] <= 0 || sizes[0] > (1 << 20) || sizes[1] > (1 << 20))
     throw InputError(fmt::format("{}: block_structure {} (expected [rows, cols] such as [128, 128])", where, j.dump()));
@@ -182,8 +192,12 @@ quant_args_from_json(const nlohmann::json& j, const std::string& where) {
     throw InputError(fmt::format("{}: expected an object of quantization arguments", where));
   QuantArgs a;
   try {
-    if (j.contains("num_bits"))
-      a.bits = j.at("num_bits").get<int>();
+    if (j.contains("num_bits")) {
+      const auto bits = integer_value(j.at("num_bits"), "num_bits", where);
+      if (bits < 1 || bits > 64)
+        throw InputError(fmt::format("{}: num_bits {} (expected 2 to 8 for int, 4 or 8 for float)", where, bits));
+      a.bits = static_cast<int>(bits);
+    }
     if (j.contains("type")) {
       const auto type = j.at("type").get<std::string>();
       if (type != "int" && type != "float")
@@ -193,7 +207,7 @@ quant_args_from_json(const nlohmann::json& j, const std::string& where) {
     if (j.contains("symmetric"))
       a.symmetric = j.at("symmetric").get<bool>();
     if (j.contains("group_size") && !j.at("group_size").is_null())
-      a.group_size = j.at("group_size").get<std::int64_t>();
+      a.group_size = integer_value(j.at("group_size"), "group_size", where);
     if (j.contains("dynamic")) {
       const auto& dynamic = j.at("dynamic");
       if (dynamic.is_string() && dynamic.get<std::string>() != "local")
