@@ -217,6 +217,19 @@ dot(__m512 acc, __m512i a, __m512i w) {
     return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(w));
 }
 
+// The lanes of a panel's vector j (W rows 16j .. 16j + 15) that hold W rows before `valid`.
+inline __mmask16
+vector_lanes(std::int64_t valid, std::size_t j) {
+  const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
+  return static_cast<__mmask16>((1u << lanes) - 1);
+}
+
+// y[lanes] = acc, or += acc after the first K block (each block's sums start from zero).
+OPTKIT_AVX512BF16 inline void
+store_sums(float* y, __mmask16 lanes, __m512 acc, bool accumulate) {
+  _mm512_mask_storeu_ps(y, lanes, accumulate ? _mm512_add_ps(acc, _mm512_maskz_loadu_ps(lanes, y)) : acc);
+}
+
 // y_rows[i][0..valid) (+)= Σ_p x_rows[i][p] · panel[p][·] for MR activation rows and a panel of
 // NV vectors of 16 W rows. XWords 2 (split activations over packed panels): the activation words
 // 2p and 2p + 1 both multiply panel word p, in that order.
@@ -226,10 +239,8 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
      std::int64_t valid, bool accumulate) {
   constexpr auto nv = static_cast<std::size_t>(NV);
   __mmask16 mask[nv];
-  for (std::size_t j = 0; j < nv; ++j) {
-    const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
-    mask[j] = static_cast<__mmask16>((1u << lanes) - 1);
-  }
+  for (std::size_t j = 0; j < nv; ++j)
+    mask[j] = vector_lanes(valid, j);
   __m512 acc[MR][nv];
 #pragma GCC unroll 12
   for (std::size_t i = 0; i < MR; ++i)
@@ -260,9 +271,7 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (std::size_t j = 0; j < nv; ++j)
-      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j],
-                            accumulate ? _mm512_add_ps(acc[i][j], _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j))
-                                       : acc[i][j]);
+      store_sums(y_rows[i] + 16 * j, mask[j], acc[i][j], accumulate);
 }
 
 // The same over a packed BF16 panel with fp32 activations (two words per panel word: x[2p] and
@@ -275,10 +284,8 @@ widened_tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t
   constexpr std::size_t nv = kTileVectors;
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __mmask16 mask[nv];
-  for (std::size_t j = 0; j < nv; ++j) {
-    const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
-    mask[j] = static_cast<__mmask16>((1u << lanes) - 1);
-  }
+  for (std::size_t j = 0; j < nv; ++j)
+    mask[j] = vector_lanes(valid, j);
   __m512 acc[MR][nv];
   for (std::size_t i = 0; i < MR; ++i)
     for (std::size_t j = 0; j < nv; ++j)
@@ -303,9 +310,7 @@ widened_tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t
   }
   for (std::size_t i = 0; i < MR; ++i)
     for (std::size_t j = 0; j < nv; ++j)
-      _mm512_mask_storeu_ps(y_rows[i] + 16 * j, mask[j],
-                            accumulate ? _mm512_add_ps(acc[i][j], _mm512_maskz_loadu_ps(mask[j], y_rows[i] + 16 * j))
-                                       : acc[i][j]);
+      store_sums(y_rows[i] + 16 * j, mask[j], acc[i][j], accumulate);
 }
 
 template <std::size_t MR>
