@@ -62,13 +62,14 @@ add_probe_checks(Report& report, const nlohmann::json& probes, archive::RunArchi
       {"cpu kernels", cpu_error < 1e-4 ? CheckStatus::ok : CheckStatus::fail,
        fmt::format("ISA {}; decode row-dot {}; prefill at 128x2048x2048: BF16 {} {:.0f} GFLOP/s, {:.0f} with "
                    "--activations bf16 (widened sgemm {:.0f}), F32 {} {:.0f} GFLOP/s (OpenBLAS sgemm {:.0f}), W8A8 {} "
-                   "{:.0f} GFLOP/s; served deltas' decode product {}; max rel. error {:.1e}",
+                   "{:.0f} GFLOP/s; served deltas' decode product {}; attention and SiLU {}; max rel. error {:.1e}",
                    cpu.at("isa").get<std::string>(), cpu.at("row_dot").get<std::string>(),
                    cpu.at("bf16_prefill").get<std::string>(), cpu.at("bf16_gflops").get<double>(),
                    cpu.at("bf16_rounded_gflops").get<double>(), cpu.at("bf16_widened_gflops").get<double>(),
                    cpu.at("f32_prefill").get<std::string>(), cpu.at("f32_gflops").get<double>(),
                    cpu.at("f32_sgemm_gflops").get<double>(), cpu.at("w8a8").get<std::string>(),
-                   cpu.at("w8a8_gflops").get<double>(), cpu.at("delta_product").get<std::string>(), cpu_error)});
+                   cpu.at("w8a8_gflops").get<double>(), cpu.at("delta_product").get<std::string>(),
+                   cpu.at("attention").get<std::string>(), cpu_error)});
   archive.add_metric(run_id, std::nullopt, {"w8a8_prefill_gflops", cpu.at("w8a8_gflops").get<double>(), "GFLOP/s", {}});
   const double read = cpu.at("read_gbps").get<double>(), bf16_decode = cpu.at("bf16_decode_gbps").get<double>(),
                f32_decode = cpu.at("f32_decode_gbps").get<double>();

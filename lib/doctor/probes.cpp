@@ -7,6 +7,7 @@
 #include "runtime/delta_int8.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/int8_gemm.hpp"
+#include "runtime/kernels.hpp"
 #include "runtime/linear_weight.hpp"
 #include "runtime/panel_gemm.hpp"
 #include "runtime/quantized_weight.hpp"
@@ -196,6 +197,7 @@ check_cpu_kernels() {
     check.isa = "none of avx2/avx512";
   check.row_dot = runtime::dot_rows_kernel();
   check.bf16_prefill = runtime::bf16_gemm_kernel_name();
+  check.attention = runtime::attention_kernel();
   const auto f32_kernel = runtime::panel_gemm_kernel(runtime::PanelProduct::f32, 128);
   check.f32_prefill = !f32_kernel                                           ? "sgemm"
                       : *f32_kernel == runtime::PanelKernel::f32_transposed ? "avx512f, activations transposed"
@@ -312,6 +314,7 @@ run_probes() {
        {{"isa", cpu.isa},
         {"row_dot", cpu.row_dot},
         {"bf16_prefill", cpu.bf16_prefill},
+        {"attention", cpu.attention},
         {"f32_prefill", cpu.f32_prefill},
         {"delta_product", cpu.delta_product},
         {"bf16_gflops", cpu.bf16_gflops},

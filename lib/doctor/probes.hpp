@@ -24,6 +24,7 @@ struct CpuKernelCheck {
   std::string isa;          // the relevant instruction sets found, e.g. "avx2 fma avx512f avx512_bf16"
   std::string row_dot;      // decode kernel, as runtime::dot_rows_kernel() names it
   std::string bf16_prefill; // runtime::bf16_gemm_kernel_name()
+  std::string attention;    // runtime::attention_kernel(): attention and SiLU
   std::string f32_prefill;  // "avx512f, activations transposed", "avx512f" (panel GEMM) or "sgemm"
   double bf16_gflops = 0, bf16_widened_gflops = 0; // the runtime's BF16 product; widened + sgemm
   double bf16_rounded_gflops = 0;                  // the same with --activations bf16

@@ -27,7 +27,7 @@ apply_rope(float* head, std::int64_t rotated, const float* cos, const float* sin
 }
 
 void
-silu_multiply(float* gate, const float* up, std::int64_t n) {
+silu_multiply_loops(float* gate, const float* up, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
@@ -84,8 +84,8 @@ dot(const float* a, const float* b, std::int64_t n) {
 } // namespace
 
 void
-attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
-       std::int64_t position, std::int64_t head_dim, AttentionScores scoring, float* scratch, float* out) {
+attend_loops(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
+             std::int64_t position, std::int64_t head_dim, AttentionScores scoring, float* scratch, float* out) {
   // Block by block, so the inner loops walk contiguous rows; each key and value row is read once
   // for all the heads that share it.
   const std::int64_t bt = cache.block_tokens, stride = cache.stride, span = position + 1;

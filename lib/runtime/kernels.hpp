@@ -16,8 +16,11 @@ void rms_norm(const float* x, const float* weight, std::int64_t n, float eps, fl
 // x inverse frequency (rotated / 2 each); the dims after them pass unchanged (partial rotary).
 void apply_rope(float* head, std::int64_t rotated, const float* cos, const float* sin);
 
-// gate = silu(gate) * up, elementwise over n.
+// gate = silu(gate) * up, elementwise over n. Defined by the build's kernel file: on x86-64 (unless
+// OPTKIT_PORTABLE_KERNELS) kernels_x86.cpp, with AVX-512 where the CPU has it (a vector exp within
+// 2 ulp of std::exp); silu_multiply_loops elsewhere.
 void silu_multiply(float* gate, const float* up, std::int64_t n);
+void silu_multiply_loops(float* gate, const float* up, std::int64_t n);
 // gate = gelu_tanh(gate) * up, with PyTorch's tanh approximation 0.5·g·(1 + tanh(√(2/π)(g + 0.044715g³))).
 void gelu_tanh_multiply(float* gate, const float* up, std::int64_t n);
 
@@ -46,11 +49,20 @@ struct KvRows {
 // position `position`, over the cached rows of positions [first, position] (the KV head's slice of
 // a row starts at `offset`). Scores are q·k·scale, soft-capped when `softcap` > 0. The queries and
 // the outputs are `heads` rows of head_dim floats; `scratch` needs heads · (position + 3) floats.
+// Defined by the build's kernel file, as silu_multiply is; attend_loops is the plain loops, which
+// the AVX-512 kernel matches to fp32 rounding (its sums run in another order, its exp is a
+// polynomial).
 struct AttentionScores {
   float scale;
   float softcap = 0; // 0: none
 };
 void attend(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset, std::int64_t first,
             std::int64_t position, std::int64_t head_dim, AttentionScores scores, float* scratch, float* out);
+void attend_loops(const float* queries, std::int64_t heads, const KvRows& cache, std::int64_t offset,
+                  std::int64_t first, std::int64_t position, std::int64_t head_dim, AttentionScores scores,
+                  float* scratch, float* out);
+
+// The kernels attend and silu_multiply run on this build and CPU: "avx512" or "portable".
+const char* attention_kernel();
 
 } // namespace optkit::runtime

@@ -19,6 +19,7 @@
 #include "quant/quantizer.hpp"
 #include "runtime/dot_rows.hpp"
 #include "runtime/int8_gemm.hpp"
+#include "runtime/kernels.hpp"
 #include "runtime/linear_weight.hpp"
 #include "runtime/panel_gemm.hpp"
 #include "runtime/quantized_weight.hpp"
@@ -411,9 +412,10 @@ main(int argc, char** argv) {
     copies.push_back(read_gbps(threads));
   }
   const double copy = *std::max_element(copies.begin(), copies.end());
-  fmt::print("model {}, {} threads, weights {}, medians of {} runs; row-dot kernel {}; BF16 kernel {}\n", preset,
-             threads, weights == model::LoadMode::read ? "read into memory (--no-mmap)" : "mapped", runs,
-             runtime::dot_rows_kernel(), runtime::bf16_gemm_kernel_name());
+  fmt::print("model {}, {} threads, weights {}, medians of {} runs; row-dot kernel {}; BF16 kernel {}; "
+             "attention {}\n",
+             preset, threads, weights == model::LoadMode::read ? "read into memory (--no-mmap)" : "mapped", runs,
+             runtime::dot_rows_kernel(), runtime::bf16_gemm_kernel_name(), runtime::attention_kernel());
   fmt::print("STREAM-style read: {:.1f} GB/s best of {} measurements ({:.1f} .. {:.1f})\n", copy, copies.size(),
              *std::min_element(copies.begin(), copies.end()), copy);
   fmt::print("GEMV alone (128256 x 2048, one activation row): BF16 {:.1f} GB/s ({:.0f}%), F32 {:.1f} GB/s ({:.0f}%)\n",
