@@ -93,9 +93,9 @@ attend_loops(const float* queries, std::int64_t heads, const KvRows& cache, std:
   float* const total = max_score + heads;
   std::fill(max_score, max_score + heads, -INFINITY);
   for (std::int64_t block = first / bt; block <= position / bt; ++block) {
-    const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
-    const float* k = cache.key_blocks[block] + (t0 - block * bt) * stride + offset;
-    for (std::int64_t t = t0; t <= t1; ++t, k += stride)
+    const auto keys = cache.run(cache.key_blocks, block, first, position, offset);
+    const float* k = keys.row;
+    for (std::int64_t t = keys.first; t <= keys.last; ++t, k += stride)
       for (std::int64_t h = 0; h < heads; ++h) {
         float& score = scratch[h * span + t];
         score = dot(queries + h * head_dim, k, head_dim) * scoring.scale;
@@ -114,9 +114,9 @@ attend_loops(const float* queries, std::int64_t heads, const KvRows& cache, std:
   }
   std::fill(out, out + heads * head_dim, 0.0f);
   for (std::int64_t block = first / bt; block <= position / bt; ++block) {
-    const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
-    const float* v = cache.value_blocks[block] + (t0 - block * bt) * stride + offset;
-    for (std::int64_t t = t0; t <= t1; ++t, v += stride)
+    const auto values = cache.run(cache.value_blocks, block, first, position, offset);
+    const float* v = values.row;
+    for (std::int64_t t = values.first; t <= values.last; ++t, v += stride)
       for (std::int64_t h = 0; h < heads; ++h) {
         const float p = scratch[h * span + t] / total[h];
         float* o = out + h * head_dim;

@@ -3,6 +3,7 @@
 
 #include "model/model_config.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -43,6 +44,18 @@ struct KvRows {
 
   float* key(std::int64_t p) const { return key_blocks[p / block_tokens] + (p % block_tokens) * stride; }
   float* value(std::int64_t p) const { return value_blocks[p / block_tokens] + (p % block_tokens) * stride; }
+
+  // The positions of block `block` within [from, to], and the first one's row (of `blocks`, the
+  // key or the value blocks) at `offset`; the next position's row is `stride` floats on.
+  struct Run {
+    std::int64_t first, last;
+    const float* row;
+  };
+  Run run(float* const* blocks, std::int64_t block, std::int64_t from, std::int64_t to, std::int64_t offset) const {
+    const std::int64_t first = std::max(from, block * block_tokens);
+    return {first, std::min(to, block * block_tokens + block_tokens - 1),
+            blocks[block] + (first - block * block_tokens) * stride + offset};
+  }
 };
 
 // Causal attention of `heads` query heads that share one KV head (GQA's group), at absolute

@@ -82,9 +82,9 @@ weighted_values_avx512(const float* p, const KvRows& cache, std::int64_t offset,
       sum[j] = _mm512_setzero_ps();
     }
     for (std::int64_t block = first / bt; block <= position / bt; ++block) {
-      const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
-      const float* v = cache.value_blocks[block] + (t0 - block * bt) * stride + offset + d0;
-      for (std::int64_t t = t0; t <= t1; ++t, v += stride) {
+      const auto values = cache.run(cache.value_blocks, block, first, position, offset + d0);
+      const float* v = values.row;
+      for (std::int64_t t = values.first; t <= values.last; ++t, v += stride) {
         const __m512 weight = _mm512_set1_ps(p[t]);
         for (int j = 0; j < kChunks; ++j)
           sum[j] = _mm512_fmadd_ps(weight, _mm512_maskz_loadu_ps(mask[j], v + j * kLanes), sum[j]);
@@ -122,9 +122,9 @@ attend_avx512(const float* queries, std::int64_t heads, const KvRows& cache, std
   float* const max_score = scratch + heads * span;
   std::fill(max_score, max_score + heads, -INFINITY);
   for (std::int64_t block = first / bt; block <= position / bt; ++block) {
-    const std::int64_t t0 = std::max(first, block * bt), t1 = std::min(position, block * bt + bt - 1);
-    const float* k = cache.key_blocks[block] + (t0 - block * bt) * stride + offset;
-    for (std::int64_t t = t0; t <= t1; ++t, k += stride)
+    const auto keys = cache.run(cache.key_blocks, block, first, position, offset);
+    const float* k = keys.row;
+    for (std::int64_t t = keys.first; t <= keys.last; ++t, k += stride)
       for (std::int64_t h = 0; h < heads; ++h) {
         float score = dot_avx512(queries + h * head_dim, k, head_dim) * scoring.scale;
         if (scoring.softcap > 0)
