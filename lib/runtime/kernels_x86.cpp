@@ -1,6 +1,6 @@
 // AVX-512F attention and SiLU, chosen by CPUID (x86-64 builds only; see kernels.hpp); the plain
-// loops of kernels.cpp on other CPUs and under OPTKIT_CPU_BASELINE=1. Both spend their time in
-// exp, one value at a time in the loops: here sixteen at a time, by the polynomial below.
+// loops of kernels.cpp on other CPUs and under OPTKIT_CPU_BASELINE=1. The loops call std::exp one
+// value at a time; here exp runs sixteen at a time, by the polynomial below.
 #include "runtime/kernels.hpp"
 #include "runtime/x86_features.hpp"
 
@@ -15,7 +15,8 @@ namespace {
 
 constexpr std::int64_t kLanes = 16;
 
-// e^x, 16 lanes, within 2 ulp of std::exp: x = n·ln2 + r with |r| ≤ ln2/2 (ln2 in two parts so
+// e^x, 16 lanes, within 2 ulp of the exact value (1.24 ulp at worst over every 7th float from -103
+// to 88.7, measured against exp in double): x = n·ln2 + r with |r| ≤ ln2/2 (ln2 in two parts so
 // n·ln2 is exact), e^r by Cephes' degree-7 polynomial, then scaled by 2^n (VSCALEFPS, which
 // underflows to 0 and overflows to inf as exp does). Below -104 every float result is 0; NaN stays
 // NaN (VMAXPS/VMINPS return their second operand when either is NaN).
