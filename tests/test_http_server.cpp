@@ -272,6 +272,25 @@ TEST_CASE("a body announced over the cap is refused 413 from its Content-Length,
   CHECK(answer.find("limit of 1000 bytes") != std::string::npos);
 }
 
+TEST_CASE("a refused body that is sent anyway is drained (paced past its first MiB) and the client reads the 413") {
+  ServerOptions options;
+  options.max_body_bytes = 1000;
+  Server server(options, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", "read");
+  });
+  server.start();
+  // No Expect: the client writes all 12 MiB, more than the kernel buffers. Had the server closed instead of draining,
+  // the write would fail with a reset (raw_exchange throws) and the 413 would be lost.
+  const std::string body(std::size_t{12} << 20, 'x');
+  const std::string answer = raw_exchange(
+      server.port(),
+      "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body, true);
+  CHECK(answer.rfind("HTTP/1.1 413 ", 0) == 0);
+  CHECK(answer.find("limit of 1000 bytes") != std::string::npos);
+  Client client(local(server)); // and the server serves on
+  CHECK(client.request("GET", "/health").body == "read");
+}
+
 TEST_CASE("a stream written from another thread arrives as server-sent events, in order, to the end") {
   std::vector<std::thread> workers;
   Server server({}, [&](const Request&, const std::shared_ptr<Exchange>& exchange) {

@@ -432,31 +432,59 @@ private:
   void linger() {
     beast::error_code ignored;
     m_stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
-    m_drain.resize(64 * 1024);
-    drain(std::size_t{256} << 20);
+    m_drain.resize(kDrainReadBytes);
+    m_drain_started = std::chrono::steady_clock::now();
+    m_drained = 0;
+    drain();
   }
+  // The bytes a refused body may still send (beyond them the connection closes), and the pace at
+  // which they are read. Past its first kDrainUnpacedBytes a connection drains at kDrainBytesPerSecond:
+  // TCP's flow control then holds the sender back, so a client resending over-cap bodies as fast as
+  // it can no longer makes the kernel's receive path and this thread's reads run at loopback speed
+  // (perf_serve_hostile over-cap: 2.6 GB/s of refused bytes on 2 connections, the victim's p99 at
+  // 27× idle). A refused 32 MiB body takes about 2 s to drain.
+  static constexpr std::size_t kDrainBudgetBytes = std::size_t{256} << 20;
+  static constexpr std::size_t kDrainUnpacedBytes = std::size_t{1} << 20;
+  static constexpr double kDrainBytesPerSecond = 16.0 * (1 << 20);
+  static constexpr std::size_t kDrainReadBytes = 64 * 1024;
+
   // Receives with MSG_TRUNC: TCP then drops the bytes in the kernel instead of copying them out
-  // (tcp(7)); a local (Unix) stream ignores the flag and copies into the buffer. Measured with
-  // perf_serve_hostile over-cap on 2 cores: the server took 13 % more refused 32 MiB bodies at the
-  // same victim p99 (what is left there is the kernel's receive path, not this copy). A direct
-  // socket read has no basic_stream timeout, hence the timer.
-  void drain(std::size_t budget) {
+  // (tcp(7)); a local (Unix) stream ignores the flag and copies into the buffer. A direct socket
+  // read has no basic_stream timeout, hence the timer.
+  void drain() {
     m_drain_deadline.expires_after(std::chrono::seconds(5));
     m_drain_deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (!ec)
         self->close();
     });
     m_stream.socket().async_receive(net::buffer(m_drain), MSG_TRUNC,
-                                    [self = shared_from_this(), budget](beast::error_code ec, std::size_t n) {
+                                    [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                                       self->m_drain_deadline.cancel();
-                                      if (ec || n >= budget)
+                                      self->m_drained += n;
+                                      if (ec || self->m_drained >= kDrainBudgetBytes)
                                         return self->close();
-                                      self->drain(budget - n);
+                                      self->pace_drain();
                                     });
+  }
+  // The next read at once while the drain is within its pace, else when it is due.
+  void pace_drain() {
+    const auto elapsed = std::chrono::steady_clock::now() - m_drain_started;
+    const double paced_bytes = static_cast<double>(m_drained - std::min(m_drained, kDrainUnpacedBytes));
+    const auto due = std::chrono::duration<double>(paced_bytes / kDrainBytesPerSecond);
+    if (due <= elapsed)
+      return drain();
+    m_drain_deadline.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(due - elapsed));
+    m_drain_deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec)
+        return self->close(); // cancelled: the server is stopping
+      self->drain();
+    });
   }
 
   beast::basic_stream<StreamProtocol> m_stream;
-  net::steady_timer m_drain_deadline{m_stream.get_executor()};
+  net::steady_timer m_drain_deadline{m_stream.get_executor()}; // a drain read's deadline, or its pace
+  std::chrono::steady_clock::time_point m_drain_started;
+  std::size_t m_drained = 0;
   std::shared_ptr<Server::State> m_server;
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
