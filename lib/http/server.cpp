@@ -272,11 +272,18 @@ private:
     read_body();
   }
 
+  // A body of known length is read up to 64 KiB at a time (Beast's largest read), a chunked one
+  // through the header-sized buffer, which is what caps its chunk lines and trailers.
   void read_body() {
     m_stream.expires_after(m_server->options.idle_timeout);
-    bhttp::async_read(m_stream, m_buffer, *m_parser,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+    if (!m_parser->chunked())
+      m_buffer.max_size(std::max(m_server->options.max_header_bytes, kBodyReadBytes));
+    bhttp::async_read(m_stream, m_buffer, *m_parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->m_buffer.max_size(std::max(self->m_server->options.max_header_bytes, self->m_buffer.size()));
+      self->on_request(ec);
+    });
   }
+  static constexpr std::size_t kBodyReadBytes = 64 * 1024;
 
   void on_read_error(beast::error_code ec) {
     if (ec == bhttp::error::body_limit)
@@ -441,8 +448,8 @@ private:
   // which they are read. Past its first kDrainUnpacedBytes a connection drains at kDrainBytesPerSecond:
   // TCP's flow control then holds the sender back, so a client resending over-cap bodies as fast as
   // it can no longer makes the kernel's receive path and this thread's reads run at loopback speed
-  // (perf_serve_hostile over-cap: 2.6 GB/s of refused bytes on 2 connections, the victim's p99 at
-  // 27× idle). A refused 32 MiB body takes about 2 s to drain.
+  // (perf_serve_hostile over-cap: 2.6 GB/s of refused bytes on 2 connections had the victim's p99
+  // at 21-38× idle; paced, 0.9-1.2×). A refused 32 MiB body takes about 2 s to drain.
   static constexpr std::size_t kDrainBudgetBytes = std::size_t{256} << 20;
   static constexpr std::size_t kDrainUnpacedBytes = std::size_t{1} << 20;
   static constexpr double kDrainBytesPerSecond = 16.0 * (1 << 20);
