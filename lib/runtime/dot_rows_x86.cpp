@@ -119,11 +119,6 @@ load16(const F16* p, __mmask16 valid) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, p));
 }
 
-inline __mmask16
-first_lanes(std::int64_t n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
-}
-
 // y[r .. r + R) = W[r .. r + R) · x: R rows of W stream side by side against one load of x, two
 // accumulators per row (2R independent FMA chains), a masked tail for any cols. With
 // prefetch_next, the next group's rows are fetched into L2 at the same column: the hardware

@@ -20,11 +20,6 @@ namespace {
 
 constexpr std::int64_t kStep = 64; // bytes of K per VPDPBUSD
 
-inline __mmask16
-first16(std::int64_t n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
-}
-
 inline __mmask64
 first64(std::int64_t n) {
   return n >= 64 ? ~__mmask64{0} : n <= 0 ? __mmask64{0} : (__mmask64{1} << n) - 1;
@@ -34,7 +29,7 @@ OPTKIT_VNNI float
 absmax(const float* x, std::int64_t n) {
   __m512 m = _mm512_setzero_ps();
   for (std::int64_t c = 0; c < n; c += 16)
-    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(first16(n - c), x + c)));
+    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(first_lanes(n - c), x + c)));
   return _mm512_reduce_max_ps(m);
 }
 
@@ -47,7 +42,7 @@ quantize_row(const float* x, std::int64_t cols, float scale, std::uint8_t* u, st
   for (std::int64_t c = 0; c < pitch; c += 16) {
     __m512i q = _mm512_setzero_si512();
     if (scale > 0.0f) {
-      const __m512 v = _mm512_maskz_loadu_ps(first16(cols - c), x + c);
+      const __m512 v = _mm512_maskz_loadu_ps(first_lanes(cols - c), x + c);
       const __m512 scaled = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, s), lo), hi);
       q = _mm512_cvtps_epi32(_mm512_roundscale_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }

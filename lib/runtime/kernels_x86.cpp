@@ -38,18 +38,11 @@ exp16(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// The lanes of a 16-value step that lie before `end`.
-inline __mmask16
-lanes_before(std::int64_t i, std::int64_t end) {
-  const std::int64_t left = end - i;
-  return left >= kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-}
-
 OPTKIT_AVX512 void
 silu_multiply_avx512(float* gate, const float* up, std::int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (std::int64_t i = 0; i < n; i += kLanes) {
-    const __mmask16 m = lanes_before(i, n);
+    const __mmask16 m = first_lanes(n - i);
     const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
     const __m512 sigmoid_denominator = _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), g)));
     const __m512 silu = _mm512_div_ps(g, sigmoid_denominator);
@@ -61,7 +54,7 @@ OPTKIT_AVX512 inline float
 dot_avx512(const float* a, const float* b, std::int64_t n) {
   __m512 sum = _mm512_setzero_ps();
   for (std::int64_t d = 0; d < n; d += kLanes) {
-    const __mmask16 m = lanes_before(d, n);
+    const __mmask16 m = first_lanes(n - d);
     sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + d), _mm512_maskz_loadu_ps(m, b + d), sum);
   }
   return _mm512_reduce_add_ps(sum);
@@ -79,7 +72,7 @@ weighted_values_avx512(const float* p, const KvRows& cache, std::int64_t offset,
     __mmask16 mask[kChunks];
     __m512 sum[kChunks];
     for (int j = 0; j < kChunks; ++j) {
-      mask[j] = d0 + j * kLanes < head_dim ? lanes_before(d0 + j * kLanes, head_dim) : 0;
+      mask[j] = first_lanes(head_dim - d0 - j * kLanes); // none past head_dim
       sum[j] = _mm512_setzero_ps();
     }
     for (std::int64_t block = first / bt; block <= position / bt; ++block) {
@@ -102,14 +95,14 @@ softmax_avx512(float* scores, std::int64_t first, std::int64_t end, float max) {
   const __m512 shift = _mm512_set1_ps(max);
   __m512 sum = _mm512_setzero_ps();
   for (std::int64_t t = first; t < end; t += kLanes) {
-    const __mmask16 m = lanes_before(t, end);
+    const __mmask16 m = first_lanes(end - t);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + t), shift));
     sum = _mm512_mask_add_ps(sum, m, sum, e);
     _mm512_mask_storeu_ps(scores + t, m, e);
   }
   const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum));
   for (std::int64_t t = first; t < end; t += kLanes) {
-    const __mmask16 m = lanes_before(t, end);
+    const __mmask16 m = first_lanes(end - t);
     _mm512_mask_storeu_ps(scores + t, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, scores + t), total));
   }
 }

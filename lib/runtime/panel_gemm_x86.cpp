@@ -217,13 +217,6 @@ dot(__m512 acc, __m512i a, __m512i w) {
     return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(w));
 }
 
-// The lanes of a panel's vector j (W rows 16j .. 16j + 15) that hold W rows before `valid`.
-inline __mmask16
-vector_lanes(std::int64_t valid, std::size_t j) {
-  const std::int64_t lanes = std::clamp<std::int64_t>(valid - 16 * static_cast<std::int64_t>(j), 0, 16);
-  return static_cast<__mmask16>((1u << lanes) - 1);
-}
-
 // y[lanes] = acc, or += acc after the first K block (each block's sums start from zero).
 OPTKIT_AVX512BF16 inline void
 store_sums(float* y, __mmask16 lanes, __m512 acc, bool accumulate) {
@@ -240,7 +233,7 @@ tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t* const*
   constexpr auto nv = static_cast<std::size_t>(NV);
   __mmask16 mask[nv];
   for (std::size_t j = 0; j < nv; ++j)
-    mask[j] = vector_lanes(valid, j);
+    mask[j] = first_lanes(valid - 16 * static_cast<std::int64_t>(j)); // W rows before `valid`
   __m512 acc[MR][nv];
 #pragma GCC unroll 12
   for (std::size_t i = 0; i < MR; ++i)
@@ -285,7 +278,7 @@ widened_tile(const std::uint32_t* panel, std::int64_t words, const std::uint32_t
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __mmask16 mask[nv];
   for (std::size_t j = 0; j < nv; ++j)
-    mask[j] = vector_lanes(valid, j);
+    mask[j] = first_lanes(valid - 16 * static_cast<std::int64_t>(j)); // W rows before `valid`
   __m512 acc[MR][nv];
   for (std::size_t i = 0; i < MR; ++i)
     for (std::size_t j = 0; j < nv; ++j)

@@ -3,6 +3,7 @@
 // OPTKIT_CPU_BASELINE=1 (the x86 kernels off: the tests run the portable paths on any CPU).
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <immintrin.h>
 #include <string_view>
@@ -20,6 +21,13 @@ inline bool
 cpu_baseline_forced() {
   const char* baseline = std::getenv("OPTKIT_CPU_BASELINE");
   return baseline != nullptr && std::string_view(baseline) == "1";
+}
+
+// The mask of a 16-lane step's first n lanes (none for n ≤ 0, all for n ≥ 16): the lanes of a
+// vector that lie before the end of a row or a panel.
+inline __mmask16
+first_lanes(std::int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
 }
 
 // AVX-512 F, BW and VL (what every AVX-512 kernel here needs), unless the baseline is forced.
