@@ -52,8 +52,9 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
                     "evicted and reloaded from disk on demand (default: no limit)");
   serve
       ->add_option("--baseline", flags->baseline,
-                   "swap: serve each --delta as a whole merged model, one loaded at a time (the swap-full-model "
-                   "baseline DeltaZip is measured against); none: decoupled serving")
+                   "swap: serve each --delta as a whole model, one loaded at a time (the swap-full-model baseline "
+                   "DeltaZip is measured against; a --delta may then be a checkpoint folder, loaded as it is); "
+                   "none: decoupled serving")
       ->check(CLI::IsMember({"none", "swap"}))
       ->capture_default_str();
   serve

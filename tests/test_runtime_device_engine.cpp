@@ -183,7 +183,7 @@ TEST_CASE("a swap of whole weights re-uploads them to the device") {
       test::tiny_base(),
       {.threads = 2, .kv_cache = {.budget_bytes = 8 << 20}, .device = 0, .device_precision = DevicePrecision::fp32});
   const auto blocks = swapped.kv_cache().capacity_blocks();
-  swapped.reload(test::code_delta());
+  swapped.reload(test::tiny_base(), test::code_delta());
   CHECK(swapped.kv_cache().capacity_blocks() == blocks);
   const std::vector<TokenId> p{3, 14, 15, 92, 65};
   const std::vector<SequenceInput> a{{merged.add_sequence(), p, true, -1}}, b{{swapped.add_sequence(), p, true, -1}};

@@ -16,6 +16,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -33,8 +34,9 @@ namespace {
 // Greedy decoding of one prompt alone, the reference (with `delta`: the delta merged on load).
 std::vector<TokenId>
 greedy_alone(const std::vector<TokenId>& prompt, int count,
-             const std::optional<std::filesystem::path>& delta = std::nullopt) {
-  runtime::CpuTransformer model(tiny_base(), {.threads = 2, .delta = delta});
+             const std::optional<std::filesystem::path>& delta = std::nullopt,
+             const std::filesystem::path& model_dir = tiny_base()) {
+  runtime::CpuTransformer model(model_dir, {.threads = 2, .delta = delta});
   const auto seq = model.add_sequence();
   std::vector<TokenId> out;
   std::vector<TokenId> next = prompt;
@@ -311,6 +313,47 @@ TEST_CASE("swap serving (the --baseline swap): one whole model per step, outputs
   }
   engine.stop();
   CHECK(swap.swaps() >= 1); // the base was loaded first; the variant needed at least one swap
+}
+
+TEST_CASE("swap serving loads a checkpoint folder as it is, and refuses one of another shape") {
+  // Variant 0 is a delta artifact (merged into the base), variant 1 the fine-tuned checkpoint itself.
+  const int count = 8;
+  const auto p1 = prompt_of(9, 1);
+  const auto fine_tune = test::testdata_dir() / "models" / "tiny-code";
+  auto model = std::make_unique<SwapModel>(tiny_base(), std::vector{test::code_delta(), fine_tune},
+                                           runtime::RuntimeOptions{.threads = 2});
+  const SwapModel& swap = *model;
+  const runtime::KvCache& kv = model->kv_cache();
+  Engine engine(std::move(model), kv, {256, 2048, 1, true});
+  Collected c;
+  std::vector<RequestId> ids;
+  for (const std::int32_t variant : {1, 0, 1, -1}) {
+    GenerationParams params = greedy(count);
+    params.variant = variant;
+    auto id = std::make_shared<RequestId>(0);
+    const std::lock_guard lock(c.mutex);
+    *id = engine.submit(p1, params, c.sink_for(id));
+    ids.push_back(*id);
+  }
+  REQUIRE(c.wait_for(ids.size()));
+  engine.stop();
+  const auto from_checkpoint = greedy_alone(p1, count, std::nullopt, fine_tune);
+  CHECK(c.tokens[ids[0]] == from_checkpoint);
+  CHECK(c.tokens[ids[2]] == from_checkpoint);
+  CHECK(c.tokens[ids[1]] == greedy_alone(p1, count, test::code_delta()));
+  CHECK(c.tokens[ids[3]] == greedy_alone(p1, count));
+  CHECK(from_checkpoint != greedy_alone(p1, count)); // the fine-tune is not the base
+  CHECK(swap.swaps() >= 2);
+
+  test::ScratchDir other;
+  std::filesystem::copy(tiny_base(), other.path(), std::filesystem::copy_options::recursive);
+  auto config = nlohmann::json::parse(test::read_text(other / "config.json"));
+  config["num_hidden_layers"] = config["num_hidden_layers"].get<int>() + 1;
+  test::write_text(other / "config.json", config.dump());
+  CHECK_THROWS_WITH_AS(SwapModel(tiny_base(), {other.path()}, {.threads = 1}), doctest::Contains("num_hidden_layers"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(SwapModel(tiny_base(), {test::testdata_dir()}, {.threads = 1}),
+                       doctest::Contains("neither a delta artifact"), InputError);
 }
 
 namespace {

@@ -529,4 +529,27 @@ describe_features(const ModelConfig& c) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string
+shape_difference(const ModelConfig& a, const ModelConfig& b) {
+  if (a.architecture_name != b.architecture_name)
+    return fmt::format("architectures {} vs {}", a.architecture_name, b.architecture_name);
+  const std::pair<const char*, std::int64_t ModelConfig::*> sizes[] = {
+      {"vocab_size", &ModelConfig::vocab_size},
+      {"hidden_size", &ModelConfig::hidden_size},
+      {"intermediate_size", &ModelConfig::intermediate_size},
+      {"num_hidden_layers", &ModelConfig::num_layers},
+      {"num_attention_heads", &ModelConfig::num_heads},
+      {"num_key_value_heads", &ModelConfig::num_kv_heads},
+      {"head_dim", &ModelConfig::head_dim},
+      {"num_experts", &ModelConfig::num_experts},
+      {"moe_intermediate_size", &ModelConfig::expert_intermediate_size},
+      {"shared_expert_intermediate_size", &ModelConfig::shared_expert_intermediate_size}};
+  for (const auto& [name, member] : sizes)
+    if (a.*member != b.*member)
+      return fmt::format("{} {} vs {}", name, a.*member, b.*member);
+  if (a.moe_layers != b.moe_layers)
+    return "the layers that route to experts differ";
+  return {};
+}
+
 } // namespace optkit::model

@@ -115,4 +115,9 @@ std::vector<double> local_rope_inverse_frequencies(const ModelConfig& config);
 // 5 of 6 layers, attention soft-cap 50, ...").
 std::string describe_features(const ModelConfig& config);
 
+// What makes `b` another shape than `a` for a runtime holding `a`'s KV cache and buffers
+// ("num_hidden_layers 16 vs 2", the first difference; empty when none): the architecture, the
+// vocabulary, every width, the layer count and the MoE layout.
+std::string shape_difference(const ModelConfig& a, const ModelConfig& b);
+
 } // namespace optkit::model

@@ -5,10 +5,12 @@
 #include "model/layer_tensors.hpp"
 #include "model/model_config.hpp"
 #include "model/safetensors_writer.hpp"
+#include "model/weight_store.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <string_view>
 
 namespace optkit::model {
 
@@ -185,6 +187,88 @@ write_random_model(const std::filesystem::path& dir, const nlohmann::json& confi
   }
   writer.finish();
   write_file_atomic(dir / "config.json", config.dump(2) + "\n");
+}
+
+namespace {
+
+// A matrix's rows in blocks of this many, perturbed and written.
+constexpr std::int64_t kFinetuneRowBlock = 256;
+
+std::vector<float>
+normal_matrix(std::int64_t rows, std::int64_t cols, float scale, std::uint64_t seed) {
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  FastNormal rng{seed * 0x9E3779B97F4A7C15ULL + 1};
+  for (auto& v : out)
+    v = scale * rng.next();
+  return out;
+}
+
+// `name` (rows x cols) plus A B + E, a block of rows at a time.
+void
+write_perturbed_matrix(const WeightStore& base, const TensorSpec& spec, const FinetunePerturbation& perturbation,
+                       std::uint64_t seed, ShardedSafetensorsWriter& writer) {
+  const auto rows = spec.shape[0], cols = spec.shape[1], rank = perturbation.rank;
+  // Entries of A B sum `rank` products of two N(0, 1): scaled by rms / sqrt(rank) they have RMS rms.
+  const auto a = normal_matrix(rows, rank, perturbation.low_rank_rms / std::sqrt(static_cast<float>(rank)), seed);
+  const auto b = normal_matrix(rank, cols, 1.0f, seed + 1);
+  FastNormal noise{(seed + 2) * 0x9E3779B97F4A7C15ULL + 1};
+  for (std::int64_t first = 0; first < rows; first += kFinetuneRowBlock) {
+    const auto count = std::min(kFinetuneRowBlock, rows - first);
+    auto block = base.rows_as_floats(spec.name, first, count);
+    for (std::int64_t r = 0; r < count; ++r) {
+      float* row = block.data() + r * cols;
+      for (std::int64_t k = 0; k < rank; ++k) {
+        const float coefficient = a[static_cast<std::size_t>((first + r) * rank + k)];
+        const float* b_row = b.data() + k * cols;
+        for (std::int64_t c = 0; c < cols; ++c)
+          row[c] += coefficient * b_row[c];
+      }
+      for (std::int64_t c = 0; c < cols; ++c)
+        row[c] += perturbation.noise_rms * noise.next();
+    }
+    writer.append(spec.name, encode_floats(block, spec.dtype));
+  }
+}
+
+bool
+is_weight_file(const std::filesystem::path& file) {
+  const auto name = file.filename().string();
+  return name.ends_with(".safetensors") || name == "model.safetensors.index.json";
+}
+
+} // namespace
+
+void
+write_random_finetune(const std::filesystem::path& base_dir, const std::filesystem::path& out_dir,
+                      const FinetunePerturbation& perturbation, std::uint64_t seed) {
+  const WeightStore base(base_dir);
+  if (base.is_gguf())
+    throw InputError(base_dir.string() + ": random fine-tunes are written from a safetensors folder, not a GGUF file");
+  if (perturbation.rank < 1)
+    throw InputError(fmt::format("a random fine-tune's rank must be at least 1, not {}", perturbation.rank));
+  std::vector<TensorSpec> specs;
+  for (const auto& name : base.names()) {
+    const auto view = base.require(name);
+    if (view.shape().size() == 2 && view.dtype() != DType::f32 && view.dtype() != DType::bf16 &&
+        view.dtype() != DType::f16)
+      throw InputError(fmt::format("{}: {} is {}; random fine-tunes perturb F32, BF16 or F16 matrices",
+                                   base_dir.string(), name, dtype_name(view.dtype())));
+    specs.push_back({name, view.dtype(), view.shape()});
+  }
+  std::filesystem::create_directories(out_dir);
+  ShardedSafetensorsWriter writer(out_dir, specs, std::uint64_t{4} << 30);
+  std::uint64_t index = 0;
+  for (const auto& spec : specs) {
+    if (spec.shape.size() == 2)
+      write_perturbed_matrix(base, spec, perturbation, seed + 3 * index++, writer);
+    else
+      base.stream(spec.name, [&](std::span<const std::byte> bytes) { writer.append(spec.name, bytes); });
+  }
+  writer.finish();
+  for (const auto& entry : std::filesystem::directory_iterator(base_dir)) // config, tokenizer, chat template
+    if (entry.is_regular_file() && !is_weight_file(entry.path()))
+      std::filesystem::copy_file(entry.path(), out_dir / entry.path().filename(),
+                                 std::filesystem::copy_options::overwrite_existing);
 }
 
 } // namespace optkit::model

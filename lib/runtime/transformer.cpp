@@ -33,6 +33,8 @@ CpuTransformer::CpuTransformer(const std::filesystem::path& model_dir, RuntimeOp
     , m_device_index(options.device)
     , m_precision(options.device_precision)
     , m_int8_delta_activations(options.int8_delta_activations)
+    , m_activations(options.activations)
+    , m_weight_loading(options.weight_loading)
     , m_kv_options(options.kv_cache)
     , m_device(open_device(std::nullopt))
     , m_cache(m_weights.config().num_layers, m_weights.config().kv_dim(), m_weights.config().max_position_embeddings,
@@ -122,17 +124,19 @@ CpuTransformer::set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> varia
 }
 
 void
-CpuTransformer::reload(const std::optional<std::filesystem::path>& delta) {
+CpuTransformer::reload(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta) {
   if (m_cache.used_blocks() > 0) // sequences may exist, empty: the step about to run just added them
     throw InputError(fmt::format("cannot swap weights while {} KV blocks hold keys and values computed with them",
                                  m_cache.used_blocks()));
   if (std::any_of(m_variants.begin(), m_variants.end(), [](const auto& v) { return v != nullptr; }))
     throw InputError("cannot swap weights while deltas are served beside them");
-  DecoderWeights next(m_dir, delta); // loaded in full before the old weights go
-  if (next.config().hidden_size != config().hidden_size || next.config().num_layers != config().num_layers)
-    throw InputError("the swapped-in weights have another shape than the loaded model");
+  DecoderWeights next(model_dir, delta, m_activations, m_weight_loading); // in full before the old weights go
+  if (const auto why = model::shape_difference(config(), next.config()); !why.empty())
+    throw InputError(fmt::format("{}: cannot swap in weights of another shape than {}'s ({})", model_dir.string(),
+                                 m_dir.string(), why));
   m_device.reset(); // the old weights' copy goes before the new one is made
   m_weights = std::move(next);
+  m_dir = model_dir;
   m_cache.forget_all();
   m_device = open_device(m_cache.capacity_blocks()); // the same block ids and capacity
 }

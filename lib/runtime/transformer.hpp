@@ -75,10 +75,13 @@ public:
   std::unique_ptr<DeltaVariant> load_variant(const std::filesystem::path& delta_dir,
                                              const std::function<void()>& checkpoint = {}) const;
   void set_variant(std::int32_t id, std::unique_ptr<DeltaVariant> variant);
-  // Replaces the weights by the base merged with `delta` (none: the base itself), as loading that
-  // model anew would: swap-full-model serving, the baseline DeltaZip measures itself against.
-  // Throws, changing nothing, while the KV cache holds anything or variants are served beside them.
-  void reload(const std::optional<std::filesystem::path>& delta);
+  // Replaces the weights by those of `model_dir` (the model's own folder, or a checkpoint of the
+  // same shape) merged with `delta` (none: the folder's weights as they are), as loading that model
+  // anew would: swap-full-model serving, the baseline DeltaZip measures itself against. Throws,
+  // changing nothing, while the KV cache holds anything, variants are served beside the weights,
+  // or the new weights have another shape.
+  void reload(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta);
+  const std::filesystem::path& model_dir() const { return m_dir; }
   const DeltaVariant& variant(std::int32_t id) const { return *m_variants.at(static_cast<std::size_t>(id)); }
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
@@ -102,6 +105,8 @@ private:
   int m_device_index = -1;
   DevicePrecision m_precision;
   bool m_int8_delta_activations;
+  ActivationPrecision m_activations; // for reload()
+  model::LoadMode m_weight_loading;  // for reload()
   KvCacheOptions m_kv_options;
   std::unique_ptr<DeviceEngine> m_device; // after the weights it holds a copy of, before the cache it sizes
   KvCache m_cache;

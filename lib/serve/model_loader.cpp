@@ -91,7 +91,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
       kv_budget(static_cast<std::uint64_t>(config.num_layers * config.kv_dim() * 2) * element_bytes);
   if (options.delta_serving == DeltaServing::swap) {
     if (!options.loras.empty())
-      throw InputError("--baseline swap serves --delta artifacts as merged models; --lora is served decoupled only");
+      throw InputError("--baseline swap serves each --delta as a whole model; --lora is served decoupled only");
     // One whole model at a time: the engine keeps every step to one variant (the base included).
     std::vector<std::filesystem::path> dirs;
     for (const auto& [name, dir] : options.deltas) {
@@ -106,8 +106,7 @@ load_served_model(const ServeOptions& options, const model::Tokenizer& tokenizer
     loaded.engine.max_deltas = 1;
     loaded.engine.base_takes_slot = true;
     loaded.engine.preempt_skippers = false; // vLLM-SCB batches a model's requests; it computes nothing twice
-    log::info("serve-deltas: --baseline swap: {} variants served as whole merged models, one loaded at a time",
-              dirs.size());
+    log::info("serve-deltas: --baseline swap: {} variants served as whole models, one loaded at a time", dirs.size());
     return loaded;
   }
   auto transformer = std::make_unique<runtime::CpuTransformer>(options.base, runtime_options);
@@ -131,6 +130,11 @@ serve_beside(const ServeOptions& options, const LoadedModel& loaded, Engine& eng
   const auto add = [&](const std::string& flag, const std::string& name, const std::filesystem::path& dir) {
     if (name == base_name)
       throw InputError(flag + " " + name + "=...: the name is the base model's; pick another");
+    if (flag == "--delta" && !std::filesystem::exists(dir / "delta_config.json") &&
+        std::filesystem::exists(dir / "config.json"))
+      throw InputError(flag + " " + name + "=" + dir.string() + ": a checkpoint folder, not a delta artifact; make " +
+                       "one with `optkit compress delta --base " + options.base.string() + " --finetuned " +
+                       dir.string() + " -o DIR`, or serve whole checkpoints with --baseline swap");
     if (flag == "--lora" && !runtime::is_lora_adapter(dir))
       throw InputError(flag + " " + name + "=" + dir.string() + ": no adapter_config.json (a PEFT LoRA adapter " +
                        "folder is expected; deltas go to --delta)");

@@ -1,8 +1,10 @@
 // Swap-full-model serving, the baseline DeltaZip measures itself against (vLLM-SCB in the seed,
-// §6): every variant is a whole merged model, and only one is loaded at a time — a step for
-// another variant first loads it (base weights + its Δ merged, as `eval perplexity --delta` loads
-// it), evicting the one before. The engine keeps one model per step (EngineOptions::max_deltas 1
-// with base_takes_slot), so no live sequence ever sees its weights change.
+// §6): every variant is a whole model, and only one is loaded at a time — a step for another
+// variant first loads it, evicting the one before. A variant is a delta artifact (the base with
+// its Δ merged, as `eval perplexity --delta` loads it) or a checkpoint folder of the base's shape
+// (the fine-tuned model itself, mapped from disk as the seed's baseline loads it from storage).
+// The engine keeps one model per step (EngineOptions::max_deltas 1 with base_takes_slot), so no
+// live sequence ever sees its weights change.
 #pragma once
 
 #include "runtime/transformer.hpp"
@@ -17,8 +19,9 @@ namespace optkit::serve {
 
 class SwapModel final : public runtime::LanguageModel {
 public:
-  // `deltas[i]` is variant i; variant -1 is the base. The base is loaded first.
-  SwapModel(const std::filesystem::path& base, std::vector<std::filesystem::path> deltas,
+  // `variants[i]` (a delta artifact or a checkpoint folder) is variant i; variant -1 is the base,
+  // loaded first. InputError naming the folder when a checkpoint has another shape than the base.
+  SwapModel(const std::filesystem::path& base, std::vector<std::filesystem::path> variants,
             runtime::RuntimeOptions options);
 
   const model::ModelConfig& config() const override { return m_model.config(); }
@@ -42,8 +45,16 @@ public:
   double swap_seconds() const { return m_swap_seconds; }
 
 private:
+  // What loading variant i means: `model_dir`'s weights, with `delta` merged when there is one.
+  struct WholeModel {
+    std::filesystem::path model_dir;
+    std::optional<std::filesystem::path> delta;
+  };
+  WholeModel whole_model(std::int32_t variant) const;
+
+  std::filesystem::path m_base;
   runtime::CpuTransformer m_model;
-  std::vector<std::filesystem::path> m_deltas;
+  std::vector<WholeModel> m_variants;
   std::int32_t m_loaded = -1;
   std::int64_t m_swaps = 0;
   double m_swap_seconds = 0;
