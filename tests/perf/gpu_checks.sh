@@ -138,13 +138,10 @@ run() {
 # throughput only says the trace's offered load), on the GPU and, at 150 and 1000 req/s, the CPU.
 load() {
   setup
-  step perf_deltazip_cuda_60 150 build/perf_deltazip 600 60 16 1 cuda
+  step perf_deltazip_cuda_60 150 build/perf_deltazip --requests 600 --rates 60 --popularity zipf-1.5 --threads 16 --device cuda
   step serve_stream_code 100 serve_stream code --delta code=/tmp/perf_deltazip/code # made by perf_deltazip
-  step perf_deltazip_cuda_150 150 build/perf_deltazip 600 150 16 1 cuda
-  step perf_deltazip_cuda_400 150 build/perf_deltazip 1200 400 16 1 cuda
-  step perf_deltazip_cuda_1000 150 build/perf_deltazip 1200 1000 16 1 cuda
-  step perf_deltazip_cpu_150 150 build/perf_deltazip 600 150 16 1 cpu
-  step perf_deltazip_cpu_1000 150 build/perf_deltazip 1200 1000 16 1 cpu
+  step perf_deltazip_cuda_high 300 build/perf_deltazip --requests 1200 --rates 150,400,1000 --popularity zipf-1.5 --threads 16 --device cuda
+  step perf_deltazip_cpu 300 build/perf_deltazip --requests 1200 --rates 150,1000 --popularity zipf-1.5 --threads 16 --device cpu
 }
 
 case "${1:-}" in

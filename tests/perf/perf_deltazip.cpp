@@ -1,16 +1,28 @@
-// DeltaZip's claim on the CPU, side by side in one run: serving the four tiny fine-tunes as deltas
-// of tiny-base plus the base itself under a Zipf-1.5 popularity trace with Poisson arrivals,
-// decoupled (serve-deltas' default: one shared base, each Δ kept compressed, every variant in the
-// same batch) against the swap-full-model baseline (--baseline swap: merged variants loaded on
-// demand, one at a time, as vLLM-SCB serves them in the seed). Both run the same trace through the
-// same engine code that `optkit serve-deltas` runs (serve::load_served_model), directly rather
-// than over HTTP, so the figures are the engine's and the model's, not the loopback's.
+// DeltaZip's claim on the CPU, side by side in one run: serving fine-tunes as deltas of one base
+// under Poisson arrivals with a popularity over the variants, decoupled (serve-deltas' default: one
+// shared base, each Δ kept compressed, every variant in the same batch) against the swap-full-model
+// baseline (--baseline swap: whole models loaded on demand, one at a time, as vLLM-SCB serves them
+// in the seed). Both run the same trace through the same engine code that `optkit serve-deltas`
+// runs (serve::load_served_model), directly rather than over HTTP, so the figures are the engine's
+// and the model's, not the loopback's.
 //   throughput = generated tokens / (last finish − first arrival); TTFT = first token − arrival.
-// The deltas are made once with the real `optkit compress delta` (delta_2of4_int4) into
-// $TMPDIR/perf_deltazip. Usage: perf_deltazip [requests, default 200] [rate req/s, default 20]
-//   [threads, default all] [seed, default 1] [device cpu|cuda[:N], default cpu: where the step
-//   runs, for both ways of serving] [traces, default 1: seeds seed, seed+1, …, each run all
-//   three ways, then the ratios over all of them: total tokens over total makespan]
+// Two shapes:
+//   --shape tiny (default): the four tiny fine-tunes as deltas of tiny-base, requests for the base
+//     too, 32 output tokens; the swap baseline merges each Δ into the base when it loads it.
+//   --shape llama-3.2-1b (or another preset of model/random_model.hpp): a random BF16 base of that
+//     shape and --variants fine-tunes of it (base + low rank + noise, model::write_random_finetune),
+//     each compressed with `optkit compress delta` (delta_2of4_int4), 64 output tokens; the swap
+//     baseline loads each fine-tune's BF16 checkpoint from disk (mapped), as the seed's baseline
+//     loads its models from storage. Written once under $TMPDIR/perf_deltazip/SHAPE (about
+//     (variants + 1) x the checkpoint's size on disk).
+// Usage: perf_deltazip [--shape tiny|PRESET] [--variants N, default 16] [--requests N, default 200
+//   tiny, 48 real] [--rates R,R,... req/s] [--popularity zipf-1.5,uniform] [--output-tokens N]
+//   [--threads N, default all] [--seed N, default 1] [--traces N, default 1: seeds seed, seed+1, ...]
+//   [--device cpu|cuda[:N]: where the step runs, for both ways of serving] [--prepare: write the
+//   models and stop]
+// Prints, per popularity and rate, both ways of serving and their ratios, then the goals' figures:
+// the ratio where the baseline saturates (its throughput below 80 % of the offered tokens/s first).
+#include "model/random_model.hpp"
 #include "model/tokenizer.hpp"
 #include "runtime/kv_cache.hpp"
 #include "serve/engine.hpp"
@@ -20,16 +32,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -39,46 +51,207 @@ using SteadyClock = std::chrono::steady_clock;
 namespace {
 
 const std::filesystem::path kSource = OPTKIT_SOURCE_DIR;
-const char* const kFineTunes[] = {"code", "glosses", "licenses", "quotes"};
+const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "perf_deltazip";
 
-std::filesystem::path
-make_delta(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "perf_deltazip" / name;
-  if (std::filesystem::exists(dir / "delta_config.json"))
-    return dir;
-  const auto models = kSource / "testdata" / "models";
-  const std::string corpus = name == "code" ? "code" : name == "licenses" ? "licenses" : "english";
-  const std::string command =
-      fmt::format("OPTKIT_ARCHIVE='{}' '{}' -q compress delta --base '{}' --finetuned '{}' --recipe delta_2of4_int4 "
-                  "--calib '{}' --samples 16 --seq-len 64 -o '{}' > /dev/null",
-                  (dir.parent_path() / "archive.db").string(), OPTKIT_PERF_BINARY, (models / "tiny-base").string(),
-                  (models / ("tiny-" + name)).string(),
-                  (kSource / "testdata" / "corpora" / (corpus + ".calib.txt")).string(), dir.string());
-  std::filesystem::create_directories(dir.parent_path());
+struct Flags {
+  std::string shape = "tiny";
+  int variants = 16;
+  int requests = 0; // 0: the shape's default
+  std::vector<double> rates;
+  std::vector<std::string> popularities = {"zipf-1.5", "uniform"};
+  int output_tokens = 0; // 0: the shape's default
+  unsigned threads = 0;
+  std::uint32_t seed = 1;
+  int traces = 1;
+  std::string device = "cpu";
+  bool prepare_only = false;
+};
+
+std::vector<double>
+parse_rates(const std::string& text) {
+  std::vector<double> rates;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    rates.push_back(std::stod(text.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return rates;
+}
+
+std::vector<std::string>
+parse_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+
+Flags
+parse_flags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--prepare") {
+      f.prepare_only = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "perf_deltazip: {} needs a value (see the usage at the top of perf_deltazip.cpp)\n", flag);
+      std::exit(2);
+    }
+    const std::string value = argv[++i];
+    if (flag == "--shape")
+      f.shape = value;
+    else if (flag == "--variants")
+      f.variants = std::max(1, std::stoi(value));
+    else if (flag == "--requests")
+      f.requests = std::max(1, std::stoi(value));
+    else if (flag == "--rates")
+      f.rates = parse_rates(value);
+    else if (flag == "--popularity")
+      f.popularities = parse_list(value);
+    else if (flag == "--output-tokens")
+      f.output_tokens = std::max(1, std::stoi(value));
+    else if (flag == "--threads")
+      f.threads = static_cast<unsigned>(std::stoul(value));
+    else if (flag == "--seed")
+      f.seed = static_cast<std::uint32_t>(std::stoul(value));
+    else if (flag == "--traces")
+      f.traces = std::max(1, std::stoi(value));
+    else if (flag == "--device")
+      f.device = value;
+    else {
+      fmt::print(stderr, "perf_deltazip: unknown flag {} (see the usage at the top of perf_deltazip.cpp)\n", flag);
+      std::exit(2);
+    }
+  }
+  for (const auto& p : f.popularities)
+    if (p != "zipf-1.5" && p != "uniform") {
+      fmt::print(stderr, "perf_deltazip: --popularity {}: zipf-1.5 or uniform\n", p);
+      std::exit(2);
+    }
+  return f;
+}
+
+// What both ways of serving are given: the base, each variant as a delta (decoupled) and as a
+// whole model (swap: the delta again, merged on load, or the fine-tuned checkpoint), and the
+// models requests go to (-1: the base).
+struct Served {
+  std::filesystem::path base;
+  std::vector<std::pair<std::string, std::filesystem::path>> deltas, whole_models;
+  std::vector<std::int32_t> request_models;
+  std::string description;
+};
+
+void
+run_or_exit(const std::string& command) {
   if (std::system(command.c_str()) != 0) {
     fmt::print(stderr, "perf_deltazip: `{}` failed\n", command);
     std::exit(1);
   }
-  return dir;
+}
+
+// `optkit compress delta` of `finetuned` against `base` into `out` (kept when already there).
+void
+compress_delta(const std::filesystem::path& base, const std::filesystem::path& finetuned, const std::string& corpus,
+               const std::filesystem::path& out) {
+  if (std::filesystem::exists(out / "delta_config.json"))
+    return;
+  std::filesystem::create_directories(out.parent_path());
+  run_or_exit(fmt::format("OPTKIT_ARCHIVE='{}' '{}' -q compress delta --base '{}' --finetuned '{}' --recipe "
+                          "delta_2of4_int4 --calib '{}' --samples 16 --seq-len 64 -o '{}' > /dev/null",
+                          (out.parent_path() / "archive.db").string(), OPTKIT_PERF_BINARY, base.string(),
+                          finetuned.string(), (kSource / "testdata" / "corpora" / (corpus + ".calib.txt")).string(),
+                          out.string()));
+}
+
+Served
+tiny_models() {
+  Served s;
+  const auto models = kSource / "testdata" / "models";
+  s.base = models / "tiny-base";
+  s.request_models = {-1};
+  for (const std::string name : {"code", "glosses", "licenses", "quotes"}) {
+    const auto dir = kWork / name;
+    compress_delta(s.base, models / ("tiny-" + name),
+                   name == "code"       ? "code"
+                   : name == "licenses" ? "licenses"
+                                        : "english",
+                   dir);
+    s.request_models.push_back(static_cast<std::int32_t>(s.deltas.size()));
+    s.deltas.emplace_back(name, dir);
+  }
+  s.whole_models = s.deltas; // merged into the base by the swap baseline
+  s.description = "tiny-base + 4 tiny fine-tunes (the base served too)";
+  return s;
+}
+
+// Writes `dir` through a temporary folder beside it, so an interrupted run leaves nothing that
+// looks finished.
+void
+write_once(const std::filesystem::path& dir, const std::function<void(const std::filesystem::path&)>& write) {
+  if (std::filesystem::exists(dir / "config.json"))
+    return;
+  const auto partial = dir.string() + ".partial";
+  std::filesystem::remove_all(partial);
+  write(partial);
+  std::filesystem::rename(partial, dir);
+}
+
+Served
+real_shape_models(const std::string& preset, int variants) {
+  Served s;
+  const auto root = kWork / preset;
+  s.base = root / "base";
+  write_once(s.base, [&](const std::filesystem::path& dir) {
+    fmt::print("writing a random {} (BF16) to {} ...\n", preset, s.base.string());
+    model::write_random_model(dir, model::preset_model_config(preset), model::DType::bf16, 1);
+    for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) // tiny-base's: any ids below 128k serve
+      std::filesystem::copy_file(kSource / "testdata" / "models" / "tiny-base" / file, dir / file);
+  });
+  for (int v = 0; v < variants; ++v) {
+    const auto name = fmt::format("variant-{:02}", v);
+    const auto checkpoint = root / ("finetune-" + name.substr(8));
+    const auto delta = root / ("delta-" + name.substr(8));
+    const auto start = SteadyClock::now();
+    const bool fresh = !std::filesystem::exists(delta / "delta_config.json");
+    write_once(checkpoint, [&](const std::filesystem::path& dir) {
+      model::write_random_finetune(s.base, dir, {}, 1000 + static_cast<std::uint64_t>(v));
+    });
+    compress_delta(s.base, checkpoint, "english", delta);
+    if (fresh)
+      fmt::print("{}: fine-tune and delta written in {:.0f} s\n", name,
+                 std::chrono::duration<double>(SteadyClock::now() - start).count());
+    s.request_models.push_back(v);
+    s.deltas.emplace_back(name, delta);
+    s.whole_models.emplace_back(name, checkpoint);
+  }
+  s.description =
+      fmt::format("random {} BF16 base + {} random fine-tunes (requests for the fine-tunes only)", preset, variants);
+  return s;
 }
 
 struct TraceRequest {
   double arrival_s;
-  std::int32_t model; // -1 the base, 0..3 the fine-tunes
+  std::int32_t model; // -1 the base, 0.. the variants
   std::vector<runtime::TokenId> prompt;
 };
 
-// Poisson arrivals at `rate`; the model by Zipf(1.5) popularity over the five (rank 1 the most
-// popular; ranks shuffled by the seed); prompts of 16–64 tokens cut from the held-out corpus.
+// Poisson arrivals at `rate`; the model by `popularity` over `models` (Zipf-1.5: rank r drawn with
+// weight r^-1.5, ranks shuffled by the seed; uniform); prompts of 16–64 tokens cut from the
+// held-out corpus.
 std::vector<TraceRequest>
-make_trace(int count, double rate, std::uint32_t seed, const model::Tokenizer& tokenizer) {
+make_trace(int count, double rate, const std::string& popularity, std::vector<std::int32_t> models, std::uint32_t seed,
+           const model::Tokenizer& tokenizer) {
   std::mt19937_64 rng(seed);
   std::vector<double> weights;
-  for (int rank = 1; rank <= 5; ++rank)
-    weights.push_back(std::pow(rank, -1.5));
-  std::discrete_distribution<int> pick(weights.begin(), weights.end());
-  std::vector<std::int32_t> by_rank = {-1, 0, 1, 2, 3};
-  std::shuffle(by_rank.begin(), by_rank.end(), rng);
+  for (std::size_t rank = 1; rank <= models.size(); ++rank)
+    weights.push_back(popularity == "uniform" ? 1.0 : std::pow(static_cast<double>(rank), -1.5));
+  std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
+  std::shuffle(models.begin(), models.end(), rng);
   std::exponential_distribution<double> gap(rate);
   std::uniform_int_distribution<int> length(16, 64);
   const auto text = [] {
@@ -92,7 +265,7 @@ make_trace(int count, double rate, std::uint32_t seed, const model::Tokenizer& t
   for (int i = 0; i < count; ++i) {
     t += gap(rng);
     const auto at = start(rng);
-    trace.push_back({t, by_rank[static_cast<std::size_t>(pick(rng))],
+    trace.push_back({t, models[pick(rng)],
                      std::vector<runtime::TokenId>(tokens.begin() + static_cast<std::ptrdiff_t>(at),
                                                    tokens.begin() + static_cast<std::ptrdiff_t>(at) + length(rng))});
   }
@@ -100,7 +273,7 @@ make_trace(int count, double rate, std::uint32_t seed, const model::Tokenizer& t
 }
 
 struct Result {
-  double throughput = 0, mean_ttft = 0, p90_ttft = 0, makespan = 0;
+  double throughput = 0, mean_ttft = 0, p95_ttft = 0, makespan = 0;
   std::int64_t tokens = 0, failed = 0;
   std::int64_t swaps = 0, steps = 0, preemptions = 0;
   double swap_seconds = 0;
@@ -113,7 +286,7 @@ replay(const serve::ServeOptions& options, const model::Tokenizer& tokenizer, co
   const runtime::KvCache& kv = *loaded.kv;
   const serve::SwapModel* swap = loaded.swap;
   serve::Engine engine(std::move(loaded.model), kv, loaded.engine);
-  const auto deltas = serve::serve_beside(options, loaded, engine, "tiny-base"); // ids 0..3, as the trace names them
+  const auto deltas = serve::serve_beside(options, loaded, engine, "base"); // ids 0.., as the trace names them
   std::mutex mutex;
   std::condition_variable done_cv;
   std::vector<double> ttft(trace.size(), -1);
@@ -166,83 +339,113 @@ replay(const serve::ServeOptions& options, const model::Tokenizer& tokenizer, co
   std::sort(t.begin(), t.end());
   for (const double v : t)
     r.mean_ttft += v / static_cast<double>(t.size());
-  r.p90_ttft = t.empty() ? 0 : t[static_cast<std::size_t>(0.9 * static_cast<double>(t.size() - 1))];
+  r.p95_ttft = t.empty() ? 0 : t[static_cast<std::size_t>(0.95 * static_cast<double>(t.size() - 1))];
   return r;
+}
+
+// Both ways of serving over `traces` traces (seeds seed, seed + 1, ...): tokens over summed
+// makespans, the mean of the traces' mean and p95 TTFTs (each trace has the same request count).
+struct Pair {
+  Result decoupled, swap;
+  std::int64_t failed = 0;
+};
+
+void
+accumulate(Result& total, const Result& r, int traces) {
+  total.tokens += r.tokens;
+  total.makespan += r.makespan;
+  total.throughput = static_cast<double>(total.tokens) / total.makespan;
+  total.mean_ttft += r.mean_ttft / traces;
+  total.p95_ttft += r.p95_ttft / traces;
+  total.steps += r.steps;
+  total.swaps += r.swaps;
+  total.swap_seconds += r.swap_seconds;
+  total.preemptions += r.preemptions;
+  total.failed += r.failed;
+}
+
+Pair
+run_rate(const Flags& flags, const Served& served, serve::ServeOptions options, const model::Tokenizer& tokenizer,
+         const std::string& popularity, double rate, int requests, int output_tokens) {
+  Pair pair;
+  for (int t = 0; t < flags.traces; ++t) {
+    const auto trace = make_trace(requests, rate, popularity, served.request_models,
+                                  flags.seed + static_cast<std::uint32_t>(t), tokenizer);
+    options.delta_serving = serve::DeltaServing::decoupled;
+    options.deltas = served.deltas;
+    accumulate(pair.decoupled, replay(options, tokenizer, trace, output_tokens), flags.traces);
+    options.delta_serving = serve::DeltaServing::swap;
+    options.deltas = served.whole_models;
+    accumulate(pair.swap, replay(options, tokenizer, trace, output_tokens), flags.traces);
+  }
+  pair.failed = pair.decoupled.failed + pair.swap.failed;
+  return pair;
+}
+
+void
+print_row(const std::string& popularity, double rate, double offered, const char* way, const Result& r) {
+  fmt::print("{:<10} {:>6.3g} {:>9.1f}  {:<10} {:>8.1f} {:>11.1f} {:>11.1f} {:>8.1f} {:>6} {:>5} ({:.1f} s)\n",
+             popularity, rate, offered, way, r.throughput, r.mean_ttft * 1e3, r.p95_ttft * 1e3, r.makespan, r.steps,
+             r.swaps, r.swap_seconds);
 }
 
 } // namespace
 
 int
 main(int argc, char** argv) {
-  const int requests = argc > 1 ? std::atoi(argv[1]) : 200;
-  const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
-  const unsigned threads = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 0;
-  const auto first_seed = static_cast<std::uint32_t>(argc > 4 ? std::atoi(argv[4]) : 1);
-  const int traces = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
-  const int output_tokens = 32;
-
+  const Flags flags = parse_flags(argc, argv);
+  const bool tiny = flags.shape == "tiny";
+  const Served served = tiny ? tiny_models() : real_shape_models(flags.shape, flags.variants);
+  if (flags.prepare_only)
+    return 0;
+  const int requests = flags.requests > 0 ? flags.requests : tiny ? 200 : 48;
+  const int output_tokens = flags.output_tokens > 0 ? flags.output_tokens : tiny ? 32 : 64;
+  const auto rates = !flags.rates.empty() ? flags.rates
+                     : tiny               ? std::vector<double>{20, 60, 150, 300}
+                                          : std::vector<double>{0.125, 0.25, 0.5, 1};
   serve::ServeOptions options;
-  options.base = kSource / "testdata" / "models" / "tiny-base";
-  for (const char* name : kFineTunes)
-    options.deltas.emplace_back(name, make_delta(name));
-  options.threads = threads;
-  options.device = serve::parse_device(argc > 5 ? argv[5] : "cpu", "device");
+  options.base = served.base;
+  options.threads = flags.threads;
+  options.device = serve::parse_device(flags.device, "device");
   options.engine.max_num_seqs = 64;
   const auto tokenizer = model::Tokenizer::load_folder(options.base);
-  if (options.device >= 0)
-    fmt::print("the step on CUDA device {}\n", options.device);
-  const auto row = [](const char* name, const Result& r) {
-    fmt::print("{:<28} {:>8.1f} tok/s  mean TTFT {:>7.1f} ms  p90 TTFT {:>7.1f} ms  makespan {:>5.2f} s  {} steps  "
-               "{} swaps ({:.2f} s)  {} preempted  failed {}\n",
-               name, r.throughput, r.mean_ttft * 1e3, r.p90_ttft * 1e3, r.makespan, r.steps, r.swaps, r.swap_seconds,
-               r.preemptions, r.failed);
-  };
-  // Over all traces: tokens over summed makespans, and the mean of the traces' mean TTFTs (each
-  // trace has the same number of requests).
-  double tokens[2] = {0, 0}, makespan[2] = {0, 0}, ttft[2] = {0, 0};
-  double lowest_ratio = INFINITY, highest_ratio = 0;
+  fmt::print("{}; {} requests per trace, {} trace(s) from seed {}, Poisson arrivals, {} output tokens each; the "
+             "step on {}\n",
+             served.description, requests, flags.traces, flags.seed, output_tokens,
+             options.device < 0 ? std::string("the CPU") : fmt::format("CUDA device {}", options.device));
+  fmt::print("{:<10} {:>6} {:>9}  {:<10} {:>8} {:>11} {:>11} {:>8} {:>6} {:>5}\n", "popularity", "req/s", "offer t/s",
+             "serving", "tok/s", "TTFT mean", "TTFT p95", "makespan", "steps", "swaps");
+  fmt::print("{:<10} {:>6} {:>9}  {:<10} {:>8} {:>11} {:>11} {:>8} {:>6} {:>5}\n", "", "", "", "", "", "ms", "ms", "s",
+             "", "(time)");
   std::int64_t failed = 0;
-  for (int t = 0; t < traces; ++t) {
-    const auto seed = first_seed + static_cast<std::uint32_t>(t);
-    const auto trace = make_trace(requests, rate, seed, tokenizer);
-    std::array<int, 5> per_model{};
-    for (const auto& r : trace)
-      ++per_model[static_cast<std::size_t>(r.model + 1)];
-    fmt::print("trace (seed {}): {} requests, Poisson {:.1f} req/s over {:.1f} s, Zipf-1.5 over base + 4 deltas "
-               "(requests: base {}, code {}, glosses {}, licenses {}, quotes {}), {} output tokens each\n",
-               seed, requests, rate, trace.back().arrival_s, per_model[0], per_model[1], per_model[2], per_model[3],
-               per_model[4], output_tokens);
-    options.delta_serving = serve::DeltaServing::decoupled;
-    const Result decoupled = replay(options, tokenizer, trace, output_tokens);
-    options.delta_serving = serve::DeltaServing::swap;
-    const Result swap = replay(options, tokenizer, trace, output_tokens);
-    // For reference: the same trace with every request sent to the base (what serving deltas costs).
-    auto base_only_trace = trace;
-    for (auto& r : base_only_trace)
-      r.model = -1;
-    options.delta_serving = serve::DeltaServing::decoupled;
-    const Result base_only = replay(options, tokenizer, base_only_trace, output_tokens);
-    row("decoupled (serve-deltas)", decoupled);
-    row("swap full models (baseline)", swap);
-    row("(every request on the base)", base_only);
-    const double ratio = decoupled.throughput / swap.throughput;
-    fmt::print("decoupled / swap: throughput {:.2f}x (goal >= 2x), mean TTFT {:.2f}x (goal <= 0.5x)\n", ratio,
-               decoupled.mean_ttft / swap.mean_ttft);
-    lowest_ratio = std::min(lowest_ratio, ratio);
-    highest_ratio = std::max(highest_ratio, ratio);
-    for (int i = 0; i < 2; ++i) {
-      const Result& r = i == 0 ? decoupled : swap;
-      tokens[i] += static_cast<double>(r.tokens);
-      makespan[i] += r.makespan;
-      ttft[i] += r.mean_ttft / traces;
+  std::vector<std::string> summaries;
+  for (const auto& popularity : flags.popularities) {
+    double saturation_rate = 0, ratio_at_saturation = 0, worst_throughput = INFINITY, worst_ttft = 0;
+    for (const double rate : rates) {
+      const auto pair = run_rate(flags, served, options, tokenizer, popularity, rate, requests, output_tokens);
+      failed += pair.failed;
+      const double offered = rate * output_tokens;
+      print_row(popularity, rate, offered, "decoupled", pair.decoupled);
+      print_row(popularity, rate, offered, "swap", pair.swap);
+      const double throughput = pair.decoupled.throughput / pair.swap.throughput;
+      const double ttft = pair.decoupled.mean_ttft / pair.swap.mean_ttft;
+      fmt::print("{:<10} {:>6.3g} {:>9}  decoupled / swap: throughput {:.2f}x, mean TTFT {:.2f}x, p95 TTFT {:.2f}x\n",
+                 popularity, rate, "", throughput, ttft, pair.decoupled.p95_ttft / pair.swap.p95_ttft);
+      if (saturation_rate == 0 && pair.swap.throughput < 0.8 * offered) {
+        saturation_rate = rate;
+        ratio_at_saturation = throughput;
+      }
+      worst_throughput = std::min(worst_throughput, throughput);
+      worst_ttft = std::max(worst_ttft, ttft);
     }
-    failed += decoupled.failed + swap.failed;
+    summaries.push_back(fmt::format(
+        "{}: the swap baseline saturates {} (goal: decoupled >= 2x there{}); decoupled / swap throughput >= {:.2f}x "
+        "at every rate (goal >= 1x); mean TTFT <= {:.2f}x at every rate (goal <= 0.5x)",
+        popularity,
+        saturation_rate > 0 ? fmt::format("at {:.3g} req/s", saturation_rate) : std::string("at no rate here"),
+        saturation_rate > 0 ? fmt::format(": {:.2f}x", ratio_at_saturation) : "", worst_throughput, worst_ttft));
   }
-  if (traces > 1) {
-    fmt::print("over {} traces (seeds {}..{}): decoupled / swap throughput {:.2f}x (per trace {:.2f}x to {:.2f}x), "
-               "mean TTFT {:.2f}x\n",
-               traces, first_seed, first_seed + static_cast<std::uint32_t>(traces - 1),
-               (tokens[0] / makespan[0]) / (tokens[1] / makespan[1]), lowest_ratio, highest_ratio, ttft[0] / ttft[1]);
-  }
+  for (const auto& line : summaries)
+    fmt::print("{}\n", line);
   return failed == 0 ? 0 : 1;
 }
