@@ -15,8 +15,10 @@
 //     baseline loads each fine-tune's BF16 checkpoint from disk (mapped), as the seed's baseline
 //     loads its models from storage. Written once under $TMPDIR/perf_deltazip/SHAPE (about
 //     (variants + 1) x the checkpoint's size on disk).
-// Usage: perf_deltazip [--shape tiny|PRESET] [--variants N, default 16] [--requests N, default 200
+// Usage: perf_deltazip [--shape tiny|PRESET] [--variants N, default 16] [--distinct N: fine-tunes
+//   written and compressed, the other variants copies of them on disk, default all] [--requests N, default 200
 //   tiny, 48 real] [--rates R,R,... req/s] [--popularity zipf-1.5,uniform] [--output-tokens N]
+//   [--max-deltas N: decoupled serving's cap on variants per step, default 0: none]
 //   [--threads N, default all] [--seed N, default 1] [--traces N, default 1: seeds seed, seed+1, ...]
 //   [--device cpu|cuda[:N]: where the step runs, for both ways of serving] [--prepare: write the
 //   models and stop]
@@ -35,6 +37,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,10 +59,12 @@ const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "pe
 struct Flags {
   std::string shape = "tiny";
   int variants = 16;
+  int distinct = 0; // 0: every variant its own fine-tune
   int requests = 0; // 0: the shape's default
   std::vector<double> rates;
   std::vector<std::string> popularities = {"zipf-1.5", "uniform"};
   int output_tokens = 0; // 0: the shape's default
+  int max_deltas = 0;    // decoupled serving's --max-deltas (0: no cap, serve-deltas' default)
   unsigned threads = 0;
   std::uint32_t seed = 1;
   int traces = 1;
@@ -107,6 +112,8 @@ parse_flags(int argc, char** argv) {
       f.shape = value;
     else if (flag == "--variants")
       f.variants = std::max(1, std::stoi(value));
+    else if (flag == "--distinct")
+      f.distinct = std::max(1, std::stoi(value));
     else if (flag == "--requests")
       f.requests = std::max(1, std::stoi(value));
     else if (flag == "--rates")
@@ -115,6 +122,8 @@ parse_flags(int argc, char** argv) {
       f.popularities = parse_list(value);
     else if (flag == "--output-tokens")
       f.output_tokens = std::max(1, std::stoi(value));
+    else if (flag == "--max-deltas")
+      f.max_deltas = std::max(0, std::stoi(value));
     else if (flag == "--threads")
       f.threads = static_cast<unsigned>(std::stoul(value));
     else if (flag == "--seed")
@@ -201,8 +210,37 @@ write_once(const std::filesystem::path& dir, const std::function<void(const std:
   std::filesystem::rename(partial, dir);
 }
 
+// Variant v's fine-tuned checkpoint and delta: written and compressed for the first `distinct`,
+// copied from variant v mod distinct after them (separate files, so the page cache and the
+// delta store hold them apart: served as fast as distinct ones, with the same outputs).
+void
+prepare_variant(const std::filesystem::path& root, const std::filesystem::path& base, int v, int distinct,
+                const std::filesystem::path& checkpoint, const std::filesystem::path& delta) {
+  const auto start = SteadyClock::now();
+  if (std::filesystem::exists(delta / "delta_config.json"))
+    return;
+  if (v < distinct) {
+    write_once(checkpoint, [&](const std::filesystem::path& dir) {
+      model::write_random_finetune(base, dir, {}, 1000 + static_cast<std::uint64_t>(v));
+    });
+    compress_delta(base, checkpoint, "english", delta);
+  } else {
+    const auto source = fmt::format("{:02}", v % distinct);
+    write_once(checkpoint, [&](const std::filesystem::path& dir) {
+      std::filesystem::copy(root / ("finetune-" + source), dir, std::filesystem::copy_options::recursive);
+    });
+    std::filesystem::remove_all(delta.string() + ".partial");
+    std::filesystem::copy(root / ("delta-" + source), delta.string() + ".partial",
+                          std::filesystem::copy_options::recursive);
+    std::filesystem::rename(delta.string() + ".partial", delta);
+  }
+  fmt::print("variant {:02}: fine-tune and delta {} in {:.0f} s\n", v, v < distinct ? "written" : "copied",
+             std::chrono::duration<double>(SteadyClock::now() - start).count());
+  std::fflush(stdout);
+}
+
 Served
-real_shape_models(const std::string& preset, int variants) {
+real_shape_models(const std::string& preset, int variants, int distinct) {
   Served s;
   const auto root = kWork / preset;
   s.base = root / "base";
@@ -213,24 +251,16 @@ real_shape_models(const std::string& preset, int variants) {
       std::filesystem::copy_file(kSource / "testdata" / "models" / "tiny-base" / file, dir / file);
   });
   for (int v = 0; v < variants; ++v) {
-    const auto name = fmt::format("variant-{:02}", v);
-    const auto checkpoint = root / ("finetune-" + name.substr(8));
-    const auto delta = root / ("delta-" + name.substr(8));
-    const auto start = SteadyClock::now();
-    const bool fresh = !std::filesystem::exists(delta / "delta_config.json");
-    write_once(checkpoint, [&](const std::filesystem::path& dir) {
-      model::write_random_finetune(s.base, dir, {}, 1000 + static_cast<std::uint64_t>(v));
-    });
-    compress_delta(s.base, checkpoint, "english", delta);
-    if (fresh)
-      fmt::print("{}: fine-tune and delta written in {:.0f} s\n", name,
-                 std::chrono::duration<double>(SteadyClock::now() - start).count());
+    const auto number = fmt::format("{:02}", v);
+    const auto checkpoint = root / ("finetune-" + number), delta = root / ("delta-" + number);
+    prepare_variant(root, s.base, v, distinct, checkpoint, delta);
     s.request_models.push_back(v);
-    s.deltas.emplace_back(name, delta);
-    s.whole_models.emplace_back(name, checkpoint);
+    s.deltas.emplace_back("variant-" + number, delta);
+    s.whole_models.emplace_back("variant-" + number, checkpoint);
   }
-  s.description =
-      fmt::format("random {} BF16 base + {} random fine-tunes (requests for the fine-tunes only)", preset, variants);
+  s.description = fmt::format(
+      "random {} BF16 base + {} random fine-tunes{} (requests for the fine-tunes only)", preset, variants,
+      distinct < variants ? fmt::format(", {} distinct, the rest copies of them", distinct) : std::string());
   return s;
 }
 
@@ -373,9 +403,11 @@ run_rate(const Flags& flags, const Served& served, serve::ServeOptions options, 
                                   flags.seed + static_cast<std::uint32_t>(t), tokenizer);
     options.delta_serving = serve::DeltaServing::decoupled;
     options.deltas = served.deltas;
+    options.engine.max_deltas = flags.max_deltas;
     accumulate(pair.decoupled, replay(options, tokenizer, trace, output_tokens), flags.traces);
     options.delta_serving = serve::DeltaServing::swap;
     options.deltas = served.whole_models;
+    options.engine.max_deltas = 0; // the swap baseline sets its own (one model per step)
     accumulate(pair.swap, replay(options, tokenizer, trace, output_tokens), flags.traces);
   }
   pair.failed = pair.decoupled.failed + pair.swap.failed;
@@ -395,7 +427,10 @@ int
 main(int argc, char** argv) {
   const Flags flags = parse_flags(argc, argv);
   const bool tiny = flags.shape == "tiny";
-  const Served served = tiny ? tiny_models() : real_shape_models(flags.shape, flags.variants);
+  const Served served =
+      tiny ? tiny_models()
+           : real_shape_models(flags.shape, flags.variants,
+                               flags.distinct > 0 ? std::min(flags.distinct, flags.variants) : flags.variants);
   if (flags.prepare_only)
     return 0;
   const int requests = flags.requests > 0 ? flags.requests : tiny ? 200 : 48;
