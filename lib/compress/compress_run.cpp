@@ -139,16 +139,10 @@ keep_only_trial(const std::filesystem::path& staged, std::int64_t kept, std::int
     std::filesystem::remove_all(staged / fmt::format("trial-{}", i));
 }
 
-} // namespace
-
-CompressResult
-run_compress(const CompressOptions& options, const CompressRunContext& context) {
-  // The entry point checks its own ranges: a server or a flow calls it without the CLI's checks.
-  if (options.trials < 1 || options.trials > 1000)
-    throw InputError(fmt::format("--trials {}: run between 1 and 1000 trials", options.trials));
-  if (options.jobs < 1)
-    throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
-  const bool delta = options.base.has_value();
+// The folders compress reads: safetensors (not GGUF), and for a delta a fine-tune of the base's
+// architecture that compress delta handles.
+void
+check_input_models(const CompressOptions& options, bool delta) {
   for (const auto& [flag, path] :
        {std::pair{delta ? "--finetuned" : "--model", options.model}, std::pair{"--base", options.base.value_or("")}})
     if (model::is_gguf_model(path))
@@ -165,7 +159,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     model::check_model_folder(*options.base, "--base");
     check_same_architecture(*options.base, options.model);
   }
-  const auto recipe = load_recipe(options.recipe);
+}
+
+// --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
+Recipe
+load_checked_recipe(const CompressOptions& options, bool delta) {
+  auto recipe = load_recipe(options.recipe);
   if (recipe.delta && !delta)
     throw InputError(
         fmt::format("--recipe {} is a delta recipe: use optkit compress delta --base B --finetuned F", recipe.name));
@@ -187,23 +186,23 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
                                                  recipe.name));
   if (options.imatrix)
     read_importance_matrix(*options.imatrix); // a bad file fails here, exit 2
-  // A GGUF recipe calibrates its importance matrix when given data; the others when they need it.
-  const bool calibrates = recipe.needs_calibration() || (recipe.gguf && options.calib);
-  std::optional<BitPlan> plan;
-  if (options.plan) {
-    if (delta)
-      throw InputError("--plan applies to compress --model, not to compress delta");
-    plan = read_bit_plan(*options.plan);
-    check_bit_plan(*plan, recipe, model::load_model_config(options.model).num_layers, options.model);
-  }
-  const auto samples = options.samples.value_or(recipe.calibration.samples);
-  const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
-  const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
-  if (calibrates)
-    model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
-  const auto needs = trial_memory_needs(recipe, options.model, delta, calibrates, samples, sequence_length);
-  const bool spill = options.max_memory && spill_to_keep_budget(needs, *options.max_memory,
-                                                                std::min(options.jobs, options.trials), recipe.name);
+  return recipe;
+}
+
+std::optional<BitPlan>
+read_checked_plan(const CompressOptions& options, const Recipe& recipe, bool delta) {
+  if (!options.plan)
+    return std::nullopt;
+  if (delta)
+    throw InputError("--plan applies to compress --model, not to compress delta");
+  auto plan = read_bit_plan(*options.plan);
+  check_bit_plan(plan, recipe, model::load_model_config(options.model).num_layers, options.model);
+  return plan;
+}
+
+// -o, absolute: a new folder (a .gguf file for a GGUF recipe).
+std::filesystem::path
+output_path(const CompressOptions& options, const Recipe& recipe) {
   if (options.output.empty())
     throw InputError("-o OUT is required (the folder to write)");
   auto output = std::filesystem::absolute(options.output).lexically_normal();
@@ -215,61 +214,64 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   if (recipe.gguf && output.extension() != ".gguf")
     throw InputError(fmt::format("-o {}: --recipe {} writes one GGUF file: name it <something>.gguf",
                                  options.output.string(), recipe.name));
-  StagedDirectory staged(output);
+  return output;
+}
 
-  const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
-  const unsigned threads =
-      options.threads > 0 ? options.threads : std::max(1u, available_cpus() / static_cast<unsigned>(jobs));
+// What every trial runs with (its seed and output folder aside).
+struct TrialPlan {
+  const Recipe& recipe;
+  const std::optional<BitPlan>& plan;
+  std::int64_t samples, sequence_length;
+  Sampler sampler;
+  unsigned threads;
+  bool spill;
+};
+
+std::vector<proc::WorkerTask>
+trial_tasks(const CompressOptions& options, const TrialPlan& t, const std::filesystem::path& staged, double timeout_s) {
   std::vector<proc::WorkerTask> tasks;
   for (std::int64_t i = 0; i < options.trials; ++i) {
     proc::WorkerTask task;
     task.command = {"compress"};
     task.payload = {{"model", std::filesystem::absolute(options.model).string()},
-                    {"recipe_file", std::filesystem::absolute(recipe.source).string()},
-                    {"samples", samples},
-                    {"sequence_length", sequence_length},
-                    {"sampler", static_cast<int>(sampler)},
+                    {"recipe_file", std::filesystem::absolute(t.recipe.source).string()},
+                    {"samples", t.samples},
+                    {"sequence_length", t.sequence_length},
+                    {"sampler", static_cast<int>(t.sampler)},
                     {"seed", options.seed + static_cast<std::uint64_t>(i)},
                     {"trial", i},
-                    {"threads", threads},
+                    {"threads", t.threads},
                     {"activations", runtime::activation_precision_name(options.activations)},
                     {"max_shard_bytes", options.max_shard_bytes},
-                    {"spill_calibration_states", spill},
+                    {"spill_calibration_states", t.spill},
                     {"all_experts", options.all_experts},
-                    {"output", (staged.path() / fmt::format("trial-{}", i)).string()}};
+                    {"output", (staged / fmt::format("trial-{}", i)).string()}};
     if (options.calib)
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
     if (options.imatrix)
       task.payload["imatrix"] = std::filesystem::absolute(*options.imatrix).string();
-    if (delta)
+    if (options.base)
       task.payload["base"] = std::filesystem::absolute(*options.base).string();
-    task.params = {{"recipe", recipe.name},
+    task.params = {{"recipe", t.recipe.name},
                    {"seed", options.seed + static_cast<std::uint64_t>(i)},
-                   {"samples", samples},
-                   {"sampler", std::string(sampler_name(sampler))}};
-    if (plan) {
-      task.payload["plan"] = to_json(*plan);
-      task.params["plan"] = plan->source.string();
-      task.params["layer_bits"] = plan->layer_bits;
+                   {"samples", t.samples},
+                   {"sampler", std::string(sampler_name(t.sampler))}};
+    if (t.plan) {
+      task.payload["plan"] = to_json(*t.plan);
+      task.params["plan"] = t.plan->source.string();
+      task.params["layer_bits"] = t.plan->layer_bits;
     }
-    task.timeout_s = context.timeout_s;
+    task.timeout_s = timeout_s;
     tasks.push_back(std::move(task));
   }
-  auto pool = archive::pool_options(context, "compress trials");
-  pool.slots = static_cast<int>(jobs);
-  const auto outcomes = proc::WorkerPool(pool).run(tasks);
+  return tasks;
+}
 
-  CompressResult result;
-  result.recipe = recipe.name;
-  result.memory = {{"estimated_peak_bytes", needs.total(spill)},
-                   {"estimate_in_memory_bytes", needs.total(false)},
-                   {"estimate_spilled_bytes", needs.total(true)},
-                   {"calibration_states_spilled", spill},
-                   {"max_memory_bytes", options.max_memory ? nlohmann::json(*options.max_memory) : nlohmann::json()},
-                   {"trial_peak_bytes", nlohmann::json::array()}};
-  result.output = options.output;
-  if (plan)
-    result.plan = to_json(*plan);
+// Each trial's metrics into `result` and the archive; the representative is the trial of lowest
+// calibration loss. Throws the most telling failure when every trial failed.
+void
+collect_trials(const std::vector<proc::WorkerOutcome>& outcomes, const CompressOptions& options, std::int64_t jobs,
+               const CompressRunContext& context, CompressResult& result) {
   double best = 0;
   const proc::WorkerOutcome* first_failure = nullptr; // a bad-input failure outranks the others
   for (const auto& o : outcomes) {
@@ -302,12 +304,12 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
   }
   if (result.representative < 0)
     proc::throw_worker_failure(*first_failure, "every compression trial failed; first");
-  summarize(result);
-  keep_only_trial(staged.path(), result.representative, options.trials);
-  if (recipe.gguf) // one file, renamed into place; the staging folder goes with `staged`
-    std::filesystem::rename(staged.path() / kGgufFileName, output);
-  else
-    staged.commit();
+}
+
+// The summary's means and deviations, the representative trial and the output's files.
+void
+archive_summary(const CompressRunContext& context, const CompressResult& result, const std::filesystem::path& output,
+                bool gguf, bool delta) {
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
       context.archive->add_metric(context.run_id, std::nullopt,
@@ -316,13 +318,68 @@ run_compress(const CompressOptions& options, const CompressRunContext& context) 
     }
     context.archive->add_metric(context.run_id, std::nullopt,
                                 {"representative_trial", static_cast<double>(result.representative), "", {}});
-    if (recipe.gguf)
+    if (gguf)
       context.archive->add_artifact(context.run_id, std::nullopt, output, "model");
     else
       for (const auto& entry : std::filesystem::directory_iterator(output))
         if (entry.is_regular_file())
           context.archive->add_artifact(context.run_id, std::nullopt, entry.path(), delta ? "delta" : "model");
   });
+}
+
+} // namespace
+
+CompressResult
+run_compress(const CompressOptions& options, const CompressRunContext& context) {
+  // The entry point checks its own ranges: a server or a flow calls it without the CLI's checks.
+  if (options.trials < 1 || options.trials > 1000)
+    throw InputError(fmt::format("--trials {}: run between 1 and 1000 trials", options.trials));
+  if (options.jobs < 1)
+    throw InputError(fmt::format("--jobs {}: run at least one trial at a time", options.jobs));
+  const bool delta = options.base.has_value();
+  check_input_models(options, delta);
+  const auto recipe = load_checked_recipe(options, delta);
+  // A GGUF recipe calibrates its importance matrix when given data; the others when they need it.
+  const bool calibrates = recipe.needs_calibration() || (recipe.gguf && options.calib);
+  const auto plan = read_checked_plan(options, recipe, delta);
+  const auto samples = options.samples.value_or(recipe.calibration.samples);
+  const auto sequence_length = options.sequence_length.value_or(recipe.calibration.sequence_length);
+  const auto sampler = options.sampler.value_or(recipe.calibration.sampler);
+  if (calibrates)
+    model::read_calibration_documents(*options.calib, options.model, sequence_length); // bad data fails here, exit 2
+  const auto needs = trial_memory_needs(recipe, options.model, delta, calibrates, samples, sequence_length);
+  const bool spill = options.max_memory && spill_to_keep_budget(needs, *options.max_memory,
+                                                                std::min(options.jobs, options.trials), recipe.name);
+  const auto output = output_path(options, recipe);
+  StagedDirectory staged(output);
+
+  const auto jobs = std::max<std::int64_t>(1, std::min(options.jobs, options.trials));
+  const unsigned threads =
+      options.threads > 0 ? options.threads : std::max(1u, available_cpus() / static_cast<unsigned>(jobs));
+  const TrialPlan trial{recipe, plan, samples, sequence_length, sampler, threads, spill};
+  auto pool = archive::pool_options(context, "compress trials");
+  pool.slots = static_cast<int>(jobs);
+  const auto outcomes = proc::WorkerPool(pool).run(trial_tasks(options, trial, staged.path(), context.timeout_s));
+
+  CompressResult result;
+  result.recipe = recipe.name;
+  result.memory = {{"estimated_peak_bytes", needs.total(spill)},
+                   {"estimate_in_memory_bytes", needs.total(false)},
+                   {"estimate_spilled_bytes", needs.total(true)},
+                   {"calibration_states_spilled", spill},
+                   {"max_memory_bytes", options.max_memory ? nlohmann::json(*options.max_memory) : nlohmann::json()},
+                   {"trial_peak_bytes", nlohmann::json::array()}};
+  result.output = options.output;
+  if (plan)
+    result.plan = to_json(*plan);
+  collect_trials(outcomes, options, jobs, context, result);
+  summarize(result);
+  keep_only_trial(staged.path(), result.representative, options.trials);
+  if (recipe.gguf) // one file, renamed into place; the staging folder goes with `staged`
+    std::filesystem::rename(staged.path() / kGgufFileName, output);
+  else
+    staged.commit();
+  archive_summary(context, result, output, recipe.gguf.has_value(), delta);
   return result;
 }
 
