@@ -423,183 +423,244 @@ compressed_weight_args(const Recipe& recipe, std::int64_t layer, const std::stri
   return args;
 }
 
-LayerwiseResult
-compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
-  const int threads = hardware_threads(options.threads);
-  runtime::LayerwiseModel model(options.model, options.threads, options.activations);
-  std::unique_ptr<runtime::LayerwiseModel> base;
-  if (options.base)
-    base = std::make_unique<runtime::LayerwiseModel>(*options.base, options.threads, options.activations);
-  const auto& config = model.config();
-  const auto scale_dtype = model.weights().float_dtype();
-  ThreadPool pool(static_cast<unsigned>(threads));
-  const bool calibrated = recipe.needs_calibration();
-  const bool hessians = calibrated && recipe.needs_hessians();
-  const bool input_global_scales = recipe.input_activations && recipe.input_activations->has_global_scale();
-  if (input_global_scales && config.num_experts > 0)
-    throw InputError(fmt::format("recipe {}: NVFP4 activations on a mixture of experts are not supported yet (its "
-                                 "experts' input scales); use weight-only NVFP4 (nvfp4a16)",
-                                 recipe.name));
-  if (!options.sink)
-    throw RuntimeFailure("compress_layers: no sink for the compressed layers");
-  if (calibrated && (!options.calibration || options.calibration->samples.empty()))
-    throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", recipe.name));
+namespace {
 
-  std::vector<std::int64_t> lengths;
-  std::int64_t tokens = 0;
-  if (calibrated)
-    for (const auto& sample : options.calibration->samples) {
-      lengths.push_back(static_cast<std::int64_t>(sample.size()));
-      tokens += lengths.back();
-    }
-  runtime::HiddenStates x(tokens, config.hidden_size, options.spill_dir);
-  std::int64_t offset = 0;
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    const auto e = model.embed(options.calibration->samples[i]);
-    std::copy(e.begin(), e.end(), x.rows(offset, lengths[i]).begin());
-    x.release(offset, lengths[i]);
-    offset += lengths[i];
+// compress_layers, one decoder layer at a time: the calibration set's hidden states go through
+// the layer (its inputs observed by a CalibrationTap), its inputs are smoothed (SmoothQuant, AWQ),
+// each linear is compressed against the Hessian of its inputs and replaced by its reconstruction,
+// and the compressed layer's outputs become the next layer's inputs.
+class LayerCompressor {
+public:
+  LayerCompressor(const Recipe& recipe, const LayerwiseOptions& options)
+      : m_recipe(recipe)
+      , m_options(options)
+      , m_threads(hardware_threads(options.threads))
+      , m_model(options.model, options.threads, options.activations)
+      , m_base(options.base
+                   ? std::make_unique<runtime::LayerwiseModel>(*options.base, options.threads, options.activations)
+                   : nullptr)
+      , m_config(m_model.config())
+      , m_scale_dtype(m_model.weights().float_dtype())
+      , m_pool(static_cast<unsigned>(m_threads))
+      , m_calibrated(recipe.needs_calibration())
+      , m_hessians(m_calibrated && recipe.needs_hessians())
+      , m_input_global_scales(recipe.input_activations && recipe.input_activations->has_global_scale())
+      , m_lengths(sample_lengths(m_calibrated ? options.calibration : nullptr))
+      , m_x(std::accumulate(m_lengths.begin(), m_lengths.end(), std::int64_t{0}), m_config.hidden_size,
+            options.spill_dir) {
+    check();
   }
-  // The rows read came in whole (huge) pages of the mapping: up to the whole embedding.
-  model.weights().release("model.embed_tokens.weight");
 
-  LayerwiseResult result;
-  double error_sum = 0;
-  if (!recipe.layer_bits.empty() && static_cast<std::int64_t>(recipe.layer_bits.size()) != config.num_layers)
-    throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", recipe.layer_bits.size(),
-                                 options.model.string(), config.num_layers));
-  if (options.progress)
-    options.progress(0, config.num_layers);
-  for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
+  LayerwiseResult run() {
+    embed_calibration();
+    if (m_options.progress)
+      m_options.progress(0, m_config.num_layers);
+    for (std::int64_t layer = 0; layer < m_config.num_layers; ++layer) {
+      compress_layer(layer);
+      if (m_options.progress)
+        m_options.progress(layer + 1, m_config.num_layers);
+    }
+    if (m_base && calibrates_head_delta(m_recipe, m_config)) {
+      const auto h = head_input_hessian(m_model, m_lengths, m_x, m_threads);
+      m_result.reports.push_back(compress_head_delta(m_recipe, m_model.weights(), m_base->weights(), h, m_threads,
+                                                     m_pool, m_scale_dtype, *m_options.sink));
+      m_error_sum += m_result.reports.back().relative_error;
+    }
+    m_result.calibration_loss =
+        m_result.reports.empty() ? 0 : m_error_sum / static_cast<double>(m_result.reports.size());
+    return std::move(m_result);
+  }
+
+private:
+  void check() const {
+    if (m_input_global_scales && m_config.num_experts > 0)
+      throw InputError(fmt::format("recipe {}: NVFP4 activations on a mixture of experts are not supported yet (its "
+                                   "experts' input scales); use weight-only NVFP4 (nvfp4a16)",
+                                   m_recipe.name));
+    if (!m_options.sink)
+      throw RuntimeFailure("compress_layers: no sink for the compressed layers");
+    if (m_calibrated && (!m_options.calibration || m_options.calibration->samples.empty()))
+      throw InputError(fmt::format("recipe {} needs calibration data: pass --calib FILE", m_recipe.name));
+  }
+
+  static std::vector<std::int64_t> sample_lengths(const CalibrationSet* calibration) {
+    std::vector<std::int64_t> lengths;
+    if (calibration)
+      for (const auto& sample : calibration->samples)
+        lengths.push_back(static_cast<std::int64_t>(sample.size()));
+    return lengths;
+  }
+
+  // The calibration samples' embeddings: the first layer's inputs.
+  void embed_calibration() {
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < m_lengths.size(); ++i) {
+      const auto e = m_model.embed(m_options.calibration->samples[i]);
+      std::copy(e.begin(), e.end(), m_x.rows(offset, m_lengths[i]).begin());
+      m_x.release(offset, m_lengths[i]);
+      offset += m_lengths[i];
+    }
+    // The rows read came in whole (huge) pages of the mapping: up to the whole embedding.
+    m_model.weights().release("model.embed_tokens.weight");
+    if (!m_recipe.layer_bits.empty() && static_cast<std::int64_t>(m_recipe.layer_bits.size()) != m_config.num_layers)
+      throw InputError(fmt::format("the plan gives bits for {} layers but {} has {}", m_recipe.layer_bits.size(),
+                                   m_options.model.string(), m_config.num_layers));
+  }
+
+  void compress_layer(std::int64_t layer) {
     std::map<std::string, std::vector<float>> layer_tensors; // computed: folded norms, KV-cache scales
-    CalibrationTap tap(threads, hessians);
-    if (calibrated)
-      model.observe_layer(layer, lengths, x, tap);
-    // SmoothQuant: fold s into the norm before q/k/v and the one before gate/up (a mixture of
-    // experts' MLP input is not smoothed: its experts see different rows).
-    std::map<LinearInput, std::vector<float>> smoothing; // s of each smoothed input
-    if (recipe.smoothquant_alpha) {
-      for (const auto input : {LinearInput::attention_in, LinearInput::mlp_in}) {
-        if (input == LinearInput::mlp_in && config.is_moe_layer(layer))
-          continue;
-        auto* h = tap.find(input);
-        std::vector<std::vector<float>> weights;
-        std::vector<std::span<const float>> views;
-        std::vector<std::string> names;
-        for (const auto& l : runtime::kDecoderLinears)
-          if (l.input == input) {
-            weights.push_back(runtime::dense_floats(model.linear(layer, l.name)));
-            names.push_back(l.name);
-          }
-        for (const auto& w : weights)
-          views.emplace_back(w);
-        const auto s = quant::smoothing_factors(h->column_absmax(), views, h->cols(), *recipe.smoothquant_alpha);
-        auto& norm = model.norm_weight(layer, input);
-        for (std::size_t j = 0; j < norm.size(); ++j)
-          norm[j] /= s[j];
-        layer_tensors[runtime::norm_tensor_name(config, layer, input)] = runtime::stored_gain(norm, config);
-        for (std::size_t i = 0; i < names.size(); ++i) {
-          quant::scale_columns(weights[i], h->cols(), s);
-          const auto& old = model.linear(layer, names[i]);
-          model.replace_linear(layer, names[i],
-                               runtime::make_owned_dense_weight(std::move(weights[i]), old.rows(), old.cols()));
-        }
-        smoothing.emplace(input, s);
-      }
-    }
-    if (recipe.awq)
-      apply_awq(model, recipe, layer, awq_statistics(tap), lengths, x, scale_dtype, smoothing, layer_tensors);
-    if (recipe.kv_cache) {
+    CalibrationTap tap(m_threads, m_hessians);
+    if (m_calibrated)
+      m_model.observe_layer(layer, m_lengths, m_x, tap);
+    auto smoothing = smooth_inputs(layer, tap, layer_tensors);
+    if (m_recipe.awq)
+      apply_awq(m_model, m_recipe, layer, awq_statistics(tap), m_lengths, m_x, m_scale_dtype, smoothing, layer_tensors);
+    if (m_recipe.kv_cache) {
       const auto [k_name, v_name] = quant::kv_scale_names(layer);
-      layer_tensors[k_name] = kv_cache_scales(tap.key_absmax(), *recipe.kv_cache);
-      layer_tensors[v_name] = kv_cache_scales(tap.value_absmax(), *recipe.kv_cache);
+      layer_tensors[k_name] = kv_cache_scales(tap.key_absmax(), *m_recipe.kv_cache);
+      layer_tensors[v_name] = kv_cache_scales(tap.value_absmax(), *m_recipe.kv_cache);
     }
+    compress_linears(layer, tap, smoothing);
+    if (m_calibrated)
+      m_model.run_layer_chunked(layer, m_lengths, m_x, nullptr);
+    m_model.release_layer(layer);
+    ::malloc_trim(0); // what the layer freed inside the heap goes back to the kernel
+    if (m_base)
+      m_base->release_layer(layer);
+    m_options.sink->end_layer(layer, layer_tensors);
+  }
+
+  // SmoothQuant: folds s into the norm before q/k/v and the one before gate/up (a mixture of
+  // experts' MLP input is not smoothed: its experts see different rows). Returns s of each input.
+  std::map<LinearInput, std::vector<float>> smooth_inputs(std::int64_t layer, CalibrationTap& tap,
+                                                          std::map<std::string, std::vector<float>>& layer_tensors) {
+    std::map<LinearInput, std::vector<float>> smoothing;
+    if (!m_recipe.smoothquant_alpha)
+      return smoothing;
+    for (const auto input : {LinearInput::attention_in, LinearInput::mlp_in}) {
+      if (input == LinearInput::mlp_in && m_config.is_moe_layer(layer))
+        continue;
+      auto* h = tap.find(input);
+      std::vector<std::vector<float>> weights;
+      std::vector<std::span<const float>> views;
+      std::vector<std::string> names;
+      for (const auto& l : runtime::kDecoderLinears)
+        if (l.input == input) {
+          weights.push_back(runtime::dense_floats(m_model.linear(layer, l.name)));
+          names.push_back(l.name);
+        }
+      for (const auto& w : weights)
+        views.emplace_back(w);
+      const auto s = quant::smoothing_factors(h->column_absmax(), views, h->cols(), *m_recipe.smoothquant_alpha);
+      auto& norm = m_model.norm_weight(layer, input);
+      for (std::size_t j = 0; j < norm.size(); ++j)
+        norm[j] /= s[j];
+      layer_tensors[runtime::norm_tensor_name(m_config, layer, input)] = runtime::stored_gain(norm, m_config);
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        quant::scale_columns(weights[i], h->cols(), s);
+        const auto& old = m_model.linear(layer, names[i]);
+        m_model.replace_linear(layer, names[i],
+                               runtime::make_owned_dense_weight(std::move(weights[i]), old.rows(), old.cols()));
+      }
+      smoothing.emplace(input, s);
+    }
+    return smoothing;
+  }
+
+  // Every linear of the layer in order; an expert's gate, up and down against its own Hessians.
+  void compress_linears(std::int64_t layer, CalibrationTap& tap,
+                        const std::map<LinearInput, std::vector<float>>& smoothing) {
     const auto shared_absmax =
-        recipe.weights.has_global_scale() ? fused_absmax(model, recipe, layer) : std::map<FusedSet, float>{};
-    // Compresses one linear of the layer against `h`, the Hessian of its inputs (empty:
-    // uncalibrated); `expert_tokens`: the calibration tokens an expert saw (-1: not an expert).
-    const auto compress_linear = [&](const runtime::LayerLinear& linear, std::vector<float> h,
-                                     std::int64_t expert_tokens) {
-      const auto& name = linear.name;
-      const auto module = fmt::format("model.layers.{}.{}", layer, name);
-      const auto args = compressed_weight_args(recipe, layer, module);
-      if (!args)
-        return;
-      const auto parts = module_parts(config, name);
-      auto [w, rows, cols] = module_weights(model, layer, parts);
-      model.weights().release(module + ".weight"); // widened: its mapped pages are not needed again
-      std::vector<float> base_w;
-      if (base) {
-        auto b = module_weights(*base, layer, parts);
-        if (b.rows != rows || b.cols != cols)
-          throw InputError(fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows, b.cols));
-        base_w = std::move(b.values);
-        base->weights().release(module + ".weight");
-        for (std::size_t i = 0; i < w.size(); ++i)
-          w[i] -= base_w[i];
-      }
-      std::optional<float> fused;
-      if (const auto it = shared_absmax.find({linear.input, linear.expert}); it != shared_absmax.end())
-        fused = it->second;
-      auto compressed =
-          compress_matrix(recipe, {module, *args, w, rows, cols, h, recipe.sparse_2_4, scale_dtype, fused}, threads,
-                          pool, result.reports);
-      if (input_global_scales)
-        compressed.input_global_scale = quant::nvfp4_global_scale(tap.input_absmax(linear.input));
-      result.reports.back().calibration_tokens = expert_tokens;
-      error_sum += result.reports.back().relative_error;
-      auto& cm = compressed.matrix;
-      std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
-      cm.weight = {};
-      if (calibrated) { // the next layer's inputs come from the compressed layer
-        if (base)
-          for (std::size_t i = 0; i < reconstruction.size(); ++i)
-            reconstruction[i] += base_w[i];
-        replace_module(model, layer, parts, std::move(reconstruction));
-      }
-      options.sink->add_linear(compressed);
-    };
-    const auto linears = runtime::layer_linears(config, layer);
+        m_recipe.weights.has_global_scale() ? fused_absmax(m_model, m_recipe, layer) : std::map<FusedSet, float>{};
+    const auto linears = runtime::layer_linears(m_config, layer);
     for (std::size_t i = 0; i < linears.size(); ++i) {
       const auto& linear = linears[i];
       if (linear.expert == runtime::kNotAnExpert) {
         std::vector<float> h;
-        if (hessians) {
+        if (m_hessians) {
           h = tap.matrix(linear.input, last_reader(linears, i));
           if (const auto it = smoothing.find(linear.input); it != smoothing.end())
             quant::rescale_hessian(h, static_cast<std::int64_t>(it->second.size()), it->second);
         }
-        compress_linear(linear, std::move(h), -1);
+        compress_linear(layer, linear, std::move(h), -1, tap, shared_absmax);
         continue;
       }
-      // An expert's gate, up and down, in that order, against its own Hessians.
       ExpertHessians eh;
-      if (calibrated)
-        eh = expert_hessians(model, layer, linear.expert, {linears[i].name, linears[i + 1].name, linears[i + 2].name},
-                             tap, options.all_experts, threads, pool);
-      compress_linear(linears[i], eh.input, calibrated ? eh.tokens : -1);
-      compress_linear(linears[i + 1], std::move(eh.input), calibrated ? eh.tokens : -1);
-      compress_linear(linears[i + 2], std::move(eh.hidden), calibrated ? eh.tokens : -1);
+      if (m_calibrated)
+        eh = expert_hessians(m_model, layer, linear.expert, {linears[i].name, linears[i + 1].name, linears[i + 2].name},
+                             tap, m_options.all_experts, m_threads, m_pool);
+      const std::int64_t tokens = m_calibrated ? eh.tokens : -1;
+      compress_linear(layer, linears[i], eh.input, tokens, tap, shared_absmax);
+      compress_linear(layer, linears[i + 1], std::move(eh.input), tokens, tap, shared_absmax);
+      compress_linear(layer, linears[i + 2], std::move(eh.hidden), tokens, tap, shared_absmax);
       i += 2;
     }
-    if (calibrated)
-      model.run_layer_chunked(layer, lengths, x, nullptr);
-    model.release_layer(layer);
-    ::malloc_trim(0); // what the layer freed inside the heap goes back to the kernel
-    if (base)
-      base->release_layer(layer);
-    options.sink->end_layer(layer, layer_tensors);
-    if (options.progress)
-      options.progress(layer + 1, config.num_layers);
   }
-  if (base && calibrates_head_delta(recipe, config)) {
-    const auto h = head_input_hessian(model, lengths, x, threads);
-    result.reports.push_back(
-        compress_head_delta(recipe, model.weights(), base->weights(), h, threads, pool, scale_dtype, *options.sink));
-    error_sum += result.reports.back().relative_error;
+
+  // One linear against `h`, the Hessian of its inputs (empty: uncalibrated); `expert_tokens`: the
+  // calibration tokens an expert saw (-1: not an expert). In delta mode W is fine-tuned − base.
+  void compress_linear(std::int64_t layer, const runtime::LayerLinear& linear, std::vector<float> h,
+                       std::int64_t expert_tokens, const CalibrationTap& tap,
+                       const std::map<FusedSet, float>& shared_absmax) {
+    const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
+    const auto args = compressed_weight_args(m_recipe, layer, module);
+    if (!args)
+      return;
+    const auto parts = module_parts(m_config, linear.name);
+    auto [w, rows, cols] = module_weights(m_model, layer, parts);
+    m_model.weights().release(module + ".weight"); // widened: its mapped pages are not needed again
+    std::vector<float> base_w;
+    if (m_base) {
+      auto b = module_weights(*m_base, layer, parts);
+      if (b.rows != rows || b.cols != cols)
+        throw InputError(fmt::format("{}: fine-tuned [{}, {}] vs base [{}, {}]", module, rows, cols, b.rows, b.cols));
+      base_w = std::move(b.values);
+      m_base->weights().release(module + ".weight");
+      for (std::size_t i = 0; i < w.size(); ++i)
+        w[i] -= base_w[i];
+    }
+    std::optional<float> fused;
+    if (const auto it = shared_absmax.find({linear.input, linear.expert}); it != shared_absmax.end())
+      fused = it->second;
+    auto compressed =
+        compress_matrix(m_recipe, {module, *args, w, rows, cols, h, m_recipe.sparse_2_4, m_scale_dtype, fused},
+                        m_threads, m_pool, m_result.reports);
+    if (m_input_global_scales)
+      compressed.input_global_scale = quant::nvfp4_global_scale(tap.input_absmax(linear.input));
+    m_result.reports.back().calibration_tokens = expert_tokens;
+    m_error_sum += m_result.reports.back().relative_error;
+    auto& cm = compressed.matrix;
+    std::vector<float> reconstruction = std::move(cm.weight); // the writer needs only q and the grid
+    cm.weight = {};
+    if (m_calibrated) { // the next layer's inputs come from the compressed layer
+      if (m_base)
+        for (std::size_t i = 0; i < reconstruction.size(); ++i)
+          reconstruction[i] += base_w[i];
+      replace_module(m_model, layer, parts, std::move(reconstruction));
+    }
+    m_options.sink->add_linear(compressed);
   }
-  result.calibration_loss = result.reports.empty() ? 0 : error_sum / static_cast<double>(result.reports.size());
-  return result;
+
+  const Recipe& m_recipe;
+  const LayerwiseOptions& m_options;
+  const int m_threads;
+  runtime::LayerwiseModel m_model;
+  std::unique_ptr<runtime::LayerwiseModel> m_base;
+  const model::ModelConfig& m_config;
+  const model::DType m_scale_dtype;
+  ThreadPool m_pool;
+  const bool m_calibrated, m_hessians, m_input_global_scales;
+  std::vector<std::int64_t> m_lengths; // calibration samples' tokens
+  runtime::HiddenStates m_x;           // the current layer's inputs, all samples
+  LayerwiseResult m_result;
+  double m_error_sum = 0;
+};
+
+} // namespace
+
+LayerwiseResult
+compress_layers(const Recipe& recipe, const LayerwiseOptions& options) {
+  return LayerCompressor(recipe, options).run();
 }
 
 } // namespace optkit::compress
