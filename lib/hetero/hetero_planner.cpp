@@ -103,65 +103,80 @@ heuristic(const PipelineProblem& p, bool adabits) {
   return best;
 }
 
-} // namespace
+// The search's fixed parts: the bit options (sorted, distinct), layers per unit, the decode
+// micro-batch ξ and the prefill micro-batches η to try.
+struct SearchShape {
+  std::vector<int> bits;
+  int group_size = 1;
+  int xi = 1;
+  std::vector<int> etas;
+};
 
-HeteroPlan
-plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
-            const HeteroOptions& options) {
+SearchShape
+search_shape(const LayerCosts& costs, const ClusterSpec& cluster, const HeteroOptions& options) {
   const auto& model = costs.model();
-  const auto& w = costs.workload();
-  std::vector<int> bits = options.bits;
-  std::sort(bits.begin(), bits.end());
-  bits.erase(std::unique(bits.begin(), bits.end()), bits.end());
-  if (bits.empty())
+  SearchShape shape;
+  shape.bits = options.bits;
+  std::sort(shape.bits.begin(), shape.bits.end());
+  shape.bits.erase(std::unique(shape.bits.begin(), shape.bits.end()), shape.bits.end());
+  if (shape.bits.empty())
     throw InputError("--bits: give at least one bitwidth");
-  if (omega.size() != std::size_t(model.layers))
-    throw std::logic_error("plan_hetero: one indicator row per layer expected");
   const int devices = cluster.devices();
   if (devices > model.layers)
     throw InputError(fmt::format("--cluster {}: {} GPUs for {} layers; every stage needs at least one layer",
                                  cluster.source, devices, model.layers));
-  const int group_size = options.group_size > 0 ? options.group_size : default_group_size(model.layers);
-  if (model.layers % group_size != 0)
-    throw InputError(fmt::format("--group-size {}: must divide the model's {} layers", group_size, model.layers));
-  if (devices > model.layers / group_size)
-    throw InputError(fmt::format("--group-size {}: {} units for {} GPUs; make the groups smaller", group_size,
-                                 model.layers / group_size, devices));
-  const int xi = options.decode_micro_batch > 0 ? options.decode_micro_batch : (w.batch + devices - 1) / devices;
-  std::vector<int> etas = options.prefill_micro_batches;
-  if (etas.empty())
-    for (int eta = 1; eta <= xi; eta *= 2)
-      etas.push_back(eta);
+  shape.group_size = options.group_size > 0 ? options.group_size : default_group_size(model.layers);
+  if (model.layers % shape.group_size != 0)
+    throw InputError(fmt::format("--group-size {}: must divide the model's {} layers", shape.group_size, model.layers));
+  if (devices > model.layers / shape.group_size)
+    throw InputError(fmt::format("--group-size {}: {} units for {} GPUs; make the groups smaller", shape.group_size,
+                                 model.layers / shape.group_size, devices));
+  shape.xi =
+      options.decode_micro_batch > 0 ? options.decode_micro_batch : (costs.workload().batch + devices - 1) / devices;
+  shape.etas = options.prefill_micro_batches;
+  if (shape.etas.empty())
+    for (int eta = 1; eta <= shape.xi; eta *= 2)
+      shape.etas.push_back(eta);
+  return shape;
+}
 
-  // Does the model fit at all, at the lowest bitwidth and the smallest prefill micro-batch?
-  const int smallest_eta = *std::min_element(etas.begin(), etas.end());
+// GoalNotMet when the model does not fit at all, at the lowest bitwidth and the smallest prefill
+// micro-batch, saying how much memory is missing.
+void
+check_model_fits(const LayerCosts& costs, const ClusterSpec& cluster, const SearchShape& shape) {
+  const auto& model = costs.model();
+  const auto& w = costs.workload();
+  const int smallest_eta = *std::min_element(shape.etas.begin(), shape.etas.end());
   double offered = -costs.embedding_bytes();
   for (const auto& g : cluster.groups)
     offered += g.count * (costs.capacity_bytes(g) - costs.activation_bytes(smallest_eta));
-  const double needed = model.layers * (costs.layer_weight_bytes(bits.front()) + costs.layer_kv_bytes());
+  const double needed = model.layers * (costs.layer_weight_bytes(shape.bits.front()) + costs.layer_kv_bytes());
   if (needed > offered)
     throw GoalNotMet(fmt::format(
         "--cluster {}: the model does not fit: {} layers at {} bits with the KV cache of batch {} at {} tokens need "
         "{:.1f} GiB, the GPUs offer {:.1f} GiB after the engine reserve, activations and embeddings: {:.1f} GiB "
         "missing",
-        cluster.source, model.layers, bits.front(), w.batch, w.isl + w.osl, needed / perf::kGiB, offered / perf::kGiB,
-        (needed - offered) / perf::kGiB));
+        cluster.source, model.layers, shape.bits.front(), w.batch, w.isl + w.osl, needed / perf::kGiB,
+        offered / perf::kGiB, (needed - offered) / perf::kGiB));
+}
 
-  // Every order of the device groups (GPUs of one group stay together) × every η.
-  const auto started = std::chrono::steady_clock::now();
+// Every order of the device groups (GPUs of one group stay together) × every η, each placed by
+// bitwidth transfer; those that fit, best first. Counts what it evaluated in plan.candidates.
+std::vector<Candidate>
+placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
+                  const HeteroOptions& options, const SearchShape& shape, HeteroPlan& plan) {
   std::vector<int> groups(cluster.groups.size());
   std::iota(groups.begin(), groups.end(), 0);
   std::vector<Candidate> candidates;
-  HeteroPlan plan;
   do {
     std::vector<int> order;
     for (const int g : groups)
       order.insert(order.end(), std::size_t(cluster.groups[std::size_t(g)].count), g);
-    for (const int eta : etas) {
+    for (const int eta : shape.etas) {
       Candidate c;
       c.order = order;
       c.prefill_micro_batch = eta;
-      c.problem = build_problem(costs, cluster, omega, options, bits, order, group_size, eta, xi);
+      c.problem = build_problem(costs, cluster, omega, options, shape.bits, order, shape.group_size, eta, shape.xi);
       ++plan.candidates;
       auto a = heuristic(c.problem, false);
       if (!a)
@@ -177,83 +192,96 @@ plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vect
                                  cluster.source));
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.objective < b.objective; });
-  // The adabits start on the leading candidates (it needs the solver).
-  const int refined = std::min<int>(static_cast<int>(candidates.size()), std::max(1, options.ilp_candidates));
-  if (options.use_ilp)
-    for (int i = 0; i < refined; ++i) {
-      auto& c = candidates[std::size_t(i)];
-      if (auto a = heuristic(c.problem, true)) {
-        const double objective = evaluate(c.problem, *a).objective;
-        if (objective < c.objective) {
-          c.assignment = std::move(*a);
-          c.objective = objective;
-        }
+  return candidates;
+}
+
+// The adabits start (it needs the solver) on the leading `refined` candidates, kept where better;
+// the candidates re-sorted.
+void
+refine_with_adabits(std::vector<Candidate>& candidates, int refined) {
+  for (int i = 0; i < refined; ++i) {
+    auto& c = candidates[std::size_t(i)];
+    if (auto a = heuristic(c.problem, true)) {
+      const double objective = evaluate(c.problem, *a).objective;
+      if (objective < c.objective) {
+        c.assignment = std::move(*a);
+        c.objective = objective;
       }
     }
+  }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.objective < b.objective; });
-  plan.heuristic_seconds = seconds_since(started);
-  plan.heuristic_objective = candidates.front().objective;
+}
 
-  const Candidate* best = &candidates.front();
-  Assignment best_assignment = best->assignment;
-  double best_objective = best->objective;
-  plan.method = "bitwidth-transfer";
-  if (options.use_ilp) {
-    const auto ilp_started = std::chrono::steady_clock::now();
-    for (int i = 0; i < refined; ++i) {
-      const double left = options.time_limit_s - seconds_since(ilp_started);
-      if (left <= 0.05)
-        break;
-      const auto& c = candidates[std::size_t(i)];
-      IlpOptions ilp;
-      ilp.time_limit_s = left / (refined - i);
-      ilp.start = &c.assignment;
-      const IlpResult r = solve_ilp(c.problem, ilp);
-      ++plan.ilp_solves;
-      if (!r.assignment)
-        continue;
-      const Evaluation e = evaluate(c.problem, *r.assignment);
-      if (!e.feasible)
-        continue; // never report what the checker refuses
-      if (e.objective < best_objective - 1e-12 || (best == &c && e.objective <= best_objective + 1e-12)) {
-        best = &c;
-        best_assignment = *r.assignment;
-        best_objective = e.objective;
-        plan.method = "ilp";
-        plan.proven_optimal = r.proven_optimal;
-        plan.gap = r.gap;
-      }
+struct Chosen {
+  const Candidate* candidate;
+  Assignment assignment;
+  double objective;
+};
+
+// The ILP from each leading candidate's placement, within --time-limit shared out; a solution
+// replaces the best when better (or equal on the best's own candidate) and the checker accepts it.
+Chosen
+solve_leading(const std::vector<Candidate>& candidates, int refined, const HeteroOptions& options, HeteroPlan& plan) {
+  Chosen best{&candidates.front(), candidates.front().assignment, candidates.front().objective};
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < refined; ++i) {
+    const double left = options.time_limit_s - seconds_since(started);
+    if (left <= 0.05)
+      break;
+    const auto& c = candidates[std::size_t(i)];
+    IlpOptions ilp;
+    ilp.time_limit_s = left / (refined - i);
+    ilp.start = &c.assignment;
+    const IlpResult r = solve_ilp(c.problem, ilp);
+    ++plan.ilp_solves;
+    if (!r.assignment)
+      continue;
+    const Evaluation e = evaluate(c.problem, *r.assignment);
+    if (!e.feasible)
+      continue; // never report what the checker refuses
+    if (e.objective < best.objective - 1e-12 || (best.candidate == &c && e.objective <= best.objective + 1e-12)) {
+      best = {&c, *r.assignment, e.objective};
+      plan.method = "ilp";
+      plan.proven_optimal = r.proven_optimal;
+      plan.gap = r.gap;
     }
-    plan.ilp_seconds = seconds_since(ilp_started);
   }
+  plan.ilp_seconds = seconds_since(started);
+  return best;
+}
 
-  // The plan, in layers.
-  const Evaluation e = evaluate(best->problem, best_assignment);
-  plan.prefill_micro_batch = best->prefill_micro_batch;
-  plan.decode_micro_batch = xi;
-  plan.group_size = group_size;
+// The chosen placement in layers: each stage's GPU, layers, bits' sources, memory and times.
+void
+describe_placement(const LayerCosts& costs, const ClusterSpec& cluster, const SearchShape& shape, const Chosen& best,
+                   HeteroPlan& plan) {
+  const auto& w = costs.workload();
+  const auto& problem = best.candidate->problem;
+  const Evaluation e = evaluate(problem, best.assignment);
+  plan.prefill_micro_batch = best.candidate->prefill_micro_batch;
+  plan.decode_micro_batch = shape.xi;
+  plan.group_size = shape.group_size;
   plan.latency_s = e.latency_s;
   plan.indicator = e.indicator;
   plan.objective = e.objective;
   plan.throughput_tokens_per_s = e.latency_s > 0 ? double(w.batch) * w.osl / e.latency_s : 0;
-  for (int u = 0; u < best->problem.units(); ++u)
-    for (int l = 0; l < group_size; ++l)
-      plan.layer_bits.push_back(bits[std::size_t(best_assignment.bit[std::size_t(u)])]);
-  for (int j = 0; j < best->problem.stage_count(); ++j) {
-    const auto& group = cluster.groups[std::size_t(best->order[std::size_t(j)])];
+  const auto bits_of = [&](int unit) { return shape.bits[std::size_t(best.assignment.bit[std::size_t(unit)])]; };
+  for (int u = 0; u < problem.units(); ++u)
+    for (int l = 0; l < shape.group_size; ++l)
+      plan.layer_bits.push_back(bits_of(u));
+  for (int j = 0; j < problem.stage_count(); ++j) {
+    const auto& group = cluster.groups[std::size_t(best.candidate->order[std::size_t(j)])];
     StagePlan s;
     s.gpu = group.gpu;
     s.node = group.node;
     s.first_layer = -1;
-    for (int u = 0; u < best->problem.units(); ++u)
-      if (best_assignment.stage[std::size_t(u)] == j) {
+    for (int u = 0; u < problem.units(); ++u)
+      if (best.assignment.stage[std::size_t(u)] == j) {
         if (s.first_layer < 0)
-          s.first_layer = u * group_size;
-        s.end_layer = (u + 1) * group_size;
-        const int b = bits[std::size_t(best_assignment.bit[std::size_t(u)])];
-        s.sources |= costs.prefill_layer(group, b, plan.prefill_micro_batch).sources;
-        s.sources |= costs.decode_layer(group, b, xi).sources;
+          s.first_layer = u * shape.group_size;
+        s.end_layer = (u + 1) * shape.group_size;
+        s.sources |= costs.prefill_layer(group, bits_of(u), plan.prefill_micro_batch).sources;
+        s.sources |= costs.decode_layer(group, bits_of(u), shape.xi).sources;
       }
     s.memory_bytes = e.stage_bytes[std::size_t(j)] + costs.activation_bytes(plan.prefill_micro_batch) +
                      (j == 0 ? costs.embedding_bytes() : 0.0);
@@ -262,6 +290,30 @@ plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vect
     s.decode_s = e.stage_decode_s[std::size_t(j)];
     plan.stages.push_back(s);
   }
+}
+
+} // namespace
+
+HeteroPlan
+plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
+            const HeteroOptions& options) {
+  const auto shape = search_shape(costs, cluster, options);
+  if (omega.size() != std::size_t(costs.model().layers))
+    throw std::logic_error("plan_hetero: one indicator row per layer expected");
+  check_model_fits(costs, cluster, shape);
+  HeteroPlan plan;
+  const auto started = std::chrono::steady_clock::now();
+  auto candidates = placed_candidates(costs, cluster, omega, options, shape, plan);
+  const int refined = std::min<int>(static_cast<int>(candidates.size()), std::max(1, options.ilp_candidates));
+  if (options.use_ilp)
+    refine_with_adabits(candidates, refined);
+  plan.heuristic_seconds = seconds_since(started);
+  plan.heuristic_objective = candidates.front().objective;
+  plan.method = "bitwidth-transfer";
+  const Chosen best = options.use_ilp
+                          ? solve_leading(candidates, refined, options, plan)
+                          : Chosen{&candidates.front(), candidates.front().assignment, candidates.front().objective};
+  describe_placement(costs, cluster, shape, best, plan);
   return plan;
 }
 
