@@ -199,146 +199,145 @@ python_islower(std::string_view text) {
   return cased;
 }
 
-std::string
-detect_language(std::string_view text) {
-  const std::u32string s = decode_utf8(text);
-  enum Script { latin, cyrillic, arabic, devanagari, single, count };
-  std::map<std::string, std::size_t> single_script; // scripts that name their language
-  std::array<std::size_t, count> scripts{};
+namespace {
+
+// Latin-script languages' function words, and letters only one of them uses (tie-breakers).
+const std::map<std::string, std::set<std::string>> kLatinProfiles = {
+    {"en", {"the",  "and",  "of", "to", "is",  "in",   "that", "it", "you", "for",  "was",  "are",
+            "with", "this", "be", "on", "not", "have", "as",   "i",  "my",  "your", "what", "a"}},
+    {"de", {"der", "die", "und",  "das", "ist",  "nicht", "ich",  "zu",  "den", "mit", "sie",
+            "ein", "es",  "auch", "auf", "sich", "dem",   "eine", "von", "für", "wir", "du"}},
+    {"fr", {"le",   "la",   "les", "et",   "est", "des", "un",  "une", "du",   "que", "pas",
+            "pour", "dans", "je",  "vous", "il",  "qui", "sur", "ce",  "nous", "au"}},
+    {"es", {"el",  "la",  "de",   "que", "y",  "los", "las", "es", "en",  "un",  "una",
+            "por", "con", "para", "no",  "se", "lo",  "del", "su", "muy", "como"}},
+    {"it", {"il",   "di",  "che",   "e",   "la", "è",   "per", "un",     "una",   "non",
+            "sono", "del", "della", "con", "mi", "gli", "ho",  "questo", "anche", "come"}},
+    {"pt", {"o",  "a",  "de",   "que", "e", "do", "da", "em", "um",  "uma", "não",
+            "os", "as", "para", "com", "é", "no", "na", "se", "por", "você"}},
+    {"nl", {"de", "het", "een",  "en",  "van",  "is",  "dat", "niet", "ik",  "je",
+            "op", "te",  "zijn", "met", "voor", "die", "er",  "maar", "ook", "wat"}},
+    {"sv", {"och",  "att", "det", "är",   "en",  "som", "på",  "jag", "för", "med",
+            "inte", "av",  "har", "till", "den", "om",  "ett", "vi",  "du",  "men"}},
+    {"fi", {"ja",  "on",   "ei",   "se",   "että", "oli",  "mutta", "kun",  "hän",  "ovat",
+            "tai", "myös", "minä", "sinä", "olen", "tämä", "joka",  "niin", "kuin", "mitä"}},
+    {"sw", {"na",  "ya",  "wa",     "kwa", "ni",   "la",   "za",   "katika", "kuwa", "hii",
+            "cha", "ili", "lakini", "pia", "sana", "yake", "hiyo", "wewe",   "mimi", "kama"}},
+    {"vi", {"và",  "là",    "của",   "có",  "không", "một", "những", "được", "cho", "với",
+            "các", "người", "trong", "này", "để",    "đã",  "khi",   "rất",  "tôi", "bạn"}},
+    {"tr",
+     {"ve", "bir", "bu", "da", "de", "için", "ile", "çok", "ne", "ama", "gibi", "daha", "olarak", "ben", "sen", "var",
+      "değil", "mi", "her"}},
+    {"pl", {"i",   "w",   "nie", "się", "na",  "z",  "jest", "to",  "że",  "do",
+            "jak", "ale", "co",  "o",   "tak", "po", "od",   "dla", "być", "czy"}},
+    {"id", {"dan",  "yang", "di",   "ini",  "itu",  "dengan", "untuk", "tidak", "dari",   "dalam",
+            "akan", "ada",  "saya", "anda", "juga", "ke",     "pada",  "bisa",  "karena", "kami"}}};
+const std::map<std::string, std::vector<std::string>> kLatinLetters = {
+    {"vi", {"đ", "ư", "ơ", "ạ", "ả", "ấ", "ầ", "ẩ", "ậ", "ắ", "ặ", "ẹ", "ẻ", "ẽ", "ế", "ề", "ể", "ệ", "ỉ", "ị",
+            "ọ", "ỏ", "ố", "ồ", "ổ", "ộ", "ớ", "ờ", "ở", "ợ", "ụ", "ủ", "ứ", "ừ", "ử", "ữ", "ự", "ỳ", "ỷ", "ỹ"}},
+    {"tr", {"ş", "ğ", "ı"}},
+    {"pl", {"ł", "ą", "ę", "ś", "ż", "ź", "ń", "ć"}},
+    {"de", {"ß", "ä", "ü"}},
+    {"es", {"ñ", "¿", "¡"}},
+    {"pt", {"ã", "õ"}},
+    {"sv", {"å"}},
+    {"fr", {"ç", "è", "ê", "œ"}}};
+
+enum Script { latin, cyrillic, arabic, devanagari, single, script_count };
+
+// Letters (and marks) by script; the scripts that name their language (Korean, Japanese, Thai, ...)
+// counted together as `single` and each on its own.
+struct ScriptCounts {
+  std::array<std::size_t, script_count> scripts{};
+  std::map<std::string, std::size_t> single_script;
   std::size_t kana = 0, han = 0;
+};
+
+// The language a script of its own names (nullptr: none of them).
+const char*
+single_script_language(char32_t c) {
+  struct Range {
+    char32_t first, last;
+    const char* language;
+  };
+  static const Range ranges[] = {
+      {0xAC00, 0xD7AF, "ko"},    {0x1100, 0x11FF, "ko"}, {0x3130, 0x318F, "ko"}, {0x3040, 0x30FF, "ja"},
+      {0x4E00, 0x9FFF, "zh-cn"}, {0xE00, 0xE7F, "th"},   {0x370, 0x3FF, "el"},   {0x590, 0x5FF, "he"},
+      {0x980, 0x9FF, "bn"},      {0xA00, 0xA7F, "pa"},   {0xA80, 0xAFF, "gu"},   {0xB00, 0xB7F, "or"},
+      {0xB80, 0xBFF, "ta"},      {0xC00, 0xC7F, "te"},   {0xC80, 0xCFF, "kn"},   {0xD00, 0xD7F, "ml"}};
+  for (const auto& r : ranges)
+    if (c >= r.first && c <= r.last)
+      return r.language;
+  return nullptr;
+}
+
+ScriptCounts
+count_scripts(const std::u32string& s) {
+  ScriptCounts counts;
   for (const char32_t c : s) {
     if (!model::is_letter(c) && !model::is_mark(c))
       continue;
     if (c < 0x250 || (c >= 0x1E00 && c <= 0x1EFF))
-      ++scripts[latin];
+      ++counts.scripts[latin];
     else if (c >= 0x400 && c <= 0x52F)
-      ++scripts[cyrillic];
+      ++counts.scripts[cyrillic];
     else if ((c >= 0x600 && c <= 0x6FF) || (c >= 0x750 && c <= 0x77F) || (c >= 0xFB50 && c <= 0xFEFF))
-      ++scripts[arabic];
+      ++counts.scripts[arabic];
     else if (c >= 0x900 && c <= 0x97F)
-      ++scripts[devanagari];
-    else {
-      const char* lang = nullptr;
-      if ((c >= 0xAC00 && c <= 0xD7AF) || (c >= 0x1100 && c <= 0x11FF) || (c >= 0x3130 && c <= 0x318F))
-        lang = "ko";
-      else if (c >= 0x3040 && c <= 0x30FF)
-        ++kana, lang = "ja";
-      else if (c >= 0x4E00 && c <= 0x9FFF)
-        ++han, lang = "zh-cn";
-      else if (c >= 0xE00 && c <= 0xE7F)
-        lang = "th";
-      else if (c >= 0x370 && c <= 0x3FF)
-        lang = "el";
-      else if (c >= 0x590 && c <= 0x5FF)
-        lang = "he";
-      else if (c >= 0x980 && c <= 0x9FF)
-        lang = "bn";
-      else if (c >= 0xA00 && c <= 0xA7F)
-        lang = "pa";
-      else if (c >= 0xA80 && c <= 0xAFF)
-        lang = "gu";
-      else if (c >= 0xB00 && c <= 0xB7F)
-        lang = "or";
-      else if (c >= 0xB80 && c <= 0xBFF)
-        lang = "ta";
-      else if (c >= 0xC00 && c <= 0xC7F)
-        lang = "te";
-      else if (c >= 0xC80 && c <= 0xCFF)
-        lang = "kn";
-      else if (c >= 0xD00 && c <= 0xD7F)
-        lang = "ml";
-      if (lang != nullptr) {
-        ++scripts[single];
-        ++single_script[lang];
-      }
+      ++counts.scripts[devanagari];
+    else if (const char* language = single_script_language(c)) {
+      counts.kana += c >= 0x3040 && c <= 0x30FF ? 1 : 0;
+      counts.han += c >= 0x4E00 && c <= 0x9FFF ? 1 : 0;
+      ++counts.scripts[single];
+      ++counts.single_script[language];
     }
   }
-  const auto dominant = static_cast<Script>(std::max_element(scripts.begin(), scripts.end()) - scripts.begin());
-  if (scripts[dominant] == 0)
-    return "";
-  const std::string lower = lowercase(text);
-  const auto has = [&](std::initializer_list<const char*> needles) {
-    return std::any_of(needles.begin(), needles.end(),
-                       [&](const char* n) { return lower.find(n) != std::string::npos; });
-  };
-  switch (dominant) {
-  case single: {
-    if (kana > 0 && han > 0)
-      return "ja"; // Japanese mixes kanji with kana; Chinese has no kana
-    return std::max_element(single_script.begin(), single_script.end(),
-                            [](const auto& a, const auto& b) { return a.second < b.second; })
-        ->first;
-  }
+  return counts;
+}
+
+bool
+contains_any(const std::string& lower, std::initializer_list<const char*> needles) {
+  return std::any_of(needles.begin(), needles.end(), [&](const char* n) { return lower.find(n) != std::string::npos; });
+}
+
+// Languages sharing the Cyrillic, Arabic or Devanagari script, told apart by their letters and words.
+std::string
+shared_script_language(Script script, const std::string& lower) {
+  switch (script) {
   case cyrillic:
-    if (has({"ѓ", "ќ", "ѕ", "љ", "њ", "џ"}))
+    if (contains_any(lower, {"ѓ", "ќ", "ѕ", "љ", "њ", "џ"}))
       return "mk";
-    if (has({"і", "ї", "є", "ґ"}))
+    if (contains_any(lower, {"і", "ї", "є", "ґ"}))
       return "uk";
-    if (!has({"ы", "э", "ё"}) && has({"ъ"}))
+    if (!contains_any(lower, {"ы", "э", "ё"}) && contains_any(lower, {"ъ"}))
       return "bg";
     return "ru";
   case arabic:
-    if (has({"ے", "ں", "ٹ", "ڈ", "ڑ", "ھ"}))
+    if (contains_any(lower, {"ے", "ں", "ٹ", "ڈ", "ڑ", "ھ"}))
       return "ur";
-    if (has({"پ", "چ", "ژ", "گ", "ی", "ک"}))
+    if (contains_any(lower, {"پ", "چ", "ژ", "گ", "ی", "ک"}))
       return "fa";
     return "ar";
   case devanagari:
-    if (has({"आहे", "आणि", "च्या", "नाही", "ळ"}))
+    if (contains_any(lower, {"आहे", "आणि", "च्या", "नाही", "ळ"}))
       return "mr";
-    if (has({"छ ", "छ।", "हुन्छ", "पनि", "गर्न", "हो ।"}))
+    if (contains_any(lower, {"छ ", "छ।", "हुन्छ", "पनि", "गर्न", "हो ।"}))
       return "ne";
     return "hi";
   default:
-    break;
+    return "";
   }
-  // Latin script: function-word profiles, with letters only one language uses as tie-breakers.
-  static const std::map<std::string, std::set<std::string>> profiles = {
-      {"en", {"the",  "and",  "of", "to", "is",  "in",   "that", "it", "you", "for",  "was",  "are",
-              "with", "this", "be", "on", "not", "have", "as",   "i",  "my",  "your", "what", "a"}},
-      {"de", {"der", "die", "und",  "das", "ist",  "nicht", "ich",  "zu",  "den", "mit", "sie",
-              "ein", "es",  "auch", "auf", "sich", "dem",   "eine", "von", "für", "wir", "du"}},
-      {"fr", {"le",   "la",   "les", "et",   "est", "des", "un",  "une", "du",   "que", "pas",
-              "pour", "dans", "je",  "vous", "il",  "qui", "sur", "ce",  "nous", "au"}},
-      {"es", {"el",  "la",  "de",   "que", "y",  "los", "las", "es", "en",  "un",  "una",
-              "por", "con", "para", "no",  "se", "lo",  "del", "su", "muy", "como"}},
-      {"it", {"il",   "di",  "che",   "e",   "la", "è",   "per", "un",     "una",   "non",
-              "sono", "del", "della", "con", "mi", "gli", "ho",  "questo", "anche", "come"}},
-      {"pt", {"o",  "a",  "de",   "que", "e", "do", "da", "em", "um",  "uma", "não",
-              "os", "as", "para", "com", "é", "no", "na", "se", "por", "você"}},
-      {"nl", {"de", "het", "een",  "en",  "van",  "is",  "dat", "niet", "ik",  "je",
-              "op", "te",  "zijn", "met", "voor", "die", "er",  "maar", "ook", "wat"}},
-      {"sv", {"och",  "att", "det", "är",   "en",  "som", "på",  "jag", "för", "med",
-              "inte", "av",  "har", "till", "den", "om",  "ett", "vi",  "du",  "men"}},
-      {"fi", {"ja",  "on",   "ei",   "se",   "että", "oli",  "mutta", "kun",  "hän",  "ovat",
-              "tai", "myös", "minä", "sinä", "olen", "tämä", "joka",  "niin", "kuin", "mitä"}},
-      {"sw", {"na",  "ya",  "wa",     "kwa", "ni",   "la",   "za",   "katika", "kuwa", "hii",
-              "cha", "ili", "lakini", "pia", "sana", "yake", "hiyo", "wewe",   "mimi", "kama"}},
-      {"vi", {"và",  "là",    "của",   "có",  "không", "một", "những", "được", "cho", "với",
-              "các", "người", "trong", "này", "để",    "đã",  "khi",   "rất",  "tôi", "bạn"}},
-      {"tr",
-       {"ve", "bir", "bu", "da", "de", "için", "ile", "çok", "ne", "ama", "gibi", "daha", "olarak", "ben", "sen", "var",
-        "değil", "mi", "her"}},
-      {"pl", {"i",   "w",   "nie", "się", "na",  "z",  "jest", "to",  "że",  "do",
-              "jak", "ale", "co",  "o",   "tak", "po", "od",   "dla", "być", "czy"}},
-      {"id", {"dan",  "yang", "di",   "ini",  "itu",  "dengan", "untuk", "tidak", "dari",   "dalam",
-              "akan", "ada",  "saya", "anda", "juga", "ke",     "pada",  "bisa",  "karena", "kami"}}};
-  static const std::map<std::string, std::vector<std::string>> letters = {
-      {"vi", {"đ", "ư", "ơ", "ạ", "ả", "ấ", "ầ", "ẩ", "ậ", "ắ", "ặ", "ẹ", "ẻ", "ẽ", "ế", "ề", "ể", "ệ", "ỉ", "ị",
-              "ọ", "ỏ", "ố", "ồ", "ổ", "ộ", "ớ", "ờ", "ở", "ợ", "ụ", "ủ", "ứ", "ừ", "ử", "ữ", "ự", "ỳ", "ỷ", "ỹ"}},
-      {"tr", {"ş", "ğ", "ı"}},
-      {"pl", {"ł", "ą", "ę", "ś", "ż", "ź", "ń", "ć"}},
-      {"de", {"ß", "ä", "ü"}},
-      {"es", {"ñ", "¿", "¡"}},
-      {"pt", {"ã", "õ"}},
-      {"sv", {"å"}},
-      {"fr", {"ç", "è", "ê", "œ"}}};
+}
+
+// Latin script: function-word profiles, with letters only one language uses as tie-breakers.
+std::string
+latin_language(const std::string& lower) {
   std::map<std::string, double> score;
   for (const auto& word : word_tokens(lower))
-    for (const auto& [lang, words] : profiles)
+    for (const auto& [lang, words] : kLatinProfiles)
       if (words.count(word) != 0)
         score[lang] += 1;
-  for (const auto& [lang, marks] : letters)
+  for (const auto& [lang, marks] : kLatinLetters)
     for (const auto& m : marks)
       if (lower.find(m) != std::string::npos)
         score[lang] += 2;
@@ -346,6 +345,28 @@ detect_language(std::string_view text) {
     return "en"; // Latin letters with no function word: langdetect's prior favours English too
   return std::max_element(score.begin(), score.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
       ->first;
+}
+
+} // namespace
+
+std::string
+detect_language(std::string_view text) {
+  const auto counts = count_scripts(decode_utf8(text));
+  const auto dominant =
+      static_cast<Script>(std::max_element(counts.scripts.begin(), counts.scripts.end()) - counts.scripts.begin());
+  if (counts.scripts[dominant] == 0)
+    return "";
+  if (dominant == single) {
+    if (counts.kana > 0 && counts.han > 0)
+      return "ja"; // Japanese mixes kanji with kana; Chinese has no kana
+    return std::max_element(counts.single_script.begin(), counts.single_script.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+        ->first;
+  }
+  const std::string lower = lowercase(text);
+  if (dominant != latin)
+    return shared_script_language(dominant, lower);
+  return latin_language(lower);
 }
 
 } // namespace optkit::eval
