@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "jinja/builtins.hpp"
 #include "jinja/lexer.hpp"
 #include "jinja/parser.hpp"
 #include "jinja/value.hpp"
@@ -34,14 +35,13 @@ parse_index(const std::string& text) {
   return value;
 }
 
-constexpr std::size_t kMaxOutput = 64u << 20;
 constexpr int kMaxCallDepth = 100;
 
 struct LoopControl {
   enum class Kind { none, break_, continue_ } kind = Kind::none;
 };
 
-class Renderer {
+class Renderer final : public FilterHost {
 public:
   Renderer(const std::string& name, std::uint64_t max_steps) : m_name(name), m_max_steps(max_steps) {
     m_scopes.emplace_back();
@@ -57,10 +57,11 @@ public:
   }
 
 private:
+  const std::string& template_name() const override { return m_name; }
   [[noreturn]] void fail(int line, int column, const std::string& what) const {
     throw InputError(fmt::format("{}:{}:{}: {}", m_name, line, column, what));
   }
-  [[noreturn]] void fail(const Expr& at, const std::string& what) const { fail(at.line, at.column, what); }
+  using FilterHost::fail;
 
   void step(const Expr& at) {
     if (++m_steps > m_max_steps)
@@ -155,7 +156,7 @@ private:
       at.column = s.column;
       std::vector<Value> args;
       Kwargs kwargs;
-      out += apply_filter(s.text, Value::of(text), args, kwargs, at).to_output();
+      out += jinja::apply_filter(*this, s.text, Value::of(text), args, kwargs, at).to_output();
       return;
     }
     case Stmt::Kind::break_:
@@ -167,7 +168,7 @@ private:
     }
   }
 
-  Array iterate(const Value& value, const Expr& at) {
+  Array iterate(const Value& value, const Expr& at) override {
     if (value.is(Kind::array))
       return *value.array;
     if (value.is(Kind::object)) {
@@ -297,7 +298,7 @@ private:
       return call(e);
     case Expr::Kind::filter: {
       auto [args, kwargs] = arguments(e);
-      return apply_filter(e.text, evaluate(*e.a), args, kwargs, e);
+      return jinja::apply_filter(*this, e.text, evaluate(*e.a), args, kwargs, e);
     }
     case Expr::Kind::test: {
       auto [args, kwargs] = arguments(e);
@@ -336,22 +337,6 @@ private:
         kwargs.emplace_back(e.keywords[i - positional], std::move(v));
     }
     return {std::move(args), std::move(kwargs)};
-  }
-
-  static const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
-    for (const auto& [k, v] : kwargs)
-      if (k == name)
-        return &v;
-    return nullptr;
-  }
-  // Positional argument i, else keyword `name`, else fallback.
-  static Value arg(const std::vector<Value>& args, const Kwargs& kwargs, std::size_t i, std::string_view name,
-                   Value fallback = {}) {
-    if (i < args.size())
-      return args[i];
-    if (const auto* v = kwarg(kwargs, name))
-      return *v;
-    return fallback;
   }
 
   Value binary(const Expr& e) {
@@ -512,7 +497,7 @@ private:
   }
 
   // Attributes: dict members, then the methods of strings, dicts and lists.
-  Value member(const Value& object, const std::string& name, const Expr& at) {
+  Value member(const Value& object, const std::string& name, const Expr& at) override {
     if (object.is(Kind::object)) {
       if (const auto* v = object.find(name))
         return *v;
@@ -530,11 +515,8 @@ private:
     return Value{};
   }
 
-  Value bound_method(const Value& self, const std::string& name);
   Value call(const Expr& e);
-  Value apply_filter(const std::string& name, const Value& value, std::vector<Value>& args, Kwargs& kwargs,
-                     const Expr& at);
-  bool apply_test(const std::string& name, const Value& value, std::vector<Value>& args, const Expr& at);
+  bool apply_test(const std::string& name, const Value& value, std::vector<Value>& args, const Expr& at) override;
 
   const std::string& m_name;
   std::vector<std::map<std::string, Value>> m_scopes;
@@ -542,184 +524,6 @@ private:
   std::uint64_t m_steps = 0;
   int m_call_depth = 0;
 };
-
-// ---- builtins ----
-
-std::string
-strip_chars(const std::string& s, const std::string& chars, bool left, bool right) {
-  const auto strip = [&](char c) {
-    return chars.empty() ? (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
-                         : chars.find(c) != std::string::npos;
-  };
-  std::size_t begin = 0, end = s.size();
-  if (left)
-    while (begin < end && strip(s[begin]))
-      ++begin;
-  if (right)
-    while (end > begin && strip(s[end - 1]))
-      --end;
-  return s.substr(begin, end - begin);
-}
-
-std::string
-title_case(const std::string& s) {
-  std::string out = s;
-  bool start = true;
-  for (auto& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalpha(u)) {
-      c = static_cast<char>(start ? std::toupper(u) : std::tolower(u));
-      start = false;
-    } else {
-      start = true;
-    }
-  }
-  return out;
-}
-
-Value
-Renderer::bound_method(const Value& self, const std::string& name) {
-  const auto method = [&](auto fn) { return Value::callable(fn); };
-  if (self.is(Kind::string)) {
-    const std::string s = self.string;
-    if (name == "upper" || name == "lower")
-      return method([s, name](std::vector<Value>&, Kwargs&) { return Value::of(ascii_case(s, name == "upper")); });
-    if (name == "title")
-      return method([s](std::vector<Value>&, Kwargs&) { return Value::of(title_case(s)); });
-    if (name == "capitalize")
-      return method([s](std::vector<Value>&, Kwargs&) {
-        auto out = ascii_case(s, false);
-        if (!out.empty())
-          out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-        return Value::of(out);
-      });
-    if (name == "strip" || name == "lstrip" || name == "rstrip")
-      return method([s, name](std::vector<Value>& args, Kwargs&) {
-        const auto chars = !args.empty() && args[0].is(Kind::string) ? args[0].string : std::string();
-        return Value::of(strip_chars(s, chars, name != "rstrip", name != "lstrip"));
-      });
-    if (name == "startswith" || name == "endswith")
-      return method([s, name](std::vector<Value>& args, Kwargs&) {
-        std::vector<std::string> options;
-        if (!args.empty() && args[0].is(Kind::array)) {
-          for (const auto& v : *args[0].array)
-            options.push_back(v.to_output());
-        } else if (!args.empty()) {
-          options.push_back(args[0].to_output());
-        }
-        return Value::of(std::any_of(options.begin(), options.end(), [&](const std::string& o) {
-          return name == "startswith" ? s.starts_with(o) : s.ends_with(o);
-        }));
-      });
-    if (name == "split")
-      return method([s](std::vector<Value>& args, Kwargs& kwargs) {
-        const auto sep = arg(args, kwargs, 0, "sep");
-        const auto limit = arg(args, kwargs, 1, "maxsplit", Value::of(std::int64_t{-1}));
-        std::int64_t remaining = limit.is(Kind::integer) ? limit.integer : -1;
-        Array parts;
-        if (sep.is(Kind::string) && !sep.string.empty()) {
-          std::size_t start = 0;
-          for (std::size_t at = s.find(sep.string); at != std::string::npos && remaining != 0;
-               at = s.find(sep.string, start), --remaining) {
-            parts.push_back(Value::of(s.substr(start, at - start)));
-            start = at + sep.string.size();
-          }
-          parts.push_back(Value::of(s.substr(start)));
-        } else { // split on runs of whitespace
-          std::size_t i = 0;
-          while (i < s.size()) {
-            while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
-              ++i;
-            if (i >= s.size())
-              break;
-            if (remaining == 0) {
-              parts.push_back(Value::of(strip_chars(s.substr(i), "", false, true)));
-              break;
-            }
-            std::size_t j = i;
-            while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j])))
-              ++j;
-            parts.push_back(Value::of(s.substr(i, j - i)));
-            --remaining;
-            i = j;
-          }
-        }
-        return Value::list(std::move(parts));
-      });
-    if (name == "replace")
-      return method([s](std::vector<Value>& args, Kwargs& kwargs) {
-        const auto from = arg(args, kwargs, 0, "old").to_output(), to = arg(args, kwargs, 1, "new").to_output();
-        const auto count = arg(args, kwargs, 2, "count", Value::of(std::int64_t{-1}));
-        std::string out = s;
-        std::int64_t left = count.is(Kind::integer) ? count.integer : -1;
-        if (from.empty())
-          return Value::of(out);
-        for (std::size_t at = out.find(from); at != std::string::npos && left != 0;
-             at = out.find(from, at + to.size()), --left)
-          out.replace(at, from.size(), to);
-        return Value::of(out);
-      });
-    if (name == "find")
-      return method([s](std::vector<Value>& args, Kwargs&) {
-        const auto at = s.find(args.empty() ? std::string() : args[0].to_output());
-        return Value::of(at == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(at));
-      });
-    if (name == "join")
-      return method([s](std::vector<Value>& args, Kwargs&) {
-        std::string out;
-        if (!args.empty() && args[0].is(Kind::array))
-          for (std::size_t i = 0; i < args[0].array->size(); ++i)
-            out += (i ? s : std::string()) + (*args[0].array)[i].to_output();
-        return Value::of(out);
-      });
-  }
-  if (self.is(Kind::object)) {
-    const auto object = self;
-    if (name == "items")
-      return method([object](std::vector<Value>&, Kwargs&) {
-        Array items;
-        for (const auto& [k, v] : *object.object) {
-          auto pair = Value::list({Value::of(k), v});
-          pair.is_tuple = true;
-          items.push_back(pair);
-        }
-        return Value::list(std::move(items));
-      });
-    if (name == "keys" || name == "values")
-      return method([object, name](std::vector<Value>&, Kwargs&) {
-        Array items;
-        for (const auto& [k, v] : *object.object)
-          items.push_back(name == "keys" ? Value::of(k) : v);
-        return Value::list(std::move(items));
-      });
-    if (name == "get")
-      return method([object](std::vector<Value>& args, Kwargs&) {
-        const auto* found = args.empty() ? nullptr : object.find(args[0].to_output());
-        return found ? *found : (args.size() > 1 ? args[1] : Value::none());
-      });
-  }
-  if (self.is(Kind::array) && name == "index") // Python's list.index: lm-eval's ARC target is labels.index(answerKey)
-    return method([list = self](std::vector<Value>& args, Kwargs&) {
-      if (args.size() != 1)
-        throw InputError("list.index() takes one argument");
-      for (std::size_t i = 0; i < list.array->size(); ++i)
-        if (equal((*list.array)[i], args[0]))
-          return Value::of(static_cast<std::int64_t>(i));
-      throw InputError(to_json(args[0]) + " is not in list " + to_json(list));
-    });
-  if (self.is(Kind::array) && name == "append") {
-    const auto list = self;
-    return method([list](std::vector<Value>& args, Kwargs&) {
-      for (auto& a : args) {
-        if (holds(a, list))
-          throw InputError("cannot append to a list a value that holds the list");
-        list.array->push_back(a);
-      }
-      return Value::none();
-    });
-  }
-  return Value{};
-}
 
 Value
 Renderer::call(const Expr& e) {
@@ -781,211 +585,6 @@ Renderer::call(const Expr& e) {
     fail(e, "calling something that is not a function" +
                 (e.a->kind == Expr::Kind::attribute ? " ('" + e.a->text + "')" : std::string()));
   return (*callee.function)(args, kwargs);
-}
-
-Value
-Renderer::apply_filter(const std::string& name, const Value& value, std::vector<Value>& args, Kwargs& kwargs,
-                       const Expr& at) {
-  if (name == "length" || name == "count") {
-    if (value.is(Kind::array))
-      return Value::of(static_cast<std::int64_t>(value.array->size()));
-    if (value.is(Kind::object))
-      return Value::of(static_cast<std::int64_t>(value.object->size()));
-    if (value.is(Kind::string))
-      return Value::of(static_cast<std::int64_t>(iterate(value, at).size()));
-    fail(at, "length of a " + value.type_name());
-  }
-  if (name == "default" || name == "d") {
-    const bool boolean = arg(args, kwargs, 1, "boolean", Value::of(false)).truthy();
-    const bool use_default = value.is(Kind::undefined) || (boolean && !value.truthy());
-    return use_default ? arg(args, kwargs, 0, "default_value", Value::of(std::string())) : value;
-  }
-  if (name == "tojson") {
-    const auto indent = arg(args, kwargs, 0, "indent");
-    return Value::of(to_json(value, indent.is(Kind::integer) ? static_cast<int>(indent.integer) : 0));
-  }
-  if (name == "string")
-    return Value::of(value.to_output());
-  if (name == "safe" || name == "e" || name == "escape")
-    return value;
-  if (name == "trim")
-    return Value::of(strip_chars(value.to_output(),
-                                 arg(args, kwargs, 0, "chars").is(Kind::string) ? arg(args, kwargs, 0, "chars").string
-                                                                                : std::string(),
-                                 true, true));
-  if (name == "upper" || name == "lower")
-    return Value::of(ascii_case(value.to_output(), name == "upper"));
-  if (name == "title")
-    return Value::of(title_case(value.to_output()));
-  if (name == "capitalize") {
-    auto s = ascii_case(value.to_output(), false);
-    if (!s.empty())
-      s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
-    return Value::of(s);
-  }
-  if (name == "int") {
-    if (value.is(Kind::integer))
-      return value;
-    if (value.is(Kind::floating)) // NaN and out-of-range values have no integer: take the default
-      return std::isfinite(value.floating) && std::fabs(value.floating) < 9.2e18
-                 ? Value::of(static_cast<std::int64_t>(value.floating))
-                 : arg(args, kwargs, 0, "default", Value::of(std::int64_t{0}));
-    try {
-      return Value::of(static_cast<std::int64_t>(std::stoll(value.to_output())));
-    } catch (const std::exception&) {
-      return arg(args, kwargs, 0, "default", Value::of(std::int64_t{0}));
-    }
-  }
-  if (name == "float") {
-    if (value.is_number())
-      return Value::of_float(value.number());
-    try {
-      return Value::of_float(std::stod(value.to_output()));
-    } catch (const std::exception&) {
-      return Value::of_float(0);
-    }
-  }
-  if (name == "abs")
-    return value.is(Kind::integer) && value.integer != INT64_MIN
-               ? Value::of(value.integer < 0 ? -value.integer : value.integer)
-               : Value::of_float(std::fabs(value.number()));
-  if (name == "list")
-    return Value::list(iterate(value, at));
-  if (name == "first" || name == "last") {
-    const auto items = iterate(value, at);
-    return items.empty() ? Value{} : (name == "first" ? items.front() : items.back());
-  }
-  if (name == "reverse") {
-    auto items = iterate(value, at);
-    std::reverse(items.begin(), items.end());
-    if (value.is(Kind::string)) {
-      std::string s;
-      for (const auto& c : items)
-        s += c.string;
-      return Value::of(s);
-    }
-    return Value::list(std::move(items));
-  }
-  if (name == "join") {
-    const auto separator = arg(args, kwargs, 0, "d", Value::of(std::string())).to_output();
-    const auto attribute = arg(args, kwargs, 1, "attribute");
-    std::string out;
-    const auto items = iterate(value, at);
-    for (std::size_t i = 0; i < items.size(); ++i)
-      out += (i ? separator : std::string()) +
-             (attribute.is(Kind::string) ? member(items[i], attribute.string, at) : items[i]).to_output();
-    return Value::of(out);
-  }
-  if (name == "items") {
-    if (!value.is(Kind::object))
-      fail(at, "items of a " + value.type_name() + " (it needs a dict)");
-    return (*bound_method(value, "items").function)(args, kwargs);
-  }
-  if (name == "unique") {
-    Array out;
-    for (const auto& item : iterate(value, at))
-      if (std::none_of(out.begin(), out.end(), [&](const Value& v) { return equal(v, item); }))
-        out.push_back(item);
-    return Value::list(std::move(out));
-  }
-  if (name == "sort") {
-    auto items = iterate(value, at);
-    const bool reverse = arg(args, kwargs, 0, "reverse", Value::of(false)).truthy();
-    const auto attribute = arg(args, kwargs, 2, "attribute");
-    const auto key = [&](const Value& v) { return attribute.is(Kind::string) ? member(v, attribute.string, at) : v; };
-    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      const auto a = key(x), b = key(y);
-      const bool less = a.is_number() && b.is_number() ? a.number() < b.number() : a.to_output() < b.to_output();
-      const bool greater = a.is_number() && b.is_number() ? a.number() > b.number() : a.to_output() > b.to_output();
-      return reverse ? greater : less;
-    });
-    return Value::list(std::move(items));
-  }
-  if (name == "selectattr" || name == "rejectattr" || name == "select" || name == "reject") {
-    const bool by_attribute = name == "selectattr" || name == "rejectattr";
-    const bool keep_if = name == "selectattr" || name == "select";
-    const auto attribute = by_attribute && !args.empty() ? args[0].to_output() : std::string();
-    const std::size_t test_at = by_attribute ? 1 : 0;
-    Array out;
-    for (const auto& item : iterate(value, at)) {
-      const auto subject = by_attribute ? (item.is(Kind::object) ? member(item, attribute, at) : Value{}) : item;
-      bool passes;
-      if (args.size() <= test_at) {
-        passes = subject.truthy();
-      } else {
-        std::vector<Value> test_args(args.begin() + static_cast<std::ptrdiff_t>(test_at) + 1, args.end());
-        passes = apply_test(args[test_at].to_output(), subject, test_args, at);
-      }
-      if (passes == keep_if)
-        out.push_back(item);
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "map") {
-    Array out;
-    const auto* attribute = kwarg(kwargs, "attribute");
-    for (const auto& item : iterate(value, at)) {
-      if (attribute) {
-        auto v = item.is(Kind::object) ? member(item, attribute->to_output(), at) : Value{};
-        if (v.is(Kind::undefined))
-          if (const auto* fallback = kwarg(kwargs, "default"))
-            v = *fallback;
-        out.push_back(v);
-      } else if (!args.empty()) {
-        std::vector<Value> rest(args.begin() + 1, args.end());
-        Kwargs none;
-        out.push_back(apply_filter(args[0].to_output(), item, rest, none, at));
-      } else {
-        fail(at, "map needs a filter name or attribute=");
-      }
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "replace") {
-    auto method = bound_method(Value::of(value.to_output()), "replace");
-    return (*method.function)(args, kwargs);
-  }
-  if (name == "indent") {
-    const auto width = arg(args, kwargs, 0, "width", Value::of(std::int64_t{4}));
-    const bool first = arg(args, kwargs, 1, "first", Value::of(false)).truthy();
-    const bool blank = arg(args, kwargs, 2, "blank", Value::of(false)).truthy();
-    if (width.is(Kind::integer) && width.integer > static_cast<std::int64_t>(kMaxOutput))
-      fail(at, "indent width is too large");
-    const std::string pad = width.is(Kind::string)
-                                ? width.string
-                                : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.integer)), ' ');
-    const auto text = value.to_output();
-    std::string out;
-    std::size_t start = 0;
-    bool first_line = true;
-    while (true) {
-      const auto end = text.find('\n', start);
-      const auto line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if ((first_line ? first : true) && (blank || !line.empty()))
-        out += pad;
-      out += line;
-      if (end == std::string::npos)
-        break;
-      out += '\n';
-      start = end + 1;
-      first_line = false;
-    }
-    return Value::of(out);
-  }
-  if (name == "round") {
-    const auto precision = arg(args, kwargs, 0, "precision", Value::of(std::int64_t{0}));
-    const double scale = std::pow(10.0, static_cast<double>(precision.integer));
-    return Value::of_float(std::round(value.number() * scale) / scale);
-  }
-  if (name == "dictsort") {
-    if (!value.is(Kind::object))
-      fail(at, "dictsort of a " + value.type_name() + " (it needs a dict)");
-    auto items = *(*bound_method(value, "items").function)(args, kwargs).array;
-    std::stable_sort(items.begin(), items.end(),
-                     [](const Value& a, const Value& b) { return (*a.array)[0].string < (*b.array)[0].string; });
-    return Value::list(std::move(items));
-  }
-  fail(at, fmt::format("filter '{}' is not supported", name));
 }
 
 bool
