@@ -81,7 +81,6 @@ public:
   // changing nothing, while the KV cache holds anything, variants are served beside the weights,
   // or the new weights have another shape.
   void reload(const std::filesystem::path& model_dir, const std::optional<std::filesystem::path>& delta);
-  const std::filesystem::path& model_dir() const { return m_dir; }
   const DeltaVariant& variant(std::int32_t id) const { return *m_variants.at(static_cast<std::size_t>(id)); }
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
