@@ -1,4 +1,4 @@
-// The integer Δ kernel (runtime/delta_int8.hpp): a 2:4 4-bit Δ on its packed form against int8
+// The integer Δ kernel (runtime/delta_int8.hpp): a 2:4 or dense 4-bit Δ on its packed form against int8
 // activations equals the float path on the dequantized activations x̂ = q·s (a float64 dot of
 // the decoded Δ) to fp32 rounding, over row, activation-row and column tails, scale groups of one
 // and two chunks, mid-rise and plain grids; a Δ whose kept positions change gives another,
@@ -72,20 +72,42 @@ TEST_CASE("the integer Δ kernel equals the float path on the quantized activati
   const Shape shapes[] = {{1, 128, 1, 1},   {5, 384, 3, 3},   {33, 1024, 4, 8}, {7, 256, 1, 9},
                           {16, 512, 2, 13}, {3, 2048, 16, 2}, {64, 128, 1, 5}};
   std::uint32_t seed = 10;
-  for (const Shape& s : shapes) {
-    CAPTURE(s.rows);
-    CAPTURE(s.cols);
-    CAPTURE(s.m);
-    const auto artifact = test::random_delta_artifact(s.rows, s.cols, 4, true, s.groups, ++seed);
-    const auto delta = CompressedDelta::load(*artifact, "m", s.rows, s.cols);
-    DeltaCodes codes = delta->codes();
-    REQUIRE(delta_int8_supported(codes, delta_pairs_distinct(codes, s.rows)));
-    const auto x = random_x(s.m, s.cols, ++seed);
-    const auto q = quantize_activations_u8(x.data(), s.m, s.cols, false);
-    CHECK(kernel_error(codes, s.rows, q, nullptr) < 1e-5); // mid-rise grid (offset ½)
-    codes.offset = 0.0f;                                   // a plain grid
-    CHECK(kernel_error(codes, s.rows, q, nullptr) < 1e-5);
+  for (const bool sparse : {true, false}) // 2:4 (decoder layers), dense (embeddings, LM head)
+    for (const Shape& s : shapes) {
+      CAPTURE(sparse);
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.m);
+      const auto artifact = test::random_delta_artifact(s.rows, s.cols, 4, sparse, s.groups, ++seed);
+      const auto delta = CompressedDelta::load(*artifact, "m", s.rows, s.cols);
+      DeltaCodes codes = delta->codes();
+      REQUIRE(delta_int8_supported(codes, delta_pairs_distinct(codes, s.rows)));
+      const auto x = random_x(s.m, s.cols, ++seed);
+      const auto q = quantize_activations_u8(x.data(), s.m, s.cols, false);
+      CHECK(kernel_error(codes, s.rows, q, nullptr) < 1e-5); // mid-rise grid (offset ½)
+      codes.offset = 0.0f;                                   // a plain grid
+      CHECK(kernel_error(codes, s.rows, q, nullptr) < 1e-5);
+    }
+}
+
+TEST_CASE("the dense integer Δ kernel reads every code where its column is: one changed code changes one product") {
+  const auto artifact = test::random_delta_artifact(4, 256, 4, false, 2, 31);
+  const auto delta = CompressedDelta::load(*artifact, "m", 4, 256);
+  const DeltaCodes codes = delta->codes();
+  if (!delta_int8_supported(codes, true)) {
+    MESSAGE("SKIPPED: this CPU lacks AVX512_VNNI + AVX512_VBMI");
+    return;
   }
+  // One activation row, zero but for column 77 (odd: a high nibble): only Δ[r, 77] counts.
+  std::vector<float> x(256, 0.0f);
+  x[77] = 1.0f;
+  const auto q = quantize_activations_u8(x.data(), 1, 256, false);
+  std::vector<float> decoded(4 * 256);
+  decode_delta_rows_loops(codes, 0, 4, decoded.data());
+  std::vector<float> y(4, 0.0f);
+  delta_int8_rows(codes, 0, 4, q, y.data(), 4);
+  for (std::size_t r = 0; r < 4; ++r)
+    CHECK(y[r] == doctest::Approx(static_cast<double>(decoded[r * 256 + 77])).epsilon(1e-6));
 }
 
 TEST_CASE("the integer Δ kernel follows every 2:4 index: moved kept positions give another exact answer") {
@@ -128,7 +150,8 @@ TEST_CASE(
   CHECK_FALSE(take(4, true, 256, 4));       // groups of 64 columns
   CHECK_FALSE(take(8, true, 256, 2));       // 8-bit
   CHECK_FALSE(take(2, true, 256, 2));       // 2-bit
-  CHECK_FALSE(take(4, false, 256, 2));      // dense
+  CHECK(take(4, false, 256, 2) == cpu);     // dense: taken as 2:4 is
+  CHECK_FALSE(take(4, false, 200, 2));      // dense, columns not a multiple of 128
   CHECK_FALSE(take(4, true, 256, 2, true)); // a nibble naming one column twice
   if (!cpu) {
     MESSAGE("SKIPPED: this CPU lacks AVX512_VNNI + AVX512_VBMI");

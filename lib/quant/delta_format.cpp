@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -247,12 +250,37 @@ zstd_compress_delta_tensors(const std::filesystem::path& directory) {
   std::filesystem::remove(plain);
 }
 
+namespace {
+
+// A weights file's SHA-256, read once per process for each identity (path, size, modification
+// time): serving many deltas of one base, or reloading an evicted one, checks the base's
+// gigabytes against each delta without reading them again.
+std::string
+weights_file_sha256(const std::filesystem::path& file) {
+  using Identity = std::tuple<std::string, std::uintmax_t, std::filesystem::file_time_type::rep>;
+  static std::mutex mutex;
+  static std::map<Identity, std::string> known;
+  const Identity identity{std::filesystem::canonical(file).string(), std::filesystem::file_size(file),
+                          std::filesystem::last_write_time(file).time_since_epoch().count()};
+  {
+    const std::lock_guard lock(mutex);
+    if (const auto it = known.find(identity); it != known.end())
+      return it->second;
+  }
+  auto digest = digest_file(file).sha256;
+  const std::lock_guard lock(mutex);
+  known[identity] = digest;
+  return digest;
+}
+
+} // namespace
+
 std::string
 weights_sha256(const std::filesystem::path& model_dir) {
   std::vector<std::string> entries;
   for (const auto& entry : std::filesystem::directory_iterator(model_dir))
     if (entry.path().extension() == ".safetensors")
-      entries.push_back(entry.path().filename().string() + ":" + digest_file(entry.path()).sha256);
+      entries.push_back(entry.path().filename().string() + ":" + weights_file_sha256(entry.path()));
   std::sort(entries.begin(), entries.end());
   std::string joined;
   for (const auto& e : entries)

@@ -1,5 +1,6 @@
 // The Δ product on the packed form in integers (DeltaZip's Δ kernel on a CPU's integer units): a
-// 2:4 sparse 4-bit Δ times activation rows quantized to int8 per row, as the W8A8 path quantizes
+// 2:4 sparse 4-bit Δ (the decoder layers') or a dense 4-bit one (the embeddings' and LM head's,
+// rounded) times activation rows quantized to int8 per row, as the W8A8 path quantizes
 // them (runtime/int8_gemm.hpp: x ≈ q·s, q = round-half-even(x / s), s = max|x| / 127). Per 128
 // columns of a Δ row: the 64 kept codes are widened from nibbles to bytes in registers, the 2:4
 // positions expanded into a byte permutation that gathers the 64 activations they multiply
@@ -21,9 +22,10 @@ namespace optkit::runtime {
 // Whether this CPU runs the integer kernel (AVX512_VNNI + AVX512_VBMI, not OPTKIT_CPU_BASELINE=1).
 bool delta_int8_cpu();
 
-// Whether the integer kernel takes `codes`: 4-bit, 2:4 sparse, columns and scale groups multiples
-// of 128, offset 0 or ½, and (`distinct_pairs`) no nibble naming one column twice, which the
-// reference decode resolves by keeping the second value and a gather would add twice.
+// Whether the integer kernel takes `codes`: 4-bit, 2:4 sparse or dense, columns and scale groups
+// multiples of 128, offset 0 or ½, and for 2:4 (`distinct_pairs`) no nibble naming one column
+// twice, which the reference decode resolves by keeping the second value and a gather would add
+// twice.
 bool delta_int8_supported(const DeltaCodes& codes, bool distinct_pairs);
 
 // Whether every kept-position nibble of the Δ names two different columns.

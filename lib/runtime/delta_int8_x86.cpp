@@ -8,6 +8,11 @@
 // chunk's 128 (two 64-byte registers). VPDPBUSD then adds u·w over the lanes, with u = q + 128
 // the unsigned activation and w the signed code: 2·code − 15 on a mid-rise grid (offset ½, the
 // value is w/2), code − 8 without one; 128·Σw, taken off, is one more VPDPBUSD against ones.
+//
+// A dense 4-bit Δ (the embeddings' and LM head's, rounded rather than pruned) has 64 bytes of
+// codes per 128 columns, column 2j in the low nibble of byte j and column 2j + 1 in its high
+// nibble; the activations are laid out once per call as even columns then odd ones per chunk, so
+// each nibble half meets its 64 activations in the same lanes, with no gather.
 #include "runtime/delta_int8.hpp"
 #include "runtime/x86_features.hpp"
 
@@ -16,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <immintrin.h>
+#include <vector>
 
 namespace optkit::runtime {
 
@@ -97,6 +103,82 @@ rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const Quantiz
   }
 }
 
+// The signed weights of a chunk's codes (see the top of the file).
+struct CodeWeights {
+  __m512i bias;
+  bool mid_rise;
+};
+
+OPTKIT_VBMI_VNNI inline __m512i
+signed_weights(__m512i code, const CodeWeights& c) {
+  return _mm512_sub_epi8(c.mid_rise ? _mm512_add_epi8(code, code) : code, c.bias);
+}
+
+// Rows [r0, r1) of a dense 4-bit Δ against M activation rows `u`, each laid out per chunk as its
+// 64 even columns then its 64 odd ones; `scale` the rows' activation scales.
+template <std::size_t M>
+OPTKIT_VBMI_VNNI void
+dense_rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
+                  const float* scale, float* y, std::int64_t ldy) {
+  const CodeWeights weights{_mm512_set1_epi8(static_cast<char>(d.offset != 0.0f ? 15 : 8)), d.offset != 0.0f};
+  const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
+  const float factor = weights.mid_rise ? 0.5f : 1.0f;
+  const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
+    __m512 sum[M];
+    for (std::size_t j = 0; j < M; ++j)
+      sum[j] = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < groups; ++g) {
+      __m512i acc[M], acc_w = _mm512_setzero_si512();
+      for (std::size_t j = 0; j < M; ++j)
+        acc[j] = _mm512_setzero_si512();
+      for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k) {
+        const __m512i packed = _mm512_loadu_si512(codes + k * 64);
+        const __m512i even = signed_weights(_mm512_and_si512(packed, low4), weights);
+        const __m512i odd = signed_weights(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), weights);
+        acc_w = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc_w, ones, even), ones, odd);
+        for (std::size_t j = 0; j < M; ++j) {
+          const std::uint8_t* chunk = u[j] + k * kChunk;
+          acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk), even);
+          acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk + 64), odd);
+        }
+      }
+      const __m512 s = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
+      const __m512i offset = _mm512_slli_epi32(acc_w, 7); // 128 · Σ w
+      for (std::size_t j = 0; j < M; ++j)
+        sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], offset)), s, sum[j]);
+    }
+    for (std::size_t j = 0; j < M; ++j)
+      y[static_cast<std::int64_t>(j) * ldy + r] += _mm512_reduce_add_ps(sum[j]) * scale[j];
+  }
+}
+
+// Activation rows [i0, i0 + m) of x, each chunk of 128 as its even columns then its odd ones.
+std::vector<std::uint8_t>
+even_then_odd(const QuantizedActivations& x, std::int64_t i0, std::int64_t m) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(m * x.cols));
+  for (std::int64_t i = 0; i < m; ++i) {
+    const std::uint8_t* from = x.u.data() + (i0 + i) * x.pitch;
+    std::uint8_t* to = out.data() + i * x.cols;
+    for (std::int64_t c = 0; c < x.cols; ++c)
+      to[(c / kChunk) * kChunk + (c % 2) * 64 + (c % kChunk) / 2] = from[c];
+  }
+  return out;
+}
+
+template <std::size_t M>
+void
+dense_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
+               const float* scale, float* y, std::int64_t ldy) {
+  if constexpr (M > 0) {
+    if (m == M)
+      dense_rows_kernel<M>(d, r0, r1, u, scale, y, ldy);
+    else
+      dense_dispatch<M - 1>(m, d, r0, r1, u, scale, y, ldy);
+  }
+}
+
 template <std::size_t M>
 void
 rows_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x,
@@ -120,9 +202,10 @@ delta_int8_cpu() {
 
 bool
 delta_int8_supported(const DeltaCodes& d, bool distinct_pairs) {
-  return delta_int8_cpu() && distinct_pairs && d.bits == 4 && d.sparse && d.indices != nullptr &&
-         d.cols % kChunk == 0 && d.cols > 0 && d.group_size > 0 && d.group_size % kChunk == 0 &&
-         d.cols % d.group_size == 0 && d.groups == d.cols / d.group_size && d.words * 16 == d.cols &&
+  const bool layout = d.sparse ? distinct_pairs && d.indices != nullptr && d.words * 16 == d.cols
+                               : d.indices == nullptr && d.words * 8 == d.cols;
+  return delta_int8_cpu() && layout && d.bits == 4 && d.cols % kChunk == 0 && d.cols > 0 && d.group_size > 0 &&
+         d.group_size % kChunk == 0 && d.cols % d.group_size == 0 && d.groups == d.cols / d.group_size &&
          (d.offset == 0.0f || d.offset == 0.5f);
 }
 
@@ -144,8 +227,18 @@ delta_int8_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const Qua
   if (x.cols != d.cols)
     throw RuntimeFailure("integer Δ product: activations of another width than the Δ");
   constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
-  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep)
-    rows_dispatch<kMaxRows>(static_cast<std::size_t>(std::min(kStep, x.m - i0)), d, r0, r1, x, i0, y, ldy);
+  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep) {
+    const auto m = std::min(kStep, x.m - i0);
+    if (d.sparse) {
+      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, r0, r1, x, i0, y, ldy);
+      continue;
+    }
+    const auto laid_out = even_then_odd(x, i0, m);
+    const std::uint8_t* u[kMaxRows];
+    for (std::int64_t j = 0; j < m; ++j)
+      u[j] = laid_out.data() + j * x.cols;
+    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, r0, r1, u, x.scale.data() + i0, y + i0 * ldy, ldy);
+  }
 }
 
 } // namespace optkit::runtime
