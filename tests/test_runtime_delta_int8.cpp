@@ -157,15 +157,15 @@ TEST_CASE(
     MESSAGE("SKIPPED: this CPU lacks AVX512_VNNI + AVX512_VBMI");
     return;
   }
-  // CompressedDelta::multiply_add, int8 activations on: 4 rows (a decode batch) through the kernel,
-  // 12 (a prefill) through the float path on the same x̂, both the reference's answer added to y.
+  // CompressedDelta::multiply_add, int8 activations on: 4 and 32 rows (decode batches) through the
+  // kernel, 40 (a prefill) through the float path on the same x̂, each the reference's answer added to y.
   const auto artifact = test::random_delta_artifact(40, 512, 4, true, 4, 9);
   const auto delta = CompressedDelta::load(*artifact, "m", 40, 512);
   CHECK_FALSE(delta->int8_activations()); // off until asked for
   delta->set_int8_activations(true);
   REQUIRE(delta->int8_activations());
   ThreadPool pool(2);
-  for (const std::int64_t m : {4, 12}) {
+  for (const std::int64_t m : {4, 32, 40}) {
     CAPTURE(m);
     const auto x = random_x(m, 512, 6);
     const auto q = quantize_activations_u8(x.data(), m, 512, false);

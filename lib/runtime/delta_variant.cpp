@@ -24,7 +24,11 @@ namespace optkit::runtime {
 namespace {
 
 constexpr std::int64_t kDecodeBlockRows = 32;
-constexpr std::int64_t kFewRows = 8;            // up to this many activation rows: row dots, not sgemm
+constexpr std::int64_t kFewRows = 8; // up to this many activation rows: row dots, not sgemm
+// Up to this many rows of a variant in a step, its packed Δ runs in integers (int8 activations):
+// each 4 rows read the Δ once, still cheaper than decoding it to floats for a 32-row block's product
+// (a popular variant has more than 8 decode rows in a busy step).
+constexpr std::int64_t kIntegerRows = 32;
 constexpr std::int64_t kDeltaPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
 
 // x̂ = q·s, row by row, as the integer kernel sees x.
@@ -74,7 +78,7 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
   thread_local std::vector<float> dequantized;
   if (m_integer_kernel) {
     const QuantizedActivations q = quantize_activations_u8(x, m, m_codes.cols, false);
-    if (m <= kFewRows) { // decode steps: the packed Δ against the int8 activations
+    if (m <= kIntegerRows) { // decode steps: the packed Δ against the int8 activations
       pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) { delta_int8_rows(m_codes, r0, r1, q, y, ldy); });
       return;
     }

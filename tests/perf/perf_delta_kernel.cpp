@@ -1,5 +1,5 @@
 // The Δ product of a decode step on the CPU, side by side in one run, on Llama-3.2-1B's gate_proj
-// shape (8192 × 2048), for 1, 2, 4 and 8 activation rows:
+// shape (8192 × 2048), for 1 to 32 activation rows:
 //   base      the BF16 base product of the same shape (LinearWeight, what every row pays anyway)
 //   integer   a 2:4 4-bit Δ (group-128 scales) on its packed form against int8 activations
 //             (runtime/delta_int8.hpp: VPERMI2B gather, VPDPBUSD), activations quantized included
@@ -84,7 +84,7 @@ main(int argc, char** argv) {
              integer ? "on (AVX512_VNNI + AVX512_VBMI)" : "off: this CPU lacks it");
   fmt::print("{:>4}   {:>10}   {:>16}   {:>16}   {:>12}\n", "rows", "base ms", "integer ms (×)", "float ms (×)",
              "int max err");
-  for (const std::int64_t m : {1, 2, 4, 8}) {
+  for (const std::int64_t m : {1, 2, 4, 8, 16, 32}) {
     std::vector<float> x(static_cast<std::size_t>(m * kCols)), y(static_cast<std::size_t>(m * kRows));
     for (auto& v : x)
       v = normal(rng);
