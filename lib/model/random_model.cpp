@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
-#include <string_view>
 
 namespace optkit::model {
 

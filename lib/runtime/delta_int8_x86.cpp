@@ -50,16 +50,31 @@ lanes() {
   return {_mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
 }
 
+// The signed weights of a chunk's codes (see the top of the file).
+struct CodeWeights {
+  __m512i bias;
+  bool mid_rise;
+};
+
+OPTKIT_VBMI_VNNI inline CodeWeights
+code_weights(const DeltaCodes& d) {
+  return {_mm512_set1_epi8(static_cast<char>(d.offset != 0.0f ? 15 : 8)), d.offset != 0.0f};
+}
+
+OPTKIT_VBMI_VNNI inline __m512i
+signed_weights(__m512i code, const CodeWeights& c) {
+  return _mm512_sub_epi8(c.mid_rise ? _mm512_add_epi8(code, code) : code, c.bias);
+}
+
 // Rows [r0, r1) of the Δ against activation rows [i0, i0 + M).
 template <std::size_t M>
 OPTKIT_VBMI_VNNI void
 rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, std::int64_t i0,
             float* y, std::int64_t ldy) {
   const Lanes l = lanes();
-  const bool mid_rise = d.offset != 0.0f;
+  const CodeWeights weights = code_weights(d);
   const __m512i low4 = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(mid_rise ? 15 : 8));
-  const float factor = mid_rise ? 0.5f : 1.0f;
+  const float factor = weights.mid_rise ? 0.5f : 1.0f;
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
   const std::uint8_t* u[M];
   for (std::size_t j = 0; j < M; ++j)
@@ -79,7 +94,7 @@ rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const Quantiz
         const __m256i even = _mm256_and_si256(packed, _mm512_castsi512_si256(low4));
         const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm512_castsi512_si256(low4));
         const __m512i code = _mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1);
-        const __m512i w = _mm512_sub_epi8(mid_rise ? _mm512_add_epi8(code, code) : code, bias);
+        const __m512i w = signed_weights(code, weights);
         const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
         const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
         const __m512i position = _mm512_and_si512(_mm512_multishift_epi64_epi8(l.position_shift, spread), three);
@@ -103,24 +118,13 @@ rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const Quantiz
   }
 }
 
-// The signed weights of a chunk's codes (see the top of the file).
-struct CodeWeights {
-  __m512i bias;
-  bool mid_rise;
-};
-
-OPTKIT_VBMI_VNNI inline __m512i
-signed_weights(__m512i code, const CodeWeights& c) {
-  return _mm512_sub_epi8(c.mid_rise ? _mm512_add_epi8(code, code) : code, c.bias);
-}
-
 // Rows [r0, r1) of a dense 4-bit Δ against M activation rows `u`, each laid out per chunk as its
 // 64 even columns then its 64 odd ones; `scale` the rows' activation scales.
 template <std::size_t M>
 OPTKIT_VBMI_VNNI void
 dense_rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
                   const float* scale, float* y, std::int64_t ldy) {
-  const CodeWeights weights{_mm512_set1_epi8(static_cast<char>(d.offset != 0.0f ? 15 : 8)), d.offset != 0.0f};
+  const CodeWeights weights = code_weights(d);
   const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
   const float factor = weights.mid_rise ? 0.5f : 1.0f;
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
