@@ -66,22 +66,16 @@ signed_weights(__m512i code, const CodeWeights& c) {
   return _mm512_sub_epi8(c.mid_rise ? _mm512_add_epi8(code, code) : code, c.bias);
 }
 
-// Rows [r0, r1) of the Δ against activation rows [i0, i0 + M).
-template <std::size_t M>
-OPTKIT_VBMI_VNNI void
-rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, std::int64_t i0,
-            float* y, std::int64_t ldy) {
-  const Lanes l = lanes();
-  const CodeWeights weights = code_weights(d);
-  const __m512i low4 = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
-  const float factor = weights.mid_rise ? 0.5f : 1.0f;
+// Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(r, k, acc, acc_w)` adds
+// chunk k's products of row r into acc[j] (int32) and its signed weights into acc_w; the group's
+// scale applies once, and y[j·ldy + r] gets the row's sum times activation row j's scale.
+template <std::size_t M, typename Chunk>
+OPTKIT_VBMI_VNNI inline void
+grouped_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const float* activation_scale, float* y,
+             std::int64_t ldy, const Chunk& chunk) {
+  const float factor = d.offset != 0.0f ? 0.5f : 1.0f;
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
-  const std::uint8_t* u[M];
-  for (std::size_t j = 0; j < M; ++j)
-    u[j] = x.u.data() + (i0 + static_cast<std::int64_t>(j)) * x.pitch;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
-    const std::uint8_t* positions = d.indices + r * (d.cols / 8);
     __m512 sum[M];
     for (std::size_t j = 0; j < M; ++j)
       sum[j] = _mm512_setzero_ps();
@@ -89,33 +83,77 @@ rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const Quantiz
       __m512i acc[M], acc_w = _mm512_setzero_si512();
       for (std::size_t j = 0; j < M; ++j)
         acc[j] = _mm512_setzero_si512();
-      for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k) {
-        const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32));
-        const __m256i even = _mm256_and_si256(packed, _mm512_castsi512_si256(low4));
-        const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm512_castsi512_si256(low4));
-        const __m512i code = _mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1);
-        const __m512i w = signed_weights(code, weights);
-        const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
-        const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
-        const __m512i position = _mm512_and_si512(_mm512_multishift_epi64_epi8(l.position_shift, spread), three);
-        const __m512i column = _mm512_add_epi8(position, l.group_base);
-        acc_w = _mm512_dpbusd_epi32(acc_w, ones, w);
-        for (std::size_t j = 0; j < M; ++j) {
-          const std::uint8_t* chunk = u[j] + k * kChunk;
-          const __m512i gathered =
-              _mm512_permutex2var_epi8(_mm512_loadu_si512(chunk), column, _mm512_loadu_si512(chunk + 64));
-          acc[j] = _mm512_dpbusd_epi32(acc[j], gathered, w);
-        }
-      }
+      for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k)
+        chunk(r, k, acc, acc_w);
       const __m512 scale = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
       const __m512i offset = _mm512_slli_epi32(acc_w, 7); // 128 · Σ w
       for (std::size_t j = 0; j < M; ++j)
         sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], offset)), scale, sum[j]);
     }
     for (std::size_t j = 0; j < M; ++j)
-      y[(i0 + static_cast<std::int64_t>(j)) * ldy + r] +=
-          _mm512_reduce_add_ps(sum[j]) * x.scale[static_cast<std::size_t>(i0) + j];
+      y[static_cast<std::int64_t>(j) * ldy + r] += _mm512_reduce_add_ps(sum[j]) * activation_scale[j];
   }
+}
+
+// A chunk of a 2:4 Δ row: the 64 kept codes, and the activations their positions name gathered.
+template <std::size_t M> struct SparseChunk {
+  const DeltaCodes& d;
+  const std::uint8_t* const* u;
+  Lanes l = lanes();
+  CodeWeights weights = code_weights(d);
+
+  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
+    const __m512i low4 = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
+    const std::uint8_t* positions = d.indices + r * (d.cols / 8);
+    const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32));
+    const __m256i even = _mm256_and_si256(packed, _mm512_castsi512_si256(low4));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm512_castsi512_si256(low4));
+    const __m512i w = signed_weights(_mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1), weights);
+    const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
+    const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
+    const __m512i position = _mm512_and_si512(_mm512_multishift_epi64_epi8(l.position_shift, spread), three);
+    const __m512i column = _mm512_add_epi8(position, l.group_base);
+    acc_w = _mm512_dpbusd_epi32(acc_w, ones, w);
+    for (std::size_t j = 0; j < M; ++j) {
+      const std::uint8_t* chunk = u[j] + k * kChunk;
+      const __m512i gathered =
+          _mm512_permutex2var_epi8(_mm512_loadu_si512(chunk), column, _mm512_loadu_si512(chunk + 64));
+      acc[j] = _mm512_dpbusd_epi32(acc[j], gathered, w);
+    }
+  }
+};
+
+// A chunk of a dense 4-bit Δ row against activations laid out even columns then odd ones.
+template <std::size_t M> struct DenseChunk {
+  const DeltaCodes& d;
+  const std::uint8_t* const* u;
+  CodeWeights weights = code_weights(d);
+
+  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
+    const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
+    const __m512i packed = _mm512_loadu_si512(codes + k * 64);
+    const __m512i even = signed_weights(_mm512_and_si512(packed, low4), weights);
+    const __m512i odd = signed_weights(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), weights);
+    acc_w = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc_w, ones, even), ones, odd);
+    for (std::size_t j = 0; j < M; ++j) {
+      const std::uint8_t* chunk = u[j] + k * kChunk;
+      acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk), even);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk + 64), odd);
+    }
+  }
+};
+
+// Rows [r0, r1) of a 2:4 Δ against activation rows [i0, i0 + M).
+template <std::size_t M>
+OPTKIT_VBMI_VNNI void
+rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, std::int64_t i0,
+            float* y, std::int64_t ldy) {
+  const std::uint8_t* u[M];
+  for (std::size_t j = 0; j < M; ++j)
+    u[j] = x.u.data() + (i0 + static_cast<std::int64_t>(j)) * x.pitch;
+  grouped_rows<M>(d, r0, r1, x.scale.data() + i0, y + i0 * ldy, ldy, SparseChunk<M>{d, u});
 }
 
 // Rows [r0, r1) of a dense 4-bit Δ against M activation rows `u`, each laid out per chunk as its
@@ -124,38 +162,7 @@ template <std::size_t M>
 OPTKIT_VBMI_VNNI void
 dense_rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
                   const float* scale, float* y, std::int64_t ldy) {
-  const CodeWeights weights = code_weights(d);
-  const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
-  const float factor = weights.mid_rise ? 0.5f : 1.0f;
-  const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
-  for (std::int64_t r = r0; r < r1; ++r) {
-    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
-    __m512 sum[M];
-    for (std::size_t j = 0; j < M; ++j)
-      sum[j] = _mm512_setzero_ps();
-    for (std::int64_t g = 0; g < groups; ++g) {
-      __m512i acc[M], acc_w = _mm512_setzero_si512();
-      for (std::size_t j = 0; j < M; ++j)
-        acc[j] = _mm512_setzero_si512();
-      for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k) {
-        const __m512i packed = _mm512_loadu_si512(codes + k * 64);
-        const __m512i even = signed_weights(_mm512_and_si512(packed, low4), weights);
-        const __m512i odd = signed_weights(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), weights);
-        acc_w = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc_w, ones, even), ones, odd);
-        for (std::size_t j = 0; j < M; ++j) {
-          const std::uint8_t* chunk = u[j] + k * kChunk;
-          acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk), even);
-          acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk + 64), odd);
-        }
-      }
-      const __m512 s = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
-      const __m512i offset = _mm512_slli_epi32(acc_w, 7); // 128 · Σ w
-      for (std::size_t j = 0; j < M; ++j)
-        sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], offset)), s, sum[j]);
-    }
-    for (std::size_t j = 0; j < M; ++j)
-      y[static_cast<std::int64_t>(j) * ldy + r] += _mm512_reduce_add_ps(sum[j]) * scale[j];
-  }
+  grouped_rows<M>(d, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
 }
 
 // Activation rows [i0, i0 + m) of x, each chunk of 128 as its even columns then its odd ones.
