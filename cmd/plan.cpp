@@ -11,6 +11,7 @@
 #include "hetero/hetero_run.hpp"
 #include "hetero/stage_svg.hpp"
 #include "plan/efficiency_calibration.hpp"
+#include "plan/estimate_run.hpp"
 #include "plan/plan_run.hpp"
 #include "plan/profile_run.hpp"
 #include "proc/worker_spec.hpp"
@@ -165,81 +166,146 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
                 }});
 }
 
+// The flags that describe what to plan for (model, system, workload, precision, engine, SLA,
+// speculation, perf database), shared by `plan` and `plan estimate`.
+struct PlanRequestFlags {
+  plan::PlanOptions options;
+  double ttft = 0, tpot = 0, speed = 0, e2e = 0, memory_fraction = 0;
+  std::string engine = "vllm";
+};
+
+void
+add_plan_request_options(CLI::App& app, PlanRequestFlags& flags) {
+  plan::PlanOptions& o = flags.options;
+  app.add_option("--model", o.model, "preset name (see --list-models) or a Hugging Face config.json / folder");
+  app.add_option("--system", o.system, "GPU system: a profiles/systems/<name>.yaml (see --list-systems)");
+  app.add_option("--gpus", o.gpus, "GPUs to deploy on")->capture_default_str();
+  app.add_option("--isl", o.isl, "input (prompt) tokens per request")->capture_default_str();
+  app.add_option("--osl", o.osl, "output tokens per request")->capture_default_str();
+  app.add_option("--prefix", o.prefix, "prompt tokens served from the prefix cache")->capture_default_str();
+  app.add_option("--ttft", flags.ttft, "SLA: largest time to first token, ms (default 2000)");
+  app.add_option("--tpot", flags.tpot, "SLA: largest time per output token, ms (default 30)");
+  app.add_option("--speed", flags.speed, "SLA: least tokens/s per user (instead of --tpot)");
+  app.add_option("--e2e", flags.e2e,
+                 "SLA: largest request latency (TTFT + (OSL-1)·TPOT), ms; bounds TPOT unless --tpot is given");
+  app.add_option("--engine", flags.engine,
+                 "serving engine whose memory rules apply: vllm, sglang, trtllm, llamacpp (default: the --emit "
+                 "engine, else vllm)");
+  app.add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
+  app.add_option("--act-dtype", o.activation_dtype,
+                 "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
+  app.add_option("--kv-dtype", o.kv_dtype, "KV cache: bf16, fp16, fp8, int8")->capture_default_str();
+  app.add_option("--memory-fraction", flags.memory_fraction,
+                 "engine memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static, "
+                 "TensorRT-LLM kv_cache_free_gpu_memory_fraction; default 0.9)");
+  app.add_option("--spec-tokens", o.spec_tokens, "speculative decoding: draft tokens per step (0: off)")
+      ->capture_default_str();
+  app.add_option("--spec-acceptance", o.spec_acceptance, "speculative decoding: per-token acceptance rate")
+      ->capture_default_str();
+  app.add_option("--spec-draft-cost", o.spec_draft_cost, "speculative decoding: a draft token's cost / a decode step")
+      ->capture_default_str();
+  app.add_option("--moe-alpha", o.moe_alpha, "MoE routing skew: power-law alpha (0: balanced)")->capture_default_str();
+  app.add_option("--perf-db", o.perf_db, "perf database folder (default: profiles/perf/<system>)");
+}
+
+// The options as given: the SLA terms, memory fraction and engine only where a flag was given.
+plan::PlanOptions
+plan_request_options(const CLI::App& app, const PlanRequestFlags& flags) {
+  plan::PlanOptions options = flags.options;
+  if (options.model.empty() || options.system.empty())
+    throw InputError(options.model.empty() ? "--model NAME|DIR is required (presets: optkit plan --help)"
+                                           : "--system NAME is required");
+  const auto given = [&](const char* name) { return app.count(name) > 0; };
+  if (given("--ttft"))
+    options.ttft_ms = flags.ttft;
+  if (given("--tpot"))
+    options.tpot_ms = flags.tpot;
+  if (given("--speed"))
+    options.speed = flags.speed;
+  if (given("--e2e"))
+    options.e2e_ms = flags.e2e;
+  if (given("--memory-fraction"))
+    options.memory_fraction = flags.memory_fraction;
+  if (given("--engine"))
+    options.engine = flags.engine;
+  return options;
+}
+
+void
+register_plan_estimate(CLI::App& plan_app, CommandRegistry& commands) {
+  struct Flags {
+    PlanRequestFlags request;
+    plan::EstimateOptions estimate;
+    std::string format;
+  };
+  auto flags = std::make_shared<Flags>();
+  plan::EstimateOptions& e = flags->estimate;
+  CLI::App* estimate = plan_app.add_subcommand(
+      "estimate", "Price one given configuration as plan does: TTFT, TPOT, throughput, memory, and each step's parts");
+  add_plan_request_options(*estimate, flags->request);
+  estimate->add_option("--mode", e.mode, "serving mode: static, agg or disagg")->capture_default_str();
+  estimate->add_option("--tp", e.parallel.tp, "tensor parallel degree (disagg: of the decode worker)")
+      ->capture_default_str();
+  estimate->add_option("--pp", e.parallel.pp, "pipeline stages (disagg: of the decode worker)")->capture_default_str();
+  estimate->add_option("--dp", e.parallel.dp, "attention data parallel degree (MoE)")->capture_default_str();
+  estimate->add_option("--ep", e.parallel.ep, "expert parallel degree (MoE)")->capture_default_str();
+  estimate->add_option("--batch", e.batch, "sequences in flight per worker (disagg: the decode batch)")
+      ->capture_default_str();
+  estimate->add_option("--ctx-tokens", e.ctx_tokens, "agg: prompt tokens per mixed step (0: one whole prompt)")
+      ->capture_default_str();
+  estimate->add_option("--prefill-tp", e.prefill_parallel.tp, "disagg: the prefill worker's tensor parallel degree")
+      ->capture_default_str();
+  estimate->add_option("--prefill-pp", e.prefill_parallel.pp, "disagg: the prefill worker's pipeline stages")
+      ->capture_default_str();
+  estimate->add_option("--prefill-dp", e.prefill_parallel.dp, "disagg: the prefill worker's attention DP (MoE)")
+      ->capture_default_str();
+  estimate->add_option("--prefill-ep", e.prefill_parallel.ep, "disagg: the prefill worker's expert parallel degree")
+      ->capture_default_str();
+  estimate->add_option("--prefill-batch", e.prefill_batch, "disagg: prompts a prefill worker prefills together")
+      ->capture_default_str();
+  add_format_option(*estimate, flags->format);
+  commands.add({"plan estimate", estimate, [flags, estimate](AppContext& ctx) {
+                  plan::EstimateOptions options = flags->estimate;
+                  options.plan = plan_request_options(*estimate, flags->request);
+                  const auto run = plan::run_estimate(options, {&ctx.archive(), ctx.run_id});
+                  const OutputFormat format = parse_output_format(flags->format);
+                  if (format == OutputFormat::json) {
+                    ctx.emit_json(plan::to_json(run));
+                    return;
+                  }
+                  if (format == OutputFormat::table)
+                    ctx.emit(plan::estimate_summary(run));
+                  ctx.emit(plan::estimate_table(run).render(format, ctx.color_stdout()));
+                }});
+}
+
 } // namespace
 
 void
 register_plan(CLI::App& app, CommandRegistry& commands) {
   struct Flags {
-    plan::PlanOptions options;
-    double ttft = 0, tpot = 0, speed = 0, e2e = 0, memory_fraction = 0, target_rate = 0;
-    std::string engine = "vllm", format;
+    PlanRequestFlags request;
+    double target_rate = 0;
+    std::string format;
   };
   auto flags = std::make_shared<Flags>();
-  plan::PlanOptions& o = flags->options;
+  plan::PlanOptions& o = flags->request.options;
   CLI::App* plan_app = app.add_subcommand(
       "plan", "Predict the best serving configuration (parallelism, batch, aggregated or disaggregated) without a GPU");
   plan_app->require_subcommand(0, 1);
-  plan_app->add_option("--model", o.model, "preset name (see --list-models) or a Hugging Face config.json / folder");
-  plan_app->add_option("--system", o.system, "GPU system: a profiles/systems/<name>.yaml (see --list-systems)");
-  plan_app->add_option("--gpus", o.gpus, "GPUs to deploy on")->capture_default_str();
-  plan_app->add_option("--isl", o.isl, "input (prompt) tokens per request")->capture_default_str();
-  plan_app->add_option("--osl", o.osl, "output tokens per request")->capture_default_str();
-  plan_app->add_option("--prefix", o.prefix, "prompt tokens served from the prefix cache")->capture_default_str();
-  plan_app->add_option("--ttft", flags->ttft, "SLA: largest time to first token, ms (default 2000)");
-  plan_app->add_option("--tpot", flags->tpot, "SLA: largest time per output token, ms (default 30)");
-  plan_app->add_option("--speed", flags->speed, "SLA: least tokens/s per user (instead of --tpot)");
-  plan_app->add_option("--e2e", flags->e2e,
-                       "SLA: largest request latency (TTFT + (OSL-1)·TPOT), ms; bounds TPOT unless --tpot is given");
-  plan_app->add_option(
-      "--engine", flags->engine,
-      "serving engine whose memory rules apply: vllm, sglang, trtllm, llamacpp (default: the --emit engine, "
-      "else vllm)");
-  plan_app->add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
-  plan_app->add_option("--act-dtype", o.activation_dtype,
-                       "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
-  plan_app->add_option("--kv-dtype", o.kv_dtype, "KV cache: bf16, fp16, fp8, int8")->capture_default_str();
-  plan_app->add_option("--memory-fraction", flags->memory_fraction,
-                       "engine memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static, "
-                       "TensorRT-LLM kv_cache_free_gpu_memory_fraction; default 0.9)");
+  add_plan_request_options(*plan_app, flags->request);
   plan_app->add_option("--mode", o.modes, "serving modes to search, comma-separated: static, agg, disagg")
       ->capture_default_str();
-  plan_app->add_option("--spec-tokens", o.spec_tokens, "speculative decoding: draft tokens per step (0: off)")
-      ->capture_default_str();
-  plan_app->add_option("--spec-acceptance", o.spec_acceptance, "speculative decoding: per-token acceptance rate")
-      ->capture_default_str();
-  plan_app
-      ->add_option("--spec-draft-cost", o.spec_draft_cost, "speculative decoding: a draft token's cost / a decode step")
-      ->capture_default_str();
-  plan_app->add_option("--moe-alpha", o.moe_alpha, "MoE routing skew: power-law alpha (0: balanced)")
-      ->capture_default_str();
   plan_app->add_option("--target-rate", flags->target_rate, "find the fewest GPUs sustaining this many requests/s");
-  plan_app->add_option("--perf-db", o.perf_db, "perf database folder (default: profiles/perf/<system>)");
   plan_app->add_option("--emit", o.emit,
                        "print the launch script of the chosen configuration: vllm, sglang, trtllm, llamacpp");
   plan_app->add_option("--plot", o.plot, "write the Pareto frontier as SVG to FILE");
   plan_app->add_option("--bench-profile", o.bench_profile, "write an optkit bench serving profile (YAML) to FILE");
   add_format_option(*plan_app, flags->format);
   commands.add({"plan", plan_app, [flags, plan_app](AppContext& ctx) {
-                  plan::PlanOptions options = flags->options;
-                  if (options.model.empty() || options.system.empty())
-                    throw InputError(options.model.empty()
-                                         ? "--model NAME|DIR is required (presets: optkit plan --help)"
-                                         : "--system NAME is required");
-                  const auto given = [&](const char* name) { return plan_app->count(name) > 0; };
-                  if (given("--ttft"))
-                    options.ttft_ms = flags->ttft;
-                  if (given("--tpot"))
-                    options.tpot_ms = flags->tpot;
-                  if (given("--speed"))
-                    options.speed = flags->speed;
-                  if (given("--e2e"))
-                    options.e2e_ms = flags->e2e;
-                  if (given("--memory-fraction"))
-                    options.memory_fraction = flags->memory_fraction;
-                  if (given("--target-rate"))
+                  plan::PlanOptions options = plan_request_options(*plan_app, flags->request);
+                  if (plan_app->count("--target-rate") > 0)
                     options.target_rate = flags->target_rate;
-                  if (given("--engine"))
-                    options.engine = flags->engine;
                   const OutputFormat format = parse_output_format(flags->format);
                   const auto run = plan::run_plan(options, {&ctx.archive(), ctx.run_id});
                   if (!options.emit.empty()) {
@@ -257,6 +323,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   register_plan_profile(*plan_app, commands);
   register_plan_hetero(*plan_app, commands);
   register_plan_calibrate(*plan_app, commands);
+  register_plan_estimate(*plan_app, commands);
 }
 
 } // namespace optkit::cmd

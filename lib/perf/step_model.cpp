@@ -62,6 +62,46 @@ expert_parallel_imbalance(int experts, int ep, double alpha) {
   return hottest / (total / ep);
 }
 
+std::string
+step_part_name(StepPart part) {
+  switch (part) {
+  case StepPart::gemm:
+    return "gemm";
+  case StepPart::attention:
+    return "attention";
+  case StepPart::communication:
+    return "communication";
+  case StepPart::moe:
+    return "moe";
+  case StepPart::memory:
+    return "memory";
+  }
+  return "?";
+}
+
+StepParts&
+StepParts::operator+=(const StepParts& other) {
+  for (std::size_t i = 0; i < kStepParts; ++i)
+    parts[i] += other.parts[i];
+  return *this;
+}
+
+StepParts
+StepParts::scaled(double factor) const {
+  StepParts out;
+  for (std::size_t i = 0; i < kStepParts; ++i)
+    out.parts[i] = parts[i].scaled(factor);
+  return out;
+}
+
+Estimate
+StepParts::total() const {
+  Estimate sum;
+  for (const Estimate& part : parts)
+    sum += part;
+  return sum;
+}
+
 StepShape
 equivalent_shape(const StepBatch& batch) {
   StepShape shape;
@@ -127,24 +167,25 @@ StepModel::price_linear_part(double t, double logit_rows) const {
   const int attention_gpus = p.tp;
   const double act_bytes = bytes_per_element(m_precision.activations) >= 2 ? 2.0 : 1.0;
   const double kv_local = std::max(1.0, m.kv_heads / tp); // KV heads per rank (replicated past TP = KV heads)
-  Estimate attention_projections;
+  StepParts attention_block;
+  Estimate& projections = attention_block[StepPart::gemm];
   if (m.is_mla()) {
     const double heads_local = m.heads / tp;
     const double qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
     if (m.q_lora_rank > 0) {
-      attention_projections += m_db.gemm(m_gemm_kind, t, m.q_lora_rank, m.hidden);
-      attention_projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.q_lora_rank);
+      projections += m_db.gemm(m_gemm_kind, t, m.q_lora_rank, m.hidden);
+      projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.q_lora_rank);
     } else {
-      attention_projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.hidden);
+      projections += m_db.gemm(m_gemm_kind, t, heads_local * qk, m.hidden);
     }
-    attention_projections += m_db.gemm(m_gemm_kind, t, m.kv_lora_rank + m.qk_rope_head_dim, m.hidden);
-    attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, heads_local * m.v_head_dim);
+    projections += m_db.gemm(m_gemm_kind, t, m.kv_lora_rank + m.qk_rope_head_dim, m.hidden);
+    projections += m_db.gemm(m_gemm_kind, t, m.hidden, heads_local * m.v_head_dim);
   } else {
-    attention_projections += m_db.gemm(m_gemm_kind, t, (m.heads / tp + 2 * kv_local) * m.head_dim, m.hidden);
-    attention_projections += m_db.gemm(m_gemm_kind, t, m.hidden, m.heads / tp * m.head_dim);
+    projections += m_db.gemm(m_gemm_kind, t, (m.heads / tp + 2 * kv_local) * m.head_dim, m.hidden);
+    projections += m_db.gemm(m_gemm_kind, t, m.hidden, m.heads / tp * m.head_dim);
   }
   const double hidden_bytes = t * m.hidden * 2.0;
-  attention_projections += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
+  attention_block[StepPart::communication] += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
   // The memory-bound kernels around attention, one table lookup each so that each pays its launch
   // (what dominates them at small batches): the fused residual-add + RMSNorm (reads the hidden
   // state and the residual, writes both), the rotary embedding over Q and K, and the write of the
@@ -152,42 +193,45 @@ StepModel::price_linear_part(double t, double logit_rows) const {
   const double q_width =
       m.is_mla() ? m.heads / tp * (m.qk_nope_head_dim + m.qk_rope_head_dim) : m.heads / tp * m.head_dim;
   const double kv_width = m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : kv_local * m.head_dim;
-  attention_projections += m_db.memory(hidden_bytes * 4);
-  attention_projections += m_db.memory(t * (q_width + kv_width) * 2.0 * 2);
-  attention_projections += m_db.memory(t * kv_width * (m.is_mla() ? 1 : 2) * 2.0);
+  Estimate& glue = attention_block[StepPart::memory];
+  glue += m_db.memory(hidden_bytes * 4);
+  glue += m_db.memory(t * (q_width + kv_width) * 2.0 * 2);
+  glue += m_db.memory(t * kv_width * (m.is_mla() ? 1 : 2) * 2.0);
 
   if (!m.is_moe() || m.dense_layers > 0) {
     const double inter_local = m.intermediate / tp;
-    memo.dense_layer = attention_projections;
-    memo.dense_layer += m_db.gemm(m_gemm_kind, t, 2 * inter_local, m.hidden);
-    memo.dense_layer += m_db.gemm(m_gemm_kind, t, m.hidden, inter_local);
-    memo.dense_layer += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
-    memo.dense_layer += m_db.memory(hidden_bytes * 4);          // residual-add + RMSNorm
-    memo.dense_layer += m_db.memory(t * inter_local * 2.0 * 3); // SiLU(gate) · up
+    StepParts& layer = memo.dense_layer;
+    layer = attention_block;
+    layer[StepPart::gemm] += m_db.gemm(m_gemm_kind, t, 2 * inter_local, m.hidden);
+    layer[StepPart::gemm] += m_db.gemm(m_gemm_kind, t, m.hidden, inter_local);
+    layer[StepPart::communication] += m_db.collective(CollectiveOp::all_reduce, attention_gpus, hidden_bytes);
+    layer[StepPart::memory] += m_db.memory(hidden_bytes * 4);          // residual-add + RMSNorm
+    layer[StepPart::memory] += m_db.memory(t * inter_local * 2.0 * 3); // SiLU(gate) · up
   }
   if (m.is_moe()) {
-    memo.moe_layer = attention_projections;
-    memo.moe_layer += m_db.memory(hidden_bytes * 4);             // residual-add + RMSNorm
-    memo.moe_layer += m_db.gemm("bf16", t, m.experts, m.hidden); // router
+    StepParts& layer = memo.moe_layer;
+    layer = attention_block;
+    layer[StepPart::memory] += m_db.memory(hidden_bytes * 4);           // residual-add + RMSNorm
+    layer[StepPart::gemm] += m_db.gemm("bf16", t, m.experts, m.hidden); // router
     const double worker_tokens = t * p.dp;
     if (p.ep > 1 || p.dp > 1) {
       const double routed_bytes = t * m.experts_per_token * m.hidden;
-      memo.moe_layer += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * act_bytes);
-      memo.moe_layer += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * 2.0);
+      layer[StepPart::moe] += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * act_bytes);
+      layer[StepPart::moe] += m_db.collective(CollectiveOp::all_to_all, p.tp * p.dp, routed_bytes * 2.0);
     }
-    memo.moe_layer += m_db.moe(m_gemm_kind, m.hidden, m.moe_intermediate / p.moe_tp(), m.experts_per_token,
-                               m.experts / p.ep, worker_tokens / p.ep, m_imbalance);
+    layer[StepPart::moe] += m_db.moe(m_gemm_kind, m.hidden, m.moe_intermediate / p.moe_tp(), m.experts_per_token,
+                                     m.experts / p.ep, worker_tokens / p.ep, m_imbalance);
     if (m.shared_experts > 0) {
       const double shared_local = double(m.shared_experts) * m.moe_intermediate / tp;
-      memo.moe_layer += m_db.gemm(m_gemm_kind, t, 2 * shared_local, m.hidden);
-      memo.moe_layer += m_db.gemm(m_gemm_kind, t, m.hidden, shared_local);
+      layer[StepPart::gemm] += m_db.gemm(m_gemm_kind, t, 2 * shared_local, m.hidden);
+      layer[StepPart::gemm] += m_db.gemm(m_gemm_kind, t, m.hidden, shared_local);
     }
     if (p.moe_tp() > 1)
-      memo.moe_layer += m_db.collective(CollectiveOp::all_reduce, p.moe_tp(), hidden_bytes);
+      layer[StepPart::communication] += m_db.collective(CollectiveOp::all_reduce, p.moe_tp(), hidden_bytes);
   }
   // LM head (vocabulary split over TP) on the rows that need logits, and the embedding gather.
-  memo.head = m_db.gemm("bf16", std::max(1.0, logit_rows), m.vocab / tp, m.hidden);
-  memo.head += m_db.memory(hidden_bytes);
+  memo.head[StepPart::gemm] = m_db.gemm("bf16", std::max(1.0, logit_rows), m.vocab / tp, m.hidden);
+  memo.head[StepPart::memory] = m_db.memory(hidden_bytes);
   return memo;
 }
 
@@ -230,8 +274,8 @@ StepModel::attention(const StepShape& s, double dp_share) const {
   return total;
 }
 
-Estimate
-StepModel::step(const StepShape& s) const {
+StepParts
+StepModel::step_parts(const StepShape& s) const {
   const ModelArch& m = m_model;
   const ParallelConfig& p = m_parallel;
   const double dp_share = 1.0 / p.dp;
@@ -241,20 +285,26 @@ StepModel::step(const StepShape& s) const {
   const Estimate attention_per_layer = attention(s, dp_share);
 
   const double dense_layers = m.is_moe() ? m.dense_layers : m.layers;
-  Estimate total;
-  total += (linear.dense_layer.scaled(dense_layers) += attention_per_layer.scaled(dense_layers));
-  if (m.is_moe())
-    total += (linear.moe_layer.scaled(m.moe_layers()) += attention_per_layer.scaled(m.moe_layers()));
+  StepParts total;
+  StepParts dense = linear.dense_layer;
+  dense[StepPart::attention] += attention_per_layer;
+  total += dense.scaled(dense_layers);
+  if (m.is_moe()) {
+    StepParts moe = linear.moe_layer;
+    moe[StepPart::attention] += attention_per_layer;
+    total += moe.scaled(m.moe_layers());
+  }
   total += linear.head;
   if (p.pp > 1)
-    total += m_db.collective(CollectiveOp::p2p, p.gpus(), tokens_per_rank * m.hidden * 2.0).scaled(p.pp - 1);
+    total[StepPart::communication] +=
+        m_db.collective(CollectiveOp::p2p, p.gpus(), tokens_per_rank * m.hidden * 2.0).scaled(p.pp - 1);
   return total;
 }
 
 Estimate
 StepModel::decoder_layer(const StepShape& s) const {
   const RankRows rows = rank_rows(s, 1.0 / m_parallel.dp);
-  Estimate layer = linear_part(rows.tokens, rows.logits).dense_layer;
+  Estimate layer = linear_part(rows.tokens, rows.logits).dense_layer.total();
   layer += attention(s, 1.0 / m_parallel.dp);
   return layer;
 }
@@ -262,17 +312,17 @@ StepModel::decoder_layer(const StepShape& s) const {
 Estimate
 StepModel::lm_head(const StepShape& s) const {
   const RankRows rows = rank_rows(s, 1.0 / m_parallel.dp);
-  return linear_part(rows.tokens, rows.logits).head;
+  return linear_part(rows.tokens, rows.logits).head.total();
 }
 
-Estimate
-StepModel::decode_interval(double batch, double kv_len, int tokens_per_decode) const {
+StepShape
+StepModel::decode_shape(double batch, double kv_len, int tokens_per_decode) const {
   const double micro_batch = m_parallel.pp > 1 ? std::max(1.0, batch / m_parallel.pp) : batch;
   StepShape shape;
   shape.decode_requests = micro_batch;
   shape.kv_len = kv_len;
   shape.tokens_per_decode = tokens_per_decode;
-  return step(shape);
+  return shape;
 }
 
 } // namespace optkit::perf

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace optkit::perf {
@@ -48,14 +49,34 @@ struct StepBatch {
 // conserved: the prefills' KV bytes, where the work-equivalent prefix stands for the real ones.
 StepShape equivalent_shape(const StepBatch& batch);
 
+// What a step's time goes to (plan estimate's breakdown): the dense GEMMs (projections, dense FFN,
+// router, shared experts, LM head), attention over the KV cache, the collectives (tensor-parallel
+// all-reduces, pipeline hand-offs), the routed experts with their dispatch and combine, and the
+// memory-bound glue (norms, rotary, KV writes, activation functions, the embedding gather).
+enum class StepPart { gemm, attention, communication, moe, memory };
+constexpr std::size_t kStepParts = 5;
+std::string step_part_name(StepPart part); // "gemm", "attention", "communication", "moe", "memory"
+
+struct StepParts {
+  std::array<Estimate, kStepParts> parts{};
+
+  Estimate& operator[](StepPart part) { return parts[std::size_t(part)]; }
+  const Estimate& operator[](StepPart part) const { return parts[std::size_t(part)]; }
+  StepParts& operator+=(const StepParts& other);
+  StepParts scaled(double factor) const;
+  // The parts summed in the order of the enum: what StepModel::step returns.
+  Estimate total() const;
+};
+
 // Thread-safe: concurrent callers may price steps on one model.
 class StepModel {
 public:
   StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
             ServingPrecision precision, double moe_power_law_alpha);
 
-  // Latency of one step through every pipeline stage (µs).
-  Estimate step(const StepShape& shape) const;
+  // Latency of one step through every pipeline stage (µs), and the same split by what it is spent on.
+  Estimate step(const StepShape& shape) const { return step_parts(shape).total(); }
+  StepParts step_parts(const StepShape& shape) const;
   Estimate step(const StepBatch& batch) const { return step(equivalent_shape(batch)); }
   // The parts a step adds up, for planners that place layers on devices one by one: one dense
   // decoder layer (projections, attention, FFN, collectives, glue) and the LM head with the
@@ -64,7 +85,11 @@ public:
   Estimate lm_head(const StepShape& shape) const;
   // Interval between a decoding sequence's tokens with `batch` sequences in flight: with pipeline
   // stages the batch is split into pp micro-batches that keep every stage busy.
-  Estimate decode_interval(double batch, double kv_len, int tokens_per_decode = 1) const;
+  Estimate decode_interval(double batch, double kv_len, int tokens_per_decode = 1) const {
+    return step(decode_shape(batch, kv_len, tokens_per_decode));
+  }
+  // The step decode_interval prices: one micro-batch of the batch's sequences.
+  StepShape decode_shape(double batch, double kv_len, int tokens_per_decode = 1) const;
 
   const ParallelConfig& parallel() const { return m_parallel; }
   double expert_imbalance() const { return m_imbalance; }
@@ -84,7 +109,7 @@ private:
   struct LinearMemo {
     double tokens = -1;
     double logit_rows = -1;
-    Estimate dense_layer, moe_layer, head;
+    StepParts dense_layer, moe_layer, head;
   };
   mutable std::mutex m_memo_mutex;
   mutable std::array<LinearMemo, 4> m_memo;

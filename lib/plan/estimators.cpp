@@ -52,35 +52,35 @@ estimate_generation(const perf::StepModel& model, const Workload& workload, doub
   return total.scaled(1.0 / steps);
 }
 
-bool
-estimate_aggregated(const perf::StepModel& model, const Workload& workload, double batch, double ctx_tokens,
-                    const Speculation& speculation, LatencyEstimate& out) {
+std::optional<AggregatedSteps>
+aggregated_steps(const Workload& workload, double batch, double ctx_tokens, const Speculation& speculation) {
   const double isl = std::max(1.0, workload.isl - workload.prefix);
   const double osl = workload.osl;
+  AggregatedSteps plan;
   // Step 1: steps needed to prefill the whole batch.
-  const double total_ctx_steps = std::ceil(isl * batch / ctx_tokens);
+  plan.total_ctx_steps = std::ceil(isl * batch / ctx_tokens);
   // Step 2: how mixed steps split between prompt and decode tokens.
-  double mix_steps = 1, gen_steps = osl - 1, mix_gen_tokens = 0, context_bound_wait = 1;
+  plan.gen_steps = osl - 1;
   if (batch > 1) {
-    mix_steps = total_ctx_steps;
-    if (total_ctx_steps >= osl) {
-      gen_steps = 0;
-      mix_gen_tokens = std::max(1.0, std::floor(batch / (total_ctx_steps / osl)));
+    plan.mix_steps = plan.total_ctx_steps;
+    if (plan.total_ctx_steps >= osl) {
+      plan.gen_steps = 0;
+      plan.mix_gen_tokens = std::max(1.0, std::floor(batch / (plan.total_ctx_steps / osl)));
       // Only mix_gen_tokens of the batch advance per step, so each sequence waits batch /
       // mix_gen_tokens steps per token (the seed's TPOT = L_mix would let throughput exceed the
       // prefill rate).
-      context_bound_wait = batch / mix_gen_tokens;
+      plan.context_bound_wait = batch / plan.mix_gen_tokens;
     } else {
-      gen_steps = osl - mix_steps;
-      mix_gen_tokens = batch - std::ceil(ctx_tokens / isl);
-      if (mix_gen_tokens < 1)
-        return false;
+      plan.gen_steps = osl - plan.mix_steps;
+      plan.mix_gen_tokens = batch - std::ceil(ctx_tokens / isl);
+      if (plan.mix_gen_tokens < 1)
+        return std::nullopt;
     }
   }
-  // Step 3: latency of a mixed step and of a generation-only step. A mixed step's prompt tokens
-  // are whole prompts, or one chunk of a longer prompt (chunked prefill).
-  const double kv_mid = workload.isl + osl / 2.0;
-  perf::StepShape mix;
+  // Step 3: the mixed step's shape. Its prompt tokens are whole prompts, or one chunk of a longer
+  // prompt (chunked prefill).
+  plan.kv_mid = workload.isl + osl / 2.0;
+  perf::StepShape& mix = plan.mix;
   if (ctx_tokens >= isl) {
     mix.prefill_requests = ctx_tokens / isl;
     mix.prefill_tokens = isl;
@@ -90,21 +90,31 @@ estimate_aggregated(const perf::StepModel& model, const Workload& workload, doub
     mix.prefill_tokens = ctx_tokens;
     mix.prefix = workload.prefix + (isl - ctx_tokens) / 2.0;
   }
-  mix.decode_requests = mix_gen_tokens;
-  mix.kv_len = kv_mid;
-  const double tokens_per_step = speculation.tokens_per_step();
+  mix.decode_requests = plan.mix_gen_tokens;
+  mix.kv_len = plan.kv_mid;
   if (speculation.enabled())
     mix.tokens_per_decode = speculation.draft_tokens + 1;
-  const perf::Estimate mix_latency = model.step(mix);
-  const perf::Estimate gen_latency = decode_token_time(model, batch, kv_mid, speculation);
+  return plan;
+}
+
+bool
+estimate_aggregated(const perf::StepModel& model, const Workload& workload, double batch, double ctx_tokens,
+                    const Speculation& speculation, LatencyEstimate& out) {
+  const std::optional<AggregatedSteps> plan = aggregated_steps(workload, batch, ctx_tokens, speculation);
+  if (!plan)
+    return false;
+  const double isl = std::max(1.0, workload.isl - workload.prefix);
+  const perf::Estimate mix_latency = model.step(plan->mix);
+  const perf::Estimate gen_latency = decode_token_time(model, batch, plan->kv_mid, speculation);
   // Step 4: TTFT with the seed's piecewise-linear queueing correction.
-  const double correction = std::min(2.0 + (total_ctx_steps - 3.0) / 20.0, 4.0);
+  const double correction = std::min(2.0 + (plan->total_ctx_steps - 3.0) / 20.0, 4.0);
   out.ttft_ms = mix_latency.us / 1000.0 * std::ceil(isl / ctx_tokens) * correction;
   // Step 5: TPOT, a step-weighted mean that skips the first three (jittery) mixed steps.
-  const double mix_weight = std::max(1.0, mix_steps - 3.0);
-  const double mix_token_us = mix_latency.us / tokens_per_step * context_bound_wait;
+  const double mix_weight = std::max(1.0, plan->mix_steps - 3.0);
+  const double mix_token_us = mix_latency.us / speculation.tokens_per_step() * plan->context_bound_wait;
   if (batch > 1)
-    out.tpot_ms = (mix_token_us * mix_weight + gen_latency.us * gen_steps) / (mix_weight + gen_steps) / 1000.0;
+    out.tpot_ms =
+        (mix_token_us * mix_weight + gen_latency.us * plan->gen_steps) / (mix_weight + plan->gen_steps) / 1000.0;
   else
     out.tpot_ms = gen_latency.us / 1000.0;
   out.sources = mix_latency.sources | gen_latency.sources;

@@ -5,6 +5,7 @@
 #include "perf/step_model.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace optkit::plan {
 
@@ -46,6 +47,21 @@ perf::Estimate estimate_generation(const perf::StepModel& model, const Workload&
 // `stride` tokens.
 LatencyEstimate estimate_static(const perf::StepModel& model, const Workload& workload, double batch,
                                 const Speculation& speculation, int stride = 32);
+
+// Algorithm 2's steps 1–3: how many mixed (prompt + decode) steps a batch takes, how many
+// generation-only ones follow, and the mixed step's shape. nullopt when the batch cannot hold the
+// context requests plus one decode slot (Alg. 2 line 17).
+struct AggregatedSteps {
+  double total_ctx_steps = 0;    // steps to prefill the whole batch
+  double mix_steps = 1;          // steps carrying prompt tokens
+  double gen_steps = 0;          // generation-only steps after them
+  double mix_gen_tokens = 0;     // sequences decoding in a mixed step
+  double context_bound_wait = 1; // steps a sequence waits per token when prompts dominate
+  double kv_mid = 0;             // the KV length the steps are priced at (ISL + OSL/2)
+  perf::StepShape mix;
+};
+std::optional<AggregatedSteps> aggregated_steps(const Workload& workload, double batch, double ctx_tokens,
+                                                const Speculation& speculation);
 
 // Algorithm 2: continuous batching with `ctx_tokens` prompt tokens per mixed step. Returns false
 // when the batch cannot hold the context requests plus one decode slot (Alg. 2 line 17).

@@ -28,8 +28,10 @@ restrict_to_llamacpp(PlanRequest& r) {
                      "int4 (Q4_K_M)");
 }
 
+} // namespace
+
 PlanRequest
-build_request(const PlanOptions& o) {
+plan_request(const PlanOptions& o) {
   PlanRequest r;
   r.model = perf::resolve_model(o.model);
   if (o.gpus < 1 || o.gpus > 4096)
@@ -106,10 +108,31 @@ build_request(const PlanOptions& o) {
   return r;
 }
 
+perf::SystemSpec
+load_plan_system(const PlanOptions& options) {
+  return perf::load_system(find_data_directory().path / "profiles", options.system);
+}
+
+perf::PerfDatabase
+load_perf_database(const PlanOptions& options, const perf::SystemSpec& system) {
+  const std::filesystem::path directory = options.perf_db.empty()
+                                              ? find_data_directory().path / "profiles" / "perf" / system.name
+                                              : std::filesystem::path(options.perf_db);
+  if (!options.perf_db.empty() && !std::filesystem::is_directory(directory))
+    throw InputError("--perf-db " + options.perf_db + ": no such directory; give a folder `optkit plan profile` wrote");
+  if (!std::filesystem::is_directory(directory))
+    return perf::PerfDatabase(system);
+  return perf::PerfDatabase::load(directory, system);
+}
+
+namespace {
+
 std::string
 fmt_ms(double ms) {
   return ms >= 100 ? fmt::format("{:.0f}", ms) : fmt::format("{:.2f}", ms);
 }
+
+} // namespace
 
 std::string
 sla_text(const PlanRequest& r) {
@@ -122,7 +145,7 @@ sla_text(const PlanRequest& r) {
 }
 
 std::string
-miss_text(const PlanRow& row, const PlanRequest& r) {
+sla_misses(const PlanRow& row, const PlanRequest& r) {
   std::vector<std::string> misses;
   if (row.ttft_ms > r.ttft_limit_ms)
     misses.push_back(fmt::format("TTFT {} ms misses --ttft {:g}", fmt_ms(row.ttft_ms), r.ttft_limit_ms));
@@ -173,6 +196,8 @@ row_json(const PlanRow& row, const PlanRequest& r) {
   return j;
 }
 
+namespace {
+
 const PlanRow&
 chosen_row(const PlanRun& run) {
   if (run.result.target)
@@ -185,17 +210,11 @@ chosen_row(const PlanRun& run) {
 PlanRun
 run_plan(const PlanOptions& options, const PlanRunContext& context) {
   PlanRun run;
-  run.request = build_request(options);
-  const auto data = find_data_directory();
-  run.system = perf::load_system(data.path / "profiles", options.system);
-  std::filesystem::path db_dir = options.perf_db.empty() ? data.path / "profiles" / "perf" / run.system.name
-                                                         : std::filesystem::path(options.perf_db);
-  if (!options.perf_db.empty() && !std::filesystem::is_directory(db_dir))
-    throw InputError("--perf-db " + options.perf_db + ": no such directory; give a folder `optkit plan profile` wrote");
-  perf::PerfDatabase db(run.system);
-  if (std::filesystem::is_directory(db_dir)) {
-    db = perf::PerfDatabase::load(db_dir, run.system);
-    run.perf_db_directory = db_dir.string();
+  run.request = plan_request(options);
+  run.system = load_plan_system(options);
+  const perf::PerfDatabase db = load_perf_database(options, run.system);
+  if (!db.directory().empty()) {
+    run.perf_db_directory = db.directory().string();
     run.perf_db_points = db.points();
   }
   if (!options.emit.empty())
@@ -234,7 +253,7 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
   if (!result.best) {
     const PlanRow& closest = result.rows[*result.closest];
     throw GoalNotMet(fmt::format("no configuration meets {}; closest: {} with {}", sla_text(run.request),
-                                 describe(closest, run.request.model.is_moe()), miss_text(closest, run.request)));
+                                 describe(closest, run.request.model.is_moe()), sla_misses(closest, run.request)));
   }
   const std::string title = fmt::format("{} on {} x {}, ISL {:g} / OSL {:g}", run.request.model.name, run.request.gpus,
                                         run.system.name, run.request.workload.isl, run.request.workload.osl);

@@ -50,6 +50,19 @@ struct PlanRunContext {
   std::int64_t run_id = 0;
 };
 
+// The request the options describe, validated (InputError naming the flag).
+PlanRequest plan_request(const PlanOptions& options);
+// The system named by --system, and its perf database (profiles/perf/<system> or --perf-db; none:
+// the roofline alone). The database keeps a pointer to `system`.
+perf::SystemSpec load_plan_system(const PlanOptions& options);
+perf::PerfDatabase load_perf_database(const PlanOptions& options, const perf::SystemSpec& system);
+// "TTFT <= 2000 ms, TPOT <= 30 ms (33.3 tokens/s/user)", and the terms a row misses ("TTFT 2410 ms
+// misses --ttft 2000 and …"; "" when it meets them all).
+std::string sla_text(const PlanRequest& request);
+std::string sla_misses(const PlanRow& row, const PlanRequest& request);
+// One configuration's row as JSON (plan's Pareto rows, plan estimate's answer).
+nlohmann::json row_json(const PlanRow& row, const PlanRequest& request);
+
 // Validates the options (InputError naming the flag), searches, archives metrics and writes the
 // plot/bench profile. Throws GoalNotMet naming the closest configuration when nothing meets the SLA.
 PlanRun run_plan(const PlanOptions& options, const PlanRunContext& context);

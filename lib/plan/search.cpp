@@ -32,36 +32,14 @@ powers_of_two_up_to(int limit) {
   return values;
 }
 
-struct Context {
-  const PlanRequest& request;
-  const perf::SystemSpec& system;
-  const perf::PerfDatabase& db;
-  PlanResult& result;
-
-  perf::MemoryBudget budget(const perf::ParallelConfig& parallel, double step_tokens, double sequence_tokens) const {
-    return perf::memory_budget(request.model, system, parallel, request.precision, request.engine,
-                               request.memory_fraction, step_tokens, sequence_tokens);
-  }
-  void add_worker_row(PlanRow row, const LatencyEstimate& latency, const perf::MemoryBudget& memory) {
-    const double osl = request.workload.osl;
-    row.ttft_ms = latency.ttft_ms;
-    row.tpot_ms = latency.tpot_ms;
-    row.sources = latency.sources;
-    row.unit_gpus = row.parallel.gpus();
-    row.replicas = request.gpus / row.unit_gpus;
-    row.requests_per_s = row.batch / (latency.ttft_ms + (osl - 1) * latency.tpot_ms) * 1000.0;
-    if (latency.max_requests_per_s > 0)
-      row.requests_per_s = std::min(row.requests_per_s, latency.max_requests_per_s);
-    row.tokens_per_s_per_gpu = row.requests_per_s * osl / row.unit_gpus;
-    row.tokens_per_s_per_user = latency.tpot_ms > 0 ? 1000.0 / latency.tpot_ms : 0;
-    row.memory_gib = memory.used_gib(row.batch);
-    result.rows.push_back(row);
-  }
-};
+double
+prompt_tokens(const PlanRequest& r) {
+  return std::max(1.0, r.workload.isl - r.workload.prefix);
+}
 
 std::vector<double>
 context_budgets(const PlanRequest& request) {
-  const double isl = std::max(1.0, request.workload.isl - request.workload.prefix);
+  const double isl = prompt_tokens(request);
   std::vector<double> budgets = {isl, 2 * isl};
   if (request.engine != perf::Engine::trtllm)
     for (double chunk : {512.0, 1024.0, 2048.0, 4096.0, 8192.0})
@@ -70,104 +48,90 @@ context_budgets(const PlanRequest& request) {
   return budgets;
 }
 
-void
-search_worker_modes(Context& c, const perf::ParallelConfig& parallel, bool static_mode, bool aggregated) {
-  const PlanRequest& r = c.request;
-  const perf::StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
-  const double sequence = r.workload.isl + r.workload.osl;
-  const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
-  if (static_mode)
-    for (int batch : aggregated_batches()) {
-      const perf::MemoryBudget memory = c.budget(parallel, batch * isl, sequence);
-      if (!memory.fits(batch)) {
-        ++c.result.memory_infeasible;
-        continue;
-      }
-      ++c.result.evaluations;
-      PlanRow row;
-      row.mode = ServingMode::static_batching;
-      row.parallel = parallel;
-      row.batch = batch;
-      c.add_worker_row(row, estimate_static(model, r.workload, batch, r.speculation), memory);
-    }
-  if (aggregated)
-    for (double ctx : context_budgets(r)) {
-      const perf::MemoryBudget memory = c.budget(parallel, ctx + 1024, sequence);
-      for (int batch : aggregated_batches()) {
-        if (batch > 1 && ctx > isl * batch)
-          continue; // more prompt budget than the batch has prompts
-        if (!memory.fits(batch)) {
-          ++c.result.memory_infeasible;
-          continue;
-        }
-        LatencyEstimate latency;
-        ++c.result.evaluations;
-        if (!estimate_aggregated(model, r.workload, batch, ctx, r.speculation, latency))
-          continue;
-        PlanRow row;
-        row.mode = ServingMode::aggregated;
-        row.parallel = parallel;
-        row.batch = batch;
-        row.ctx_tokens = int(ctx);
-        c.add_worker_row(row, latency, memory);
-      }
-    }
+perf::MemoryBudget
+memory_for(const PlanRequest& r, const perf::SystemSpec& system, const perf::ParallelConfig& parallel,
+           double step_tokens, double sequence_tokens) {
+  return perf::memory_budget(r.model, system, parallel, r.precision, r.engine, r.memory_fraction, step_tokens,
+                             sequence_tokens);
 }
 
-struct PrefillCandidate {
-  perf::ParallelConfig parallel;
-  int batch = 0;
-  double ttft_ms = 0;
-  double requests_per_s = 0;
-  std::uint8_t sources = 0;
-};
-struct DecodeCandidate {
-  perf::ParallelConfig parallel;
-  int batch = 0;
-  double tpot_ms = 0;
-  double requests_per_s = 0;
-  double memory_gib = 0;
-  std::uint8_t sources = 0;
-};
+PlanRow
+worker_row(const PlanRequest& r, ServingMode mode, const perf::ParallelConfig& parallel, int batch,
+           const LatencyEstimate& latency, const perf::MemoryBudget& memory) {
+  const double osl = r.workload.osl;
+  PlanRow row;
+  row.mode = mode;
+  row.parallel = parallel;
+  row.batch = batch;
+  row.ttft_ms = latency.ttft_ms;
+  row.tpot_ms = latency.tpot_ms;
+  row.sources = latency.sources;
+  row.unit_gpus = parallel.gpus();
+  row.replicas = r.gpus / row.unit_gpus;
+  row.requests_per_s = batch / (latency.ttft_ms + (osl - 1) * latency.tpot_ms) * 1000.0;
+  if (latency.max_requests_per_s > 0)
+    row.requests_per_s = std::min(row.requests_per_s, latency.max_requests_per_s);
+  row.tokens_per_s_per_gpu = row.requests_per_s * osl / row.unit_gpus;
+  row.tokens_per_s_per_user = latency.tpot_ms > 0 ? 1000.0 / latency.tpot_ms : 0;
+  row.memory_gib = memory.used_gib(batch);
+  return row;
+}
+
+// Tallies what the search priced and what it dropped for memory.
+void
+count(PlanResult& result, const PricedRow& priced) {
+  if (priced)
+    ++result.evaluations;
+  else if (priced.error() == Unpriced::out_of_memory)
+    ++result.memory_infeasible;
+  else if (priced.error() == Unpriced::no_decode_slot)
+    ++result.evaluations;
+}
 
 void
-search_disaggregated(Context& c, const std::vector<perf::ParallelConfig>& layouts) {
-  const PlanRequest& r = c.request;
-  const double isl = std::max(1.0, r.workload.isl - r.workload.prefix);
+search_worker_modes(const PlanRequest& r, const perf::SystemSpec& system, const perf::PerfDatabase& db,
+                    const perf::ParallelConfig& parallel, bool static_mode, bool aggregated, PlanResult& result) {
+  const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha);
+  const auto add = [&](const PricedRow& priced) {
+    count(result, priced);
+    if (priced)
+      result.rows.push_back(*priced);
+  };
+  if (static_mode)
+    for (int batch : aggregated_batches())
+      add(price_worker(r, system, model, {ServingMode::static_batching, batch, 0}));
+  if (aggregated)
+    for (double ctx : context_budgets(r))
+      for (int batch : aggregated_batches())
+        add(price_worker(r, system, model, {ServingMode::aggregated, batch, ctx}));
+}
+
+void
+search_disaggregated(const PlanRequest& r, const perf::SystemSpec& system, const perf::PerfDatabase& db,
+                     const std::vector<perf::ParallelConfig>& layouts, PlanResult& result) {
   std::vector<PrefillCandidate> prefills;
   std::vector<DecodeCandidate> decodes;
   for (const auto& parallel : layouts) {
     if (parallel.gpus() >= r.gpus)
       continue; // a unit needs at least one prefill and one decode worker
-    const perf::StepModel model(r.model, c.system, c.db, parallel, r.precision, r.moe_power_law_alpha);
+    const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha);
     for (int batch : {1, 2, 4, 8}) {
-      const perf::MemoryBudget memory = c.budget(parallel, batch * isl, r.workload.isl);
-      if (!memory.fits(batch)) {
-        ++c.result.memory_infeasible;
-        continue;
+      const auto prefill = price_prefill(r, system, model, batch);
+      if (!prefill)
+        ++result.memory_infeasible;
+      else {
+        ++result.evaluations;
+        prefills.push_back(*prefill);
       }
-      ++c.result.evaluations;
-      perf::StepShape shape;
-      shape.prefill_requests = batch;
-      shape.prefill_tokens = isl;
-      shape.prefix = r.workload.prefix;
-      const perf::Estimate step = model.step(shape);
-      const double ttft = step.us / 1000.0;
-      prefills.push_back({parallel, batch, ttft, batch / ttft * 1000.0, step.sources});
     }
-    const perf::MemoryBudget memory = c.budget(parallel, 1024, r.workload.isl + r.workload.osl);
     for (int batch : decode_batches()) {
-      if (!memory.fits(batch)) {
-        ++c.result.memory_infeasible;
-        continue;
+      const auto decode = price_decode(r, system, model, batch);
+      if (!decode)
+        ++result.memory_infeasible;
+      else {
+        ++result.evaluations;
+        decodes.push_back(*decode);
       }
-      ++c.result.evaluations;
-      // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT is the prefill pool's).
-      const perf::Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
-      const double tpot_ms = tpot.us / 1000.0;
-      const double generation_ms = std::max(1.0, r.workload.osl - 1) * tpot_ms;
-      decodes.push_back(
-          {parallel, batch, tpot_ms, batch / generation_ms * 1000.0, memory.used_gib(batch), tpot.sources});
     }
   }
   if (prefills.empty() || decodes.empty())
@@ -181,45 +145,121 @@ search_disaggregated(Context& c, const std::vector<perf::ParallelConfig>& layout
   if (eligible.empty())
     eligible.push_back(&*std::min_element(prefills.begin(), prefills.end(),
                                           [](const auto& a, const auto& b) { return a.ttft_ms < b.ttft_ms; }));
-  const double kv_bytes = perf::kv_cache_bytes(r.model, r.precision, r.workload.isl);
   for (const auto& d : decodes) {
-    PlanRow best_row;
+    std::optional<PlanRow> best;
     double best_per_gpu = 0;
     for (const PrefillCandidate* p : eligible) {
-      const RateMatch match = rate_match(p->requests_per_s, p->parallel.gpus(), d.requests_per_s, d.parallel.gpus(),
-                                         r.gpus, r.disaggregation);
-      if (match.gpus == 0 || match.requests_per_s / match.gpus <= best_per_gpu)
-        continue;
-      best_per_gpu = match.requests_per_s / match.gpus;
-      // KV cache handed from the prefill to the decode worker, each GPU sending its shard.
-      const int link_gpus = std::min(p->parallel.gpus(), d.parallel.gpus());
-      const double bandwidth = c.system.link_bytes_per_s(match.gpus) * c.system.efficiency.communication * link_gpus;
-      PlanRow row;
-      row.mode = ServingMode::disaggregated;
-      row.parallel = d.parallel;
-      row.batch = d.batch;
-      row.prefill_parallel = p->parallel;
-      row.prefill_batch = p->batch;
-      row.prefill_workers = match.prefill_workers;
-      row.decode_workers = match.decode_workers;
-      row.kv_transfer_ms = kv_bytes / bandwidth * 1000.0 + c.system.collective_latency_us / 1000.0;
-      row.ttft_ms = p->ttft_ms * r.disaggregation.beta_ttft + row.kv_transfer_ms;
-      row.tpot_ms = d.tpot_ms;
-      row.unit_gpus = match.gpus;
-      row.replicas = r.gpus / match.gpus;
-      row.requests_per_s = match.requests_per_s;
-      row.tokens_per_s_per_gpu = match.requests_per_s * r.workload.osl / match.gpus;
-      row.tokens_per_s_per_user = 1000.0 / d.tpot_ms;
-      row.memory_gib = d.memory_gib;
-      row.sources = std::uint8_t(p->sources | d.sources);
-      best_row = row;
+      const std::optional<PlanRow> row = disaggregated_row(r, system, *p, d);
+      if (row && row->requests_per_s / row->unit_gpus > best_per_gpu) {
+        best_per_gpu = row->requests_per_s / row->unit_gpus;
+        best = row;
+      }
     }
-    if (best_row.unit_gpus > 0)
-      c.result.rows.push_back(best_row);
+    if (best)
+      result.rows.push_back(*best);
   }
 }
 
 } // namespace
+
+perf::MemoryBudget
+worker_memory(const PlanRequest& r, const perf::SystemSpec& system, const perf::ParallelConfig& parallel,
+              const WorkerConfiguration& c) {
+  const double sequence = r.workload.isl + r.workload.osl;
+  switch (c.mode) {
+  case ServingMode::static_batching:
+    return memory_for(r, system, parallel, c.batch * prompt_tokens(r), sequence);
+  case ServingMode::aggregated:
+    return memory_for(r, system, parallel, c.ctx_tokens + 1024, sequence);
+  case ServingMode::disaggregated:
+    break;
+  }
+  return memory_for(r, system, parallel, 1024, sequence);
+}
+
+PricedRow
+price_worker(const PlanRequest& r, const perf::SystemSpec& system, const perf::StepModel& model,
+             const WorkerConfiguration& c) {
+  const perf::ParallelConfig& parallel = model.parallel();
+  const double ctx = c.ctx_tokens;
+  if (c.mode == ServingMode::aggregated && c.batch > 1 && ctx > prompt_tokens(r) * c.batch)
+    return std::unexpected(Unpriced::prompt_budget_over_batch);
+  const perf::MemoryBudget memory = worker_memory(r, system, parallel, c);
+  if (!memory.fits(c.batch))
+    return std::unexpected(Unpriced::out_of_memory);
+  if (c.mode == ServingMode::static_batching)
+    return worker_row(r, c.mode, parallel, c.batch, estimate_static(model, r.workload, c.batch, r.speculation), memory);
+  LatencyEstimate latency;
+  if (!estimate_aggregated(model, r.workload, c.batch, ctx, r.speculation, latency))
+    return std::unexpected(Unpriced::no_decode_slot);
+  PlanRow row = worker_row(r, c.mode, parallel, c.batch, latency, memory);
+  row.ctx_tokens = int(ctx);
+  return row;
+}
+
+std::expected<PrefillCandidate, Unpriced>
+price_prefill(const PlanRequest& r, const perf::SystemSpec& system, const perf::StepModel& model, int batch) {
+  const perf::MemoryBudget memory = memory_for(r, system, model.parallel(), batch * prompt_tokens(r), r.workload.isl);
+  if (!memory.fits(batch))
+    return std::unexpected(Unpriced::out_of_memory);
+  const perf::Estimate step = model.step(prefill_shape(r, batch));
+  const double ttft = step.us / 1000.0;
+  return PrefillCandidate{model.parallel(), batch, ttft, batch / ttft * 1000.0, step.sources};
+}
+
+std::expected<DecodeCandidate, Unpriced>
+price_decode(const PlanRequest& r, const perf::SystemSpec& system, const perf::StepModel& model, int batch) {
+  const perf::MemoryBudget memory = worker_memory(r, system, model.parallel(), {ServingMode::disaggregated, batch, 0});
+  if (!memory.fits(batch))
+    return std::unexpected(Unpriced::out_of_memory);
+  // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT is the prefill pool's).
+  const perf::Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
+  const double tpot_ms = tpot.us / 1000.0;
+  const double generation_ms = std::max(1.0, r.workload.osl - 1) * tpot_ms;
+  return DecodeCandidate{model.parallel(),       batch,       tpot_ms, batch / generation_ms * 1000.0,
+                         memory.used_gib(batch), tpot.sources};
+}
+
+perf::StepShape
+prefill_shape(const PlanRequest& r, int batch) {
+  perf::StepShape shape;
+  shape.prefill_requests = batch;
+  shape.prefill_tokens = prompt_tokens(r);
+  shape.prefix = r.workload.prefix;
+  return shape;
+}
+
+std::optional<PlanRow>
+disaggregated_row(const PlanRequest& r, const perf::SystemSpec& system, const PrefillCandidate& p,
+                  const DecodeCandidate& d) {
+  const RateMatch match =
+      rate_match(p.requests_per_s, p.parallel.gpus(), d.requests_per_s, d.parallel.gpus(), r.gpus, r.disaggregation);
+  if (match.gpus == 0)
+    return std::nullopt;
+  // KV cache handed from the prefill to the decode worker, each GPU sending its shard.
+  const double kv_bytes = perf::kv_cache_bytes(r.model, r.precision, r.workload.isl);
+  const int link_gpus = std::min(p.parallel.gpus(), d.parallel.gpus());
+  const double bandwidth = system.link_bytes_per_s(match.gpus) * system.efficiency.communication * link_gpus;
+  PlanRow row;
+  row.mode = ServingMode::disaggregated;
+  row.parallel = d.parallel;
+  row.batch = d.batch;
+  row.prefill_parallel = p.parallel;
+  row.prefill_batch = p.batch;
+  row.prefill_workers = match.prefill_workers;
+  row.decode_workers = match.decode_workers;
+  row.kv_transfer_ms = kv_bytes / bandwidth * 1000.0 + system.collective_latency_us / 1000.0;
+  row.ttft_ms = p.ttft_ms * r.disaggregation.beta_ttft + row.kv_transfer_ms;
+  row.tpot_ms = d.tpot_ms;
+  row.unit_gpus = match.gpus;
+  row.replicas = r.gpus / match.gpus;
+  row.requests_per_s = match.requests_per_s;
+  row.tokens_per_s_per_gpu = match.requests_per_s * r.workload.osl / match.gpus;
+  row.tokens_per_s_per_user = 1000.0 / d.tpot_ms;
+  row.memory_gib = d.memory_gib;
+  row.sources = std::uint8_t(p.sources | d.sources);
+  return row;
+}
 
 std::string
 mode_name(ServingMode mode) {
@@ -297,7 +337,6 @@ PlanResult
 enumerate_configurations(const PlanRequest& request, const perf::SystemSpec& system, const perf::PerfDatabase& db) {
   const auto start = std::chrono::steady_clock::now();
   PlanResult result;
-  Context context{request, system, db, result};
   auto layouts = worker_layouts(request.model, system, request.gpus);
   std::erase_if(layouts, [&](const perf::ParallelConfig& p) { return !engine_can_run(request.engine, p); });
   result.worker_layouts = layouts.size();
@@ -305,9 +344,10 @@ enumerate_configurations(const PlanRequest& request, const perf::SystemSpec& sys
     return std::find(request.modes.begin(), request.modes.end(), mode) != request.modes.end();
   };
   for (const auto& parallel : layouts)
-    search_worker_modes(context, parallel, wants(ServingMode::static_batching), wants(ServingMode::aggregated));
+    search_worker_modes(request, system, db, parallel, wants(ServingMode::static_batching),
+                        wants(ServingMode::aggregated), result);
   if (wants(ServingMode::disaggregated))
-    search_disaggregated(context, layouts);
+    search_disaggregated(request, system, db, layouts, result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

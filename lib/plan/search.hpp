@@ -11,6 +11,7 @@
 #include "perf/system_spec.hpp"
 #include "plan/estimators.hpp"
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,55 @@ bool engine_can_run(perf::Engine engine, const perf::ParallelConfig& layout);
 // AIConfigurator's batch schedules: aggregated 1…1024, disaggregated decode 1…512.
 const std::vector<int>& aggregated_batches();
 const std::vector<int>& decode_batches();
+
+// One configuration priced exactly as the search prices it: `plan estimate` and the search share
+// these, so an estimate's row is the row the search printed for the same configuration.
+struct WorkerConfiguration {
+  ServingMode mode = ServingMode::aggregated; // static, aggregated, or a disaggregated decode worker
+  int batch = 1;                              // sequences in flight
+  double ctx_tokens = 0;                      // aggregated: prompt tokens per mixed step
+};
+// Why a configuration has no row: it does not fit, an aggregated prompt budget exceeds the prompts
+// of the batch, or the batch has no room for a decode slot beside its prompts (Alg. 2 line 17).
+enum class Unpriced { out_of_memory, prompt_budget_over_batch, no_decode_slot };
+using PricedRow = std::expected<PlanRow, Unpriced>;
+// The memory a worker is checked against: a static batch prefills all its prompts in one step, an
+// aggregated step takes its prompt chunk and 1024 decode tokens, a disaggregated decode worker
+// 1024 decode tokens.
+perf::MemoryBudget worker_memory(const PlanRequest& request, const perf::SystemSpec& system,
+                                 const perf::ParallelConfig& parallel, const WorkerConfiguration& configuration);
+// A static or aggregated worker running `model`'s layout.
+PricedRow price_worker(const PlanRequest& request, const perf::SystemSpec& system, const perf::StepModel& model,
+                       const WorkerConfiguration& configuration);
+
+// Disaggregated pools: a prefill worker's batch prefilled at once, a decode worker's generation
+// phase; then Algorithm 3's rate matching of the two into an xPyD unit.
+struct PrefillCandidate {
+  perf::ParallelConfig parallel;
+  int batch = 0;
+  double ttft_ms = 0;
+  double requests_per_s = 0;
+  std::uint8_t sources = 0;
+};
+struct DecodeCandidate {
+  perf::ParallelConfig parallel;
+  int batch = 0;
+  double tpot_ms = 0;
+  double requests_per_s = 0;
+  double memory_gib = 0;
+  std::uint8_t sources = 0;
+};
+std::expected<PrefillCandidate, Unpriced> price_prefill(const PlanRequest& request, const perf::SystemSpec& system,
+                                                        const perf::StepModel& model, int batch);
+std::expected<DecodeCandidate, Unpriced> price_decode(const PlanRequest& request, const perf::SystemSpec& system,
+                                                      const perf::StepModel& model, int batch);
+// The step a prefill worker runs: `batch` whole prompts past the cached prefix.
+perf::StepShape prefill_shape(const PlanRequest& request, int batch);
+// nullopt when no xPyD unit of the two fits the GPUs.
+std::optional<PlanRow> disaggregated_row(const PlanRequest& request, const perf::SystemSpec& system,
+                                         const PrefillCandidate& prefill, const DecodeCandidate& decode);
+// The request latency and SLA verdict of a priced row (what select_configurations sets).
+void judge_sla(const PlanRequest& request, PlanRow& row);
 
 // Enumeration: every worker layout × batch × mode the request allows, memory-infeasible ones
 // counted and dropped, the rest estimated into `rows` (nothing selected yet).

@@ -24,12 +24,16 @@ pareto_front(const std::vector<PlanRow>& rows, std::vector<std::size_t> indices)
 }
 
 void
+judge_sla(const PlanRequest& request, PlanRow& row) {
+  row.request_latency_ms = row.ttft_ms + std::max(0.0, request.workload.osl - 1) * row.tpot_ms;
+  row.meets_sla = row.ttft_ms <= request.ttft_limit_ms && row.tpot_ms <= request.tpot_limit_ms &&
+                  (!request.request_latency_limit_ms || row.request_latency_ms <= *request.request_latency_limit_ms);
+}
+
+void
 select_configurations(const PlanRequest& request, PlanResult& result) {
-  for (PlanRow& row : result.rows) {
-    row.request_latency_ms = row.ttft_ms + std::max(0.0, request.workload.osl - 1) * row.tpot_ms;
-    row.meets_sla = row.ttft_ms <= request.ttft_limit_ms && row.tpot_ms <= request.tpot_limit_ms &&
-                    (!request.request_latency_limit_ms || row.request_latency_ms <= *request.request_latency_limit_ms);
-  }
+  for (PlanRow& row : result.rows)
+    judge_sla(request, row);
   std::vector<std::size_t> all(result.rows.size());
   for (std::size_t i = 0; i < all.size(); ++i)
     all[i] = i;

@@ -69,6 +69,46 @@ run "${acceptance[@]}" --emit llamacpp --weight-dtype fp8
 expect_rc 2
 expect_err_has "a GGUF file has no FP8 weights"
 
+# plan estimate: the chosen row's configuration priced alone gives that row, every field equal, and
+# each step's time split by what it goes to.
+run "${acceptance[@]}" --format json
+best_json=$OUT
+estimate_flags=$(py '
+import json, sys
+b = json.load(sys.stdin)["best"]
+flags = ["--mode", b["mode"], "--tp", b["tp"], "--pp", b["pp"], "--batch", b["batch"]]
+if b["mode"] == "agg": flags += ["--ctx-tokens", b["ctx_tokens"]]
+if b["mode"] == "disagg": flags += ["--prefill-tp", b["prefill"]["tp"], "--prefill-pp", b["prefill"]["pp"], "--prefill-batch", b["prefill"]["batch"]]
+print(" ".join(map(str, flags)))')
+# shellcheck disable=SC2086
+run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --tpot 20 $estimate_flags --format json
+expect_rc 0
+BEST="$best_json" py '
+import json, os, sys
+e = json.load(sys.stdin)
+b = json.loads(os.environ["BEST"])["best"]
+assert e["configuration"] == b, (e["configuration"], b)
+for step in e["steps"]:
+    parts = step["parts"]
+    assert set(parts) == {"gemm", "attention", "communication", "moe", "memory"}, parts
+    assert abs(sum(p["us"] for p in parts.values()) - step["total_us"]) <= 1e-9 * step["total_us"], step
+assert e["memory_per_gpu_gib"]["weights"] > 0
+' || fail "plan estimate disagrees with plan's row: $OUT"
+[ "$(sql "SELECT status FROM runs WHERE command = 'plan estimate' ORDER BY id DESC LIMIT 1")" = "succeeded" ] ||
+  fail "plan estimate run not archived as succeeded"
+# shellcheck disable=SC2086
+run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --tpot 20 $estimate_flags
+expect_rc 0
+expect_out_has "configuration: "
+expect_out_has "gemm_ms"
+run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --tp 3
+expect_rc 2
+expect_err_has "--tp 3" # named with the layouts plan searches
+expect_err_has "not a worker layout plan searches"
+run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --tp 2 --batch 4000
+expect_rc 2
+expect_err_has "--batch 4000"
+
 # An SLA nothing meets: exit 1, naming the closest configuration and the missed term.
 run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1 --tpot 20
 expect_rc 1
