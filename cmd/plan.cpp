@@ -297,6 +297,12 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan_app->add_option("--mode", o.modes, "serving modes to search, comma-separated: static, agg, disagg")
       ->capture_default_str();
   plan_app->add_option("--target-rate", flags->target_rate, "find the fewest GPUs sustaining this many requests/s");
+  plan_app->add_option("--slo", o.slos,
+                       "percentile SLA, bench's syntax (e.g. 'e2e:p95<=500ms'; repeatable): the rows meeting the mean "
+                       "bounds are simulated under Poisson arrivals");
+  plan_app->add_option("--rate", o.rate, "with --slo: check the SLOs at this many requests/s over the deployment");
+  plan_app->add_option("--slo-requests", o.slo_requests, "with --slo: simulated requests per evaluation")
+      ->capture_default_str();
   plan_app->add_option("--emit", o.emit,
                        "print the launch script of the chosen configuration: vllm, sglang, trtllm, llamacpp");
   plan_app->add_option("--plot", o.plot, "write the Pareto frontier as SVG to FILE");
@@ -319,6 +325,8 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                   if (format == OutputFormat::table)
                     ctx.emit(plan::plan_summary(run));
                   ctx.emit(plan::pareto_table(run).render(format, ctx.color_stdout()));
+                  if (!run.tails.empty() && format == OutputFormat::table)
+                    ctx.emit("\n" + plan::tail_table(run).render(format, ctx.color_stdout()));
                 }});
   register_plan_profile(*plan_app, commands);
   register_plan_hetero(*plan_app, commands);

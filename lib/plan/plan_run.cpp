@@ -6,11 +6,13 @@
 #include "core/text.hpp"
 #include "plan/launch_generator.hpp"
 #include "plan/pareto_plot.hpp"
+#include "plan/percentile_selection.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace optkit::plan {
 
@@ -26,6 +28,35 @@ restrict_to_llamacpp(PlanRequest& r) {
   if (r.precision.weights == perf::Precision::fp8)
     throw InputError("--weight-dtype fp8: a GGUF file has no FP8 weights; plan llama-server with int8 (Q8_0) or "
                      "int4 (Q4_K_M)");
+}
+
+// With percentile SLOs (--slo), the rows simulated are those whose means meet the SLOs' thresholds
+// (a mean above a p95 bound leaves little hope for the p95), unless --ttft/--tpot/--e2e bound the
+// means themselves; a metric no SLO names has no mean bound.
+double
+slo_threshold_ms(const std::vector<bench::SloRule>& rules, bench::LatencyMetric metric) {
+  double threshold = std::numeric_limits<double>::infinity();
+  for (const auto& rule : rules)
+    if (rule.metric == metric)
+      threshold = std::isfinite(threshold) ? std::max(threshold, rule.threshold_s * (1 + rule.margin) * 1000)
+                                           : rule.threshold_s * (1 + rule.margin) * 1000;
+  return threshold;
+}
+
+void
+bound_means_by_slos(const PlanOptions& o, PlanRequest& r) {
+  const auto rules = plan_slos(o.slos);
+  if (o.target_rate)
+    throw InputError("--target-rate sizes GPUs by the mean model; with --slo, give the rate to check as --rate");
+  if (r.speculation.enabled())
+    throw InputError("--slo with --spec-tokens: the simulator does not price speculative decoding; drop one");
+  if (!o.ttft_ms)
+    r.ttft_limit_ms = slo_threshold_ms(rules, bench::LatencyMetric::ttft);
+  if (!o.tpot_ms && !o.speed && !o.e2e_ms)
+    r.tpot_limit_ms = slo_threshold_ms(rules, bench::LatencyMetric::tpot);
+  const double e2e = slo_threshold_ms(rules, bench::LatencyMetric::e2e);
+  if (!o.e2e_ms && std::isfinite(e2e))
+    r.request_latency_limit_ms = e2e;
 }
 
 } // namespace
@@ -105,6 +136,8 @@ plan_request(const PlanOptions& o) {
   if (o.target_rate && !(*o.target_rate > 0))
     throw InputError("--target-rate must be above 0 requests/s");
   r.target_requests_per_s = o.target_rate;
+  if (!o.slos.empty())
+    bound_means_by_slos(o, r);
   return r;
 }
 
@@ -136,12 +169,15 @@ fmt_ms(double ms) {
 
 std::string
 sla_text(const PlanRequest& r) {
-  auto text =
-      fmt::format("TTFT <= {:g} ms, TPOT <= {:.4g} ms{} ({:.1f} tokens/s/user)", r.ttft_limit_ms, r.tpot_limit_ms,
-                  r.tpot_from_request_latency ? " (from --e2e)" : "", 1000.0 / r.tpot_limit_ms);
+  std::vector<std::string> terms;
+  if (std::isfinite(r.ttft_limit_ms))
+    terms.push_back(fmt::format("TTFT <= {:g} ms", r.ttft_limit_ms));
+  if (std::isfinite(r.tpot_limit_ms))
+    terms.push_back(fmt::format("TPOT <= {:.4g} ms{} ({:.1f} tokens/s/user)", r.tpot_limit_ms,
+                                r.tpot_from_request_latency ? " (from --e2e)" : "", 1000.0 / r.tpot_limit_ms));
   if (r.request_latency_limit_ms)
-    text += fmt::format(", request latency <= {:g} ms", *r.request_latency_limit_ms);
-  return text;
+    terms.push_back(fmt::format("request latency <= {:g} ms", *r.request_latency_limit_ms));
+  return terms.empty() ? "no mean bound" : join(terms, ", ");
 }
 
 std::string
@@ -207,6 +243,125 @@ chosen_row(const PlanRun& run) {
 
 } // namespace
 
+namespace {
+
+void
+archive_plan_metrics(const PlanRun& run, const PlanRunContext& context) {
+  if (!context.archive)
+    return;
+  const PlanResult& result = run.result;
+  auto& archive = *context.archive;
+  archive.transaction([&] {
+    archive.add_metric(context.run_id, std::nullopt, {"evaluations", double(result.evaluations), "configs", {}});
+    archive.add_metric(context.run_id, std::nullopt, {"search_time", result.seconds, "s", {}});
+    archive.add_metric(context.run_id, std::nullopt,
+                       {"memory_infeasible", double(result.memory_infeasible), "configs", {}});
+    if (result.best) {
+      const PlanRow& best = result.rows[*result.best];
+      archive.add_metric(context.run_id, std::nullopt,
+                         {"tokens_per_s_per_gpu", best.tokens_per_s_per_gpu, "tokens/s", {}});
+      archive.add_metric(context.run_id, std::nullopt,
+                         {"tokens_per_s_per_user", best.tokens_per_s_per_user, "tokens/s", {}});
+      archive.add_metric(context.run_id, std::nullopt, {"ttft", best.ttft_ms, "ms", {}});
+      archive.add_metric(context.run_id, std::nullopt, {"tpot", best.tpot_ms, "ms", {}});
+    }
+    if (!run.tails.empty() && result.best) {
+      const RowTail& best = run.tails.front();
+      archive.add_metric(context.run_id, std::nullopt, {"slo_rate", best.at_capacity.rate, "requests/s", {}});
+      archive.add_metric(context.run_id, std::nullopt, {"e2e_p95", best.at_capacity.e2e.p95, "ms", {}});
+    }
+    if (result.target)
+      archive.add_metric(context.run_id, std::nullopt, {"target_rate_gpus", double(result.target->gpus), "gpus", {}});
+  });
+}
+
+std::string
+tail_slos_text(const TailOptions& options) {
+  std::vector<std::string> texts;
+  for (const auto& rule : options.slos)
+    texts.push_back(rule.text);
+  return join(texts, ", ");
+}
+
+// GoalNotMet when nothing fits, or nothing meets the SLA (naming the closest and what it misses).
+void
+throw_unless_planned(const PlanRun& run) {
+  const PlanResult& result = run.result;
+  const PlanRequest& r = run.request;
+  if (result.rows.empty())
+    throw GoalNotMet(fmt::format("no configuration of {} fits {} x {} ({:g} GiB each) with ISL {:g} + OSL {:g}; add "
+                                 "GPUs, lower --weight-dtype/--kv-dtype, or shorten the sequences",
+                                 r.model.name, r.gpus, run.system.name, run.system.memory_gib, r.workload.isl,
+                                 r.workload.osl));
+  if (result.best)
+    return;
+  if (!run.tail_options.slos.empty()) {
+    if (run.tails.empty())
+      throw GoalNotMet(fmt::format("no configuration's means meet {} (the bounds --slo {} sets), so none was "
+                                   "simulated; closest: {} with {}",
+                                   sla_text(r), tail_slos_text(run.tail_options),
+                                   describe(result.rows[*result.closest], r.model.is_moe()),
+                                   sla_misses(result.rows[*result.closest], r)));
+    const RowTail& closest = run.tails.front();
+    const TailLatencies& shown = closest.at_rate && !closest.at_rate->meets() ? *closest.at_rate : closest.at_capacity;
+    throw GoalNotMet(fmt::format("no configuration meets --slo {} under Poisson arrivals ({} simulated); closest: {} "
+                                 "with {} at {:.3g} requests/s",
+                                 tail_slos_text(run.tail_options), run.tails.size(),
+                                 describe(result.rows[closest.row], r.model.is_moe()), join(shown.misses, ", "),
+                                 shown.rate));
+  }
+  const PlanRow& closest = result.rows[*result.closest];
+  throw GoalNotMet(fmt::format("no configuration meets {}; closest: {} with {}", sla_text(r),
+                               describe(closest, r.model.is_moe()), sla_misses(closest, r)));
+}
+
+void
+judge_tails(const PlanOptions& options, const perf::PerfDatabase& db, PlanRun& run) {
+  TailOptions& tail = run.tail_options;
+  tail.slos = plan_slos(options.slos);
+  if (options.rate && !(*options.rate > 0 && std::isfinite(*options.rate)))
+    throw InputError("--rate must be a finite number above 0 requests/s");
+  tail.rate = options.rate;
+  if (options.slo_requests < 200 || options.slo_requests > 100000)
+    throw InputError("--slo-requests " + std::to_string(options.slo_requests) + ": use 200 to 100000");
+  tail.requests = options.slo_requests;
+  run.tails = judge_percentile_slas(run.request, run.system, db, run.result, tail);
+}
+
+nlohmann::json
+latencies_json(const TailLatencies& t) {
+  const auto p = [](const Percentiles& v) {
+    return nlohmann::json{{"p50", v.p50}, {"p95", v.p95}, {"p99", v.p99}, {"mean", v.mean}};
+  };
+  return {{"requests_per_s", t.rate}, {"ttft_ms", p(t.ttft)}, {"tpot_ms", p(t.tpot)},
+          {"e2e_ms", p(t.e2e)},       {"meets", t.meets()},   {"misses", t.misses}};
+}
+
+nlohmann::json
+tails_json(const PlanRun& run) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RowTail& tail : run.tails) {
+    nlohmann::json j = {{"configuration", row_json(run.result.rows[tail.row], run.request)},
+                        {"capacity", latencies_json(tail.at_capacity)},
+                        {"capacity_is_lower_bound", tail.capacity_is_lower_bound},
+                        {"tokens_per_s_per_gpu", tail.tokens_per_s_per_gpu},
+                        {"meets", run.result.rows[tail.row].meets_sla}};
+    if (tail.at_rate)
+      j["at_rate"] = latencies_json(*tail.at_rate);
+    rows.push_back(j);
+  }
+  std::vector<std::string> slos;
+  for (const auto& rule : run.tail_options.slos)
+    slos.push_back(rule.text);
+  return {{"slos", slos},
+          {"arrivals", "poisson"},
+          {"rate", run.tail_options.rate ? nlohmann::json(*run.tail_options.rate) : nlohmann::json()},
+          {"requests", run.tail_options.requests},
+          {"rows", rows}};
+}
+
+} // namespace
+
 PlanRun
 run_plan(const PlanOptions& options, const PlanRunContext& context) {
   PlanRun run;
@@ -223,38 +378,11 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
       std::filesystem::exists(options.model) ? options.model : preset_repository(run.request.model.name);
 
   run.result = search(run.request, run.system, db);
+  if (!options.slos.empty() && !run.result.rows.empty())
+    judge_tails(options, db, run);
+  archive_plan_metrics(run, context);
+  throw_unless_planned(run);
   const PlanResult& result = run.result;
-  if (context.archive) {
-    auto& archive = *context.archive;
-    archive.transaction([&] {
-      archive.add_metric(context.run_id, std::nullopt, {"evaluations", double(result.evaluations), "configs", {}});
-      archive.add_metric(context.run_id, std::nullopt, {"search_time", result.seconds, "s", {}});
-      archive.add_metric(context.run_id, std::nullopt,
-                         {"memory_infeasible", double(result.memory_infeasible), "configs", {}});
-      if (result.best) {
-        const PlanRow& best = result.rows[*result.best];
-        archive.add_metric(context.run_id, std::nullopt,
-                           {"tokens_per_s_per_gpu", best.tokens_per_s_per_gpu, "tokens/s", {}});
-        archive.add_metric(context.run_id, std::nullopt,
-                           {"tokens_per_s_per_user", best.tokens_per_s_per_user, "tokens/s", {}});
-        archive.add_metric(context.run_id, std::nullopt, {"ttft", best.ttft_ms, "ms", {}});
-        archive.add_metric(context.run_id, std::nullopt, {"tpot", best.tpot_ms, "ms", {}});
-      }
-      if (result.target)
-        archive.add_metric(context.run_id, std::nullopt, {"target_rate_gpus", double(result.target->gpus), "gpus", {}});
-    });
-  }
-  if (result.rows.empty())
-    throw GoalNotMet(
-        fmt::format("no configuration of {} fits {} x {} ({:g} GiB each) with ISL {:g} + OSL {:g}; add GPUs, "
-                    "lower --weight-dtype/--kv-dtype, or shorten the sequences",
-                    run.request.model.name, run.request.gpus, run.system.name, run.system.memory_gib,
-                    run.request.workload.isl, run.request.workload.osl));
-  if (!result.best) {
-    const PlanRow& closest = result.rows[*result.closest];
-    throw GoalNotMet(fmt::format("no configuration meets {}; closest: {} with {}", sla_text(run.request),
-                                 describe(closest, run.request.model.is_moe()), sla_misses(closest, run.request)));
-  }
   const std::string title = fmt::format("{} on {} x {}, ISL {:g} / OSL {:g}", run.request.model.name, run.request.gpus,
                                         run.system.name, run.request.workload.isl, run.request.workload.osl);
   if (!options.plot.empty()) {
@@ -324,6 +452,8 @@ to_json(const PlanRun& run) {
   for (std::size_t i : result.pareto)
     pareto.push_back(row_json(result.rows[i], r));
   out["pareto"] = pareto;
+  if (!run.tails.empty())
+    out["percentile_sla"] = tails_json(run);
   if (result.target) {
     auto target = row_json(result.rows[result.target->row], r);
     out["target_rate"] = {{"requests_per_s", *r.target_requests_per_s},
@@ -332,6 +462,41 @@ to_json(const PlanRun& run) {
                           {"configuration", target}};
   }
   return out;
+}
+
+Table
+tail_table(const PlanRun& run) {
+  const bool at_rate = run.tail_options.rate.has_value();
+  std::vector<std::string> columns = {"configuration", "slo_req/s", "tok/s/gpu", "ttft_p50", "ttft_p95", "ttft_p99",
+                                      "tpot_p50",      "tpot_p95",  "tpot_p99",  "e2e_p50",  "e2e_p95",  "e2e_p99"};
+  if (at_rate)
+    columns.insert(columns.end(), {"at_rate", "misses_at_rate"});
+  Table table(columns);
+  const auto ms = [](double v) { return std::round(v * 10) / 10; };
+  for (const RowTail& tail : run.tails) {
+    const TailLatencies& c = tail.at_capacity;
+    const bool held = c.meets();
+    std::vector<nlohmann::json> cells = {
+        describe(run.result.rows[tail.row], run.request.model.is_moe()),
+        held ? nlohmann::json((tail.capacity_is_lower_bound ? ">=" : "") + fmt::format("{:.3g}", c.rate))
+             : nlohmann::json("none"),
+        std::round(tail.tokens_per_s_per_gpu * 10) / 10,
+        ms(c.ttft.p50),
+        ms(c.ttft.p95),
+        ms(c.ttft.p99),
+        ms(c.tpot.p50),
+        ms(c.tpot.p95),
+        ms(c.tpot.p99),
+        ms(c.e2e.p50),
+        ms(c.e2e.p95),
+        ms(c.e2e.p99)};
+    if (at_rate) {
+      cells.push_back(tail.at_rate->meets() ? "meets" : "misses");
+      cells.push_back(join(tail.at_rate->misses, "; "));
+    }
+    table.add_row(std::move(cells));
+  }
+  return table;
 }
 
 std::string
@@ -350,6 +515,17 @@ plan_summary(const PlanRun& run) {
   text += fmt::format("best: {} — {:.1f} tokens/s/GPU at {:.1f} tokens/s/user, TTFT {} ms, TPOT {} ms\n",
                       describe(best, r.model.is_moe()), best.tokens_per_s_per_gpu, best.tokens_per_s_per_user,
                       fmt_ms(best.ttft_ms), fmt_ms(best.tpot_ms));
+  if (!run.tails.empty()) {
+    const RowTail& tail = run.tails.front();
+    text += fmt::format(
+        "percentile SLA --slo {}: {} rows meeting the mean bounds simulated ({} Poisson requests each{}); "
+        "best serves {:.3g} requests/s ({:.1f} tokens/s/GPU) with TTFT p95 {:.0f} ms, TPOT p95 {:.1f} "
+        "ms, E2E p95 {:.0f} ms (latencies below at each row's highest such rate, in ms)\n",
+        tail_slos_text(run.tail_options), run.tails.size(), run.tail_options.requests,
+        run.tail_options.rate ? fmt::format(", checked at {:g} requests/s", *run.tail_options.rate) : std::string(),
+        tail.at_capacity.rate, tail.tokens_per_s_per_gpu, tail.at_capacity.ttft.p95, tail.at_capacity.tpot.p95,
+        tail.at_capacity.e2e.p95);
+  }
   if (result.target) {
     const PlanRow& row = result.rows[result.target->row];
     text += fmt::format("target {:g} req/s: {} GPUs as {} x [{}]\n", *r.target_requests_per_s, result.target->gpus,

@@ -6,12 +6,14 @@
 #include "archive/run_archive.hpp"
 #include "core/table.hpp"
 #include "plan/search.hpp"
+#include "plan/tail_latency.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace optkit::plan {
 
@@ -34,6 +36,11 @@ struct PlanOptions {
   std::string emit;    // vllm | sglang | trtllm
   std::string plot;    // SVG path
   std::string bench_profile;
+  // Percentile SLAs (--slo, bench's syntax): the rows meeting the mean SLA served on the simulator
+  // under Poisson arrivals, at --rate and at the highest rate their SLOs allow.
+  std::vector<std::string> slos;
+  std::optional<double> rate; // requests/s over the deployment
+  int slo_requests = 2000;    // simulated requests per evaluation
 };
 
 struct PlanRun {
@@ -43,6 +50,8 @@ struct PlanRun {
   std::size_t perf_db_points = 0;
   PlanResult result;
   std::string model_reference;
+  TailOptions tail_options;   // with --slo
+  std::vector<RowTail> tails; // the simulated rows, best first (empty without --slo)
 };
 
 struct PlanRunContext {
@@ -68,6 +77,9 @@ nlohmann::json row_json(const PlanRow& row, const PlanRequest& request);
 PlanRun run_plan(const PlanOptions& options, const PlanRunContext& context);
 
 Table pareto_table(const PlanRun& run);
+// With --slo: each simulated row's highest rate meeting the SLOs, its latency percentiles there,
+// and (with --rate) its verdict at that rate.
+Table tail_table(const PlanRun& run);
 nlohmann::json to_json(const PlanRun& run);
 // Lines above the table: the SLA, the search's size and time, the chosen configuration.
 std::string plan_summary(const PlanRun& run);

@@ -136,6 +136,12 @@ private:
     if (m_knobs.batching == Batching::continuous && m_knobs.max_num_batched_tokens < 1 + m_knobs.speculative_tokens)
       throw InputError(fmt::format("max_num_batched_tokens {} cannot fit one decode step of {} tokens",
                                    m_knobs.max_num_batched_tokens, 1 + m_knobs.speculative_tokens));
+    if (m_timing.step_cost && m_knobs.speculative_tokens > 0)
+      throw InputError("a step-cost model does not price speculative decoding; set speculative_tokens to 0");
+    if (m_knobs.batching == Batching::static_batches)
+      for (const SimJob& job : m_jobs)
+        if (job.prefilled)
+          throw InputError("static batching prefills every batch itself; prefilled requests need continuous batching");
     if (m_timing.kv_capacity_tokens > 0)
       for (std::size_t i = 0; i < m_jobs.size(); ++i)
         if (reserve_of(i) > m_timing.kv_capacity_tokens)
@@ -158,7 +164,8 @@ private:
   void admit(std::size_t job) {
     Sequence s;
     s.job = job;
-    s.prompt_left = prompt_of(job);
+    s.prompt_left = m_jobs[job].prefilled ? 0 : prompt_of(job);
+    s.context = m_jobs[job].prefilled ? prompt_of(job) : 0;
     s.output_left = output_of(job);
     s.reserved = reserve_of(job);
     m_kv_used += s.reserved;
@@ -213,22 +220,35 @@ private:
     m_running.erase(done, m_running.end());
   }
 
+  // A decode-only step of every running sequence, each `advance` tokens further along.
+  double decode_step_seconds(std::int64_t advance) const {
+    if (m_timing.step_cost) {
+      SimStep step;
+      for (const auto& s : m_running)
+        step.decode_contexts.push_back(static_cast<double>(s.context + advance));
+      return m_timing.step_cost(step);
+    }
+    double attended = 0;
+    for (const auto& s : m_running)
+      attended += static_cast<double>(s.context + advance);
+    const double d = static_cast<double>(m_running.size());
+    return m_timing.step_base_s + m_timing.decode_seq_s * d + m_timing.kv_token_s * attended;
+  }
+
   // Decode-only steps with nothing else happening: advance min(remaining) steps, or up to the
-  // next arrival when it could be admitted, in one go.
+  // next arrival when it could be admitted, in one go. Their cost is linear in the KV length, so
+  // n steps cost n × the mean of the first and the last.
   void coalesced_decode(bool arrival_could_join) {
     std::int64_t n = std::numeric_limits<std::int64_t>::max();
-    double attended = 0;
-    for (const auto& s : m_running) {
+    for (const auto& s : m_running)
       n = std::min(n, s.output_left);
-      attended += static_cast<double>(s.context);
-    }
-    const double d = static_cast<double>(m_running.size());
-    const double step = m_timing.step_base_s + m_timing.decode_seq_s * d + m_timing.kv_token_s * attended;
+    const double step = decode_step_seconds(0);
     const double next = m_feed.next_time();
     if (arrival_could_join && next != never)
       n = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil((next - m_t) / step)), 1, n);
     const double steps = static_cast<double>(n);
-    const double duration = (steps * step + m_timing.kv_token_s * d * steps * (steps - 1) / 2) * noise(n);
+    const double last = n > 1 ? decode_step_seconds(n - 1) : step;
+    const double duration = steps * (step + last) / 2 * noise(n);
     for (auto& s : m_running) {
       if (m_record_tokens)
         for (std::int64_t i = 1; i <= n; ++i)
@@ -239,6 +259,23 @@ private:
       s.context += n;
     }
     m_t += duration;
+  }
+
+  // A step with prompt chunks: the step-cost model's, or the linear terms.
+  double mixed_step_seconds(const std::vector<std::pair<Sequence*, std::int64_t>>& chunks, double prefill_tokens,
+                            std::size_t decoders, double attended) const {
+    if (m_timing.step_cost) {
+      SimStep step;
+      for (const auto& [s, chunk] : chunks)
+        step.prefills.push_back({static_cast<double>(chunk), static_cast<double>(s->context)});
+      for (const auto& s : m_running)
+        if (s.prompt_left == 0)
+          step.decode_contexts.push_back(static_cast<double>(s.context));
+      return m_timing.step_cost(step);
+    }
+    const double dd = static_cast<double>(decoders);
+    return m_timing.step_base_s + m_timing.prefill_token_s * prefill_tokens + m_timing.decode_seq_s * dd +
+           m_timing.kv_token_s * attended + speculation_cost(dd);
   }
 
   void continuous_step() {
@@ -272,10 +309,7 @@ private:
       prefill_tokens += static_cast<double>(chunk);
       chunks.emplace_back(&s, chunk);
     }
-    const double dd = static_cast<double>(decoders);
-    const double duration = (m_timing.step_base_s + m_timing.prefill_token_s * prefill_tokens +
-                             m_timing.decode_seq_s * dd + m_timing.kv_token_s * attended + speculation_cost(dd)) *
-                            noise(1);
+    const double duration = mixed_step_seconds(chunks, prefill_tokens, decoders, attended) * noise(1);
     m_t += duration;
     for (auto& s : m_running) {
       if (s.prompt_left != 0)
@@ -297,6 +331,17 @@ private:
     retire_finished();
   }
 
+  // A static batch's prefill: every prompt padded to the longest.
+  double padded_prefill_seconds(std::int64_t longest) const {
+    if (m_timing.step_cost) {
+      SimStep step;
+      step.prefills.assign(m_running.size(), {static_cast<double>(longest), 0.0});
+      return m_timing.step_cost(step);
+    }
+    const double padded = static_cast<double>(longest) * static_cast<double>(m_running.size());
+    return m_timing.step_base_s + m_timing.prefill_token_s * padded;
+  }
+
   void static_step() {
     if (m_running.empty()) {
       if (static_cast<int>(m_waiting.size()) < m_knobs.max_num_seqs && m_knobs.max_wait_s > 0) {
@@ -313,8 +358,7 @@ private:
         admit(m_waiting.front());
         m_waiting.pop_front();
       }
-      const double padded = static_cast<double>(longest) * static_cast<double>(m_running.size());
-      m_t += (m_timing.step_base_s + m_timing.prefill_token_s * padded) * noise(1);
+      m_t += padded_prefill_seconds(longest) * noise(1);
       for (auto& s : m_running) {
         s.prompt_left = 0;
         s.context = prompt_of(s.job) + 1;

@@ -19,11 +19,24 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace optkit::sim {
+
+// A step as the simulator forms it, for a step-cost model other than the linear one
+// (SimTiming::step_cost): each prompt chunk's new and already-cached tokens, and each decoding
+// sequence's cached tokens.
+struct SimStep {
+  struct Chunk {
+    double new_tokens = 0;
+    double cached_tokens = 0;
+  };
+  std::vector<Chunk> prefills;
+  std::vector<double> decode_contexts;
+};
 
 struct SimTiming {
   double step_base_s = 0.006;          // fixed cost of one engine step (launch, sampling, scheduling)
@@ -36,6 +49,10 @@ struct SimTiming {
   double verify_token_s = 1.5e-4;      // per drafted token verified, per sequence
   double acceptance = 0.6;             // α: a width-1 draft token's acceptance probability
   std::int64_t kv_capacity_tokens = 0; // prompt + output tokens resident at once (0: unlimited)
+  // When set, a step costs step_cost(step) seconds instead of the linear terms above (noise still
+  // applies; speculative decoding is not priced through it). A run of n decode steps costs
+  // n × the mean of its first and last step's cost, exact for costs linear in the KV length.
+  std::function<double(const SimStep&)> step_cost;
 };
 
 enum class Batching { continuous, static_batches };
@@ -56,6 +73,9 @@ struct SimJob {
   double arrival = 0;
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 1;
+  // Its prompt is already in this server's KV cache (a disaggregated decode worker's requests): it
+  // is admitted straight to decoding, and its first token here is its second overall.
+  bool prefilled = false;
 };
 
 struct SimRequest {

@@ -109,6 +109,49 @@ run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --tp 2 --batc
 expect_rc 2
 expect_err_has "--batch 4000"
 
+# --slo: percentile SLAs under Poisson arrivals. The rows meeting the mean bounds are simulated; at
+# --rate 1.5 some of them (a small decode batch) queue past the p95 bound and are dropped, though
+# their means hold. The best meets both SLOs at that rate and serves the most tokens/s/GPU at the
+# highest rate where they hold.
+slo=(plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --slo 'ttft:p95<=1500ms')
+run "${slo[@]}" --rate 1.5 --format json
+expect_rc 0
+py '
+import json, sys
+d = json.load(sys.stdin)
+tail = d["percentile_sla"]
+assert tail["slos"] == ["e2e:p95<=12s", "ttft:p95<=1500ms"] and tail["rate"] == 1.5 and tail["arrivals"] == "poisson"
+rows = tail["rows"]
+assert 1 < len(rows) <= 32, len(rows)
+for r in rows:  # every simulated row met the mean bounds
+    c = r["configuration"]
+    assert c["ttft_ms"] <= 1500 and c["request_latency_ms"] <= 12000, c
+dropped = [r for r in rows if not r["at_rate"]["meets"]]
+assert dropped, "no row dropped by queueing"
+assert all(not r["meets"] and any("p95" in m for m in r["at_rate"]["misses"]) for r in dropped)
+best = rows[0]
+assert best["meets"] and best["at_rate"]["meets"] and best["capacity"]["e2e_ms"]["p95"] <= 12000
+assert best["capacity"]["requests_per_s"] >= 1.5
+assert d["best"]["configuration"] == best["configuration"]["configuration"], (d["best"], best)
+assert all(r["tokens_per_s_per_gpu"] <= best["tokens_per_s_per_gpu"] for r in rows if r["meets"])
+' || fail "plan --slo JSON: $OUT"
+run "${slo[@]}" --rate 1.5
+expect_rc 0
+expect_out_has "percentile SLA --slo e2e:p95<=12s, ttft:p95<=1500ms"
+expect_out_has "e2e_p95"
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --rate 40
+expect_rc 1
+expect_err_has "no configuration meets --slo e2e:p95<=12s under Poisson arrivals"
+run "${slo[@]}" --target-rate 3
+expect_rc 2
+expect_err_has "give the rate to check as --rate"
+run plan --model llama-3.1-70b --system h200_sxm --slo 'itl:p95<=20ms'
+expect_rc 2
+expect_err_has "use tpot"
+run "${slo[@]}" --rate 0
+expect_rc 2
+expect_err_has "--rate must be a finite number above 0"
+
 # An SLA nothing meets: exit 1, naming the closest configuration and the missed term.
 run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1 --tpot 20
 expect_rc 1
