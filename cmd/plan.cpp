@@ -163,6 +163,8 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
                     return;
                   }
                   ctx.emit(hetero::stage_table(run).render(format, ctx.color_stdout()));
+                  if (format == OutputFormat::table)
+                    ctx.emit("\n" + hetero::baseline_table(run).render(format, ctx.color_stdout()));
                 }});
 }
 

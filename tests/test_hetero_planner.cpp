@@ -208,7 +208,12 @@ TEST_CASE("Llama-3.1-70B over 2×A100-40G + 2×V100-32G: a feasible mixed-precis
   HeteroOptions options;
   options.time_limit_s = 5;
   const auto plan = plan_hetero(costs, cluster, omega, options);
-  REQUIRE(plan.stages.size() == 4);
+  // Every GPU in one stage or another (stages may now be tensor-parallel groups of one GPU type).
+  int gpus = 0;
+  for (const auto& stage : plan.stages)
+    gpus += stage.tp;
+  CHECK(gpus == 4);
+  REQUIRE(plan.stages.size() >= 2); // two GPU types: at least two stages
   CHECK(plan.layer_bits.size() == 80);
   CHECK(plan.stages.front().first_layer == 0);
   CHECK(plan.stages.back().end_layer == 80);

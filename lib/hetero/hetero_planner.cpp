@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "hetero/bitwidth_transfer.hpp"
 #include "hetero/ilp_solver.hpp"
+#include "hetero/stage_layouts.hpp"
 #include "perf/system_spec.hpp"
 
 #include <fmt/format.h>
@@ -26,57 +27,13 @@ default_group_size(int layers) {
 }
 
 struct Candidate {
-  std::vector<int> order; // group index per stage
+  StageLayout order;
   int prefill_micro_batch = 1;
+  int decode_micro_batch = 1;
   PipelineProblem problem;
   Assignment assignment;
   double objective = 0;
 };
-
-PipelineProblem
-build_problem(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
-              const HeteroOptions& o, const std::vector<int>& bits, const std::vector<int>& order, int group_size,
-              int eta, int xi) {
-  const auto& w = costs.workload();
-  const int layers = costs.model().layers;
-  PipelineProblem p;
-  p.bits = bits;
-  p.theta = o.theta;
-  p.prefill_micro_batches = std::ceil(double(w.batch) / eta);
-  p.decode_micro_batches = std::ceil(double(w.batch) / xi);
-  p.decode_rounds = std::max(0, w.osl - 1);
-  const int units = layers / group_size;
-  p.unit_bytes.assign(std::size_t(units), {});
-  p.omega.assign(std::size_t(units), std::vector<double>(bits.size(), 0.0));
-  for (int u = 0; u < units; ++u)
-    for (std::size_t b = 0; b < bits.size(); ++b) {
-      p.unit_bytes[std::size_t(u)].push_back(group_size * (costs.layer_weight_bytes(bits[b]) + costs.layer_kv_bytes()));
-      for (int l = u * group_size; l < (u + 1) * group_size; ++l)
-        p.omega[std::size_t(u)][b] += omega[std::size_t(l)][b];
-    }
-  const int n = static_cast<int>(order.size());
-  for (int j = 0; j < n; ++j) {
-    const auto& group = cluster.groups[std::size_t(order[std::size_t(j)])];
-    const auto& next = cluster.groups[std::size_t(order[std::size_t((j + 1) % n)])];
-    StageCosts s;
-    for (const int b : bits) {
-      s.prefill_s.push_back(group_size * costs.prefill_layer(group, b, eta).us * 1e-6);
-      s.decode_s.push_back(group_size * costs.decode_layer(group, b, xi).us * 1e-6);
-    }
-    if (j == 0) {
-      s.fixed_prefill_s = costs.prefill_head(group, eta).us * 1e-6;
-      s.fixed_decode_s = costs.decode_head(group, xi).us * 1e-6;
-    }
-    if (n > 1) {
-      s.transfer_prefill_s = costs.prefill_transfer_s(group, next, eta);
-      s.transfer_decode_s = costs.decode_transfer_s(group, next, xi);
-    }
-    s.capacity_bytes =
-        costs.capacity_bytes(group) - costs.activation_bytes(eta) - (j == 0 ? costs.embedding_bytes() : 0.0);
-    p.stages.push_back(std::move(s));
-  }
-  return p;
-}
 
 // Bitwidth transfer from the better of the greedy start and (with the solver) adabits.
 std::optional<Assignment>
@@ -103,13 +60,10 @@ heuristic(const PipelineProblem& p, bool adabits) {
   return best;
 }
 
-// The search's fixed parts: the bit options (sorted, distinct), layers per unit, the decode
-// micro-batch ξ and the prefill micro-batches η to try.
+// The search's fixed parts: the bit options (sorted, distinct) and layers per unit.
 struct SearchShape {
   std::vector<int> bits;
   int group_size = 1;
-  int xi = 1;
-  std::vector<int> etas;
 };
 
 SearchShape
@@ -121,32 +75,29 @@ search_shape(const LayerCosts& costs, const ClusterSpec& cluster, const HeteroOp
   shape.bits.erase(std::unique(shape.bits.begin(), shape.bits.end()), shape.bits.end());
   if (shape.bits.empty())
     throw InputError("--bits: give at least one bitwidth");
-  const int devices = cluster.devices();
-  if (devices > model.layers)
-    throw InputError(fmt::format("--cluster {}: {} GPUs for {} layers; every stage needs at least one layer",
-                                 cluster.source, devices, model.layers));
+  const int stages = fewest_stages(costs, cluster);
+  if (stages > model.layers)
+    throw InputError(fmt::format("--cluster {}: {} GPUs in at least {} stages for {} layers; every stage needs at "
+                                 "least one layer",
+                                 cluster.source, cluster.devices(), stages, model.layers));
   shape.group_size = options.group_size > 0 ? options.group_size : default_group_size(model.layers);
   if (model.layers % shape.group_size != 0)
     throw InputError(fmt::format("--group-size {}: must divide the model's {} layers", shape.group_size, model.layers));
-  if (devices > model.layers / shape.group_size)
-    throw InputError(fmt::format("--group-size {}: {} units for {} GPUs; make the groups smaller", shape.group_size,
-                                 model.layers / shape.group_size, devices));
-  shape.xi =
-      options.decode_micro_batch > 0 ? options.decode_micro_batch : (costs.workload().batch + devices - 1) / devices;
-  shape.etas = options.prefill_micro_batches;
-  if (shape.etas.empty())
-    for (int eta = 1; eta <= shape.xi; eta *= 2)
-      shape.etas.push_back(eta);
+  if (stages > model.layers / shape.group_size)
+    throw InputError(fmt::format("--group-size {}: {} units for at least {} stages; make the groups smaller",
+                                 shape.group_size, model.layers / shape.group_size, stages));
   return shape;
 }
 
 // GoalNotMet when the model does not fit at all, at the lowest bitwidth and the smallest prefill
 // micro-batch, saying how much memory is missing.
 void
-check_model_fits(const LayerCosts& costs, const ClusterSpec& cluster, const SearchShape& shape) {
+check_model_fits(const LayerCosts& costs, const ClusterSpec& cluster, const SearchShape& shape,
+                 const HeteroOptions& options) {
   const auto& model = costs.model();
   const auto& w = costs.workload();
-  const int smallest_eta = *std::min_element(shape.etas.begin(), shape.etas.end());
+  const auto& etas = options.prefill_micro_batches;
+  const int smallest_eta = etas.empty() ? 1 : *std::min_element(etas.begin(), etas.end());
   double offered = -costs.embedding_bytes();
   for (const auto& g : cluster.groups)
     offered += g.count * (costs.capacity_bytes(g) - costs.activation_bytes(smallest_eta));
@@ -160,23 +111,22 @@ check_model_fits(const LayerCosts& costs, const ClusterSpec& cluster, const Sear
         offered / perf::kGiB, (needed - offered) / perf::kGiB));
 }
 
-// Every order of the device groups (GPUs of one group stay together) × every η, each placed by
-// bitwidth transfer; those that fit, best first. Counts what it evaluated in plan.candidates.
+// Every stage layout × every η, each placed by bitwidth transfer; those that fit, best first.
+// Counts what it evaluated in plan.candidates.
 std::vector<Candidate>
 placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
                   const HeteroOptions& options, const SearchShape& shape, HeteroPlan& plan) {
-  std::vector<int> groups(cluster.groups.size());
-  std::iota(groups.begin(), groups.end(), 0);
+  const int units = costs.model().layers / shape.group_size;
   std::vector<Candidate> candidates;
-  do {
-    std::vector<int> order;
-    for (const int g : groups)
-      order.insert(order.end(), std::size_t(cluster.groups[std::size_t(g)].count), g);
-    for (const int eta : shape.etas) {
+  for (const auto& layout : stage_layouts(costs, cluster, units)) {
+    const MicroBatches m = micro_batches(options.decode_micro_batch, options.prefill_micro_batches,
+                                         costs.workload().batch, int(layout.size()));
+    for (const int eta : m.etas) {
       Candidate c;
-      c.order = order;
+      c.order = layout;
       c.prefill_micro_batch = eta;
-      c.problem = build_problem(costs, cluster, omega, options, shape.bits, order, shape.group_size, eta, shape.xi);
+      c.decode_micro_batch = m.xi;
+      c.problem = build_problem(costs, cluster, omega, shape.bits, options.theta, layout, shape.group_size, eta, m.xi);
       ++plan.candidates;
       auto a = heuristic(c.problem, false);
       if (!a)
@@ -185,10 +135,11 @@ placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std
       c.objective = evaluate(c.problem, c.assignment).objective;
       candidates.push_back(std::move(c));
     }
-  } while (std::next_permutation(groups.begin(), groups.end()));
+  }
   if (candidates.empty())
-    throw GoalNotMet(fmt::format("--cluster {}: no placement fits: every order of the device groups leaves some GPU "
-                                 "over its memory; add GPUs, lower --batch or --isl/--osl, or allow fewer --bits",
+    throw GoalNotMet(fmt::format("--cluster {}: no placement fits: every order and split of the device groups leaves "
+                                 "some GPU over its memory; add GPUs, lower --batch or --isl/--osl, or allow fewer "
+                                 "--bits",
                                  cluster.source));
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.objective < b.objective; });
@@ -259,7 +210,7 @@ describe_placement(const LayerCosts& costs, const ClusterSpec& cluster, const Se
   const auto& problem = best.candidate->problem;
   const Evaluation e = evaluate(problem, best.assignment);
   plan.prefill_micro_batch = best.candidate->prefill_micro_batch;
-  plan.decode_micro_batch = shape.xi;
+  plan.decode_micro_batch = best.candidate->decode_micro_batch;
   plan.group_size = shape.group_size;
   plan.latency_s = e.latency_s;
   plan.indicator = e.indicator;
@@ -270,21 +221,24 @@ describe_placement(const LayerCosts& costs, const ClusterSpec& cluster, const Se
     for (int l = 0; l < shape.group_size; ++l)
       plan.layer_bits.push_back(bits_of(u));
   for (int j = 0; j < problem.stage_count(); ++j) {
-    const auto& group = cluster.groups[std::size_t(best.candidate->order[std::size_t(j)])];
+    const StageSlot slot = best.candidate->order[std::size_t(j)];
+    const auto& group = cluster.groups[std::size_t(slot.group)];
     StagePlan s;
     s.gpu = group.gpu;
     s.node = group.node;
+    s.tp = slot.tp;
     s.first_layer = -1;
     for (int u = 0; u < problem.units(); ++u)
       if (best.assignment.stage[std::size_t(u)] == j) {
         if (s.first_layer < 0)
           s.first_layer = u * shape.group_size;
         s.end_layer = (u + 1) * shape.group_size;
-        s.sources |= costs.prefill_layer(group, bits_of(u), plan.prefill_micro_batch).sources;
-        s.sources |= costs.decode_layer(group, bits_of(u), shape.xi).sources;
+        s.sources |= costs.prefill_layer(group, bits_of(u), plan.prefill_micro_batch, slot.tp).sources;
+        s.sources |= costs.decode_layer(group, bits_of(u), plan.decode_micro_batch, slot.tp).sources;
       }
-    s.memory_bytes = e.stage_bytes[std::size_t(j)] + costs.activation_bytes(plan.prefill_micro_batch) +
-                     (j == 0 ? costs.embedding_bytes() : 0.0);
+    // Per GPU: 1/tp of the stage's layers and embeddings, and the activations whole.
+    s.memory_bytes = (e.stage_bytes[std::size_t(j)] + (j == 0 ? costs.embedding_bytes() : 0.0)) / slot.tp +
+                     costs.activation_bytes(plan.prefill_micro_batch);
     s.capacity_bytes = costs.capacity_bytes(group);
     s.prefill_s = e.stage_prefill_s[std::size_t(j)];
     s.decode_s = e.stage_decode_s[std::size_t(j)];
@@ -300,7 +254,7 @@ plan_hetero(const LayerCosts& costs, const ClusterSpec& cluster, const std::vect
   const auto shape = search_shape(costs, cluster, options);
   if (omega.size() != std::size_t(costs.model().layers))
     throw std::logic_error("plan_hetero: one indicator row per layer expected");
-  check_model_fits(costs, cluster, shape);
+  check_model_fits(costs, cluster, shape, options);
   HeteroPlan plan;
   const auto started = std::chrono::steady_clock::now();
   auto candidates = placed_candidates(costs, cluster, omega, options, shape, plan);

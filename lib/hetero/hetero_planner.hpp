@@ -1,8 +1,9 @@
-// SplitQuant's planner (seed 003 §IV-C): for each order of the cluster's device groups and each
-// prefill micro-batch size, the problem is solved by bitwidth transfer from an accuracy-only
-// (adabits) start; the most promising candidates are then solved exactly by the ILP with CBC,
-// started from the heuristic's solution, within the time limit. The best feasible plan wins; a
-// plan that does not fit is never returned.
+// SplitQuant's planner (seed 003 §IV-C): for each layout of the cluster (an order of its device
+// groups, and each group's GPUs split into pipeline stages of tensor-parallel degree 1, 2, 4 or 8)
+// and each prefill micro-batch size, the problem is solved by bitwidth transfer from an
+// accuracy-only (adabits) start; the most promising candidates are then solved exactly by the ILP
+// with CBC, started from the heuristic's solution, within the time limit. The best feasible plan
+// wins; a plan that does not fit is never returned.
 #pragma once
 
 #include "hetero/cluster_spec.hpp"
@@ -23,17 +24,18 @@ struct HeteroOptions {
   double time_limit_s = 10;               // the ILP's budget over all its solves
   bool use_ilp = true;                    // false: bitwidth transfer only
   int ilp_candidates = 3;                 // candidates (order × micro-batch) the ILP refines
-  int decode_micro_batch = 0;             // ξ (0: ⌈B / GPUs⌉, LLM-PQ's default)
+  int decode_micro_batch = 0;             // ξ (0: ⌈B / stages⌉, LLM-PQ's B / GPUs with a GPU a stage)
   std::vector<int> prefill_micro_batches; // η candidates (empty: 1, 2, 4, … up to ξ)
 };
 
 struct StagePlan {
   std::string gpu;
   std::string node;
+  int tp = 1; // GPUs of the stage, one tensor-parallel group
   int first_layer = 0;
   int end_layer = 0;         // exclusive
-  double memory_bytes = 0;   // weights, KV cache, activations, embeddings (first stage)
-  double capacity_bytes = 0; // GPU memory less the engine's reserve
+  double memory_bytes = 0;   // per GPU: weights, KV cache, activations, embeddings (first stage)
+  double capacity_bytes = 0; // per GPU: its memory less the engine's reserve
   double prefill_s = 0;      // one prefill micro-batch through the stage
   double decode_s = 0;       // one decode step of a micro-batch through the stage
   std::uint8_t sources = 0;  // perf database labels behind the times

@@ -1,5 +1,8 @@
 #include "hetero/hetero_run.hpp"
 
+#include "hetero/stage_layouts.hpp"
+#include "hetero/uniform_baselines.hpp"
+
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/text.hpp"
@@ -132,6 +135,8 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   planner.bits = run.bits;
   planner.use_ilp = o.solver == "ilp";
   run.plan = plan_hetero(costs, cluster, omega, planner);
+  run.baselines = uniform_baselines(costs, cluster, run.plan.group_size, planner.bits, omega,
+                                    planner.decode_micro_batch, planner.prefill_micro_batches);
 
   if (context.archive) {
     auto& a = *context.archive;
@@ -151,6 +156,24 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   return run;
 }
 
+namespace {
+
+nlohmann::json
+baselines_json(const HeteroRun& run) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& b : run.baselines)
+    rows.push_back({{"topology", topology_name(b.topology)},
+                    {"bits", b.bits},
+                    {"fits", b.fits},
+                    {"layout", b.fits ? nlohmann::json(b.layout) : nlohmann::json()},
+                    {"latency_s", b.fits ? nlohmann::json(b.latency_s) : nlohmann::json()},
+                    {"throughput_tokens_per_s", b.fits ? nlohmann::json(b.throughput_tokens_per_s) : nlohmann::json()},
+                    {"indicator", b.indicator}});
+  return rows;
+}
+
+} // namespace
+
 nlohmann::json
 to_json(const HeteroRun& run) {
   const auto& p = run.plan;
@@ -160,6 +183,8 @@ to_json(const HeteroRun& run) {
     order.push_back(s.gpu);
     std::vector<int> bits(p.layer_bits.begin() + s.first_layer, p.layer_bits.begin() + s.end_layer);
     stages.push_back({{"gpu", s.gpu},
+                      {"gpus", s.tp},
+                      {"tp", s.tp},
                       {"node", s.node},
                       {"layers", {s.first_layer, s.end_layer}},
                       {"bits", bits},
@@ -193,6 +218,7 @@ to_json(const HeteroRun& run) {
             {"calibration_pass_seconds", run.forward_seconds},
             {"calibration_tokens", run.calibration_tokens}}},
           {"objective", p.objective},
+          {"uniform_baselines", baselines_json(run)},
           {"solver",
            {{"method", p.method},
             {"proven_optimal", p.proven_optimal},
@@ -207,17 +233,43 @@ to_json(const HeteroRun& run) {
 
 Table
 stage_table(const HeteroRun& run) {
-  Table t(
-      {"stage", "gpu", "node", "layers", "bits", "memory_gib", "capacity_gib", "prefill_ms", "decode_ms", "sources"});
+  Table t({"stage", "gpu", "tp", "node", "layers", "bits", "memory_gib", "capacity_gib", "prefill_ms", "decode_ms",
+           "sources"});
   const auto& p = run.plan;
   for (std::size_t j = 0; j < p.stages.size(); ++j) {
     const auto& s = p.stages[j];
-    t.add_row({static_cast<int>(j), s.gpu, s.node, fmt::format("{}-{}", s.first_layer, s.end_layer - 1),
+    t.add_row({static_cast<int>(j), s.gpu, s.tp, s.node, fmt::format("{}-{}", s.first_layer, s.end_layer - 1),
                bits_text(p.layer_bits, s.first_layer, s.end_layer), std::round(s.memory_bytes / perf::kGiB * 10) / 10,
                std::round(s.capacity_bytes / perf::kGiB * 10) / 10, s.prefill_s * 1e3, s.decode_s * 1e3,
                perf::source_names(s.sources)});
   }
   return t;
+}
+
+Table
+baseline_table(const HeteroRun& run) {
+  Table t({"scheme", "topology", "bits", "layout", "tokens_per_s", "vs_plan", "indicator"});
+  const double planned = run.plan.throughput_tokens_per_s;
+  const auto rounded = [](double v) { return std::round(v * 1000) / 1000; };
+  t.add_row({"mixed (plan)", "-", "mixed", layout_of_plan(run.plan), std::round(planned * 10) / 10, 1.0,
+             rounded(run.plan.indicator)});
+  for (const auto& b : run.baselines) {
+    if (!b.fits) {
+      t.add_row({"uniform", topology_name(b.topology), b.bits, "none fits", nullptr, nullptr, rounded(b.indicator)});
+      continue;
+    }
+    t.add_row({"uniform", topology_name(b.topology), b.bits, b.layout, std::round(b.throughput_tokens_per_s * 10) / 10,
+               std::round(b.throughput_tokens_per_s / planned * 100) / 100, rounded(b.indicator)});
+  }
+  return t;
+}
+
+std::string
+layout_of_plan(const HeteroPlan& plan) {
+  std::vector<GpuStage> stages;
+  for (const auto& s : plan.stages)
+    stages.push_back({s.gpu, s.tp});
+  return topology_text(stages);
 }
 
 } // namespace optkit::hetero

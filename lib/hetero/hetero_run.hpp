@@ -6,6 +6,7 @@
 #include "archive/run_archive.hpp"
 #include "core/table.hpp"
 #include "hetero/hetero_planner.hpp"
+#include "hetero/uniform_baselines.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,7 @@ struct HeteroRun {
   double forward_seconds = 0;   // measured: the calibration pass both share
   std::int64_t calibration_tokens = 0;
   HeteroPlan plan;
+  std::vector<UniformBaseline> baselines; // Table IV's uniform rows beside the plan
 };
 
 struct HeteroRunContext {
@@ -58,6 +60,10 @@ HeteroRun run_hetero(const HeteroRunOptions& options, const HeteroRunContext& co
 
 nlohmann::json to_json(const HeteroRun& run);
 Table stage_table(const HeteroRun& run);
+// The plan beside the uniform-precision baselines, each with its throughput as a ratio of the plan's.
+Table baseline_table(const HeteroRun& run);
+// "TP2+PP2" when every stage is one GPU type at one degree, else each stage: "a100_40g TP2 | v100 TP1".
+std::string layout_of_plan(const HeteroPlan& plan);
 // Layers [first, end) as runs of one bitwidth in layer order: "16×40, 8×20".
 std::string bits_text(const std::vector<int>& bits, int first, int end);
 

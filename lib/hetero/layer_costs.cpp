@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace optkit::hetero {
 
@@ -26,9 +27,17 @@ priced(int bits) {
 
 } // namespace
 
-// One StepModel per (system, priced bitwidth); StepModel keeps references, so they live here.
+// One StepModel per (system, priced bitwidth, tensor-parallel degree); StepModel keeps references,
+// so they live here.
 struct LayerCosts::Models {
-  std::map<std::pair<std::string, int>, std::unique_ptr<perf::StepModel>> steps;
+  std::map<std::tuple<std::string, int, int>, std::unique_ptr<perf::StepModel>> steps;
+
+  const perf::StepModel& at(const DeviceGroup& group, int bits, int tp) const {
+    const auto found = steps.find({group.gpu, priced(bits), tp});
+    if (found == steps.end())
+      throw std::logic_error("LayerCosts: no step model for " + group.gpu + " at TP " + std::to_string(tp));
+    return *found->second;
+  }
 };
 
 LayerCosts::LayerCosts(const perf::ModelArch& model, const ClusterSpec& cluster,
@@ -42,16 +51,26 @@ LayerCosts::LayerCosts(const perf::ModelArch& model, const ClusterSpec& cluster,
     const auto db = databases.find(group.gpu);
     if (db == databases.end() || db->second == nullptr)
       throw std::logic_error("LayerCosts: no perf database for " + group.gpu);
-    for (const int bits : kPricedBits) {
-      auto& slot = m_models->steps[{group.gpu, bits}];
-      if (!slot)
-        slot = std::make_unique<perf::StepModel>(m_model, group.system, *db->second, perf::ParallelConfig{},
-                                                 precision_for(bits), 0.0);
-    }
+    for (const int tp : tensor_parallel_degrees(group))
+      for (const int bits : kPricedBits) {
+        auto& slot = m_models->steps[{group.gpu, bits, tp}];
+        if (!slot)
+          slot = std::make_unique<perf::StepModel>(m_model, group.system, *db->second, perf::ParallelConfig{tp},
+                                                   precision_for(bits), 0.0);
+      }
   }
 }
 
 LayerCosts::~LayerCosts() = default;
+
+std::vector<int>
+LayerCosts::tensor_parallel_degrees(const DeviceGroup& group) const {
+  std::vector<int> degrees;
+  for (int tp = 1; tp <= std::min({group.count, group.system.gpus_per_node, 8}); tp *= 2)
+    if (m_model.heads % tp == 0 && m_model.kv_heads % tp == 0 && m_model.intermediate % tp == 0)
+      degrees.push_back(tp);
+  return degrees;
+}
 
 double
 LayerCosts::layer_weight_bytes(int bits) const {
@@ -84,35 +103,35 @@ LayerCosts::capacity_bytes(const DeviceGroup& group) const {
 }
 
 perf::Estimate
-LayerCosts::prefill_layer(const DeviceGroup& group, int bits, int micro_batch) const {
+LayerCosts::prefill_layer(const DeviceGroup& group, int bits, int micro_batch, int tp) const {
   perf::StepShape shape;
   shape.prefill_requests = micro_batch;
   shape.prefill_tokens = m_workload.isl;
-  return m_models->steps.at({group.gpu, priced(bits)})->decoder_layer(shape);
+  return m_models->at(group, bits, tp).decoder_layer(shape);
 }
 
 perf::Estimate
-LayerCosts::decode_layer(const DeviceGroup& group, int bits, int micro_batch) const {
+LayerCosts::decode_layer(const DeviceGroup& group, int bits, int micro_batch, int tp) const {
   perf::StepShape shape;
   shape.decode_requests = micro_batch;
   shape.kv_len = m_workload.isl + m_workload.osl / 2.0; // the seed's n/2
-  return m_models->steps.at({group.gpu, priced(bits)})->decoder_layer(shape);
+  return m_models->at(group, bits, tp).decoder_layer(shape);
 }
 
 perf::Estimate
-LayerCosts::prefill_head(const DeviceGroup& group, int micro_batch) const {
+LayerCosts::prefill_head(const DeviceGroup& group, int micro_batch, int tp) const {
   perf::StepShape shape;
   shape.prefill_requests = micro_batch;
   shape.prefill_tokens = m_workload.isl;
-  return m_models->steps.at({group.gpu, 16})->lm_head(shape);
+  return m_models->at(group, 16, tp).lm_head(shape);
 }
 
 perf::Estimate
-LayerCosts::decode_head(const DeviceGroup& group, int micro_batch) const {
+LayerCosts::decode_head(const DeviceGroup& group, int micro_batch, int tp) const {
   perf::StepShape shape;
   shape.decode_requests = micro_batch;
   shape.kv_len = m_workload.isl + m_workload.osl / 2.0;
-  return m_models->steps.at({group.gpu, 16})->lm_head(shape);
+  return m_models->at(group, 16, tp).lm_head(shape);
 }
 
 double

@@ -45,16 +45,20 @@ public:
   double activation_bytes(int micro_batch) const;
   // What a GPU of `group` offers the plan: its memory less the engine's runtime reserve.
   double capacity_bytes(const DeviceGroup& group) const;
+  // The tensor-parallel degrees a stage on `group` may take: powers of two up to the group's GPUs
+  // (one node), 8 and the model's KV heads (no replicated KV cache), dividing its heads and FFN.
+  // A stage of TP k holds 1/k of each of its layers' weights and KV cache per GPU.
+  std::vector<int> tensor_parallel_degrees(const DeviceGroup& group) const;
 
-  // One decoder layer on `group`'s GPU at `bits`: a prefill micro-batch of `micro_batch`
-  // prompts, or one decode step of `micro_batch` sequences at the mean context isl + osl/2.
-  // 3-bit layers are priced with the 4-bit weight-only kernel (the perf database has no 3-bit
-  // GEMM), so they are never faster than 4-bit; their memory is their own.
-  perf::Estimate prefill_layer(const DeviceGroup& group, int bits, int micro_batch) const;
-  perf::Estimate decode_layer(const DeviceGroup& group, int bits, int micro_batch) const;
+  // One decoder layer on `tp` of `group`'s GPUs at `bits` (its all-reduces included): a prefill
+  // micro-batch of `micro_batch` prompts, or one decode step of `micro_batch` sequences at the
+  // mean context isl + osl/2. 3-bit layers are priced with the 4-bit weight-only kernel (the perf
+  // database has no 3-bit GEMM), so they are never faster than 4-bit; their memory is their own.
+  perf::Estimate prefill_layer(const DeviceGroup& group, int bits, int micro_batch, int tp = 1) const;
+  perf::Estimate decode_layer(const DeviceGroup& group, int bits, int micro_batch, int tp = 1) const;
   // The first stage's pre/post-processing (embedding lookup, LM head) for one micro-batch.
-  perf::Estimate prefill_head(const DeviceGroup& group, int micro_batch) const;
-  perf::Estimate decode_head(const DeviceGroup& group, int micro_batch) const;
+  perf::Estimate prefill_head(const DeviceGroup& group, int micro_batch, int tp = 1) const;
+  perf::Estimate decode_head(const DeviceGroup& group, int micro_batch, int tp = 1) const;
   // Seconds to hand one micro-batch's hidden states from a stage on `from` to one on `to`.
   double prefill_transfer_s(const DeviceGroup& from, const DeviceGroup& to, int micro_batch) const;
   double decode_transfer_s(const DeviceGroup& from, const DeviceGroup& to, int micro_batch) const;

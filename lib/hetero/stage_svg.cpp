@@ -71,8 +71,9 @@ stage_svg(const HeteroRun& run) {
   for (std::size_t j = 0; j < p.stages.size(); ++j) {
     const auto& s = p.stages[j];
     const double y = top + row_height * static_cast<double>(j);
-    svg += fmt::format("<text x=\"10\" y=\"{:.1f}\">{} {} ({}) layers {}-{}</text>\n", y + 12, j, xml_escape(s.gpu),
-                       xml_escape(s.node), s.first_layer, s.end_layer - 1);
+    svg += fmt::format("<text x=\"10\" y=\"{:.1f}\">{} {}{} ({}) layers {}-{}</text>\n", y + 12, j, xml_escape(s.gpu),
+                       s.tp > 1 ? fmt::format(" ×{} TP{}", s.tp, s.tp) : std::string(), xml_escape(s.node),
+                       s.first_layer, s.end_layer - 1);
     svg += fmt::format("<text x=\"10\" y=\"{:.1f}\" fill=\"#555\">bits {} · {}</text>\n", y + 26,
                        bits_text(p.layer_bits, s.first_layer, s.end_layer), xml_escape(perf::source_names(s.sources)));
     const double scale0 = panel_width / panels[0].axis_end;

@@ -14,7 +14,9 @@ written = json.load(open(sys.argv[2]))
 assert {k: v for k, v in d.items() if k != "run_id"} == written
 assert len(d["layer_bits"]) == 80 and set(d["layer_bits"]) <= {3, 4, 8, 16}
 stages = d["stages"]
-assert [s["gpu"] for s in stages] == d["device_order"] and sorted(d["device_order"]) == ["a100_40g"] * 2 + ["v100"] * 2
+assert [s["gpu"] for s in stages] == d["device_order"]  # a stage per entry, each of s["tp"] GPUs
+assert sorted(sum(([s["gpu"]] * s["tp"] for s in stages), [])) == ["a100_40g"] * 2 + ["v100"] * 2, stages
+assert all(s["tp"] in (1, 2) and s["gpus"] == s["tp"] for s in stages), stages
 assert stages[0]["layers"][0] == 0 and stages[-1]["layers"][1] == 80
 for a, b in zip(stages, stages[1:]):
     assert a["layers"][1] == b["layers"][0], stages
@@ -33,6 +35,29 @@ run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' 
 run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --solver heuristic
 expect_rc 0
 expect_out_has "a100_40g"
+
+# SplitQuant's homogeneous 4×A100-40G (the seed's cluster 10): the stages with their TP degree,
+# and beside the plan the best uniform-precision PP, TP and TP+PP layouts at FP16 and the lowest
+# bitwidth (Table IV's "Uniform" rows).
+run plan hetero --cluster a100-40g-x4 --model llama-3.1-70b
+expect_rc 0
+expect_out_has "tp"
+expect_out_has "mixed (plan)"
+expect_out_has "uniform       TP+PP     16     TP2+PP2"
+expect_out_has "uniform       PP        16     none fits"
+expect_out_has "uniform       PP        3      PP4"
+run plan hetero --cluster a100-40g-x4 --model llama-3.1-70b --format json
+expect_rc 0
+python3 - "$OUT" <<'PY' || fail "plan hetero 4xA100 JSON: $OUT"
+import json, sys
+d = json.loads(sys.argv[1])
+assert sum(s["tp"] for s in d["stages"]) == 4, d["stages"]
+rows = {(b["topology"], b["bits"]): b for b in d["uniform_baselines"]}
+assert set(rows) == {(t, b) for t in ("PP", "TP", "TP+PP") for b in (16, 3)}, rows
+assert rows[("TP", 16)]["layout"] == "TP4" and rows[("TP+PP", 16)]["layout"] == "TP2+PP2"
+assert not rows[("PP", 16)]["fits"] and rows[("PP", 16)]["throughput_tokens_per_s"] is None
+assert abs(rows[("PP", 3)]["indicator"] - 1.0) < 1e-9 and rows[("TP", 16)]["indicator"] == 0
+PY
 
 # A serving profile as the workload (the padded batch's lengths) and the plan drawn as SVG: one
 # memory, prefill and decode bar per stage, read back with an XML parser.

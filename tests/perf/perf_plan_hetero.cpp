@@ -1,5 +1,6 @@
 // Benchmark for `optkit plan hetero` against the goals: Llama-3.1-70B with bits
-// {3, 4, 8, 16} over SplitQuant's 2×A100-40G + 2×V100 cluster and over four device groups
+// {3, 4, 8, 16} over SplitQuant's 2×A100-40G + 2×V100 cluster, its homogeneous 4×V100 and
+// 4×A100-40G clusters (with the uniform baselines beside the plan), and over four device groups
 // (A100-40G, V100, 2×T4, L4), ISL 512 / OSL 128 / batch 32. For each, the full planner (bitwidth
 // transfer, then the CBC ILP on the best candidates) and the heuristic alone, side by side: wall
 // seconds, whether the ILP proved optimality (else its gap), and the heuristic's objective as a
@@ -50,9 +51,6 @@ report(const std::string& label, const std::string& cluster) {
   const Timed ilp = time_plan(cluster, "ilp");
   const Timed heuristic = time_plan(cluster, "heuristic");
   const HeteroPlan& p = ilp.run.plan;
-  std::string order;
-  for (const auto& s : p.stages)
-    order += (order.empty() ? "" : ",") + s.gpu;
   fmt::print("{}\n", label);
   fmt::print("  ilp        {:7.3f} s total ({:.3f} s heuristic + adabits starts, {:.3f} s in CBC, {} solves, "
              "{} candidates)  objective {:.4f}  {}\n",
@@ -62,8 +60,13 @@ report(const std::string& label, const std::string& cluster) {
              "= {:.4f} x the ILP's\n",
              heuristic.seconds, heuristic.run.plan.heuristic_seconds, heuristic.run.plan.objective,
              heuristic.run.plan.objective / p.objective);
-  fmt::print("  plan: {} stages [{}], {:.2f} s per batch, {:.0f} tokens/s, method {}\n", p.stages.size(), order,
-             p.latency_s, p.throughput_tokens_per_s, p.method);
+  fmt::print("  plan: {} stages [{}], {:.2f} s per batch, {:.0f} tokens/s, method {}\n", p.stages.size(),
+             layout_of_plan(p), p.latency_s, p.throughput_tokens_per_s, p.method);
+  for (const auto& b : ilp.run.baselines)
+    if (b.fits)
+      fmt::print("  uniform {:>2}-bit {:<5} {:<40} {:6.0f} tokens/s = {:.2f} x the plan\n", b.bits,
+                 topology_name(b.topology), b.layout, b.throughput_tokens_per_s,
+                 b.throughput_tokens_per_s / p.throughput_tokens_per_s);
 }
 
 // The indicators' costs (the seed's Table V point): the variance indicator's statistics against
@@ -91,6 +94,9 @@ report_indicator_costs(const std::string& label, const std::filesystem::path& mo
 int
 main() {
   report("Llama-3.1-70B on 2x A100-40G + 2x V100 (bundled a100-40g-x2-v100-x2)", "a100-40g-x2-v100-x2");
+  // SplitQuant's homogeneous clusters 9 and 10 (Table IV measured TP4 and TP2+PP2 best).
+  report("Llama-3.1-70B on 4x V100 (bundled v100-x4, the seed's cluster 9)", "v100-x4");
+  report("Llama-3.1-70B on 4x A100-40G (bundled a100-40g-x4, the seed's cluster 10)", "a100-40g-x4");
 
   const auto file = std::filesystem::temp_directory_path() / "optkit-perf-hetero-4groups.yaml";
   std::ofstream(file) << "name: a100-v100-t4x2-l4\n"
