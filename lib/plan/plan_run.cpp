@@ -30,19 +30,19 @@ restrict_to_llamacpp(PlanRequest& r) {
                      "int4 (Q4_K_M)");
 }
 
+// The largest threshold (with its margin) of the rules on `metric`, in ms; infinite when none.
+double
+slo_threshold_ms(const std::vector<bench::SloRule>& rules, bench::LatencyMetric metric) {
+  double threshold = -1;
+  for (const auto& rule : rules)
+    if (rule.metric == metric)
+      threshold = std::max(threshold, rule.threshold_s * (1 + rule.margin) * 1000);
+  return threshold < 0 ? std::numeric_limits<double>::infinity() : threshold;
+}
+
 // With percentile SLOs (--slo), the rows simulated are those whose means meet the SLOs' thresholds
 // (a mean above a p95 bound leaves little hope for the p95), unless --ttft/--tpot/--e2e bound the
 // means themselves; a metric no SLO names has no mean bound.
-double
-slo_threshold_ms(const std::vector<bench::SloRule>& rules, bench::LatencyMetric metric) {
-  double threshold = std::numeric_limits<double>::infinity();
-  for (const auto& rule : rules)
-    if (rule.metric == metric)
-      threshold = std::isfinite(threshold) ? std::max(threshold, rule.threshold_s * (1 + rule.margin) * 1000)
-                                           : rule.threshold_s * (1 + rule.margin) * 1000;
-  return threshold;
-}
-
 void
 bound_means_by_slos(const PlanOptions& o, PlanRequest& r) {
   const auto rules = plan_slos(o.slos);
@@ -50,6 +50,10 @@ bound_means_by_slos(const PlanOptions& o, PlanRequest& r) {
     throw InputError("--target-rate sizes GPUs by the mean model; with --slo, give the rate to check as --rate");
   if (r.speculation.enabled())
     throw InputError("--slo with --spec-tokens: the simulator does not price speculative decoding; drop one");
+  if (o.rate && !(*o.rate > 0 && std::isfinite(*o.rate)))
+    throw InputError("--rate must be a finite number above 0 requests/s");
+  if (o.slo_requests < 200 || o.slo_requests > 100000)
+    throw InputError("--slo-requests " + std::to_string(o.slo_requests) + ": use 200 to 100000");
   if (!o.ttft_ms)
     r.ttft_limit_ms = slo_threshold_ms(rules, bench::LatencyMetric::ttft);
   if (!o.tpot_ms && !o.speed && !o.e2e_ms)
@@ -241,10 +245,6 @@ chosen_row(const PlanRun& run) {
   return run.result.rows[*run.result.best];
 }
 
-} // namespace
-
-namespace {
-
 void
 archive_plan_metrics(const PlanRun& run, const PlanRunContext& context) {
   if (!context.archive)
@@ -275,12 +275,17 @@ archive_plan_metrics(const PlanRun& run, const PlanRunContext& context) {
   });
 }
 
-std::string
-tail_slos_text(const TailOptions& options) {
+std::vector<std::string>
+slo_texts(const TailOptions& options) {
   std::vector<std::string> texts;
   for (const auto& rule : options.slos)
     texts.push_back(rule.text);
-  return join(texts, ", ");
+  return texts;
+}
+
+std::string
+tail_slos_text(const TailOptions& options) {
+  return join(slo_texts(options), ", ");
 }
 
 // GoalNotMet when nothing fits, or nothing meets the SLA (naming the closest and what it misses).
@@ -315,17 +320,12 @@ throw_unless_planned(const PlanRun& run) {
                                describe(closest, r.model.is_moe()), sla_misses(closest, r)));
 }
 
+// --slo: the rows meeting the mean bounds simulated and judged by their percentiles (options
+// already checked by plan_request).
 void
 judge_tails(const PlanOptions& options, const perf::PerfDatabase& db, PlanRun& run) {
-  TailOptions& tail = run.tail_options;
-  tail.slos = plan_slos(options.slos);
-  if (options.rate && !(*options.rate > 0 && std::isfinite(*options.rate)))
-    throw InputError("--rate must be a finite number above 0 requests/s");
-  tail.rate = options.rate;
-  if (options.slo_requests < 200 || options.slo_requests > 100000)
-    throw InputError("--slo-requests " + std::to_string(options.slo_requests) + ": use 200 to 100000");
-  tail.requests = options.slo_requests;
-  run.tails = judge_percentile_slas(run.request, run.system, db, run.result, tail);
+  run.tail_options = {plan_slos(options.slos), options.rate, options.slo_requests, 1};
+  run.tails = judge_percentile_slas(run.request, run.system, db, run.result, run.tail_options);
 }
 
 nlohmann::json
@@ -350,10 +350,7 @@ tails_json(const PlanRun& run) {
       j["at_rate"] = latencies_json(*tail.at_rate);
     rows.push_back(j);
   }
-  std::vector<std::string> slos;
-  for (const auto& rule : run.tail_options.slos)
-    slos.push_back(rule.text);
-  return {{"slos", slos},
+  return {{"slos", slo_texts(run.tail_options)},
           {"arrivals", "poisson"},
           {"rate", run.tail_options.rate ? nlohmann::json(*run.tail_options.rate) : nlohmann::json()},
           {"requests", run.tail_options.requests},

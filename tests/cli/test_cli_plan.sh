@@ -113,7 +113,8 @@ expect_err_has "--batch 4000"
 # --rate 1.5 some of them (a small decode batch) queue past the p95 bound and are dropped, though
 # their means hold. The best meets both SLOs at that rate and serves the most tokens/s/GPU at the
 # highest rate where they hold.
-slo=(plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --slo 'ttft:p95<=1500ms')
+slo=(plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --slo 'ttft:p95<=1500ms'
+  --slo-requests 400)
 run "${slo[@]}" --rate 1.5 --format json
 expect_rc 0
 py '
@@ -139,7 +140,8 @@ run "${slo[@]}" --rate 1.5
 expect_rc 0
 expect_out_has "percentile SLA --slo e2e:p95<=12s, ttft:p95<=1500ms"
 expect_out_has "e2e_p95"
-run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --rate 40
+run plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --slo 'e2e:p95<=12s' --rate 40 \
+  --slo-requests 400
 expect_rc 1
 expect_err_has "no configuration meets --slo e2e:p95<=12s under Poisson arrivals"
 run "${slo[@]}" --target-rate 3
