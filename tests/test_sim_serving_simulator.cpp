@@ -178,3 +178,52 @@ TEST_CASE("segments are deterministic in their seed and differ across seeds") {
   CHECK(a.p99 != c.p99);
   CHECK(a.measured >= 300);
 }
+
+TEST_CASE("a step-cost model prices each step from its chunks and KV lengths, as the linear terms would") {
+  // The same linear cost written both ways: the model's steps, coalesced decode runs included, cost
+  // what the built-in terms cost.
+  SimTiming linear;
+  linear.step_base_s = 0.004;
+  linear.prefill_token_s = 2e-5;
+  linear.decode_seq_s = 1e-4;
+  linear.kv_token_s = 1e-7;
+  linear.noise_cv = 0;
+  SimTiming model = linear;
+  model.step_cost = [](const SimStep& step) {
+    double seconds = 0.004;
+    for (const auto& chunk : step.prefills)
+      seconds += 2e-5 * chunk.new_tokens;
+    for (double context : step.decode_contexts)
+      seconds += 1e-4 + 1e-7 * context;
+    return seconds;
+  };
+  SimKnobs k;
+  k.max_num_seqs = 4;
+  k.max_num_batched_tokens = 256;
+  const std::vector<SimJob> jobs{{0.0, 300, 40}, {0.01, 120, 25}, {0.2, 50, 60}, {0.21, 700, 5}};
+  const auto a = run_open_loop(linear, k, jobs, {});
+  const auto b = run_open_loop(model, k, jobs, {});
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    CHECK(b[i].first_token == doctest::Approx(a[i].first_token).epsilon(1e-9));
+    CHECK(b[i].end == doctest::Approx(a[i].end).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a prefilled request starts decoding at once, its prompt already in the KV cache") {
+  SimTiming t = flat_timing(0.01);
+  std::vector<double> contexts;
+  t.step_cost = [&](const SimStep& step) {
+    CHECK(step.prefills.empty());
+    contexts.insert(contexts.end(), step.decode_contexts.begin(), step.decode_contexts.end());
+    return 0.01;
+  };
+  SimKnobs k;
+  const std::vector<SimJob> jobs{{0.5, 100, 4, true}};
+  const auto r = run_open_loop(t, k, jobs, {});
+  CHECK(r[0].first_token == doctest::Approx(0.51)); // the first decode step, no prefill
+  CHECK(r[0].end == doctest::Approx(0.54));
+  REQUIRE(!contexts.empty());
+  CHECK(contexts.front() == 100); // attends to the prompt from the first step
+  k.batching = Batching::static_batches;
+  CHECK_THROWS_AS(run_open_loop(t, k, jobs, {}), InputError);
+}
