@@ -183,35 +183,35 @@ price_worker(const PlanRequest& r, const perf::SystemSpec& system, const perf::S
   const perf::ParallelConfig& parallel = model.parallel();
   const double ctx = c.ctx_tokens;
   if (c.mode == ServingMode::aggregated && c.batch > 1 && ctx > prompt_tokens(r) * c.batch)
-    return std::unexpected(Unpriced::prompt_budget_over_batch);
+    return Unpriced::prompt_budget_over_batch;
   const perf::MemoryBudget memory = worker_memory(r, system, parallel, c);
   if (!memory.fits(c.batch))
-    return std::unexpected(Unpriced::out_of_memory);
+    return Unpriced::out_of_memory;
   if (c.mode == ServingMode::static_batching)
     return worker_row(r, c.mode, parallel, c.batch, estimate_static(model, r.workload, c.batch, r.speculation), memory);
   LatencyEstimate latency;
   if (!estimate_aggregated(model, r.workload, c.batch, ctx, r.speculation, latency))
-    return std::unexpected(Unpriced::no_decode_slot);
+    return Unpriced::no_decode_slot;
   PlanRow row = worker_row(r, c.mode, parallel, c.batch, latency, memory);
   row.ctx_tokens = int(ctx);
   return row;
 }
 
-std::expected<PrefillCandidate, Unpriced>
+Priced<PrefillCandidate>
 price_prefill(const PlanRequest& r, const perf::SystemSpec& system, const perf::StepModel& model, int batch) {
   const perf::MemoryBudget memory = memory_for(r, system, model.parallel(), batch * prompt_tokens(r), r.workload.isl);
   if (!memory.fits(batch))
-    return std::unexpected(Unpriced::out_of_memory);
+    return Unpriced::out_of_memory;
   const perf::Estimate step = model.step(prefill_shape(r, batch));
   const double ttft = step.us / 1000.0;
   return PrefillCandidate{model.parallel(), batch, ttft, batch / ttft * 1000.0, step.sources};
 }
 
-std::expected<DecodeCandidate, Unpriced>
+Priced<DecodeCandidate>
 price_decode(const PlanRequest& r, const perf::SystemSpec& system, const perf::StepModel& model, int batch) {
   const perf::MemoryBudget memory = worker_memory(r, system, model.parallel(), {ServingMode::disaggregated, batch, 0});
   if (!memory.fits(batch))
-    return std::unexpected(Unpriced::out_of_memory);
+    return Unpriced::out_of_memory;
   // A decode worker's TPOT: Algorithm 1's generation phase (its TTFT is the prefill pool's).
   const perf::Estimate tpot = estimate_generation(model, r.workload, batch, r.speculation);
   const double tpot_ms = tpot.us / 1000.0;

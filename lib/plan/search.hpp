@@ -11,9 +11,9 @@
 #include "perf/system_spec.hpp"
 #include "plan/estimators.hpp"
 
-#include <expected>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace optkit::plan {
@@ -102,7 +102,22 @@ struct WorkerConfiguration {
 // Why a configuration has no row: it does not fit, an aggregated prompt budget exceeds the prompts
 // of the batch, or the batch has no room for a decode slot beside its prompts (Alg. 2 line 17).
 enum class Unpriced { out_of_memory, prompt_budget_over_batch, no_decode_slot };
-using PricedRow = std::expected<PlanRow, Unpriced>;
+// A priced configuration, or why there is none (std::expected's shape; libstdc++ 12's needs C++20
+// concepts clang 14 lacks).
+template <typename T> class Priced {
+public:
+  Priced(T value) : m_value(std::move(value)) {}
+  Priced(Unpriced why) : m_why(why) {}
+  explicit operator bool() const { return m_value.has_value(); }
+  const T& operator*() const { return *m_value; }
+  const T* operator->() const { return &*m_value; }
+  Unpriced error() const { return m_why; }
+
+private:
+  std::optional<T> m_value;
+  Unpriced m_why = Unpriced::out_of_memory;
+};
+using PricedRow = Priced<PlanRow>;
 // The memory a worker is checked against: a static batch prefills all its prompts in one step, an
 // aggregated step takes its prompt chunk and 1024 decode tokens, a disaggregated decode worker
 // 1024 decode tokens.
@@ -129,10 +144,10 @@ struct DecodeCandidate {
   double memory_gib = 0;
   std::uint8_t sources = 0;
 };
-std::expected<PrefillCandidate, Unpriced> price_prefill(const PlanRequest& request, const perf::SystemSpec& system,
-                                                        const perf::StepModel& model, int batch);
-std::expected<DecodeCandidate, Unpriced> price_decode(const PlanRequest& request, const perf::SystemSpec& system,
-                                                      const perf::StepModel& model, int batch);
+Priced<PrefillCandidate> price_prefill(const PlanRequest& request, const perf::SystemSpec& system,
+                                       const perf::StepModel& model, int batch);
+Priced<DecodeCandidate> price_decode(const PlanRequest& request, const perf::SystemSpec& system,
+                                     const perf::StepModel& model, int batch);
 // The step a prefill worker runs: `batch` whole prompts past the cached prefix.
 perf::StepShape prefill_shape(const PlanRequest& request, int batch);
 // nullopt when no xPyD unit of the two fits the GPUs.
