@@ -516,12 +516,12 @@ plan_summary(const PlanRun& run) {
     const RowTail& tail = run.tails.front();
     text += fmt::format(
         "percentile SLA --slo {}: {} rows meeting the mean bounds simulated ({} Poisson requests each{}); "
-        "best serves {:.3g} requests/s ({:.1f} tokens/s/GPU) with TTFT p95 {:.0f} ms, TPOT p95 {:.1f} "
+        "best serves {}{:.3g} requests/s ({:.1f} tokens/s/GPU) with TTFT p95 {:.0f} ms, TPOT p95 {:.1f} "
         "ms, E2E p95 {:.0f} ms (latencies below at each row's highest such rate, in ms)\n",
         tail_slos_text(run.tail_options), run.tails.size(), run.tail_options.requests,
         run.tail_options.rate ? fmt::format(", checked at {:g} requests/s", *run.tail_options.rate) : std::string(),
-        tail.at_capacity.rate, tail.tokens_per_s_per_gpu, tail.at_capacity.ttft.p95, tail.at_capacity.tpot.p95,
-        tail.at_capacity.e2e.p95);
+        tail.capacity_is_lower_bound ? "at least " : "", tail.at_capacity.rate, tail.tokens_per_s_per_gpu,
+        tail.at_capacity.ttft.p95, tail.at_capacity.tpot.p95, tail.at_capacity.e2e.p95);
   }
   if (result.target) {
     const PlanRow& row = result.rows[result.target->row];

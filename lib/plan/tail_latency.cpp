@@ -234,6 +234,11 @@ simulate_row(const PlanRequest& request, const PlanRow& row, const RowStepCosts&
   return out;
 }
 
+// How far past the row's mean-model rate the search looks: 2^3 = 8×. The mean model's aggregated
+// TTFT carries the seed's 2–4× queueing correction, so short requests can sustain several times
+// the rate it implies.
+constexpr int kDoublings = 3;
+
 RowTail
 row_tail(const PlanRequest& request, const PlanRow& row, std::size_t index, const RowStepCosts& costs,
          const TailOptions& options) {
@@ -246,7 +251,7 @@ row_tail(const PlanRequest& request, const PlanRow& row, std::size_t index, cons
   double lo = 0, hi = mean_rate;
   std::optional<TailLatencies> held;
   TailLatencies failed = at(hi);
-  for (int doubling = 0; failed.meets() && doubling < 2; ++doubling) {
+  for (int doubling = 0; failed.meets() && doubling < kDoublings; ++doubling) {
     lo = hi;
     held = failed;
     hi *= 2;

@@ -71,12 +71,13 @@ struct RowTail {
   std::size_t row = 0;
   std::optional<TailLatencies> at_rate; // at TailOptions::rate
   TailLatencies at_capacity;            // at the highest rate whose SLOs hold (rate 0: none does)
-  bool capacity_is_lower_bound = false; // the SLOs still held at the highest rate tried
+  bool capacity_is_lower_bound = false; // the SLOs still held at 8× the mean-model rate
   double tokens_per_s_per_gpu = 0;      // at that capacity, over the GPUs the row uses
 };
 
-// The highest rate whose SLOs hold, by bisection between 0 and beyond the row's mean-model rate
-// (the same arrivals scaled, so latencies grow with the rate), to 1/128 of the row's rate.
+// The highest rate whose SLOs hold: from the row's mean-model rate, doubled while they hold (up to
+// 8×, past which the rate is reported as a lower bound), then bisected (the same arrivals scaled,
+// so latencies grow with the rate) 7 times.
 RowTail row_tail(const PlanRequest& request, const PlanRow& row, std::size_t index, const RowStepCosts& costs,
                  const TailOptions& options);
 
