@@ -111,8 +111,12 @@ check_model_fits(const LayerCosts& costs, const ClusterSpec& cluster, const Sear
         offered / perf::kGiB, (needed - offered) / perf::kGiB));
 }
 
-// Every stage layout × every η, each placed by bitwidth transfer; those that fit, best first.
-// Counts what it evaluated in plan.candidates.
+// Candidates improved by bitwidth transfer: the best greedy starts. Large clusters have thousands
+// of layouts × η (3 groups of 4 GPUs: 1,152), and the local search costs far more than a start.
+constexpr std::size_t kTransferredCandidates = 64;
+
+// Every stage layout × every η placed by the greedy start; the best starts then improved by
+// bitwidth transfer; those that fit, best first. Counts what it evaluated in plan.candidates.
 std::vector<Candidate>
 placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std::vector<std::vector<double>>& omega,
                   const HeteroOptions& options, const SearchShape& shape, HeteroPlan& plan) {
@@ -128,11 +132,14 @@ placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std
       c.decode_micro_batch = m.xi;
       c.problem = build_problem(costs, cluster, omega, shape.bits, options.theta, layout, shape.group_size, eta, m.xi);
       ++plan.candidates;
-      auto a = heuristic(c.problem, false);
-      if (!a)
+      auto start = greedy_start(c.problem);
+      if (!start)
         continue;
-      c.assignment = std::move(*a);
-      c.objective = evaluate(c.problem, c.assignment).objective;
+      const Evaluation e = evaluate(c.problem, *start);
+      if (!e.feasible)
+        continue;
+      c.assignment = std::move(*start);
+      c.objective = e.objective;
       candidates.push_back(std::move(c));
     }
   }
@@ -141,8 +148,14 @@ placed_candidates(const LayerCosts& costs, const ClusterSpec& cluster, const std
                                  "some GPU over its memory; add GPUs, lower --batch or --isl/--osl, or allow fewer "
                                  "--bits",
                                  cluster.source));
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return a.objective < b.objective; });
+  const auto by_objective = [](const Candidate& a, const Candidate& b) { return a.objective < b.objective; };
+  std::sort(candidates.begin(), candidates.end(), by_objective);
+  for (std::size_t i = 0; i < std::min(candidates.size(), kTransferredCandidates); ++i) {
+    Candidate& c = candidates[i];
+    c.assignment = bitwidth_transfer(c.problem, std::move(c.assignment));
+    c.objective = evaluate(c.problem, c.assignment).objective;
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), by_objective);
   return candidates;
 }
 
