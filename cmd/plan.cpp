@@ -191,8 +191,8 @@ add_plan_request_options(CLI::App& app, PlanRequestFlags& flags) {
   app.add_option("--e2e", flags.e2e,
                  "SLA: largest request latency (TTFT + (OSL-1)·TPOT), ms; bounds TPOT unless --tpot is given");
   app.add_option("--engine", flags.engine,
-                 "serving engine whose memory rules apply: vllm, sglang, trtllm, llamacpp (default: the --emit "
-                 "engine, else vllm)");
+                 "serving engine whose memory rules apply: vllm, sglang, trtllm, llamacpp (default vllm; for "
+                 "plan, the --emit engine when given)");
   app.add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
   app.add_option("--act-dtype", o.activation_dtype,
                  "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
