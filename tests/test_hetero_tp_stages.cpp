@@ -1,6 +1,6 @@
 // plan hetero's tensor-parallel stages (SplitQuant's runtime runs "each pipeline stage spanning
 // one or multiple (TP) dedicated GPUs"): the layouts searched, what a TP stage costs and holds,
-// the topology chosen on the seed's homogeneous clusters, and the uniform baselines of Table IV.
+// the topology chosen on SplitQuant's homogeneous clusters, and the uniform baselines of Table IV.
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "hetero/hetero_planner.hpp"

@@ -2,7 +2,7 @@
 // bitwidth — FP16, and the plan's lowest — on the best layout of each topology class, so a user sees
 // what the mixed-precision plan buys. Classes: PP (every stage one GPU), TP (one stage of every
 // GPU) and TP+PP (the rest). Layers are balanced over the stages by bitwidth transfer with that
-// one bitwidth (the seed's "Het" balancing), for every prefill micro-batch the planner tries.
+// one bitwidth (SplitQuant's "Het" balancing), for every prefill micro-batch the planner tries.
 #pragma once
 
 #include "hetero/layer_costs.hpp"

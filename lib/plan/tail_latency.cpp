@@ -235,7 +235,7 @@ simulate_row(const PlanRequest& request, const PlanRow& row, const RowStepCosts&
 }
 
 // How far past the row's mean-model rate the search looks: 2^3 = 8×. The mean model's aggregated
-// TTFT carries the seed's 2–4× queueing correction, so short requests can sustain several times
+// TTFT carries AIConfigurator's 2–4× queueing correction, so short requests can sustain several times
 // the rate it implies.
 constexpr int kDoublings = 3;
 

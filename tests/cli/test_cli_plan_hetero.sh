@@ -36,7 +36,7 @@ run plan hetero --cluster a100-40g-x2-v100-x2 --model llama-3.1-70b --solver heu
 expect_rc 0
 expect_out_has "a100_40g"
 
-# SplitQuant's homogeneous 4×A100-40G (the seed's cluster 10): the stages with their TP degree,
+# SplitQuant's homogeneous 4×A100-40G (its cluster 10): the stages with their TP degree,
 # and beside the plan the best uniform-precision PP, TP and TP+PP layouts at FP16 and the lowest
 # bitwidth (Table IV's "Uniform" rows).
 run plan hetero --cluster a100-40g-x4 --model llama-3.1-70b

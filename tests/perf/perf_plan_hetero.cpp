@@ -95,8 +95,8 @@ int
 main() {
   report("Llama-3.1-70B on 2x A100-40G + 2x V100 (bundled a100-40g-x2-v100-x2)", "a100-40g-x2-v100-x2");
   // SplitQuant's homogeneous clusters 9 and 10 (Table IV measured TP4 and TP2+PP2 best).
-  report("Llama-3.1-70B on 4x V100 (bundled v100-x4, the seed's cluster 9)", "v100-x4");
-  report("Llama-3.1-70B on 4x A100-40G (bundled a100-40g-x4, the seed's cluster 10)", "a100-40g-x4");
+  report("Llama-3.1-70B on 4x V100 (bundled v100-x4, SplitQuant's cluster 9)", "v100-x4");
+  report("Llama-3.1-70B on 4x A100-40G (bundled a100-40g-x4, SplitQuant's cluster 10)", "a100-40g-x4");
 
   const auto file = std::filesystem::temp_directory_path() / "optkit-perf-hetero-4groups.yaml";
   std::ofstream(file) << "name: a100-v100-t4x2-l4\n"
