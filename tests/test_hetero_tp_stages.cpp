@@ -112,7 +112,9 @@ TEST_CASE("on SplitQuant's 4×V100 (cluster 9) the plan is one TP4 stage, as Tab
   REQUIRE(plan.stages.size() == 1);
   CHECK(plan.stages[0].tp == 4);
   CHECK(plan.stages[0].memory_bytes <= plan.stages[0].capacity_bytes);
-  CHECK(plan.proven_optimal);
+  // The ILP only ever improves on the heuristic (whether it proves optimality within its wall-clock
+  // budget depends on the machine's load, so it is not asserted here).
+  CHECK(plan.objective <= plan.heuristic_objective + 1e-9);
   CHECK(plan.decode_micro_batch == 32); // one stage: the whole batch at once
 
   // Table IV's uniform rows: FP16 does not fit 4 × 32 GB; at 3 bits every class fits, TP4 first.
