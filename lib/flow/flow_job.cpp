@@ -5,6 +5,7 @@
 #include "compress/recipe.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/json_fields.hpp"
 #include "core/resource_paths.hpp"
 #include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
@@ -301,7 +302,7 @@ job_from_json(const nlohmann::json& j) {
     t.enabled = s.at("enabled").get<bool>();
     t.space = s.at("space").get<std::string>();
     t.optimizer = s.at("optimizer").get<std::string>();
-    t.trials = s.at("trials").get<int>();
+    t.trials = json_integer<int>(s.at("trials"));
     t.objective = s.at("objective").get<std::string>();
     return t;
   };
@@ -312,30 +313,30 @@ job_from_json(const nlohmann::json& j) {
   job.output = j.at("output").get<std::string>();
   const auto& c = j.at("compress");
   job.compress = {c.at("recipes").get<std::vector<std::string>>(),
-                  c.at("trials").get<int>(),
+                  json_integer<int>(c.at("trials")),
                   c.at("calib").get<std::string>(),
                   c.at("sampler").get<std::string>(),
-                  c.at("samples").get<int>(),
-                  c.at("seq_len").get<int>(),
-                  c.at("seed").get<std::uint64_t>()};
+                  json_integer<int>(c.at("samples")),
+                  json_integer<int>(c.at("seq_len")),
+                  json_integer<std::uint64_t>(c.at("seed"))};
   const auto& g = j.at("gate");
-  job.gate = {g.at("suite").get<std::string>(), g.at("rules").get<std::string>(), g.at("limit").get<int>()};
+  job.gate = {g.at("suite").get<std::string>(), g.at("rules").get<std::string>(), json_integer<int>(g.at("limit"))};
   const auto& b = j.at("bench");
   job.bench = {b.at("profile").get<std::string>(),
                b.at("slo").get<std::vector<std::string>>(),
                b.at("engine_args").get<std::vector<std::string>>(),
                b.at("min_trial_seconds").get<double>(),
                b.value("max_trial_seconds", BenchStage{}.max_trial_seconds),
-               b.at("max_trials").get<int>(),
+               json_integer<int>(b.at("max_trials")),
                b.at("beta_tolerance").get<double>(),
                b.value("baseline", false),
                b.value("max_dispatch_lag_ms", 0.0)};
   job.tune_sim = study_of(j.at("tune").at("sim"));
   job.tune_live = study_of(j.at("tune").at("live"));
   job.live_engine_args = j.at("live_engine_args").get<std::vector<std::string>>();
-  job.slots = j.at("executor").at("slots").get<int>();
-  job.retries = j.at("executor").at("retries").get<int>();
-  job.threads = j.at("executor").at("threads").get<int>();
+  job.slots = json_integer<int>(j.at("executor").at("slots"));
+  job.retries = json_integer<int>(j.at("executor").at("retries"));
+  job.threads = json_integer<int>(j.at("executor").at("threads"));
   job.executor = j.at("executor").at("kind").get<std::string>();
   job.partition = j.at("executor").at("partition").get<std::string>();
   job.sbatch_args = j.at("executor").at("sbatch_args").get<std::vector<std::string>>();
