@@ -89,8 +89,7 @@ estimate_worker(const EstimateOptions& o, const perf::PerfDatabase& db, Estimate
   const PlanRequest& r = run.request;
   const bool moe = r.model.is_moe();
   const perf::StepModel model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha);
-  const double prompt = std::max(1.0, r.workload.isl - r.workload.prefix);
-  const WorkerConfiguration configuration{mode, o.batch, o.ctx_tokens > 0 ? double(o.ctx_tokens) : prompt};
+  const WorkerConfiguration configuration{mode, o.batch, o.ctx_tokens > 0 ? double(o.ctx_tokens) : prompt_tokens(r)};
   run.memory = worker_memory(r, run.system, o.parallel, configuration);
   const PricedRow priced = price_worker(r, run.system, model, configuration);
   if (!priced)

@@ -32,11 +32,6 @@ powers_of_two_up_to(int limit) {
   return values;
 }
 
-double
-prompt_tokens(const PlanRequest& r) {
-  return std::max(1.0, r.workload.isl - r.workload.prefix);
-}
-
 std::vector<double>
 context_budgets(const PlanRequest& request) {
   const double isl = prompt_tokens(request);
@@ -80,12 +75,10 @@ worker_row(const PlanRequest& r, ServingMode mode, const perf::ParallelConfig& p
 // Tallies what the search priced and what it dropped for memory.
 void
 count(PlanResult& result, const PricedRow& priced) {
-  if (priced)
+  if (priced || priced.error() == Unpriced::no_decode_slot) // estimated, whether or not it gave a row
     ++result.evaluations;
   else if (priced.error() == Unpriced::out_of_memory)
     ++result.memory_infeasible;
-  else if (priced.error() == Unpriced::no_decode_slot)
-    ++result.evaluations;
 }
 
 void
@@ -161,6 +154,11 @@ search_disaggregated(const PlanRequest& r, const perf::SystemSpec& system, const
 }
 
 } // namespace
+
+double
+prompt_tokens(const PlanRequest& r) {
+  return std::max(1.0, r.workload.isl - r.workload.prefix);
+}
 
 perf::MemoryBudget
 worker_memory(const PlanRequest& r, const perf::SystemSpec& system, const perf::ParallelConfig& parallel,

@@ -92,6 +92,9 @@ bool engine_can_run(perf::Engine engine, const perf::ParallelConfig& layout);
 const std::vector<int>& aggregated_batches();
 const std::vector<int>& decode_batches();
 
+// Prompt tokens a request prefills: ISL less the cached prefix, at least 1.
+double prompt_tokens(const PlanRequest& request);
+
 // One configuration priced exactly as the search prices it: `plan estimate` and the search share
 // these, so an estimate's row is the row the search printed for the same configuration.
 struct WorkerConfiguration {
