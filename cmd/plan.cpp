@@ -152,7 +152,7 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
                     options.workload_profile = flags->profile;
                   }
                   const OutputFormat format = parse_output_format(flags->format);
-                  const auto run = hetero::run_hetero(options, {&ctx.archive(), ctx.run_id});
+                  const auto run = hetero::run_hetero(options, ctx.run_context(0));
                   auto plan_json = hetero::to_json(run);
                   if (!flags->output.empty())
                     write_file_atomic(flags->output, plan_json.dump(2) + "\n");
@@ -269,7 +269,7 @@ register_plan_estimate(CLI::App& plan_app, CommandRegistry& commands) {
   commands.add({"plan estimate", estimate, [flags, estimate](AppContext& ctx) {
                   plan::EstimateOptions options = flags->estimate;
                   options.plan = plan_request_options(*estimate, flags->request);
-                  const auto run = plan::run_estimate(options, {&ctx.archive(), ctx.run_id});
+                  const auto run = plan::run_estimate(options, ctx.run_context(0));
                   const OutputFormat format = parse_output_format(flags->format);
                   if (format == OutputFormat::json) {
                     ctx.emit_json(plan::to_json(run));
@@ -315,7 +315,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                   if (plan_app->count("--target-rate") > 0)
                     options.target_rate = flags->target_rate;
                   const OutputFormat format = parse_output_format(flags->format);
-                  const auto run = plan::run_plan(options, {&ctx.archive(), ctx.run_id});
+                  const auto run = plan::run_plan(options, ctx.run_context(0));
                   if (!options.emit.empty()) {
                     ctx.emit(plan::emit_launch(run, options.emit));
                     return;

@@ -185,7 +185,7 @@ register_serve_deltas(CLI::App& app, CommandRegistry& commands) {
   add_engine_options(*serve, *flags);
   commands.add({"serve-deltas", serve, [flags](AppContext& ctx) {
                   const auto options = serve_options(*flags, ctx);
-                  const auto summary = serve::run_serve(options, {&ctx.archive(), ctx.run_id}, [&](int port) {
+                  const auto summary = serve::run_serve(options, ctx.run_context(0), [&](int port) {
                     std::fprintf(stderr, "optkit serve-deltas: listening on http://%s:%d\n", flags->host.c_str(), port);
                     std::fflush(stderr);
                   });

@@ -18,6 +18,9 @@ struct RunContext {
   std::int64_t run_id = 0;
   double timeout_s = 0; // per child attempt, 0 = none
   bool show_progress = true;
+
+  // Whether this run is recorded: an archive and a run in it (tests and nested studies pass none).
+  bool recording() const { return archive != nullptr && run_id != 0; }
 };
 
 // Pool options for a recorded command's children: its executable, global flags, archive, run

@@ -271,7 +271,7 @@ trial_tasks(const CompressOptions& options, const TrialPlan& t, const std::files
 // calibration loss. Throws the most telling failure when every trial failed.
 void
 collect_trials(const std::vector<proc::WorkerOutcome>& outcomes, const CompressOptions& options, std::int64_t jobs,
-               const CompressRunContext& context, CompressResult& result) {
+               const archive::RunContext& context, CompressResult& result) {
   double best = 0;
   const proc::WorkerOutcome* first_failure = nullptr; // a bad-input failure outranks the others
   for (const auto& o : outcomes) {
@@ -308,7 +308,7 @@ collect_trials(const std::vector<proc::WorkerOutcome>& outcomes, const CompressO
 
 // The summary's means and deviations, the representative trial and the output's files.
 void
-archive_summary(const CompressRunContext& context, const CompressResult& result, const std::filesystem::path& output,
+archive_summary(const archive::RunContext& context, const CompressResult& result, const std::filesystem::path& output,
                 bool gguf, bool delta) {
   context.archive->transaction([&] {
     for (const auto& [key, stats] : result.summary.items()) {
@@ -330,7 +330,7 @@ archive_summary(const CompressRunContext& context, const CompressResult& result,
 } // namespace
 
 CompressResult
-run_compress(const CompressOptions& options, const CompressRunContext& context) {
+run_compress(const CompressOptions& options, const archive::RunContext& context) {
   // The entry point checks its own ranges: a server or a flow calls it without the CLI's checks.
   if (options.trials < 1 || options.trials > 1000)
     throw InputError(fmt::format("--trials {}: run between 1 and 1000 trials", options.trials));

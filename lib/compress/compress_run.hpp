@@ -48,7 +48,6 @@ struct CompressOptions {
   std::optional<std::uint64_t> max_memory;
 };
 
-using CompressRunContext = archive::RunContext;
 
 struct TrialSummary {
   std::int64_t trial = 0;
@@ -70,7 +69,7 @@ struct CompressResult {
   nlohmann::json memory;
 };
 
-CompressResult run_compress(const CompressOptions& options, const CompressRunContext& context);
+CompressResult run_compress(const CompressOptions& options, const archive::RunContext& context);
 void compress_worker(const proc::WorkerSpec& spec);
 
 nlohmann::json to_json(const CompressResult& result);

@@ -79,7 +79,7 @@ perplexity_options_from_json(const nlohmann::json& j) {
 }
 
 PerplexityResult
-measure_perplexity_in_worker(const PerplexityOptions& options, const PerplexityRunContext& context,
+measure_perplexity_in_worker(const PerplexityOptions& options, const archive::RunContext& context,
                              std::int64_t trial_index) {
   model::check_model_folder(options.model, "--model");
   if (options.kl_base)
@@ -125,7 +125,7 @@ check_memory_budget(const PerplexityOptions& options) {
 } // namespace
 
 PerplexityResult
-run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context) {
+run_perplexity(const PerplexityOptions& options, const archive::RunContext& context) {
   check_memory_budget(options);
   const auto result = measure_perplexity_in_worker(options, context, 0);
   archive_metrics(*context.archive, context.run_id, result);

@@ -13,15 +13,14 @@
 
 namespace optkit::eval {
 
-using PerplexityRunContext = archive::RunContext;
 
 // Parent side: validates the inputs, runs the worker, archives the metrics. Exit-2 failures of
 // the child come back as InputError with the child's message.
-PerplexityResult run_perplexity(const PerplexityOptions& options, const PerplexityRunContext& context);
+PerplexityResult run_perplexity(const PerplexityOptions& options, const archive::RunContext& context);
 
 // The measurement alone, in a worker child recorded as trial `trial_index` of the context's run
 // (`eval tasks` runs several in one run and archives its own metrics).
-PerplexityResult measure_perplexity_in_worker(const PerplexityOptions& options, const PerplexityRunContext& context,
+PerplexityResult measure_perplexity_in_worker(const PerplexityOptions& options, const archive::RunContext& context,
                                               std::int64_t trial_index);
 
 // Child side: reads the options from the spec's payload, measures, writes the result.

@@ -258,7 +258,7 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
   const fs::path work = fs::path(job.output) / "work";
   fs::create_directories(work);
   write_file_atomic(fs::path(job.output) / "job.json", to_json(job).dump(2) + "\n");
-  if (context.archive)
+  if (context.recording())
     context.archive->add_event(context.run_id, std::nullopt, "info", "flow-output", job.output,
                                {{"output", job.output}});
   GraphOptions options = graph_options(job, context, work, progress);

@@ -52,7 +52,7 @@ parse_bit_list(const std::string& text, const std::string& flag) {
 }
 
 HeteroRun
-run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
+run_hetero(const HeteroRunOptions& o, const archive::RunContext& context) {
   if (o.cluster.empty())
     throw InputError("--cluster FILE is required (a YAML of device groups; see man optkit-plan)");
   if (o.model.empty())
@@ -138,7 +138,7 @@ run_hetero(const HeteroRunOptions& o, const HeteroRunContext& context) {
   run.baselines = uniform_baselines(costs, cluster, run.plan.group_size, planner.bits, omega,
                                     planner.decode_micro_batch, planner.prefill_micro_batches);
 
-  if (context.archive) {
+  if (context.recording()) {
     auto& a = *context.archive;
     const auto& p = run.plan;
     a.transaction([&] {

@@ -3,7 +3,7 @@
 // people (a table of stages) or programs (the JSON plan).
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "hetero/hetero_planner.hpp"
 #include "hetero/uniform_baselines.hpp"
@@ -47,16 +47,11 @@ struct HeteroRun {
   std::vector<UniformBaseline> baselines; // Table IV's uniform rows beside the plan
 };
 
-struct HeteroRunContext {
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-};
-
 // "3,4,8,16" → {3, 4, 8, 16}; InputError naming `flag` for anything that is not a list of integers.
 std::vector<int> parse_bit_list(const std::string& text, const std::string& flag);
 
 // InputError naming the flag or file; GoalNotMet when the cluster cannot hold the model.
-HeteroRun run_hetero(const HeteroRunOptions& options, const HeteroRunContext& context);
+HeteroRun run_hetero(const HeteroRunOptions& options, const archive::RunContext& context);
 
 nlohmann::json to_json(const HeteroRun& run);
 Table stage_table(const HeteroRun& run);

@@ -141,8 +141,8 @@ check_counts(const EstimateOptions& o, ServingMode mode) {
 }
 
 void
-archive_estimate(const EstimateRun& run, const PlanRunContext& context) {
-  if (!context.archive)
+archive_estimate(const EstimateRun& run, const archive::RunContext& context) {
+  if (!context.recording())
     return;
   auto& archive = *context.archive;
   const PlanRow& row = run.row;
@@ -165,7 +165,7 @@ ms(const perf::Estimate& estimate) {
 } // namespace
 
 EstimateRun
-run_estimate(const EstimateOptions& options, const PlanRunContext& context) {
+run_estimate(const EstimateOptions& options, const archive::RunContext& context) {
   EstimateRun run;
   PlanOptions plan_options = options.plan;
   plan_options.modes = options.mode;

@@ -5,7 +5,7 @@
 // equals the row `plan` prints for the same configuration.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "plan/plan_run.hpp"
 
@@ -46,7 +46,7 @@ struct EstimateRun {
 // Validates the configuration (InputError naming the flag), prices it, judges it against the SLA
 // and archives its figures. A configuration that does not fit, or that the search would not form,
 // is an InputError saying why.
-EstimateRun run_estimate(const EstimateOptions& options, const PlanRunContext& context);
+EstimateRun run_estimate(const EstimateOptions& options, const archive::RunContext& context);
 
 Table estimate_table(const EstimateRun& run);         // one line per step, one column per part
 std::string estimate_summary(const EstimateRun& run); // the row's figures above the table

@@ -246,8 +246,8 @@ chosen_row(const PlanRun& run) {
 }
 
 void
-archive_plan_metrics(const PlanRun& run, const PlanRunContext& context) {
-  if (!context.archive)
+archive_plan_metrics(const PlanRun& run, const archive::RunContext& context) {
+  if (!context.recording())
     return;
   const PlanResult& result = run.result;
   auto& archive = *context.archive;
@@ -360,7 +360,7 @@ tails_json(const PlanRun& run) {
 } // namespace
 
 PlanRun
-run_plan(const PlanOptions& options, const PlanRunContext& context) {
+run_plan(const PlanOptions& options, const archive::RunContext& context) {
   PlanRun run;
   run.request = plan_request(options);
   run.system = load_plan_system(options);
@@ -384,13 +384,13 @@ run_plan(const PlanOptions& options, const PlanRunContext& context) {
                                         run.system.name, run.request.workload.isl, run.request.workload.osl);
   if (!options.plot.empty()) {
     write_file_atomic(options.plot, pareto_svg(result, run.request, title));
-    if (context.archive)
+    if (context.recording())
       context.archive->add_artifact(context.run_id, std::nullopt, options.plot, "plot");
   }
   if (!options.bench_profile.empty()) {
     LaunchContext launch{run.model_reference, run.system.name, &run.request, run.request.engine};
     write_file_atomic(options.bench_profile, bench_profile_yaml(chosen_row(run), launch, context.run_id));
-    if (context.archive)
+    if (context.recording())
       context.archive->add_artifact(context.run_id, std::nullopt, options.bench_profile, "bench-profile");
   }
   return run;

@@ -3,7 +3,7 @@
 // (table) or programs (JSON/CSV), the launch script (--emit) and the SVG (--plot).
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "plan/search.hpp"
 #include "plan/tail_latency.hpp"
@@ -54,11 +54,6 @@ struct PlanRun {
   std::vector<RowTail> tails; // the simulated rows, best first (empty without --slo)
 };
 
-struct PlanRunContext {
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-};
-
 // The request the options describe, validated (InputError naming the flag).
 PlanRequest plan_request(const PlanOptions& options);
 // The system named by --system, and its perf database (profiles/perf/<system> or --perf-db; none:
@@ -74,7 +69,7 @@ nlohmann::json row_json(const PlanRow& row, const PlanRequest& request);
 
 // Validates the options (InputError naming the flag), searches, archives metrics and writes the
 // plot/bench profile. Throws GoalNotMet naming the closest configuration when nothing meets the SLA.
-PlanRun run_plan(const PlanOptions& options, const PlanRunContext& context);
+PlanRun run_plan(const PlanOptions& options, const archive::RunContext& context);
 
 Table pareto_table(const PlanRun& run);
 // With --slo: each simulated row's highest rate meeting the SLOs, its latency percentiles there,

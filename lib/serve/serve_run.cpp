@@ -43,7 +43,7 @@ parse_device(const std::string& text, const std::string& flag) {
 }
 
 ServeSummary
-run_serve(const ServeOptions& options, const ServeRunContext& context, const std::function<void(int)>& on_listening) {
+run_serve(const ServeOptions& options, const archive::RunContext& context, const std::function<void(int)>& on_listening) {
   const bool gguf = model::is_gguf_model(options.base);
   if (!std::filesystem::is_directory(options.base) && !gguf)
     throw InputError("--base " + options.base.string() + ": no such model folder or GGUF file");
@@ -123,7 +123,7 @@ run_serve(const ServeOptions& options, const ServeRunContext& context, const std
   server.stop(options.shutdown_grace, [] { return interrupt_count() > 1; });
   engine.stop();
   summary.stats = engine.stats();
-  if (context.archive) {
+  if (context.recording()) {
     const auto& st = summary.stats;
     auto& archive = *context.archive;
     archive.transaction([&] {

@@ -3,7 +3,7 @@
 // grace period, then are cancelled).
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "model/safetensors.hpp"
 #include "runtime/activation_precision.hpp"
 #include "serve/adapter_loading.hpp"
@@ -71,15 +71,10 @@ std::pair<std::string, std::filesystem::path> parse_named_path(const std::string
 // Parses --device: "cpu" → −1, "cuda" → 0, "cuda:N" → N. Throws InputError naming the flag.
 int parse_device(const std::string& text, const std::string& flag);
 
-// Where the server run is recorded: at shutdown its summary (requests by outcome, tokens,
-// preemptions, variants) goes to `archive` under `run_id`; none when archive is null.
-struct ServeRunContext {
-  archive::RunArchive* archive = nullptr;
-  std::int64_t run_id = 0;
-};
-
 // Serves until an interrupt; `on_listening(port)` runs once the port is bound (before loading).
-ServeSummary run_serve(const ServeOptions& options, const ServeRunContext& context,
+// When `context` is recording, the summary at shutdown (requests by outcome, tokens, preemptions,
+// variants) goes to its run.
+ServeSummary run_serve(const ServeOptions& options, const archive::RunContext& context,
                        const std::function<void(int)>& on_listening = {});
 
 } // namespace optkit::serve

@@ -160,7 +160,7 @@ load_study(archive::RunArchive& archive, std::int64_t run_id) {
 
 void
 archive_trial(const archive::RunContext& context, const StudyTrial& t, std::int64_t resumed_from) {
-  if (context.archive == nullptr || context.run_id == 0)
+  if (!context.recording())
     return;
   auto& a = *context.archive;
   nlohmann::json params = {{"phase", t.phase}, {"config", t.config}, {"seed", t.seed}};
@@ -342,14 +342,14 @@ run_tune(TuneOptions options, const archive::RunContext& context,
                                              : options.engine + " " + options.model;
   if (options.slots < 1)
     throw InputError("--slots must be at least 1");
-  if (context.archive != nullptr && context.run_id != 0)
+  if (context.recording())
     context.archive->add_event(context.run_id, std::nullopt, "info", options_event,
                                result.resumed_from ? fmt::format("resumed from run {}", result.resumed_from)
                                                    : "study options",
                                to_json(options));
   StudyOptions study;
   study.enqueued = simulator_prior(options, space);
-  if (!study.enqueued.empty() && context.archive != nullptr && context.run_id != 0)
+  if (!study.enqueued.empty() && context.recording())
     context.archive->add_event(context.run_id, std::nullopt, "info", "tune.prior",
                                fmt::format("{} configurations from a {}-trial simulated study on {} are measured first",
                                            study.enqueued.size(), options.prior_trials, options.prior),
@@ -359,7 +359,7 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   study.replicates = options.replicates;
   study.baseline = options.baseline;
   study.seed = options.seed;
-  const bool archived = context.archive != nullptr && context.run_id != 0;
+  const bool archived = context.recording();
   const std::filesystem::path directory =
       archived ? context.archive->run_directory(context.run_id) : std::filesystem::temp_directory_path();
   std::unique_ptr<TrialExecutor> executor;
@@ -399,7 +399,7 @@ run_tune(TuneOptions options, const archive::RunContext& context,
   if (!options.emit.empty() && result.study.best)
     write_file_atomic(options.emit,
                       "#!/bin/sh\n# optkit tune: the winning configuration\n" + result.best_command + "\n");
-  if (context.archive != nullptr && context.run_id != 0 && result.study.best) {
+  if (context.recording() && result.study.best) {
     context.archive->add_metric(context.run_id, std::nullopt, {"best_value", result.study.best_median, ""});
     if (result.study.baseline_median)
       context.archive->add_metric(context.run_id, std::nullopt, {"baseline_value", *result.study.baseline_median, ""});
