@@ -53,8 +53,20 @@ AppContext::emit(const std::string& text, const std::string& output) const {
 
 void
 AppContext::emit_json(nlohmann::json result, const std::string& output) const {
-  result["run_id"] = run_id;
+  if (run_id != 0)
+    result["run_id"] = run_id;
   emit(result.dump(2) + "\n", output);
+}
+
+void
+AppContext::emit_result(const std::string& format_text, const CommandResult& result, const std::string& output) const {
+  const OutputFormat format = parse_output_format(format_text);
+  if (format == OutputFormat::json)
+    emit_json(result.json, output);
+  else if (format == OutputFormat::csv)
+    emit(result.table.render_csv(), output);
+  else
+    emit(result.before + result.table.render_text(color_stdout()) + result.after, output);
 }
 
 const Command*

@@ -5,6 +5,7 @@
 
 #include "archive/run_context.hpp"
 #include "core/settings.hpp"
+#include "core/table.hpp"
 #include "shared_options.hpp"
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,14 @@ struct GlobalFlags {
   bool no_color = false;
 };
 
+// A command's result in each --format: `json` for json; `table` for table and csv; and, in the
+// table format only, prose `before` and `after` the table (a summary line, a second table).
+struct CommandResult {
+  nlohmann::json json;
+  Table table;
+  std::string before, after;
+};
+
 class AppContext {
 public:
   GlobalFlags flags;
@@ -43,8 +52,11 @@ public:
   std::vector<std::string> worker_global_args() const;
   // Prints a result to stdout, or writes it atomically to `output` when that is set.
   void emit(const std::string& text, const std::string& output = "") const;
-  // Emits a JSON result with this run's id added (`run_id`), indented.
+  // Emits a JSON result, indented, with this run's id added (`run_id`) when the invocation
+  // records a run.
   void emit_json(nlohmann::json result, const std::string& output = "") const;
+  // Emits `result` as --format `format` asks (table|json|csv), to stdout or to `output`.
+  void emit_result(const std::string& format, const CommandResult& result, const std::string& output = "") const;
 
 private:
   std::unique_ptr<archive::RunArchive> m_archive;

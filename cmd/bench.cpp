@@ -170,16 +170,19 @@ add_output_options(CLI::App& bench, BenchFlags& flags) {
 
 // --calibrate: the load generator's own ceiling against a loopback no-op endpoint.
 void
-run_calibration(const BenchFlags& flags, AppContext& ctx, OutputFormat format) {
+run_calibration(const BenchFlags& flags, AppContext& ctx) {
   const auto envelope = bench::calibrate_generator(1000, 256000, 2.0, flags.max_dispatch_lag_ms / 1e3);
   bench::record_calibration(ctx.run_context(0), envelope);
-  ctx.emit(bench::calibration_table(envelope).render(format, ctx.color_stdout()) +
-               (format == OutputFormat::table
-                    ? fmt::format("\nthe generator holds {:.0f} req/s open-loop with p99 dispatch lag "
-                                  "<= {} ms on this machine\n",
-                                  envelope.max_sustained_rate, flags.max_dispatch_lag_ms)
-                    : std::string()),
-           flags.output);
+  const Table steps = bench::calibration_table(envelope);
+  ctx.emit_result(flags.format,
+                  {.json = {{"generator_max_rate", envelope.max_sustained_rate},
+                            {"lag_bound_s", envelope.lag_bound_s},
+                            {"steps", steps.to_json()}},
+                   .table = steps,
+                   .after = fmt::format("\nthe generator holds {:.0f} req/s open-loop with p99 dispatch lag "
+                                        "<= {} ms on this machine\n",
+                                        envelope.max_sustained_rate, flags.max_dispatch_lag_ms)},
+                  flags.output);
 }
 
 // The exit a certificate's status calls for: 0 when feasible, else the documented error.
@@ -200,7 +203,7 @@ throw_unless_feasible(const bench::Certification& cert) {
 }
 
 void
-run_bench_command(const BenchFlags& flags, AppContext& ctx, OutputFormat format) {
+run_bench_command(const BenchFlags& flags, AppContext& ctx) {
   auto options = flags.options;
   options.api_key = api_key_or_environment(options.api_key);
   if (flags.rate > 0)
@@ -214,16 +217,12 @@ run_bench_command(const BenchFlags& flags, AppContext& ctx, OutputFormat format)
     if (progress)
       std::fprintf(stderr, "%s\n", bench::progress_line(trial).c_str());
   });
-  const auto& cert = result.certification;
-  if (format == OutputFormat::json) {
-    ctx.emit_json(bench::to_json(result), flags.output);
-  } else {
-    std::string text = bench::trials_table(cert).render(format, ctx.color_stdout());
-    if (format == OutputFormat::table)
-      text += "\n" + bench::summary_line(result) + "\n";
-    ctx.emit(text, flags.output);
-  }
-  throw_unless_feasible(cert);
+  ctx.emit_result(flags.format,
+                  {.json = bench::to_json(result),
+                   .table = bench::trials_table(result.certification),
+                   .after = "\n" + bench::summary_line(result) + "\n"},
+                  flags.output);
+  throw_unless_feasible(result.certification);
 }
 
 } // namespace
@@ -238,11 +237,10 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   add_certification_options(*bench, *flags);
   add_output_options(*bench, *flags);
   commands.add({"bench", bench, [flags](AppContext& ctx) {
-                  const OutputFormat format = parse_output_format(flags->format);
                   if (flags->calibrate)
-                    run_calibration(*flags, ctx, format);
+                    run_calibration(*flags, ctx);
                   else
-                    run_bench_command(*flags, ctx, format);
+                    run_bench_command(*flags, ctx);
                 }});
 }
 

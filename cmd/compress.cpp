@@ -96,19 +96,16 @@ run(AppContext& ctx, const CompressFlags& f, bool delta) {
   if (!f.max_shard_size.empty())
     o.max_shard_bytes = parse_byte_size(f.max_shard_size, "--max-shard-size");
   const auto result = compress::run_compress(o, ctx.run_context(f.timeout_s));
-  const OutputFormat format = parse_output_format(f.format);
-  if (format == OutputFormat::json) {
-    ctx.emit_json(compress::to_json(result));
-    return;
-  }
-  if (format == OutputFormat::table)
-    ctx.emit(fmt::format("{}{} → {} (representative trial {} of {}, lowest calibration loss)\n", result.recipe,
-                         result.plan.is_null()
-                             ? std::string()
-                             : fmt::format(" at the plan's layer bits [{}]",
-                                           fmt::join(result.plan.at("layer_bits").get<std::vector<int>>(), ",")),
-                         result.output.string(), result.representative, result.trials.size()));
-  ctx.emit(compress::compress_table(result).render(format, ctx.color_stdout()));
+  ctx.emit_result(
+      f.format,
+      {.json = compress::to_json(result),
+       .table = compress::compress_table(result),
+       .before = fmt::format("{}{} → {} (representative trial {} of {}, lowest calibration loss)\n", result.recipe,
+                             result.plan.is_null()
+                                 ? std::string()
+                                 : fmt::format(" at the plan's layer bits [{}]",
+                                               fmt::join(result.plan.at("layer_bits").get<std::vector<int>>(), ",")),
+                             result.output.string(), result.representative, result.trials.size())});
 }
 
 std::string

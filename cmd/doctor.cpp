@@ -41,16 +41,9 @@ register_doctor(CLI::App& app, CommandRegistry& commands) {
                   const auto report = doctor::run_doctor(
                       ctx.settings, ctx.run_context(flags->timeout_s),
                       flags->model.empty() ? std::nullopt : std::optional<std::filesystem::path>(flags->model));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    ctx.emit(nlohmann::json({{"run_id", ctx.run_id},
-                                             {"checks", doctor::report_table(report).to_json()},
-                                             {"probes", report.probes}})
-                                 .dump(2) +
-                             "\n");
-                  } else {
-                    ctx.emit(doctor::report_table(report).render(format, ctx.color_stdout()));
-                  }
+                  const Table checks = doctor::report_table(report);
+                  ctx.emit_result(flags->format,
+                                  {.json = {{"checks", checks.to_json()}, {"probes", report.probes}}, .table = checks});
                   if (report.failures() > 0) {
                     throw GoalNotMet(fmt::format("doctor found {} problem(s); see the FAIL rows above (run {})",
                                                  report.failures(), ctx.run_id));

@@ -92,14 +92,12 @@ register_eval_tasks(CLI::App& eval, CommandRegistry& commands) {
                   options.api_key = api_key_or_environment(options.api_key);
                   options.activations =
                       runtime::activation_precision_name(resolve_activations(options.activations, ctx.settings));
-                  const OutputFormat format = parse_output_format(flags->format);
                   const auto result = eval::run_task_eval(options, ctx.run_context(0));
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(eval::to_json(result), flags->output);
-                  } else {
-                    const std::string text = eval::task_report_text(result, format, ctx.color_stdout());
-                    ctx.emit(text, flags->output);
-                  }
+                  ctx.emit_result(flags->format,
+                                  {.json = eval::to_json(result),
+                                   .table = eval::task_score_table(result),
+                                   .after = eval::task_report_notes(result, ctx.color_stdout())},
+                                  flags->output);
                   if (!result.gate_passed)
                     throw GoalNotMet("quality gate failed:\n" + eval::failed_rules_text(result));
                 }});
@@ -166,17 +164,12 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                   if (!flags->delta.empty())
                     options.delta = flags->delta;
                   const auto result = eval::run_perplexity(options, ctx.run_context(flags->timeout_s));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    auto out = eval::to_json(result);
-                    out["model"] = flags->model;
-                    out["data"] = flags->data;
-                    ctx.emit_json(std::move(out));
-                  } else {
-                    if (format == OutputFormat::table)
-                      ctx.emit(result.method + "\n");
-                    ctx.emit(eval::perplexity_table(result).render(format, ctx.color_stdout()));
-                  }
+                  auto json = eval::to_json(result);
+                  json["model"] = flags->model;
+                  json["data"] = flags->data;
+                  ctx.emit_result(flags->format, {.json = std::move(json),
+                                                  .table = eval::perplexity_table(result),
+                                                  .before = result.method + "\n"});
                 },
                 true, &flags->worker});
   register_eval_tasks(*eval, commands);

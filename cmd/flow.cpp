@@ -23,12 +23,9 @@ struct FlowFlags {
 
 void
 emit_outcome(AppContext& ctx, const flow::FlowOutcome& outcome, const std::string& format_text) {
-  const OutputFormat format = parse_output_format(format_text);
-  if (format == OutputFormat::json)
-    ctx.emit_json(flow::to_json(outcome));
-  else
-    ctx.emit(flow::trials_table(outcome).render(format, ctx.color_stdout()) +
-             (format == OutputFormat::table ? "\n" + outcome.message + "\n" : ""));
+  ctx.emit_result(
+      format_text,
+      {.json = flow::to_json(outcome), .table = flow::trials_table(outcome), .after = "\n" + outcome.message + "\n"});
   flow::exit_for(outcome);
 }
 
@@ -75,21 +72,17 @@ register_flow(CLI::App& app, CommandRegistry& commands) {
   CLI::App* status = flow->add_subcommand("status", "Show which of a flow's tasks finished, and its package");
   status->add_option("run", flags->run, "the flow's run id ('last') or its output folder")->required();
   add_format_option(*status, flags->format);
-  commands.add(
-      {"flow status", status,
-       [flags](AppContext& ctx) {
-         const auto s = flow::flow_status(flow::resolve_flow_output(flags->run, ctx.archive()));
-         const OutputFormat format = parse_output_format(flags->format);
-         if (format == OutputFormat::json)
-           ctx.emit(s.dump(2) + "\n");
-         else
-           ctx.emit(flow::status_table(s).render(format, ctx.color_stdout()) +
-                    (format == OutputFormat::table
-                         ? fmt::format("\n{} tasks finished; package: {}\n", s.at("finished_tasks").get<int>(),
-                                       s.at("packaged").get<bool>() ? s.at("package").get<std::string>() : "not yet")
-                         : ""));
-       },
-       false});
+  commands.add({"flow status", status,
+                [flags](AppContext& ctx) {
+                  const auto s = flow::flow_status(flow::resolve_flow_output(flags->run, ctx.archive()));
+                  ctx.emit_result(flags->format,
+                                  {.json = s,
+                                   .table = flow::status_table(s),
+                                   .after = fmt::format(
+                                       "\n{} tasks finished; package: {}\n", s.at("finished_tasks").get<int>(),
+                                       s.at("packaged").get<bool>() ? s.at("package").get<std::string>() : "not yet")});
+                },
+                false});
 
   CLI::App* validate = flow->add_subcommand("validate", "Check a job file and everything it names, running nothing");
   validate->add_option("job", flags->job, "the job YAML")->required();

@@ -56,12 +56,7 @@ register_plan_profile(CLI::App& plan_app, CommandRegistry& commands) {
                   if (flags->options.system.empty())
                     throw InputError("--system NAME is required (optkit plan --help lists the systems)");
                   const auto run = plan::run_profile(flags->options, ctx.run_context(flags->timeout_s));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(plan::to_json(run));
-                    return;
-                  }
-                  ctx.emit(plan::profile_table(run).render(format, ctx.color_stdout()));
+                  ctx.emit_result(flags->format, {.json = plan::to_json(run), .table = plan::profile_table(run)});
                 },
                 true, &flags->worker});
 }
@@ -79,19 +74,16 @@ register_plan_calibrate(CLI::App& plan_app, CommandRegistry& commands) {
   add_format_option(*calibrate, flags->format);
   commands.add({"plan calibrate", calibrate, [flags](AppContext& ctx) {
                   const auto run = plan::run_calibration(flags->points, &ctx.archive(), ctx.run_id);
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(plan::to_json(run));
-                    return;
-                  }
-                  ctx.emit(plan::calibration_table(run).render(format, ctx.color_stdout()));
-                  if (format == OutputFormat::table)
-                    ctx.emit(fmt::format("\n{} ({} figures): mean absolute error {:.1f} % with the defaults, {:.1f} % "
-                                         "fitted\n\n{}",
-                                         run.points.name, run.fit.after_rows.size(),
-                                         plan::mean_absolute_percentage_error(run.fit.before_rows),
-                                         plan::mean_absolute_percentage_error(run.fit.after_rows),
-                                         plan::efficiency_yaml(run)));
+                  ctx.emit_result(
+                      flags->format,
+                      {.json = plan::to_json(run),
+                       .table = plan::calibration_table(run),
+                       .after = fmt::format("\n{} ({} figures): mean absolute error {:.1f} % with the defaults, "
+                                            "{:.1f} % fitted\n\n{}",
+                                            run.points.name, run.fit.after_rows.size(),
+                                            plan::mean_absolute_percentage_error(run.fit.before_rows),
+                                            plan::mean_absolute_percentage_error(run.fit.after_rows),
+                                            plan::efficiency_yaml(run))});
                 }});
 }
 
@@ -139,33 +131,29 @@ register_plan_hetero(CLI::App& plan_app, CommandRegistry& commands) {
   add_output_option(*hetero_app, flags->output, "also write the JSON plan to FILE");
   hetero_app->add_option("--svg", flags->svg, "also draw the plan to FILE (SVG: memory and time per stage)");
   add_format_option(*hetero_app, flags->format);
-  commands.add({"plan hetero", hetero_app, [flags, hetero_app](AppContext& ctx) {
-                  hetero::HeteroRunOptions options = flags->options;
-                  options.planner.bits = hetero::parse_bit_list(flags->bits, "--bits");
-                  if (!flags->profile.empty()) {
-                    if (hetero_app->count("--isl") > 0 || hetero_app->count("--osl") > 0)
-                      throw InputError("--profile gives ISL and OSL: drop --isl/--osl, or drop --profile");
-                    const auto padded = bench::padded_batch_lengths(bench::resolve_serving_profile(flags->profile),
-                                                                    options.workload.batch, 0);
-                    options.workload.isl = static_cast<int>(std::lround(padded.input_tokens));
-                    options.workload.osl = static_cast<int>(std::lround(padded.output_tokens));
-                    options.workload_profile = flags->profile;
-                  }
-                  const OutputFormat format = parse_output_format(flags->format);
-                  const auto run = hetero::run_hetero(options, ctx.run_context(0));
-                  auto plan_json = hetero::to_json(run);
-                  if (!flags->output.empty())
-                    write_file_atomic(flags->output, plan_json.dump(2) + "\n");
-                  if (!flags->svg.empty())
-                    write_file_atomic(flags->svg, hetero::stage_svg(run));
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(std::move(plan_json));
-                    return;
-                  }
-                  ctx.emit(hetero::stage_table(run).render(format, ctx.color_stdout()));
-                  if (format == OutputFormat::table)
-                    ctx.emit("\n" + hetero::baseline_table(run).render(format, ctx.color_stdout()));
-                }});
+  commands.add(
+      {"plan hetero", hetero_app, [flags, hetero_app](AppContext& ctx) {
+         hetero::HeteroRunOptions options = flags->options;
+         options.planner.bits = hetero::parse_bit_list(flags->bits, "--bits");
+         if (!flags->profile.empty()) {
+           if (hetero_app->count("--isl") > 0 || hetero_app->count("--osl") > 0)
+             throw InputError("--profile gives ISL and OSL: drop --isl/--osl, or drop --profile");
+           const auto padded =
+               bench::padded_batch_lengths(bench::resolve_serving_profile(flags->profile), options.workload.batch, 0);
+           options.workload.isl = static_cast<int>(std::lround(padded.input_tokens));
+           options.workload.osl = static_cast<int>(std::lround(padded.output_tokens));
+           options.workload_profile = flags->profile;
+         }
+         const auto run = hetero::run_hetero(options, ctx.run_context(0));
+         auto plan_json = hetero::to_json(run);
+         if (!flags->output.empty())
+           write_file_atomic(flags->output, plan_json.dump(2) + "\n");
+         if (!flags->svg.empty())
+           write_file_atomic(flags->svg, hetero::stage_svg(run));
+         ctx.emit_result(flags->format, {.json = std::move(plan_json),
+                                         .table = hetero::stage_table(run),
+                                         .after = "\n" + hetero::baseline_table(run).render_text(ctx.color_stdout())});
+       }});
 }
 
 // The flags that describe what to plan for (model, system, workload, precision, engine, SLA,
@@ -270,14 +258,9 @@ register_plan_estimate(CLI::App& plan_app, CommandRegistry& commands) {
                   plan::EstimateOptions options = flags->estimate;
                   options.plan = plan_request_options(*estimate, flags->request);
                   const auto run = plan::run_estimate(options, ctx.run_context(0));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(plan::to_json(run));
-                    return;
-                  }
-                  if (format == OutputFormat::table)
-                    ctx.emit(plan::estimate_summary(run));
-                  ctx.emit(plan::estimate_table(run).render(format, ctx.color_stdout()));
+                  ctx.emit_result(flags->format, {.json = plan::to_json(run),
+                                                  .table = plan::estimate_table(run),
+                                                  .before = plan::estimate_summary(run)});
                 }});
 }
 
@@ -314,21 +297,17 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
                   plan::PlanOptions options = plan_request_options(*plan_app, flags->request);
                   if (plan_app->count("--target-rate") > 0)
                     options.target_rate = flags->target_rate;
-                  const OutputFormat format = parse_output_format(flags->format);
                   const auto run = plan::run_plan(options, ctx.run_context(0));
                   if (!options.emit.empty()) {
                     ctx.emit(plan::emit_launch(run, options.emit));
                     return;
                   }
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(plan::to_json(run));
-                    return;
-                  }
-                  if (format == OutputFormat::table)
-                    ctx.emit(plan::plan_summary(run));
-                  ctx.emit(plan::pareto_table(run).render(format, ctx.color_stdout()));
-                  if (!run.tails.empty() && format == OutputFormat::table)
-                    ctx.emit("\n" + plan::tail_table(run).render(format, ctx.color_stdout()));
+                  ctx.emit_result(flags->format, {.json = plan::to_json(run),
+                                                  .table = plan::pareto_table(run),
+                                                  .before = plan::plan_summary(run),
+                                                  .after = run.tails.empty() ? std::string()
+                                                                             : "\n" + plan::tail_table(run).render_text(
+                                                                                          ctx.color_stdout())});
                 }});
   register_plan_profile(*plan_app, commands);
   register_plan_hetero(*plan_app, commands);

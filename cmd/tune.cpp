@@ -52,21 +52,17 @@ register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
   add_format_option(*cal, flags->format);
   commands.add({"tune calibrate-sim", cal, [flags](AppContext& ctx) {
                   const auto result = tune::calibrate_sim(flags->options, ctx.run_context(0));
-                  const OutputFormat format = parse_output_format(flags->format);
-                  if (format == OutputFormat::json) {
-                    ctx.emit_json(tune::to_json(result));
-                    return;
-                  }
                   const auto& t = result.fit.timing;
-                  std::string text = tune::calibration_table(result).render(format, ctx.color_stdout());
-                  if (format == OutputFormat::table)
-                    text +=
-                        fmt::format("\nfitted to bench run {}: step_base {:.3f} ms, prefill {:.3f} us/token, decode "
-                                    "{:.3f} us/sequence; RMS log error {:.3f} ({} simulations){}\n",
-                                    result.bench_run, t.step_base_s * 1e3, t.prefill_token_s * 1e6,
-                                    t.decode_seq_s * 1e6, result.fit.rms_log_error, result.fit.evaluations,
-                                    flags->options.output.empty() ? "" : "; setup written to " + flags->options.output);
-                  ctx.emit(text);
+                  ctx.emit_result(
+                      flags->format,
+                      {.json = tune::to_json(result),
+                       .table = tune::calibration_table(result),
+                       .after = fmt::format(
+                           "\nfitted to bench run {}: step_base {:.3f} ms, prefill {:.3f} us/token, decode "
+                           "{:.3f} us/sequence; RMS log error {:.3f} ({} simulations){}\n",
+                           result.bench_run, t.step_base_s * 1e3, t.prefill_token_s * 1e6, t.decode_seq_s * 1e6,
+                           result.fit.rms_log_error, result.fit.evaluations,
+                           flags->options.output.empty() ? "" : "; setup written to " + flags->options.output)});
                 }});
 }
 
@@ -231,21 +227,17 @@ tune_options(const TuneFlags& flags) {
 void
 run_tune_command(const TuneFlags& flags, AppContext& ctx) {
   const auto options = tune_options(flags);
-  const OutputFormat format = parse_output_format(flags.format);
   const bool progress = !ctx.flags.quiet;
   const auto result = tune::run_tune(options, ctx.run_context(0), [&](const tune::StudyTrial& t) {
     if (progress)
       std::fprintf(stderr, "%s\n", tune::progress_line(t).c_str());
   });
-  if (format == OutputFormat::json) {
-    ctx.emit_json(tune::to_json(result), flags.output);
-  } else {
-    std::string text = tune::trials_table(result).render(format, ctx.color_stdout());
-    if (format == OutputFormat::table)
-      text += "\n" + tune::summary_line(result) + "\n" +
-              (result.best_command.empty() ? "" : "launch: " + result.best_command + "\n");
-    ctx.emit(text, flags.output);
-  }
+  ctx.emit_result(flags.format,
+                  {.json = tune::to_json(result),
+                   .table = tune::trials_table(result),
+                   .after = "\n" + tune::summary_line(result) + "\n" +
+                            (result.best_command.empty() ? "" : "launch: " + result.best_command + "\n")},
+                  flags.output);
   if (result.study.interrupted)
     throw Interrupted("tune interrupted; continue with --resume " + std::to_string(ctx.run_id));
   if (!result.study.best)

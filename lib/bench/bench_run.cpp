@@ -196,7 +196,7 @@ private:
 
 void
 archive_trial(const archive::RunContext& context, const TrialResult& trial) {
-  if (context.archive == nullptr || context.run_id == 0)
+  if (!context.recording())
     return;
   auto& a = *context.archive;
   const auto id = a.begin_trial(context.run_id, trial.index, 1,
@@ -236,7 +236,7 @@ launch_engine(const BenchOptions& options, const archive::RunContext& context) {
   if (launch.executable.empty() && launch.kind == engines::EngineKind::optkit)
     launch.executable = executable_path().string();
   launch.ready_timeout_s = options.engine_timeout_s;
-  launch.directory = context.archive != nullptr && context.run_id != 0
+  launch.directory = context.recording()
                          ? context.archive->run_directory(context.run_id) / "engine"
                          : std::filesystem::temp_directory_path() / fmt::format("optkit-engine-{}", ::getpid());
   return std::make_unique<engines::EngineProcess>(std::move(launch));
@@ -403,7 +403,7 @@ run_bench(const BenchOptions& options, const archive::RunContext& context,
     result.engine = engine->record();
   if (!options.html.empty())
     write_file_atomic(options.html, bench_report_html(result));
-  if (context.archive != nullptr && context.run_id != 0) {
+  if (context.recording()) {
     context.archive->add_metric(context.run_id, std::nullopt, {"certified_rate", c.certified_rate, "req/s"});
     if (engine)
       context.archive->add_artifact(context.run_id, std::nullopt, engine->log_file(), "engine-log");

@@ -124,7 +124,7 @@ calibration_table(const Calibration& c) {
 
 void
 record_calibration(const archive::RunContext& context, const Calibration& c) {
-  if (context.archive == nullptr || context.run_id == 0)
+  if (!context.recording())
     return;
   context.archive->add_metric(context.run_id, std::nullopt, {"generator_max_rate", c.max_sustained_rate, "req/s"});
   context.archive->add_metric(context.run_id, std::nullopt, {"generator_lag_bound", c.lag_bound_s, "s"});
@@ -134,7 +134,7 @@ GeneratorCeiling
 generator_ceiling(const archive::RunContext& context, double lag_bound_s) {
   GeneratorCeiling ceiling;
   ceiling.lag_bound_s = lag_bound_s;
-  if (context.archive != nullptr && context.run_id != 0) {
+  if (context.recording()) {
     auto& a = *context.archive;
     const auto self = a.find_run(context.run_id);
     archive::RunFilter filter;

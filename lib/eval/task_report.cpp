@@ -106,14 +106,12 @@ repeat_table(const TaskEvalResult& result) {
 }
 
 std::string
-task_report_text(const TaskEvalResult& result, OutputFormat format, bool color) {
-  std::string text = task_score_table(result).render(format, color);
-  if (format != OutputFormat::table)
-    return text;
+task_report_notes(const TaskEvalResult& result, bool color) {
+  std::string text;
   if (const auto spread = trial_spread_table(result); spread.size() > 0)
-    text += "\nacross trials:\n" + spread.render(format, color);
+    text += "\nacross trials:\n" + spread.render_text(color);
   if (const auto repeats = repeat_table(result); repeats.size() > 0)
-    text += "\nacross repeats:\n" + repeats.render(format, color);
+    text += "\nacross repeats:\n" + repeats.render_text(color);
   for (const auto& c : result.candidates)
     for (const auto& s : c.suites)
       if (!s.reasoning_end.empty())

@@ -15,9 +15,9 @@ namespace optkit::eval {
 Table task_score_table(const TaskEvalResult& result);
 Table trial_spread_table(const TaskEvalResult& result); // empty with one candidate
 Table repeat_table(const TaskEvalResult& result);       // empty without --repeat
-// For people (table: scores, then the spread across trials and repeats, then every gate rule's
-// line) or programs (csv: the score rows).
-std::string task_report_text(const TaskEvalResult& result, OutputFormat format, bool color);
+// What people read after the score table: the spread across trials and repeats, answers that
+// never closed their reasoning, and every gate rule's line.
+std::string task_report_notes(const TaskEvalResult& result, bool color);
 nlohmann::json to_json(const TaskEvalResult& result);
 // One line per failed rule (each candidate's), for the exit-1 message.
 std::string failed_rules_text(const TaskEvalResult& result);

@@ -409,7 +409,7 @@ write_items(const TaskEvalResult& result, const std::filesystem::path& file) {
 
 void
 archive_result(const archive::RunContext& context, const TaskEvalResult& result, std::int64_t first_trial) {
-  if (context.archive == nullptr || context.run_id == 0)
+  if (!context.recording())
     return;
   auto& a = *context.archive;
   std::int64_t index = first_trial;
