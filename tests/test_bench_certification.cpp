@@ -2,7 +2,9 @@
 // service time s, FIFO) simulated in virtual time, so the sustainable rate is exactly c/s and
 // the test does not depend on the machine's speed.
 #include "bench/arrivals.hpp"
+#include "bench/bench_report.hpp"
 #include "bench/certification.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -124,7 +126,7 @@ TEST_CASE("the certified rate lies within 5 % below the true limit c/s, in at mo
       CHECK(runner.open_loop_trials <= 12);
       CHECK(c.lower_bound == doctest::Approx(1.0 / service)); // the gate: one request at a time
       // Every trial is kept, the gate first.
-      CHECK(c.trials.front().phase == "gate");
+      CHECK(c.trials.front().phase == TrialPhase::gate);
       CHECK(c.trials.size() == static_cast<std::size_t>(runner.open_loop_trials) + 1);
     }
   }
@@ -313,7 +315,7 @@ TEST_CASE("replicates: a boundary rate that fails once passed moves the certific
   const auto c = certify(runner, o);
   double searched = 0; // the highest rate the search passed
   for (const auto& t : c.trials)
-    if (t.phase == "search" && t.passed)
+    if (t.phase == TrialPhase::search && t.passed)
       searched = std::max(searched, t.rate);
   CHECK(searched >= 30);
   CHECK(c.status == CertificationStatus::feasible);
@@ -323,7 +325,7 @@ TEST_CASE("replicates: a boundary rate that fails once passed moves the certific
   // The certificate's rate passed both its replicates.
   int replicated = 0;
   for (const auto& t : c.trials)
-    replicated += t.phase == "replicate" && t.rate == c.certified_rate && t.passed ? 1 : 0;
+    replicated += t.phase == TrialPhase::replicate && t.rate == c.certified_rate && t.passed ? 1 : 0;
   CHECK(replicated == 2);
 }
 
@@ -350,4 +352,34 @@ TEST_CASE("replicates: when no rate passes every replicate, the result is NOISY,
   CHECK(to_string(c.status) == "NOISY");
   CHECK(c.certified_rate == 0);
   CHECK(c.replicate_noise.find("no rate passed every replicate") != std::string::npos);
+}
+
+TEST_CASE("a certificate read back from its JSON writes the same JSON; a value bench never writes is refused by its "
+          "field") {
+  for (const std::string slo : {"e2e:p95<=3s", "ttft:p99<200ms", "e2e:p95<=50ms"}) { // the last fails at the gate
+    CAPTURE(slo);
+    QueueRunner runner(4, 0.1);
+    auto o = options_for({slo});
+    o.summary.bootstrap_resamples = 50; // intervals too
+    const auto c = certify(runner, o);
+    const nlohmann::json j = to_json(c);
+    const auto back = certification_from_json(j, "bench.json");
+    CHECK(to_json(back) == j);
+    CHECK(back.status == c.status);
+    CHECK(back.stop_code == c.stop_code);
+    REQUIRE(back.trials.size() == c.trials.size());
+    CHECK(back.trials.back().phase == c.trials.back().phase);
+    CHECK(back.trials.back().summary.e2e.p95 == c.trials.back().summary.e2e.p95);
+    CHECK((certifying_trial(back) == nullptr) == (certifying_trial(c) == nullptr));
+  }
+  QueueRunner runner(4, 0.1);
+  nlohmann::json j = to_json(certify(runner, options_for({"e2e:p95<=3s"})));
+  j["stop_code"] = "stalled";
+  CHECK_THROWS_WITH_AS(certification_from_json(j, "bench.json"),
+                       doctest::Contains("bench.json: field /stop_code: 'stalled' is not a value bench writes"),
+                       optkit::InputError);
+  j = to_json(certify(runner, options_for({"e2e:p95<=3s"})));
+  j["trials"][1]["summary"].erase("e2e_s");
+  CHECK_THROWS_WITH_AS(certification_from_json(j, "bench.json"), doctest::Contains("/trials/1/summary"),
+                       optkit::InputError);
 }

@@ -2,9 +2,11 @@
 // baseline; rules naming what was not evaluated, or needing a missing baseline, are input errors.
 #include "core/error.hpp"
 #include "eval/quality_gate.hpp"
+#include "eval/task_report.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -119,4 +121,70 @@ TEST_CASE("gate errors name the rule") {
   file = write_gate("rules:\n  - suite: arith\n    metric: m\n    min_recovry: 0.9\n");
   CHECK_THROWS_WITH_AS(load_quality_gate(file), doctest::Contains("min_recovery"), optkit::InputError);
   std::filesystem::remove(file);
+}
+
+TEST_CASE("every kind of rule outcome read back from its JSON writes the same JSON, its line included") {
+  const auto file = write_gate("rules:\n"
+                               "  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95, max_drop: 0.02,"
+                               " min_score: 0.5, max_score: 0.99}\n"
+                               "  - {suite: arith, metric: nll, max_increase: 0.05, alpha: 0.1}\n");
+  const auto gate = load_quality_gate(file);
+  PairedComparison nll;
+  nll.baseline_mean = 2.0;
+  nll.candidate_mean = 2.3;
+  nll.p_value = 1e-6;
+  const auto out = apply_quality_gate(gate, {observed(0.8, 0.7, 1e-3), {"arith", "nll", 2.3, nll}});
+  REQUIRE(out.size() == 5);
+  for (const auto& o : out) {
+    CAPTURE(o.line());
+    const auto back = rule_outcome_from_json(to_json(o));
+    CHECK(to_json(back) == to_json(o));
+    CHECK(back.line() == o.line());
+    CHECK(back.passed == o.passed);
+  }
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("the gate report read from an eval tasks result has its rules and each metric's score beside the "
+          "baseline's; an ungated result has none") {
+  const auto file = write_gate("rules:\n  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95}\n");
+  const auto gate = load_quality_gate(file);
+  std::filesystem::remove(file);
+  PairedComparison c;
+  c.baseline_mean = 0.8;
+  c.candidate_mean = 0.7;
+  c.recovery = 0.875;
+  c.recovery_low = 0.75;
+  c.recovery_high = std::nan(""); // an interval the bootstrap could not bound prints as null
+  c.p_value = 0.01;
+  CandidateResult candidate;
+  candidate.label = "model-a";
+  SuiteOutcome suite;
+  suite.suite = "arith";
+  suite.scores.metrics = {{"exact_match,strict-match", {1, 1, 0, 1, 0, 1, 1, 0, 1, 1}}, {"length", {3, 4}}};
+  suite.versus_baseline["exact_match,strict-match"] = c;
+  candidate.suites = {suite};
+  TaskEvalResult result;
+  result.candidates = {candidate};
+  CHECK_FALSE(gate_report_from_json(to_json(result), "eval.json").has_value());
+
+  result.candidates[0].gate = apply_quality_gate(gate, {{"arith", "exact_match,strict-match", 0.7, c}});
+  result.candidates[0].gate_passed = false;
+  const auto report = gate_report_from_json(to_json(result), "eval.json");
+  REQUIRE(report.has_value());
+  CHECK_FALSE(report->passed);
+  REQUIRE(report->rules.size() == 1);
+  CHECK(report->rules[0].line() == result.candidates[0].gate[0].line());
+  REQUIRE(report->scores.size() == 1); // "length" has no baseline
+  const auto& s = report->scores[0];
+  CHECK(s.suite == "arith");
+  CHECK(s.metric == "exact_match,strict-match");
+  CHECK(s.score == doctest::Approx(0.7));
+  CHECK(s.baseline == 0.8);
+  CHECK(s.recovery == 0.875);
+  CHECK(s.recovery_low == 0.75);
+  CHECK_FALSE(s.recovery_high.has_value());
+
+  CHECK_THROWS_WITH_AS(gate_report_from_json(nlohmann::json{{"candidates", nlohmann::json::array()}}, "eval.json"),
+                       doctest::Contains("eval.json: field /candidates"), optkit::InputError);
 }

@@ -2,6 +2,7 @@
 // configurations recorded without running, and re-measurement of the finalists.
 #include "tune/sim_evaluator.hpp"
 #include "tune/study.hpp"
+#include "tune/tune_run.hpp"
 
 #include "core/error.hpp"
 
@@ -195,4 +196,36 @@ TEST_CASE("local slots share the GPUs out: each trial gets its slot's devices") 
   auto random2 = make_random_search(s, 3);
   (void)run_study(s, *random2, serial, *one, o, {}, {});
   CHECK(serial.gpus == std::set<std::string>{""}); // no --gpus: the engine inherits the environment
+}
+
+TEST_CASE("a study's result read back from its JSON writes the same JSON; a field of the wrong type is refused by "
+          "name") {
+  const auto s = parse_search_space(space_yaml, "s");
+  StudyOptions o;
+  o.trials = 20;
+  Scripted eval;
+  auto grid = make_grid_search(s, 3);
+  auto exec = make_local_executor(eval, 1, {});
+  TuneResult r;
+  r.study = run_study(s, *grid, eval, *exec, o, {}, {});
+  for (auto& t : r.study.trials) // figures for the Pareto front to_json derives
+    if (t.outcome.status == TrialStatus::measured)
+      t.outcome.metrics.update({{"throughput", t.config["x"]}, {"p99_s", std::abs(t.config["x"].get<double>() - 20)}});
+  r.space_name = "s";
+  r.evaluator = "scripted";
+  r.options.seed = 7;
+  r.best_command = eval.launch_command(*r.study.best);
+  r.resumed_from = 3;
+  const nlohmann::json j = to_json(r);
+  REQUIRE(j.contains("pareto_frontier"));
+  const auto back = tune_result_from_json(j, "tune.json");
+  CHECK(to_json(back) == j);
+  CHECK(back.study.trials.size() == r.study.trials.size());
+  CHECK(*back.study.best == *r.study.best);
+  CHECK(back.study.best_median == r.study.best_median);
+
+  nlohmann::json wrong = j;
+  wrong["trials"][2]["number"] = "two";
+  CHECK_THROWS_WITH_AS(tune_result_from_json(wrong, "tune.json"), doctest::Contains("tune.json: field /trials/2/number"),
+                       InputError);
 }

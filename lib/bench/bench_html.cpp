@@ -57,9 +57,10 @@ trials_table(const Certification& c) {
         t.settle.checked ? fmt::format("{:.2f} s{}", t.settle.waited_s, t.settle.drained ? "" : " (not drained)") : "–";
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td>"
                        "<td>{:.3f}</td><td>{}</td><td>{}</td></tr>\n",
-                       t.index, xml_escape(t.phase), t.phase == "gate" ? "–" : fmt::format("{:.4g}", t.rate),
-                       t.passed ? "pass" : "fail", xml_escape(t.passed ? "pass" : s.failure), milliseconds(s.e2e.p95),
-                       milliseconds(s.ttft.p95), s.steady.beta, s.cancelled, xml_escape(wait));
+                       t.index, xml_escape(to_string(t.phase)),
+                       t.phase == TrialPhase::gate ? "–" : fmt::format("{:.4g}", t.rate), t.passed ? "pass" : "fail",
+                       xml_escape(t.passed ? "pass" : s.failure), milliseconds(s.e2e.p95), milliseconds(s.ttft.p95),
+                       s.steady.beta, s.cancelled, xml_escape(wait));
   }
   return out + "</table>\n";
 }

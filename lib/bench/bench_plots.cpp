@@ -29,7 +29,7 @@ latency_vs_rate_svg(const Certification& c, const std::vector<SloRule>& slos) {
     series.colour = colours[colour++ % std::size(colours)];
     std::vector<std::pair<double, double>> points;
     for (const auto& t : c.trials)
-      if (t.phase != "gate") {
+      if (t.phase != TrialPhase::gate) {
         const double value = t.summary.latency(metric).statistic(q);
         if (value >= 0)
           points.emplace_back(t.rate, value * 1e3);
@@ -88,7 +88,7 @@ const TrialResult*
 shown_trial(const Certification& c) {
   const TrialResult* shown = nullptr;
   for (const auto& t : c.trials)
-    if (t.phase != "gate" && t.phase != "concurrency" && (!t.passed || t.rate == c.certified_rate))
+    if (t.phase != TrialPhase::gate && t.phase != TrialPhase::concurrency && (!t.passed || t.rate == c.certified_rate))
       if (shown == nullptr || !shown->passed || t.passed)
         shown = &t;
   return shown;

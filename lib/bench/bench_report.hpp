@@ -17,6 +17,12 @@ nlohmann::json to_json(const TrialSummary& summary);
 nlohmann::json to_json(const SettleReport& settle); // null when the runner did not check
 nlohmann::json to_json(const TrialResult& trial);
 nlohmann::json to_json(const Certification& certification);
+// A certification read back from to_json's JSON (bench's result, as flow reads its child's):
+// everything the JSON holds, so to_json(certification_from_json(j)) == j; each trial's requests
+// stay in its requests file. InputError naming `source` and the field when `j` is not one.
+Certification certification_from_json(const nlohmann::json& j, const std::string& source);
+// The trial that certified the rate (the last open-loop trial that passed at it); null when none.
+const TrialResult* certifying_trial(const Certification& certification);
 
 // One row per trial: phase, rate, requests, throughput, latency percentiles, β, verdict.
 Table trials_table(const Certification& certification);

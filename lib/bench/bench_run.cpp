@@ -199,10 +199,11 @@ archive_trial(const archive::RunContext& context, const TrialResult& trial) {
   if (!context.recording())
     return;
   auto& a = *context.archive;
-  const auto id = a.begin_trial(context.run_id, trial.index, 1,
-                                {{"phase", trial.phase},
-                                 {"rate", trial.phase == "gate" ? nlohmann::json(nullptr) : nlohmann::json(trial.rate)},
-                                 {"requests", trial.planned_requests}});
+  const auto id =
+      a.begin_trial(context.run_id, trial.index, 1,
+                    {{"phase", to_string(trial.phase)},
+                     {"rate", trial.phase == TrialPhase::gate ? nlohmann::json(nullptr) : nlohmann::json(trial.rate)},
+                     {"requests", trial.planned_requests}});
   archive::TrialEnd end;
   end.status = trial.passed ? archive::TrialStatus::succeeded : archive::TrialStatus::failed;
   end.error = trial.summary.failure;
@@ -249,19 +250,19 @@ single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyO
   TrialResult trial;
   auto summary_options = certify_options.summary;
   if (!trace.empty()) {
-    trial.phase = "trace";
+    trial.phase = TrialPhase::trace;
     trial.planned_requests = trace.size();
     trial.recording = runner.replay(trace, options.time_scale, options.trace_block_tokens, certify_options.seed + 1);
     const auto& sent = trial.recording.requests;
     const double span = sent.empty() ? 0.0 : sent.back().intended - sent.front().intended;
     trial.rate = span > 0 ? static_cast<double>(sent.size() - 1) / span : 0.0;
   } else if (options.rate) {
-    trial.phase = "rate";
+    trial.phase = TrialPhase::rate;
     trial.rate = *options.rate;
     trial.planned_requests = options.requests > 0 ? options.requests : trial_requests(certify_options, trial.rate);
     trial.recording = runner.open_loop(trial.rate, trial.planned_requests, certify_options.seed + 1);
   } else {
-    trial.phase = "concurrency";
+    trial.phase = TrialPhase::concurrency;
     trial.planned_requests = options.requests > 0 ? options.requests : certify_options.min_requests;
     trial.recording = runner.closed_loop(trial.planned_requests, *options.concurrency);
     summary_options.open_loop = false;
@@ -275,7 +276,7 @@ single_trial(EndpointRunner& runner, const BenchOptions& options, const CertifyO
              : trial.client_limited      ? CertificationStatus::client_limited
              : trial.passed              ? CertificationStatus::feasible
                                          : CertificationStatus::infeasible;
-  c.certified_rate = trial.passed && trial.phase != "concurrency" ? trial.rate : 0.0;
+  c.certified_rate = trial.passed && trial.phase != TrialPhase::concurrency ? trial.rate : 0.0;
   c.binding = trial.summary.failure;
   c.stop_code = StopCode::single_trial;
   c.stop_reason = "a single trial was asked for";

@@ -28,6 +28,25 @@ to_string(CertificationStatus status) {
 }
 
 std::string
+to_string(TrialPhase phase) {
+  switch (phase) {
+  case TrialPhase::gate:
+    return "gate";
+  case TrialPhase::search:
+    return "search";
+  case TrialPhase::replicate:
+    return "replicate";
+  case TrialPhase::trace:
+    return "trace";
+  case TrialPhase::rate:
+    return "rate";
+  case TrialPhase::concurrency:
+    return "concurrency";
+  }
+  return "?";
+}
+
+std::string
 to_string(StopCode code) {
   switch (code) {
   case StopCode::gate_failed:
@@ -106,7 +125,7 @@ private:
   // Phase 1: the closed-loop gate — one request at a time; LB = E[1/latency].
   bool gate() {
     TrialResult gate;
-    gate.phase = "gate";
+    gate.phase = TrialPhase::gate;
     gate.planned_requests = m_options.gate_requests;
     gate.recording = m_runner.closed_loop(m_options.gate_requests, 1);
     auto summary_options = m_options.summary;
@@ -138,7 +157,7 @@ private:
     return true;
   }
 
-  const TrialResult& run_at(double rate, const std::string& phase, std::uint64_t seed) {
+  const TrialResult& run_at(double rate, TrialPhase phase, std::uint64_t seed) {
     TrialResult trial;
     trial.phase = phase;
     trial.rate = rate;
@@ -161,7 +180,8 @@ private:
     int search_trials = 0;
     bool retried_client_limit = false;
     while (search_trials < m_options.max_trials) {
-      const auto& trial = run_at(rate, "search", m_options.seed + static_cast<std::uint64_t>(search_trials) + 1);
+      const auto& trial =
+          run_at(rate, TrialPhase::search, m_options.seed + static_cast<std::uint64_t>(search_trials) + 1);
       ++search_trials;
       if (interrupted(trial))
         return false;
@@ -206,7 +226,7 @@ private:
     std::vector<double> failed_at; // a rate that passed once and then failed: the machine's noise
     for (int k = 1; k < m_options.replicates && m_c.certified_rate > 0; ++k) {
       const auto& again =
-          run_at(m_c.certified_rate, "replicate", m_options.seed + 1000 + static_cast<std::uint64_t>(k));
+          run_at(m_c.certified_rate, TrialPhase::replicate, m_options.seed + 1000 + static_cast<std::uint64_t>(k));
       if (interrupted(again))
         return false;
       if (!again.passed) {
@@ -215,7 +235,7 @@ private:
         m_c.binding = again.summary.failure;
         double next = 0;
         for (const auto& t : m_c.trials)
-          if (t.phase == "search" && t.passed && t.rate < m_c.certified_rate)
+          if (t.phase == TrialPhase::search && t.passed && t.rate < m_c.certified_rate)
             next = std::max(next, t.rate);
         m_c.certified_rate = next;
         m_c.converged = false;

@@ -62,10 +62,15 @@ struct CertifyOptions {
   std::uint64_t seed = 0;
 };
 
+// What a trial was for: the closed-loop gate, a rate of the open-loop search, a replicate of the
+// boundary; or, outside a certification (--trace, --rate, --concurrency), that one trial.
+enum class TrialPhase { gate, search, replicate, trace, rate, concurrency };
+std::string to_string(TrialPhase phase);
+
 struct TrialResult {
-  int index = 0;     // 0: the gate
-  std::string phase; // "gate", "search", "replicate"
-  double rate = 0;   // open-loop target (0 for the gate)
+  int index = 0; // 0: the gate
+  TrialPhase phase = TrialPhase::search;
+  double rate = 0; // open-loop target (0 for the gate)
   std::size_t planned_requests = 0;
   bool passed = false;
   bool client_limited = false;

@@ -13,6 +13,7 @@
 #include "core/available_cpus.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 #include "core/log.hpp"
 #include "core/sha256.hpp"
 #include "core/statistics.hpp"
@@ -485,6 +486,30 @@ to_json(const CompressResult& r) {
   return {{"recipe", r.recipe}, {"output", r.output.string()}, {"representative_trial", r.representative},
           {"trials", trials},   {"summary", r.summary},        {"plan", r.plan},
           {"memory", r.memory}};
+}
+
+CompressResult
+compress_result_from_json(const nlohmann::json& j, const std::string& source) {
+  return read_json_fields(source, [&] {
+    CompressResult r;
+    r.recipe = j.at("recipe").get<std::string>();
+    r.output = j.at("output").get<std::string>();
+    r.representative = json_integer<std::int64_t>(j.at("representative_trial"));
+    for (const auto& t : j.at("trials"))
+      r.trials.push_back({json_integer<std::int64_t>(t.at("trial")), t.at("succeeded").get<bool>(),
+                          t.at("error").get<std::string>(), t.at("metrics")});
+    r.summary = j.at("summary");
+    r.plan = j.at("plan");
+    r.memory = j.at("memory");
+    return r;
+  });
+}
+
+std::optional<double>
+summary_mean(const CompressResult& r, const std::string& metric) {
+  if (!r.summary.is_object() || !r.summary.contains(metric))
+    return std::nullopt;
+  return r.summary.at(metric).at("mean").get<double>();
 }
 
 Table

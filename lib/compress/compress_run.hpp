@@ -48,7 +48,6 @@ struct CompressOptions {
   std::optional<std::uint64_t> max_memory;
 };
 
-
 struct TrialSummary {
   std::int64_t trial = 0;
   bool succeeded = false;
@@ -73,6 +72,12 @@ CompressResult run_compress(const CompressOptions& options, const archive::RunCo
 void compress_worker(const proc::WorkerSpec& spec);
 
 nlohmann::json to_json(const CompressResult& result);
+// A result read back from to_json's JSON (as flow reads its children's), so that
+// to_json(compress_result_from_json(j)) == j. InputError naming `source` and the field.
+CompressResult compress_result_from_json(const nlohmann::json& j, const std::string& source);
+// A metric's mean across the succeeded trials ("calibration_loss", "compression_ratio"); none
+// when no trial reported it.
+std::optional<double> summary_mean(const CompressResult& result, const std::string& metric);
 Table compress_table(const CompressResult& result);
 
 } // namespace optkit::compress

@@ -190,4 +190,19 @@ to_json(const RuleOutcome& o) {
           {"line", o.line()}};
 }
 
+RuleOutcome
+rule_outcome_from_json(const nlohmann::json& j) {
+  RuleOutcome o;
+  o.rule.suite = j.at("suite").get<std::string>();
+  o.rule.metric = j.at("metric").get<std::string>();
+  o.rule.alpha = j.at("alpha").get<double>();
+  o.kind = j.at("rule").get<std::string>();
+  o.observed = j.at("observed").is_null() ? std::nan("") : j.at("observed").get<double>();
+  o.bound = j.at("bound").get<double>();
+  if (!j.at("p_value").is_null())
+    o.p_value = j.at("p_value").get<double>();
+  o.passed = j.at("passed").get<bool>();
+  return o;
+}
+
 } // namespace optkit::eval

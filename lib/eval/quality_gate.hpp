@@ -56,5 +56,8 @@ struct RuleOutcome {
 std::vector<RuleOutcome> apply_quality_gate(const QualityGate& gate, const std::vector<GateObservation>& observations);
 
 nlohmann::json to_json(const RuleOutcome& outcome);
+// The inverse of to_json (an observed value written as null reads as NaN); nlohmann's exception
+// naming the field when `j` is not one.
+RuleOutcome rule_outcome_from_json(const nlohmann::json& j);
 
 } // namespace optkit::eval

@@ -1,5 +1,7 @@
 #include "eval/task_report.hpp"
 
+#include "core/json_fields.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -122,6 +124,45 @@ task_report_notes(const TaskEvalResult& result, bool color) {
     for (const auto& rule : c.gate)
       text += (result.candidates.size() > 1 ? c.label + ": " : std::string()) + rule.line() + "\n";
   return text;
+}
+
+namespace {
+
+std::optional<double>
+optional_number(const nlohmann::json& j) {
+  return j.is_number() ? std::optional<double>(j.get<double>()) : std::nullopt;
+}
+
+std::vector<ScoreVersusBaseline>
+scores_versus_baseline(const nlohmann::json& candidate) {
+  std::vector<ScoreVersusBaseline> scores;
+  for (const auto& suite : candidate.at("suites"))
+    for (const auto& m : suite.at("metrics")) {
+      if (!m.contains("baseline"))
+        continue;
+      const auto& ci = m.at("recovery_ci");
+      scores.push_back({suite.at("suite").get<std::string>(), m.at("metric").get<std::string>(),
+                        m.at("score").get<double>(), m.at("baseline").get<double>(), optional_number(m.at("recovery")),
+                        optional_number(ci.at(0)), optional_number(ci.at(1))});
+    }
+  return scores;
+}
+
+} // namespace
+
+std::optional<GateReport>
+gate_report_from_json(const nlohmann::json& result, const std::string& source) {
+  return read_json_fields(source, [&]() -> std::optional<GateReport> {
+    const auto& candidate = result.at("candidates").at(0);
+    if (!candidate.contains("gate"))
+      return std::nullopt;
+    GateReport report;
+    report.passed = candidate.at("gate").at("passed").get<bool>();
+    for (const auto& rule : candidate.at("gate").at("rules"))
+      report.rules.push_back(rule_outcome_from_json(rule));
+    report.scores = scores_versus_baseline(candidate);
+    return report;
+  });
 }
 
 nlohmann::json

@@ -22,8 +22,8 @@ launch_argv(const FlowJob& job, const FlowOutcome& outcome) {
   engines::EngineSettings settings;
   settings.model = "model";
   settings.host = "127.0.0.1";
-  if (outcome.tune_live.is_object() && outcome.tune_live.contains("best")) {
-    for (const auto& [knob, value] : outcome.tune_live["best"]["config"].items())
+  if (outcome.tune_live && outcome.tune_live->study.best) {
+    for (const auto& [knob, value] : outcome.tune_live->study.best->items())
       if (value.is_number())
         engines::apply_knob(engines::EngineKind::optkit, settings, knob, value.get<double>());
   } else {

@@ -1,7 +1,10 @@
 #include "flow/flow_report.hpp"
 
+#include "bench/bench_report.hpp"
+
 #include <fmt/format.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace optkit::flow {
@@ -19,8 +22,14 @@ struct Section {
 };
 
 std::string
-number(const nlohmann::json& j, const char* fmt_spec = "{:.4g}") {
-  return j.is_number() ? fmt::format(fmt::runtime(fmt_spec), j.get<double>()) : "–";
+number(double v, const char* fmt_spec = "{:.4g}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(fmt_spec), v) : "–";
+}
+
+// A latency in seconds; "–" when the trial had no samples (−1).
+std::string
+latency(double seconds) {
+  return seconds < 0 ? "–" : number(seconds);
 }
 
 std::string
@@ -38,21 +47,22 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
       "Chosen: **{} trial {}** (seed {}, gate margin {}, calibration loss {}), the best gate margin, ties broken "
       "by calibration loss.",
       job.model, job.compress.recipes.size(), job.compress.trials,
-      std::count_if(o.trials.begin(), o.trials.end(), [](const CompressTrial& t) { return t.status == "passed"; }),
+      std::count_if(o.trials.begin(), o.trials.end(),
+                    [](const CompressTrial& t) { return t.verdict == TrialVerdict::passed; }),
       o.trials.size(), job.gate.gate, job.gate.suite, chosen.recipe, chosen.trial, chosen.seed,
       optional_number(chosen.gate_margin), optional_number(chosen.calibration_loss)));
-  summary.paragraphs.push_back(fmt::format(
-      "Certified rate under {}: **{} req/s** (β = {}, {}; trials count only while the load generator's p99 "
-      "dispatch lag stays within {}).",
-      fmt::join(job.bench.slos, ", "), number(o.bench.value("certified_rate", nlohmann::json()), "{:.3g}"),
-      number(o.bench.value("beta", nlohmann::json()), "{:.3f}"), o.bench.value("stop_reason", std::string("–")),
-      job.bench.max_dispatch_lag_ms > 0 ? fmt::format("{} ms", job.bench.max_dispatch_lag_ms)
-                                        : std::string("bench's default bound")));
-  if (o.bench_baseline.is_object())
-    summary.paragraphs.push_back(
-        fmt::format("The uncompressed model under the same SLOs and profile: {} req/s ({}).",
-                    number(o.bench_baseline.value("certified_rate", nlohmann::json()), "{:.3g}"),
-                    o.bench_baseline.value("status", std::string("–"))));
+  const auto* certifying = bench::certifying_trial(*o.bench);
+  summary.paragraphs.push_back(
+      fmt::format("Certified rate under {}: **{} req/s** (β = {}, {}; trials count only while the load generator's p99 "
+                  "dispatch lag stays within {}).",
+                  fmt::join(job.bench.slos, ", "), number(o.bench->certified_rate, "{:.3g}"),
+                  certifying ? number(certifying->summary.steady.beta, "{:.3f}") : "–", o.bench->stop_reason,
+                  job.bench.max_dispatch_lag_ms > 0 ? fmt::format("{} ms", job.bench.max_dispatch_lag_ms)
+                                                    : std::string("bench's default bound")));
+  if (o.bench_baseline)
+    summary.paragraphs.push_back(fmt::format("The uncompressed model under the same SLOs and profile: {} req/s ({}).",
+                                             number(o.bench_baseline->certified_rate, "{:.3g}"),
+                                             bench::to_string(o.bench_baseline->status)));
   out.push_back(summary);
 
   Section trials{"Compression trials and the quality gate",
@@ -66,8 +76,8 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
     trials.rows.push_back({t.recipe + (i == *o.chosen ? " (chosen)" : ""), std::to_string(t.trial),
                            std::to_string(t.seed), optional_number(t.calibration_loss),
                            optional_number(t.compression_ratio, "{:.2f}×"),
-                           fmt::format("{}", fmt::join(t.quality, "; ")), optional_number(t.gate_margin), t.status,
-                           fmt::format("{}", fmt::join(t.gate_lines, "; "))});
+                           fmt::format("{}", fmt::join(t.quality, "; ")), optional_number(t.gate_margin),
+                           status_text(t), fmt::format("{}", fmt::join(t.gate_lines, "; "))});
   }
   out.push_back(trials);
 
@@ -76,39 +86,31 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
                 {"phase", "rate req/s", "passed", "requests", "e2e p50 s", "ttft p50 s", "β", "stable", "why not"},
                 {},
                 {}};
-  for (const auto& t : o.bench.value("trials", nlohmann::json::array())) {
-    const auto& s = t.value("summary", nlohmann::json::object());
-    const auto& steady = s.value("steady_state", nlohmann::json::object()).is_object()
-                             ? s.value("steady_state", nlohmann::json::object())
-                             : nlohmann::json::object();
-    bench.rows.push_back(
-        {t.value("phase", ""), number(t.value("rate", nlohmann::json()), "{:.3g}"),
-         t.value("passed", false) ? "yes" : "no", number(s.value("requests", nlohmann::json()), "{:.0f}"),
-         number(s.contains("e2e_s") ? s["e2e_s"].value("p50", nlohmann::json()) : nlohmann::json()),
-         number(s.contains("ttft_s") ? s["ttft_s"].value("p50", nlohmann::json()) : nlohmann::json()),
-         number(steady.value("beta", nlohmann::json()), "{:.3f}"),
-         steady.value("stable", nlohmann::json()).is_boolean() ? (steady["stable"].get<bool>() ? "yes" : "no") : "–",
-         s.value("failure", nlohmann::json()).is_string() ? s["failure"].get<std::string>() : ""});
+  for (const auto& t : o.bench->trials) {
+    const bool gate = t.phase == bench::TrialPhase::gate;
+    const auto& s = t.summary;
+    bench.rows.push_back({to_string(t.phase), gate ? "–" : number(t.rate, "{:.3g}"), t.passed ? "yes" : "no",
+                          number(static_cast<double>(s.requests), "{:.0f}"), latency(s.e2e.p50), latency(s.ttft.p50),
+                          number(s.steady.beta, "{:.3f}"), s.steady.stable ? "yes" : "no", s.failure});
   }
   bench.charts = o.bench_charts;
   out.push_back(bench);
 
   for (const auto* study : {&o.tune_sim, &o.tune_live}) {
-    if (!study->is_object())
+    if (!*study)
       continue;
     Section s{study == &o.tune_sim ? "Tuning on the simulator" : "Tuning on the live engine",
               {},
               {"trial", "phase", "config", "status", "value"},
               {},
               {}};
-    for (const auto& t : study->value("trials", nlohmann::json::array()))
-      s.rows.push_back({number(t.value("number", nlohmann::json()), "{:.0f}"), t.value("phase", ""),
-                        t.value("config", nlohmann::json::object()).dump(), t["outcome"].value("status", ""),
-                        number(t["outcome"].value("value", nlohmann::json()))});
-    s.paragraphs.push_back(study->contains("best")
-                               ? fmt::format("Best: `{}`, median objective {}.", (*study)["best"]["config"].dump(),
-                                             number((*study)["best"].value("median_value", nlohmann::json())))
-                               : "No configuration met the SLO every time.");
+    const auto& result = (*study)->study;
+    for (const auto& t : result.trials)
+      s.rows.push_back({std::to_string(t.number), t.phase, t.config.dump(), tune::to_string(t.outcome.status),
+                        number(t.outcome.value)});
+    s.paragraphs.push_back(
+        result.best ? fmt::format("Best: `{}`, median objective {}.", result.best->dump(), number(result.best_median))
+                    : "No configuration met the SLO every time.");
     s.charts = study == &o.tune_sim ? o.tune_sim_charts : o.tune_live_charts;
     out.push_back(s);
   }

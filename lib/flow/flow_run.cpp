@@ -1,16 +1,19 @@
 #include "flow/flow_run.hpp"
 
-#include "bench/certification.hpp"
+#include "bench/bench_report.hpp"
+#include "compress/compress_run.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/log.hpp"
+#include "eval/task_report.hpp"
 #include "flow/flow_package.hpp"
 #include "flow/flow_stages.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace optkit::flow {
@@ -36,15 +39,13 @@ const std::initializer_list<const char*> kTuneCharts = {"trajectory.svg", "paret
 
 // Smallest margin over the gate's rules, positive when every rule holds with room to spare.
 std::optional<double>
-gate_margin(const nlohmann::json& gate) {
+gate_margin(const eval::GateReport& gate) {
   std::optional<double> margin;
-  for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
-    if (!rule.contains("observed") || !rule.contains("bound") || rule["observed"].is_null())
+  for (const auto& rule : gate.rules) {
+    if (!std::isfinite(rule.observed))
       continue;
-    const double observed = rule["observed"].get<double>();
-    const double bound = rule["bound"].get<double>();
-    const bool at_least = rule.value("rule", "").rfind("min_", 0) == 0;
-    const double m = at_least ? observed - bound : bound - observed;
+    const bool at_least = rule.kind.starts_with("min_");
+    const double m = at_least ? rule.observed - rule.bound : rule.bound - rule.observed;
     margin = margin ? std::min(*margin, m) : m;
   }
   return margin;
@@ -53,34 +54,25 @@ gate_margin(const nlohmann::json& gate) {
 // "arith exact_match,strict-match 0.650 vs 0.675, recovery 0.963 [0.833, 1.087]" for each metric
 // the gate's rules read.
 std::vector<std::string>
-quality_lines(const nlohmann::json& candidate, const nlohmann::json& gate) {
+quality_lines(const eval::GateReport& gate) {
   std::vector<std::string> out;
-  for (const auto& rule : gate.value("rules", nlohmann::json::array()))
-    for (const auto& suite : candidate.value("suites", nlohmann::json::array())) {
-      if (suite.value("suite", "") != rule.value("suite", ""))
+  for (const auto& rule : gate.rules)
+    for (const auto& s : gate.scores) {
+      if (s.suite != rule.rule.suite || s.metric != rule.rule.metric || !s.recovery)
         continue;
-      for (const auto& m : suite.value("metrics", nlohmann::json::array())) {
-        if (m.value("metric", "") != rule.value("metric", "") || !m.contains("recovery") || !m["recovery"].is_number())
-          continue;
-        std::string line =
-            fmt::format("{} {} {:.3f} vs {:.3f}, recovery {:.3f}", rule.value("suite", ""), rule.value("metric", ""),
-                        m.value("score", 0.0), m.value("baseline", 0.0), m["recovery"].get<double>());
-        if (m.contains("recovery_ci") && m["recovery_ci"].is_array() && m["recovery_ci"].size() == 2 &&
-            m["recovery_ci"][0].is_number() && m["recovery_ci"][1].is_number())
-          line +=
-              fmt::format(" [{:.3f}, {:.3f}]", m["recovery_ci"][0].get<double>(), m["recovery_ci"][1].get<double>());
-        out.push_back(line);
-      }
+      std::string line =
+          fmt::format("{} {} {:.3f} vs {:.3f}, recovery {:.3f}", s.suite, s.metric, s.score, s.baseline, *s.recovery);
+      if (s.recovery_low && s.recovery_high)
+        line += fmt::format(" [{:.3f}, {:.3f}]", *s.recovery_low, *s.recovery_high);
+      out.push_back(line);
     }
   return out;
 }
 
-std::optional<double>
-summary_value(const nlohmann::json& compress_output, const char* metric) {
-  const auto& s = compress_output.value("summary", nlohmann::json::object());
-  if (!s.contains(metric))
-    return std::nullopt;
-  return s.at(metric).at("mean").get<double>();
+// Where a flow task's result is named in errors: "flow task gate-int_w8a8-0".
+std::string
+task_source(const std::string& name) {
+  return "flow task " + name;
 }
 
 void
@@ -183,31 +175,32 @@ compress_trial(const FlowJob& job, const std::string& recipe, int t, const Graph
   trial.task = compress_name(recipe, t);
   const auto c = g1.finished.find(trial.task);
   if (c == g1.finished.end()) {
-    trial.status = "failed: " + g1.failed.at(trial.task);
+    trial.failure = g1.failed.at(trial.task);
     return trial;
   }
   trial.model = c->second.dir / "model";
-  trial.calibration_loss = summary_value(c->second.output, "calibration_loss");
-  trial.compression_ratio = summary_value(c->second.output, "compression_ratio");
-  const auto g = g1.finished.find(gate_name(recipe, t));
+  const auto compressed = compress::compress_result_from_json(c->second.output, task_source(trial.task));
+  trial.calibration_loss = compress::summary_mean(compressed, "calibration_loss");
+  trial.compression_ratio = compress::summary_mean(compressed, "compression_ratio");
+  const std::string gate_task = gate_name(recipe, t);
+  const auto g = g1.finished.find(gate_task);
   if (g == g1.finished.end()) {
-    trial.status = "failed: evaluation: " + g1.failed.at(gate_name(recipe, t));
+    trial.failure = "evaluation: " + g1.failed.at(gate_task);
     return trial;
   }
-  const auto& candidates = g->second.output.value("candidates", nlohmann::json::array());
-  if (candidates.empty() || !candidates[0].is_object() || !candidates[0].contains("gate")) {
-    trial.status = "failed: evaluation printed no gate result";
+  const auto gate = eval::gate_report_from_json(g->second.output, task_source(gate_task));
+  if (!gate) {
+    trial.failure = "evaluation printed no gate result";
     return trial;
   }
-  const auto& gate = candidates[0].at("gate");
-  trial.gate_margin = gate_margin(gate);
-  trial.quality = quality_lines(candidates[0], gate);
-  for (const auto& rule : gate.value("rules", nlohmann::json::array())) {
-    trial.gate_lines.push_back(rule.value("line", ""));
-    if (!rule.value("passed", false))
-      failed_rules.insert(rule.value("line", ""));
+  trial.gate_margin = gate_margin(*gate);
+  trial.quality = quality_lines(*gate);
+  for (const auto& rule : gate->rules) {
+    trial.gate_lines.push_back(rule.line());
+    if (!rule.passed)
+      failed_rules.insert(rule.line());
   }
-  trial.status = g->second.exit_code == 0 ? "passed" : "failed gate";
+  trial.verdict = g->second.exit_code == 0 ? TrialVerdict::passed : TrialVerdict::failed_gate;
   return trial;
 }
 
@@ -217,7 +210,7 @@ representative(const std::vector<CompressTrial>& trials) {
   std::optional<std::size_t> chosen;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const auto& t = trials[i];
-    if (t.status != "passed")
+    if (t.verdict != TrialVerdict::passed)
       continue;
     if (!chosen) {
       chosen = i;
@@ -237,15 +230,15 @@ representative(const std::vector<CompressTrial>& trials) {
 // found one yet.
 std::string
 infeasible_message(const FlowOutcome& outcome) {
-  const auto binding = outcome.bench.value("binding", nlohmann::json());
-  const std::string why = binding.is_string() ? ": " + binding.get<std::string>() : "";
+  const auto& certification = *outcome.bench;
+  const std::string why = certification.binding.empty() ? "" : ": " + certification.binding;
   const auto& chosen = outcome.trials[*outcome.chosen];
-  if (outcome.bench.value("stop_code", std::string()) == bench::to_string(bench::StopCode::gate_failed))
+  if (certification.stop_code == bench::StopCode::gate_failed)
     return fmt::format("the chosen model ({} trial {}) cannot meet the SLOs at any rate{}", chosen.recipe, chosen.trial,
                        why);
   return fmt::format("the chosen model ({} trial {}) met the SLOs at no rate bench tried ({}){}; raise "
                      "bench.max_trials or relax bench.slo",
-                     chosen.recipe, chosen.trial, outcome.bench.value("stop_reason", std::string()), why);
+                     chosen.recipe, chosen.trial, certification.stop_reason, why);
 }
 
 } // namespace
@@ -270,10 +263,9 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
   add_graph(outcome, g1, wave1);
   replay_first_wave(outcome, wave1, g1, job.slots);
   require(g1, "baseline");
-  outcome.baseline = g1.finished.at("baseline").output;
   if (job.tune_sim.enabled) {
     require(g1, "tune-sim");
-    outcome.tune_sim = g1.finished.at("tune-sim").output;
+    outcome.tune_sim = tune::tune_result_from_json(g1.finished.at("tune-sim").output, task_source("tune-sim"));
     outcome.tune_sim_charts = charts_of(g1.finished.at("tune-sim"), kTuneCharts);
   }
   std::set<std::string> failed_rules;
@@ -281,15 +273,14 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
     for (int t = 0; t < job.compress.trials; ++t)
       outcome.trials.push_back(compress_trial(job, recipe, t, g1, failed_rules));
   outcome.chosen = representative(outcome.trials);
-  const bool any_gated = std::any_of(outcome.trials.begin(), outcome.trials.end(), [](const CompressTrial& t) {
-    return t.status == "passed" || t.status == "failed gate";
-  });
+  const bool any_gated = std::any_of(outcome.trials.begin(), outcome.trials.end(),
+                                     [](const CompressTrial& t) { return t.verdict != TrialVerdict::failed; });
   if (!any_gated) // nothing reached a gate decision: a failure of the machinery, not of the models
     throw RuntimeFailure(fmt::format("every compression trial failed before its gate decision; trial {} {}: {}",
                                      outcome.trials.front().recipe, outcome.trials.front().trial,
-                                     outcome.trials.front().status));
+                                     status_text(outcome.trials.front())));
   if (!outcome.chosen) {
-    outcome.status = "gate failed";
+    outcome.status = FlowStatus::gate_failed;
     std::vector<std::string> lines(failed_rules.begin(), failed_rules.end());
     outcome.message = fmt::format("no compression trial passed the quality gate {} (no bench was run): {}",
                                   job.gate.gate, fmt::join(lines, "; "));
@@ -310,14 +301,15 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
   const GraphOutcome g2 = run_task_graph(certify, certify_options);
   add_graph(outcome, g2, certify);
   require(g2, "bench");
-  outcome.bench = g2.finished.at("bench").output;
+  outcome.bench = bench::certification_from_json(g2.finished.at("bench").output, task_source("bench"));
   outcome.bench_charts = charts_of(g2.finished.at("bench"), kBenchCharts);
   if (job.bench.baseline) {
     require(g2, "bench-baseline");
-    outcome.bench_baseline = g2.finished.at("bench-baseline").output;
+    outcome.bench_baseline =
+        bench::certification_from_json(g2.finished.at("bench-baseline").output, task_source("bench-baseline"));
   }
   if (g2.finished.at("bench").exit_code != 0) {
-    outcome.status = "SLO infeasible";
+    outcome.status = FlowStatus::slo_infeasible;
     outcome.message = infeasible_message(outcome);
     finish_timing(outcome, start);
     return outcome;
@@ -332,11 +324,11 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
     const GraphOutcome g3 = run_task_graph(live, options);
     add_graph(outcome, g3, live);
     require(g3, "tune-live");
-    outcome.tune_live = g3.finished.at("tune-live").output;
+    outcome.tune_live = tune::tune_result_from_json(g3.finished.at("tune-live").output, task_source("tune-live"));
     outcome.tune_live_charts = charts_of(g3.finished.at("tune-live"), kTuneCharts);
   }
 
-  outcome.status = "packaged";
+  outcome.status = FlowStatus::packaged;
   finish_timing(outcome, start); // the report's figures: everything but writing the package itself
   outcome.package = write_package(job, outcome, *context.archive);
   finish_timing(outcome, start);
@@ -345,9 +337,35 @@ run_flow(const FlowJob& job, const archive::RunContext& context, const FlowProgr
   return outcome;
 }
 
+std::string
+status_text(const CompressTrial& trial) {
+  switch (trial.verdict) {
+  case TrialVerdict::passed:
+    return "passed";
+  case TrialVerdict::failed_gate:
+    return "failed gate";
+  case TrialVerdict::failed:
+    break;
+  }
+  return "failed: " + trial.failure;
+}
+
+std::string
+to_string(FlowStatus status) {
+  switch (status) {
+  case FlowStatus::packaged:
+    return "packaged";
+  case FlowStatus::gate_failed:
+    return "gate failed";
+  case FlowStatus::slo_infeasible:
+    break;
+  }
+  return "SLO infeasible";
+}
+
 void
 exit_for(const FlowOutcome& outcome) {
-  if (outcome.status != "packaged")
+  if (outcome.status != FlowStatus::packaged)
     throw GoalNotMet(outcome.message);
 }
 
@@ -391,7 +409,7 @@ to_json(const FlowOutcome& o) {
          {"model", t.model.string()},
          {"calibration_loss", t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json()},
          {"compression_ratio", t.compression_ratio ? nlohmann::json(*t.compression_ratio) : nlohmann::json()},
-         {"status", t.status},
+         {"status", status_text(t)},
          {"gate_margin", t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json()},
          {"gate", t.gate_lines},
          {"quality", t.quality},
@@ -400,25 +418,24 @@ to_json(const FlowOutcome& o) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : o.stages)
     stages.push_back({{"stage", s.stage}, {"tasks", s.tasks}, {"reused", s.reused}, {"slot_seconds", s.slot_seconds}});
-  return {
-      {"status", o.status},
-      {"message", o.message},
-      {"output", o.output.string()},
-      {"package", o.package.empty() ? nlohmann::json() : nlohmann::json(o.package.string())},
-      {"trials", trials},
-      {"certified_rate", o.bench.is_object() ? o.bench.value("certified_rate", nlohmann::json()) : nlohmann::json()},
-      {"stages", stages},
-      {"wall_s", o.wall_s},
-      {"busy_slot_s", o.busy_slot_s},
-      {"orchestration_s", o.orchestration_s},
-      {"slots", o.slots},
-      {"reused_tasks", o.reused_tasks},
-      {"first_wave",
-       {{"streaming_s", o.first_wave_streaming.makespan_s},
-        {"streaming_idle", o.first_wave_streaming.idle_fraction},
-        {"barrier_s", o.first_wave_barrier.makespan_s},
-        {"barrier_idle", o.first_wave_barrier.idle_fraction}}},
-      {"stage_runs", o.stage_runs}};
+  return {{"status", to_string(o.status)},
+          {"message", o.message},
+          {"output", o.output.string()},
+          {"package", o.package.empty() ? nlohmann::json() : nlohmann::json(o.package.string())},
+          {"trials", trials},
+          {"certified_rate", o.bench ? nlohmann::json(o.bench->certified_rate) : nlohmann::json()},
+          {"stages", stages},
+          {"wall_s", o.wall_s},
+          {"busy_slot_s", o.busy_slot_s},
+          {"orchestration_s", o.orchestration_s},
+          {"slots", o.slots},
+          {"reused_tasks", o.reused_tasks},
+          {"first_wave",
+           {{"streaming_s", o.first_wave_streaming.makespan_s},
+            {"streaming_idle", o.first_wave_streaming.idle_fraction},
+            {"barrier_s", o.first_wave_barrier.makespan_s},
+            {"barrier_idle", o.first_wave_barrier.idle_fraction}}},
+          {"stage_runs", o.stage_runs}};
 }
 
 Table
@@ -428,7 +445,7 @@ trials_table(const FlowOutcome& o) {
     const auto& t = o.trials[i];
     table.add_row({t.recipe, t.trial, t.seed,
                    t.calibration_loss ? nlohmann::json(*t.calibration_loss) : nlohmann::json(),
-                   t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json(), t.status,
+                   t.gate_margin ? nlohmann::json(*t.gate_margin) : nlohmann::json(), status_text(t),
                    o.chosen && *o.chosen == i ? "*" : ""});
   }
   return table;

@@ -5,10 +5,12 @@
 #pragma once
 
 #include "archive/run_context.hpp"
+#include "bench/certification.hpp"
 #include "core/table.hpp"
 #include "flow/flow_job.hpp"
 #include "flow/schedule_model.hpp"
 #include "flow/task_graph.hpp"
+#include "tune/tune_run.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,10 @@
 
 namespace optkit::flow {
 
+// Where a compression trial ended: its gate passed or failed, or it failed before a gate decision
+// (its compression or its evaluation; `failure` says why).
+enum class TrialVerdict { passed, failed_gate, failed };
+
 struct CompressTrial {
   std::string recipe;
   int trial = 0;
@@ -28,12 +34,16 @@ struct CompressTrial {
   std::filesystem::path model;
   std::optional<double> calibration_loss;
   std::optional<double> compression_ratio;
-  std::string status;                // "passed", "failed gate", "failed: <why>"
+  TrialVerdict verdict = TrialVerdict::failed;
+  std::string failure;               // why, when it failed before its gate decision
   std::optional<double> gate_margin; // smallest (observed − bound) over the rules, in the rule's direction
   std::vector<std::string> gate_lines;
   // Score, baseline score and recovery with its bootstrap interval of each metric a rule reads.
   std::vector<std::string> quality;
 };
+
+// "passed", "failed gate", "failed: <why>".
+std::string status_text(const CompressTrial& trial);
 
 struct StageTime {
   std::string stage;
@@ -42,18 +52,21 @@ struct StageTime {
   double slot_seconds = 0; // Σ task time: the seed's Figure 5 (GPU-hours on a GPU box)
 };
 
+// How a flow ended: its model packaged; or stopped because no trial passed the quality gate, or
+// because the chosen model cannot meet the SLOs (exit 1 either way).
+enum class FlowStatus { packaged, gate_failed, slo_infeasible };
+std::string to_string(FlowStatus status); // "packaged", "gate failed", "SLO infeasible"
+
 struct FlowOutcome {
-  std::string status; // "packaged", "gate failed", "SLO infeasible"
+  FlowStatus status = FlowStatus::packaged;
   std::string message;
   std::filesystem::path output;
   std::filesystem::path package; // set when packaged
   std::vector<CompressTrial> trials;
-  std::optional<std::size_t> chosen; // index into trials
-  nlohmann::json baseline;           // eval tasks result of the uncompressed model
-  nlohmann::json bench;              // certification of the chosen model
-  nlohmann::json bench_baseline;     // of the uncompressed model (bench.baseline: true)
-  nlohmann::json tune_sim;
-  nlohmann::json tune_live;
+  std::optional<std::size_t> chosen;                  // index into trials
+  std::optional<bench::Certification> bench;          // of the chosen model
+  std::optional<bench::Certification> bench_baseline; // of the uncompressed model (bench.baseline: true)
+  std::optional<tune::TuneResult> tune_sim, tune_live;
   // The charts each stage drew (SVG text, from its task folder's plots/): bench's latency vs
   // rate, steady state, CDFs and timeline; each study's trajectory and Pareto front.
   std::vector<std::string> bench_charts, tune_sim_charts, tune_live_charts;

@@ -4,6 +4,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_fields.hpp"
 #include "core/svg_chart.hpp"
 #include "core/text.hpp"
 #include "sim/sim_config.hpp"
@@ -471,6 +472,36 @@ to_json(const TuneResult& r) {
   if (r.resumed_from)
     out["resumed_from"] = r.resumed_from;
   return out;
+}
+
+TuneResult
+tune_result_from_json(const nlohmann::json& j, const std::string& source) {
+  return read_json_fields(source, [&] {
+    TuneResult r;
+    r.space_name = j.at("space").get<std::string>();
+    r.evaluator = j.at("engine").get<std::string>();
+    r.options.optimizer = j.at("optimizer").get<std::string>();
+    r.options.objective = j.at("objective").get<std::string>();
+    r.options.seed = json_integer<std::uint64_t>(j.at("seed"));
+    for (const auto& t : j.at("trials"))
+      r.study.trials.push_back({.number = json_integer<int>(t.at("number")),
+                                .phase = t.at("phase").get<std::string>(),
+                                .config = t.at("config"),
+                                .outcome = outcome_from_json(t.at("outcome")),
+                                .resumed = t.at("resumed").get<bool>()});
+    r.study.stop_reason = j.at("stop_reason").get<std::string>();
+    if (j.contains("best")) {
+      const auto& best = j.at("best");
+      r.study.best = best.at("config");
+      r.study.best_median = best.at("median_value").get<double>();
+      r.study.best_values = best.at("values").get<std::vector<double>>();
+      r.best_command = best.at("launch").get<std::string>();
+    }
+    if (j.contains("baseline_median_value"))
+      r.study.baseline_median = j.at("baseline_median_value").get<double>();
+    r.resumed_from = j.contains("resumed_from") ? json_integer<std::int64_t>(j.at("resumed_from")) : 0;
+    return r;
+  });
 }
 
 Table

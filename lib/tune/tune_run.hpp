@@ -91,6 +91,9 @@ TuneResult run_tune(TuneOptions options, const archive::RunContext& context,
                     const std::function<void(const StudyTrial&)>& on_trial = {});
 
 nlohmann::json to_json(const TuneResult& result);
+// A study's result read back from to_json's JSON (as flow reads its children's): what the JSON
+// holds, so to_json(tune_result_from_json(j)) == j. InputError naming `source` and the field.
+TuneResult tune_result_from_json(const nlohmann::json& j, const std::string& source);
 // Measured trials no other beats on both throughput (higher) and p99 latency (lower), each
 // configuration once, by p99 — throughput per replica against the latency percentile.
 std::vector<const StudyTrial*> pareto_frontier(const StudyResult& study);

@@ -67,7 +67,7 @@ main(int argc, char** argv) {
   const auto c = certify(runner, options, [](const TrialResult& t) { std::printf("%s\n", progress_line(t).c_str()); });
   int open_loop = 0;
   for (const auto& t : c.trials)
-    open_loop += t.phase == "gate" ? 0 : 1;
+    open_loop += t.phase == TrialPhase::gate ? 0 : 1;
   std::printf("limit by construction %.2f req/s; %s %.2f req/s = %.3f of the limit; lowest failing %.2f; %d open-loop "
               "trials; %s; %d hog threads\n",
               limit, to_string(c.status).c_str(), c.certified_rate, c.certified_rate / limit, c.lowest_failing,
