@@ -124,10 +124,11 @@ TEST_CASE("gate errors name the rule") {
 }
 
 TEST_CASE("every kind of rule outcome read back from its JSON writes the same JSON, its line included") {
-  const auto file = write_gate("rules:\n"
-                               "  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95, max_drop: 0.02,"
-                               " min_score: 0.5, max_score: 0.99}\n"
-                               "  - {suite: arith, metric: nll, max_increase: 0.05, alpha: 0.1}\n");
+  const auto file =
+      write_gate("rules:\n"
+                 "  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95, max_drop: 0.02,"
+                 " min_score: 0.5, max_score: 0.99}\n"
+                 "  - {suite: arith, metric: nll, max_increase: 0.05, alpha: 0.1}\n");
   const auto gate = load_quality_gate(file);
   PairedComparison nll;
   nll.baseline_mean = 2.0;
@@ -147,7 +148,8 @@ TEST_CASE("every kind of rule outcome read back from its JSON writes the same JS
 
 TEST_CASE("the gate report read from an eval tasks result has its rules and each metric's score beside the "
           "baseline's; an ungated result has none") {
-  const auto file = write_gate("rules:\n  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95}\n");
+  const auto file =
+      write_gate("rules:\n  - {suite: arith, metric: \"exact_match,strict-match\", min_recovery: 0.95}\n");
   const auto gate = load_quality_gate(file);
   std::filesystem::remove(file);
   PairedComparison c;

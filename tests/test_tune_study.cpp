@@ -94,12 +94,12 @@ TEST_CASE("the winner met the SLO in every measurement; failures are recorded, n
   REQUIRE(r.best.has_value());
   CHECK((*r.best)["x"] == 25); // 26..40 score higher but miss the SLO
   CHECK(r.best_values.size() == 3);
-  CHECK(r.trials.front().phase == "baseline");
+  CHECK(r.trials.front().phase == StudyPhase::baseline);
   CHECK(r.trials.front().config["x"] == 5);
   REQUIRE(r.baseline_median.has_value());
   bool invalid = false, crashed = false;
   for (const auto& t : r.trials) {
-    if (t.config["x"] == 7 && t.phase == "search") {
+    if (t.config["x"] == 7 && t.phase == StudyPhase::search) {
       invalid = t.outcome.status == TrialStatus::invalid;
       CHECK(t.outcome.error.find("breaks the engine's rule") != std::string::npos);
     }
@@ -110,7 +110,7 @@ TEST_CASE("the winner met the SLO in every measurement; failures are recorded, n
   CHECK(eval.calls == 40 - 1 + 4 * 2); // x = 7 never ran; the top 3 and the defaults re-measured
   int replicates = 0, baseline_measurements = 0;
   for (const auto& t : r.trials) {
-    replicates += t.phase == "replicate" ? 1 : 0;
+    replicates += t.phase == StudyPhase::replicate ? 1 : 0;
     baseline_measurements += t.config["x"] == 5 ? 1 : 0;
   }
   CHECK(replicates == 8);
@@ -226,6 +226,6 @@ TEST_CASE("a study's result read back from its JSON writes the same JSON; a fiel
 
   nlohmann::json wrong = j;
   wrong["trials"][2]["number"] = "two";
-  CHECK_THROWS_WITH_AS(tune_result_from_json(wrong, "tune.json"), doctest::Contains("tune.json: field /trials/2/number"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(tune_result_from_json(wrong, "tune.json"),
+                       doctest::Contains("tune.json: field /trials/2/number"), InputError);
 }

@@ -106,8 +106,8 @@ sections(const FlowJob& job, const FlowOutcome& o, const std::vector<std::string
               {}};
     const auto& result = (*study)->study;
     for (const auto& t : result.trials)
-      s.rows.push_back({std::to_string(t.number), t.phase, t.config.dump(), tune::to_string(t.outcome.status),
-                        number(t.outcome.value)});
+      s.rows.push_back({std::to_string(t.number), tune::to_string(t.phase), t.config.dump(),
+                        tune::to_string(t.outcome.status), number(t.outcome.value)});
     s.paragraphs.push_back(
         result.best ? fmt::format("Best: `{}`, median objective {}.", result.best->dump(), number(result.best_median))
                     : "No configuration met the SLO every time.");

@@ -38,7 +38,7 @@ public:
   std::size_t in_flight() const override { return m_jobs.size(); }
 
   void submit(const TrialJob& job) override {
-    const auto stem = m_options.directory / fmt::format("trial-{}-{}", job.number, job.phase);
+    const auto stem = m_options.directory / fmt::format("trial-{}-{}", job.number, to_string(job.phase));
     proc::WorkerSpec spec;
     spec.run_id = m_options.run_id;
     spec.trial_index = job.number;
@@ -48,7 +48,7 @@ public:
                     {"config", job.config},
                     {"seed", job.seed},
                     {"number", job.number},
-                    {"phase", job.phase}};
+                    {"phase", to_string(job.phase)}};
     std::filesystem::remove(spec.result_path);
     const std::string spec_file = stem.string() + ".spec.json";
     {

@@ -58,7 +58,7 @@ private:
     m_result.trials.push_back(std::move(t));
     const auto& r = m_result.trials.back();
     m_measurements[r.config.dump()].push_back(r);
-    if (r.phase != "replicate") {
+    if (r.phase != StudyPhase::replicate) {
       const auto at =
           std::find_if(m_history.begin(), m_history.end(), [&](const Observation& o) { return o.number > r.number; });
       m_history.insert(at, observation(r));
@@ -122,10 +122,10 @@ private:
 
   // Search trial `number`'s configuration: resumed, the defaults (baseline), enqueued or proposed;
   // none when the optimizer has nothing left. `waiting`: the optimizer waits for running trials.
-  std::optional<nlohmann::json> next_search_config(int number, const std::string& phase, bool& waiting) {
+  std::optional<nlohmann::json> next_search_config(int number, StudyPhase phase, bool& waiting) {
     if (const auto it = m_done.find({phase, number}); it != m_done.end())
       return it->second->config;
-    if (phase == "baseline")
+    if (phase == StudyPhase::baseline)
       return m_defaults;
     if (const int first = m_baseline ? 1 : 0; number - first < static_cast<int>(m_options.enqueued.size()))
       return m_options.enqueued[static_cast<std::size_t>(number - first)];
@@ -146,7 +146,7 @@ private:
       if (stopping())
         return false;
       while (!exhausted && number < m_options.trials && has_free_slot()) {
-        const std::string phase = m_baseline && number == 0 ? "baseline" : "search";
+        const StudyPhase phase = m_baseline && number == 0 ? StudyPhase::baseline : StudyPhase::search;
         const auto config = next_search_config(number, phase, waiting);
         if (waiting)
           break; // a hill-climb step waits for its running trials
@@ -192,8 +192,9 @@ private:
       finalists.push_back(t->config);
     std::size_t remeasured = std::min(finalists.size(), static_cast<std::size_t>(std::max(0, m_options.top_k)));
     const bool baseline_feasible =
-        m_baseline && std::any_of(m_result.trials.begin(), m_result.trials.end(),
-                                  [](const StudyTrial& t) { return t.phase == "baseline" && t.outcome.feasible(); });
+        m_baseline && std::any_of(m_result.trials.begin(), m_result.trials.end(), [](const StudyTrial& t) {
+          return t.phase == StudyPhase::baseline && t.outcome.feasible();
+        });
     const auto end = finalists.begin() + static_cast<std::ptrdiff_t>(remeasured);
     if (baseline_feasible && remeasured > 0 && std::find(finalists.begin(), end, *m_defaults) == end) {
       finalists.insert(end, *m_defaults);
@@ -209,7 +210,8 @@ private:
     int number = m_options.trials;
     for (std::size_t f = 0; f < remeasured; ++f)
       for (int r = 1; r <= m_options.replicates; ++r, ++number)
-        replicates.push_back({number, "replicate", m_finalists[f], trial_seed(m_options.seed ^ 0x5eedULL, number)});
+        replicates.push_back(
+            {number, StudyPhase::replicate, m_finalists[f], trial_seed(m_options.seed ^ 0x5eedULL, number)});
     return replicates;
   }
 
@@ -261,10 +263,10 @@ private:
   const std::function<void(const StudyTrial&)>& m_on_trial;
   const std::function<bool()>& m_should_stop;
   const std::optional<nlohmann::json> m_defaults;
-  const bool m_baseline;                                           // trial 0 at the defaults
-  std::map<std::pair<std::string, int>, const StudyTrial*> m_done; // (phase, number) → resumed trial
-  std::vector<Observation> m_history;                              // search trials seen, by number
-  std::map<std::string, std::vector<StudyTrial>> m_measurements;   // config → every measurement
+  const bool m_baseline;                                          // trial 0 at the defaults
+  std::map<std::pair<StudyPhase, int>, const StudyTrial*> m_done; // (phase, number) → resumed trial
+  std::vector<Observation> m_history;                             // search trials seen, by number
+  std::map<std::string, std::vector<StudyTrial>> m_measurements;  // config → every measurement
   std::vector<nlohmann::json> m_finalists;
   StudyResult m_result;
 };

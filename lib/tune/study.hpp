@@ -30,8 +30,8 @@ struct StudyOptions {
 };
 
 struct StudyTrial {
-  int number = 0;    // search trials 0..trials-1; replicates continue the numbering
-  std::string phase; // "baseline", "search", "replicate"
+  int number = 0; // search trials 0..trials-1; replicates continue the numbering
+  StudyPhase phase = StudyPhase::search;
   nlohmann::json config;
   TrialOutcome outcome;
   std::uint64_t seed = 0;

@@ -16,6 +16,13 @@ enum class TrialStatus { measured, invalid, launch_failed, crashed, timed_out, i
 std::string to_string(TrialStatus status);
 TrialStatus parse_trial_status(const std::string& text);
 
+// Which part of a study a trial belongs to: the engine's defaults measured first, the search, or
+// a re-measurement of a finalist.
+enum class StudyPhase { baseline, search, replicate };
+std::string to_string(StudyPhase phase);
+// InputError naming `text` when it is not a phase's name.
+StudyPhase parse_study_phase(const std::string& text);
+
 struct TrialOutcome {
   TrialStatus status = TrialStatus::measured;
   double value = -std::numeric_limits<double>::infinity(); // the objective (−inf when not measured)

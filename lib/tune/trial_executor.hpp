@@ -18,7 +18,7 @@ namespace optkit::tune {
 
 struct TrialJob {
   int number = 0;
-  std::string phase;
+  StudyPhase phase = StudyPhase::search;
   nlohmann::json config;
   std::uint64_t seed = 0;
 };

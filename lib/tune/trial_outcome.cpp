@@ -33,6 +33,27 @@ parse_trial_status(const std::string& text) {
   throw InputError("unknown trial status '" + text + "' in the archive");
 }
 
+std::string
+to_string(StudyPhase phase) {
+  switch (phase) {
+  case StudyPhase::baseline:
+    return "baseline";
+  case StudyPhase::search:
+    return "search";
+  case StudyPhase::replicate:
+    break;
+  }
+  return "replicate";
+}
+
+StudyPhase
+parse_study_phase(const std::string& text) {
+  for (auto p : {StudyPhase::baseline, StudyPhase::search, StudyPhase::replicate})
+    if (to_string(p) == text)
+      return p;
+  throw InputError("unknown study phase '" + text + "' in the archive");
+}
+
 nlohmann::json
 to_json(const TrialOutcome& o) {
   nlohmann::json j = {{"status", to_string(o.status)},

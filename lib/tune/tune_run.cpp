@@ -148,7 +148,7 @@ load_study(archive::RunArchive& archive, std::int64_t run_id) {
       continue; // running when the study stopped: it runs again
     StudyTrial s;
     s.number = static_cast<int>(t.trial_index);
-    s.phase = t.params.at("phase");
+    s.phase = parse_study_phase(t.params.at("phase").get<std::string>());
     s.config = t.params.at("config");
     s.seed = t.params.value("seed", std::uint64_t{0});
     s.outcome = outcome_from_json(t.result);
@@ -164,7 +164,7 @@ archive_trial(const archive::RunContext& context, const StudyTrial& t, std::int6
   if (!context.recording())
     return;
   auto& a = *context.archive;
-  nlohmann::json params = {{"phase", t.phase}, {"config", t.config}, {"seed", t.seed}};
+  nlohmann::json params = {{"phase", to_string(t.phase)}, {"config", t.config}, {"seed", t.seed}};
   if (t.resumed)
     params["resumed_from"] = resumed_from;
   const auto id = a.begin_trial(context.run_id, t.number, 1, params);
@@ -197,7 +197,7 @@ write_plots(const TuneResult& r, const std::filesystem::path& dir) {
   ChartSeries each{"feasible trial", "#2ca02c", {}, false, true, false};
   double so_far = -std::numeric_limits<double>::infinity();
   for (const auto& t : r.study.trials) {
-    if (t.phase == "replicate")
+    if (t.phase == StudyPhase::replicate)
       continue;
     if (t.outcome.feasible()) {
       each.points.emplace_back(t.number, std::max(0.0, t.outcome.value));
@@ -440,7 +440,7 @@ to_json(const TuneResult& r) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : r.study.trials)
     trials.push_back({{"number", t.number},
-                      {"phase", t.phase},
+                      {"phase", to_string(t.phase)},
                       {"config", t.config},
                       {"resumed", t.resumed},
                       {"outcome", to_json(t.outcome)}});
@@ -485,7 +485,7 @@ tune_result_from_json(const nlohmann::json& j, const std::string& source) {
     r.options.seed = json_integer<std::uint64_t>(j.at("seed"));
     for (const auto& t : j.at("trials"))
       r.study.trials.push_back({.number = json_integer<int>(t.at("number")),
-                                .phase = t.at("phase").get<std::string>(),
+                                .phase = parse_study_phase(t.at("phase").get<std::string>()),
                                 .config = t.at("config"),
                                 .outcome = outcome_from_json(t.at("outcome")),
                                 .resumed = t.at("resumed").get<bool>()});
@@ -514,7 +514,7 @@ trials_table(const TuneResult& r) {
     const auto metric = [&](const char* name) {
       return t.outcome.metrics.contains(name) ? t.outcome.metrics.at(name) : nlohmann::json(nullptr);
     };
-    table.add_row({t.number, t.phase, join(knobs, " "), to_string(t.outcome.status),
+    table.add_row({t.number, to_string(t.phase), join(knobs, " "), to_string(t.outcome.status),
                    std::isfinite(t.outcome.value) ? nlohmann::json(std::round(t.outcome.value * 1e4) / 1e4)
                                                   : nlohmann::json(nullptr),
                    metric("p99_s"), metric("goodput"), metric("certified_rate"),
@@ -537,8 +537,8 @@ progress_line(const StudyTrial& t) {
                           t.outcome.metrics["goodput"].get<double>());
   else if (t.outcome.metrics.contains("certified_rate"))
     figures = fmt::format(" certified {:.2f} req/s", t.outcome.metrics["certified_rate"].get<double>());
-  return fmt::format("tune: trial {} {}{} [{}] {} value {}{}{}", t.number, t.phase, t.resumed ? " (resumed)" : "",
-                     join(knobs, " "), to_string(t.outcome.status),
+  return fmt::format("tune: trial {} {}{} [{}] {} value {}{}{}", t.number, to_string(t.phase),
+                     t.resumed ? " (resumed)" : "", join(knobs, " "), to_string(t.outcome.status),
                      std::isfinite(t.outcome.value) ? fmt::format("{:.4f}", t.outcome.value) : "-", figures,
                      t.outcome.feasible()      ? ""
                      : t.outcome.error.empty() ? " SLO missed"
