@@ -4,7 +4,7 @@
 
 #include "bench/bench_report.hpp"
 #include "bench/bench_run.hpp"
-#include "bench/calibration.hpp"
+#include "bench/generator_ceiling.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -170,10 +170,10 @@ add_output_options(CLI::App& bench, BenchFlags& flags) {
 
 // --calibrate: the load generator's own ceiling against a loopback no-op endpoint.
 void
-run_calibration(const BenchFlags& flags, AppContext& ctx) {
-  const auto envelope = bench::calibrate_generator(1000, 256000, 2.0, flags.max_dispatch_lag_ms / 1e3);
-  bench::record_calibration(ctx.run_context(0), envelope);
-  const Table steps = bench::calibration_table(envelope);
+run_ceiling_measurement(const BenchFlags& flags, AppContext& ctx) {
+  const auto envelope = bench::measure_generator_ceiling(1000, 256000, 2.0, flags.max_dispatch_lag_ms / 1e3);
+  bench::record_ceiling(ctx.run_context(0), envelope);
+  const Table steps = bench::ceiling_table(envelope);
   ctx.emit_result(flags.format,
                   {.json = {{"generator_max_rate", envelope.max_sustained_rate},
                             {"lag_bound_s", envelope.lag_bound_s},
@@ -238,7 +238,7 @@ register_bench(CLI::App& app, CommandRegistry& commands) {
   add_output_options(*bench, *flags);
   commands.add({"bench", bench, [flags](AppContext& ctx) {
                   if (flags->calibrate)
-                    run_calibration(*flags, ctx);
+                    run_ceiling_measurement(*flags, ctx);
                   else
                     run_bench_command(*flags, ctx);
                 }});

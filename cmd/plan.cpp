@@ -10,7 +10,7 @@
 #include "core/resource_paths.hpp"
 #include "hetero/hetero_run.hpp"
 #include "hetero/stage_svg.hpp"
-#include "plan/efficiency_calibration.hpp"
+#include "plan/efficiency_fit.hpp"
 #include "plan/estimate_run.hpp"
 #include "plan/plan_run.hpp"
 #include "plan/profile_run.hpp"
@@ -73,11 +73,11 @@ register_plan_calibrate(CLI::App& plan_app, CommandRegistry& commands) {
                         "published points YAML (default: profiles/calibration/published.yaml)");
   add_format_option(*calibrate, flags->format);
   commands.add({"plan calibrate", calibrate, [flags](AppContext& ctx) {
-                  const auto run = plan::run_calibration(flags->points, &ctx.archive(), ctx.run_id);
+                  const auto run = plan::run_efficiency_fit(flags->points, ctx.run_context(0));
                   ctx.emit_result(
                       flags->format,
                       {.json = plan::to_json(run),
-                       .table = plan::calibration_table(run),
+                       .table = plan::efficiency_fit_table(run),
                        .after = fmt::format("\n{} ({} figures): mean absolute error {:.1f} % with the defaults, "
                                             "{:.1f} % fitted\n\n{}",
                                             run.points.name, run.fit.after_rows.size(),

@@ -3,7 +3,7 @@
 #include "number_checks.hpp"
 
 #include "core/error.hpp"
-#include "tune/sim_calibration_run.hpp"
+#include "tune/sim_fit_run.hpp"
 #include "tune/tune_run.hpp"
 
 #include <fmt/format.h>
@@ -34,7 +34,7 @@ register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
   CLI::App* cal = tune.add_subcommand(
       "calibrate-sim", "Fit the simulator's step costs to an archived bench run of a live engine; write a setup");
   struct Flags {
-    tune::CalibrateSimOptions options;
+    tune::SimFitOptions options;
     std::string format;
   };
   auto flags = std::make_shared<Flags>();
@@ -51,12 +51,12 @@ register_calibrate_sim(CLI::App& tune, CommandRegistry& commands) {
   add_output_option(*cal, o.output, "write the fitted simulator setup (YAML) to FILE");
   add_format_option(*cal, flags->format);
   commands.add({"tune calibrate-sim", cal, [flags](AppContext& ctx) {
-                  const auto result = tune::calibrate_sim(flags->options, ctx.run_context(0));
+                  const auto result = tune::fit_simulator(flags->options, ctx.run_context(0));
                   const auto& t = result.fit.timing;
                   ctx.emit_result(
                       flags->format,
                       {.json = tune::to_json(result),
-                       .table = tune::calibration_table(result),
+                       .table = tune::sim_fit_table(result),
                        .after = fmt::format(
                            "\nfitted to bench run {}: step_base {:.3f} ms, prefill {:.3f} us/token, decode "
                            "{:.3f} us/sequence; RMS log error {:.3f} ({} simulations){}\n",

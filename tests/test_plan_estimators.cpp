@@ -44,7 +44,7 @@ TEST_CASE("speculative decoding emits (1 - a^(k+1)) / (1 - a) tokens per step") 
 
 TEST_CASE("static decode of a dense model is bound by reading the weights") {
   // The built-in default efficiencies (memory 0.8, 4 µs per kernel), not the calibrated ones the
-  // system file carries: this checks the step model's physics, test_plan_efficiency_calibration
+  // system file carries: this checks the step model's physics, test_plan_efficiency_fit
   // the fitted figures.
   SystemSpec h200 = load_system(test::profiles_dir(), "h200_sxm");
   h200.efficiency = DefaultEfficiency{};

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "archive/run_context.hpp"
-#include "bench/calibration.hpp"
+#include "bench/generator_ceiling.hpp"
 #include "bench/certification.hpp"
 #include "bench/serving_profile.hpp"
 

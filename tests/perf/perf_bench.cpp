@@ -6,7 +6,7 @@
 // connections at once (the default) and with no such bound (the behaviour before it): how many
 // rounds each holds, and their worst p99 and maximum lag.
 //   perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000] [A/B rate = 20000] [rounds = 5]
-#include "bench/calibration.hpp"
+#include "bench/generator_ceiling.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,7 +21,7 @@ main(int argc, char** argv) {
   const double first_rate = argc > 3 ? std::atof(argv[3]) : 1000.0;
   const double ab_rate = argc > 4 ? std::atof(argv[4]) : 20000.0;
   const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
-  const auto c = calibrate_generator(first_rate, max_rate, seconds, 0.001);
+  const auto c = measure_generator_ceiling(first_rate, max_rate, seconds, 0.001);
   std::printf("%10s %10s %12s %12s %12s %12s %7s %5s\n", "target/s", "requests", "achieved/s", "lag p50 us",
               "lag p99 us", "lag max us", "errors", "held");
   for (const auto& s : c.steps)

@@ -1,4 +1,4 @@
-// Plan's speed-of-light fallback calibrated against published measurements. A points file
+// Plan's speed-of-light fallback fitted to published measurements (`optkit plan calibrate`). A points file
 // (profiles/calibration/published.yaml, or your own) lists static batches — a system, a model
 // (a preset, or a config.json folder under the file's models/), a precision, TP, batch, ISL and
 // OSL — with the published output tokens/s per GPU and/or first-token latency. Plan's static
@@ -9,7 +9,7 @@
 // and estimates made with it are labelled `calibrated` instead of `roofline`.
 #pragma once
 
-#include "archive/run_archive.hpp"
+#include "archive/run_context.hpp"
 #include "core/table.hpp"
 #include "perf/model_arch.hpp"
 #include "perf/system_spec.hpp"
@@ -72,16 +72,16 @@ EfficiencyFit fit_efficiencies(const PublishedPoints& points, const perf::Defaul
 
 // `optkit plan calibrate`: loads the points (default: the bundled
 // profiles/calibration/published.yaml), fits from the built-in defaults, and archives the errors
-// before and after as metrics of run `run_id`.
-struct CalibrationRun {
+// before and after as metrics of the context's run.
+struct EfficiencyFitRun {
   PublishedPoints points;
   EfficiencyFit fit;
 };
-CalibrationRun run_calibration(const std::string& points_file, archive::RunArchive* archive, std::int64_t run_id);
+EfficiencyFitRun run_efficiency_fit(const std::string& points_file, const archive::RunContext& context);
 
-nlohmann::json to_json(const CalibrationRun& run);
-Table calibration_table(const CalibrationRun& run);
+nlohmann::json to_json(const EfficiencyFitRun& run);
+Table efficiency_fit_table(const EfficiencyFitRun& run);
 // The fitted efficiencies as the `efficiency:` block of a system YAML.
-std::string efficiency_yaml(const CalibrationRun& run);
+std::string efficiency_yaml(const EfficiencyFitRun& run);
 
 } // namespace optkit::plan

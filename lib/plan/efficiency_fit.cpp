@@ -1,4 +1,4 @@
-#include "plan/efficiency_calibration.hpp"
+#include "plan/efficiency_fit.hpp"
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
@@ -180,21 +180,21 @@ fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& s
   return fit;
 }
 
-CalibrationRun
-run_calibration(const std::string& points_file, archive::RunArchive* archive, std::int64_t run_id) {
+EfficiencyFitRun
+run_efficiency_fit(const std::string& points_file, const archive::RunContext& context) {
   const auto profiles = find_data_directory().path / "profiles";
   const std::filesystem::path file =
       points_file.empty() ? profiles / "calibration" / "published.yaml" : std::filesystem::path(points_file);
-  CalibrationRun run;
+  EfficiencyFitRun run;
   run.points = load_published_points(file, profiles);
   run.fit = fit_efficiencies(run.points, perf::DefaultEfficiency{});
   run.fit.after.calibrated = points_file.empty() ? "profiles/calibration/published.yaml" : points_file;
-  if (archive)
-    archive->transaction([&] {
-      archive->add_metric(run_id, std::nullopt,
-                          {"mape_before", mean_absolute_percentage_error(run.fit.before_rows), "%", {}});
-      archive->add_metric(run_id, std::nullopt,
-                          {"mape_after", mean_absolute_percentage_error(run.fit.after_rows), "%", {}});
+  if (context.recording())
+    context.archive->transaction([&] {
+      context.archive->add_metric(context.run_id, std::nullopt,
+                                  {"mape_before", mean_absolute_percentage_error(run.fit.before_rows), "%", {}});
+      context.archive->add_metric(context.run_id, std::nullopt,
+                                  {"mape_after", mean_absolute_percentage_error(run.fit.after_rows), "%", {}});
     });
   return run;
 }
@@ -213,7 +213,7 @@ efficiency_json(const perf::DefaultEfficiency& e) {
 } // namespace
 
 nlohmann::json
-to_json(const CalibrationRun& run) {
+to_json(const EfficiencyFitRun& run) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < run.fit.after_rows.size(); ++i) {
     const auto& before = run.fit.before_rows[i];
@@ -243,7 +243,7 @@ to_json(const CalibrationRun& run) {
 }
 
 Table
-calibration_table(const CalibrationRun& run) {
+efficiency_fit_table(const EfficiencyFitRun& run) {
   Table table({"system", "model", "prec", "tp", "batch", "isl", "osl", "metric", "published", "before", "err_before_%",
                "after", "err_after_%"});
   for (std::size_t i = 0; i < run.fit.after_rows.size(); ++i) {
@@ -258,7 +258,7 @@ calibration_table(const CalibrationRun& run) {
 }
 
 std::string
-efficiency_yaml(const CalibrationRun& run) {
+efficiency_yaml(const EfficiencyFitRun& run) {
   const auto& e = run.fit.after;
   return fmt::format("efficiency:  # fitted by optkit plan calibrate; used where the perf database has no measurement\n"
                      "  gemm: {:.3f}\n  attention: {:.3f}\n  memory: {:.3f}\n  communication: {:.3f}\n"

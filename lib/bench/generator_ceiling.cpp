@@ -1,4 +1,4 @@
-#include "bench/calibration.hpp"
+#include "bench/generator_ceiling.hpp"
 
 #include "bench/arrivals.hpp"
 #include "bench/latency_statistics.hpp"
@@ -49,11 +49,11 @@ NoopEndpoint::generator_options() const {
   return options;
 }
 
-CalibrationStep
+CeilingStep
 measure_generator_step(LoadGenerator& generator, double rate, double seconds, double lag_bound_s) {
   static const std::vector<PreparedRequest> request = {
       {R"({"model":"noop","prompt":"x","max_tokens":1,"stream":true})", 1, 1}};
-  CalibrationStep step;
+  CeilingStep step;
   step.target_rate = rate;
   step.requests = static_cast<std::size_t>(std::max(100.0, rate * seconds));
   const auto recording =
@@ -83,9 +83,9 @@ measure_generator_step(LoadGenerator& generator, double rate, double seconds, do
   return step;
 }
 
-Calibration
-calibrate_generator(double start_rate, double max_rate, double seconds, double lag_bound_s) {
-  Calibration result;
+CeilingMeasurement
+measure_generator_ceiling(double start_rate, double max_rate, double seconds, double lag_bound_s) {
+  CeilingMeasurement result;
   result.lag_bound_s = lag_bound_s;
   const NoopEndpoint endpoint;
   LoadGenerator generator(endpoint.generator_options());
@@ -112,7 +112,7 @@ calibrate_generator(double start_rate, double max_rate, double seconds, double l
 }
 
 Table
-calibration_table(const Calibration& c) {
+ceiling_table(const CeilingMeasurement& c) {
   Table table(
       {"target req/s", "requests", "achieved req/s", "lag p50 us", "lag p99 us", "lag max us", "errors", "held"});
   for (const auto& s : c.steps)
@@ -123,7 +123,7 @@ calibration_table(const Calibration& c) {
 }
 
 void
-record_calibration(const archive::RunContext& context, const Calibration& c) {
+record_ceiling(const archive::RunContext& context, const CeilingMeasurement& c) {
   if (!context.recording())
     return;
   context.archive->add_metric(context.run_id, std::nullopt, {"generator_max_rate", c.max_sustained_rate, "req/s"});
@@ -161,8 +161,8 @@ generator_ceiling(const archive::RunContext& context, double lag_bound_s) {
       }
     }
   }
-  const auto measured = calibrate_generator(1000, 256000, 1.0, lag_bound_s);
-  record_calibration(context, measured);
+  const auto measured = measure_generator_ceiling(1000, 256000, 1.0, lag_bound_s);
+  record_ceiling(context, measured);
   ceiling.max_rate = measured.max_sustained_rate;
   ceiling.source = "measured now";
   return ceiling;

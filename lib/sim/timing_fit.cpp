@@ -1,4 +1,4 @@
-#include "sim/calibration.hpp"
+#include "sim/timing_fit.hpp"
 
 #include "core/error.hpp"
 #include "core/random_source.hpp"
@@ -132,9 +132,9 @@ simulate_trial(const ObservedTrial& trial, const SimTiming& timing, const SimKno
   return {median_of(ttft), tpot.empty() ? 0.0 : median_of(tpot), median_of(e2e)};
 }
 
-CalibrationFit
-calibrate_timing(const std::vector<ObservedTrial>& trials, const SimKnobs& knobs, const SimTiming& start,
-                 std::uint64_t seed) {
+TimingFit
+fit_timing(const std::vector<ObservedTrial>& trials, const SimKnobs& knobs, const SimTiming& start,
+           std::uint64_t seed) {
   std::vector<const ObservedTrial*> usable;
   for (const auto& t : trials)
     if (t.e2e > 0 && t.ttft > 0 && (t.concurrency > 0 || t.rate > 0))
@@ -162,7 +162,7 @@ calibrate_timing(const std::vector<ObservedTrial>& trials, const SimKnobs& knobs
   const std::vector<double> x0{std::log(std::max(start.step_base_s, 1e-6)),
                                std::log(std::max(start.prefill_token_s, 1e-9)),
                                std::log(std::max(start.decode_seq_s, 1e-8))};
-  CalibrationFit fit;
+  TimingFit fit;
   const auto best = nelder_mead(loss, x0, 1.0, 600, 1e-6, fit.evaluations);
   fit.timing = with_parameters(start, best);
   fit.timing.noise_cv = start.noise_cv;

@@ -25,7 +25,7 @@ struct ObservedTrial {
   bool passed = false;                // the trial held its SLOs (bench's verdict)
 };
 
-struct CalibrationFit {
+struct TimingFit {
   SimTiming timing;
   double rms_log_error = 0;                     // over every trial and figure used
   std::vector<std::array<double, 3>> simulated; // per trial: TTFT, TPOT, e2e medians
@@ -34,10 +34,10 @@ struct CalibrationFit {
 
 // `knobs` are the engine's settings during the trials (max_num_seqs, token budget). Throws
 // InputError when no trial carries figures to fit.
-CalibrationFit calibrate_timing(const std::vector<ObservedTrial>& trials, const SimKnobs& knobs, const SimTiming& start,
-                                std::uint64_t seed = 1);
+TimingFit fit_timing(const std::vector<ObservedTrial>& trials, const SimKnobs& knobs, const SimTiming& start,
+                     std::uint64_t seed = 1);
 
-// The medians of a simulated trial (what calibrate_timing compares).
+// The medians of a simulated trial (what fit_timing compares).
 std::array<double, 3> simulate_trial(const ObservedTrial& trial, const SimTiming& timing, const SimKnobs& knobs,
                                      std::uint64_t seed);
 

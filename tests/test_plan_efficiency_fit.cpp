@@ -5,7 +5,7 @@
 #include "perf/perf_database.hpp"
 #include "perf/roofline.hpp"
 #include "perf/system_spec.hpp"
-#include "plan/efficiency_calibration.hpp"
+#include "plan/efficiency_fit.hpp"
 #include "support/test_support.hpp"
 
 #include "core/error.hpp"

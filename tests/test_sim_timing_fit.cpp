@@ -1,7 +1,7 @@
 // The fit recovers step costs the simulator itself produced: trials observed on a known timing
 // are fitted from a start far away.
 #include "core/error.hpp"
-#include "sim/calibration.hpp"
+#include "sim/timing_fit.hpp"
 
 #include <doctest/doctest.h>
 
@@ -38,12 +38,12 @@ TEST_CASE("calibration recovers the step costs behind observed trials") {
   start.step_base_s = 0.05;
   start.prefill_token_s = 1e-6;
   start.decode_seq_s = 1e-5;
-  const auto fit = calibrate_timing(trials, knobs, start);
+  const auto fit = fit_timing(trials, knobs, start);
   CHECK(fit.timing.step_base_s == doctest::Approx(truth.step_base_s).epsilon(0.05));
   CHECK(fit.timing.prefill_token_s == doctest::Approx(truth.prefill_token_s).epsilon(0.15));
   CHECK(fit.timing.decode_seq_s == doctest::Approx(truth.decode_seq_s).epsilon(0.15));
   CHECK(fit.rms_log_error < 0.02);
   REQUIRE(fit.simulated.size() == trials.size());
 
-  CHECK_THROWS_AS(calibrate_timing({}, knobs, start), InputError);
+  CHECK_THROWS_AS(fit_timing({}, knobs, start), InputError);
 }

@@ -1,4 +1,4 @@
-#include "tune/sim_calibration_run.hpp"
+#include "tune/sim_fit_run.hpp"
 
 #include "archive/run_archive.hpp"
 #include "core/atomic_file.hpp"
@@ -54,7 +54,7 @@ observed_trials(const archive::RunDetail& detail) {
 }
 
 std::string
-setup_yaml(const CalibrateSimOptions& options, const CalibrateSimResult& r) {
+setup_yaml(const SimFitOptions& options, const SimFitResult& r) {
   const auto& t = r.fit.timing;
   double prompt = 0, output = 0, rate = 0;
   for (const auto& o : r.trials) {
@@ -79,11 +79,11 @@ setup_yaml(const CalibrateSimOptions& options, const CalibrateSimResult& r) {
 
 } // namespace
 
-CalibrateSimResult
-calibrate_sim(const CalibrateSimOptions& options, const archive::RunContext& context) {
+SimFitResult
+fit_simulator(const SimFitOptions& options, const archive::RunContext& context) {
   if (context.archive == nullptr)
     throw InputError("calibrate-sim reads a bench run from the archive");
-  CalibrateSimResult r;
+  SimFitResult r;
   if (options.run == "last") { // the newest bench run (this invocation is itself the newest run)
     archive::RunFilter filter;
     filter.command = "bench";
@@ -106,7 +106,7 @@ calibrate_sim(const CalibrateSimOptions& options, const archive::RunContext& con
   sim::SimKnobs knobs;
   knobs.max_num_seqs = options.max_num_seqs;
   knobs.max_num_batched_tokens = options.max_num_batched_tokens;
-  r.fit = sim::calibrate_timing(r.trials, knobs, sim::SimTiming{});
+  r.fit = sim::fit_timing(r.trials, knobs, sim::SimTiming{});
   r.yaml = setup_yaml(options, r);
   sim::parse_sim_setup(r.yaml, "<calibrated setup>"); // what is written must load
   if (!options.output.empty())
@@ -124,7 +124,7 @@ calibrate_sim(const CalibrateSimOptions& options, const archive::RunContext& con
 }
 
 Table
-calibration_table(const CalibrateSimResult& r) {
+sim_fit_table(const SimFitResult& r) {
   Table table({"trial", "requests", "prompt", "output", "ttft ms", "sim ttft ms", "tpot ms", "sim tpot ms", "e2e ms",
                "sim e2e ms"});
   const auto ms = [](double s) { return std::round(s * 1e5) / 100; };
@@ -138,7 +138,7 @@ calibration_table(const CalibrateSimResult& r) {
 }
 
 nlohmann::json
-to_json(const CalibrateSimResult& r) {
+to_json(const SimFitResult& r) {
   nlohmann::json trials = nlohmann::json::array();
   for (std::size_t i = 0; i < r.trials.size(); ++i) {
     const auto& o = r.trials[i];
