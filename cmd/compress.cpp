@@ -18,34 +18,31 @@ namespace optkit::cmd {
 namespace {
 
 struct CompressFlags {
-  std::string model, base, finetuned, recipe, calib, sampler, plan, output, format, worker, activations, max_shard_size,
-      max_memory, imatrix;
-  std::int64_t samples = 0, seq_len = 0, trials = 1, jobs = 1;
-  std::uint64_t seed = 0;
-  unsigned threads = 0;
+  compress::CompressOptions options;
+  std::string sampler, output, format, worker, activations, max_shard_size, max_memory;
   double timeout_s = 0;
   bool list_recipes = false;
-  bool all_experts = false;
 };
 
 void
 add_common_options(CLI::App& app, CompressFlags& f) {
-  app.add_option("--recipe", f.recipe, "recipe name (see --list-recipes) or a recipe YAML file");
-  app.add_option("--calib", f.calib, "calibration text (paragraphs) or JSONL ({\"text\"} or {\"messages\"} rows)");
-  app.add_option("--samples", f.samples, "calibration samples per trial (default: the recipe's)")
+  auto& o = f.options;
+  app.add_option("--recipe", o.recipe, "recipe name (see --list-recipes) or a recipe YAML file");
+  app.add_option("--calib", o.calib, "calibration text (paragraphs) or JSONL ({\"text\"} or {\"messages\"} rows)");
+  app.add_option("--samples", o.samples, "calibration samples per trial (default: the recipe's)")
       ->check(number_range(1, 1000000));
-  app.add_option("--seq-len", f.seq_len, "tokens per calibration sample (default: the recipe's)")
+  app.add_option("--seq-len", o.sequence_length, "tokens per calibration sample (default: the recipe's)")
       ->check(number_range(8, 1 << 20));
   app.add_option("--sampler", f.sampler, "uniform, length or stratified (default: the recipe's)")
       ->check(CLI::IsMember({"uniform", "length", "stratified"}));
-  app.add_option("--trials", f.trials, "independent compressions with distinct calibration subsets")
+  app.add_option("--trials", o.trials, "independent compressions with distinct calibration subsets")
       ->check(number_range(1, 1000))
       ->capture_default_str();
-  app.add_option("--jobs", f.jobs, "trials run at once (child processes)")
+  app.add_option("--jobs", o.jobs, "trials run at once (child processes)")
       ->check(number_range(1, 256))
       ->capture_default_str();
-  add_seed_option(app, f.seed, "seed of trial 0's calibration draw (trial i uses seed + i)");
-  add_threads_option(app, f.threads);
+  add_seed_option(app, o.seed, "seed of trial 0's calibration draw (trial i uses seed + i)");
+  add_threads_option(app, o.threads);
   add_activations_option(app, f.activations);
   add_timeout_option(app, f.timeout_s);
   add_output_option(app, f.output, "output folder (must not exist; written to a temporary folder, renamed at the end)");
@@ -57,39 +54,17 @@ add_common_options(CLI::App& app, CompressFlags& f) {
 
 void
 run(AppContext& ctx, const CompressFlags& f, bool delta) {
-  if (f.recipe.empty())
+  auto o = f.options;
+  if (o.recipe.empty())
     throw InputError("--recipe NAME|FILE is required (optkit compress --list-recipes shows the bundled ones)");
-  compress::CompressOptions o;
-  if (delta) {
-    if (f.base.empty() || f.finetuned.empty())
-      throw InputError(f.base.empty() ? "--base DIR is required" : "--finetuned DIR is required");
-    o.model = f.finetuned;
-    o.base = f.base;
-  } else {
-    if (f.model.empty())
-      throw InputError("--model DIR is required");
-    o.model = f.model;
-    if (!f.plan.empty())
-      o.plan = f.plan;
-    o.all_experts = f.all_experts;
-    if (!f.imatrix.empty())
-      o.imatrix = f.imatrix;
-  }
-  o.recipe = f.recipe;
-  if (!f.calib.empty())
-    o.calib = f.calib;
-  if (f.samples > 0)
-    o.samples = f.samples;
-  if (f.seq_len > 0)
-    o.sequence_length = f.seq_len;
+  if (delta && (!o.base || o.model.empty()))
+    throw InputError(!o.base ? "--base DIR is required" : "--finetuned DIR is required");
+  if (!delta && o.model.empty())
+    throw InputError("--model DIR is required");
   if (!f.sampler.empty())
     o.sampler = f.sampler == "length"       ? compress::Sampler::length
                 : f.sampler == "stratified" ? compress::Sampler::stratified
                                             : compress::Sampler::uniform;
-  o.trials = f.trials;
-  o.jobs = f.jobs;
-  o.seed = f.seed;
-  o.threads = f.threads;
   o.activations = resolve_activations(f.activations, ctx.settings);
   o.output = f.output;
   o.max_memory = parse_max_memory(f.max_memory);
@@ -127,16 +102,16 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   CLI::App* compress = app.add_subcommand(
       "compress", "Quantize a model with a recipe (GPTQ, SmoothQuant, RTN, FP8, 2:4) into compressed-tensors");
   compress->require_subcommand(0, 1);
-  compress->add_option("--model", flags->model, "Hugging Face model folder to compress");
-  compress->add_option("--imatrix", flags->imatrix,
+  compress->add_option("--model", flags->options.model, "Hugging Face model folder to compress");
+  compress->add_option("--imatrix", flags->options.imatrix,
                        "GGUF recipes: the importance matrix of a llama-imatrix GGUF file instead of one from --calib");
-  compress->add_option("--plan", flags->plan,
+  compress->add_option("--plan", flags->options.plan,
                        "mixed precision: bits per decoder layer from optkit plan hetero --format json (16 = left as "
                        "is); the recipe gives the algorithm and group size");
   compress->add_option("--max-shard-size", flags->max_shard_size,
                        "largest safetensors shard of the output, e.g. 2GiB (default 5000000000 bytes, transformers' "
                        "5GB); several shards come with model.safetensors.index.json");
-  compress->add_flag("--all-experts", flags->all_experts,
+  compress->add_flag("--all-experts", flags->options.all_experts,
                      "mixture of experts: every calibration token through every expert for its Hessians (rarely "
                      "routed experts get data), while each layer's output keeps the real top-k routing");
   compress->add_flag("--list-recipes", flags->list_recipes, "describe the bundled recipes and the recipe schema");
@@ -159,8 +134,8 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   auto delta_flags = std::make_shared<CompressFlags>();
   CLI::App* delta = compress->add_subcommand(
       "delta", "Compress a fine-tuned variant as a 2:4 sparse low-bit delta against its base (DeltaZip)");
-  delta->add_option("--base", delta_flags->base, "the base model folder");
-  delta->add_option("--finetuned", delta_flags->finetuned, "the fine-tuned variant's folder (same architecture)");
+  delta->add_option("--base", delta_flags->options.base, "the base model folder");
+  delta->add_option("--finetuned", delta_flags->options.model, "the fine-tuned variant's folder (same architecture)");
   add_common_options(*delta, *delta_flags);
   commands.add({"compress delta", delta, [delta_flags](AppContext& ctx) { run(ctx, *delta_flags, true); }});
 }

@@ -112,29 +112,29 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
   eval->require_subcommand(1);
 
   struct Flags {
-    std::string model, data, kl_base, delta, format, worker, activations, max_memory;
-    std::int64_t ctx = 512, stride = 0, max_windows = 0;
-    unsigned threads = 0;
+    eval::PerplexityOptions options;
+    std::string format, worker, activations, max_memory;
     double timeout_s = 0;
     bool no_mmap = false;
   };
   auto flags = std::make_shared<Flags>();
+  auto& o = flags->options;
   CLI::App* ppl = eval->add_subcommand(
       "perplexity",
       "Perplexity and bits per byte of a model on a text file (llama-perplexity's protocol), optionally KL vs a base");
-  ppl->add_option("--model", flags->model,
+  ppl->add_option("--model", o.model,
                   "Hugging Face model folder (config.json, *.safetensors, tokenizer.json) or GGUF file");
-  ppl->add_option("--data", flags->data, "UTF-8 text file to score");
-  ppl->add_option("--ctx", flags->ctx, "tokens per window")->check(number_range(8, 1 << 20))->capture_default_str();
-  ppl->add_option("--stride", flags->stride,
+  ppl->add_option("--data", o.data, "UTF-8 text file to score");
+  ppl->add_option("--ctx", o.ctx, "tokens per window")->check(number_range(8, 1 << 20))->capture_default_str();
+  ppl->add_option("--stride", o.stride,
                   "llama-perplexity --ppl-stride: windows every N tokens, the last N scored (default: whole windows)")
       ->check(number_range(1, 1 << 20));
-  ppl->add_option("--kl-base", flags->kl_base, "base model folder: adds KL(base || model), top-1 agreement and Δp");
-  ppl->add_option("--delta", flags->delta,
+  ppl->add_option("--kl-base", o.kl_base, "base model folder: adds KL(base || model), top-1 agreement and Δp");
+  ppl->add_option("--delta", o.delta,
                   "compressed delta (optkit compress delta) to apply to --model, which must be its base");
-  ppl->add_option("--max-windows", flags->max_windows, "score at most this many windows (0: all)")
+  ppl->add_option("--max-windows", o.max_windows, "score at most this many windows (0: all)")
       ->check(non_negative_number());
-  add_threads_option(*ppl, flags->threads);
+  add_threads_option(*ppl, o.threads);
   add_activations_option(*ppl, flags->activations);
   add_no_mmap_flag(*ppl, flags->no_mmap);
   add_max_memory_option(*ppl, flags->max_memory, "the models' mapped weights, a window's activations and KV cache");
@@ -147,26 +147,16 @@ register_eval(CLI::App& app, CommandRegistry& commands) {
                     eval::perplexity_worker(proc::read_worker_spec(flags->worker));
                     return;
                   }
-                  if (flags->model.empty() || flags->data.empty())
-                    throw InputError(flags->model.empty() ? "--model DIR is required" : "--data FILE is required");
-                  eval::PerplexityOptions options;
-                  options.model = flags->model;
-                  options.data = flags->data;
-                  options.ctx = flags->ctx;
-                  options.stride = flags->stride;
-                  options.threads = flags->threads;
-                  options.max_windows = flags->max_windows;
+                  auto options = flags->options;
+                  if (options.model.empty() || options.data.empty())
+                    throw InputError(options.model.empty() ? "--model DIR is required" : "--data FILE is required");
                   options.activations = resolve_activations(flags->activations, ctx.settings);
                   options.weights = flags->no_mmap ? model::LoadMode::read : model::LoadMode::map;
                   options.max_memory = parse_max_memory(flags->max_memory);
-                  if (!flags->kl_base.empty())
-                    options.kl_base = flags->kl_base;
-                  if (!flags->delta.empty())
-                    options.delta = flags->delta;
                   const auto result = eval::run_perplexity(options, ctx.run_context(flags->timeout_s));
                   auto json = eval::to_json(result);
-                  json["model"] = flags->model;
-                  json["data"] = flags->data;
+                  json["model"] = options.model.string();
+                  json["data"] = options.data.string();
                   ctx.emit_result(flags->format, {.json = std::move(json),
                                                   .table = eval::perplexity_table(result),
                                                   .before = result.method + "\n"});
