@@ -38,7 +38,7 @@ std::optional<std::uint64_t> parse_max_memory(const std::string& flag_value);
 // --timeout SECONDS: how long each worker child attempt may run before it is stopped (SIGTERM, a
 // grace period, SIGKILL); 0 means no limit. `target` holds the command's default.
 CLI::Option* add_timeout_option(CLI::App& app, double& target);
-// --seed N: the seed of the command's random draws; the same seed repeats the same run.
+// --seed N: the random seed of the command's draws; the same seed repeats the same run.
 CLI::Option* add_seed_option(CLI::App& app, std::uint64_t& target, const std::string& what);
 // --format table|json|csv bound to `target`.
 // --api-key's value, or $OPENAI_API_KEY when the flag was not given (the OpenAI clients' convention).

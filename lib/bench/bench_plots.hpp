@@ -1,5 +1,5 @@
 // The pictures a certification comes with: latency percentiles against the rates probed, with
-// the SLO thresholds and the certified rate marked; and for one trial the seed's Figure 4 —
+// the SLO thresholds and the certified rate marked; and for one trial OptiKit's Figure 4 —
 // arrival against completion time, the fitted line r = α + β·c and the identity — its latency
 // CDFs and its timeline of requests in flight.
 #pragma once

@@ -18,7 +18,7 @@ struct SummaryOptions {
   std::vector<SloRule> slos;
   double warmup_fraction = 0.1;      // of the schedule's span, from the start
   double cooldown_fraction = 0.1;    // of the schedule's span, before its end
-  double beta_tolerance = 0.02;      // stable iff |β − 1| ≤ this (the seed's tight setting)
+  double beta_tolerance = 0.02;      // stable iff |β − 1| ≤ this (OptiKit's tight setting)
   double max_dispatch_lag_s = 0.005; // p99 bound before a trial counts as client-limited, or
   double lag_gap_share = 0.1;        // this share of the mean gap between arrivals, when larger
   double send_rate_margin = 0.05;    // sends achieved vs scheduled in the window

@@ -49,7 +49,7 @@ struct StageTime {
   std::string stage;
   int tasks = 0;
   int reused = 0;
-  double slot_seconds = 0; // Σ task time: the seed's Figure 5 (GPU-hours on a GPU box)
+  double slot_seconds = 0; // Σ task time: OptiKit's Figure 5 (GPU-hours on a GPU box)
 };
 
 // How a flow ended: its model packaged; or stopped because no trial passed the quality gate, or
@@ -78,7 +78,7 @@ struct FlowOutcome {
   double busy_slot_s = 0;     // Σ child time
   int slots = 0;
   int reused_tasks = 0;
-  // The first wave replayed from its measured task times: as run, and with the seed's barrier.
+  // The first wave replayed from its measured task times: as run, and with OptiKit's barrier.
   ScheduleReplay first_wave_streaming;
   ScheduleReplay first_wave_barrier;
 };

@@ -1,5 +1,5 @@
 // What the first wave's schedule cost, replayed from the tasks' measured durations: as the flow
-// runs it (a task starts once its own inputs exist) and as the seed's Algorithm 2 runs it (a
+// runs it (a task starts once its own inputs exist) and as OptiKit's Algorithm 2 runs it (a
 // barrier: no evaluation starts until every compression trial has finished). Replaying both from
 // the same durations compares the schedules, not the noise of two runs.
 #pragma once

@@ -4,7 +4,7 @@
 // finished, written atomically last. A task whose result.json exists is never run again, so a
 // flow killed at any moment resumes by running the same graph: finished work is reused,
 // unfinished work is redone from a clean folder. A task starts as soon as the tasks it reads
-// have finished, not when its whole stage has (the seed's future work (ii)).
+// have finished, not when its whole stage has (OptiKit's future work (ii)).
 #pragma once
 
 #include "archive/run_archive.hpp"

@@ -16,7 +16,7 @@ std::optional<Assignment> greedy_start(const PipelineProblem& problem);
 
 // From a feasible start, repeatedly applies the best improving move until none improves:
 //  - a transfer: k ∈ {1, 2, 4} units cross the boundary between adjacent stages, re-bitted to each
-//    option in turn, the receiving stage then lowered unit by unit until it fits — the seed's
+//    option in turn, the receiving stage then lowered unit by unit until it fits — SplitQuant's
 //    memory-neutral conversions (one 16-bit layer for two 8-bit or four 4-bit) are such moves;
 //  - one unit's bitwidth raised or lowered one option.
 // Every accepted move keeps the solution feasible and lowers the objective.

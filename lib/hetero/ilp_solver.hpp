@@ -2,7 +2,7 @@
 // (COIN-OR Branch and Cut, Debian's coinor-libcbc-dev, linked statically). Binaries z[u,j,b]
 // (unit u on stage j at bit option b) and their stage marginals x[u,j]; the contiguous,
 // monotone partition is written with cumulative sums (Σ_{k≤j} x[u,k] ≤ Σ_{k≤j} x[u−1,k]), which
-// says the same as the seed's pairwise (16) with O(U·N) rows instead of O(U·N²) and a tighter
+// says the same as SplitQuant's pairwise (16) with O(U·N) rows instead of O(U·N²) and a tighter
 // relaxation. With `accuracy_only` the latency terms are dropped: the adabits seed of the
 // bitwidth-transfer heuristic (min Σ ω subject to memory and order).
 #pragma once

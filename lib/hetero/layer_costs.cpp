@@ -114,7 +114,7 @@ perf::Estimate
 LayerCosts::decode_layer(const DeviceGroup& group, int bits, int micro_batch, int tp) const {
   perf::StepShape shape;
   shape.decode_requests = micro_batch;
-  shape.kv_len = m_workload.isl + m_workload.osl / 2.0; // the seed's n/2
+  shape.kv_len = m_workload.isl + m_workload.osl / 2.0; // SplitQuant's n/2
   return m_models->at(group, bits, tp).decoder_layer(shape);
 }
 

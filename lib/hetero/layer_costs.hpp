@@ -18,7 +18,7 @@
 namespace optkit::hetero {
 
 struct HeteroWorkload {
-  int isl = 512;  // prompt tokens (padded batch, as the seed assumes)
+  int isl = 512;  // prompt tokens (padded batch, as SplitQuant assumes)
   int osl = 128;  // generated tokens, n
   int batch = 32; // global batch B
 };
@@ -39,7 +39,7 @@ public:
   double layer_weight_bytes(int bits) const;
   // KV cache of one decoder layer for the whole batch at isl + osl (16-bit entries).
   double layer_kv_bytes() const;
-  // Token embedding and LM head (16-bit), held by the first stage (the seed's master engine).
+  // Token embedding and LM head (16-bit), held by the first stage (SplitQuant's master engine).
   double embedding_bytes() const;
   // Peak activations of one prefill micro-batch of `micro_batch` sequences.
   double activation_bytes(int micro_batch) const;

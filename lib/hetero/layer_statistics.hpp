@@ -5,7 +5,7 @@
 // gives D_o (the input width) and max|W_o|. With `hessian`, the same pass also accumulates each
 // input's H = 2/N · Σ XᵀX; its top eigenvalue λ (power iteration) times the weight's
 // round-to-nearest error ‖Q_b(W) − W‖² at each bitwidth (symmetric, groups of 128, as compress
-// quantizes) is the Hessian indicator the seed compares against (§IV-B, Table V). The two
+// quantizes) is the Hessian indicator SplitQuant compares against (§IV-B, Table V). The two
 // indicators' own costs are timed apart from the forward pass they share.
 #pragma once
 

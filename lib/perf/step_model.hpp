@@ -121,7 +121,7 @@ private:
 };
 
 // Hottest expert-parallel rank's routed load over the mean, for experts whose popularity follows
-// the seed's power law (Eq. 3, sampled at evenly spaced quantiles) placed on `ep` ranks in a fixed
+// AIConfigurator's power law (Eq. 3, sampled at evenly spaced quantiles) placed on `ep` ranks in a fixed
 // shuffled order. α = 0: balanced (1.0).
 double expert_parallel_imbalance(int experts, int ep, double alpha);
 

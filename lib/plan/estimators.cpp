@@ -67,7 +67,7 @@ aggregated_steps(const Workload& workload, double batch, double ctx_tokens, cons
       plan.gen_steps = 0;
       plan.mix_gen_tokens = std::max(1.0, std::floor(batch / (plan.total_ctx_steps / osl)));
       // Only mix_gen_tokens of the batch advance per step, so each sequence waits batch /
-      // mix_gen_tokens steps per token (the seed's TPOT = L_mix would let throughput exceed the
+      // mix_gen_tokens steps per token (AIConfigurator's TPOT = L_mix would let throughput exceed the
       // prefill rate).
       plan.context_bound_wait = batch / plan.mix_gen_tokens;
     } else {
@@ -106,7 +106,7 @@ estimate_aggregated(const perf::StepModel& model, const Workload& workload, doub
   const double isl = std::max(1.0, workload.isl - workload.prefix);
   const perf::Estimate mix_latency = model.step(plan->mix);
   const perf::Estimate gen_latency = decode_token_time(model, batch, plan->kv_mid, speculation);
-  // Step 4: TTFT with the seed's piecewise-linear queueing correction.
+  // Step 4: TTFT with AIConfigurator's piecewise-linear queueing correction.
   const double correction = std::min(2.0 + (plan->total_ctx_steps - 3.0) / 20.0, 4.0);
   out.ttft_ms = mix_latency.us / 1000.0 * std::ceil(isl / ctx_tokens) * correction;
   // Step 5: TPOT, a step-weighted mean that skips the first three (jittery) mixed steps.

@@ -1,8 +1,8 @@
-// Swap-full-model serving, the baseline DeltaZip measures itself against (vLLM-SCB in the seed,
+// Swap-full-model serving, the baseline DeltaZip measures itself against (vLLM-SCB in the DeltaZip paper,
 // §6): every variant is a whole model, and only one is loaded at a time — a step for another
 // variant first loads it, evicting the one before. A variant is a delta artifact (the base with
 // its Δ merged, as `eval perplexity --delta` loads it) or a checkpoint folder of the base's shape
-// (the fine-tuned model itself, mapped from disk as the seed's baseline loads it from storage).
+// (the fine-tuned model itself, mapped from disk as DeltaZip's baseline loads it from storage).
 // The engine keeps one model per step (EngineOptions::max_deltas 1 with base_takes_slot), so no
 // live sequence ever sees its weights change.
 #pragma once

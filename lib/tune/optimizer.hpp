@@ -1,5 +1,5 @@
 // What proposes the next configuration of a study. Every optimizer is a function of the space,
-// the completed history, the trial number and the seed, so a study resumed from the archive
+// the completed history, the trial number and the random seed, so a study resumed from the archive
 // proposes exactly what the uninterrupted one would have. (Grid search also remembers the points
 // it handed to trials still running, so parallel slots do not measure one point twice.)
 #pragma once

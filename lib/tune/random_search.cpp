@@ -1,4 +1,4 @@
-// Random search, the seed helpers every optimizer shares, and grid search.
+// Random search, the random-seed helpers every optimizer shares, and grid search.
 #include "core/error.hpp"
 #include "core/random_source.hpp"
 #include "tune/optimizer.hpp"
