@@ -5,8 +5,8 @@
 #pragma once
 
 #include "archive/run_context.hpp"
-#include "bench/generator_ceiling.hpp"
 #include "bench/certification.hpp"
+#include "bench/generator_ceiling.hpp"
 #include "bench/serving_profile.hpp"
 
 #include <optional>

@@ -13,7 +13,6 @@
 
 namespace optkit::eval {
 
-
 // Parent side: validates the inputs, runs the worker, archives the metrics. Exit-2 failures of
 // the child come back as InputError with the child's message.
 PerplexityResult run_perplexity(const PerplexityOptions& options, const archive::RunContext& context);

@@ -128,8 +128,8 @@ local_target(const std::string& model, const std::string& delta, const TaskEvalO
     launch.settings.extra_args.push_back(options.activations);
   }
   launch.executable = options.engine_executable.empty() ? executable_path().string() : options.engine_executable;
-  launch.directory = context.recording() ? context.archive->run_directory(context.run_id)
-                                                                       : std::filesystem::temp_directory_path();
+  launch.directory =
+      context.recording() ? context.archive->run_directory(context.run_id) : std::filesystem::temp_directory_path();
   launch.ready_timeout_s = 300;
   Target t;
   t.engine = std::make_unique<engines::EngineProcess>(std::move(launch));

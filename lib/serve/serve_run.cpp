@@ -43,7 +43,8 @@ parse_device(const std::string& text, const std::string& flag) {
 }
 
 ServeSummary
-run_serve(const ServeOptions& options, const archive::RunContext& context, const std::function<void(int)>& on_listening) {
+run_serve(const ServeOptions& options, const archive::RunContext& context,
+          const std::function<void(int)>& on_listening) {
   const bool gguf = model::is_gguf_model(options.base);
   if (!std::filesystem::is_directory(options.base) && !gguf)
     throw InputError("--base " + options.base.string() + ": no such model folder or GGUF file");
