@@ -17,79 +17,112 @@ number_or_null(double value) {
   return value >= 0 && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
+double
+number_or_unset(const nlohmann::json& j) { // the inverse of number_or_null
+  return j.is_null() ? -1 : j.get<double>();
+}
+
 std::string
 ms(double seconds) {
   return seconds < 0 ? "-" : fmt::format("{:.1f}", seconds * 1e3);
 }
 
+// A struct's fields as its JSON carries them, by name: to_json writes them from these tables and
+// certification_from_json reads them back through the same ones, so the two cannot drift apart.
+template <class S, class T> using Field = std::pair<const char*, T S::*>;
+
+template <class S, class T, std::size_t N>
+void
+write_fields(nlohmann::json& j, const S& s, const Field<S, T> (&fields)[N]) {
+  for (const auto& [name, member] : fields)
+    j[name] = s.*member;
+}
+
+template <class S, class T, std::size_t N>
+void
+read_fields(const nlohmann::json& j, S& s, const Field<S, T> (&fields)[N]) {
+  for (const auto& [name, member] : fields)
+    if constexpr (std::is_same_v<T, std::size_t>)
+      s.*member = json_integer<std::size_t>(j.at(name));
+    else
+      s.*member = j.at(name).template get<T>();
+}
+
+constexpr Field<LatencySummary, double> kLatencyFigures[] = {
+    {"mean", &LatencySummary::mean}, {"min", &LatencySummary::min},   {"max", &LatencySummary::max},
+    {"p50", &LatencySummary::p50},   {"p90", &LatencySummary::p90},   {"p95", &LatencySummary::p95},
+    {"p99", &LatencySummary::p99},   {"p99.9", &LatencySummary::p999}}; // null: no samples
+constexpr Field<LatencySummary, Interval> kLatencyIntervals[] = {{"p95_ci95", &LatencySummary::p95_ci},
+                                                                 {"p99_ci95", &LatencySummary::p99_ci},
+                                                                 {"p99.9_ci95", &LatencySummary::p999_ci}};
+
+constexpr Field<TrialSummary, std::size_t> kTrialCounts[] = {
+    {"requests", &TrialSummary::requests},   {"measured", &TrialSummary::measured},
+    {"succeeded", &TrialSummary::succeeded}, {"failed", &TrialSummary::failed},
+    {"cancelled", &TrialSummary::cancelled}, {"tail_samples_needed", &TrialSummary::tail_samples_needed}};
+constexpr Field<TrialSummary, double> kTrialFigures[] = {
+    {"error_rate", &TrialSummary::error_rate},
+    {"scheduled_rate", &TrialSummary::scheduled_rate},
+    {"request_throughput", &TrialSummary::request_throughput},
+    {"output_token_throughput", &TrialSummary::output_token_throughput},
+    {"input_token_throughput", &TrialSummary::input_token_throughput},
+    {"goodput", &TrialSummary::goodput},
+    {"slo_attainment", &TrialSummary::slo_attainment},
+    {"mean_input_tokens", &TrialSummary::mean_input_tokens},
+    {"mean_output_tokens", &TrialSummary::mean_output_tokens},
+    {"sends_achieved", &TrialSummary::sends_achieved}};
+constexpr Field<TrialSummary, bool> kTrialFlags[] = {{"client_limited", &TrialSummary::client_limited},
+                                                     {"generator_lagged", &TrialSummary::generator_lagged}};
+constexpr Field<TrialSummary, std::string> kTrialTexts[] = {
+    {"client_limited_reason", &TrialSummary::client_limited_reason}};
+constexpr Field<TrialSummary, LatencySummary> kTrialLatencies[] = {{"ttft_s", &TrialSummary::ttft},
+                                                                   {"tpot_s", &TrialSummary::tpot},
+                                                                   {"itl_s", &TrialSummary::itl},
+                                                                   {"e2e_s", &TrialSummary::e2e},
+                                                                   {"server_queue_s", &TrialSummary::server_queue},
+                                                                   {"dispatch_lag_s", &TrialSummary::dispatch_lag}};
+constexpr Field<TrialSummary, std::string> kTrialNotes[] = {{"stopped_early", &TrialSummary::stopped_early},
+                                                            {"failure", &TrialSummary::failure}};
+
+constexpr Field<SteadyState, double> kSteadyFigures[] = {{"beta", &SteadyState::beta},
+                                                         {"alpha", &SteadyState::alpha},
+                                                         {"r", &SteadyState::r},
+                                                         {"in_flight_slope", &SteadyState::in_flight_slope},
+                                                         {"in_flight_mean", &SteadyState::in_flight_mean}};
+constexpr Field<SteadyState, bool> kSteadyFlags[] = {{"stable", &SteadyState::stable},
+                                                     {"backlog_growing", &SteadyState::backlog_growing}};
+
 } // namespace
 
 nlohmann::json
 to_json(const LatencySummary& s) {
-  const auto interval = [](const Interval& i) {
-    return i.low < 0 ? nlohmann::json(nullptr) : nlohmann::json::array({i.low, i.high});
-  };
-  return {{"count", s.count},
-          {"mean", number_or_null(s.mean)},
-          {"min", number_or_null(s.min)},
-          {"max", number_or_null(s.max)},
-          {"p50", number_or_null(s.p50)},
-          {"p90", number_or_null(s.p90)},
-          {"p95", number_or_null(s.p95)},
-          {"p99", number_or_null(s.p99)},
-          {"p99.9", number_or_null(s.p999)},
-          {"p95_ci95", interval(s.p95_ci)},
-          {"p99_ci95", interval(s.p99_ci)},
-          {"p99.9_ci95", interval(s.p999_ci)}};
+  nlohmann::json j = {{"count", s.count}};
+  for (const auto& [name, member] : kLatencyFigures)
+    j[name] = number_or_null(s.*member);
+  for (const auto& [name, member] : kLatencyIntervals)
+    j[name] =
+        (s.*member).low < 0 ? nlohmann::json(nullptr) : nlohmann::json::array({(s.*member).low, (s.*member).high});
+  return j;
 }
 
 nlohmann::json
 to_json(const TrialSummary& t) {
-  nlohmann::json slos = nlohmann::json::array();
+  nlohmann::json j = {
+      {"window_s", {t.window_start, t.window_end}}, {"errors", t.errors}, {"slos", nlohmann::json::array()}};
+  write_fields(j, t, kTrialCounts);
+  write_fields(j, t, kTrialFigures);
+  write_fields(j, t, kTrialFlags);
+  write_fields(j, t, kTrialTexts);
+  for (const auto& [name, member] : kTrialLatencies)
+    j[name] = to_json(t.*member);
+  for (const auto& [name, member] : kTrialNotes)
+    j[name] = (t.*member).empty() ? nlohmann::json(nullptr) : nlohmann::json(t.*member);
   for (const auto& v : t.slos)
-    slos.push_back({{"slo", v.rule.text}, {"value_s", number_or_null(v.value)}, {"passed", v.passed}});
-  nlohmann::json errors = nlohmann::json::object();
-  for (const auto& [message, count] : t.errors)
-    errors[message] = count;
-  return {{"window_s", {t.window_start, t.window_end}},
-          {"requests", t.requests},
-          {"measured", t.measured},
-          {"succeeded", t.succeeded},
-          {"failed", t.failed},
-          {"cancelled", t.cancelled},
-          {"errors", errors},
-          {"error_rate", t.error_rate},
-          {"scheduled_rate", t.scheduled_rate},
-          {"request_throughput", t.request_throughput},
-          {"output_token_throughput", t.output_token_throughput},
-          {"input_token_throughput", t.input_token_throughput},
-          {"goodput", t.goodput},
-          {"slo_attainment", t.slo_attainment},
-          {"mean_input_tokens", t.mean_input_tokens},
-          {"mean_output_tokens", t.mean_output_tokens},
-          {"ttft_s", to_json(t.ttft)},
-          {"tpot_s", to_json(t.tpot)},
-          {"itl_s", to_json(t.itl)},
-          {"e2e_s", to_json(t.e2e)},
-          {"server_queue_s", to_json(t.server_queue)},
-          {"dispatch_lag_s", to_json(t.dispatch_lag)},
-          {"sends_achieved", t.sends_achieved},
-          {"steady_state",
-           {{"beta", t.steady.beta},
-            {"alpha", t.steady.alpha},
-            {"r", t.steady.r},
-            {"n", t.steady.n},
-            {"stable", t.steady.stable},
-            {"in_flight_slope", t.steady.in_flight_slope},
-            {"in_flight_mean", t.steady.in_flight_mean},
-            {"backlog_growing", t.steady.backlog_growing}}},
-          {"client_limited", t.client_limited},
-          {"generator_lagged", t.generator_lagged},
-          {"client_limited_reason", t.client_limited_reason},
-          {"stopped_early", t.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.stopped_early)},
-          {"slos", slos},
-          {"tail_samples_needed", t.tail_samples_needed},
-          {"failure", t.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.failure)}};
+    j["slos"].push_back({{"slo", v.rule.text}, {"value_s", number_or_null(v.value)}, {"passed", v.passed}});
+  auto& steady = j["steady_state"] = {{"n", t.steady.n}};
+  write_fields(steady, t.steady, kSteadyFigures);
+  write_fields(steady, t.steady, kSteadyFlags);
+  return j;
 }
 
 nlohmann::json
@@ -159,108 +192,49 @@ named_value(const nlohmann::json& j, const std::array<Enum, N>& values) {
   throw nlohmann::json::out_of_range::create(406, "'" + j.get<std::string>() + "' is not a value bench writes", &j);
 }
 
-double
-number_or_unset(const nlohmann::json& j) { // the inverse of number_or_null
-  return j.is_null() ? -1 : j.get<double>();
-}
-
 std::string
 text_or_empty(const nlohmann::json& j) {
   return j.is_null() ? std::string() : j.get<std::string>();
-}
-
-Interval
-interval_from_json(const nlohmann::json& j) {
-  return j.is_null() ? Interval{-1, -1} : Interval{j.at(0).get<double>(), j.at(1).get<double>()};
 }
 
 LatencySummary
 latency_from_json(const nlohmann::json& j) {
   LatencySummary s;
   s.count = json_integer<std::size_t>(j.at("count"));
-  s.mean = number_or_unset(j.at("mean"));
-  s.min = number_or_unset(j.at("min"));
-  s.max = number_or_unset(j.at("max"));
-  s.p50 = number_or_unset(j.at("p50"));
-  s.p90 = number_or_unset(j.at("p90"));
-  s.p95 = number_or_unset(j.at("p95"));
-  s.p99 = number_or_unset(j.at("p99"));
-  s.p999 = number_or_unset(j.at("p99.9"));
-  s.p95_ci = interval_from_json(j.at("p95_ci95"));
-  s.p99_ci = interval_from_json(j.at("p99_ci95"));
-  s.p999_ci = interval_from_json(j.at("p99.9_ci95"));
-  return s;
-}
-
-SteadyState
-steady_from_json(const nlohmann::json& j) {
-  SteadyState s;
-  s.beta = j.at("beta").get<double>();
-  s.alpha = j.at("alpha").get<double>();
-  s.r = j.at("r").get<double>();
-  s.n = json_integer<std::size_t>(j.at("n"));
-  s.stable = j.at("stable").get<bool>();
-  s.in_flight_slope = j.at("in_flight_slope").get<double>();
-  s.in_flight_mean = j.at("in_flight_mean").get<double>();
-  s.backlog_growing = j.at("backlog_growing").get<bool>();
-  return s;
-}
-
-void
-read_counts(const nlohmann::json& j, TrialSummary& t) {
-  t.window_start = j.at("window_s").at(0).get<double>();
-  t.window_end = j.at("window_s").at(1).get<double>();
-  t.requests = json_integer<std::size_t>(j.at("requests"));
-  t.measured = json_integer<std::size_t>(j.at("measured"));
-  t.succeeded = json_integer<std::size_t>(j.at("succeeded"));
-  t.failed = json_integer<std::size_t>(j.at("failed"));
-  t.cancelled = json_integer<std::size_t>(j.at("cancelled"));
-  for (const auto& [message, count] : j.at("errors").items())
-    t.errors[message] = json_integer<std::size_t>(count);
-  t.tail_samples_needed = json_integer<std::size_t>(j.at("tail_samples_needed"));
-}
-
-void
-read_rates(const nlohmann::json& j, TrialSummary& t) {
-  t.error_rate = j.at("error_rate").get<double>();
-  t.scheduled_rate = j.at("scheduled_rate").get<double>();
-  t.request_throughput = j.at("request_throughput").get<double>();
-  t.output_token_throughput = j.at("output_token_throughput").get<double>();
-  t.input_token_throughput = j.at("input_token_throughput").get<double>();
-  t.goodput = j.at("goodput").get<double>();
-  t.slo_attainment = j.at("slo_attainment").get<double>();
-  t.mean_input_tokens = j.at("mean_input_tokens").get<double>();
-  t.mean_output_tokens = j.at("mean_output_tokens").get<double>();
-  t.sends_achieved = j.at("sends_achieved").get<double>();
-}
-
-void
-read_verdicts(const nlohmann::json& j, TrialSummary& t) {
-  t.client_limited = j.at("client_limited").get<bool>();
-  t.generator_lagged = j.at("generator_lagged").get<bool>();
-  t.client_limited_reason = j.at("client_limited_reason").get<std::string>();
-  t.stopped_early = text_or_empty(j.at("stopped_early"));
-  t.failure = text_or_empty(j.at("failure"));
-  for (const auto& v : j.at("slos")) {
-    t.slos.push_back(
-        {parse_slo(v.at("slo").get<std::string>()), number_or_unset(v.at("value_s")), v.at("passed").get<bool>()});
-    t.slos_passed = t.slos_passed && t.slos.back().passed;
+  for (const auto& [name, member] : kLatencyFigures)
+    s.*member = number_or_unset(j.at(name));
+  for (const auto& [name, member] : kLatencyIntervals) {
+    const auto& interval = j.at(name);
+    s.*member =
+        interval.is_null() ? Interval{-1, -1} : Interval{interval.at(0).get<double>(), interval.at(1).get<double>()};
   }
+  return s;
 }
 
 TrialSummary
 summary_from_json(const nlohmann::json& j) {
   TrialSummary t;
-  read_counts(j, t);
-  read_rates(j, t);
-  read_verdicts(j, t);
-  t.ttft = latency_from_json(j.at("ttft_s"));
-  t.tpot = latency_from_json(j.at("tpot_s"));
-  t.itl = latency_from_json(j.at("itl_s"));
-  t.e2e = latency_from_json(j.at("e2e_s"));
-  t.server_queue = latency_from_json(j.at("server_queue_s"));
-  t.dispatch_lag = latency_from_json(j.at("dispatch_lag_s"));
-  t.steady = steady_from_json(j.at("steady_state"));
+  t.window_start = j.at("window_s").at(0).get<double>();
+  t.window_end = j.at("window_s").at(1).get<double>();
+  for (const auto& [message, count] : j.at("errors").items())
+    t.errors[message] = json_integer<std::size_t>(count);
+  read_fields(j, t, kTrialCounts);
+  read_fields(j, t, kTrialFigures);
+  read_fields(j, t, kTrialFlags);
+  read_fields(j, t, kTrialTexts);
+  for (const auto& [name, member] : kTrialLatencies)
+    t.*member = latency_from_json(j.at(name));
+  for (const auto& [name, member] : kTrialNotes)
+    t.*member = text_or_empty(j.at(name));
+  for (const auto& v : j.at("slos")) {
+    t.slos.push_back(
+        {parse_slo(v.at("slo").get<std::string>()), number_or_unset(v.at("value_s")), v.at("passed").get<bool>()});
+    t.slos_passed = t.slos_passed && t.slos.back().passed;
+  }
+  const auto& steady = j.at("steady_state");
+  t.steady.n = json_integer<std::size_t>(steady.at("n"));
+  read_fields(steady, t.steady, kSteadyFigures);
+  read_fields(steady, t.steady, kSteadyFlags);
   return t;
 }
 
