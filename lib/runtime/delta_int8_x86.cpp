@@ -8,6 +8,10 @@
 // chunk's 128 (two 64-byte registers). VPDPBUSD then adds u·w over the lanes, with u = q + 128
 // the unsigned activation and w the signed code: 2·code − 15 on a mid-rise grid (offset ½, the
 // value is w/2), code − 8 without one; 128·Σw, taken off, is one more VPDPBUSD against ones.
+// Decoding costs few instructions per chunk: the codes' 32 bytes are broadcast to both halves
+// and VPMULTISHIFTQB brings each lane's nibble to its low bits, where one VPERMB through a
+// 64-entry table (indexed by the low 6 bits, so the neighbours' bits left above the nibble do
+// not matter) gives w; a lane's column is (its 2 position bits) OR 4g in one VPTERNLOGD.
 //
 // A dense 4-bit Δ (the embeddings' and LM head's, rounded rather than pruned) has 64 bytes of
 // codes per 128 columns, column 2j in the low nibble of byte j and column 2j + 1 in its high
@@ -31,39 +35,36 @@ namespace {
 
 constexpr std::int64_t kChunk = 128; // columns per step
 constexpr std::size_t kMaxRows = 4;  // activation rows one pass over a Δ row serves
+constexpr int kLowBitsOrHigh = 0xea; // VPTERNLOGD: (a AND b) OR c
 
-// The lane constants: which index byte a lane's nibble sits in, the bit offset (within the lane's
-// qword) of its 2-bit position, and its group's first column.
+// The lane constants: the bit offset (within the lane's qword of the broadcast codes) of its
+// nibble, which index byte its position nibble sits in, the bit offset of its 2-bit position, and
+// its group's first column.
 struct Lanes {
-  __m512i nibble_byte, position_shift, group_base;
+  __m512i code_shift, nibble_byte, position_shift, group_base;
 };
 
 OPTKIT_VBMI_VNNI Lanes
 lanes() {
-  alignas(64) std::uint8_t byte[64], shift[64], base[64];
+  alignas(64) std::uint8_t code[64], byte[64], shift[64], base[64];
   for (int lane = 0; lane < 64; ++lane) {
     const int group = lane % 32;
+    code[lane] = static_cast<std::uint8_t>(8 * (group % 8) + (lane >= 32 ? 4 : 0));
     byte[lane] = static_cast<std::uint8_t>(group / 2);
     shift[lane] = static_cast<std::uint8_t>(8 * (lane % 8) + 4 * (group % 2) + (lane >= 32 ? 2 : 0));
     base[lane] = static_cast<std::uint8_t>(4 * group);
   }
-  return {_mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
+  return {_mm512_load_si512(code), _mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
 }
 
-// The signed weights of a chunk's codes (see the top of the file).
-struct CodeWeights {
-  __m512i bias;
-  bool mid_rise;
-};
-
-OPTKIT_VBMI_VNNI inline CodeWeights
-code_weights(const DeltaCodes& d) {
-  return {_mm512_set1_epi8(static_cast<char>(d.offset != 0.0f ? 15 : 8)), d.offset != 0.0f};
-}
-
+// The signed weight of each code, repeated for every value of the two index bits above it (see
+// the top of the file): 2·code − 15 on a mid-rise grid, code − 8 without one.
 OPTKIT_VBMI_VNNI inline __m512i
-signed_weights(__m512i code, const CodeWeights& c) {
-  return _mm512_sub_epi8(c.mid_rise ? _mm512_add_epi8(code, code) : code, c.bias);
+weight_table(const DeltaCodes& d) {
+  alignas(64) std::int8_t table[64];
+  for (int i = 0; i < 64; ++i)
+    table[i] = static_cast<std::int8_t>(d.offset != 0.0f ? 2 * (i % 16) - 15 : i % 16 - 8);
+  return _mm512_load_si512(table);
 }
 
 // Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(r, k, acc, acc_w)` adds
@@ -100,20 +101,18 @@ template <std::size_t M> struct SparseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
   Lanes l = lanes();
-  CodeWeights weights = code_weights(d);
+  __m512i weights = weight_table(d);
 
   OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
-    const __m512i low4 = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
+    const __m512i three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
     const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
     const std::uint8_t* positions = d.indices + r * (d.cols / 8);
-    const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32));
-    const __m256i even = _mm256_and_si256(packed, _mm512_castsi512_si256(low4));
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm512_castsi512_si256(low4));
-    const __m512i w = signed_weights(_mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1), weights);
+    const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32)));
+    const __m512i w = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(l.code_shift, packed), weights);
     const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
     const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
-    const __m512i position = _mm512_and_si512(_mm512_multishift_epi64_epi8(l.position_shift, spread), three);
-    const __m512i column = _mm512_add_epi8(position, l.group_base);
+    const __m512i column = _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(l.position_shift, spread), three,
+                                                     l.group_base, kLowBitsOrHigh);
     acc_w = _mm512_dpbusd_epi32(acc_w, ones, w);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
@@ -128,14 +127,14 @@ template <std::size_t M> struct SparseChunk {
 template <std::size_t M> struct DenseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
-  CodeWeights weights = code_weights(d);
+  __m512i weights = weight_table(d);
 
   OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
-    const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
+    const __m512i ones = _mm512_set1_epi8(1);
     const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
     const __m512i packed = _mm512_loadu_si512(codes + k * 64);
-    const __m512i even = signed_weights(_mm512_and_si512(packed, low4), weights);
-    const __m512i odd = signed_weights(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), weights);
+    const __m512i even = _mm512_permutexvar_epi8(packed, weights);
+    const __m512i odd = _mm512_permutexvar_epi8(_mm512_srli_epi16(packed, 4), weights);
     acc_w = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc_w, ones, even), ones, odd);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
