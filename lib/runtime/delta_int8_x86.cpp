@@ -7,7 +7,8 @@
 // column each one multiplies, 4g + position, and VPERMI2B gathers those activations from the
 // chunk's 128 (two 64-byte registers). VPDPBUSD then adds u·w over the lanes, with u = q + 128
 // the unsigned activation and w the signed code: 2·code − 15 on a mid-rise grid (offset ½, the
-// value is w/2), code − 8 without one; 128·Σw, taken off, is one more VPDPBUSD against ones.
+// value is w/2), code − 8 without one. The 128·Σw this adds is taken off by starting a group's
+// sums at −128·Σw, one VPDPBUSD of 128s against −w per chunk, shared by every activation row.
 // Decoding costs few instructions per chunk: the codes' 32 bytes are broadcast to both halves
 // and VPMULTISHIFTQB brings each lane's nibble to its low bits, where one VPERMB through a
 // 64-entry table (indexed by the low 6 bits, so the neighbours' bits left above the nibble do
@@ -57,18 +58,25 @@ lanes() {
   return {_mm512_load_si512(code), _mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
 }
 
-// The signed weight of each code, repeated for every value of the two index bits above it (see
-// the top of the file): 2·code − 15 on a mid-rise grid, code − 8 without one.
+// The signed weight of each code (`sign` −1: negated), repeated for every value of the two index
+// bits above it (see the top of the file): 2·code − 15 on a mid-rise grid, code − 8 without one.
 OPTKIT_VBMI_VNNI inline __m512i
-weight_table(const DeltaCodes& d) {
+weight_table(const DeltaCodes& d, int sign = 1) {
   alignas(64) std::int8_t table[64];
   for (int i = 0; i < 64; ++i)
-    table[i] = static_cast<std::int8_t>(d.offset != 0.0f ? 2 * (i % 16) - 15 : i % 16 - 8);
+    table[i] = static_cast<std::int8_t>(sign * (d.offset != 0.0f ? 2 * (i % 16) - 15 : i % 16 - 8));
   return _mm512_load_si512(table);
 }
 
-// Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(r, k, acc, acc_w)` adds
-// chunk k's products of row r into acc[j] (int32) and its signed weights into acc_w; the group's
+// −128·Σw per lane for the codes `code` (indices into the negated table): where a chunk's sums
+// start, so that Σ (q + 128)·w comes out as Σ q·w.
+OPTKIT_VBMI_VNNI inline __m512i
+start_of_sums(__m512i start, __m512i code, __m512i negated) {
+  return _mm512_dpbusd_epi32(start, _mm512_set1_epi8(static_cast<char>(128)), _mm512_permutexvar_epi8(code, negated));
+}
+
+// Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(r, k, acc, first)` adds
+// chunk k's products of row r into acc[j] (int32; the group's first chunk sets it); the group's
 // scale applies once, and y[j·ldy + r] gets the row's sum times activation row j's scale.
 template <std::size_t M, typename Chunk>
 OPTKIT_VBMI_VNNI inline void
@@ -81,15 +89,12 @@ grouped_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const float*
     for (std::size_t j = 0; j < M; ++j)
       sum[j] = _mm512_setzero_ps();
     for (std::int64_t g = 0; g < groups; ++g) {
-      __m512i acc[M], acc_w = _mm512_setzero_si512();
-      for (std::size_t j = 0; j < M; ++j)
-        acc[j] = _mm512_setzero_si512();
+      __m512i acc[M];
       for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k)
-        chunk(r, k, acc, acc_w);
+        chunk(r, k, acc, k == g * chunks_per_group);
       const __m512 scale = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
-      const __m512i offset = _mm512_slli_epi32(acc_w, 7); // 128 · Σ w
       for (std::size_t j = 0; j < M; ++j)
-        sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], offset)), scale, sum[j]);
+        sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[j]), scale, sum[j]);
     }
     for (std::size_t j = 0; j < M; ++j)
       y[static_cast<std::int64_t>(j) * ldy + r] += _mm512_reduce_add_ps(sum[j]) * activation_scale[j];
@@ -101,24 +106,25 @@ template <std::size_t M> struct SparseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
   Lanes l = lanes();
-  __m512i weights = weight_table(d);
+  __m512i weights = weight_table(d), negated = weight_table(d, -1);
 
-  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
-    const __m512i three = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
+  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, bool first) const {
+    const __m512i three = _mm512_set1_epi8(3);
     const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
     const std::uint8_t* positions = d.indices + r * (d.cols / 8);
     const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32)));
-    const __m512i w = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(l.code_shift, packed), weights);
+    const __m512i code = _mm512_multishift_epi64_epi8(l.code_shift, packed);
+    const __m512i w = _mm512_permutexvar_epi8(code, weights);
+    const __m512i start = start_of_sums(_mm512_setzero_si512(), code, negated);
     const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
     const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
     const __m512i column = _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(l.position_shift, spread), three,
                                                      l.group_base, kLowBitsOrHigh);
-    acc_w = _mm512_dpbusd_epi32(acc_w, ones, w);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
       const __m512i gathered =
           _mm512_permutex2var_epi8(_mm512_loadu_si512(chunk), column, _mm512_loadu_si512(chunk + 64));
-      acc[j] = _mm512_dpbusd_epi32(acc[j], gathered, w);
+      acc[j] = _mm512_dpbusd_epi32(first ? start : _mm512_add_epi32(acc[j], start), gathered, w);
     }
   }
 };
@@ -127,18 +133,17 @@ template <std::size_t M> struct SparseChunk {
 template <std::size_t M> struct DenseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
-  __m512i weights = weight_table(d);
+  __m512i weights = weight_table(d), negated = weight_table(d, -1);
 
-  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, __m512i& acc_w) const {
-    const __m512i ones = _mm512_set1_epi8(1);
+  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, bool first) const {
     const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
-    const __m512i packed = _mm512_loadu_si512(codes + k * 64);
+    const __m512i packed = _mm512_loadu_si512(codes + k * 64), high = _mm512_srli_epi16(packed, 4);
     const __m512i even = _mm512_permutexvar_epi8(packed, weights);
-    const __m512i odd = _mm512_permutexvar_epi8(_mm512_srli_epi16(packed, 4), weights);
-    acc_w = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc_w, ones, even), ones, odd);
+    const __m512i odd = _mm512_permutexvar_epi8(high, weights);
+    const __m512i start = start_of_sums(start_of_sums(_mm512_setzero_si512(), packed, negated), high, negated);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
-      acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk), even);
+      acc[j] = _mm512_dpbusd_epi32(first ? start : _mm512_add_epi32(acc[j], start), _mm512_loadu_si512(chunk), even);
       acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk + 64), odd);
     }
   }
