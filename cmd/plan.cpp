@@ -272,6 +272,7 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
     PlanRequestFlags request;
     double target_rate = 0;
     std::string format;
+    bool list_models = false, list_systems = false;
   };
   auto flags = std::make_shared<Flags>();
   plan::PlanOptions& o = flags->request.options;
@@ -293,7 +294,13 @@ register_plan(CLI::App& app, CommandRegistry& commands) {
   plan_app->add_option("--plot", o.plot, "write the Pareto frontier as SVG to FILE");
   plan_app->add_option("--bench-profile", o.bench_profile, "write an optkit bench serving profile (YAML) to FILE");
   add_format_option(*plan_app, flags->format);
+  plan_app->add_flag("--list-models", flags->list_models, "list the built-in model presets and exit");
+  plan_app->add_flag("--list-systems", flags->list_systems, "list the bundled GPU systems and exit");
   commands.add({"plan", plan_app, [flags, plan_app](AppContext& ctx) {
+                  if (flags->list_models || flags->list_systems) {
+                    ctx.emit(flags->list_models ? plan::model_listing() : plan::system_listing());
+                    return;
+                  }
                   plan::PlanOptions options = plan_request_options(*plan_app, flags->request);
                   if (plan_app->count("--target-rate") > 0)
                     options.target_rate = flags->target_rate;

@@ -359,6 +359,30 @@ tails_json(const PlanRun& run) {
 
 } // namespace
 
+std::string
+model_listing() {
+  std::string out;
+  for (const auto& name : perf::model_presets()) {
+    const auto m = perf::resolve_model(name);
+    out += fmt::format(
+        "{:<18} {} layers, hidden {}, {} heads ({} KV){}\n", name, m.layers, m.hidden, m.heads, m.kv_heads,
+        m.experts > 0 ? fmt::format(", MoE {} experts ({} active)", m.experts, m.experts_per_token) : std::string());
+  }
+  return out + "\nor a Hugging Face config.json / model folder: --model DIR\n";
+}
+
+std::string
+system_listing() {
+  const auto profiles = find_data_directory().path / "profiles";
+  std::string out;
+  for (const auto& name : perf::list_systems(profiles)) {
+    const auto s = perf::load_system(profiles, name);
+    out += fmt::format("{:<10} {} {:.0f} GiB, {:.0f} GB/s{}\n", name, s.gpu_name, s.memory_gib, s.memory_bandwidth_gbs,
+                       std::filesystem::is_directory(profiles / "perf" / name) ? ", measured perf database" : "");
+  }
+  return out + "\nor your own: --system FILE.yaml\n";
+}
+
 PlanRun
 run_plan(const PlanOptions& options, const archive::RunContext& context) {
   PlanRun run;

@@ -54,6 +54,11 @@ struct PlanRun {
   std::vector<RowTail> tails; // the simulated rows, best first (empty without --slo)
 };
 
+// `plan --list-models`: each built-in preset with its shape; `plan --list-systems`: each system
+// under profiles/systems with its GPU, memory and bandwidth.
+std::string model_listing();
+std::string system_listing();
+
 // The request the options describe, validated (InputError naming the flag).
 PlanRequest plan_request(const PlanOptions& options);
 // The system named by --system, and its perf database (profiles/perf/<system> or --perf-db; none:

@@ -7,6 +7,16 @@ source "$(dirname "$0")/lib.sh"
 
 py() { python3 -c "$1" <<<"$OUT"; }
 
+# The presets and systems the help points to (--list-models, --list-systems).
+run plan --list-models
+expect_rc 0
+grep -q '^llama-3.1-70b *80 layers, hidden 8192' <<<"$OUT" || fail "plan --list-models: $OUT"
+grep -q '^qwen3-235b-a22b .*MoE 128 experts (8 active)' <<<"$OUT" || fail "plan --list-models (MoE): $OUT"
+run plan --list-systems
+expect_rc 0
+grep -q '^h200_sxm .*4800 GB/s, measured perf database' <<<"$OUT" || fail "plan --list-systems: $OUT"
+grep -q '^v100 ' <<<"$OUT" || fail "plan --list-systems (v100): $OUT"
+
 acceptance=(plan --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --ttft 1200 --tpot 20)
 run "${acceptance[@]}" --format json
 expect_rc 0
