@@ -228,4 +228,9 @@ TEST_CASE("a study's result read back from its JSON writes the same JSON; a fiel
   wrong["trials"][2]["number"] = "two";
   CHECK_THROWS_WITH_AS(tune_result_from_json(wrong, "tune.json"),
                        doctest::Contains("tune.json: field /trials/2/number"), InputError);
+  wrong = j;
+  wrong["trials"][1]["phase"] = "warmup";
+  CHECK_THROWS_WITH_AS(tune_result_from_json(wrong, "tune.json"),
+                       doctest::Contains("tune.json: field /trials/1/phase: 'warmup' is not a study phase"),
+                       InputError);
 }
