@@ -69,6 +69,16 @@ TEST_CASE("hostile templates are bounded: deep nesting, endless loops, runaway r
       "{{ ns.s }}",
       "t.jinja");
   CHECK_THROWS_AS(render_chat(big, Chat{}, false), InputError);
+  // tojson's indent: negative is an error, as in @huggingface/jinja (fuzz_chat_template found
+  // tojson(indent=-4) ending the process with std::length_error), and so is an absurd width.
+  for (const std::string width : {"-4", "1000000000"}) {
+    const auto indented = parse_chat_template("{{ [1, [2]] | tojson(indent=" + width + ") }}", "t.jinja");
+    CHECK_THROWS_WITH_AS(render_chat(indented, Chat{}, false),
+                         doctest::Contains(("t.jinja:1:13: tojson indent " + width + " is not from 0 to 1024").c_str()),
+                         InputError);
+  }
+  CHECK(render_chat(parse_chat_template("{{ [1, [2]] | tojson(indent=2) }}", "t.jinja"), Chat{}, false) ==
+        "[\n  1,\n  [\n    2\n  ]\n]");
   // A value that would contain itself is refused where it would be stored (fuzz_chat_template found
   // `{% set ns.count = ns %}{{ ns }}` overflowing the stack); so is nesting past the value depth.
   const auto self_attribute =

@@ -13,6 +13,7 @@ namespace optkit::jinja {
 
 // The most bytes a render (or one string it builds) may reach.
 inline constexpr std::size_t kMaxOutput = 64u << 20;
+inline constexpr std::int64_t kMaxJsonIndent = 1024; // tojson(indent=…)
 
 // A call's keyword argument `name` (null when absent).
 const Value* kwarg(const Kwargs& kwargs, std::string_view name);

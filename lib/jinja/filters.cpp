@@ -51,10 +51,16 @@ default_value(const FilterCall& c) {
   return use_default ? c.arg(0, "default_value", Value::of(std::string())) : c.value;
 }
 
+// tojson(indent=N): a negative N is an error, as @huggingface/jinja's " ".repeat(N) is, and so is
+// one past kMaxJsonIndent (a template's 2 or 4 is far below it; fuzzing found −4 and 10^9).
 Value
 tojson(const FilterCall& c) {
   const auto indent = c.arg(0, "indent");
-  return Value::of(to_json(c.value, indent.is(Kind::integer) ? static_cast<int>(indent.integer) : 0));
+  if (!indent.is(Kind::integer))
+    return Value::of(to_json(c.value));
+  if (indent.integer < 0 || indent.integer > kMaxJsonIndent)
+    c.host.fail(c.at, fmt::format("tojson indent {} is not from 0 to {}", indent.integer, kMaxJsonIndent));
+  return Value::of(to_json(c.value, static_cast<int>(indent.integer)));
 }
 
 Value
