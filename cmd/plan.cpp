@@ -74,16 +74,9 @@ register_plan_calibrate(CLI::App& plan_app, CommandRegistry& commands) {
   add_format_option(*calibrate, flags->format);
   commands.add({"plan calibrate", calibrate, [flags](AppContext& ctx) {
                   const auto run = plan::run_efficiency_fit(flags->points, ctx.run_context(0));
-                  ctx.emit_result(
-                      flags->format,
-                      {.json = plan::to_json(run),
-                       .table = plan::efficiency_fit_table(run),
-                       .after = fmt::format("\n{} ({} figures): mean absolute error {:.1f} % with the defaults, "
-                                            "{:.1f} % fitted\n\n{}",
-                                            run.points.name, run.fit.after_rows.size(),
-                                            plan::mean_absolute_percentage_error(run.fit.before_rows),
-                                            plan::mean_absolute_percentage_error(run.fit.after_rows),
-                                            plan::efficiency_yaml(run))});
+                  ctx.emit_result(flags->format, {.json = plan::to_json(run),
+                                                  .table = plan::efficiency_fit_table(run),
+                                                  .after = plan::efficiency_fit_summary(run)});
                 }});
 }
 
@@ -184,7 +177,10 @@ add_plan_request_options(CLI::App& app, PlanRequestFlags& flags) {
   app.add_option("--weight-dtype", o.weight_dtype, "weights: bf16, fp16, fp8, int8, int4")->capture_default_str();
   app.add_option("--act-dtype", o.activation_dtype,
                  "activations: bf16, fp16, fp8, int8 (default: fp8/int8 with such weights, else bf16)");
-  app.add_option("--kv-dtype", o.kv_dtype, "KV cache: bf16, fp16, fp8, int8")->capture_default_str();
+  app.add_option("--kv-dtype", o.kv_dtype,
+                 "KV cache: bf16, fp16, fp8, int8, or auto: the engine's default (TensorRT-LLM: fp8 with "
+                 "fp8 weights; otherwise the weights' 16-bit dtype)")
+      ->capture_default_str();
   app.add_option("--memory-fraction", flags.memory_fraction,
                  "engine memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static, "
                  "TensorRT-LLM kv_cache_free_gpu_memory_fraction; default 0.9)");
@@ -253,6 +249,10 @@ register_plan_estimate(CLI::App& plan_app, CommandRegistry& commands) {
       ->capture_default_str();
   estimate->add_option("--prefill-batch", e.prefill_batch, "disagg: prompts a prefill worker prefills together")
       ->capture_default_str();
+  estimate->add_option("--prefill-workers", e.workers.prefill,
+                       "disagg: prefill workers in one unit (with --decode-workers; default: rate-matched)");
+  estimate->add_option("--decode-workers", e.workers.decode,
+                       "disagg: decode workers in one unit (with --prefill-workers; default: rate-matched)");
   add_format_option(*estimate, flags->format);
   commands.add({"plan estimate", estimate, [flags, estimate](AppContext& ctx) {
                   plan::EstimateOptions options = flags->estimate;

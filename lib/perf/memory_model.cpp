@@ -40,6 +40,13 @@ default_memory_fraction(Engine) {
   return 0.9;
 }
 
+Precision
+default_kv_dtype(Engine engine, Precision weights) {
+  if (engine == Engine::trtllm && weights == Precision::fp8)
+    return Precision::fp8;
+  return weights == Precision::fp16 ? Precision::fp16 : Precision::bf16;
+}
+
 double
 MemoryBudget::used_gib(double sequences) const {
   return (weight_bytes + activation_bytes + reserve_bytes + sequences * kv_bytes_per_sequence) /

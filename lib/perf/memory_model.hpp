@@ -23,6 +23,11 @@ std::string engine_name(Engine engine);
 // The engine's default memory fraction (vLLM gpu-memory-utilization 0.9, SGLang
 // mem-fraction-static 0.9, TensorRT-LLM kv_cache_free_gpu_memory_fraction 0.9).
 double default_memory_fraction(Engine engine);
+// The KV-cache dtype an engine runs when not told (`--kv-dtype auto`): TensorRT-LLM takes it from
+// the checkpoint's quantization config, and NVIDIA's FP8/FP4 checkpoints (ModelOpt) quantize the
+// KV cache to FP8 with the weights, so FP8 weights mean an FP8 cache; vLLM's and SGLang's `auto`
+// and llama.cpp's default keep the model's 16-bit dtype (FP8 there only when told).
+Precision default_kv_dtype(Engine engine, Precision weights);
 
 struct MemoryBudget {
   double capacity_bytes = 0;

@@ -313,8 +313,8 @@ PerfDatabase::attention_decode(const std::string& kv_dtype, int heads, int kv_he
                                double kv_len, double tokens_per_sequence) const {
   const OpCost cost = attention_decode_cost(batch, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
                                             kv_element_bytes(kv_dtype), tokens_per_sequence);
-  return attention("attention_decode", kv_dtype, heads, kv_heads, head_dim, batch, kv_len, cost, OpClass::memory,
-                   tokens_per_sequence == 1);
+  return attention("attention_decode", kv_dtype, heads, kv_heads, head_dim, batch, kv_len, cost,
+                   OpClass::decode_attention, tokens_per_sequence == 1);
 }
 
 Estimate

@@ -82,8 +82,10 @@ Estimate
 roofline_estimate(const SystemSpec& system, OpClass op_class, const OpCost& cost, double peak_flops) {
   const auto& eff = system.efficiency;
   const double compute_eff = op_class == OpClass::attention ? eff.attention : eff.gemm;
-  const double compute_s = op_class == OpClass::memory ? 0.0 : cost.flops / (peak_flops * compute_eff);
-  const double memory_s = cost.bytes / (system.memory_bandwidth_gbs * 1e9 * eff.memory);
+  const bool memory_bound = op_class == OpClass::memory || op_class == OpClass::decode_attention;
+  const double compute_s = memory_bound ? 0.0 : cost.flops / (peak_flops * compute_eff);
+  const double bandwidth_eff = op_class == OpClass::decode_attention ? eff.decode_attention : eff.memory;
+  const double memory_s = cost.bytes / (system.memory_bandwidth_gbs * 1e9 * bandwidth_eff);
   return {std::max(compute_s, memory_s) * 1e6 + eff.kernel_overhead_us, eff.fallback_label()};
 }
 

@@ -15,7 +15,8 @@ struct OpCost {
   double bytes = 0; // memory traffic
 };
 
-enum class OpClass { gemm, attention, memory };
+// attention: prefill (compute-bound, tensor peak); decode_attention: reading the KV cache.
+enum class OpClass { gemm, attention, decode_attention, memory };
 enum class CollectiveOp { all_reduce, all_gather, all_to_all, p2p };
 
 OpCost gemm_cost(double m, double n, double k, double weight_bytes, double activation_bytes);

@@ -127,14 +127,15 @@ equivalent_shape(const StepBatch& batch) {
 }
 
 StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
-                     ServingPrecision precision, double moe_power_law_alpha)
+                     ServingPrecision precision, double moe_power_law_alpha, AttentionKernels attention_kernels)
     : m_model(model)
     , m_system(system)
     , m_db(db)
     , m_parallel(parallel)
     , m_precision(precision)
     , m_gemm_kind(gemm_kind(precision.weights, precision.activations))
-    , m_kv_dtype(precision_name(precision.kv_cache)) {
+    , m_kv_dtype(precision_name(precision.kv_cache))
+    , m_attention_kernels(attention_kernels) {
   if (model.is_moe())
     m_imbalance = expert_parallel_imbalance(model.experts, parallel.ep, moe_power_law_alpha);
 }
@@ -247,8 +248,8 @@ StepModel::attention(const StepShape& s, double dp_share) const {
       // Prefill decompresses the latent into per-head keys and values, then runs ordinary attention.
       const double tokens = s.prefill_requests * dp_share * (s.prefill_tokens + s.prefix);
       total += m_db.gemm(m_gemm_kind, tokens, heads_local * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank);
-      total += m_db.attention_prefill(m_kv_dtype, int(heads_local), int(heads_local), int(qk),
-                                      s.prefill_requests * dp_share, s.prefill_tokens, s.prefix);
+      total += prefill_attention(int(heads_local), int(heads_local), int(qk), s.prefill_requests * dp_share,
+                                 s.prefill_tokens, s.prefix);
     }
     if (s.decode_requests > 0) {
       // Decode absorbs the up-projections and attends over the shared latent cache.
@@ -258,7 +259,7 @@ StepModel::attention(const StepShape& s, double dp_share) const {
       const OpCost cost =
           attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent, m.kv_lora_rank, latent,
                                 bytes_per_element(m_precision.kv_cache), s.tokens_per_decode);
-      total += roofline_estimate(m_system, OpClass::memory, cost, m_system.peak_flops("bf16"));
+      total += roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
       total += m_db.gemm("bf16", rows * heads_local, m.v_head_dim, m.kv_lora_rank);
     }
     return total;
@@ -266,12 +267,32 @@ StepModel::attention(const StepShape& s, double dp_share) const {
   const int heads_local = std::max(1, int(m.heads / tp));
   const int kv_local = std::max(1, int(m.kv_heads / tp));
   if (s.prefill_requests > 0)
-    total += m_db.attention_prefill(m_kv_dtype, heads_local, kv_local, m.head_dim, s.prefill_requests * dp_share,
-                                    s.prefill_tokens, s.prefix);
+    total +=
+        prefill_attention(heads_local, kv_local, m.head_dim, s.prefill_requests * dp_share, s.prefill_tokens, s.prefix);
   if (s.decode_requests > 0)
-    total += m_db.attention_decode(m_kv_dtype, heads_local, kv_local, m.head_dim, s.decode_requests * dp_share,
-                                   s.kv_len, s.tokens_per_decode);
+    total += decode_attention(heads_local, kv_local, m.head_dim, s.decode_requests * dp_share, s.kv_len,
+                              s.tokens_per_decode);
   return total;
+}
+
+Estimate
+StepModel::prefill_attention(int heads, int kv_heads, int head_dim, double requests, double tokens,
+                             double prefix) const {
+  if (m_attention_kernels == AttentionKernels::profiled)
+    return m_db.attention_prefill(m_kv_dtype, heads, kv_heads, head_dim, requests, tokens, prefix);
+  const OpCost cost = attention_prefill_cost(requests, tokens, prefix, heads, kv_heads, head_dim, head_dim,
+                                             bytes_per_element(m_precision.kv_cache));
+  return roofline_estimate(m_system, OpClass::attention, cost, m_system.peak_flops("bf16"));
+}
+
+Estimate
+StepModel::decode_attention(int heads, int kv_heads, int head_dim, double requests, double kv_len,
+                            int tokens_per_decode) const {
+  if (m_attention_kernels == AttentionKernels::profiled)
+    return m_db.attention_decode(m_kv_dtype, heads, kv_heads, head_dim, requests, kv_len, tokens_per_decode);
+  const OpCost cost = attention_decode_cost(requests, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
+                                            bytes_per_element(m_precision.kv_cache), tokens_per_decode);
+  return roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
 }
 
 StepParts

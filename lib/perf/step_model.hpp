@@ -1,4 +1,4 @@
-// One engine step as a sum of operators (AIConfigurator's iteration-level model, seed §4.3): per
+// One engine step as a sum of operators (AIConfigurator's iteration-level model, its §4.3): per
 // layer the QKV/attention/output projections, attention over the KV cache, the dense FFN or the
 // routed experts (with their dispatch/combine), the tensor-parallel all-reduces and the
 // memory-bound glue; then the LM head and, across pipeline stages, the activations' hand-off.
@@ -68,11 +68,18 @@ struct StepParts {
   Estimate total() const;
 };
 
+// Whose attention kernels a step runs. The perf database's attention tables time optkit's own
+// kernels (`plan profile`); a serving engine runs its own (TensorRT-LLM's FMHA and XQA, FlashInfer,
+// FlashAttention), priced instead at the speed of light over the system's calibrated attention
+// efficiencies (`efficiency.attention`, `efficiency.decode_attention`), labelled calibrated.
+enum class AttentionKernels { profiled, engine };
+
 // Thread-safe: concurrent callers may price steps on one model.
 class StepModel {
 public:
   StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
-            ServingPrecision precision, double moe_power_law_alpha);
+            ServingPrecision precision, double moe_power_law_alpha,
+            AttentionKernels attention_kernels = AttentionKernels::profiled);
 
   // Latency of one step through every pipeline stage (µs), and the same split by what it is spent on.
   Estimate step(const StepShape& shape) const { return step_parts(shape).total(); }
@@ -103,6 +110,7 @@ private:
   std::string m_gemm_kind;
   std::string m_kv_dtype;
   double m_imbalance = 1.0;
+  AttentionKernels m_attention_kernels;
 
   // Token-count-dependent part of a layer (projections, FFN/MoE, collectives, glue), memoised for
   // the last few token counts: decode steps of one batch differ only in their attention.
@@ -118,6 +126,10 @@ private:
   LinearMemo linear_part(double tokens_per_rank, double logit_rows) const;
   LinearMemo price_linear_part(double tokens_per_rank, double logit_rows) const;
   Estimate attention(const StepShape& shape, double dp_share) const;
+  Estimate prefill_attention(int heads, int kv_heads, int head_dim, double requests, double tokens,
+                             double prefix) const;
+  Estimate decode_attention(int heads, int kv_heads, int head_dim, double requests, double kv_len,
+                            int tokens_per_decode) const;
 };
 
 // Hottest expert-parallel rank's routed load over the mean, for experts whose popularity follows

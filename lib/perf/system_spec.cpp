@@ -55,6 +55,8 @@ system_schema() {
     Schema efficiency{"efficiency",
                       {number("gemm", "fraction of tensor peak large matrix products reach"),
                        number("attention", "fraction of tensor peak prefill attention reaches"),
+                       number("decode_attention",
+                              "fraction of memory bandwidth decode attention reaches (default: memory)", 0, false),
                        number("memory", "fraction of memory bandwidth memory-bound kernels reach"),
                        number("communication", "fraction of link bandwidth collectives reach"),
                        number("kernel_overhead_us", "launch and tail cost per kernel, microseconds"),
@@ -144,6 +146,7 @@ load_system_file(const std::filesystem::path& file) {
   spec.efficiency.gemm = efficiency["gemm"].get<double>();
   spec.efficiency.attention = efficiency["attention"].get<double>();
   spec.efficiency.memory = efficiency["memory"].get<double>();
+  spec.efficiency.decode_attention = efficiency.value("decode_attention", spec.efficiency.memory);
   spec.efficiency.communication = efficiency["communication"].get<double>();
   spec.efficiency.kernel_overhead_us = efficiency["kernel_overhead_us"].get<double>();
   spec.efficiency.calibrated = efficiency.value("calibrated", "");
@@ -158,6 +161,7 @@ load_system_file(const std::filesystem::path& file) {
   positive(spec.fp16_tflops, "gpu.fp16_tflops");
   for (const auto& [value, key] : {std::pair{spec.efficiency.gemm, "efficiency.gemm"},
                                    {spec.efficiency.attention, "efficiency.attention"},
+                                   {spec.efficiency.decode_attention, "efficiency.decode_attention"},
                                    {spec.efficiency.memory, "efficiency.memory"},
                                    {spec.efficiency.communication, "efficiency.communication"}})
     if (!(value > 0 && value <= 1))

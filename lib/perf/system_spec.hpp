@@ -18,7 +18,8 @@ inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0; // bytes
 struct DefaultEfficiency {
   double gemm = 0.70;              // large matrix products vs dense tensor peak
   double attention = 0.50;         // prefill attention vs dense tensor peak
-  double memory = 0.80;            // memory-bound kernels vs HBM bandwidth
+  double decode_attention = 0.80;  // decode attention (reading the KV cache) vs HBM bandwidth
+  double memory = 0.80;            // other memory-bound kernels vs HBM bandwidth
   double communication = 0.80;     // collectives vs per-direction link bandwidth
   double kernel_overhead_us = 4.0; // launch and tail per kernel
   std::string calibrated;          // the published points they were fitted to ("": defaults)

@@ -88,7 +88,8 @@ void
 estimate_worker(const EstimateOptions& o, const perf::PerfDatabase& db, EstimateRun& run, ServingMode mode) {
   const PlanRequest& r = run.request;
   const bool moe = r.model.is_moe();
-  const perf::StepModel model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha);
+  const perf::StepModel model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha,
+                              r.attention_kernels);
   const WorkerConfiguration configuration{mode, o.batch, o.ctx_tokens > 0 ? double(o.ctx_tokens) : prompt_tokens(r)};
   run.memory = worker_memory(r, run.system, o.parallel, configuration);
   const PricedRow priced = price_worker(r, run.system, model, configuration);
@@ -107,8 +108,10 @@ void
 estimate_disaggregated(const EstimateOptions& o, const perf::PerfDatabase& db, EstimateRun& run) {
   const PlanRequest& r = run.request;
   const bool moe = r.model.is_moe();
-  const perf::StepModel prefill_model(r.model, run.system, db, o.prefill_parallel, r.precision, r.moe_power_law_alpha);
-  const perf::StepModel decode_model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha);
+  const perf::StepModel prefill_model(r.model, run.system, db, o.prefill_parallel, r.precision, r.moe_power_law_alpha,
+                                      r.attention_kernels);
+  const perf::StepModel decode_model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha,
+                                     r.attention_kernels);
   const auto prefill = price_prefill(r, run.system, prefill_model, o.prefill_batch);
   if (!prefill)
     throw InputError("--prefill-batch " + std::to_string(o.prefill_batch) + ": " + o.prefill_parallel.label(moe) +
@@ -117,7 +120,12 @@ estimate_disaggregated(const EstimateOptions& o, const perf::PerfDatabase& db, E
   const auto decode = price_decode(r, run.system, decode_model, o.batch);
   if (!decode)
     throw InputError(memory_refusal(r, o.parallel, o.batch, run.memory));
-  const std::optional<PlanRow> row = disaggregated_row(r, run.system, *prefill, *decode);
+  const std::optional<PlanRow> row = disaggregated_row(r, run.system, *prefill, *decode, o.workers);
+  if (!row && o.workers.prefill > 0)
+    throw InputError(
+        fmt::format("--prefill-workers {} --decode-workers {}: the unit needs {} GPUs, more than --gpus {}",
+                    o.workers.prefill, o.workers.decode,
+                    o.workers.prefill * o.prefill_parallel.gpus() + o.workers.decode * o.parallel.gpus(), r.gpus));
   if (!row)
     throw InputError(
         fmt::format("no xPyD unit of a {}-GPU prefill worker and a {}-GPU decode worker divides --gpus {}; "
@@ -138,6 +146,12 @@ check_counts(const EstimateOptions& o, ServingMode mode) {
     throw InputError("--ctx-tokens: only aggregated serving (--mode agg) mixes prompt chunks into decode steps");
   if (mode == ServingMode::disaggregated && (o.prefill_batch < 1 || o.prefill_batch > 64))
     throw InputError("--prefill-batch " + std::to_string(o.prefill_batch) + ": use 1 to 64 prompts");
+  const bool counted = o.workers.prefill != 0 || o.workers.decode != 0;
+  if (counted && mode != ServingMode::disaggregated)
+    throw InputError("--prefill-workers and --decode-workers: only disaggregated serving (--mode disagg) has pools");
+  if (counted && (o.workers.prefill < 1 || o.workers.prefill > 64 || o.workers.decode < 1 || o.workers.decode > 64))
+    throw InputError(fmt::format("--prefill-workers {} --decode-workers {}: give both, each 1 to 64", o.workers.prefill,
+                                 o.workers.decode));
 }
 
 void

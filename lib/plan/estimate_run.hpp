@@ -24,6 +24,7 @@ struct EstimateOptions {
   int ctx_tokens = 0;                    // agg: prompt tokens per mixed step (0: one whole prompt)
   perf::ParallelConfig prefill_parallel; // disagg: the prefill worker
   int prefill_batch = 1;                 // disagg: prompts prefilled together
+  WorkerCounts workers;                  // disagg: the unit's workers (0, 0: rate-matched)
 };
 
 // One step the configuration runs, priced part by part (µs per step).

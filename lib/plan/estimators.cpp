@@ -135,14 +135,22 @@ rate_match(double prefill_requests_per_s, int prefill_gpus, double decode_reques
         break;
       if (total_gpus % gpus != 0)
         continue;
-      const double rate = std::min(prefill_requests_per_s * x * factors.alpha_prefill,
-                                   decode_requests_per_s * y * factors.alpha_decode);
-      if (rate / gpus > best_per_gpu) {
-        best_per_gpu = rate / gpus;
-        best = {x, y, rate, gpus};
+      const RateMatch unit =
+          unit_rate(prefill_requests_per_s, prefill_gpus, decode_requests_per_s, decode_gpus, x, y, factors);
+      if (unit.requests_per_s / gpus > best_per_gpu) {
+        best_per_gpu = unit.requests_per_s / gpus;
+        best = unit;
       }
     }
   return best;
+}
+
+RateMatch
+unit_rate(double prefill_requests_per_s, int prefill_gpus, double decode_requests_per_s, int decode_gpus, int x, int y,
+          const DisaggregationFactors& factors) {
+  const double rate =
+      std::min(prefill_requests_per_s * x * factors.alpha_prefill, decode_requests_per_s * y * factors.alpha_decode);
+  return {x, y, rate, x * prefill_gpus + y * decode_gpus};
 }
 
 } // namespace optkit::plan

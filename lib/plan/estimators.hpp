@@ -1,4 +1,4 @@
-// The seed's serving-mode estimators (Algorithms 1–3) over a StepModel, plus speculative
+// AIConfigurator's serving-mode estimators (Algorithms 1–3) over a StepModel, plus speculative
 // decoding. Times are milliseconds; every result carries the source labels of its steps.
 #pragma once
 
@@ -84,5 +84,8 @@ struct RateMatch {
 // `total_gpus` (AIConfigurator's valid totals); no such unit → gpus = 0.
 RateMatch rate_match(double prefill_requests_per_s, int prefill_gpus, double decode_requests_per_s, int decode_gpus,
                      int total_gpus, const DisaggregationFactors& factors);
+// One given unit of x prefill and y decode workers: the slower pool, derated, sets its rate.
+RateMatch unit_rate(double prefill_requests_per_s, int prefill_gpus, double decode_requests_per_s, int decode_gpus,
+                    int x, int y, const DisaggregationFactors& factors);
 
 } // namespace optkit::plan

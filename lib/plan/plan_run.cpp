@@ -82,7 +82,8 @@ plan_request(const PlanOptions& o) {
                                  r.model.max_context));
   r.engine = perf::parse_engine(o.engine.value_or(o.emit.empty() ? "vllm" : o.emit), "--engine");
   r.precision.weights = perf::parse_precision(o.weight_dtype, "--weight-dtype");
-  r.precision.kv_cache = perf::parse_precision(o.kv_dtype, "--kv-dtype");
+  r.precision.kv_cache = o.kv_dtype == "auto" ? perf::default_kv_dtype(r.engine, r.precision.weights)
+                                              : perf::parse_precision(o.kv_dtype, "--kv-dtype");
   if (r.precision.kv_cache == perf::Precision::int4)
     throw InputError("--kv-dtype int4: KV caches are bf16, fp16, fp8 or int8");
   if (o.activation_dtype.empty()) {

@@ -25,7 +25,7 @@ struct PlanOptions {
   std::optional<double> ttft_ms, tpot_ms, speed; // SLA (defaults: TTFT 2000 ms, TPOT 30 ms)
   std::optional<double> e2e_ms;                  // SLA: request latency (then TPOT follows from it)
   std::optional<std::string> engine;             // whose memory rules apply; default: the --emit engine, else vllm
-  std::string weight_dtype = "bf16", activation_dtype, kv_dtype = "bf16";
+  std::string weight_dtype = "bf16", activation_dtype, kv_dtype = "auto"; // auto: the engine's default
   std::optional<double> memory_fraction;
   std::string modes = "agg,disagg";
   int spec_tokens = 0;

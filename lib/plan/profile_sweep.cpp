@@ -39,6 +39,7 @@ collect_sites(const SweepOptions& options, const perf::SystemSpec& system) {
     for (const auto& precision : swept_precisions()) {
       PlanRequest request{.model = model, .gpus = std::max(8, system.gpus_per_node)};
       request.precision = precision;
+      request.attention_kernels = perf::AttentionKernels::profiled;
       request.modes = {ServingMode::static_batching, ServingMode::aggregated, ServingMode::disaggregated};
       search(request, system, db);
     }

@@ -84,7 +84,7 @@ count(PlanResult& result, const PricedRow& priced) {
 void
 search_worker_modes(const PlanRequest& r, const perf::SystemSpec& system, const perf::PerfDatabase& db,
                     const perf::ParallelConfig& parallel, bool static_mode, bool aggregated, PlanResult& result) {
-  const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha);
+  const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha, r.attention_kernels);
   const auto add = [&](const PricedRow& priced) {
     count(result, priced);
     if (priced)
@@ -107,7 +107,7 @@ search_disaggregated(const PlanRequest& r, const perf::SystemSpec& system, const
   for (const auto& parallel : layouts) {
     if (parallel.gpus() >= r.gpus)
       continue; // a unit needs at least one prefill and one decode worker
-    const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha);
+    const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha, r.attention_kernels);
     for (int batch : {1, 2, 4, 8}) {
       const auto prefill = price_prefill(r, system, model, batch);
       if (!prefill)
@@ -229,10 +229,13 @@ prefill_shape(const PlanRequest& r, int batch) {
 
 std::optional<PlanRow>
 disaggregated_row(const PlanRequest& r, const perf::SystemSpec& system, const PrefillCandidate& p,
-                  const DecodeCandidate& d) {
-  const RateMatch match =
-      rate_match(p.requests_per_s, p.parallel.gpus(), d.requests_per_s, d.parallel.gpus(), r.gpus, r.disaggregation);
-  if (match.gpus == 0)
+                  const DecodeCandidate& d, WorkerCounts workers) {
+  const RateMatch match = workers.prefill > 0
+                              ? unit_rate(p.requests_per_s, p.parallel.gpus(), d.requests_per_s, d.parallel.gpus(),
+                                          workers.prefill, workers.decode, r.disaggregation)
+                              : rate_match(p.requests_per_s, p.parallel.gpus(), d.requests_per_s, d.parallel.gpus(),
+                                           r.gpus, r.disaggregation);
+  if (match.gpus == 0 || match.gpus > r.gpus)
     return std::nullopt;
   // KV cache handed from the prefill to the decode worker, each GPU sending its shard.
   const double kv_bytes = perf::kv_cache_bytes(r.model, r.precision, r.workload.isl);

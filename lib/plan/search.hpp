@@ -8,6 +8,7 @@
 #include "perf/memory_model.hpp"
 #include "perf/model_arch.hpp"
 #include "perf/perf_database.hpp"
+#include "perf/step_model.hpp"
 #include "perf/system_spec.hpp"
 #include "plan/estimators.hpp"
 
@@ -27,6 +28,9 @@ struct PlanRequest {
   int gpus = 8;
   Workload workload;
   perf::Engine engine = perf::Engine::vllm;
+  // The engine's own kernels (priced by the calibrated efficiencies); `plan profile` asks for the
+  // profiled ones so that its search looks up, and so measures, the attention sites.
+  perf::AttentionKernels attention_kernels = perf::AttentionKernels::engine;
   perf::ServingPrecision precision;
   double memory_fraction = 0.9;
   double ttft_limit_ms = 2000;
@@ -153,9 +157,15 @@ Priced<DecodeCandidate> price_decode(const PlanRequest& request, const perf::Sys
                                      const perf::StepModel& model, int batch);
 // The step a prefill worker runs: `batch` whole prompts past the cached prefix.
 perf::StepShape prefill_shape(const PlanRequest& request, int batch);
+// How many prefill and decode workers one xPyD unit has (0, 0: rate-matched, Algorithm 3).
+struct WorkerCounts {
+  int prefill = 0;
+  int decode = 0;
+};
 // nullopt when no xPyD unit of the two fits the GPUs.
 std::optional<PlanRow> disaggregated_row(const PlanRequest& request, const perf::SystemSpec& system,
-                                         const PrefillCandidate& prefill, const DecodeCandidate& decode);
+                                         const PrefillCandidate& prefill, const DecodeCandidate& decode,
+                                         WorkerCounts workers = {});
 // The request latency and SLA verdict of a priced row (what select_configurations sets).
 void judge_sla(const PlanRequest& request, PlanRow& row);
 

@@ -1,0 +1,365 @@
+#include "plan/published_points.hpp"
+
+#include "core/error.hpp"
+#include "core/yaml_schema.hpp"
+#include "perf/perf_database.hpp"
+#include "perf/step_model.hpp"
+#include "plan/estimators.hpp"
+#include "plan/search.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+
+namespace optkit::plan {
+
+namespace {
+
+using config::Field;
+using config::Schema;
+using config::Type;
+
+// Prompt tokens one engine step takes by default: TensorRT-LLM's max_num_tokens, and vLLM's
+// max-num-batched-tokens on GPUs of 70 GiB and more.
+constexpr double kEngineStepTokens = 8192;
+
+Field
+number(std::string name, std::string help, double minimum, bool required = false) {
+  Field f{std::move(name), Type::number, required, std::move(help)};
+  f.minimum = minimum;
+  return f;
+}
+
+Field
+object(std::string name, std::string help, Schema schema) {
+  Field f{std::move(name), Type::object, false, std::move(help)};
+  f.object = std::make_shared<const Schema>(std::move(schema));
+  return f;
+}
+
+Field
+list_of(std::string name, std::string help, Field item) {
+  Field f{std::move(name), Type::list, true, std::move(help)};
+  f.item = std::make_shared<const Field>(std::move(item));
+  return f;
+}
+
+Schema
+pool_schema(const std::string& name) {
+  return Schema{name,
+                {number("tp", "tensor-parallel GPUs per worker", 1, true),
+                 number("workers", "workers in the pool", 1, true), number("batch", "sequences per worker", 1, true)}};
+}
+
+const Schema&
+points_schema() {
+  static const Schema schema = [] {
+    Field mode{"mode", Type::string, false, "static (default), agg, throughput or disagg"};
+    mode.choices = {"static", "agg", "throughput", "disagg"};
+    Field kv{"kv", Type::string, false, "KV cache: bf16, fp16, fp8, int8 (default: the engine's)"};
+    Schema point{"point",
+                 {mode, Field{"system", Type::string, true, "a system under profiles/systems"},
+                  Field{"model", Type::string, true, "a preset, or a folder under the file's models/"},
+                  Field{"precision", Type::string, true, "weights and activations: bf16, fp16, fp8, int8"}, kv,
+                  number("tp", "tensor-parallel GPUs of the worker (static, agg, throughput)", 1),
+                  number("batch", "static: prompts batched together; agg: sequences in flight", 1),
+                  number("isl", "prompt tokens", 1, true), number("osl", "output tokens", 1),
+                  number("ctx_tokens", "agg, throughput: prompt tokens per step (default 8192)", 1),
+                  object("prefill", "disagg: the prefill pool", pool_schema("prefill")),
+                  object("decode", "disagg: the decode pool", pool_schema("decode")),
+                  number("output_tokens_per_s_per_gpu", "published output throughput per GPU", 0),
+                  number("output_tokens_per_s", "published output throughput of all the point's GPUs", 0),
+                  number("tokens_per_s_per_user", "published generation speed per user (1 / TPOT)", 0),
+                  number("ttft_ms", "published first-token latency, ms", 0)}};
+    Field engine{"engine", Type::string, true, "the engine the set ran: vllm, sglang, trtllm, llamacpp"};
+    engine.choices = {"vllm", "sglang", "trtllm", "llamacpp"};
+    Schema set{"set",
+               {Field{"name", Type::string, true, "what these points are"},
+                Field{"source", Type::string, true, "where they were published"}, engine,
+                list_of("points", "the published figures",
+                        Field{"point",
+                              Type::object,
+                              true,
+                              "one measured configuration",
+                              {},
+                              {},
+                              {},
+                              std::make_shared<const Schema>(point)})}};
+    return Schema{
+        "published points",
+        {list_of("sets", "published measurements, one source each",
+                 Field{"set", Type::object, true, "one source", {}, {}, {}, std::make_shared<const Schema>(set)})}};
+  }();
+  return schema;
+}
+
+perf::ModelArch
+resolve_point_model(const PublishedPoints& points, const std::string& model) {
+  const auto folder = points.file.parent_path() / "models" / model;
+  return perf::resolve_model(std::filesystem::is_directory(folder) ? folder.string() : model);
+}
+
+PointMode
+parse_point_mode(const std::string& text) {
+  if (text == "agg")
+    return PointMode::aggregated;
+  if (text == "throughput")
+    return PointMode::throughput;
+  if (text == "disagg")
+    return PointMode::disaggregated;
+  return PointMode::static_batching;
+}
+
+PointPool
+read_pool(const nlohmann::json& j) {
+  return {static_cast<int>(j.at("tp").get<double>()), static_cast<int>(j.at("workers").get<double>()),
+          static_cast<int>(j.at("batch").get<double>())};
+}
+
+int
+point_gpus(const PublishedPoint& p) {
+  if (p.mode == PointMode::disaggregated)
+    return p.prefill.tp * p.prefill.workers + p.decode.tp * p.decode.workers;
+  return p.tp;
+}
+
+std::optional<double>
+optional_number(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? std::optional<double>(j.at(key).get<double>()) : std::nullopt;
+}
+
+PublishedPoint
+read_point(const nlohmann::json& p, std::size_t set) {
+  PublishedPoint point;
+  point.set = set;
+  point.mode = parse_point_mode(p.value("mode", "static"));
+  point.system = p.at("system").get<std::string>();
+  point.model = p.at("model").get<std::string>();
+  point.precision = p.at("precision").get<std::string>();
+  point.kv = p.value("kv", "");
+  point.tp = static_cast<int>(p.value("tp", 1.0));
+  point.batch = p.value("batch", 0.0);
+  point.isl = p.at("isl").get<double>();
+  point.osl = p.value("osl", 0.0);
+  point.ctx_tokens = p.value("ctx_tokens", 0.0);
+  if (p.contains("prefill"))
+    point.prefill = read_pool(p.at("prefill"));
+  if (p.contains("decode"))
+    point.decode = read_pool(p.at("decode"));
+  point.output_tokens_per_s_per_gpu = optional_number(p, "output_tokens_per_s_per_gpu");
+  if (const auto total = optional_number(p, "output_tokens_per_s"))
+    point.output_tokens_per_s_per_gpu = *total / point_gpus(point);
+  point.tokens_per_s_per_user = optional_number(p, "tokens_per_s_per_user");
+  point.ttft_ms = optional_number(p, "ttft_ms");
+  return point;
+}
+
+// What each mode needs beyond the schema, named by the point's place in the file.
+void
+check_point(const nlohmann::json& p, const PublishedPoint& point, const std::string& where) {
+  if (!point.output_tokens_per_s_per_gpu && !point.tokens_per_s_per_user && !point.ttft_ms)
+    throw InputError(where + ": give output_tokens_per_s_per_gpu (or output_tokens_per_s), tokens_per_s_per_user, "
+                             "ttft_ms, or several");
+  if (p.contains("output_tokens_per_s") && p.contains("output_tokens_per_s_per_gpu"))
+    throw InputError(where + ": give output_tokens_per_s or output_tokens_per_s_per_gpu, not both");
+  const bool disagg = point.mode == PointMode::disaggregated;
+  if (disagg != (p.contains("prefill") && p.contains("decode")))
+    throw InputError(where + (disagg ? ": a disagg point needs prefill and decode pools"
+                                     : ": prefill and decode pools belong to disagg points"));
+  const bool batched = point.mode == PointMode::static_batching || point.mode == PointMode::aggregated;
+  if (batched != p.contains("batch"))
+    throw InputError(where + (batched ? ": give the batch" : ": the batch belongs to static and agg points"));
+  const bool decodes = point.mode != PointMode::static_batching || point.output_tokens_per_s_per_gpu;
+  if (decodes && point.osl < 2)
+    throw InputError(where + ": give osl of at least 2 (the figures need decode steps)");
+  perf::parse_precision(point.precision, where + ".precision"); // a bad precision fails here
+  if (!point.kv.empty())
+    perf::parse_precision(point.kv, where + ".kv");
+}
+
+PlanRequest
+point_request(const PublishedPoints& points, const PublishedPoint& p) {
+  PlanRequest r;
+  r.model = points.models.at(p.model);
+  r.gpus = point_gpus(p);
+  r.workload = {p.isl, std::max(2.0, p.osl), 0};
+  r.engine = points.sets[p.set].engine;
+  r.precision.weights = r.precision.activations = perf::parse_precision(p.precision, "precision");
+  r.precision.kv_cache =
+      p.kv.empty() ? perf::default_kv_dtype(r.engine, r.precision.weights) : perf::parse_precision(p.kv, "kv");
+  r.memory_fraction = perf::default_memory_fraction(r.engine);
+  return r;
+}
+
+double
+step_tokens(const PublishedPoint& p, const PlanRequest& r, int batch) {
+  if (p.ctx_tokens > 0)
+    return p.ctx_tokens;
+  return std::max(prompt_tokens(r), std::min(kEngineStepTokens, batch * prompt_tokens(r)));
+}
+
+// The largest batch of plan's schedule whose KV cache the worker holds (0: none).
+int
+largest_batch(const PublishedPoint& p, const PlanRequest& r, const perf::SystemSpec& system,
+              const perf::ParallelConfig& parallel) {
+  int largest = 0;
+  for (int batch : aggregated_batches()) {
+    const WorkerConfiguration c{ServingMode::aggregated, batch, step_tokens(p, r, batch)};
+    if (worker_memory(r, system, parallel, c).fits(batch))
+      largest = batch;
+  }
+  return largest;
+}
+
+std::string
+point_place(const PublishedPoints& points, std::size_t index) {
+  const auto& p = points.points[index];
+  return fmt::format("{}: {} ({} {} {})", points.file.string(), points.sets[p.set].name, describe(p), p.model,
+                     p.system);
+}
+
+std::optional<PlanRow>
+predict_serving(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system) {
+  const auto& p = points.points[index];
+  const PlanRequest r = point_request(points, p);
+  const perf::PerfDatabase fallback_only(system);
+  const auto step_model = [&](int tp) {
+    return std::make_unique<perf::StepModel>(r.model, system, fallback_only, perf::ParallelConfig{tp}, r.precision, 0,
+                                             perf::AttentionKernels::engine);
+  };
+  if (p.mode == PointMode::disaggregated) {
+    const auto prefill_model = step_model(p.prefill.tp);
+    const auto decode_model = step_model(p.decode.tp);
+    const auto prefill = price_prefill(r, system, *prefill_model, p.prefill.batch);
+    const auto decode = price_decode(r, system, *decode_model, p.decode.batch);
+    if (!prefill || !decode)
+      return std::nullopt;
+    return disaggregated_row(r, system, *prefill, *decode, {p.prefill.workers, p.decode.workers});
+  }
+  const auto model = step_model(p.tp);
+  const int batch = p.mode == PointMode::throughput ? largest_batch(p, r, system, model->parallel()) : int(p.batch);
+  if (batch == 0)
+    return std::nullopt;
+  const PricedRow row = price_worker(r, system, *model, {ServingMode::aggregated, batch, step_tokens(p, r, batch)});
+  return row ? std::optional<PlanRow>(*row) : std::nullopt;
+}
+
+void
+compare_static(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system,
+               std::vector<PointComparison>& rows) {
+  const auto& p = points.points[index];
+  const PlanRequest r = point_request(points, p);
+  const perf::PerfDatabase fallback_only(system);
+  const perf::StepModel step(r.model, system, fallback_only, perf::ParallelConfig{p.tp}, r.precision, 0,
+                             perf::AttentionKernels::engine);
+  const auto e = estimate_static(step, r.workload, p.batch, Speculation{});
+  if (p.output_tokens_per_s_per_gpu) {
+    const double seconds = (e.ttft_ms + (p.osl - 1) * e.tpot_ms) / 1000.0;
+    rows.push_back({index, "tokens/s/gpu", *p.output_tokens_per_s_per_gpu, p.batch * p.osl / seconds / p.tp});
+  }
+  if (p.ttft_ms)
+    rows.push_back({index, "ttft_ms", *p.ttft_ms, e.ttft_ms});
+}
+
+void
+compare_serving(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system,
+                std::vector<PointComparison>& rows) {
+  const auto& p = points.points[index];
+  const std::optional<PlanRow> row = predict_serving(points, index, system);
+  if (!row)
+    throw InputError(point_place(points, index) +
+                     ": plan cannot form this configuration (its KV cache does not fit, or its pools exceed the GPUs)");
+  if (p.output_tokens_per_s_per_gpu)
+    rows.push_back({index, "tokens/s/gpu", *p.output_tokens_per_s_per_gpu, row->tokens_per_s_per_gpu});
+  if (p.tokens_per_s_per_user)
+    rows.push_back({index, "tokens/s/user", *p.tokens_per_s_per_user, row->tokens_per_s_per_user});
+  if (p.ttft_ms)
+    rows.push_back({index, "ttft_ms", *p.ttft_ms, row->ttft_ms});
+}
+
+} // namespace
+
+std::string
+point_mode_name(PointMode mode) {
+  switch (mode) {
+  case PointMode::static_batching:
+    return "static";
+  case PointMode::aggregated:
+    return "agg";
+  case PointMode::throughput:
+    return "throughput";
+  case PointMode::disaggregated:
+    return "disagg";
+  }
+  return "?";
+}
+
+std::string
+describe(const PublishedPoint& p) {
+  switch (p.mode) {
+  case PointMode::throughput:
+    return fmt::format("throughput tp{}", p.tp);
+  case PointMode::disaggregated:
+    return fmt::format("disagg {}P(tp{} b{})+{}D(tp{} b{})", p.prefill.workers, p.prefill.tp, p.prefill.batch,
+                       p.decode.workers, p.decode.tp, p.decode.batch);
+  default:
+    return fmt::format("{} tp{} b{:g}", point_mode_name(p.mode), p.tp, p.batch);
+  }
+}
+
+PublishedPoints
+load_published_points(const std::filesystem::path& file, const std::filesystem::path& profiles_dir) {
+  const auto doc = config::load_yaml_file(file, points_schema());
+  PublishedPoints out;
+  out.file = file;
+  for (const auto& s : doc.at("sets")) {
+    const std::size_t set = out.sets.size();
+    out.sets.push_back({s.at("name").get<std::string>(), s.at("source").get<std::string>(),
+                        perf::parse_engine(s.at("engine").get<std::string>(), "engine")});
+    std::size_t index = 0;
+    for (const auto& p : s.at("points")) {
+      PublishedPoint point = read_point(p, set);
+      check_point(p, point, fmt::format("{}: sets[{}].points[{}]", file.string(), set, index++));
+      if (!out.systems.contains(point.system)) // an unknown system or model fails here
+        out.systems.emplace(point.system, perf::load_system(profiles_dir, point.system));
+      if (!out.models.contains(point.model))
+        out.models.emplace(point.model, resolve_point_model(out, point.model));
+      out.points.push_back(std::move(point));
+    }
+  }
+  return out;
+}
+
+std::vector<PointComparison>
+compare_with_published(const PublishedPoints& points, const perf::DefaultEfficiency& efficiency) {
+  auto systems = points.systems; // each with the candidate efficiencies
+  for (auto& [name, system] : systems)
+    system.efficiency = efficiency;
+  std::vector<PointComparison> rows;
+  for (std::size_t i = 0; i < points.points.size(); ++i) {
+    const auto& system = systems.at(points.points[i].system);
+    if (points.points[i].mode == PointMode::static_batching)
+      compare_static(points, i, system, rows);
+    else
+      compare_serving(points, i, system, rows);
+  }
+  return rows;
+}
+
+double
+mean_absolute_percentage_error(const std::vector<PointComparison>& rows) {
+  double sum = 0;
+  for (const auto& r : rows)
+    sum += std::fabs(r.relative_error());
+  return rows.empty() ? 0 : sum / static_cast<double>(rows.size()) * 100;
+}
+
+double
+mean_absolute_log_error(const std::vector<PointComparison>& rows) {
+  double sum = 0;
+  for (const auto& r : rows)
+    sum += std::fabs(std::log(r.predicted / r.published));
+  return rows.empty() ? 0 : sum / static_cast<double>(rows.size());
+}
+
+} // namespace optkit::plan
