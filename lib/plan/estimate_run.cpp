@@ -277,6 +277,7 @@ to_json(const EstimateRun& run) {
           {"system", {{"name", run.system.name}, {"gpu", run.system.gpu_name}, {"gpus", r.gpus}}},
           {"workload", {{"isl", r.workload.isl}, {"osl", r.workload.osl}, {"prefix", r.workload.prefix}}},
           {"engine", perf::engine_name(r.engine)},
+          {"precision", precision_json(r.precision)},
           {"perf_database", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
           {"configuration", row_json(run.row, r)},
           {"steps", steps},

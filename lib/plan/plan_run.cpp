@@ -443,6 +443,13 @@ pareto_table(const PlanRun& run) {
 }
 
 nlohmann::json
+precision_json(const perf::ServingPrecision& precision) {
+  return {{"weights", perf::precision_name(precision.weights)},
+          {"activations", perf::precision_name(precision.activations)},
+          {"kv_cache", perf::precision_name(precision.kv_cache)}};
+}
+
+nlohmann::json
 to_json(const PlanRun& run) {
   const PlanRequest& r = run.request;
   const PlanResult& result = run.result;
@@ -458,9 +465,7 @@ to_json(const PlanRun& run) {
       {"tpot_ms", r.tpot_limit_ms},
       {"e2e_ms", r.request_latency_limit_ms ? nlohmann::json(*r.request_latency_limit_ms) : nlohmann::json()}};
   out["engine"] = perf::engine_name(r.engine);
-  out["precision"] = {{"weights", perf::precision_name(r.precision.weights)},
-                      {"activations", perf::precision_name(r.precision.activations)},
-                      {"kv_cache", perf::precision_name(r.precision.kv_cache)}};
+  out["precision"] = precision_json(r.precision);
   out["perf_database"] = {
       {"directory", run.perf_db_directory.empty() ? nlohmann::json() : nlohmann::json(run.perf_db_directory)},
       {"points", run.perf_db_points}};

@@ -81,6 +81,8 @@ Table pareto_table(const PlanRun& run);
 // and (with --rate) its verdict at that rate.
 Table tail_table(const PlanRun& run);
 nlohmann::json to_json(const PlanRun& run);
+// {"weights", "activations", "kv_cache"}: what plan and plan estimate priced.
+nlohmann::json precision_json(const perf::ServingPrecision& precision);
 // Lines above the table: the SLA, the search's size and time, the chosen configuration.
 std::string plan_summary(const PlanRun& run);
 // --emit: the launch script for the chosen (or target-rate) configuration.

@@ -111,6 +111,46 @@ run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --isl 4000 --
 expect_rc 0
 expect_out_has "configuration: "
 expect_out_has "gemm_ms"
+# A disaggregated unit given by its workers (the AIConfigurator paper's Table 2 deployment): the
+# 4 TP1 prefill and 2 TP2 decode workers fill the 8 GPUs, and TensorRT-LLM's default KV cache for
+# FP8 weights is FP8 (vLLM keeps BF16).
+table2=(plan estimate --model qwen3-32b --system h200_sxm --gpus 8 --isl 4000 --osl 500 --weight-dtype fp8
+  --mode disagg --tp 2 --batch 40 --prefill-tp 1 --prefill-workers 4)
+run "${table2[@]}" --decode-workers 2 --engine trtllm --format json
+expect_rc 0
+py '
+import json, sys
+d = json.load(sys.stdin)
+c = d["configuration"]
+assert d["precision"]["kv_cache"] == "fp8", d["precision"]
+assert (c["prefill"]["workers"], c["decode"]["workers"], c["gpus_per_replica"], c["replicas"]) == (4, 2, 8, 1), c
+attention = [s["parts"]["attention"]["sources"] for s in d["steps"]]
+assert all(a == "calibrated" for a in attention), attention  # the engine kernels, not optkit-profiled ones
+' || fail "plan estimate --prefill-workers/--decode-workers: $OUT"
+run "${table2[@]}" --decode-workers 2 --engine vllm --format json
+expect_rc 0
+py 'import json, sys; d = json.load(sys.stdin); assert d["precision"]["kv_cache"] == "bf16", d["precision"]' ||
+  fail "vllm's default KV cache is not bf16: $OUT"
+run "${table2[@]}" --engine trtllm --decode-workers 3
+expect_rc 2
+expect_err_has "--prefill-workers 4 --decode-workers 3: the unit needs 10 GPUs, more than --gpus 8"
+run plan estimate --model qwen3-32b --system h200_sxm --gpus 8 --mode agg --tp 2 --decode-workers 2
+expect_rc 2
+expect_err_has "only disaggregated serving (--mode disagg) has pools"
+
+# plan calibrate: every set's error, the serving figures' included, and the fitted block.
+run plan calibrate --format json
+expect_rc 0
+py '
+import json, sys
+d = json.load(sys.stdin)
+sets = {s["name"]: s for s in d["sets"]}
+assert set(sets) == {"trtllm-0.6-static", "aiconfigurator-2026-table2", "trtllm-1.0-throughput"}, sets
+assert all(s["mape_after"] < s["mape_before"] for s in sets.values()), sets
+assert {r["mode"] for r in d["rows"]} == {"static", "agg", "disagg", "throughput"}
+assert "decode_attention" in d["after"]["efficiency"], d["after"]
+' || fail "plan calibrate: $OUT"
+
 run plan estimate --model llama-3.1-70b --system h200_sxm --gpus 8 --tp 3
 expect_rc 2
 expect_err_has "--tp 3" # named with the layouts plan searches
