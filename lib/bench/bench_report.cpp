@@ -182,15 +182,7 @@ certifying_trial(const Certification& c) {
 
 namespace {
 
-// The value of `Enum` whose name (to_string) is `j`; out_of_range naming the field otherwise.
-template <class Enum, std::size_t N>
-Enum
-named_value(const nlohmann::json& j, const std::array<Enum, N>& values) {
-  for (const Enum value : values)
-    if (to_string(value) == j.get<std::string>())
-      return value;
-  throw nlohmann::json::out_of_range::create(406, "'" + j.get<std::string>() + "' is not a value bench writes", &j);
-}
+constexpr const char* kWrittenByBench = "a value bench writes";
 
 std::string
 text_or_empty(const nlohmann::json& j) {
@@ -263,8 +255,10 @@ trial_from_json(const nlohmann::json& j) {
   using Phase = TrialPhase;
   TrialResult t;
   t.index = json_integer<int>(j.at("index"));
-  t.phase = named_value(j.at("phase"), std::array{Phase::gate, Phase::search, Phase::replicate, Phase::trace,
-                                                  Phase::rate, Phase::concurrency});
+  t.phase =
+      json_enum(j.at("phase"),
+                std::array{Phase::gate, Phase::search, Phase::replicate, Phase::trace, Phase::rate, Phase::concurrency},
+                kWrittenByBench);
   t.rate = j.at("rate").is_null() ? 0.0 : j.at("rate").get<double>();
   t.planned_requests = json_integer<std::size_t>(j.at("planned_requests"));
   t.recording.duration_s = j.at("duration_s").get<double>();
@@ -282,16 +276,19 @@ certification_from_json(const nlohmann::json& j, const std::string& source) {
   return read_json_fields(source, [&] {
     using Status = CertificationStatus;
     Certification c;
-    c.status = named_value(j.at("status"), std::array{Status::feasible, Status::infeasible, Status::client_limited,
-                                                      Status::noisy, Status::interrupted});
+    c.status = json_enum(
+        j.at("status"),
+        std::array{Status::feasible, Status::infeasible, Status::client_limited, Status::noisy, Status::interrupted},
+        kWrittenByBench);
     c.certified_rate = j.at("certified_rate").get<double>();
     c.lowest_failing = j.at("lowest_failing_rate").is_null() ? 0.0 : j.at("lowest_failing_rate").get<double>();
     c.lower_bound = j.at("lower_bound").get<double>();
     c.binding = text_or_empty(j.at("binding"));
     c.converged = j.at("converged").get<bool>();
-    c.stop_code = named_value(j.at("stop_code"),
-                              std::array{StopCode::gate_failed, StopCode::converged, StopCode::trial_budget,
-                                         StopCode::client_limited, StopCode::interrupted, StopCode::single_trial});
+    c.stop_code = json_enum(j.at("stop_code"),
+                            std::array{StopCode::gate_failed, StopCode::converged, StopCode::trial_budget,
+                                       StopCode::client_limited, StopCode::interrupted, StopCode::single_trial},
+                            kWrittenByBench);
     c.stop_reason = j.at("stop_reason").get<std::string>();
     c.replicate_noise = text_or_empty(j.at("replicate_noise"));
     for (const auto& t : j.at("trials"))

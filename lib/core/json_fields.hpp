@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -18,6 +20,26 @@ namespace optkit {
 
 // "<source>: field /model/vocab: type must be string, but is number".
 std::string describe_json_error(const std::string& source, const nlohmann::json::exception& error);
+
+// The value among `values` whose name (its to_string) is `name`; nullopt when none is.
+template <class Enum, std::size_t N>
+std::optional<Enum>
+enum_named(const std::string& name, const std::array<Enum, N>& values) {
+  for (const Enum value : values)
+    if (to_string(value) == name)
+      return value;
+  return std::nullopt;
+}
+
+// An enum field written by its name; otherwise nlohmann's out_of_range (406) naming the field and
+// saying what it should be ("'warmup' is not a study phase"), which read_json_fields reports.
+template <class Enum, std::size_t N>
+Enum
+json_enum(const nlohmann::json& v, const std::array<Enum, N>& values, const std::string& what) {
+  if (const auto value = enum_named(v.get<std::string>(), values))
+    return *value;
+  throw nlohmann::json::out_of_range::create(406, "'" + v.get<std::string>() + "' is not " + what, &v);
+}
 
 // An integer field of type T. nlohmann's get<T>() casts a floating-point number straight to T,
 // which is undefined behaviour outside T's range (the flow-job fuzzer found 6.5e34 read as an

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -13,12 +14,15 @@
 namespace optkit::tune {
 
 enum class TrialStatus { measured, invalid, launch_failed, crashed, timed_out, interrupted };
+inline constexpr std::array kTrialStatuses{TrialStatus::measured, TrialStatus::invalid,   TrialStatus::launch_failed,
+                                           TrialStatus::crashed,  TrialStatus::timed_out, TrialStatus::interrupted};
 std::string to_string(TrialStatus status);
 TrialStatus parse_trial_status(const std::string& text);
 
 // Which part of a study a trial belongs to: the engine's defaults measured first, the search, or
 // a re-measurement of a finalist.
 enum class StudyPhase { baseline, search, replicate };
+inline constexpr std::array kStudyPhases{StudyPhase::baseline, StudyPhase::search, StudyPhase::replicate};
 std::string to_string(StudyPhase phase);
 // InputError naming `text` when it is not a phase's name.
 StudyPhase parse_study_phase(const std::string& text);

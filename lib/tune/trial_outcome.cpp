@@ -1,4 +1,5 @@
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 #include "tune/trial_evaluator.hpp"
 
 #include <cmath>
@@ -26,10 +27,8 @@ to_string(TrialStatus status) {
 
 TrialStatus
 parse_trial_status(const std::string& text) {
-  for (auto s : {TrialStatus::measured, TrialStatus::invalid, TrialStatus::launch_failed, TrialStatus::crashed,
-                 TrialStatus::timed_out, TrialStatus::interrupted})
-    if (to_string(s) == text)
-      return s;
+  if (const auto status = enum_named(text, kTrialStatuses))
+    return *status;
   throw InputError("unknown trial status '" + text + "' in the archive");
 }
 
@@ -48,9 +47,8 @@ to_string(StudyPhase phase) {
 
 StudyPhase
 parse_study_phase(const std::string& text) {
-  for (auto p : {StudyPhase::baseline, StudyPhase::search, StudyPhase::replicate})
-    if (to_string(p) == text)
-      return p;
+  if (const auto phase = enum_named(text, kStudyPhases))
+    return *phase;
   throw InputError("unknown study phase '" + text + "' in the archive");
 }
 

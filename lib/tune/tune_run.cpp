@@ -474,19 +474,6 @@ to_json(const TuneResult& r) {
   return out;
 }
 
-namespace {
-
-// A trial's phase by its name; nlohmann's out_of_range naming the field otherwise.
-StudyPhase
-phase_field(const nlohmann::json& v) {
-  for (const auto phase : {StudyPhase::baseline, StudyPhase::search, StudyPhase::replicate})
-    if (to_string(phase) == v.get<std::string>())
-      return phase;
-  throw nlohmann::json::out_of_range::create(406, "'" + v.get<std::string>() + "' is not a study phase", &v);
-}
-
-} // namespace
-
 TuneResult
 tune_result_from_json(const nlohmann::json& j, const std::string& source) {
   return read_json_fields(source, [&] {
@@ -498,7 +485,7 @@ tune_result_from_json(const nlohmann::json& j, const std::string& source) {
     r.options.seed = json_integer<std::uint64_t>(j.at("seed"));
     for (const auto& t : j.at("trials"))
       r.study.trials.push_back({.number = json_integer<int>(t.at("number")),
-                                .phase = phase_field(t.at("phase")),
+                                .phase = json_enum(t.at("phase"), kStudyPhases, "a study phase"),
                                 .config = t.at("config"),
                                 .outcome = outcome_from_json(t.at("outcome")),
                                 .resumed = t.at("resumed").get<bool>()});
