@@ -109,3 +109,34 @@ TEST_CASE("one step model priced from many threads gives each the single-threade
     for (std::size_t i = 0; i < shapes.size(); ++i)
       CHECK(answers[i] == expected[i]);
 }
+
+TEST_CASE("an engine's attention runs at the efficiencies fitted to its points, optkit's at the database's") {
+  SystemSpec system = test::h100_sxm();
+  system.efficiency.attention = 0.8;
+  system.efficiency.decode_attention = 0.9;
+  system.efficiency.engine_attention["trtllm"] = {0.4, 0.45};
+  const ModelArch model = resolve_model("llama-3.1-8b");
+  PerfDatabase db(system);
+  // A measured decode-attention table (optkit's kernels) at half the time the roofline says.
+  const StepShape decode{.decode_requests = 64, .kv_len = 4096};
+  const auto decode_attention = [&](const StepModel& step) { return step.step_parts(decode)[StepPart::attention]; };
+  const StepModel roofline(model, system, db, ParallelConfig{}, ServingPrecision{}, 0, Engine::vllm);
+  const StepModel trtllm(model, system, db, ParallelConfig{}, ServingPrecision{}, 0, Engine::trtllm);
+  // vLLM has no fitted entry: the system's attention efficiencies; TensorRT-LLM its own, half of
+  // those, so its KV reads take about twice as long (the fixed per-kernel cost aside).
+  const double overhead = system.efficiency.kernel_overhead_us * model.layers;
+  CHECK((decode_attention(trtllm).us - overhead) / (decode_attention(roofline).us - overhead) ==
+        doctest::Approx(0.9 / 0.45).epsilon(0.01));
+  CHECK(decode_attention(trtllm).sources == system.efficiency.fallback_label());
+
+  const double measured_us = 37.0;
+  db.add_point("attention_decode", {"bf16", "32", "8", "128"}, 64, 4096, measured_us);
+  db.finish();
+  const StepModel profiled(model, system, db, ParallelConfig{}, ServingPrecision{}, 0);
+  CHECK(decode_attention(profiled).us == doctest::Approx(measured_us * model.layers));
+  CHECK(decode_attention(profiled).sources == measured);
+  CHECK(decode_attention(trtllm).us ==
+        decode_attention(StepModel(model, system, PerfDatabase(system), ParallelConfig{}, ServingPrecision{}, 0,
+                                   Engine::trtllm))
+            .us); // the engine never reads the table
+}

@@ -78,15 +78,36 @@ collective_speed_of_light_us(const SystemSpec& system, CollectiveOp op, double b
   return wire_bytes(op, bytes, gpus) / system.link_bytes_per_s(peers) * 1e6;
 }
 
+namespace {
+
+// Speed of light over `compute_eff` of the tensor peak and `bandwidth_eff` of the memory bandwidth
+// (a memory-bound class moves bytes only), plus a kernel's fixed cost.
+Estimate
+derated(const SystemSpec& system, OpClass op_class, const OpCost& cost, double peak_flops, double compute_eff,
+        double bandwidth_eff, SourceLabel label) {
+  const bool memory_bound = op_class == OpClass::memory || op_class == OpClass::decode_attention;
+  const double compute_s = memory_bound ? 0.0 : cost.flops / (peak_flops * compute_eff);
+  const double memory_s = cost.bytes / (system.memory_bandwidth_gbs * 1e9 * bandwidth_eff);
+  return {std::max(compute_s, memory_s) * 1e6 + system.efficiency.kernel_overhead_us, label};
+}
+
+} // namespace
+
 Estimate
 roofline_estimate(const SystemSpec& system, OpClass op_class, const OpCost& cost, double peak_flops) {
   const auto& eff = system.efficiency;
   const double compute_eff = op_class == OpClass::attention ? eff.attention : eff.gemm;
-  const bool memory_bound = op_class == OpClass::memory || op_class == OpClass::decode_attention;
-  const double compute_s = memory_bound ? 0.0 : cost.flops / (peak_flops * compute_eff);
   const double bandwidth_eff = op_class == OpClass::decode_attention ? eff.decode_attention : eff.memory;
-  const double memory_s = cost.bytes / (system.memory_bandwidth_gbs * 1e9 * bandwidth_eff);
-  return {std::max(compute_s, memory_s) * 1e6 + eff.kernel_overhead_us, eff.fallback_label()};
+  return derated(system, op_class, cost, peak_flops, compute_eff, bandwidth_eff, eff.fallback_label());
+}
+
+Estimate
+engine_attention_estimate(const SystemSpec& system, const std::string& engine, OpClass op_class, const OpCost& cost,
+                          double peak_flops) {
+  const auto& eff = system.efficiency;
+  const AttentionEfficiency kernels = eff.attention_of(engine);
+  const double bandwidth_eff = op_class == OpClass::decode_attention ? kernels.decode : eff.memory;
+  return derated(system, op_class, cost, peak_flops, kernels.prefill, bandwidth_eff, eff.fallback_label());
 }
 
 Estimate

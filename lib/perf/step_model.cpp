@@ -278,21 +278,23 @@ StepModel::attention(const StepShape& s, double dp_share) const {
 Estimate
 StepModel::prefill_attention(int heads, int kv_heads, int head_dim, double requests, double tokens,
                              double prefix) const {
-  if (m_attention_kernels == AttentionKernels::profiled)
+  if (!m_attention_kernels)
     return m_db.attention_prefill(m_kv_dtype, heads, kv_heads, head_dim, requests, tokens, prefix);
   const OpCost cost = attention_prefill_cost(requests, tokens, prefix, heads, kv_heads, head_dim, head_dim,
                                              bytes_per_element(m_precision.kv_cache));
-  return roofline_estimate(m_system, OpClass::attention, cost, m_system.peak_flops("bf16"));
+  return engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::attention, cost,
+                                   m_system.peak_flops("bf16"));
 }
 
 Estimate
 StepModel::decode_attention(int heads, int kv_heads, int head_dim, double requests, double kv_len,
                             int tokens_per_decode) const {
-  if (m_attention_kernels == AttentionKernels::profiled)
+  if (!m_attention_kernels)
     return m_db.attention_decode(m_kv_dtype, heads, kv_heads, head_dim, requests, kv_len, tokens_per_decode);
   const OpCost cost = attention_decode_cost(requests, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
                                             bytes_per_element(m_precision.kv_cache), tokens_per_decode);
-  return roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
+  return engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::decode_attention, cost,
+                                   m_system.peak_flops("bf16"));
 }
 
 StepParts

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "perf/estimate.hpp"
+#include "perf/memory_model.hpp"
 #include "perf/model_arch.hpp"
 #include "perf/parallel_config.hpp"
 #include "perf/perf_database.hpp"
@@ -14,6 +15,7 @@
 
 #include <array>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,18 +70,18 @@ struct StepParts {
   Estimate total() const;
 };
 
-// Whose attention kernels a step runs. The perf database's attention tables time optkit's own
-// kernels (`plan profile`); a serving engine runs its own (TensorRT-LLM's FMHA and XQA, FlashInfer,
-// FlashAttention), priced instead at the speed of light over the system's calibrated attention
-// efficiencies (`efficiency.attention`, `efficiency.decode_attention`), labelled calibrated.
-enum class AttentionKernels { profiled, engine };
+// Whose attention kernels a step runs: nullopt, optkit's own, which the perf database's attention
+// tables time (`plan profile`); an engine, that engine's own (TensorRT-LLM's FMHA and XQA,
+// FlashInfer, FlashAttention), priced at the speed of light over the efficiencies fitted to its
+// published points (efficiency.engine_attention; engines without points take
+// efficiency.attention and decode_attention).
+using AttentionKernels = std::optional<Engine>;
 
 // Thread-safe: concurrent callers may price steps on one model.
 class StepModel {
 public:
   StepModel(const ModelArch& model, const SystemSpec& system, const PerfDatabase& db, ParallelConfig parallel,
-            ServingPrecision precision, double moe_power_law_alpha,
-            AttentionKernels attention_kernels = AttentionKernels::profiled);
+            ServingPrecision precision, double moe_power_law_alpha, AttentionKernels attention_kernels = std::nullopt);
 
   // Latency of one step through every pipeline stage (µs), and the same split by what it is spent on.
   Estimate step(const StepShape& shape) const { return step_parts(shape).total(); }

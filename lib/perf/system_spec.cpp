@@ -52,16 +52,24 @@ system_schema() {
     Schema reserve{"reserve",
                    {number("runtime_gib", "CUDA context, graphs and allocator slack per GPU, GiB"),
                     number("collectives_mib", "communication buffers per GPU when it has peers, MiB")}};
-    Schema efficiency{"efficiency",
-                      {number("gemm", "fraction of tensor peak large matrix products reach"),
-                       number("attention", "fraction of tensor peak prefill attention reaches"),
-                       number("decode_attention",
-                              "fraction of memory bandwidth decode attention reaches (default: memory)", 0, false),
-                       number("memory", "fraction of memory bandwidth memory-bound kernels reach"),
-                       number("communication", "fraction of link bandwidth collectives reach"),
-                       number("kernel_overhead_us", "launch and tail cost per kernel, microseconds"),
-                       Field{"calibrated", Type::string, false,
-                             "the published points file these efficiencies were fitted to (optkit plan calibrate)"}}};
+    Schema kernels{"engine attention",
+                   {number("prefill", "fraction of tensor peak the engine's prefill attention reaches"),
+                    number("decode", "fraction of memory bandwidth the engine's decode attention reaches")}};
+    std::vector<Field> engines;
+    for (const char* engine : {"vllm", "sglang", "trtllm", "llamacpp"})
+      engines.push_back(object(engine, std::string(engine) + "'s attention kernels", kernels, false));
+    Schema efficiency{
+        "efficiency",
+        {number("gemm", "fraction of tensor peak large matrix products reach"),
+         number("attention", "fraction of tensor peak prefill attention reaches"),
+         number("decode_attention", "fraction of memory bandwidth decode attention reaches (default: memory)", false),
+         number("memory", "fraction of memory bandwidth memory-bound kernels reach"),
+         number("communication", "fraction of link bandwidth collectives reach"),
+         number("kernel_overhead_us", "launch and tail cost per kernel, microseconds"),
+         object("engine_attention", "each engine's attention kernels, fitted to its published points",
+                Schema{"engine_attention", engines}, false),
+         Field{"calibrated", Type::string, false,
+               "the published points file these efficiencies were fitted to (optkit plan calibrate)"}}};
     Field sources{"sources", Type::list, true, "where each figure comes from"};
     sources.item = std::make_shared<const Field>(Field{"source", Type::string, true, "a citation"});
     return Schema{"system",
@@ -150,6 +158,9 @@ load_system_file(const std::filesystem::path& file) {
   spec.efficiency.communication = efficiency["communication"].get<double>();
   spec.efficiency.kernel_overhead_us = efficiency["kernel_overhead_us"].get<double>();
   spec.efficiency.calibrated = efficiency.value("calibrated", "");
+  if (efficiency.contains("engine_attention"))
+    for (const auto& [engine, kernels] : efficiency["engine_attention"].items())
+      spec.efficiency.engine_attention[engine] = {kernels["prefill"].get<double>(), kernels["decode"].get<double>()};
   for (const auto& source : doc["sources"])
     spec.sources.push_back(source.get<std::string>());
   const auto positive = [&](double value, const char* key) {
@@ -166,7 +177,17 @@ load_system_file(const std::filesystem::path& file) {
                                    {spec.efficiency.communication, "efficiency.communication"}})
     if (!(value > 0 && value <= 1))
       throw InputError(file.string() + ": " + key + " must be in (0, 1]");
+  for (const auto& [engine, kernels] : spec.efficiency.engine_attention)
+    if (!(kernels.prefill > 0 && kernels.prefill <= 1 && kernels.decode > 0 && kernels.decode <= 1))
+      throw InputError(file.string() + ": efficiency.engine_attention." + engine +
+                       ": prefill and decode must be in (0, 1]");
   return spec;
+}
+
+AttentionEfficiency
+DefaultEfficiency::attention_of(const std::string& engine) const {
+  const auto fitted = engine_attention.find(engine);
+  return fitted != engine_attention.end() ? fitted->second : AttentionEfficiency{attention, decode_attention};
 }
 
 } // namespace optkit::perf

@@ -7,12 +7,20 @@
 #include "perf/precision.hpp"
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace optkit::perf {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0; // bytes
+
+// Fractions of peak an engine's own attention kernels reach: prefill against dense tensor peak,
+// decode (reading the KV cache) against HBM bandwidth.
+struct AttentionEfficiency {
+  double prefill = 0.50;
+  double decode = 0.80;
+};
 
 // Fractions of peak that real kernels reach when no measurement says otherwise.
 struct DefaultEfficiency {
@@ -23,6 +31,11 @@ struct DefaultEfficiency {
   double communication = 0.80;     // collectives vs per-direction link bandwidth
   double kernel_overhead_us = 4.0; // launch and tail per kernel
   std::string calibrated;          // the published points they were fitted to ("": defaults)
+  // Each engine's attention kernels, fitted to that engine's published points (by engine name);
+  // an engine without points takes `attention` and `decode_attention`.
+  std::map<std::string, AttentionEfficiency> engine_attention;
+
+  AttentionEfficiency attention_of(const std::string& engine) const;
 
   // How estimates made with these efficiencies are labelled: calibrated or roofline.
   SourceLabel fallback_label() const { return calibrated.empty() ? roofline : SourceLabel::calibrated; }

@@ -4,36 +4,46 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 
 namespace optkit::plan {
 
-EfficiencyFit
-fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start) {
-  EfficiencyFit fit;
-  fit.before = start;
-  fit.before_rows = compare_with_published(points, start);
-  struct Axis {
-    double perf::DefaultEfficiency::*field;
-    double low, high, step;
-  };
-  // Ranges real kernels span (no efficiency above what tuned libraries reach), so the fit cannot
-  // buy accuracy on some points with an implausible figure.
-  const Axis axes[] = {{&perf::DefaultEfficiency::gemm, 0.30, 0.90, 0.025},
-                       {&perf::DefaultEfficiency::attention, 0.20, 0.80, 0.025},
-                       {&perf::DefaultEfficiency::decode_attention, 0.30, 0.95, 0.025},
-                       {&perf::DefaultEfficiency::memory, 0.40, 0.95, 0.025},
-                       {&perf::DefaultEfficiency::communication, 0.20, 0.90, 0.05},
-                       {&perf::DefaultEfficiency::kernel_overhead_us, 0.0, 40.0, 1.0}};
-  perf::DefaultEfficiency best = start;
-  double best_error = mean_absolute_log_error(fit.before_rows);
+namespace {
+
+// One fitted figure: where it lives in the efficiencies, and the range real kernels span (no
+// efficiency above what tuned libraries reach), so the fit cannot buy accuracy on some points
+// with an implausible figure.
+struct Axis {
+  std::function<double&(perf::DefaultEfficiency&)> field;
+  double low, high, step;
+};
+
+std::vector<Axis>
+fitted_axes(const PublishedPoints& points) {
+  using E = perf::DefaultEfficiency;
+  std::vector<Axis> axes = {{[](E& e) -> double& { return e.gemm; }, 0.30, 0.90, 0.025},
+                            {[](E& e) -> double& { return e.memory; }, 0.40, 0.95, 0.025},
+                            {[](E& e) -> double& { return e.communication; }, 0.20, 0.90, 0.05},
+                            {[](E& e) -> double& { return e.kernel_overhead_us; }, 0.0, 40.0, 1.0}};
+  // Attention runs in each engine's own kernels: one pair per engine the points name.
+  for (const auto& engine : point_engines(points)) {
+    axes.push_back({[engine](E& e) -> double& { return e.engine_attention[engine].prefill; }, 0.20, 0.80, 0.025});
+    axes.push_back({[engine](E& e) -> double& { return e.engine_attention[engine].decode; }, 0.30, 0.95, 0.025});
+  }
+  return axes;
+}
+
+// Coordinate descent over the axes' grids, from `start`, on the mean |ln(predicted / published)|.
+perf::DefaultEfficiency
+descend(const PublishedPoints& points, const std::vector<Axis>& axes, perf::DefaultEfficiency best, double best_error) {
   for (int sweep = 0; sweep < 10; ++sweep) {
     bool improved = false;
     for (const auto& axis : axes) {
       const int steps = static_cast<int>(std::lround((axis.high - axis.low) / axis.step));
       for (int k = 0; k <= steps; ++k) {
         perf::DefaultEfficiency candidate = best;
-        candidate.*axis.field = axis.low + axis.step * k;
+        axis.field(candidate) = axis.low + axis.step * k;
         const double error = mean_absolute_log_error(compare_with_published(points, candidate));
         if (error < best_error - 1e-12) {
           best_error = error;
@@ -45,8 +55,37 @@ fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& s
     if (!improved)
       break;
   }
-  fit.after = best;
-  fit.after_rows = compare_with_published(points, best);
+  return best;
+}
+
+// Engines without published points, and optkit's own kernels where the perf database has no
+// attention table, take the fitted engines' mean.
+void
+set_generic_attention(perf::DefaultEfficiency& e) {
+  if (e.engine_attention.empty())
+    return;
+  double prefill = 0, decode = 0;
+  for (const auto& [engine, kernels] : e.engine_attention) {
+    prefill += kernels.prefill;
+    decode += kernels.decode;
+  }
+  const auto engines = static_cast<double>(e.engine_attention.size());
+  e.attention = std::round(prefill / engines * 1000) / 1000;
+  e.decode_attention = std::round(decode / engines * 1000) / 1000;
+}
+
+} // namespace
+
+EfficiencyFit
+fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start) {
+  EfficiencyFit fit;
+  fit.before = start;
+  for (const auto& engine : point_engines(points)) // each engine starts from the generic figures
+    fit.before.engine_attention.emplace(engine, start.attention_of(engine));
+  fit.before_rows = compare_with_published(points, fit.before);
+  fit.after = descend(points, fitted_axes(points), fit.before, mean_absolute_log_error(fit.before_rows));
+  set_generic_attention(fit.after);
+  fit.after_rows = compare_with_published(points, fit.after);
   return fit;
 }
 
@@ -73,8 +112,16 @@ namespace {
 
 nlohmann::json
 efficiency_json(const perf::DefaultEfficiency& e) {
-  return {{"gemm", e.gemm},     {"attention", e.attention},         {"decode_attention", e.decode_attention},
-          {"memory", e.memory}, {"communication", e.communication}, {"kernel_overhead_us", e.kernel_overhead_us}};
+  nlohmann::json engines = nlohmann::json::object();
+  for (const auto& [engine, kernels] : e.engine_attention)
+    engines[engine] = {{"prefill", kernels.prefill}, {"decode", kernels.decode}};
+  return {{"gemm", e.gemm},
+          {"attention", e.attention},
+          {"decode_attention", e.decode_attention},
+          {"memory", e.memory},
+          {"communication", e.communication},
+          {"kernel_overhead_us", e.kernel_overhead_us},
+          {"engine_attention", engines}};
 }
 
 } // namespace
@@ -164,11 +211,16 @@ efficiency_fit_summary(const EfficiencyFitRun& run) {
 std::string
 efficiency_yaml(const EfficiencyFitRun& run) {
   const auto& e = run.fit.after;
-  return fmt::format("efficiency:  # fitted by optkit plan calibrate; used where the perf database has no measurement\n"
-                     "  gemm: {:.3f}\n  attention: {:.3f}\n  decode_attention: {:.3f}\n  memory: {:.3f}\n"
-                     "  communication: {:.3f}\n  kernel_overhead_us: {:g}\n  calibrated: \"{}\"\n",
-                     e.gemm, e.attention, e.decode_attention, e.memory, e.communication, e.kernel_overhead_us,
-                     e.calibrated);
+  std::string yaml =
+      fmt::format("efficiency:  # fitted by optkit plan calibrate; used where the perf database has no measurement\n"
+                  "  gemm: {:.3f}\n  attention: {:.3f}\n  decode_attention: {:.3f}\n  memory: {:.3f}\n"
+                  "  communication: {:.3f}\n  kernel_overhead_us: {:g}\n",
+                  e.gemm, e.attention, e.decode_attention, e.memory, e.communication, e.kernel_overhead_us);
+  if (!e.engine_attention.empty())
+    yaml += "  engine_attention:\n";
+  for (const auto& [engine, kernels] : e.engine_attention)
+    yaml += fmt::format("    {}: {{prefill: {:.3f}, decode: {:.3f}}}\n", engine, kernels.prefill, kernels.decode);
+  return yaml + fmt::format("  calibrated: \"{}\"\n", e.calibrated);
 }
 
 } // namespace optkit::plan

@@ -89,7 +89,7 @@ estimate_worker(const EstimateOptions& o, const perf::PerfDatabase& db, Estimate
   const PlanRequest& r = run.request;
   const bool moe = r.model.is_moe();
   const perf::StepModel model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha,
-                              r.attention_kernels);
+                              r.attention_kernels());
   const WorkerConfiguration configuration{mode, o.batch, o.ctx_tokens > 0 ? double(o.ctx_tokens) : prompt_tokens(r)};
   run.memory = worker_memory(r, run.system, o.parallel, configuration);
   const PricedRow priced = price_worker(r, run.system, model, configuration);
@@ -109,9 +109,9 @@ estimate_disaggregated(const EstimateOptions& o, const perf::PerfDatabase& db, E
   const PlanRequest& r = run.request;
   const bool moe = r.model.is_moe();
   const perf::StepModel prefill_model(r.model, run.system, db, o.prefill_parallel, r.precision, r.moe_power_law_alpha,
-                                      r.attention_kernels);
+                                      r.attention_kernels());
   const perf::StepModel decode_model(r.model, run.system, db, o.parallel, r.precision, r.moe_power_law_alpha,
-                                     r.attention_kernels);
+                                     r.attention_kernels());
   const auto prefill = price_prefill(r, run.system, prefill_model, o.prefill_batch);
   if (!prefill)
     throw InputError("--prefill-batch " + std::to_string(o.prefill_batch) + ": " + o.prefill_parallel.label(moe) +

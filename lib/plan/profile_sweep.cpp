@@ -39,7 +39,7 @@ collect_sites(const SweepOptions& options, const perf::SystemSpec& system) {
     for (const auto& precision : swept_precisions()) {
       PlanRequest request{.model = model, .gpus = std::max(8, system.gpus_per_node)};
       request.precision = precision;
-      request.attention_kernels = perf::AttentionKernels::profiled;
+      request.profiled_attention = true;
       request.modes = {ServingMode::static_batching, ServingMode::aggregated, ServingMode::disaggregated};
       search(request, system, db);
     }

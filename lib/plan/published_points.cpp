@@ -7,6 +7,7 @@
 #include "plan/estimators.hpp"
 #include "plan/search.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <memory>
@@ -225,7 +226,7 @@ predict_serving(const PublishedPoints& points, std::size_t index, const perf::Sy
   const perf::PerfDatabase fallback_only(system);
   const auto step_model = [&](int tp) {
     return std::make_unique<perf::StepModel>(r.model, system, fallback_only, perf::ParallelConfig{tp}, r.precision, 0,
-                                             perf::AttentionKernels::engine);
+                                             r.attention_kernels());
   };
   if (p.mode == PointMode::disaggregated) {
     const auto prefill_model = step_model(p.prefill.tp);
@@ -251,7 +252,7 @@ compare_static(const PublishedPoints& points, std::size_t index, const perf::Sys
   const PlanRequest r = point_request(points, p);
   const perf::PerfDatabase fallback_only(system);
   const perf::StepModel step(r.model, system, fallback_only, perf::ParallelConfig{p.tp}, r.precision, 0,
-                             perf::AttentionKernels::engine);
+                             r.attention_kernels());
   const auto e = estimate_static(step, r.workload, p.batch, Speculation{});
   if (p.output_tokens_per_s_per_gpu) {
     const double seconds = (e.ttft_ms + (p.osl - 1) * e.tpot_ms) / 1000.0;
@@ -328,6 +329,15 @@ load_published_points(const std::filesystem::path& file, const std::filesystem::
     }
   }
   return out;
+}
+
+std::vector<std::string>
+point_engines(const PublishedPoints& points) {
+  std::vector<std::string> engines;
+  for (const auto& set : points.sets)
+    if (std::find(engines.begin(), engines.end(), perf::engine_name(set.engine)) == engines.end())
+      engines.push_back(perf::engine_name(set.engine));
+  return engines;
 }
 
 std::vector<PointComparison>

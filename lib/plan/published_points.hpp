@@ -81,6 +81,9 @@ struct PointComparison {
   double relative_error() const { return (predicted - published) / published; }
 };
 
+// The engines the points' sets ran, by name, each once.
+std::vector<std::string> point_engines(const PublishedPoints& points);
+
 // Every figure of every point predicted with `efficiency` in place of each system's own.
 std::vector<PointComparison> compare_with_published(const PublishedPoints& points,
                                                     const perf::DefaultEfficiency& efficiency);

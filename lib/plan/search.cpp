@@ -84,7 +84,7 @@ count(PlanResult& result, const PricedRow& priced) {
 void
 search_worker_modes(const PlanRequest& r, const perf::SystemSpec& system, const perf::PerfDatabase& db,
                     const perf::ParallelConfig& parallel, bool static_mode, bool aggregated, PlanResult& result) {
-  const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha, r.attention_kernels);
+  const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha, r.attention_kernels());
   const auto add = [&](const PricedRow& priced) {
     count(result, priced);
     if (priced)
@@ -107,7 +107,8 @@ search_disaggregated(const PlanRequest& r, const perf::SystemSpec& system, const
   for (const auto& parallel : layouts) {
     if (parallel.gpus() >= r.gpus)
       continue; // a unit needs at least one prefill and one decode worker
-    const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha, r.attention_kernels);
+    const perf::StepModel model(r.model, system, db, parallel, r.precision, r.moe_power_law_alpha,
+                                r.attention_kernels());
     for (int batch : {1, 2, 4, 8}) {
       const auto prefill = price_prefill(r, system, model, batch);
       if (!prefill)

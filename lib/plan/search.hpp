@@ -28,9 +28,12 @@ struct PlanRequest {
   int gpus = 8;
   Workload workload;
   perf::Engine engine = perf::Engine::vllm;
-  // The engine's own kernels (priced by the calibrated efficiencies); `plan profile` asks for the
-  // profiled ones so that its search looks up, and so measures, the attention sites.
-  perf::AttentionKernels attention_kernels = perf::AttentionKernels::engine;
+  // Attention runs in the engine's own kernels; `plan profile` asks for optkit's profiled ones so
+  // that its search looks up, and so measures, the attention sites.
+  bool profiled_attention = false;
+  perf::AttentionKernels attention_kernels() const {
+    return profiled_attention ? std::nullopt : perf::AttentionKernels(engine);
+  }
   perf::ServingPrecision precision;
   double memory_fraction = 0.9;
   double ttft_limit_ms = 2000;
