@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/dtype.hpp"
 #include "quant/awq.hpp"
+#include "quant/awq_clip.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/gptq.hpp"
 #include "quant/packing.hpp"
@@ -325,6 +326,51 @@ TEST_CASE("AWQ candidates: s = 1 first, then duo scaling's ratios, each normalis
   const std::vector<float> ones(4, 1.0f);
   CHECK(quant::awq_fake_quantized(w, 2, 4, ones, int4, model::DType::f32) ==
         quant::rtn(w, 2, 4, int4, model::DType::f32).weight);
+}
+
+TEST_CASE("AWQ's clip search lowers the linear's output error, scored on the whole row, and clamps") {
+  // 3 rows, 8 columns in groups of 4; one outlier per row stretches its group's grid. H = XᵀX of
+  // correlated inputs, so the groups' errors interact through H's off-diagonal blocks.
+  const std::int64_t rows = 3, cols = 8;
+  const auto at = [](const std::vector<float>& v, std::int64_t i) { return double(v[static_cast<std::size_t>(i)]); };
+  std::vector<float> w = {0.10f,  -0.20f, 0.15f,  2.50f, 0.05f,  -0.12f, 0.30f, 0.22f, //
+                          -0.30f, 0.25f,  -0.05f, 0.11f, 0.40f,  -3.00f, 0.12f, 0.08f, //
+                          0.20f,  0.21f,  -0.19f, 0.18f, -0.17f, 0.16f,  0.15f, -0.14f};
+  std::vector<float> h(cols * cols);
+  for (std::int64_t i = 0; i < cols; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      h[static_cast<std::size_t>(i * cols + j)] = i == j ? 2.0f : 0.6f / static_cast<float>(1 + std::abs(i - j));
+  const QuantArgs int4{4, NumberType::integer, false, Strategy::group, 4, false};
+  // The oracle: Σ_rows dᵀHd in double, d = RTN(W') − W for the original W.
+  const auto output_error = [&](const std::vector<float>& clipped) {
+    const auto q = quant::rtn(clipped, rows, cols, int4, model::DType::f32).weight;
+    double e = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t i = 0; i < cols; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          e += (at(q, r * cols + i) - at(w, r * cols + i)) * at(h, i * cols + j) *
+               (at(q, r * cols + j) - at(w, r * cols + j));
+    return e;
+  };
+  std::vector<float> clipped = w;
+  const auto result = quant::awq_clip(clipped, rows, cols, h, int4, model::DType::f32);
+  CHECK(result.error_before == doctest::Approx(output_error(w)).epsilon(1e-4));
+  CHECK(result.error_after == doctest::Approx(output_error(clipped)).epsilon(1e-4));
+  CHECK(result.error_after < result.error_before);
+  // Values only ever move toward zero, each group within its own range, and a bound below 1 was
+  // chosen somewhere (the outliers' groups).
+  bool moved = false;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    CHECK(std::fabs(clipped[i]) <= std::fabs(w[i]));
+    CHECK(clipped[i] * w[i] >= 0);
+    moved = moved || clipped[i] != w[i];
+  }
+  CHECK(moved);
+  // A grid of one bound (no shrink) leaves W as it was.
+  std::vector<float> unclipped = w;
+  quant::awq_clip(unclipped, rows, cols, h, int4, model::DType::f32, {20, 0.0});
+  CHECK(unclipped == w);
+  CHECK_THROWS_AS(quant::awq_clip(unclipped, rows, cols, std::vector<float>(4), int4, model::DType::f32), InputError);
 }
 
 TEST_CASE("kv_cache_scheme: written and read back per tensor or per head; other KV schemes are refused") {

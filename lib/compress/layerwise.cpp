@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/layer_tensors.hpp"
+#include "quant/awq_clip.hpp"
 #include "quant/compressed_tensors.hpp"
 #include "quant/hessian.hpp"
 #include "quant/smoothquant.hpp"
@@ -597,6 +598,13 @@ private:
     }
   }
 
+  // AWQ's clip search runs on the linears whose output error its Hessian measures; like llm-awq,
+  // not on q_proj and k_proj, whose outputs meet in the attention scores, not in a sum.
+  bool clips_weights(const std::string& linear, const std::vector<float>& h) const {
+    return m_recipe.awq && m_recipe.awq->clip && !h.empty() && !m_base && !linear.ends_with("q_proj") &&
+           !linear.ends_with("k_proj");
+  }
+
   // One linear against `h`, the Hessian of its inputs (empty: uncalibrated); `expert_tokens`: the
   // calibration tokens an expert saw (-1: not an expert). In delta mode W is fine-tuned − base.
   void compress_linear(std::int64_t layer, const runtime::LayerLinear& linear, std::vector<float> h,
@@ -619,6 +627,8 @@ private:
       for (std::size_t i = 0; i < w.size(); ++i)
         w[i] -= base_w[i];
     }
+    if (clips_weights(linear.name, h))
+      quant::awq_clip(w, rows, cols, h, *args, m_scale_dtype);
     std::optional<float> fused;
     if (const auto it = shared_absmax.find({linear.input, linear.expert}); it != shared_absmax.end())
       fused = it->second;

@@ -110,7 +110,9 @@ recipe_schema() {
     Schema awq{
         "awq",
         {bounded("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2, 1000),
-         field("duo_scaling", Type::boolean, "weight magnitudes enter the factors (default true)")}};
+         field("duo_scaling", Type::boolean, "weight magnitudes enter the factors (default true)"),
+         field("clip", Type::boolean,
+               "then search each group's clipping bound on its output error (llm-awq's auto_clip; default false)")}};
     return Schema{
         "recipe",
         {Field{"name", Type::string, true, "recipe name"},
@@ -242,6 +244,7 @@ load_recipe_file(const std::filesystem::path& file) {
     r.awq = quant::AwqOptions{};
     r.awq->grid = doc.at("awq").value("grid", r.awq->grid);
     r.awq->duo_scaling = doc.at("awq").value("duo_scaling", r.awq->duo_scaling);
+    r.awq->clip = doc.at("awq").value("clip", r.awq->clip);
   }
   r.lossless = doc.value("lossless", "none") == "zstd" ? Lossless::zstd : Lossless::none;
   r.calibration = calibration_from(doc);

@@ -24,6 +24,7 @@ namespace optkit::quant {
 struct AwqOptions {
   int grid = 20;           // candidate ratios (llm-compressor's n_grid)
   bool duo_scaling = true; // weight magnitudes enter the factors (llm-compressor's default)
+  bool clip = false;       // then clip each group's range (awq_clip.hpp; llm-awq's auto_clip)
 };
 
 struct AwqCandidate {

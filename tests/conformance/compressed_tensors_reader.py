@@ -15,7 +15,7 @@ scheme, optkit compresses a tiny model, and this reader checks:
      For awq_w4a16 (int4 asymmetric groups of 128 with zero points packed down the columns), whose
      factors s are folded into the norms, s is read back as old norm / new norm and the codes of
      q/k/v and gate/up checked as the nearest on W·diag(s) (o_proj, unsmoothed under grouped-query
-     attention, exactly on W). For w4a8 (GPTQ int4 groups of 128 stored as int8 values, int8
+     attention, exactly on W clamped at one of AWQ's clip bounds). For w4a8 (GPTQ int4 groups of 128 stored as int8 values, int8
      activations per token) the static group scales max|w|/7.5 are re-derived and the values
      checked to lie on the int4 grid. For fp8_dynamic_kv, the per-channel FP8 scales max|w|/448 and
      codes, and the kv_cache_scheme with one positive k_scale and v_scale per layer in the model's
@@ -307,6 +307,19 @@ def asymmetric_codes(x, scale, zero):
     return np.clip(np.rint(x / scale + zero), -8, 7)
 
 
+def group_absmax(w):
+    """max |w| of each row's group of 128 columns, repeated over the group's columns."""
+    cols = w.shape[1]
+    absmax = np.stack([np.abs(w[:, g : g + 128]).max(axis=1) for g in range(0, cols, 128)], axis=1)
+    return np.repeat(absmax, 128, axis=1)[:, :cols]
+
+
+def clamp_groups(w, b):
+    """Each row's group of 128 columns clamped to ±b·max|w| (in float32, as optkit computes it)."""
+    limit = (group_absmax(w).astype(np.float64) * float(b)).astype(F32)
+    return np.clip(w, -limit, limit)
+
+
 def awq_w4a16(tensors, source, module, smoothing):
     w = source[module + ".weight"]
     rows, cols = w.shape
@@ -334,13 +347,24 @@ def awq_w4a16(tensors, source, module, smoothing):
         if np.linalg.norm(back - w) > 0.2 * np.linalg.norm(w):  # int4 groups: ~0.1
             fail(f"{module}: Ŵ·diag(s)⁻¹ is {np.linalg.norm(back - w) / np.linalg.norm(w):.3f} away from W")
     elif module.endswith("o_proj"):
-        lo = np.minimum(np.stack([w[:, g : g + 128].min(axis=1) for g in range(0, cols, 128)], axis=1), 0)
-        hi = np.maximum(np.stack([w[:, g : g + 128].max(axis=1) for g in range(0, cols, 128)], axis=1), 0)
-        want_scale = bf16_round(((hi - lo) / F32(15.0)).astype(F32))
-        want_zero = np.clip(np.rint(-8 - lo / want_scale), -8, 7)
-        if not np.array_equal(scale, want_scale) or not np.array_equal(zero, want_zero):
-            fail(f"{module}: asymmetric scales or zero points differ from (max − min)/15 and −8 − min/s")
-        if fraction_differing(asymmetric_codes(w, per_value, zero_per_value), q) > MAX_TIE_FLIPS:
+        # AWQ's clip search (llm-awq's auto_clip) may clamp each group to ±b·max|w| first, b one
+        # of 1, 0.95, …, 0.55: the stored grid must be the min/max grid of the group clamped at
+        # one of those bounds, and the codes the nearest on the clamped values.
+        bound = np.full((rows, groups), np.nan, dtype=F32)
+        for k in reversed(range(10)):
+            b = F32(1.0 - k / 20.0)
+            clamped = clamp_groups(w, b)
+            lo = np.minimum(np.stack([clamped[:, g : g + 128].min(axis=1) for g in range(0, cols, 128)], axis=1), 0)
+            hi = np.maximum(np.stack([clamped[:, g : g + 128].max(axis=1) for g in range(0, cols, 128)], axis=1), 0)
+            want_scale = bf16_round(((hi - lo) / F32(15.0)).astype(F32))
+            want_zero = np.clip(np.rint(-8 - lo / want_scale), -8, 7)
+            bound[(scale == want_scale) & (zero == want_zero)] = b
+        if np.isnan(bound).any():
+            fail(f"{module}: asymmetric scales or zero points are not (max − min)/15 and −8 − min/s of the group "
+                 "clamped at any of AWQ's clip bounds")
+        clamped = np.clip(w, -np.repeat(bound, 128, axis=1)[:, :cols] * group_absmax(w),
+                          np.repeat(bound, 128, axis=1)[:, :cols] * group_absmax(w))
+        if fraction_differing(asymmetric_codes(clamped, per_value, zero_per_value), q) > MAX_TIE_FLIPS:
             fail(f"{module}: its codes are not the nearest")
     return dequantized
 
