@@ -65,10 +65,10 @@ TEST_CASE("the fallback's efficiencies fitted to published serving figures") {
     CHECK(system.efficiency.attention == doctest::Approx(fit.after.attention));
     CHECK(system.efficiency.decode_attention == doctest::Approx(fit.after.decode_attention));
     REQUIRE(system.efficiency.engine_attention.size() == fit.after.engine_attention.size());
-    for (const auto& [engine, kernels] : fit.after.engine_attention) {
-      CAPTURE(engine);
-      CHECK(system.efficiency.attention_of(engine).prefill == doctest::Approx(kernels.prefill));
-      CHECK(system.efficiency.attention_of(engine).decode == doctest::Approx(kernels.decode));
+    for (const auto& fitted : fit.after.engine_attention) {
+      CAPTURE(fitted.first);
+      CHECK(system.efficiency.attention_of(fitted.first).prefill == doctest::Approx(fitted.second.prefill));
+      CHECK(system.efficiency.attention_of(fitted.first).decode == doctest::Approx(fitted.second.decode));
     }
     CHECK(system.efficiency.memory == doctest::Approx(fit.after.memory));
     CHECK(system.efficiency.communication == doctest::Approx(fit.after.communication));
