@@ -20,11 +20,14 @@ namespace optkit::plan {
 
 struct EfficiencyFit {
   perf::DefaultEfficiency before, after;
-  std::vector<PointComparison> before_rows, after_rows;
+  std::vector<PointComparison> before_rows, after_rows; // on the fallback alone
+  // With the fitted efficiencies, as `plan` prices each point: with the system's measured perf
+  // database where it has one (elsewhere the same as after_rows).
+  std::vector<PointComparison> plan_rows;
 };
 
 // Starts from `start` and fits the five efficiencies and the per-kernel overhead.
-EfficiencyFit fit_efficiencies(const PublishedPoints& points, const perf::DefaultEfficiency& start);
+EfficiencyFit fit_efficiencies(PublishedPoints& points, const perf::DefaultEfficiency& start);
 
 // `optkit plan calibrate`: loads the points (default: the bundled
 // profiles/calibration/published.yaml), fits from the built-in defaults, and archives the errors
@@ -39,7 +42,7 @@ EfficiencyFitRun run_efficiency_fit(const std::string& points_file, const archiv
 struct SetError {
   PointSet set;
   std::size_t figures = 0;
-  double before = 0, after = 0;
+  double before = 0, after = 0, plan = 0;
 };
 std::vector<SetError> set_errors(const EfficiencyFitRun& run);
 

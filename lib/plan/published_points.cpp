@@ -220,12 +220,13 @@ point_place(const PublishedPoints& points, std::size_t index) {
 }
 
 std::optional<PlanRow>
-predict_serving(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system) {
+predict_serving(const PublishedPoints& points, std::size_t index, const PointSystem& priced,
+                const perf::PerfDatabase& db) {
   const auto& p = points.points[index];
+  const auto& system = priced.spec;
   const PlanRequest r = point_request(points, p);
-  const perf::PerfDatabase fallback_only(system);
   const auto step_model = [&](int tp) {
-    return std::make_unique<perf::StepModel>(r.model, system, fallback_only, perf::ParallelConfig{tp}, r.precision, 0,
+    return std::make_unique<perf::StepModel>(r.model, system, db, perf::ParallelConfig{tp}, r.precision, 0,
                                              r.attention_kernels());
   };
   if (p.mode == PointMode::disaggregated) {
@@ -246,12 +247,11 @@ predict_serving(const PublishedPoints& points, std::size_t index, const perf::Sy
 }
 
 void
-compare_static(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system,
-               std::vector<PointComparison>& rows) {
+compare_static(const PublishedPoints& points, std::size_t index, const PointSystem& priced,
+               const perf::PerfDatabase& db, std::vector<PointComparison>& rows) {
   const auto& p = points.points[index];
   const PlanRequest r = point_request(points, p);
-  const perf::PerfDatabase fallback_only(system);
-  const perf::StepModel step(r.model, system, fallback_only, perf::ParallelConfig{p.tp}, r.precision, 0,
+  const perf::StepModel step(r.model, priced.spec, db, perf::ParallelConfig{p.tp}, r.precision, 0,
                              r.attention_kernels());
   const auto e = estimate_static(step, r.workload, p.batch, Speculation{});
   if (p.output_tokens_per_s_per_gpu) {
@@ -263,10 +263,10 @@ compare_static(const PublishedPoints& points, std::size_t index, const perf::Sys
 }
 
 void
-compare_serving(const PublishedPoints& points, std::size_t index, const perf::SystemSpec& system,
-                std::vector<PointComparison>& rows) {
+compare_serving(const PublishedPoints& points, std::size_t index, const PointSystem& system,
+                const perf::PerfDatabase& db, std::vector<PointComparison>& rows) {
   const auto& p = points.points[index];
-  const std::optional<PlanRow> row = predict_serving(points, index, system);
+  const std::optional<PlanRow> row = predict_serving(points, index, system, db);
   if (!row)
     throw InputError(point_place(points, index) +
                      ": plan cannot form this configuration (its KV cache does not fit, or its pools exceed the GPUs)");
@@ -279,6 +279,18 @@ compare_serving(const PublishedPoints& points, std::size_t index, const perf::Sy
 }
 
 } // namespace
+
+PointSystem::PointSystem(perf::SystemSpec system, const std::filesystem::path& perf_dir)
+    : spec(std::move(system))
+    , fallback(spec)
+    , measured(std::filesystem::is_directory(perf_dir) ? perf::PerfDatabase::load(perf_dir, spec)
+                                                       : perf::PerfDatabase(spec)) {}
+
+bool
+has_measured_database(const PublishedPoints& points, const std::string& system) {
+  const auto found = points.systems.find(system);
+  return found != points.systems.end() && found->second->measured.points() > 0;
+}
 
 std::string
 point_mode_name(PointMode mode) {
@@ -322,7 +334,8 @@ load_published_points(const std::filesystem::path& file, const std::filesystem::
       PublishedPoint point = read_point(p, set);
       check_point(p, point, fmt::format("{}: sets[{}].points[{}]", file.string(), set, index++));
       if (!out.systems.contains(point.system)) // an unknown system or model fails here
-        out.systems.emplace(point.system, perf::load_system(profiles_dir, point.system));
+        out.systems.emplace(point.system, std::make_unique<PointSystem>(perf::load_system(profiles_dir, point.system),
+                                                                        profiles_dir / "perf" / point.system));
       if (!out.models.contains(point.model))
         out.models.emplace(point.model, resolve_point_model(out, point.model));
       out.points.push_back(std::move(point));
@@ -341,17 +354,17 @@ point_engines(const PublishedPoints& points) {
 }
 
 std::vector<PointComparison>
-compare_with_published(const PublishedPoints& points, const perf::DefaultEfficiency& efficiency) {
-  auto systems = points.systems; // each with the candidate efficiencies
-  for (auto& [name, system] : systems)
-    system.efficiency = efficiency;
+compare_with_published(PublishedPoints& points, const perf::DefaultEfficiency& efficiency, Pricing pricing) {
+  for (auto& [name, system] : points.systems)
+    system->spec.efficiency = efficiency;
   std::vector<PointComparison> rows;
   for (std::size_t i = 0; i < points.points.size(); ++i) {
-    const auto& system = systems.at(points.points[i].system);
+    const auto& system = *points.systems.at(points.points[i].system);
+    const auto& db = pricing == Pricing::as_plan ? system.measured : system.fallback;
     if (points.points[i].mode == PointMode::static_batching)
-      compare_static(points, i, system, rows);
+      compare_static(points, i, system, db, rows);
     else
-      compare_serving(points, i, system, rows);
+      compare_serving(points, i, system, db, rows);
   }
   return rows;
 }

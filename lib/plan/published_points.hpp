@@ -9,16 +9,20 @@
 //                  the largest batch of plan's schedule its KV cache fits;
 //   disagg         `prefill` and `decode` pools, each {tp, workers, batch}.
 // A point's figures are output tokens/s per GPU, tokens/s per user and/or TTFT. Plan predicts them
-// with the search's own pricing (price_worker, price_prefill/price_decode, disaggregated_row) on
-// the speed-of-light fallback alone, with the engine's attention kernels.
+// with the search's own functions (price_worker, price_prefill/price_decode, disaggregated_row)
+// and the engine's attention kernels, either on the speed-of-light fallback alone (what the fit
+// tunes) or as `plan` prices them, with the system's measured perf database where
+// profiles/perf/<system> has one.
 #pragma once
 
 #include "perf/memory_model.hpp"
 #include "perf/model_arch.hpp"
+#include "perf/perf_database.hpp"
 #include "perf/system_spec.hpp"
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,12 +60,24 @@ struct PointSet {
   perf::Engine engine = perf::Engine::trtllm;
 };
 
+// A system the points run on: its spec, whose efficiencies compare_with_published sets to the
+// candidate's, an empty perf database (the fallback alone) and its measured one (empty where none
+// was measured); both read the spec's efficiencies where they fall back.
+struct PointSystem {
+  perf::SystemSpec spec;
+  perf::PerfDatabase fallback;
+  perf::PerfDatabase measured;
+  PointSystem(perf::SystemSpec system, const std::filesystem::path& perf_dir);
+};
+
+enum class Pricing { fallback, as_plan };
+
 struct PublishedPoints {
   std::filesystem::path file;
   std::vector<PointSet> sets;
   std::vector<PublishedPoint> points;
   // Every system and model the points name, read once when the file is loaded.
-  std::map<std::string, perf::SystemSpec> systems;
+  std::map<std::string, std::unique_ptr<PointSystem>> systems;
   std::map<std::string, perf::ModelArch> models;
 };
 
@@ -84,9 +100,12 @@ struct PointComparison {
 // The engines the points' sets ran, by name, each once.
 std::vector<std::string> point_engines(const PublishedPoints& points);
 
-// Every figure of every point predicted with `efficiency` in place of each system's own.
-std::vector<PointComparison> compare_with_published(const PublishedPoints& points,
-                                                    const perf::DefaultEfficiency& efficiency);
+// Every figure of every point predicted with `efficiency` in place of each system's own (set on
+// `points.systems`), priced as `pricing` says.
+std::vector<PointComparison> compare_with_published(PublishedPoints& points, const perf::DefaultEfficiency& efficiency,
+                                                    Pricing pricing = Pricing::fallback);
+// Whether a system of the points has a measured perf database.
+bool has_measured_database(const PublishedPoints& points, const std::string& system);
 
 double mean_absolute_percentage_error(const std::vector<PointComparison>& rows);
 double mean_absolute_log_error(const std::vector<PointComparison>& rows);

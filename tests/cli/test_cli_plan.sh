@@ -146,7 +146,7 @@ import json, sys
 d = json.load(sys.stdin)
 sets = {s["name"]: s for s in d["sets"]}
 assert set(sets) == {"trtllm-0.6-static", "aiconfigurator-2026-table2", "trtllm-1.0-throughput"}, sets
-assert all(s["mape_after"] < s["mape_before"] for s in sets.values()), sets
+assert all(s["mape_after"] < s["mape_before"] and s["mape_plan"] > 0 for s in sets.values()), sets
 assert {r["mode"] for r in d["rows"]} == {"static", "agg", "disagg", "throughput"}
 assert "decode_attention" in d["after"]["efficiency"], d["after"]
 ' || fail "plan calibrate: $OUT"
