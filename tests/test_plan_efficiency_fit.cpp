@@ -114,6 +114,9 @@ TEST_CASE("a points file names its errors") {
   CHECK_THROWS_WITH_AS(load("{mode: agg, " + llama + ", tp: 1, batch: 8, tokens_per_s_per_user: 50}"),
                        doctest::Contains("osl of at least 2"), InputError);
   CHECK_THROWS_WITH_AS(load("{mode: warp, " + llama + ", ttft_ms: 5}"), doctest::Contains("warp"), InputError);
+  CHECK_THROWS_WITH_AS(load("{mode: agg, " + llama + ", tp: 1e12, batch: 8, osl: 128, ttft_ms: 5}"),
+                       doctest::Contains("it must be in [1, 64]"), InputError);
+  CHECK_THROWS_WITH_AS(load("{" + llama + ", tp: 1, batch: 8, ttft_ms: 0}"), doctest::Contains("ttft_ms"), InputError);
 }
 
 TEST_CASE("a disaggregated point is priced as plan estimate prices its pools") {

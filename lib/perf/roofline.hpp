@@ -40,7 +40,8 @@ double collective_speed_of_light_us(const SystemSpec& system, CollectiveOp op, d
 // No data: speed of light divided by the system's default efficiencies, plus a kernel's fixed cost.
 Estimate roofline_estimate(const SystemSpec& system, OpClass op_class, const OpCost& cost, double peak_flops);
 // Attention (OpClass attention or decode_attention) in a serving engine's own kernels: the same
-// over `kernels`, labelled calibrated when they were fitted to that engine's published points.
+// over that engine's attention efficiencies (DefaultEfficiency::attention_of), with the system's
+// fallback label.
 Estimate engine_attention_estimate(const SystemSpec& system, const std::string& engine, OpClass op_class,
                                    const OpCost& cost, double peak_flops);
 Estimate roofline_collective(const SystemSpec& system, CollectiveOp op, double bytes, int gpus);

@@ -154,7 +154,7 @@ to_json(const EfficiencyFitRun& run) {
     const auto& after = run.fit.after_rows[i];
     const auto& p = run.points.points[after.point];
     rows.push_back({{"set", run.points.sets[p.set].name},
-                    {"mode", point_mode_name(p.mode)},
+                    {"mode", to_string(p.mode)},
                     {"configuration", describe(p)},
                     {"system", p.system},
                     {"model", p.model},

@@ -1,6 +1,7 @@
 #include "plan/published_points.hpp"
 
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 #include "core/yaml_schema.hpp"
 #include "perf/perf_database.hpp"
 #include "perf/step_model.hpp"
@@ -25,9 +26,10 @@ using config::Type;
 constexpr double kEngineStepTokens = 8192;
 
 Field
-number(std::string name, std::string help, double minimum, bool required = false) {
+number(std::string name, std::string help, double minimum, double maximum, bool required = false) {
   Field f{std::move(name), Type::number, required, std::move(help)};
   f.minimum = minimum;
+  f.maximum = maximum;
   return f;
 }
 
@@ -48,8 +50,9 @@ list_of(std::string name, std::string help, Field item) {
 Schema
 pool_schema(const std::string& name) {
   return Schema{name,
-                {number("tp", "tensor-parallel GPUs per worker", 1, true),
-                 number("workers", "workers in the pool", 1, true), number("batch", "sequences per worker", 1, true)}};
+                {number("tp", "tensor-parallel GPUs per worker", 1, 64, true),
+                 number("workers", "workers in the pool", 1, 64, true),
+                 number("batch", "sequences per worker", 1, 4096, true)}};
 }
 
 const Schema&
@@ -62,16 +65,16 @@ points_schema() {
                  {mode, Field{"system", Type::string, true, "a system under profiles/systems"},
                   Field{"model", Type::string, true, "a preset, or a folder under the file's models/"},
                   Field{"precision", Type::string, true, "weights and activations: bf16, fp16, fp8, int8"}, kv,
-                  number("tp", "tensor-parallel GPUs of the worker (static, agg, throughput)", 1),
-                  number("batch", "static: prompts batched together; agg: sequences in flight", 1),
-                  number("isl", "prompt tokens", 1, true), number("osl", "output tokens", 1),
-                  number("ctx_tokens", "agg, throughput: prompt tokens per step (default 8192)", 1),
+                  number("tp", "tensor-parallel GPUs of the worker (static, agg, throughput)", 1, 64),
+                  number("batch", "static: prompts batched together; agg: sequences in flight", 1, 4096),
+                  number("isl", "prompt tokens", 1, 1e7, true), number("osl", "output tokens", 1, 1e7),
+                  number("ctx_tokens", "agg, throughput: prompt tokens per step (default 8192)", 1, 1e7),
                   object("prefill", "disagg: the prefill pool", pool_schema("prefill")),
                   object("decode", "disagg: the decode pool", pool_schema("decode")),
-                  number("output_tokens_per_s_per_gpu", "published output throughput per GPU", 0),
-                  number("output_tokens_per_s", "published output throughput of all the point's GPUs", 0),
-                  number("tokens_per_s_per_user", "published generation speed per user (1 / TPOT)", 0),
-                  number("ttft_ms", "published first-token latency, ms", 0)}};
+                  number("output_tokens_per_s_per_gpu", "published output throughput per GPU", 1e-9, 1e12),
+                  number("output_tokens_per_s", "published output throughput of all the point's GPUs", 1e-9, 1e12),
+                  number("tokens_per_s_per_user", "published generation speed per user (1 / TPOT)", 1e-9, 1e12),
+                  number("ttft_ms", "published first-token latency, ms", 1e-9, 1e12)}};
     Field engine{"engine", Type::string, true, "the engine the set ran: vllm, sglang, trtllm, llamacpp"};
     engine.choices = {"vllm", "sglang", "trtllm", "llamacpp"};
     Schema set{"set",
@@ -100,17 +103,6 @@ resolve_point_model(const PublishedPoints& points, const std::string& model) {
   return perf::resolve_model(std::filesystem::is_directory(folder) ? folder.string() : model);
 }
 
-PointMode
-parse_point_mode(const std::string& text) {
-  if (text == "agg")
-    return PointMode::aggregated;
-  if (text == "throughput")
-    return PointMode::throughput;
-  if (text == "disagg")
-    return PointMode::disaggregated;
-  return PointMode::static_batching;
-}
-
 PointPool
 read_pool(const nlohmann::json& j) {
   return {static_cast<int>(j.at("tp").get<double>()), static_cast<int>(j.at("workers").get<double>()),
@@ -133,7 +125,7 @@ PublishedPoint
 read_point(const nlohmann::json& p, std::size_t set) {
   PublishedPoint point;
   point.set = set;
-  point.mode = parse_point_mode(p.value("mode", "static"));
+  point.mode = enum_named(p.value("mode", "static"), kPointModes).value(); // the schema checked the name
   point.system = p.at("system").get<std::string>();
   point.model = p.at("model").get<std::string>();
   point.precision = p.at("precision").get<std::string>();
@@ -293,7 +285,7 @@ has_measured_database(const PublishedPoints& points, const std::string& system) 
 }
 
 std::string
-point_mode_name(PointMode mode) {
+to_string(PointMode mode) {
   switch (mode) {
   case PointMode::static_batching:
     return "static";
@@ -316,7 +308,7 @@ describe(const PublishedPoint& p) {
     return fmt::format("disagg {}P(tp{} b{})+{}D(tp{} b{})", p.prefill.workers, p.prefill.tp, p.prefill.batch,
                        p.decode.workers, p.decode.tp, p.decode.batch);
   default:
-    return fmt::format("{} tp{} b{:g}", point_mode_name(p.mode), p.tp, p.batch);
+    return fmt::format("{} tp{} b{:g}", to_string(p.mode), p.tp, p.batch);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "perf/perf_database.hpp"
 #include "perf/system_spec.hpp"
 
+#include <array>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,7 +31,9 @@
 namespace optkit::plan {
 
 enum class PointMode { static_batching, aggregated, throughput, disaggregated };
-std::string point_mode_name(PointMode mode); // "static", "agg", "throughput", "disagg"
+inline constexpr std::array kPointModes{PointMode::static_batching, PointMode::aggregated, PointMode::throughput,
+                                        PointMode::disaggregated};
+std::string to_string(PointMode mode); // "static", "agg", "throughput", "disagg"
 
 struct PointPool {
   int tp = 1;
