@@ -259,7 +259,10 @@ StepModel::attention(const StepShape& s, double dp_share) const {
       const OpCost cost =
           attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent, m.kv_lora_rank, latent,
                                 bytes_per_element(m_precision.kv_cache), s.tokens_per_decode);
-      total += roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
+      total += m_attention_kernels
+                   ? engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::decode_attention,
+                                               cost, m_system.peak_flops("bf16"))
+                   : roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
       total += m_db.gemm("bf16", rows * heads_local, m.v_head_dim, m.kv_lora_rank);
     }
     return total;
