@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
+#include "core/schema_fields.hpp"
 #include "core/text.hpp"
 #include "core/yaml_schema.hpp"
 
@@ -13,7 +14,9 @@ namespace optkit::compress {
 
 namespace {
 
+using config::bounded;
 using config::Field;
+using config::object_field;
 using config::Schema;
 using config::Type;
 
@@ -25,18 +28,8 @@ field(std::string name, Type type, std::string help, std::vector<std::string> ch
 }
 
 Field
-bounded(std::string name, Type type, std::string help, double minimum, double maximum) {
-  Field f{std::move(name), type, false, std::move(help)};
-  f.minimum = minimum;
-  f.maximum = maximum;
-  return f;
-}
-
-Field
-object(std::string name, std::string help, Schema schema, bool required = false) {
-  Field f{std::move(name), Type::object, required, std::move(help)};
-  f.object = std::make_shared<const Schema>(std::move(schema));
-  return f;
+bounded_field(std::string name, Type type, std::string help, double minimum, double maximum) {
+  return bounded(field(std::move(name), type, std::move(help)), minimum, maximum);
 }
 
 Field
@@ -57,13 +50,13 @@ Schema
 quant_args_schema(const std::string& name) {
   return Schema{
       name,
-      {bounded("num_bits", Type::integer, "bits per value (2-8 int; 8 FP8 E4M3 or 4 FP4 E2M1 float)", 2, 8),
+      {bounded_field("num_bits", Type::integer, "bits per value (2-8 int; 8 FP8 E4M3 or 4 FP4 E2M1 float)", 2, 8),
        field("type", Type::string, "int or float (FP8 E4M3, FP4 E2M1)", {"int", "float"}),
        field("symmetric", Type::boolean, "symmetric grid (zero point 0)"),
        field("strategy", Type::string,
              "which values share a scale (block: FP8 tiles; tensor_group: NVFP4 groups under a global scale)",
              {"tensor", "channel", "group", "block", "tensor_group", "token"}),
-       bounded("group_size", Type::integer, "input columns per scale (strategy group, tensor_group)", 1, 1 << 20),
+       bounded_field("group_size", Type::integer, "input columns per scale (strategy group, tensor_group)", 1, 1 << 20),
        integer_list("block_structure", "[rows, cols] of a block (strategy block), e.g. [128, 128]"),
        field("dynamic", Type::string,
              "scales computed at run time (activations); local: per group under a calibrated global "
@@ -79,25 +72,26 @@ const Schema&
 recipe_schema() {
   static const Schema schema = [] {
     Schema scheme{"scheme",
-                  {object("weights", "how weights are quantized", quant_args_schema("weights"), true),
-                   object("input_activations", "dynamic activation quantization at run time",
-                          quant_args_schema("input_activations"))}};
-    Schema calibration{"calibration",
-                       {bounded("samples", Type::integer, "calibration samples per trial", 1, 1e6),
-                        bounded("sequence_length", Type::integer, "tokens per sample (longer ones are cut)", 8, 1e6),
-                        field("sampler", Type::string, "how samples are drawn", {"uniform", "length", "stratified"})}};
+                  {object_field("weights", "how weights are quantized", quant_args_schema("weights"), true),
+                   object_field("input_activations", "dynamic activation quantization at run time",
+                                quant_args_schema("input_activations"))}};
+    Schema calibration{
+        "calibration",
+        {bounded_field("samples", Type::integer, "calibration samples per trial", 1, 1e6),
+         bounded_field("sequence_length", Type::integer, "tokens per sample (longer ones are cut)", 8, 1e6),
+         field("sampler", Type::string, "how samples are drawn", {"uniform", "length", "stratified"})}};
     Schema layers{"layers",
                   {string_list("targets", "modules to compress (Linear = every decoder linear layer)"),
                    string_list("ignore", "modules left as they are (exact HF names or re:<regex>)")}};
     Schema algorithm{
         "algorithm",
         {field("method", Type::string, "rtn (round to nearest) or gptq (Hessian-aware)", {"rtn", "gptq"}),
-         bounded("block_size", Type::integer, "GPTQ columns per lazy batch update", 4, 1 << 16),
-         bounded("dampening", Type::number, "fraction of mean(diag H) added to the diagonal", 0, 10),
+         bounded_field("block_size", Type::integer, "GPTQ columns per lazy batch update", 4, 1 << 16),
+         bounded_field("dampening", Type::number, "fraction of mean(diag H) added to the diagonal", 0, 10),
          field("actorder", Type::string, "column order: static (by activation) or none", {"static", "none"}),
          field("sparsity", Type::string, "SparseGPT structured pruning", {"none", "2:4"})}};
     Schema smoothquant{"smoothquant",
-                       {bounded("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
+                       {bounded_field("alpha", Type::number, "migration strength α (0.5 OPT, 0.8-0.85 Llama)", 0, 1)}};
     Schema kv_cache{"kv_cache",
                     {field("strategy", Type::string, "one scale per tensor or per KV head (default tensor)",
                            {"tensor", "attn_head"})}};
@@ -109,7 +103,8 @@ recipe_schema() {
                        {"Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"}}}};
     Schema awq{
         "awq",
-        {bounded("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2, 1000),
+        {bounded_field("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2,
+                       1000),
          field("duo_scaling", Type::boolean, "weight magnitudes enter the factors (default true)"),
          field("clip", Type::boolean,
                "then search each group's clipping bound on its output error (llm-awq's auto_clip; default false)")}};
@@ -118,15 +113,16 @@ recipe_schema() {
         {Field{"name", Type::string, true, "recipe name"},
          Field{"description", Type::string, true, "one line for people"},
          field("mode", Type::string, "model (compress a model) or delta (compress delta)", {"model", "delta"}),
-         object("scheme", "quantization scheme (compressed-tensors QuantizationArgs); a recipe has this or gguf",
-                scheme),
-         object("gguf", "a GGUF file of llama.cpp's k-quant mixtures instead of a compressed-tensors scheme", gguf),
-         object("calibration", "calibration data the recipe needs", calibration),
-         object("layers", "which layers are compressed", layers),
-         object("algorithm", "the compression algorithm", algorithm),
-         object("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
-         object("awq", "AWQ's activation-aware scale search before quantizing (weight-only)", awq),
-         object("kv_cache", "an FP8 KV cache with calibrated K and V scales (kv_cache_scheme)", kv_cache),
+         object_field("scheme", "quantization scheme (compressed-tensors QuantizationArgs); a recipe has this or gguf",
+                      scheme),
+         object_field("gguf", "a GGUF file of llama.cpp's k-quant mixtures instead of a compressed-tensors scheme",
+                      gguf),
+         object_field("calibration", "calibration data the recipe needs", calibration),
+         object_field("layers", "which layers are compressed", layers),
+         object_field("algorithm", "the compression algorithm", algorithm),
+         object_field("smoothquant", "SmoothQuant before quantizing (W8A8)", smoothquant),
+         object_field("awq", "AWQ's activation-aware scale search before quantizing (weight-only)", awq),
+         object_field("kv_cache", "an FP8 KV cache with calibrated K and V scales (kv_cache_scheme)", kv_cache),
          field("lossless", Type::string, "lossless stage of a delta artifact", {"none", "zstd"})}};
   }();
   return schema;

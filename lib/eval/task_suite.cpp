@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
+#include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
 
 #include <algorithm>
@@ -10,7 +11,9 @@ namespace optkit::eval {
 
 namespace {
 
+using config::bounded;
 using config::Field;
+using config::object_field;
 using config::Schema;
 using config::Type;
 
@@ -18,20 +21,6 @@ Field
 string_list(std::string name, std::string help) {
   Field field{std::move(name), Type::list, false, std::move(help)};
   field.item = std::make_shared<const Field>(Field{"item", Type::string, true, "a string"});
-  return field;
-}
-
-Field
-object(std::string name, std::string help, Schema schema) {
-  Field field{std::move(name), Type::object, false, std::move(help)};
-  field.object = std::make_shared<const Schema>(std::move(schema));
-  return field;
-}
-
-Field
-bounded(Field field, double minimum, double maximum) {
-  field.minimum = minimum;
-  field.maximum = maximum;
   return field;
 }
 
@@ -45,8 +34,8 @@ breakdown_field() {
                                              string_list("members", "the field's values in the group")}});
   Field groups{"groups", Type::list, false, "groups of values, each aggregated weighted by size"};
   groups.item = std::make_shared<const Field>(group);
-  return object("breakdown", "multiple_choice: a metric per value of a field (MMLU's subject)",
-                Schema{"breakdown", {Field{"field", Type::string, true, "the document field"}, groups}});
+  return object_field("breakdown", "multiple_choice: a metric per value of a field (MMLU's subject)",
+                      Schema{"breakdown", {Field{"field", Type::string, true, "the document field"}, groups}});
 }
 
 const Schema&
@@ -95,7 +84,7 @@ suite_schema() {
          bounded(Field{"max_length", Type::integer, false, "multiple_choice: most tokens per request (default 2048)"},
                  2, 1 << 24),
          breakdown_field(),
-         object(
+         object_field(
              "fewshot", "few-shot exemplars",
              Schema{"fewshot",
                     {bounded(Field{"num_fewshot", Type::integer, false, "exemplars per prompt"}, 0, 64),
@@ -106,25 +95,26 @@ suite_schema() {
                      Field{"target_delimiter", Type::string, false, "between text and target (default a space)"},
                      Field{"as_multiturn", Type::boolean, false, "chat: one user/assistant turn per exemplar"},
                      Field{"match", Type::string, false, "exemplars whose field of this name equals the document's"}}}),
-         object("generation", "generation settings",
-                Schema{"generation",
-                       {string_list("until", "stop strings"),
-                        bounded(Field{"max_gen_toks", Type::integer, false, "most generated tokens"}, 1, 1 << 20),
-                        bounded(Field{"temperature", Type::number, false, "0: greedy (default)"}, 0, 10),
-                        Field{"seed", Type::integer, false, "sampling seed sent with each request (default 1234)"}}}),
+         object_field(
+             "generation", "generation settings",
+             Schema{"generation",
+                    {string_list("until", "stop strings"),
+                     bounded(Field{"max_gen_toks", Type::integer, false, "most generated tokens"}, 1, 1 << 20),
+                     bounded(Field{"temperature", Type::number, false, "0: greedy (default)"}, 0, 10),
+                     Field{"seed", Type::integer, false, "sampling seed sent with each request (default 1234)"}}}),
          filters,
-         object(
+         object_field(
              "perplexity", "perplexity: the window protocol (eval perplexity's)",
              Schema{"perplexity",
                     {bounded(Field{"ctx", Type::integer, false, "tokens per window (default 512)"}, 8, 1 << 20),
                      bounded(Field{"stride", Type::integer, false, "tokens between windows (default ctx)"}, 0, 1 << 20),
                      bounded(Field{"max_windows", Type::integer, false, "at most this many windows"}, 0, 1 << 30)}}),
-         object("metric", "exact_match options (HF evaluate)",
-                Schema{"metric",
-                       {Field{"ignore_case", Type::boolean, false, "lower-case both sides"},
-                        Field{"ignore_punctuation", Type::boolean, false, "drop ASCII punctuation"},
-                        Field{"ignore_numbers", Type::boolean, false, "drop digits"},
-                        string_list("regexes_to_ignore", "patterns removed from both sides first")}})}};
+         object_field("metric", "exact_match options (HF evaluate)",
+                      Schema{"metric",
+                             {Field{"ignore_case", Type::boolean, false, "lower-case both sides"},
+                              Field{"ignore_punctuation", Type::boolean, false, "drop ASCII punctuation"},
+                              Field{"ignore_numbers", Type::boolean, false, "drop digits"},
+                              string_list("regexes_to_ignore", "patterns removed from both sides first")}})}};
   }();
   return schema;
 }

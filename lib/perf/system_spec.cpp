@@ -1,6 +1,7 @@
 #include "perf/system_spec.hpp"
 
 #include "core/error.hpp"
+#include "core/schema_fields.hpp"
 #include "core/text.hpp"
 #include "core/yaml_schema.hpp"
 
@@ -12,6 +13,7 @@ namespace optkit::perf {
 namespace {
 
 using config::Field;
+using config::object_field;
 using config::Schema;
 using config::Type;
 
@@ -19,13 +21,6 @@ Field
 number(std::string name, std::string help, bool required = true, double minimum = 0) {
   Field field{std::move(name), Type::number, required, std::move(help)};
   field.minimum = minimum;
-  return field;
-}
-
-Field
-object(std::string name, std::string help, Schema schema, bool required = true) {
-  Field field{std::move(name), Type::object, required, std::move(help)};
-  field.object = std::make_shared<const Schema>(std::move(schema));
   return field;
 }
 
@@ -57,7 +52,7 @@ system_schema() {
                     number("decode", "fraction of memory bandwidth the engine's decode attention reaches")}};
     std::vector<Field> engines;
     for (const char* engine : {"vllm", "sglang", "trtllm", "llamacpp"})
-      engines.push_back(object(engine, std::string(engine) + "'s attention kernels", kernels, false));
+      engines.push_back(object_field(engine, std::string(engine) + "'s attention kernels", kernels, false));
     Schema efficiency{
         "efficiency",
         {number("gemm", "fraction of tensor peak large matrix products reach"),
@@ -66,17 +61,18 @@ system_schema() {
          number("memory", "fraction of memory bandwidth memory-bound kernels reach"),
          number("communication", "fraction of link bandwidth collectives reach"),
          number("kernel_overhead_us", "launch and tail cost per kernel, microseconds"),
-         object("engine_attention", "each engine's attention kernels, fitted to its published points",
-                Schema{"engine_attention", engines}, false),
+         object_field("engine_attention", "each engine's attention kernels, fitted to its published points",
+                      Schema{"engine_attention", engines}, false),
          Field{"calibrated", Type::string, false,
                "the published points file these efficiencies were fitted to (optkit plan calibrate)"}}};
     Field sources{"sources", Type::list, true, "where each figure comes from"};
     sources.item = std::make_shared<const Field>(Field{"source", Type::string, true, "a citation"});
     return Schema{"system",
                   {Field{"name", Type::string, true, "system name, the file's stem"},
-                   Field{"description", Type::string, true, "one line for people"}, object("gpu", "the GPU", gpu),
-                   object("node", "links between GPUs", node), object("reserve", "memory engines hold back", reserve),
-                   object("efficiency", "speed-of-light fallback efficiencies", efficiency), sources}};
+                   Field{"description", Type::string, true, "one line for people"},
+                   object_field("gpu", "the GPU", gpu, true), object_field("node", "links between GPUs", node, true),
+                   object_field("reserve", "memory engines hold back", reserve, true),
+                   object_field("efficiency", "speed-of-light fallback efficiencies", efficiency, true), sources}};
   }();
   return schema;
 }

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/schema_fields.hpp"
 #include "core/yaml_schema.hpp"
 #include "perf/perf_database.hpp"
 #include "perf/step_model.hpp"
@@ -18,6 +19,9 @@ namespace optkit::plan {
 namespace {
 
 using config::Field;
+using config::list_field;
+using config::number_field;
+using config::object_field;
 using config::Schema;
 using config::Type;
 
@@ -25,34 +29,12 @@ using config::Type;
 // max-num-batched-tokens on GPUs of 70 GiB and more.
 constexpr double kEngineStepTokens = 8192;
 
-Field
-number(std::string name, std::string help, double minimum, double maximum, bool required = false) {
-  Field f{std::move(name), Type::number, required, std::move(help)};
-  f.minimum = minimum;
-  f.maximum = maximum;
-  return f;
-}
-
-Field
-object(std::string name, std::string help, Schema schema) {
-  Field f{std::move(name), Type::object, false, std::move(help)};
-  f.object = std::make_shared<const Schema>(std::move(schema));
-  return f;
-}
-
-Field
-list_of(std::string name, std::string help, Field item) {
-  Field f{std::move(name), Type::list, true, std::move(help)};
-  f.item = std::make_shared<const Field>(std::move(item));
-  return f;
-}
-
 Schema
 pool_schema(const std::string& name) {
   return Schema{name,
-                {number("tp", "tensor-parallel GPUs per worker", 1, 64, true),
-                 number("workers", "workers in the pool", 1, 64, true),
-                 number("batch", "sequences per worker", 1, 4096, true)}};
+                {number_field("tp", "tensor-parallel GPUs per worker", 1, 64, true),
+                 number_field("workers", "workers in the pool", 1, 64, true),
+                 number_field("batch", "sequences per worker", 1, 4096, true)}};
 }
 
 const Schema&
@@ -61,38 +43,31 @@ points_schema() {
     Field mode{"mode", Type::string, false, "static (default), agg, throughput or disagg"};
     mode.choices = {"static", "agg", "throughput", "disagg"};
     Field kv{"kv", Type::string, false, "KV cache: bf16, fp16, fp8, int8 (default: the engine's)"};
-    Schema point{"point",
-                 {mode, Field{"system", Type::string, true, "a system under profiles/systems"},
-                  Field{"model", Type::string, true, "a preset, or a folder under the file's models/"},
-                  Field{"precision", Type::string, true, "weights and activations: bf16, fp16, fp8, int8"}, kv,
-                  number("tp", "tensor-parallel GPUs of the worker (static, agg, throughput)", 1, 64),
-                  number("batch", "static: prompts batched together; agg: sequences in flight", 1, 4096),
-                  number("isl", "prompt tokens", 1, 1e7, true), number("osl", "output tokens", 1, 1e7),
-                  number("ctx_tokens", "agg, throughput: prompt tokens per step (default 8192)", 1, 1e7),
-                  object("prefill", "disagg: the prefill pool", pool_schema("prefill")),
-                  object("decode", "disagg: the decode pool", pool_schema("decode")),
-                  number("output_tokens_per_s_per_gpu", "published output throughput per GPU", 1e-9, 1e12),
-                  number("output_tokens_per_s", "published output throughput of all the point's GPUs", 1e-9, 1e12),
-                  number("tokens_per_s_per_user", "published generation speed per user (1 / TPOT)", 1e-9, 1e12),
-                  number("ttft_ms", "published first-token latency, ms", 1e-9, 1e12)}};
+    Schema point{
+        "point",
+        {mode, Field{"system", Type::string, true, "a system under profiles/systems"},
+         Field{"model", Type::string, true, "a preset, or a folder under the file's models/"},
+         Field{"precision", Type::string, true, "weights and activations: bf16, fp16, fp8, int8"}, kv,
+         number_field("tp", "tensor-parallel GPUs of the worker (static, agg, throughput)", 1, 64),
+         number_field("batch", "static: prompts batched together; agg: sequences in flight", 1, 4096),
+         number_field("isl", "prompt tokens", 1, 1e7, true), number_field("osl", "output tokens", 1, 1e7),
+         number_field("ctx_tokens", "agg, throughput: prompt tokens per step (default 8192)", 1, 1e7),
+         object_field("prefill", "disagg: the prefill pool", pool_schema("prefill")),
+         object_field("decode", "disagg: the decode pool", pool_schema("decode")),
+         number_field("output_tokens_per_s_per_gpu", "published output throughput per GPU", 1e-9, 1e12),
+         number_field("output_tokens_per_s", "published output throughput of all the point's GPUs", 1e-9, 1e12),
+         number_field("tokens_per_s_per_user", "published generation speed per user (1 / TPOT)", 1e-9, 1e12),
+         number_field("ttft_ms", "published first-token latency, ms", 1e-9, 1e12)}};
     Field engine{"engine", Type::string, true, "the engine the set ran: vllm, sglang, trtllm, llamacpp"};
     engine.choices = {"vllm", "sglang", "trtllm", "llamacpp"};
     Schema set{"set",
                {Field{"name", Type::string, true, "what these points are"},
                 Field{"source", Type::string, true, "where they were published"}, engine,
-                list_of("points", "the published figures",
-                        Field{"point",
-                              Type::object,
-                              true,
-                              "one measured configuration",
-                              {},
-                              {},
-                              {},
-                              std::make_shared<const Schema>(point)})}};
-    return Schema{
-        "published points",
-        {list_of("sets", "published measurements, one source each",
-                 Field{"set", Type::object, true, "one source", {}, {}, {}, std::make_shared<const Schema>(set)})}};
+                list_field("points", "the published figures",
+                           object_field("point", "one measured configuration", point, true), true)}};
+    return Schema{"published points",
+                  {list_field("sets", "published measurements, one source each",
+                              object_field("set", "one source", set, true), true)}};
   }();
   return schema;
 }
