@@ -102,10 +102,9 @@ roofline_estimate(const SystemSpec& system, OpClass op_class, const OpCost& cost
 }
 
 Estimate
-engine_attention_estimate(const SystemSpec& system, const std::string& engine, OpClass op_class, const OpCost& cost,
-                          double peak_flops) {
+engine_attention_estimate(const SystemSpec& system, const AttentionEfficiency& kernels, OpClass op_class,
+                          const OpCost& cost, double peak_flops) {
   const auto& eff = system.efficiency;
-  const AttentionEfficiency kernels = eff.attention_of(engine);
   const double bandwidth_eff = op_class == OpClass::decode_attention ? kernels.decode : eff.memory;
   return derated(system, op_class, cost, peak_flops, kernels.prefill, bandwidth_eff, eff.fallback_label());
 }

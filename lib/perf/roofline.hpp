@@ -42,7 +42,7 @@ Estimate roofline_estimate(const SystemSpec& system, OpClass op_class, const OpC
 // Attention (OpClass attention or decode_attention) in a serving engine's own kernels: the same
 // over that engine's attention efficiencies (DefaultEfficiency::attention_of), with the system's
 // fallback label.
-Estimate engine_attention_estimate(const SystemSpec& system, const std::string& engine, OpClass op_class,
+Estimate engine_attention_estimate(const SystemSpec& system, const AttentionEfficiency& kernels, OpClass op_class,
                                    const OpCost& cost, double peak_flops);
 Estimate roofline_collective(const SystemSpec& system, CollectiveOp op, double bytes, int gpus);
 

@@ -135,7 +135,9 @@ StepModel::StepModel(const ModelArch& model, const SystemSpec& system, const Per
     , m_precision(precision)
     , m_gemm_kind(gemm_kind(precision.weights, precision.activations))
     , m_kv_dtype(precision_name(precision.kv_cache))
-    , m_attention_kernels(attention_kernels) {
+    , m_engine_kernels(attention_kernels
+                           ? std::optional(system.efficiency.attention_of(engine_name(*attention_kernels)))
+                           : std::nullopt) {
   if (model.is_moe())
     m_imbalance = expert_parallel_imbalance(model.experts, parallel.ep, moe_power_law_alpha);
 }
@@ -259,9 +261,8 @@ StepModel::attention(const StepShape& s, double dp_share) const {
       const OpCost cost =
           attention_decode_cost(s.decode_requests * dp_share, s.kv_len, heads_local, latent, m.kv_lora_rank, latent,
                                 bytes_per_element(m_precision.kv_cache), s.tokens_per_decode);
-      total += m_attention_kernels
-                   ? engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::decode_attention,
-                                               cost, m_system.peak_flops("bf16"))
+      total += m_engine_kernels
+                   ? engine_attention(OpClass::decode_attention, cost)
                    : roofline_estimate(m_system, OpClass::decode_attention, cost, m_system.peak_flops("bf16"));
       total += m_db.gemm("bf16", rows * heads_local, m.v_head_dim, m.kv_lora_rank);
     }
@@ -281,23 +282,26 @@ StepModel::attention(const StepShape& s, double dp_share) const {
 Estimate
 StepModel::prefill_attention(int heads, int kv_heads, int head_dim, double requests, double tokens,
                              double prefix) const {
-  if (!m_attention_kernels)
+  if (!m_engine_kernels)
     return m_db.attention_prefill(m_kv_dtype, heads, kv_heads, head_dim, requests, tokens, prefix);
-  const OpCost cost = attention_prefill_cost(requests, tokens, prefix, heads, kv_heads, head_dim, head_dim,
-                                             bytes_per_element(m_precision.kv_cache));
-  return engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::attention, cost,
-                                   m_system.peak_flops("bf16"));
+  return engine_attention(OpClass::attention,
+                          attention_prefill_cost(requests, tokens, prefix, heads, kv_heads, head_dim, head_dim,
+                                                 bytes_per_element(m_precision.kv_cache)));
 }
 
 Estimate
 StepModel::decode_attention(int heads, int kv_heads, int head_dim, double requests, double kv_len,
                             int tokens_per_decode) const {
-  if (!m_attention_kernels)
+  if (!m_engine_kernels)
     return m_db.attention_decode(m_kv_dtype, heads, kv_heads, head_dim, requests, kv_len, tokens_per_decode);
-  const OpCost cost = attention_decode_cost(requests, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
-                                            bytes_per_element(m_precision.kv_cache), tokens_per_decode);
-  return engine_attention_estimate(m_system, engine_name(*m_attention_kernels), OpClass::decode_attention, cost,
-                                   m_system.peak_flops("bf16"));
+  return engine_attention(OpClass::decode_attention,
+                          attention_decode_cost(requests, kv_len, heads, head_dim, head_dim, 2.0 * kv_heads * head_dim,
+                                                bytes_per_element(m_precision.kv_cache), tokens_per_decode));
+}
+
+Estimate
+StepModel::engine_attention(OpClass op_class, const OpCost& cost) const {
+  return engine_attention_estimate(m_system, *m_engine_kernels, op_class, cost, m_system.peak_flops("bf16"));
 }
 
 StepParts

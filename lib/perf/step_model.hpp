@@ -112,7 +112,8 @@ private:
   std::string m_gemm_kind;
   std::string m_kv_dtype;
   double m_imbalance = 1.0;
-  AttentionKernels m_attention_kernels;
+  // The engine's attention efficiencies, resolved once (nullopt: optkit's profiled kernels).
+  std::optional<AttentionEfficiency> m_engine_kernels;
 
   // Token-count-dependent part of a layer (projections, FFN/MoE, collectives, glue), memoised for
   // the last few token counts: decode steps of one batch differ only in their attention.
@@ -132,6 +133,7 @@ private:
                              double prefix) const;
   Estimate decode_attention(int heads, int kv_heads, int head_dim, double requests, double kv_len,
                             int tokens_per_decode) const;
+  Estimate engine_attention(OpClass op_class, const OpCost& cost) const;
 };
 
 // Hottest expert-parallel rank's routed load over the mean, for experts whose popularity follows

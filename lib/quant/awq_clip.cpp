@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 namespace optkit::quant {
@@ -46,10 +47,11 @@ clipped_error(std::span<const float> w, std::int64_t rows, std::int64_t cols, st
 }
 
 // Each row's output error change from its group's columns: cᵀ H_gg c + 2·cᵀ q, through one product
-// C·H_gg, where q = (the row's error on the other groups)·H[:, group].
+// C·H_gg, where q = (the row's error on the other groups)·H[:, group] (empty `cross`: q = 0, so
+// with the whole H it is the row's output error dᵀ H d).
 void
-row_errors(const std::vector<float>& c, const std::vector<float>& block, const std::vector<float>& cross,
-           std::int64_t rows, std::int64_t width, std::vector<float>& product, std::vector<double>& errors) {
+row_errors(std::span<const float> c, std::span<const float> block, std::span<const float> cross, std::int64_t rows,
+           std::int64_t width, std::vector<float>& product, std::vector<double>& errors) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(width),
               static_cast<int>(width), 1.0f, c.data(), static_cast<int>(width), block.data(), static_cast<int>(width),
               0.0f, product.data(), static_cast<int>(width));
@@ -57,7 +59,8 @@ row_errors(const std::vector<float>& c, const std::vector<float>& block, const s
     double e = 0;
     for (std::int64_t j = 0; j < width; ++j) {
       const auto i = static_cast<std::size_t>(r * width + j);
-      e += static_cast<double>(c[i]) * (static_cast<double>(product[i]) + 2.0 * static_cast<double>(cross[i]));
+      const double q = cross.empty() ? 0.0 : static_cast<double>(cross[i]);
+      e += static_cast<double>(c[i]) * (static_cast<double>(product[i]) + 2.0 * q);
     }
     errors[static_cast<std::size_t>(r)] = e;
   }
@@ -67,13 +70,9 @@ row_errors(const std::vector<float>& c, const std::vector<float>& block, const s
 double
 output_error(const std::vector<float>& d, std::span<const float> h, std::int64_t rows, std::int64_t cols) {
   std::vector<float> product(d.size());
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-              static_cast<int>(cols), 1.0f, d.data(), static_cast<int>(cols), h.data(), static_cast<int>(cols), 0.0f,
-              product.data(), static_cast<int>(cols));
-  double e = 0;
-  for (std::size_t i = 0; i < d.size(); ++i)
-    e += static_cast<double>(d[i]) * static_cast<double>(product[i]);
-  return e;
+  std::vector<double> errors(static_cast<std::size_t>(rows));
+  row_errors(d, h, {}, rows, cols, product, errors);
+  return std::accumulate(errors.begin(), errors.end(), 0.0);
 }
 
 // (D with the group's columns zeroed)·H[:, group]: [rows, width].
