@@ -40,7 +40,7 @@ random_x(std::int64_t m, std::int64_t cols, std::uint32_t seed) {
 double
 kernel_error(const DeltaCodes& codes, std::int64_t rows, const QuantizedActivations& q, std::vector<float>* out) {
   std::vector<float> y(static_cast<std::size_t>(q.m * rows), 0.0f);
-  delta_int8_rows(codes, 0, rows, q, y.data(), rows);
+  delta_int8_rows(codes, delta_int8_row_offsets(codes, rows), 0, rows, q, y.data(), rows);
   std::vector<float> decoded(static_cast<std::size_t>(rows * codes.cols));
   decode_delta_rows_loops(codes, 0, rows, decoded.data());
   double worst = 0, scale = 1e-30;
@@ -105,7 +105,7 @@ TEST_CASE("the dense integer Δ kernel reads every code where its column is: one
   std::vector<float> decoded(4 * 256);
   decode_delta_rows_loops(codes, 0, 4, decoded.data());
   std::vector<float> y(4, 0.0f);
-  delta_int8_rows(codes, 0, 4, q, y.data(), 4);
+  delta_int8_rows(codes, delta_int8_row_offsets(codes, 4), 0, 4, q, y.data(), 4);
   for (std::size_t r = 0; r < 4; ++r)
     CHECK(y[r] == doctest::Approx(static_cast<double>(decoded[r * 256 + 77])).epsilon(1e-6));
 }

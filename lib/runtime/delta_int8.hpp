@@ -16,6 +16,8 @@
 #include "runtime/int8_gemm.hpp"
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace optkit::runtime {
 
@@ -31,9 +33,15 @@ bool delta_int8_supported(const DeltaCodes& codes, bool distinct_pairs);
 // Whether every kept-position nibble of the Δ names two different columns.
 bool delta_pairs_distinct(const DeltaCodes& codes, std::int64_t rows);
 
+// The kernel's constant per Δ row, made once when a Δ is loaded: Σ_g scale_g·(−128·Σw) over the
+// scale groups g and their codes w. The kernel multiplies u = q + 128 (unsigned) by w, exactly in
+// int32 per group; adding this row's offset in fp32 takes the 128·Σw back out.
+std::vector<float> delta_int8_row_offsets(const DeltaCodes& codes, std::int64_t rows);
+
 // y[i·ldy + r] += Σ_c x̂[i, c] · Δ[r, c] for Δ rows [r0, r1) and every row i of x (x quantized per
-// row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold.
-void delta_int8_rows(const DeltaCodes& codes, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, float* y,
-                     std::int64_t ldy);
+// row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold; `row_offsets`
+// are delta_int8_row_offsets(codes, rows) (at least r1 of them).
+void delta_int8_rows(const DeltaCodes& codes, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
+                     const QuantizedActivations& x, float* y, std::int64_t ldy);
 
 } // namespace optkit::runtime

@@ -20,8 +20,14 @@ delta_pairs_distinct(const DeltaCodes&, std::int64_t) {
   return false;
 }
 
+std::vector<float>
+delta_int8_row_offsets(const DeltaCodes&, std::int64_t) {
+  return {}; // no kernel to start
+}
+
 void
-delta_int8_rows(const DeltaCodes&, std::int64_t, std::int64_t, const QuantizedActivations&, float*, std::int64_t) {
+delta_int8_rows(const DeltaCodes&, std::span<const float>, std::int64_t, std::int64_t, const QuantizedActivations&,
+                float*, std::int64_t) {
   throw RuntimeFailure("the integer Δ kernel is not in this build");
 }
 

@@ -7,12 +7,15 @@
 // column each one multiplies, 4g + position, and VPERMI2B gathers those activations from the
 // chunk's 128 (two 64-byte registers). VPDPBUSD then adds u·w over the lanes, with u = q + 128
 // the unsigned activation and w the signed code: 2·code − 15 on a mid-rise grid (offset ½, the
-// value is w/2), code − 8 without one. The 128·Σw this adds is taken off by starting a group's
-// sums at −128·Σw, one VPDPBUSD of 128s against −w per chunk, shared by every activation row.
+// value is w/2), code − 8 without one. The 128·Σw this adds is taken off once per row, after the
+// groups' scales: a constant per row made at load (delta_int8_row_offsets).
 // Decoding costs few instructions per chunk: the codes' 32 bytes are broadcast to both halves
 // and VPMULTISHIFTQB brings each lane's nibble to its low bits, where one VPERMB through a
 // 64-entry table (indexed by the low 6 bits, so the neighbours' bits left above the nibble do
-// not matter) gives w; a lane's column is (its 2 position bits) OR 4g in one VPTERNLOGD.
+// not matter) gives w. The positions' 16 bytes are broadcast to every 128-bit lane, where VPSHUFB
+// (cheaper than a cross-lane VPERMB) hands each lane its group's byte and VPMULTISHIFTQB its 2
+// bits; a lane's column is those bits OR 4g in one VPTERNLOGD. Up to 8 activation rows share one
+// decode of a chunk (8 accumulators and 8 sums fit the 32 vector registers).
 //
 // A dense 4-bit Δ (the embeddings' and LM head's, rounded rather than pruned) has 64 bytes of
 // codes per 128 columns, column 2j in the low nibble of byte j and column 2j + 1 in its high
@@ -35,7 +38,7 @@ namespace {
 #define OPTKIT_VBMI_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
 constexpr std::int64_t kChunk = 128; // columns per step
-constexpr std::size_t kMaxRows = 4;  // activation rows one pass over a Δ row serves
+constexpr std::size_t kMaxRows = 8;  // activation rows one pass over a Δ row serves
 constexpr int kLowBitsOrHigh = 0xea; // VPTERNLOGD: (a AND b) OR c
 
 // The lane constants: the bit offset (within the lane's qword of the broadcast codes) of its
@@ -58,46 +61,57 @@ lanes() {
   return {_mm512_load_si512(code), _mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
 }
 
-// The signed weight of each code (`sign` −1: negated), repeated for every value of the two index
-// bits above it (see the top of the file): 2·code − 15 on a mid-rise grid, code − 8 without one.
+// The signed weight of code c: 2·c − 15 on a mid-rise grid, c − 8 without one.
+int
+signed_weight(const DeltaCodes& d, int code) {
+  return d.offset != 0.0f ? 2 * code - 15 : code - 8;
+}
+
+// Each code's signed weight, repeated for every value of the two index bits above it (see the top
+// of the file).
 OPTKIT_VBMI_VNNI inline __m512i
-weight_table(const DeltaCodes& d, int sign = 1) {
+weight_table(const DeltaCodes& d) {
   alignas(64) std::int8_t table[64];
   for (int i = 0; i < 64; ++i)
-    table[i] = static_cast<std::int8_t>(sign * (d.offset != 0.0f ? 2 * (i % 16) - 15 : i % 16 - 8));
+    table[i] = static_cast<std::int8_t>(signed_weight(d, i % 16));
   return _mm512_load_si512(table);
 }
 
-// −128·Σw per lane for the codes `code` (indices into the negated table): where a chunk's sums
-// start, so that Σ (q + 128)·w comes out as Σ q·w.
-OPTKIT_VBMI_VNNI inline __m512i
-start_of_sums(__m512i start, __m512i code, __m512i negated) {
-  return _mm512_dpbusd_epi32(start, _mm512_set1_epi8(static_cast<char>(128)), _mm512_permutexvar_epi8(code, negated));
-}
+// One Δ row's packed bytes: its codes, and its 2:4 kept positions (null when dense).
+struct PackedRow {
+  const std::uint8_t* codes;
+  const std::uint8_t* positions;
+};
 
-// Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(r, k, acc, first)` adds
-// chunk k's products of row r into acc[j] (int32; the group's first chunk sets it); the group's
-// scale applies once, and y[j·ldy + r] gets the row's sum times activation row j's scale.
+// Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(row, k, acc)` adds chunk
+// k's products u·w into acc[j] (int32); the group's scale applies once, and y[j·ldy + r] gets the
+// row's sum, less its 128·Σw (row_offsets[r]), times activation row j's scale.
 template <std::size_t M, typename Chunk>
 OPTKIT_VBMI_VNNI inline void
-grouped_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const float* activation_scale, float* y,
-             std::int64_t ldy, const Chunk& chunk) {
+grouped_rows(const DeltaCodes& d, const float* row_offsets, std::int64_t r0, std::int64_t r1,
+             const float* activation_scale, float* y, std::int64_t ldy, const Chunk& chunk) {
   const float factor = d.offset != 0.0f ? 0.5f : 1.0f;
-  const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.cols / d.group_size;
+  const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.groups;
   for (std::int64_t r = r0; r < r1; ++r) {
+    const PackedRow row{reinterpret_cast<const std::uint8_t*>(d.values + r * d.words),
+                        d.indices ? d.indices + r * (d.cols / 8) : nullptr};
+    const float* scales = d.scales + r * groups;
     __m512 sum[M];
     for (std::size_t j = 0; j < M; ++j)
       sum[j] = _mm512_setzero_ps();
     for (std::int64_t g = 0; g < groups; ++g) {
       __m512i acc[M];
+      for (std::size_t j = 0; j < M; ++j)
+        acc[j] = _mm512_setzero_si512();
       for (std::int64_t k = g * chunks_per_group; k < (g + 1) * chunks_per_group; ++k)
-        chunk(r, k, acc, k == g * chunks_per_group);
-      const __m512 scale = _mm512_set1_ps(d.scales[r * d.groups + g] * factor);
+        chunk(row, k, acc);
+      const __m512 scale = _mm512_set1_ps(scales[g]);
       for (std::size_t j = 0; j < M; ++j)
         sum[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[j]), scale, sum[j]);
     }
     for (std::size_t j = 0; j < M; ++j)
-      y[static_cast<std::int64_t>(j) * ldy + r] += _mm512_reduce_add_ps(sum[j]) * activation_scale[j];
+      y[static_cast<std::int64_t>(j) * ldy + r] +=
+          (_mm512_reduce_add_ps(sum[j]) + row_offsets[r]) * (activation_scale[j] * factor);
   }
 }
 
@@ -106,25 +120,23 @@ template <std::size_t M> struct SparseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
   Lanes l = lanes();
-  __m512i weights = weight_table(d), negated = weight_table(d, -1);
+  __m512i weights = weight_table(d);
 
-  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, bool first) const {
+  OPTKIT_VBMI_VNNI void operator()(const PackedRow& row, std::int64_t k, __m512i* acc) const {
     const __m512i three = _mm512_set1_epi8(3);
-    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
-    const std::uint8_t* positions = d.indices + r * (d.cols / 8);
-    const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k * 32)));
+    const __m512i packed =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row.codes + k * 32)));
     const __m512i code = _mm512_multishift_epi64_epi8(l.code_shift, packed);
     const __m512i w = _mm512_permutexvar_epi8(code, weights);
-    const __m512i start = start_of_sums(_mm512_setzero_si512(), code, negated);
-    const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(positions + k * 16));
-    const __m512i spread = _mm512_permutexvar_epi8(l.nibble_byte, _mm512_castsi128_si512(nibbles));
+    const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row.positions + k * 16));
+    const __m512i spread = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(nibbles), l.nibble_byte);
     const __m512i column = _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(l.position_shift, spread), three,
                                                      l.group_base, kLowBitsOrHigh);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
       const __m512i gathered =
           _mm512_permutex2var_epi8(_mm512_loadu_si512(chunk), column, _mm512_loadu_si512(chunk + 64));
-      acc[j] = _mm512_dpbusd_epi32(first ? start : _mm512_add_epi32(acc[j], start), gathered, w);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], gathered, w);
     }
   }
 };
@@ -133,17 +145,15 @@ template <std::size_t M> struct SparseChunk {
 template <std::size_t M> struct DenseChunk {
   const DeltaCodes& d;
   const std::uint8_t* const* u;
-  __m512i weights = weight_table(d), negated = weight_table(d, -1);
+  __m512i weights = weight_table(d);
 
-  OPTKIT_VBMI_VNNI void operator()(std::int64_t r, std::int64_t k, __m512i* acc, bool first) const {
-    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
-    const __m512i packed = _mm512_loadu_si512(codes + k * 64), high = _mm512_srli_epi16(packed, 4);
+  OPTKIT_VBMI_VNNI void operator()(const PackedRow& row, std::int64_t k, __m512i* acc) const {
+    const __m512i packed = _mm512_loadu_si512(row.codes + k * 64), high = _mm512_srli_epi16(packed, 4);
     const __m512i even = _mm512_permutexvar_epi8(packed, weights);
     const __m512i odd = _mm512_permutexvar_epi8(high, weights);
-    const __m512i start = start_of_sums(start_of_sums(_mm512_setzero_si512(), packed, negated), high, negated);
     for (std::size_t j = 0; j < M; ++j) {
       const std::uint8_t* chunk = u[j] + k * kChunk;
-      acc[j] = _mm512_dpbusd_epi32(first ? start : _mm512_add_epi32(acc[j], start), _mm512_loadu_si512(chunk), even);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk), even);
       acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_loadu_si512(chunk + 64), odd);
     }
   }
@@ -152,21 +162,21 @@ template <std::size_t M> struct DenseChunk {
 // Rows [r0, r1) of a 2:4 Δ against activation rows [i0, i0 + M).
 template <std::size_t M>
 OPTKIT_VBMI_VNNI void
-rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, std::int64_t i0,
-            float* y, std::int64_t ldy) {
+rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x,
+            std::int64_t i0, float* y, std::int64_t ldy) {
   const std::uint8_t* u[M];
   for (std::size_t j = 0; j < M; ++j)
     u[j] = x.u.data() + (i0 + static_cast<std::int64_t>(j)) * x.pitch;
-  grouped_rows<M>(d, r0, r1, x.scale.data() + i0, y + i0 * ldy, ldy, SparseChunk<M>{d, u});
+  grouped_rows<M>(d, offsets, r0, r1, x.scale.data() + i0, y + i0 * ldy, ldy, SparseChunk<M>{d, u});
 }
 
 // Rows [r0, r1) of a dense 4-bit Δ against M activation rows `u`, each laid out per chunk as its
 // 64 even columns then its 64 odd ones; `scale` the rows' activation scales.
 template <std::size_t M>
 OPTKIT_VBMI_VNNI void
-dense_rows_kernel(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
-                  const float* scale, float* y, std::int64_t ldy) {
-  grouped_rows<M>(d, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
+dense_rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
+                  const std::uint8_t* const* u, const float* scale, float* y, std::int64_t ldy) {
+  grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
 }
 
 // Activation rows [i0, i0 + m) of x, each chunk of 128 as its even columns then its odd ones.
@@ -184,25 +194,25 @@ even_then_odd(const QuantizedActivations& x, std::int64_t i0, std::int64_t m) {
 
 template <std::size_t M>
 void
-dense_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
-               const float* scale, float* y, std::int64_t ldy) {
+dense_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
+               const std::uint8_t* const* u, const float* scale, float* y, std::int64_t ldy) {
   if constexpr (M > 0) {
     if (m == M)
-      dense_rows_kernel<M>(d, r0, r1, u, scale, y, ldy);
+      dense_rows_kernel<M>(d, offsets, r0, r1, u, scale, y, ldy);
     else
-      dense_dispatch<M - 1>(m, d, r0, r1, u, scale, y, ldy);
+      dense_dispatch<M - 1>(m, d, offsets, r0, r1, u, scale, y, ldy);
   }
 }
 
 template <std::size_t M>
 void
-rows_dispatch(std::size_t m, const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x,
-              std::int64_t i0, float* y, std::int64_t ldy) {
+rows_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
+              const QuantizedActivations& x, std::int64_t i0, float* y, std::int64_t ldy) {
   if constexpr (M > 0) {
     if (m == M)
-      rows_kernel<M>(d, r0, r1, x, i0, y, ldy);
+      rows_kernel<M>(d, offsets, r0, r1, x, i0, y, ldy);
     else
-      rows_dispatch<M - 1>(m, d, r0, r1, x, i0, y, ldy);
+      rows_dispatch<M - 1>(m, d, offsets, r0, r1, x, i0, y, ldy);
   }
 }
 
@@ -236,23 +246,44 @@ delta_pairs_distinct(const DeltaCodes& d, std::int64_t rows) {
   return true;
 }
 
+std::vector<float>
+delta_int8_row_offsets(const DeltaCodes& d, std::int64_t rows) {
+  const std::int64_t codes_per_group = d.sparse ? d.group_size / 2 : d.group_size;
+  std::vector<float> offsets(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(d.values + r * d.words);
+    double row = 0;
+    for (std::int64_t g = 0; g < d.groups; ++g) {
+      std::int32_t sum = 0;
+      for (std::int64_t i = g * codes_per_group; i < (g + 1) * codes_per_group; ++i)
+        sum += signed_weight(d, (codes[i / 2] >> (4 * (i % 2))) & 0xf);
+      row += -128.0 * sum * static_cast<double>(d.scales[r * d.groups + g]);
+    }
+    offsets[static_cast<std::size_t>(r)] = static_cast<float>(row);
+  }
+  return offsets;
+}
+
 void
-delta_int8_rows(const DeltaCodes& d, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, float* y,
-                std::int64_t ldy) {
+delta_int8_rows(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
+                const QuantizedActivations& x, float* y, std::int64_t ldy) {
   if (x.cols != d.cols)
     throw RuntimeFailure("integer Δ product: activations of another width than the Δ");
+  if (static_cast<std::int64_t>(row_offsets.size()) < r1)
+    throw RuntimeFailure("integer Δ product: fewer row offsets than the Δ's rows");
   constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
   for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep) {
     const auto m = std::min(kStep, x.m - i0);
     if (d.sparse) {
-      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, r0, r1, x, i0, y, ldy);
+      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, x, i0, y, ldy);
       continue;
     }
     const auto laid_out = even_then_odd(x, i0, m);
     const std::uint8_t* u[kMaxRows];
     for (std::int64_t j = 0; j < m; ++j)
       u[j] = laid_out.data() + j * x.cols;
-    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, r0, r1, u, x.scale.data() + i0, y + i0 * ldy, ldy);
+    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, u, x.scale.data() + i0,
+                             y + i0 * ldy, ldy);
   }
 }
 

@@ -56,6 +56,8 @@ CompressedDelta::load(const quant::DeltaArtifact& artifact, const std::string& m
   d->m_codes = {stored.bits,       stored.sparse, stored.offset, cols,           stored.words,
                 stored.group_size, stored.groups, stored.values, stored.indices, d->m_scales.data()};
   d->m_integer_capable = delta_int8_supported(d->m_codes, delta_pairs_distinct(d->m_codes, rows));
+  if (d->m_integer_capable)
+    d->m_int8_offsets = delta_int8_row_offsets(d->m_codes, rows);
   return d;
 }
 
@@ -79,7 +81,9 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
   if (m_integer_kernel) {
     const QuantizedActivations q = quantize_activations_u8(x, m, m_codes.cols, false);
     if (m <= kIntegerRows) { // decode steps: the packed Δ against the int8 activations
-      pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) { delta_int8_rows(m_codes, r0, r1, q, y, ldy); });
+      pool.parallel_for(m_rows, [&](std::int64_t r0, std::int64_t r1) {
+        delta_int8_rows(m_codes, m_int8_offsets, r0, r1, q, y, ldy);
+      });
       return;
     }
     // More rows: the float path on the same x̂ = q·s, so a row's Δ product does not depend on how
@@ -129,7 +133,7 @@ std::uint64_t
 CompressedDelta::storage_bytes() const {
   return static_cast<std::uint64_t>(m_rows) * (static_cast<std::uint64_t>(m_codes.words) * 4 +
                                                (m_codes.sparse ? static_cast<std::uint64_t>(m_codes.cols) / 8 : 0)) +
-         m_scales.size() * 4;
+         (m_scales.size() + m_int8_offsets.size()) * 4;
 }
 
 namespace {

@@ -51,6 +51,7 @@ private:
   bool m_integer_capable = false; // delta_int8_supported
   bool m_integer_kernel = false;
   std::vector<float> m_scales;
+  std::vector<float> m_int8_offsets; // delta_int8_row_offsets, where the integer kernel takes this Δ
 };
 
 // How a variant changes one matrix: nothing, a compressed Δ, a LoRA's low-rank Δ, or a whole
