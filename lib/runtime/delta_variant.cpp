@@ -26,7 +26,7 @@ namespace {
 constexpr std::int64_t kDecodeBlockRows = 32;
 constexpr std::int64_t kFewRows = 8; // up to this many activation rows: row dots, not sgemm
 // Up to this many rows of a variant in a step, its packed Δ runs in integers (int8 activations):
-// each 4 rows read the Δ once, still cheaper than decoding it to floats for a 32-row block's product
+// each 8 rows read the Δ once, still cheaper than decoding it to floats for a 32-row block's product
 // (a popular variant has more than 8 decode rows in a busy step).
 constexpr std::int64_t kIntegerRows = 32;
 constexpr std::int64_t kDeltaPanelMinRows = 16; // from this many: the AVX-512 panel GEMM, where the CPU has it
