@@ -105,6 +105,9 @@ register_compress(CLI::App& app, CommandRegistry& commands) {
   compress->add_option("--model", flags->options.model, "Hugging Face model folder to compress");
   compress->add_option("--imatrix", flags->options.imatrix,
                        "GGUF recipes: the importance matrix of a llama-imatrix GGUF file instead of one from --calib");
+  compress->add_option("--imatrix-out", flags->options.imatrix_out,
+                       "GGUF recipes with --calib: also write the importance matrix collected there, as llama-imatrix "
+                       "writes it (llama-quantize --imatrix takes it)");
   compress->add_option("--plan", flags->options.plan,
                        "mixed precision: bits per decoder layer from optkit plan hetero --format json (16 = left as "
                        "is); the recipe gives the algorithm and group size");

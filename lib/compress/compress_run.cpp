@@ -13,6 +13,7 @@
 #include "core/available_cpus.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_fields.hpp"
 #include "core/log.hpp"
 #include "core/sha256.hpp"
@@ -187,6 +188,19 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
                                                  recipe.name));
   if (options.imatrix)
     read_importance_matrix(*options.imatrix); // a bad file fails here, exit 2
+  if (options.imatrix_out) {
+    if (!recipe.gguf || !options.calib)
+      throw InputError(fmt::format("--imatrix-out {}: the importance matrix comes from --calib with a GGUF recipe "
+                                   "(q4_k_m, q5_k_m, q6_k, q8_0); pass both",
+                                   options.imatrix_out->string()));
+    if (std::filesystem::absolute(*options.imatrix_out).lexically_normal() ==
+        std::filesystem::absolute(options.output).lexically_normal())
+      throw InputError(fmt::format("--imatrix-out {}: the model goes there (-o); name another file",
+                                   options.imatrix_out->string()));
+    if (std::filesystem::exists(*options.imatrix_out))
+      throw InputError(fmt::format("--imatrix-out {}: already exists (name a new file; optkit never overwrites one)",
+                                   options.imatrix_out->string()));
+  }
   return recipe;
 }
 
@@ -251,6 +265,8 @@ trial_tasks(const CompressOptions& options, const TrialPlan& t, const std::files
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
     if (options.imatrix)
       task.payload["imatrix"] = std::filesystem::absolute(*options.imatrix).string();
+    if (options.imatrix_out)
+      task.payload["imatrix_out"] = true;
     if (options.base)
       task.payload["base"] = std::filesystem::absolute(*options.base).string();
     task.params = {{"recipe", t.recipe.name},
@@ -376,6 +392,8 @@ run_compress(const CompressOptions& options, const archive::RunContext& context)
   collect_trials(outcomes, options, jobs, context, result);
   summarize(result);
   keep_only_trial(staged.path(), result.representative, options.trials);
+  if (options.imatrix_out) // the kept trial's, written beside its destination and renamed into place
+    write_file_atomic(*options.imatrix_out, read_input_file(staged.path() / kImatrixFileName, "importance matrix"));
   if (recipe.gguf) // one file, renamed into place; the staging folder goes with `staged`
     std::filesystem::rename(staged.path() / kGgufFileName, output);
   else

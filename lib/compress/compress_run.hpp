@@ -28,6 +28,9 @@ struct CompressOptions {
   std::optional<std::filesystem::path> calib;
   // A GGUF recipe's importance matrix from llama-imatrix's GGUF file (instead of --calib).
   std::optional<std::filesystem::path> imatrix;
+  // A GGUF recipe with --calib: also write the importance matrix it collects there, in
+  // llama-imatrix's GGUF format (llama-quantize --imatrix takes it).
+  std::optional<std::filesystem::path> imatrix_out;
   std::optional<std::int64_t> samples, sequence_length;
   std::optional<Sampler> sampler;
   std::optional<std::filesystem::path> plan; // mixed precision: bits per layer from plan hetero's JSON

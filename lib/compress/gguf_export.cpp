@@ -64,8 +64,8 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
       t.type = gguf_tensor_type(options.file_type, *place, config.num_layers, t.cols, tied);
       const auto module = hf.substr(0, hf.size() - std::string(".weight").size());
       if (options.importance)
-        if (const auto it = options.importance->columns.find(module); it != options.importance->columns.end())
-          t.importance = &it->second;
+        if (const auto it = options.importance->weights.find(module); it != options.importance->weights.end())
+          t.importance = &it->second.mean;
     }
     plan.push_back(std::move(t));
   }
@@ -178,7 +178,7 @@ add_importance_metadata(model::GgufWriter& writer, const GgufExportOptions& opti
   writer.set("quantize.imatrix.file", model::GgufValue::string("optkit compress --calib"));
   writer.set("quantize.imatrix.dataset", model::GgufValue::string(options.importance_dataset));
   writer.set("quantize.imatrix.entries_count", {model::GgufValueType::i32, model::GgufValueType::u32,
-                                                static_cast<std::int32_t>(options.importance->columns.size())});
+                                                static_cast<std::int32_t>(options.importance->weights.size())});
   writer.set("quantize.imatrix.chunks_count", {model::GgufValueType::i32, model::GgufValueType::u32,
                                                static_cast<std::int32_t>(options.importance->samples)});
 }

@@ -55,6 +55,10 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
   if (p.contains("calib")) {
     importance = calibrate(recipe, p, model_dir);
     log::info("compress: importance matrix from {} calibration tokens", importance->matrix.tokens);
+    if (p.value("imatrix_out", false)) {
+      importance->matrix.dataset = p.at("calib").get<std::string>();
+      write_importance_matrix(importance->matrix, output / kImatrixFileName);
+    }
   } else if (p.contains("imatrix")) {
     const std::filesystem::path file = p.at("imatrix").get<std::string>();
     importance = CalibratedImportance{read_importance_matrix(file), nullptr};

@@ -12,6 +12,8 @@
 namespace optkit::compress {
 
 inline constexpr const char* kGgufFileName = "model.gguf";
+// The importance matrix a trial collected from --calib, with --imatrix-out (llama-imatrix's format).
+inline constexpr const char* kImatrixFileName = "imatrix.gguf";
 
 // `payload`: the worker payload of compress_run (model, calib, seed, threads, activations, output).
 nlohmann::json run_gguf_trial(const Recipe& recipe, const nlohmann::json& payload);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace optkit::compress {
@@ -29,12 +30,12 @@ public:
     s.rows += rows;
   }
 
-  std::vector<float> mean_squares(LinearInput input) const {
+  WeightImportance importance(LinearInput input) const {
     const auto& s = m_inputs.at(input);
-    std::vector<float> out(s.sums.size());
-    for (std::size_t c = 0; c < out.size(); ++c)
-      out[c] = static_cast<float>(s.sums[c] / static_cast<double>(std::max<std::int64_t>(1, s.rows)));
-    return out;
+    std::vector<float> in_sum2(s.sums.size());
+    for (std::size_t c = 0; c < in_sum2.size(); ++c)
+      in_sum2[c] = static_cast<float>(s.sums[c]);
+    return weight_importance(std::move(in_sum2), static_cast<float>(s.rows));
   }
 
 private:
@@ -45,23 +46,31 @@ private:
   std::map<LinearInput, Squares> m_inputs;
 };
 
-// One weight's importance: in_sum2 / counts per column, or 1 where nothing was counted.
-std::vector<float>
-mean_squares(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
+// One weight's in_sum2 and counts from a file.
+WeightImportance
+read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
   if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
       counts.element_count() != 1)
     throw InputError(fmt::format("{}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
                                  file.path().string(), sums.name, counts.name));
   float count = 0;
   std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
-  std::vector<float> out(static_cast<std::size_t>(sums.row_values()));
-  std::memcpy(out.data(), file.tensor_bytes(sums).data(), out.size() * sizeof(float));
-  for (auto& v : out)
-    v = count > 0 ? v / count : 1.0f;
-  return out;
+  std::vector<float> in_sum2(static_cast<std::size_t>(sums.row_values()));
+  std::memcpy(in_sum2.data(), file.tensor_bytes(sums).data(), in_sum2.size() * sizeof(float));
+  return weight_importance(std::move(in_sum2), count);
 }
 
 } // namespace
+
+WeightImportance
+weight_importance(std::vector<float> in_sum2, float count) {
+  WeightImportance out{std::move(in_sum2), count, {}};
+  out.mean.resize(out.in_sum2.size(), 1.0f);
+  if (count > 0)
+    for (std::size_t c = 0; c < out.mean.size(); ++c)
+      out.mean[c] = out.in_sum2[c] / count;
+  return out;
+}
 
 ImportanceMatrix
 read_importance_matrix(const std::filesystem::path& path) {
@@ -73,7 +82,8 @@ read_importance_matrix(const std::filesystem::path& path) {
                                  path.string()));
   ImportanceMatrix out;
   out.samples = file.require_u32("imatrix.chunk_count");
-  out.tokens = out.samples * file.require_u32("imatrix.chunk_size");
+  out.sample_tokens = file.require_u32("imatrix.chunk_size");
+  out.tokens = out.samples * out.sample_tokens;
   if (const auto* datasets = file.find("imatrix.datasets");
       datasets && datasets->value.is_array() && !datasets->value.empty() && datasets->value[0].is_string())
     out.dataset = datasets->value[0].get<std::string>();
@@ -86,11 +96,32 @@ read_importance_matrix(const std::filesystem::path& path) {
     const auto* counts = file.find_tensor(weight + ".counts");
     if (!hf || !counts)
       continue; // a weight GGUF export does not quantize with it (the output's, an expert's)
-    out.columns[hf->substr(0, hf->size() - std::string_view(".weight").size())] = mean_squares(file, t, *counts);
+    out.weights[hf->substr(0, hf->size() - std::string_view(".weight").size())] = read_weight(file, t, *counts);
   }
-  if (out.columns.empty())
+  if (out.weights.empty())
     throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));
   return out;
+}
+
+void
+write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::path& file) {
+  model::GgufWriter writer(file);
+  writer.set("general.type", model::GgufValue::string("imatrix"));
+  writer.set("imatrix.datasets", model::GgufValue::strings({matrix.dataset}));
+  writer.set("imatrix.chunk_count", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.samples)));
+  writer.set("imatrix.chunk_size", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.sample_tokens)));
+  for (const auto& [module, weight] : matrix.weights) {
+    const auto name = model::gguf_tensor_name(module + ".weight");
+    if (!name)
+      throw RuntimeFailure(fmt::format("importance matrix {}: {} has no GGUF name", file.string(), module));
+    writer.add_tensor(*name + ".in_sum2", {static_cast<std::int64_t>(weight.in_sum2.size()), 1}, model::GgmlType::f32);
+    writer.add_tensor(*name + ".counts", {1, 1}, model::GgmlType::f32);
+  }
+  for (const auto& [module, weight] : matrix.weights) {
+    writer.write(std::as_bytes(std::span(weight.in_sum2)));
+    writer.write(std::as_bytes(std::span(&weight.count, 1)));
+  }
+  writer.finish();
 }
 
 ImportanceMatrix
@@ -105,6 +136,7 @@ collect_importance_matrix(const std::filesystem::path& model_dir, const Calibrat
     out.tokens += static_cast<std::int64_t>(sample.size());
   }
   out.samples = static_cast<std::int64_t>(calibration.samples.size());
+  out.sample_tokens = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
   runtime::HiddenStates x(out.tokens, config.hidden_size);
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < calibration.samples.size(); ++i) {
@@ -117,7 +149,7 @@ collect_importance_matrix(const std::filesystem::path& model_dir, const Calibrat
     SquaresTap tap;
     model.run_layer_chunked(layer, lengths, x, &tap); // x becomes the next layer's input
     for (const auto& linear : runtime::kDecoderLinears)
-      out.columns[fmt::format("model.layers.{}.{}", layer, linear.name)] = tap.mean_squares(linear.input);
+      out.weights[fmt::format("model.layers.{}.{}", layer, linear.name)] = tap.importance(linear.input);
     model.release_layer(layer);
   }
   return out;

@@ -3,7 +3,8 @@
 // calibration tokens (in_sum2 / count). Collected through optkit's runtime, one decoder layer at
 // a time over the whole calibration set, in full precision: the next layer's inputs come from the
 // unquantized layer, as llama-imatrix runs the original model. Or read from llama-imatrix's GGUF
-// file (general.type imatrix: <tensor>.in_sum2 and <tensor>.counts per weight).
+// file (general.type imatrix: <tensor>.in_sum2 and <tensor>.counts per weight), and written in
+// that format too (compress --imatrix-out), so llama-quantize takes optkit's statistic.
 #pragma once
 
 #include "compress/calibration.hpp"
@@ -16,16 +17,30 @@
 
 namespace optkit::compress {
 
+// One weight's statistic as llama-imatrix stores it, and what the k-quants weigh by.
+struct WeightImportance {
+  std::vector<float> in_sum2; // Σx² of each input column
+  float count = 0;            // over this many tokens
+  std::vector<float> mean;    // in_sum2 / count in float, as llama-quantize reads a file; 1 with no count
+};
+
+WeightImportance weight_importance(std::vector<float> in_sum2, float count);
+
 struct ImportanceMatrix {
-  // HF module path (model.layers.0.self_attn.q_proj) → mean x² of each input column.
-  std::map<std::string, std::vector<float>> columns;
+  // HF module path (model.layers.0.self_attn.q_proj) → its statistic.
+  std::map<std::string, WeightImportance> weights;
   std::int64_t tokens = 0;
-  std::int64_t samples = 0; // sequences (llama-imatrix: chunks)
-  std::string dataset;      // what it was collected over
+  std::int64_t samples = 0;       // sequences (llama-imatrix: chunks)
+  std::int64_t sample_tokens = 0; // tokens a sequence holds at most (llama-imatrix: the chunk size)
+  std::string dataset;            // what it was collected over
 };
 
 // InputError naming the file for anything but a dense model's llama-imatrix GGUF.
 ImportanceMatrix read_importance_matrix(const std::filesystem::path& file);
+
+// Writes `matrix` as llama-imatrix's GGUF file: each weight's <gguf name>.in_sum2 and .counts, with
+// the dataset, chunk count and chunk size; read back, it gives the same means bit for bit.
+void write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::path& file);
 
 ImportanceMatrix collect_importance_matrix(const std::filesystem::path& model_dir, const CalibrationSet& calibration,
                                            unsigned threads, runtime::ActivationPrecision activations);

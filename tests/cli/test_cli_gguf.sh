@@ -3,14 +3,17 @@
 # the BF16 model's; doctor reads its file type; an importance matrix from a llama-imatrix file
 # works too; the bad inputs are one line and exit 2 with nothing written (a name without .gguf, an
 # existing output, a GGUF as compress input, a recipe mixing gguf with a scheme, an architecture
-# GGUF export does not write, --imatrix with --calib or a non-GGUF recipe or a file of another kind).
+# GGUF export does not write, --imatrix with --calib or a non-GGUF recipe or a file of another kind);
+# --imatrix-out writes llama-imatrix's format, which reads back to the same model, and is refused
+# without --calib, over an existing file or onto -o.
 . "$(dirname "$0")/lib.sh"
 MODEL="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
 CORPORA="$OPTKIT_SOURCE_DIR/testdata/corpora"
 
 run --quiet compress --model "$MODEL" --recipe q4_k_m --calib "$CORPORA/english.calib.txt" --samples 16 \
-  -o "$SCRATCH/base.gguf" --format json
+  -o "$SCRATCH/base.gguf" --imatrix-out "$SCRATCH/own.imatrix.gguf" --format json
 expect_rc 0
+base_report=$OUT
 [ -f "$SCRATCH/base.gguf" ] || fail "no GGUF written"
 [ -z "$(find "$SCRATCH" -maxdepth 1 -name '.*base.gguf*')" ] || fail "a staging folder was left: $(ls -a "$SCRATCH")"
 python3 - "$OUT" <<'PY' || fail "compress report: $OUT"
@@ -137,4 +140,82 @@ expect_rc 2
 expect_err_has "not an importance matrix"
 [ ! -e "$SCRATCH/both.gguf" ] && [ ! -e "$SCRATCH/ct" ] && [ ! -e "$SCRATCH/notimatrix.gguf" ] ||
   fail "a refused compress wrote its output"
+
+# --imatrix-out: the matrix --calib collected, in llama-imatrix's format (general.type imatrix,
+# <weight>.in_sum2 F32 [columns, 1] and <weight>.counts F32 [1, 1] per decoder weight, counts the
+# calibration tokens), and read back through --imatrix it gives the same tensors as --calib did.
+run --quiet compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/own.imatrix.gguf" -o "$SCRATCH/own.gguf"
+expect_rc 0
+python3 - "$SCRATCH/own.imatrix.gguf" "$base_report" "$SCRATCH/own.gguf" "$SCRATCH/base.gguf" <<'PY' ||
+import json, math, struct, sys
+
+def gguf(path):  # (metadata, {tensor: (dims, type, bytes)}) of a GGUF file
+    b = open(path, "rb").read()
+    at = 0
+    def take(fmt):
+        nonlocal at
+        v = struct.unpack_from("<" + fmt, b, at)
+        at += struct.calcsize("<" + fmt)
+        return v[0]
+    def string():
+        nonlocal at
+        n = take("Q")
+        at += n
+        return b[at - n:at].decode()
+    sizes = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            item, n = take("I"), take("Q")
+            return [value(item) for _ in range(n)]
+        return take(sizes[t])
+    assert b[:4] == b"GGUF"
+    at = 8
+    n_tensors, n_kv = take("Q"), take("Q")
+    meta = {}
+    for _ in range(n_kv):
+        key = string()
+        meta[key] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        dims = [take("Q") for _ in range(take("I"))]
+        infos.append((name, dims, take("I"), take("Q")))
+    align = meta.get("general.alignment", 32)
+    data = at + (-at) % align
+    ends = [o for *_, o in infos[1:]] + [len(b) - data]
+    def size(dims, kind, start, end):  # an F32 tensor's own bytes; others up to the next tensor
+        return 4 * math.prod(dims) if kind == 0 else end - start
+    return meta, {n: (d, t, b[data + o:data + o + size(d, t, o, e)]) for (n, d, t, o), e in zip(infos, ends)}
+
+meta, tensors = gguf(sys.argv[1])
+tokens = json.loads(sys.argv[2])["trials"][0]["metrics"]["calibration_tokens"]
+assert meta["general.type"] == "imatrix" and meta["imatrix.chunk_count"] == 16, meta
+assert meta["imatrix.datasets"][0].endswith("english.calib.txt"), meta
+weights = {n[: -len(".in_sum2")] for n in tensors if n.endswith(".in_sum2")}
+assert len(weights) == 4 * 7 and "blk.0.attn_q.weight" in weights and "blk.3.ffn_down.weight" in weights, weights
+for w in weights:
+    dims, kind, raw = tensors[w + ".in_sum2"]
+    assert kind == 0 and dims[1] == 1 and len(raw) == 4 * dims[0], (w, dims, kind)
+    assert min(struct.unpack(f"<{dims[0]}f", raw)) >= 0, w
+    dims, kind, raw = tensors[w + ".counts"]
+    assert kind == 0 and dims == [1, 1] and struct.unpack("<f", raw)[0] == tokens, (w, dims, raw)
+ours, theirs = gguf(sys.argv[3])[1], gguf(sys.argv[4])[1]
+assert ours.keys() == theirs.keys() and all(ours[n] == theirs[n] for n in ours), "tensors differ"
+PY
+  fail "--imatrix-out's file, or the model read back from it"
+run compress --model "$MODEL" --recipe q4_k_m -o "$SCRATCH/nocalib.gguf" --imatrix-out "$SCRATCH/nocalib.imatrix.gguf"
+expect_rc 2
+expect_err_has "--imatrix-out $SCRATCH/nocalib.imatrix.gguf: the importance matrix comes from --calib with a GGUF recipe"
+run compress --model "$MODEL" --recipe q4_k_m --calib "$CORPORA/english.calib.txt" --samples 4 -o "$SCRATCH/again.gguf" \
+  --imatrix-out "$SCRATCH/own.imatrix.gguf"
+expect_rc 2
+expect_err_has "already exists"
+run compress --model "$MODEL" --recipe q4_k_m --calib "$CORPORA/english.calib.txt" --samples 4 -o "$SCRATCH/same.gguf" \
+  --imatrix-out "$SCRATCH/same.gguf"
+expect_rc 2
+expect_err_has "the model goes there"
+[ ! -e "$SCRATCH/nocalib.gguf" ] && [ ! -e "$SCRATCH/nocalib.imatrix.gguf" ] && [ ! -e "$SCRATCH/again.gguf" ] &&
+  [ ! -e "$SCRATCH/same.gguf" ] || fail "a refused --imatrix-out wrote something"
 echo "test_cli_gguf: ok"
