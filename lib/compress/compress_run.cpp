@@ -195,8 +195,8 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
                                    options.imatrix_out->string()));
     if (std::filesystem::absolute(*options.imatrix_out).lexically_normal() ==
         std::filesystem::absolute(options.output).lexically_normal())
-      throw InputError(fmt::format("--imatrix-out {}: the model goes there (-o); name another file",
-                                   options.imatrix_out->string()));
+      throw InputError(
+          fmt::format("--imatrix-out {}: the model goes there (-o); name another file", options.imatrix_out->string()));
     if (std::filesystem::exists(*options.imatrix_out))
       throw InputError(fmt::format("--imatrix-out {}: already exists (name a new file; optkit never overwrites one)",
                                    options.imatrix_out->string()));
