@@ -17,6 +17,17 @@ namespace {
 
 using runtime::LinearInput;
 
+// A weight's statistic from its in_sum2 and count, with the means the k-quants weigh by.
+WeightImportance
+weight_importance(std::vector<float> in_sum2, float count) {
+  WeightImportance out{std::move(in_sum2), count, {}};
+  out.mean.resize(out.in_sum2.size(), 1.0f);
+  if (count > 0)
+    for (std::size_t c = 0; c < out.mean.size(); ++c)
+      out.mean[c] = out.in_sum2[c] / count;
+  return out;
+}
+
 // Σx² per column of each linear input of one layer, and the rows seen.
 class SquaresTap final : public runtime::ActivationTap {
 public:
@@ -61,16 +72,6 @@ read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, cons
 }
 
 } // namespace
-
-WeightImportance
-weight_importance(std::vector<float> in_sum2, float count) {
-  WeightImportance out{std::move(in_sum2), count, {}};
-  out.mean.resize(out.in_sum2.size(), 1.0f);
-  if (count > 0)
-    for (std::size_t c = 0; c < out.mean.size(); ++c)
-      out.mean[c] = out.in_sum2[c] / count;
-  return out;
-}
 
 ImportanceMatrix
 read_importance_matrix(const std::filesystem::path& path) {

@@ -24,8 +24,6 @@ struct WeightImportance {
   std::vector<float> mean;    // in_sum2 / count in float, as llama-quantize reads a file; 1 with no count
 };
 
-WeightImportance weight_importance(std::vector<float> in_sum2, float count);
-
 struct ImportanceMatrix {
   // HF module path (model.layers.0.self_attn.q_proj) → its statistic.
   std::map<std::string, WeightImportance> weights;
