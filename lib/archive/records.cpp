@@ -28,15 +28,4 @@ run_status_names() {
   return names;
 }
 
-std::optional<RunStatus>
-parse_run_status(const std::string& text) {
-  for (auto status :
-       {RunStatus::running, RunStatus::succeeded, RunStatus::goal_not_met, RunStatus::failed, RunStatus::interrupted}) {
-    if (to_string(status) == text) {
-      return status;
-    }
-  }
-  return std::nullopt;
-}
-
 } // namespace optkit::archive

@@ -19,7 +19,6 @@ using proc::TrialStatus;
 
 std::string to_string(RunStatus status);
 using proc::to_string;
-std::optional<RunStatus> parse_run_status(const std::string& text);
 const std::vector<std::string>& run_status_names();
 
 struct NewRun {

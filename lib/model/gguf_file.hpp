@@ -54,7 +54,6 @@ struct GgufValue {
   static GgufValue string(std::string v) { return {GgufValueType::string, GgufValueType::u32, std::move(v)}; }
   static GgufValue strings(std::vector<std::string> v) { return {GgufValueType::array, GgufValueType::string, v}; }
   static GgufValue i32s(std::vector<std::int32_t> v) { return {GgufValueType::array, GgufValueType::i32, v}; }
-  static GgufValue f32s(std::vector<float> v) { return {GgufValueType::array, GgufValueType::f32, v}; }
 };
 
 struct GgufTensorInfo {

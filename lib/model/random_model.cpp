@@ -107,11 +107,6 @@ qwen3_moe_config() {
 
 } // namespace
 
-std::vector<std::string>
-preset_model_names() {
-  return {"llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b"};
-}
-
 nlohmann::json
 preset_model_config(const std::string& name) {
   if (name == "llama-3.2-1b")

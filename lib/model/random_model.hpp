@@ -16,7 +16,6 @@ namespace optkit::model {
 
 // "llama-3.2-1b", "llama-3.1-8b" or "qwen3-30b-a3b"; InputError naming the choices otherwise.
 nlohmann::json preset_model_config(const std::string& name);
-std::vector<std::string> preset_model_names();
 
 // Writes config.json and safetensors (sharded at 4 GiB) with N(0, 0.02²)-like weights and unit
 // norms in `dtype` (F32, BF16 or F16). Deterministic for a seed.

@@ -150,11 +150,6 @@ model_presets() {
   return names;
 }
 
-std::vector<std::string>
-plannable_architectures() {
-  return architectures;
-}
-
 ModelArch
 parse_hf_config(const std::string& json_text, const std::string& source) {
   nlohmann::json json;

@@ -60,6 +60,4 @@ ModelArch resolve_model(const std::string& name_or_path);
 
 ModelArch parse_hf_config(const std::string& json_text, const std::string& source);
 
-std::vector<std::string> plannable_architectures();
-
 } // namespace optkit::perf

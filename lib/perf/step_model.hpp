@@ -101,7 +101,6 @@ public:
   StepShape decode_shape(double batch, double kv_len, int tokens_per_decode = 1) const;
 
   const ParallelConfig& parallel() const { return m_parallel; }
-  double expert_imbalance() const { return m_imbalance; }
 
 private:
   const ModelArch& m_model;

@@ -84,7 +84,6 @@ public:
   const DeltaVariant& variant(std::int32_t id) const { return *m_variants.at(static_cast<std::size_t>(id)); }
   // Bytes of weights a decode step streams (all linear layers and the LM head).
   std::uint64_t weight_bytes() const { return m_weights.streamed_bytes(); }
-  std::string weight_format() const { return m_weights.lm_head().format(); }
   // The device the step runs on, when options.device chose one (null: the CPU).
   const DeviceEngine* device() const { return m_device.get(); }
 

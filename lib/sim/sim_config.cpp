@@ -111,11 +111,6 @@ resolve_sim_setup(const std::string& name_or_path) {
   return parse_sim_setup(read_input_file(file, "a simulator setup YAML file"), file.string());
 }
 
-std::vector<std::string>
-list_sim_setups() {
-  return bundled_yaml_names(find_data_directory().path / "profiles" / "sim");
-}
-
 nlohmann::json
 to_json(const SimSetup& s) {
   const auto& t = s.timing;

@@ -30,7 +30,6 @@ struct SimSetup {
 SimSetup parse_sim_setup(const std::string& yaml, const std::string& source);
 // A bundled name (profiles/sim/NAME.yaml) or a path.
 SimSetup resolve_sim_setup(const std::string& name_or_path);
-std::vector<std::string> list_sim_setups();
 nlohmann::json to_json(const SimSetup& setup);
 
 } // namespace optkit::sim

@@ -347,9 +347,4 @@ resolve_search_space(const std::string& name_or_path) {
                                                 "--space", "search space"));
 }
 
-std::vector<std::string>
-list_search_spaces() {
-  return bundled_yaml_names(find_data_directory().path / "profiles" / "spaces");
-}
-
 } // namespace optkit::tune

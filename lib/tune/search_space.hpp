@@ -73,6 +73,5 @@ SearchSpace parse_search_space(const std::string& yaml, const std::string& sourc
 SearchSpace load_search_space(const std::filesystem::path& file);
 // A bundled name (profiles/spaces/NAME.yaml) or a path.
 SearchSpace resolve_search_space(const std::string& name_or_path);
-std::vector<std::string> list_search_spaces();
 
 } // namespace optkit::tune
