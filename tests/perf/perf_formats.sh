@@ -5,8 +5,8 @@
 # in percent, per model and recipe; and, against the BF16 model on the same windows (--kl-base),
 # the mean KL divergence per scored token (nats) and top-1 agreement. On these small models ΔPPL
 # can move either way by tenths of a percent with the rounding pattern alone; KL divergence is
-# never negative and tracks how far the model's predictions moved. Calibrated recipes read the model's own domain calibration
-# text (64 samples of 128 tokens). Run by hand, never in CI:
+# never negative and tracks how far the model's predictions moved. Calibrated recipes read the
+# model's own domain calibration text (64 samples of 128 tokens). Run by hand, never in CI:
 #   tests/perf/perf_formats.sh [OPTKIT] [RECIPES] [MODELS]
 # (defaults build/optkit; fp8_dynamic,fp8_block,int_w4a16,w4a16_rtn,nvfp4,nvfp4a16,mxfp4;
 # tiny-code:code,tiny-licenses:licenses,tiny-glosses:glosses)
