@@ -176,7 +176,7 @@ add_importance_metadata(model::GgufWriter& writer, const GgufExportOptions& opti
   if (!options.importance)
     return;
   writer.set("quantize.imatrix.file", model::GgufValue::string("optkit compress --calib"));
-  writer.set("quantize.imatrix.dataset", model::GgufValue::string(options.importance_dataset));
+  writer.set("quantize.imatrix.dataset", model::GgufValue::string(options.importance->dataset));
   writer.set("quantize.imatrix.entries_count", {model::GgufValueType::i32, model::GgufValueType::u32,
                                                 static_cast<std::int32_t>(options.importance->weights.size())});
   writer.set("quantize.imatrix.chunks_count", {model::GgufValueType::i32, model::GgufValueType::u32,

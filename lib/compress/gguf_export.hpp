@@ -21,7 +21,6 @@ struct GgufExportOptions {
   std::filesystem::path output; // the .gguf file to write
   GgufFileType file_type = GgufFileType::q4_k_m;
   const ImportanceMatrix* importance = nullptr;
-  std::string importance_dataset; // the calibration file's name, for quantize.imatrix.dataset
   unsigned threads = 0;
 };
 

@@ -39,6 +39,7 @@ calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::
   out.matrix =
       collect_importance_matrix(model_dir, calibration, p.at("threads").get<unsigned>(),
                                 runtime::parse_activation_precision(p.value("activations", "fp32"), "activations"));
+  out.matrix.dataset = calib.string();
   out.report = calibration_report(calibration, calib, recipe.calibration.sampler, p.at("seed"));
   return out;
 }
@@ -55,10 +56,8 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
   if (p.contains("calib")) {
     importance = calibrate(recipe, p, model_dir);
     log::info("compress: importance matrix from {} calibration tokens", importance->matrix.tokens);
-    if (p.value("imatrix_out", false)) {
-      importance->matrix.dataset = p.at("calib").get<std::string>();
+    if (p.value("imatrix_out", false))
       write_importance_matrix(importance->matrix, output / kImatrixFileName);
-    }
   } else if (p.contains("imatrix")) {
     const std::filesystem::path file = p.at("imatrix").get<std::string>();
     importance = CalibratedImportance{read_importance_matrix(file), nullptr};
@@ -72,9 +71,6 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
   options.output = output / kGgufFileName;
   options.file_type = *recipe.gguf;
   options.importance = importance ? &importance->matrix : nullptr;
-  options.importance_dataset = p.contains("calib") ? p.at("calib").get<std::string>()
-                               : importance        ? importance->matrix.dataset
-                                                   : std::string();
   options.threads = p.at("threads").get<unsigned>();
   const auto exported = export_gguf(options);
 
