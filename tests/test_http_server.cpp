@@ -1,7 +1,7 @@
 // lib/http's server and client together on loopback: keep-alive, caps, streaming, a client that
 // goes away, handler errors, a graceful stop, and what raw bytes a server must survive. Servers
 // bind 127.0.0.1 on a free port. No test waits on a speed: each waits for an event, with a
-// deadline far beyond it.
+// deadline far beyond it (the body pace's test checks a lower bound only).
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "http/client.hpp"
@@ -272,7 +272,7 @@ TEST_CASE("a body announced over the cap is refused 413 from its Content-Length,
   CHECK(answer.find("limit of 1000 bytes") != std::string::npos);
 }
 
-TEST_CASE("a refused body that is sent anyway is drained (paced past its first MiB) and the client reads the 413") {
+TEST_CASE("a refused body that is sent anyway is drained (at the body pace) and the client reads the 413") {
   ServerOptions options;
   options.max_body_bytes = 1000;
   Server server(options, [](const Request&, const std::shared_ptr<Exchange>& exchange) {
@@ -289,6 +289,44 @@ TEST_CASE("a refused body that is sent anyway is drained (paced past its first M
   CHECK(answer.find("limit of 1000 bytes") != std::string::npos);
   Client client(local(server)); // and the server serves on
   CHECK(client.request("GET", "/health").body == "read");
+}
+
+// The one lower bound on time in this file: the pace makes a body take at least its bytes past the
+// burst over the pace (a slower machine only takes longer); unpaced, 1.25 MiB on loopback takes
+// milliseconds.
+TEST_CASE("a body past the burst is read at the server's body pace and arrives intact, chunked or not") {
+  ServerOptions options;
+  options.max_body_bytes = std::size_t{4} << 20;
+  options.body_bytes_per_second = 4.0 * (1 << 20);
+  options.body_burst_bytes = std::size_t{256} << 10;
+  std::string body(std::size_t{1280} << 10, ' ');
+  for (std::size_t i = 0; i < body.size(); ++i)
+    body[i] = static_cast<char>('a' + i % 26);
+  Server server(options, [&body](const Request& request, const std::shared_ptr<Exchange>& exchange) {
+    exchange->respond(200, "text/plain", request.body == body ? "intact" : "damaged");
+  });
+  server.start();
+  // Past the burst, the last read (64 KiB at most) and the header's read: over 0.9 MiB at 4 MiB/s.
+  const auto at_least = 0.2s;
+
+  auto started = std::chrono::steady_clock::now();
+  Client client(local(server));
+  CHECK(client.request("POST", "/x", body).body == "intact");
+  CHECK(std::chrono::steady_clock::now() - started >= at_least);
+
+  std::string chunked = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  for (std::size_t at = 0; at < body.size(); at += 8000) {
+    const std::string piece = body.substr(at, 8000);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    chunked += size + piece + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  started = std::chrono::steady_clock::now();
+  const std::string answer = raw_exchange(server.port(), chunked);
+  CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(answer.ends_with("intact"));
+  CHECK(std::chrono::steady_clock::now() - started >= at_least);
 }
 
 TEST_CASE("a stream written from another thread arrives as server-sent events, in order, to the end") {

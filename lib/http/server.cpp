@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "http/bulk_lane.hpp"
+#include "http/byte_pace.hpp"
 #include "http/json_body.hpp"
 
 #include <boost/asio.hpp>
@@ -91,6 +92,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerOptions options;
   Handler handler;
   std::unique_ptr<BulkLane> bulk_lane; // when options.bulk_body_bytes > 0
+  BytePace body_pace;
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer accept_retry; // on the acceptor's strand
@@ -106,6 +108,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       : options(std::move(o))
       , handler(std::move(h))
       , bulk_lane(options.bulk_body_bytes > 0 ? std::make_unique<BulkLane>(options.max_bulk_waiting) : nullptr)
+      , body_pace(options.body_bytes_per_second, options.body_burst_bytes)
       , ioc(std::max(1, options.threads))
       , acceptor(net::make_strand(ioc))
       , accept_retry(acceptor.get_executor()) {}
@@ -228,6 +231,7 @@ public:
     if (m_closed)
       return;
     m_closed = true;
+    m_timer.cancel();
     if (m_exchange)
       m_exchange->cancel();
     beast::error_code ignored;
@@ -273,17 +277,60 @@ private:
   }
 
   // A body of known length is read up to 64 KiB at a time (Beast's largest read), a chunked one
-  // through the header-sized buffer, which is what caps its chunk lines and trailers.
+  // through the header-sized buffer, which is what caps its chunk lines and trailers. Beast reads
+  // no more than the buffer's free capacity, which after a header is about 1 KiB: without the
+  // reserve, a 150 KB body took 125 reads, and the I/O thread spent 0.6 ms on it.
   void read_body() {
     m_stream.expires_after(m_server->options.idle_timeout);
     if (!m_parser->chunked())
       m_buffer.max_size(std::max(m_server->options.max_header_bytes, kBodyReadBytes));
-    bhttp::async_read(m_stream, m_buffer, *m_parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->m_buffer.max_size(std::max(self->m_server->options.max_header_bytes, self->m_buffer.size()));
-      self->on_request(ec);
-    });
+    const auto remaining = m_parser->content_length_remaining();
+    if (!remaining || *remaining > m_buffer.size()) // more to read than the header's read brought
+      m_buffer.reserve(m_buffer.max_size());
+    read_body_part();
   }
   static constexpr std::size_t kBodyReadBytes = 64 * 1024;
+
+  // One read, then the next when the body pace allows it. Every read's bytes count against the
+  // pace, but the read that completes a body does not wait: a small body, or the end of a large
+  // one, goes straight to its handler.
+  void read_body_part() {
+    if (m_parser->is_done())
+      return body_read({});
+    bhttp::async_read_some(m_stream, m_buffer, *m_parser,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+                             if (ec)
+                               return self->body_read(ec);
+                             const auto due = self->m_server->body_pace.after_reading(bytes);
+                             if (self->m_parser->is_done())
+                               return self->body_read({});
+                             self->wait_until(due, [self] {
+                               // the client is not idle while the pace holds its body back
+                               self->m_stream.expires_after(self->m_server->options.idle_timeout);
+                               self->read_body_part();
+                             });
+                           });
+  }
+
+  void body_read(beast::error_code ec) {
+    m_buffer.max_size(std::max(m_server->options.max_header_bytes, m_buffer.size()));
+    if (m_buffer.size() == 0 && m_buffer.capacity() >= kBodyReadBytes)
+      m_buffer.shrink_to_fit(); // an idle connection keeps no body-sized buffer
+    on_request(ec);
+  }
+
+  // Runs `next` at once when `due` has come, else when it does; a cancelled wait (the server
+  // stopping) closes the connection.
+  template <class Next> void wait_until(BytePace::Clock::time_point due, Next next) {
+    if (due <= BytePace::Clock::now())
+      return next();
+    m_timer.expires_at(due);
+    m_timer.async_wait([self = shared_from_this(), next = std::move(next)](beast::error_code ec) mutable {
+      if (ec)
+        return self->close();
+      next();
+    });
+  }
 
   void on_read_error(beast::error_code ec) {
     if (ec == bhttp::error::body_limit)
@@ -433,64 +480,44 @@ private:
   }
 
   // After refusing a request whose body is still arriving: stop sending, read and discard what
-  // comes (up to a bound, each read within 5 s) so the client can finish its write and read the
-  // refusal, then close. Closing at once would reset the connection, and most clients would report
-  // a broken pipe instead of the 413 (the lingering close of nginx and Apache).
+  // comes (up to a bound, each read within 5 s, at the body pace) so the client can finish its
+  // write and read the refusal, then close. Closing at once would reset the connection, and most
+  // clients would report a broken pipe instead of the 413 (the lingering close of nginx and Apache).
+  // Paced, a client resending over-cap bodies as fast as it can is held back by TCP's flow control
+  // (perf_serve_hostile over-cap: 2.6 GB/s of refused bytes on 2 connections had the victim's p99
+  // at 21-38× idle; paced, about 1×).
   void linger() {
     beast::error_code ignored;
     m_stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
     m_drain.resize(kDrainReadBytes);
-    m_drain_started = std::chrono::steady_clock::now();
     m_drained = 0;
     drain();
   }
-  // The bytes a refused body may still send (beyond them the connection closes), and the pace at
-  // which they are read. Past its first kDrainUnpacedBytes a connection drains at kDrainBytesPerSecond:
-  // TCP's flow control then holds the sender back, so a client resending over-cap bodies as fast as
-  // it can no longer makes the kernel's receive path and this thread's reads run at loopback speed
-  // (perf_serve_hostile over-cap: 2.6 GB/s of refused bytes on 2 connections had the victim's p99
-  // at 21-38× idle; paced, 0.9-1.2×). A refused 32 MiB body takes about 2 s to drain.
+  // The bytes a refused body may still send; beyond them the connection closes.
   static constexpr std::size_t kDrainBudgetBytes = std::size_t{256} << 20;
-  static constexpr std::size_t kDrainUnpacedBytes = std::size_t{1} << 20;
-  static constexpr double kDrainBytesPerSecond = 16.0 * (1 << 20);
   static constexpr std::size_t kDrainReadBytes = 64 * 1024;
 
   // Receives with MSG_TRUNC: TCP then drops the bytes in the kernel instead of copying them out
   // (tcp(7)); a local (Unix) stream ignores the flag and copies into the buffer. A direct socket
   // read has no basic_stream timeout, hence the timer.
   void drain() {
-    m_drain_deadline.expires_after(std::chrono::seconds(5));
-    m_drain_deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
+    m_timer.expires_after(std::chrono::seconds(5));
+    m_timer.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (!ec)
         self->close();
     });
-    m_stream.socket().async_receive(net::buffer(m_drain), MSG_TRUNC,
-                                    [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                      self->m_drain_deadline.cancel();
-                                      self->m_drained += n;
-                                      if (ec || self->m_drained >= kDrainBudgetBytes)
-                                        return self->close();
-                                      self->pace_drain();
-                                    });
-  }
-  // The next read at once while the drain is within its pace, else when it is due.
-  void pace_drain() {
-    const auto elapsed = std::chrono::steady_clock::now() - m_drain_started;
-    const double paced_bytes = static_cast<double>(m_drained - std::min(m_drained, kDrainUnpacedBytes));
-    const auto due = std::chrono::duration<double>(paced_bytes / kDrainBytesPerSecond);
-    if (due <= elapsed)
-      return drain();
-    m_drain_deadline.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(due - elapsed));
-    m_drain_deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec)
-        return self->close(); // cancelled: the server is stopping
-      self->drain();
-    });
+    m_stream.socket().async_receive(
+        net::buffer(m_drain), MSG_TRUNC, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->m_timer.cancel();
+          self->m_drained += n;
+          if (ec || self->m_drained >= kDrainBudgetBytes)
+            return self->close();
+          self->wait_until(self->m_server->body_pace.after_reading(n), [self] { self->drain(); });
+        });
   }
 
   beast::basic_stream<StreamProtocol> m_stream;
-  net::steady_timer m_drain_deadline{m_stream.get_executor()}; // a drain read's deadline, or its pace
-  std::chrono::steady_clock::time_point m_drain_started;
+  net::steady_timer m_timer{m_stream.get_executor()}; // a drain read's deadline, or the body pace's wait
   std::size_t m_drained = 0;
   std::shared_ptr<Server::State> m_server;
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error

@@ -64,6 +64,10 @@ struct ServerOptions {
   // Retry-After. 0: every handler runs on the I/O threads.
   std::size_t bulk_body_bytes = 0;
   std::size_t max_bulk_waiting = 8;
+  // Request bodies past a burst, and the bytes of refused bodies drained before closing, are read
+  // at this pace, shared by all connections (http/byte_pace.hpp).
+  double body_bytes_per_second = 64.0 * (1 << 20);
+  std::size_t body_burst_bytes = std::size_t{8} << 20;
 };
 
 // JSON error body in the shape OpenAI clients parse: {"error": {"message", "type", "code"}}.
