@@ -39,7 +39,12 @@ TEST_CASE("the body pace: an idle bucket refills to the burst, no further") {
   CHECK(near(pace.after_reading(500, later), later + 500ms));
 }
 
-TEST_CASE("the body pace must be positive") {
+TEST_CASE("the body pace must be positive; a very slow one waits a year at most, without overflow") {
   CHECK_THROWS_AS(BytePace(0.0, 500), std::invalid_argument);
   CHECK_THROWS_AS(BytePace(-1.0, 500), std::invalid_argument);
+  BytePace slow(1e-300, 0);
+  const BytePace::Clock::time_point start = BytePace::Clock::time_point{} + 100s;
+  const auto due = slow.after_reading(1000, start);
+  CHECK(due > start);
+  CHECK(due - start <= std::chrono::hours(24 * 366));
 }
