@@ -1,9 +1,8 @@
 // The pace at which a server reads request bodies: a token bucket that all its connections share.
-// A client on an idle server reads its body at once (up to the burst); past that, bodies arrive at
-// `bytes_per_second` in all, each connection taking its turn, and TCP's flow control holds back
-// whoever sends faster. No engine turns prompt bytes into work at tens of MB/s, while reading and
-// copying them at loopback speed takes the cores a server's generation needs
-// (perf_serve_hostile).
+// An idle server reads up to the burst at once; past it, bodies are read at `bytes_per_second` in
+// all, each connection taking its turn, and TCP's flow control holds back whoever sends faster.
+// No engine turns prompt bytes into work at tens of MB/s, while reading and copying them at
+// loopback speed takes the cores a server's generation needs (perf_serve_hostile).
 #pragma once
 
 #include <chrono>
