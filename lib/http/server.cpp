@@ -281,7 +281,8 @@ private:
   // no more than the buffer's free capacity, which after a header is about 1 KiB: without the
   // reserve, a 150 KB body took 125 reads, and the I/O thread spent 0.6 ms on it.
   void read_body() {
-    m_stream.expires_after(m_server->options.idle_timeout);
+    m_body_deadline = std::chrono::steady_clock::now() + m_server->options.idle_timeout;
+    m_stream.expires_at(m_body_deadline);
     if (!m_parser->chunked())
       m_buffer.max_size(std::max(m_server->options.max_header_bytes, kBodyReadBytes));
     const auto remaining = m_parser->content_length_remaining();
@@ -304,9 +305,14 @@ private:
                              const auto due = self->m_server->body_pace.after_reading(bytes);
                              if (self->m_parser->is_done())
                                return self->body_read({});
+                             // The time the pace holds the body back is not the client's: its
+                             // deadline moves by that much, no more (a trickling client is still cut).
+                             const auto held = due - std::chrono::steady_clock::now();
+                             if (held <= held.zero())
+                               return self->read_body_part();
+                             self->m_body_deadline += held;
                              self->wait_until(due, [self] {
-                               // the client is not idle while the pace holds its body back
-                               self->m_stream.expires_after(self->m_server->options.idle_timeout);
+                               self->m_stream.expires_at(self->m_body_deadline);
                                self->read_body_part();
                              });
                            });
@@ -519,6 +525,7 @@ private:
   beast::basic_stream<StreamProtocol> m_stream;
   net::steady_timer m_timer{m_stream.get_executor()}; // a drain read's deadline, or the body pace's wait
   std::size_t m_drained = 0;
+  std::chrono::steady_clock::time_point m_body_deadline; // the body's idle deadline, moved by the pace's waits
   std::shared_ptr<Server::State> m_server;
   beast::flat_buffer m_buffer; // capped at max_header_bytes, see on_read_error
   std::optional<bhttp::request_parser<bhttp::string_body>> m_parser;
