@@ -4,12 +4,14 @@
 // them (runtime/int8_gemm.hpp: x ≈ q·s, q = round-half-even(x / s), s = max|x| / 127). Per 128
 // columns of a Δ row: the 64 kept codes are widened from nibbles to bytes in registers, the 2:4
 // positions expanded into a byte permutation that gathers the 64 activations they multiply
-// (AVX512_VBMI: VPERMB, VPMULTISHIFTQB, VPERMI2B), and VPDPBUSD sums the products exactly in int32;
-// each group's scale is applied once per group. The result equals the float path on x̂ = q·s to
-// fp32 rounding: exact within the activation quantization. Never decoded to floats, so a decode
-// step reads the Δ's packed bytes once (about 1/5 of a BF16 matrix's with its indices and scales).
-// Where the CPU lacks AVX512_VNNI + AVX512_VBMI (or OPTKIT_CPU_BASELINE=1, or a portable build),
-// or the Δ has another shape, delta_int8_supported() is false and the float path runs.
+// (AVX512_VBMI: VPERMB, VPMULTISHIFTQB, VPERMI2B; AVX2: VPSHUFB within 128-bit lanes), and the
+// products are summed exactly in int32 (AVX512_VNNI: VPDPBUSD; AVX2: VPMADDUBSW, VPMADDWD); each
+// group's scale is applied once per group. The result equals the float path on x̂ = q·s to fp32
+// rounding: exact within the activation quantization. Never decoded to floats, so a decode step
+// reads the Δ's packed bytes once (about 1/5 of a BF16 matrix's with its indices and scales).
+// Where the CPU lacks both AVX2 and AVX512_VNNI + AVX512_VBMI (or OPTKIT_CPU_BASELINE=1, or a
+// portable build), or the Δ has another shape, delta_int8_supported() is false and the float
+// path runs.
 #pragma once
 
 #include "runtime/delta_decode.hpp"
@@ -21,7 +23,19 @@
 
 namespace optkit::runtime {
 
-// Whether this CPU runs the integer kernel (AVX512_VNNI + AVX512_VBMI, not OPTKIT_CPU_BASELINE=1).
+// The integer kernels, fastest first.
+enum class DeltaInt8Kernel { avx512_vbmi, avx2 };
+
+inline const char*
+to_string(DeltaInt8Kernel kernel) {
+  return kernel == DeltaInt8Kernel::avx512_vbmi ? "avx512_vnni + avx512_vbmi" : "avx2";
+}
+
+// The kernels this CPU runs, fastest first: none where the float path runs (not x86-64 with AVX2,
+// OPTKIT_CPU_BASELINE=1, or a portable build).
+std::vector<DeltaInt8Kernel> delta_int8_kernels();
+
+// Whether this CPU runs an integer kernel.
 bool delta_int8_cpu();
 
 // Whether the integer kernel takes `codes`: 4-bit, 2:4 sparse or dense, columns and scale groups
@@ -41,7 +55,13 @@ std::vector<float> delta_int8_row_offsets(const DeltaCodes& codes, std::int64_t 
 // y[i·ldy + r] += Σ_c x̂[i, c] · Δ[r, c] for Δ rows [r0, r1) and every row i of x (x quantized per
 // row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold; `row_offsets`
 // are delta_int8_row_offsets(codes, rows) (at least r1 of them).
+// On the fastest kernel.
 void delta_int8_rows(const DeltaCodes& codes, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
                      const QuantizedActivations& x, float* y, std::int64_t ldy);
+
+// The same on `kernel` (one of delta_int8_kernels(), else RuntimeFailure): what tests and benchmarks
+// compare.
+void delta_int8_rows(DeltaInt8Kernel kernel, const DeltaCodes& codes, std::span<const float> row_offsets,
+                     std::int64_t r0, std::int64_t r1, const QuantizedActivations& x, float* y, std::int64_t ldy);
 
 } // namespace optkit::runtime

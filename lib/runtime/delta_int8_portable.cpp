@@ -5,6 +5,11 @@
 
 namespace optkit::runtime {
 
+std::vector<DeltaInt8Kernel>
+delta_int8_kernels() {
+  return {};
+}
+
 bool
 delta_int8_cpu() {
   return false;
@@ -28,6 +33,12 @@ delta_int8_row_offsets(const DeltaCodes&, std::int64_t) {
 void
 delta_int8_rows(const DeltaCodes&, std::span<const float>, std::int64_t, std::int64_t, const QuantizedActivations&,
                 float*, std::int64_t) {
+  throw RuntimeFailure("the integer Δ kernel is not in this build");
+}
+
+void
+delta_int8_rows(DeltaInt8Kernel, const DeltaCodes&, std::span<const float>, std::int64_t, std::int64_t,
+                const QuantizedActivations&, float*, std::int64_t) {
   throw RuntimeFailure("the integer Δ kernel is not in this build");
 }
 

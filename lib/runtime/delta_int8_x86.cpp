@@ -1,4 +1,5 @@
-// AVX512_VNNI + AVX512_VBMI kernel of delta_int8.hpp (x86-64 builds; chosen at run time by CPUID).
+// AVX512_VNNI + AVX512_VBMI kernel of delta_int8.hpp, and the choice between it and the AVX2 one
+// (delta_int8_avx2.cpp) by CPUID at run time (x86-64 builds).
 //
 // 128 columns of a 2:4 4-bit Δ row are 32 bytes of codes (code 2g of group g in the low nibble of
 // byte g, code 2g + 1 in the high nibble) and 16 bytes of kept positions (group g's nibble: the
@@ -21,6 +22,7 @@
 // codes per 128 columns, column 2j in the low nibble of byte j and column 2j + 1 in its high
 // nibble; the activations are laid out once per call as even columns then odd ones per chunk, so
 // each nibble half meets its 64 activations in the same lanes, with no gather.
+#include "runtime/delta_int8_x86.hpp"
 #include "runtime/delta_int8.hpp"
 #include "runtime/x86_features.hpp"
 
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <immintrin.h>
+#include <string>
 #include <vector>
 
 namespace optkit::runtime {
@@ -61,12 +64,6 @@ lanes() {
   return {_mm512_load_si512(code), _mm512_load_si512(byte), _mm512_load_si512(shift), _mm512_load_si512(base)};
 }
 
-// The signed weight of code c: 2·c − 15 on a mid-rise grid, c − 8 without one.
-int
-signed_weight(const DeltaCodes& d, int code) {
-  return d.offset != 0.0f ? 2 * code - 15 : code - 8;
-}
-
 // Each code's signed weight, repeated for every value of the two index bits above it (see the top
 // of the file).
 OPTKIT_VBMI_VNNI inline __m512i
@@ -90,7 +87,7 @@ template <std::size_t M, typename Chunk>
 OPTKIT_VBMI_VNNI inline void
 grouped_rows(const DeltaCodes& d, const float* row_offsets, std::int64_t r0, std::int64_t r1,
              const float* activation_scale, float* y, std::int64_t ldy, const Chunk& chunk) {
-  const float factor = d.offset != 0.0f ? 0.5f : 1.0f;
+  const float factor = signed_weight_factor(d);
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.groups;
   for (std::int64_t r = r0; r < r1; ++r) {
     const PackedRow row{reinterpret_cast<const std::uint8_t*>(d.values + r * d.words),
@@ -179,19 +176,6 @@ dense_rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, st
   grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
 }
 
-// Activation rows [i0, i0 + m) of x, each chunk of 128 as its even columns then its odd ones.
-std::vector<std::uint8_t>
-even_then_odd(const QuantizedActivations& x, std::int64_t i0, std::int64_t m) {
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(m * x.cols));
-  for (std::int64_t i = 0; i < m; ++i) {
-    const std::uint8_t* from = x.u.data() + (i0 + i) * x.pitch;
-    std::uint8_t* to = out.data() + i * x.cols;
-    for (std::int64_t c = 0; c < x.cols; ++c)
-      to[(c / kChunk) * kChunk + (c % 2) * 64 + (c % kChunk) / 2] = from[c];
-  }
-  return out;
-}
-
 template <std::size_t M>
 void
 dense_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
@@ -218,11 +202,57 @@ rows_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int
 
 } // namespace
 
+std::vector<std::uint8_t>
+even_then_odd(const QuantizedActivations& x, std::int64_t i0, std::int64_t m) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(m * x.cols));
+  for (std::int64_t i = 0; i < m; ++i) {
+    const std::uint8_t* from = x.u.data() + (i0 + i) * x.pitch;
+    std::uint8_t* to = out.data() + i * x.cols;
+    for (std::int64_t c = 0; c < x.cols; ++c)
+      to[(c / kChunk) * kChunk + (c % 2) * 64 + (c % kChunk) / 2] = from[c];
+  }
+  return out;
+}
+
 bool
-delta_int8_cpu() {
+delta_int8_avx512_cpu() {
   static const bool has =
       cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
   return has;
+}
+
+void
+delta_int8_rows_avx512(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
+                       const QuantizedActivations& x, float* y, std::int64_t ldy) {
+  constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
+  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep) {
+    const auto m = std::min(kStep, x.m - i0);
+    if (d.sparse) {
+      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, x, i0, y, ldy);
+      continue;
+    }
+    const auto laid_out = even_then_odd(x, i0, m);
+    const std::uint8_t* u[kMaxRows];
+    for (std::int64_t j = 0; j < m; ++j)
+      u[j] = laid_out.data() + j * x.cols;
+    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, u, x.scale.data() + i0,
+                             y + i0 * ldy, ldy);
+  }
+}
+
+std::vector<DeltaInt8Kernel>
+delta_int8_kernels() {
+  std::vector<DeltaInt8Kernel> kernels;
+  if (delta_int8_avx512_cpu())
+    kernels.push_back(DeltaInt8Kernel::avx512_vbmi);
+  if (delta_int8_avx2_cpu())
+    kernels.push_back(DeltaInt8Kernel::avx2);
+  return kernels;
+}
+
+bool
+delta_int8_cpu() {
+  return delta_int8_avx512_cpu() || delta_int8_avx2_cpu();
 }
 
 bool
@@ -265,26 +295,26 @@ delta_int8_row_offsets(const DeltaCodes& d, std::int64_t rows) {
 }
 
 void
-delta_int8_rows(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
-                const QuantizedActivations& x, float* y, std::int64_t ldy) {
+delta_int8_rows(DeltaInt8Kernel kernel, const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0,
+                std::int64_t r1, const QuantizedActivations& x, float* y, std::int64_t ldy) {
   if (x.cols != d.cols)
     throw RuntimeFailure("integer Δ product: activations of another width than the Δ");
   if (static_cast<std::int64_t>(row_offsets.size()) < r1)
     throw RuntimeFailure("integer Δ product: fewer row offsets than the Δ's rows");
-  constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
-  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep) {
-    const auto m = std::min(kStep, x.m - i0);
-    if (d.sparse) {
-      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, x, i0, y, ldy);
-      continue;
-    }
-    const auto laid_out = even_then_odd(x, i0, m);
-    const std::uint8_t* u[kMaxRows];
-    for (std::int64_t j = 0; j < m; ++j)
-      u[j] = laid_out.data() + j * x.cols;
-    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, u, x.scale.data() + i0,
-                             y + i0 * ldy, ldy);
-  }
+  const bool runs = kernel == DeltaInt8Kernel::avx512_vbmi ? delta_int8_avx512_cpu() : delta_int8_avx2_cpu();
+  if (!runs)
+    throw RuntimeFailure(std::string("integer Δ product: this CPU lacks the ") + to_string(kernel) + " kernel");
+  if (kernel == DeltaInt8Kernel::avx512_vbmi)
+    delta_int8_rows_avx512(d, row_offsets, r0, r1, x, y, ldy);
+  else
+    delta_int8_rows_avx2(d, row_offsets, r0, r1, x, y, ldy);
+}
+
+void
+delta_int8_rows(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
+                const QuantizedActivations& x, float* y, std::int64_t ldy) {
+  const auto kernel = delta_int8_avx512_cpu() ? DeltaInt8Kernel::avx512_vbmi : DeltaInt8Kernel::avx2;
+  delta_int8_rows(kernel, d, row_offsets, r0, r1, x, y, ldy);
 }
 
 } // namespace optkit::runtime

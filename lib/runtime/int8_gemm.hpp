@@ -26,6 +26,8 @@ struct QuantizedActivations {
   std::vector<float> scale;    // s_x per row (0 for an all-zero row)
 };
 
+// On any x86-64 CPU (AVX-512 where int8_gemm_supported(), else the same grid in scalar code, which
+// the AVX2 Δ kernel reads); portable builds throw.
 QuantizedActivations quantize_activations_u8(const float* x, std::int64_t m, std::int64_t cols, bool per_tensor);
 
 // 128 · Σ_c q_w[r, c] for each row of W [rows, cols]: the offset VPDPBUSD's unsigned operand adds.

@@ -50,6 +50,30 @@ quantize_row(const float* x, std::int64_t cols, float scale, std::uint8_t* u, st
   }
 }
 
+// The same two on any CPU (the AVX2 Δ kernel's activations), lane for lane: VMAXPS and VMINPS
+// return their second operand when either is NaN, and nearbyint rounds half to even.
+float
+absmax_scalar(const float* x, std::int64_t n) {
+  float m = 0.0f;
+  for (std::int64_t c = 0; c < n; ++c) {
+    const float a = std::fabs(x[c]);
+    m = m > a ? m : a;
+  }
+  return m;
+}
+
+void
+quantize_row_scalar(const float* x, std::int64_t cols, float scale, std::uint8_t* u, std::int64_t pitch) {
+  for (std::int64_t c = 0; c < pitch; ++c) {
+    int q = 0;
+    if (scale > 0.0f && c < cols) {
+      const float v = x[c] / scale, low = v > -128.0f ? v : -128.0f, clamped = low < 127.0f ? low : 127.0f;
+      q = static_cast<int>(std::nearbyint(clamped));
+    }
+    u[c] = static_cast<std::uint8_t>(q + 128);
+  }
+}
+
 OPTKIT_VNNI std::int32_t
 row_sum(const std::int8_t* w, std::int64_t cols) {
   __m512i acc = _mm512_setzero_si512();
@@ -136,8 +160,9 @@ int8_gemm_supported() {
 
 QuantizedActivations
 quantize_activations_u8(const float* x, std::int64_t m, std::int64_t cols, bool per_tensor) {
-  if (!int8_gemm_supported())
-    throw std::logic_error("quantize_activations_u8: this CPU lacks AVX512_VNNI; check int8_gemm_supported() first");
+  const bool wide = int8_gemm_supported();
+  const auto row_max = wide ? absmax : absmax_scalar;
+  const auto quantize = wide ? quantize_row : quantize_row_scalar;
   QuantizedActivations out;
   out.m = m;
   out.cols = cols;
@@ -147,12 +172,12 @@ quantize_activations_u8(const float* x, std::int64_t m, std::int64_t cols, bool 
   float tensor_max = 0.0f;
   if (per_tensor)
     for (std::int64_t i = 0; i < m; ++i)
-      tensor_max = std::max(tensor_max, absmax(x + i * cols, cols));
+      tensor_max = std::max(tensor_max, row_max(x + i * cols, cols));
   for (std::int64_t i = 0; i < m; ++i) {
-    const float top = per_tensor ? tensor_max : absmax(x + i * cols, cols);
+    const float top = per_tensor ? tensor_max : row_max(x + i * cols, cols);
     const float scale = top > 0.0f ? top / 127.0f : 0.0f;
     out.scale[static_cast<std::size_t>(i)] = scale;
-    quantize_row(x + i * cols, cols, scale, out.u.data() + i * out.pitch, out.pitch);
+    quantize(x + i * cols, cols, scale, out.u.data() + i * out.pitch, out.pitch);
   }
   return out;
 }

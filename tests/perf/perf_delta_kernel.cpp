@@ -2,9 +2,11 @@
 // shape (8192 × 2048), for 1 to 32 activation rows:
 //   base      the BF16 base product of the same shape (LinearWeight, what every row pays anyway)
 //   integer   a 2:4 4-bit Δ (group-128 scales) on its packed form against int8 activations
-//             (runtime/delta_int8.hpp: VPERMI2B gather, VPDPBUSD), activations quantized included
+//             (runtime/delta_int8.hpp), activations quantized included, on each kernel this CPU
+//             runs: AVX512_VNNI + AVX512_VBMI (VPERMI2B gather, VPDPBUSD) and AVX2 (VPSHUFB
+//             gather, VPMADDUBSW); the runtime serves with the first
 //   float     the same Δ decoded 32 rows at a time to fp32 and multiplied by row dots (the path the
-//             CPUs without AVX512_VNNI + AVX512_VBMI keep)
+//             CPUs without AVX2 keep)
 // The Δs rotate over 8 variants (55 MB, past the last-level cache, as a batch of 8 variants reads
 // them) and the base over 2 copies; each figure is the best of the repeats, per product. Goal of the
 // DeltaZip issue: integer ≤ 0.3× base at 1 and at 8 rows. Usage: perf_delta_kernel [repeats,
@@ -19,12 +21,14 @@
 #include "support/random_delta.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 using namespace optkit;
@@ -52,6 +56,17 @@ float_path(const runtime::CompressedDelta& d, const float* x, std::int64_t m, fl
   });
 }
 
+// The kernels' names, or their instruction sets' short names for the table's columns.
+std::vector<std::string>
+kernel_names(const std::vector<runtime::DeltaInt8Kernel>& kernels, bool short_names) {
+  std::vector<std::string> names;
+  for (const auto kernel : kernels)
+    names.emplace_back(!short_names                                      ? runtime::to_string(kernel)
+                       : kernel == runtime::DeltaInt8Kernel::avx512_vbmi ? "avx512"
+                                                                         : "avx2");
+  return names;
+}
+
 } // namespace
 
 int
@@ -67,6 +82,10 @@ main(int argc, char** argv) {
     deltas.back()->set_int8_activations(true); // where the CPU has the kernel
   }
   const bool integer = runtime::delta_int8_supported(deltas[0]->codes(), true);
+  const auto kernels = integer ? runtime::delta_int8_kernels() : std::vector<runtime::DeltaInt8Kernel>{};
+  std::vector<std::vector<float>> offsets;
+  for (const auto& d : deltas)
+    offsets.push_back(runtime::delta_int8_row_offsets(d->codes(), kRows));
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   std::vector<std::vector<std::uint16_t>> base_bits;
@@ -78,12 +97,14 @@ main(int argc, char** argv) {
     bases.push_back(runtime::make_dense_weight(model::DType::bf16, std::as_bytes(std::span(bits)), kRows, kCols));
   }
   const double delta_mb = double(deltas[0]->storage_bytes()) / 1e6, base_mb = double(kRows * kCols * 2) / 1e6;
-  fmt::print("Δ product, {} × {}, {} threads: BF16 base {:.1f} MB, 2:4 4-bit Δ {:.1f} MB ({:.3f}×); integer kernel "
+  fmt::print("Δ product, {} × {}, {} threads: BF16 base {:.1f} MB, 2:4 4-bit Δ {:.1f} MB ({:.3f}×); integer kernels: "
              "{}\n",
              kRows, kCols, pool.size(), base_mb, delta_mb, delta_mb / base_mb,
-             integer ? "on (AVX512_VNNI + AVX512_VBMI)" : "off: this CPU lacks it");
-  fmt::print("{:>4}   {:>10}   {:>16}   {:>16}   {:>12}\n", "rows", "base ms", "integer ms (×)", "float ms (×)",
-             "int max err");
+             kernels.empty() ? "none on this CPU" : fmt::format("{}", fmt::join(kernel_names(kernels, false), ", ")));
+  fmt::print("{:>4}   {:>10}", "rows", "base ms");
+  for (const auto& name : kernel_names(kernels, true))
+    fmt::print("   {:>16}", fmt::format("{} ms (×)", name));
+  fmt::print("   {:>16}   {:>12}\n", "float ms (×)", "int max err");
   for (const std::int64_t m : {1, 2, 4, 8, 16, 32}) {
     std::vector<float> x(static_cast<std::size_t>(m * kCols)), y(static_cast<std::size_t>(m * kRows));
     for (auto& v : x)
@@ -94,15 +115,24 @@ main(int argc, char** argv) {
                                     w->multiply(x.data(), m, y.data(), pool);
                                 }) /
                         kBaseCopies;
-    double integer_ms = 0, error = 0;
-    if (integer) {
-      integer_ms = best_ms(repeats,
-                           [&] {
-                             for (const auto& d : deltas)
-                               d->multiply_add(x.data(), m, y.data(), kRows, pool);
-                           }) /
-                   kVariants;
-      // Against the float path on the same x: the activation quantization's error, relative.
+    fmt::print("{:>4}   {:>10.3f}", m, base);
+    for (const auto kernel : kernels) {
+      // What CompressedDelta::multiply_add does for decode rows, on this kernel.
+      const double ms =
+          best_ms(repeats,
+                  [&] {
+                    for (std::size_t v = 0; v < deltas.size(); ++v) {
+                      const auto q = runtime::quantize_activations_u8(x.data(), m, kCols, false);
+                      pool.parallel_for(kRows, [&](std::int64_t r0, std::int64_t r1) {
+                        runtime::delta_int8_rows(kernel, deltas[v]->codes(), offsets[v], r0, r1, q, y.data(), kRows);
+                      });
+                    }
+                  }) /
+          kVariants;
+      fmt::print("   {:>8.3f} ({:>4.2f})", ms, ms / base);
+    }
+    double error = 0;
+    if (integer) { // the served path against the float path on the same x: the activation quantization's error
       std::vector<float> a(y.size(), 0.0f), b(y.size(), 0.0f);
       deltas[0]->multiply_add(x.data(), m, a.data(), kRows, pool);
       float_path(*deltas[0], x.data(), m, b.data(), pool);
@@ -119,8 +149,7 @@ main(int argc, char** argv) {
                                         float_path(*d, x.data(), m, y.data(), pool);
                                     }) /
                             kVariants;
-    fmt::print("{:>4}   {:>10.3f}   {:>8.3f} ({:>4.2f})   {:>8.3f} ({:>4.2f})   {:>12.1e}\n", m, base, integer_ms,
-               integer_ms / base, float_ms, float_ms / base, error);
+    fmt::print("   {:>8.3f} ({:>4.2f})   {:>12.1e}\n", float_ms, float_ms / base, error);
   }
   return 0;
 }
