@@ -56,7 +56,7 @@ add_variant_options(CLI::App& serve, ServeFlags& flags) {
   serve
       .add_option("--delta-activations", flags.delta_activations,
                   "int8: the deltas' products take activations quantized to int8 per token, on the packed "
-                  "Δs where the CPU has AVX512_VNNI + AVX512_VBMI (decode several times faster); fp32: the "
+                  "Δs where the CPU has AVX2 or AVX512_VNNI + AVX512_VBMI (decode several times faster); fp32: the "
                   "merged model's products to fp32 rounding")
       ->check(CLI::IsMember({"int8", "fp32"}))
       ->capture_default_str();

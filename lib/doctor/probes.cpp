@@ -255,7 +255,9 @@ check_cpu_kernels() {
 
   // W8A8 (int8 per-row weights, int8 per-token activations) on the same shape.
   check.w8a8 = runtime::int8_gemm_supported() ? "avx512_vnni integers" : "fp32 fake-quantized";
-  check.delta_product = runtime::delta_int8_cpu() ? "avx512_vnni + avx512_vbmi integers" : "fp32 decode";
+  const auto delta_kernels = runtime::delta_int8_kernels();
+  check.delta_product =
+      delta_kernels.empty() ? "fp32 decode" : std::string(runtime::to_string(delta_kernels.front())) + " integers";
   std::vector<std::int8_t> w8(w16.size());
   for (std::size_t i = 0; i < w8.size(); ++i)
     w8[i] = static_cast<std::int8_t>(static_cast<int>(i % 251) - 125);

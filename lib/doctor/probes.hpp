@@ -31,7 +31,7 @@ struct CpuKernelCheck {
   double f32_gflops = 0, f32_sgemm_gflops = 0;     // the runtime's F32 product; OpenBLAS sgemm
   std::string w8a8;                                // "avx512_vnni integers" or "fp32 fake-quantized"
   double w8a8_gflops = 0;                          // the runtime's W8A8 product
-  std::string delta_product;     // served deltas' decode: "avx512_vnni + avx512_vbmi integers" or "fp32 decode"
+  std::string delta_product;     // served deltas' decode: "<kernel> integers" (delta_int8.hpp) or "fp32 decode"
   double max_relative_error = 0; // of the runtime's products against float64
   double stream_mib = 0;         // bytes the two below stream (2.5x the L3 cache)
   double read_gbps = 0;          // STREAM-style read bandwidth, all threads
