@@ -54,8 +54,7 @@ std::vector<float> delta_int8_row_offsets(const DeltaCodes& codes, std::int64_t 
 
 // y[i·ldy + r] += Σ_c x̂[i, c] · Δ[r, c] for Δ rows [r0, r1) and every row i of x (x quantized per
 // row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold; `row_offsets`
-// are delta_int8_row_offsets(codes, rows) (at least r1 of them).
-// On the fastest kernel.
+// are delta_int8_row_offsets(codes, rows) (at least r1 of them). Runs the fastest kernel.
 void delta_int8_rows(const DeltaCodes& codes, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
                      const QuantizedActivations& x, float* y, std::int64_t ldy);
 

@@ -1,4 +1,5 @@
-// AVX512_VNNI kernels of int8_gemm.hpp (x86-64 builds; chosen at run time by CPUID).
+// AVX512_VNNI kernels of int8_gemm.hpp (x86-64 builds; chosen at run time by CPUID), and the
+// activations' quantization on any x86-64 CPU.
 //
 // Register tiles of R W rows × MI activation rows, R·MI int32 accumulators: each 64-byte step
 // along K loads R rows of W (masked past the end of the row, so a tail adds nothing) and MI rows
