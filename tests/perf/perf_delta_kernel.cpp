@@ -8,9 +8,11 @@
 //   float     the same Δ decoded 32 rows at a time to fp32 and multiplied by row dots (the path the
 //             CPUs without AVX2 keep)
 // The Δs rotate over 8 variants (55 MB, past the last-level cache, as a batch of 8 variants reads
-// them) and the base over 2 copies; each figure is the best of the repeats, per product. Goal of the
-// DeltaZip issue: integer ≤ 0.3× base at 1 and at 8 rows. Usage: perf_delta_kernel [repeats,
-// default 5] [threads, default all]
+// them) and the base over 2 copies. Each round times the base, the kernels and the float path in
+// turn, so a slow spell of a shared machine falls on all of them; each column gives the best time
+// over the rounds per product, its ratio to the base's best (×) and the median over the rounds of
+// its ratio to the base in the same round (×med). Goal of the DeltaZip issue: integer ≤ 0.3× base
+// at 1 and at 8 rows. Usage: perf_delta_kernel [repeats, default 5] [threads, default all]
 #include "core/thread_pool.hpp"
 #include "model/dtype.hpp"
 #include "runtime/delta_int8.hpp"
@@ -26,13 +28,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
 using namespace optkit;
-using test::best_ms;
 
 namespace {
 
@@ -103,34 +105,42 @@ main(int argc, char** argv) {
              kernels.empty() ? "none on this CPU" : fmt::format("{}", fmt::join(kernel_names(kernels, false), ", ")));
   fmt::print("{:>4}   {:>10}", "rows", "base ms");
   for (const auto& name : kernel_names(kernels, true))
-    fmt::print("   {:>16}", fmt::format("{} ms (×)", name));
-  fmt::print("   {:>16}   {:>12}\n", "float ms (×)", "int max err");
+    fmt::print("   {:>21}", fmt::format("{} ms (× ×med)", name));
+  fmt::print("   {:>21}   {:>12}\n", "float ms (× ×med)", "int max err");
   for (const std::int64_t m : {1, 2, 4, 8, 16, 32}) {
     std::vector<float> x(static_cast<std::size_t>(m * kCols)), y(static_cast<std::size_t>(m * kRows));
     for (auto& v : x)
       v = normal(rng);
-    const double base = best_ms(repeats,
-                                [&] {
-                                  for (const auto& w : bases)
-                                    w->multiply(x.data(), m, y.data(), pool);
-                                }) /
-                        kBaseCopies;
-    fmt::print("{:>4}   {:>10.3f}", m, base);
-    for (const auto kernel : kernels) {
-      // What CompressedDelta::multiply_add does for decode rows, on this kernel.
-      const double ms =
-          best_ms(repeats,
-                  [&] {
-                    for (std::size_t v = 0; v < deltas.size(); ++v) {
-                      const auto q = runtime::quantize_activations_u8(x.data(), m, kCols, false);
-                      pool.parallel_for(kRows, [&](std::int64_t r0, std::int64_t r1) {
-                        runtime::delta_int8_rows(kernel, deltas[v]->codes(), offsets[v], r0, r1, q, y.data(), kRows);
-                      });
-                    }
-                  }) /
-          kVariants;
-      fmt::print("   {:>8.3f} ({:>4.2f})", ms, ms / base);
-    }
+    // The base, each kernel (what CompressedDelta::multiply_add does for decode rows, on it) and the
+    // float path, timed in turn each round.
+    std::vector<std::function<void()>> works{[&] {
+      for (const auto& w : bases)
+        w->multiply(x.data(), m, y.data(), pool);
+    }};
+    for (const auto kernel : kernels)
+      works.emplace_back([&, kernel] {
+        for (std::size_t v = 0; v < deltas.size(); ++v) {
+          const auto q = runtime::quantize_activations_u8(x.data(), m, kCols, false);
+          pool.parallel_for(kRows, [&](std::int64_t r0, std::int64_t r1) {
+            runtime::delta_int8_rows(kernel, deltas[v]->codes(), offsets[v], r0, r1, q, y.data(), kRows);
+          });
+        }
+      });
+    works.emplace_back([&] {
+      for (const auto& d : deltas)
+        float_path(*d, x.data(), m, y.data(), pool);
+    });
+    const auto times = test::interleaved_ms(repeats, works);
+    // Per product: the base rotates over kBaseCopies copies, the Δs over kVariants.
+    const auto per_product = [&](std::size_t work) { return work == 0 ? 1.0 / kBaseCopies : 1.0 / kVariants; };
+    const auto column = [&](std::size_t work) {
+      return fmt::format("   {:>8.3f} ({:>4.2f} {:>4.2f})", times.best(work) * per_product(work),
+                         times.best(work) * per_product(work) / (times.best(0) * per_product(0)),
+                         times.median_ratio(work, 0) * per_product(work) / per_product(0));
+    };
+    fmt::print("{:>4}   {:>10.3f}", m, times.best(0) * per_product(0));
+    for (std::size_t k = 1; k <= kernels.size(); ++k)
+      fmt::print("{}", column(k));
     double error = 0;
     if (integer) { // the served path against the float path on the same x: the activation quantization's error
       std::vector<float> a(y.size(), 0.0f), b(y.size(), 0.0f);
@@ -143,13 +153,7 @@ main(int argc, char** argv) {
       }
       error /= scale;
     }
-    const double float_ms = best_ms(repeats,
-                                    [&] {
-                                      for (const auto& d : deltas)
-                                        float_path(*d, x.data(), m, y.data(), pool);
-                                    }) /
-                            kVariants;
-    fmt::print("   {:>8.3f} ({:>4.2f})   {:>12.1e}\n", float_ms, float_ms / base, error);
+    fmt::print("{}   {:>12.1e}\n", column(works.size() - 1), error);
   }
   return 0;
 }
