@@ -17,6 +17,11 @@ sanitizer_build() {
 
 fail() {
   echo "FAIL: $*" >&2
+  # A server test's failure shows what its last server logged (a crash, a signal, a refusal).
+  if [ -s "$SCRATCH/server.log" ]; then
+    echo "--- the last server's log ($SCRATCH/server.log), last 40 lines:" >&2
+    tail -40 "$SCRATCH/server.log" >&2
+  fi
   exit 1
 }
 

@@ -97,6 +97,7 @@ expect_rc 2
 expect_err_has "it serves: tiny-arith"
 kill "$server"
 wait "$server" 2>/dev/null
+server="" # reaped: its pid may be another process's by the time the trap runs
 
 # Bad input: one line, exit 2.
 run eval tasks --model "$models/tiny-arith" --suite gsm9k
@@ -158,11 +159,17 @@ print(server.server_address[1], flush=True)
 threading.Timer(600, server.shutdown).start()  # stops by itself if the test dies first
 server.serve_forever()
 PY
+# stop_judge: stops the stand-in judge and reaps it, so the trap never signals a reused pid.
+stop_judge() {
+  kill "$JUDGE_PID" 2>/dev/null
+  wait "$JUDGE_PID" 2>/dev/null
+  JUDGE_PID=""
+}
 start_judge() {
   rm -f "$SCRATCH/judge.port"
   python3 "$SCRATCH/judge.py" "$1" >"$SCRATCH/judge.port" &
   JUDGE_PID=$!
-  trap 'kill "$JUDGE_PID" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+  trap '[ -n "$JUDGE_PID" ] && kill "$JUDGE_PID" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
   for _ in $(seq 600); do [ -s "$SCRATCH/judge.port" ] && break; sleep 0.1; done
   [ -s "$SCRATCH/judge.port" ] || fail "the stand-in judge did not start"
   JUDGE_URL="http://127.0.0.1:$(cat "$SCRATCH/judge.port")"
@@ -170,13 +177,13 @@ start_judge() {
 start_judge $'action: 0\nharmful: no'
 run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "$JUDGE_URL" --format json \
   --no-cache
-kill "$JUDGE_PID"
+stop_judge
 expect_rc 0
 expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['details']['classifier']")" "judge optkit-dna-judge-v1"
 expect_eq "$(json_field "$OUT" "['candidates'][0]['suites'][0]['metrics'][1]['score']")" "1.0"
 start_judge "I would rather not say."
 run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "$JUDGE_URL" --no-cache
-kill "$JUDGE_PID"
+stop_judge
 expect_rc 3
 expect_err_has "no score is reported without its judge"
 run eval tasks --model "$models/tiny-arith" --suite do_not_answer --data "$dna" --max-gen-toks 32 --judge "http://127.0.0.1:1"
