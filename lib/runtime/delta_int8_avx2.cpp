@@ -71,13 +71,6 @@ struct PackedRow {
   const std::uint8_t* positions;
 };
 
-OPTKIT_AVX2_INT inline float
-horizontal_sum(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
-}
-
 // Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(row, k, acc)` adds chunk
 // k's products u·w into acc[j] (int32 lanes); the group's scale applies once, and y[j·ldy + r]
 // gets the row's sum, less its 128·Σw (row_offsets[r]), times activation row j's scale.

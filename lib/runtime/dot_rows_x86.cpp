@@ -29,12 +29,6 @@ OPTKIT_AVX2 inline __m256
 load8(const F16* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-OPTKIT_AVX2 inline float
-horizontal_sum(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
-}
 
 // y[0, r] for r in [r0, r1): one activation row (decode at batch 1), four independent
 // accumulators so the loop is bound by loading W, not by FMA latency.

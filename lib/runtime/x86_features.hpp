@@ -1,6 +1,7 @@
-// What the x86-64 kernel files (dot_rows_x86, panel_gemm_x86, int8_gemm_x86) share: the
-// intrinsics header, and the CPU checks that choose their kernels at run time, all honouring
-// OPTKIT_CPU_BASELINE=1 (the x86 kernels off: the tests run the portable paths on any CPU).
+// What the x86-64 kernel files (dot_rows_x86, panel_gemm_x86, int8_gemm_x86, delta_int8_*) share:
+// the intrinsics header, a horizontal sum, and the CPU checks that choose their kernels at run
+// time, all honouring OPTKIT_CPU_BASELINE=1 (the x86 kernels off: the tests run the portable
+// paths on any CPU).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,14 @@ cpu_has_avx512() {
   static const bool has = !cpu_baseline_forced() && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return has;
+}
+
+// The sum of a vector's 8 floats (the AVX2 kernels' row totals).
+__attribute__((target("avx"))) inline float
+horizontal_sum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
 } // namespace optkit::runtime
