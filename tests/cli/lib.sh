@@ -69,6 +69,9 @@ wait_for_file_text() {
 start_serve_deltas() {
   local model=$1
   shift
+  # Emptied here, before the fork: the child's own truncation may come after the first grep below,
+  # which would then read the previous server's port from the old log.
+  : >"$SCRATCH/server.log"
   "$OPTKIT" --archive "${SERVE_ARCHIVE:-$OPTKIT_ARCHIVE}" serve-deltas --base "$model" --port 0 --threads 1 "$@" \
     >"$SCRATCH/server.out" 2>"$SCRATCH/server.log" &
   server=$!

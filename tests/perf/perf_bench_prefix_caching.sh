@@ -22,6 +22,7 @@ export OPTKIT_ARCHIVE="$work/archive.db"
 certify() {
   local flag=--no-enable-prefix-caching
   [ "$1" = on ] && flag=--enable-prefix-caching
+  : >"$work/server.log" # before the fork, so the wait below cannot read the last server's port
   "$optkit" serve-deltas --base "$root/testdata/models/tiny-base" --port 0 "$flag" >"$work/server.out" \
     2>"$work/server.log" &
   server=$!
