@@ -37,9 +37,8 @@ namespace {
 
 #define OPTKIT_AVX2_INT __attribute__((target("avx2,fma")))
 
-constexpr std::int64_t kChunk = 128; // columns per chunk (a scale group is whole chunks)
-constexpr std::int64_t kStep = 64;   // columns per 2:4 step (32 kept codes)
-constexpr std::size_t kMaxRows = 8;  // activation rows one pass over a Δ row serves
+constexpr std::int64_t kChunk = kDeltaChunk;
+constexpr std::int64_t kStep = 64; // columns per 2:4 step (32 kept codes)
 
 // A chunk's constants: the weight table, the nibble and 2-bit masks, each gather byte's quarter
 // base, which bytes of each lane read register B, and int16 ones.
@@ -65,12 +64,6 @@ chunk_constants(const DeltaCodes& d) {
           load32(base),  load32(from_b),         _mm256_set1_epi16(1)};
 }
 
-// One Δ row's packed bytes: its codes, and its 2:4 kept positions (null when dense).
-struct PackedRow {
-  const std::uint8_t* codes;
-  const std::uint8_t* positions;
-};
-
 // Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(row, k, acc)` adds chunk
 // k's products u·w into acc[j] (int32 lanes); the group's scale applies once, and y[j·ldy + r]
 // gets the row's sum, less its 128·Σw (row_offsets[r]), times activation row j's scale.
@@ -81,8 +74,7 @@ grouped_rows(const DeltaCodes& d, const float* row_offsets, std::int64_t r0, std
   const float factor = signed_weight_factor(d);
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.groups;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const PackedRow row{reinterpret_cast<const std::uint8_t*>(d.values + r * d.words),
-                        d.indices ? d.indices + r * (d.cols / 8) : nullptr};
+    const PackedRow row = packed_row(d, r);
     const float* scales = d.scales + r * groups;
     __m256 sum[M];
     for (std::size_t j = 0; j < M; ++j)
@@ -221,18 +213,6 @@ rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int
     grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, DenseChunk<M>{u, chunk_constants(d)});
 }
 
-template <std::size_t M>
-void
-rows_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
-              const std::uint8_t* const* u, const float* scale, float* y, std::int64_t ldy) {
-  if constexpr (M > 0) {
-    if (m == M)
-      rows_kernel<M>(d, offsets, r0, r1, u, scale, y, ldy);
-    else
-      rows_dispatch<M - 1>(m, d, offsets, r0, r1, u, scale, y, ldy);
-  }
-}
-
 } // namespace
 
 bool
@@ -244,16 +224,12 @@ delta_int8_avx2_cpu() {
 void
 delta_int8_rows_avx2(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
                      const QuantizedActivations& x, float* y, std::int64_t ldy) {
-  constexpr auto kRows = static_cast<std::int64_t>(kMaxRows);
-  for (std::int64_t i0 = 0; i0 < x.m; i0 += kRows) {
-    const auto m = std::min(kRows, x.m - i0);
-    const auto laid_out = d.sparse ? step_layout(x, i0, m) : even_then_odd(x, i0, m);
-    const std::uint8_t* u[kMaxRows];
-    for (std::int64_t j = 0; j < m; ++j)
-      u[j] = laid_out.data() + j * x.cols;
-    rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, u, x.scale.data() + i0,
-                            y + i0 * ldy, ldy);
-  }
+  const auto layout = [&](const QuantizedActivations& a, std::int64_t i0, std::int64_t m) {
+    return d.sparse ? step_layout(a, i0, m) : even_then_odd(a, i0, m);
+  };
+  for_each_row_block(x, layout, [&](auto rows, const std::uint8_t* const* u, std::int64_t i0) {
+    rows_kernel<decltype(rows)::value>(d, row_offsets.data(), r0, r1, u, x.scale.data() + i0, y + i0 * ldy, ldy);
+  });
 }
 
 } // namespace optkit::runtime

@@ -40,8 +40,7 @@ namespace {
 
 #define OPTKIT_VBMI_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
-constexpr std::int64_t kChunk = 128; // columns per step
-constexpr std::size_t kMaxRows = 8;  // activation rows one pass over a Δ row serves
+constexpr std::int64_t kChunk = kDeltaChunk;
 constexpr int kLowBitsOrHigh = 0xea; // VPTERNLOGD: (a AND b) OR c
 
 // The lane constants: the bit offset (within the lane's qword of the broadcast codes) of its
@@ -74,12 +73,6 @@ weight_table(const DeltaCodes& d) {
   return _mm512_load_si512(table);
 }
 
-// One Δ row's packed bytes: its codes, and its 2:4 kept positions (null when dense).
-struct PackedRow {
-  const std::uint8_t* codes;
-  const std::uint8_t* positions;
-};
-
 // Rows [r0, r1) of a Δ against M activation rows: per scale group, `chunk(row, k, acc)` adds chunk
 // k's products u·w into acc[j] (int32); the group's scale applies once, and y[j·ldy + r] gets the
 // row's sum, less its 128·Σw (row_offsets[r]), times activation row j's scale.
@@ -90,8 +83,7 @@ grouped_rows(const DeltaCodes& d, const float* row_offsets, std::int64_t r0, std
   const float factor = signed_weight_factor(d);
   const std::int64_t chunks_per_group = d.group_size / kChunk, groups = d.groups;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const PackedRow row{reinterpret_cast<const std::uint8_t*>(d.values + r * d.words),
-                        d.indices ? d.indices + r * (d.cols / 8) : nullptr};
+    const PackedRow row = packed_row(d, r);
     const float* scales = d.scales + r * groups;
     __m512 sum[M];
     for (std::size_t j = 0; j < M; ++j)
@@ -156,48 +148,16 @@ template <std::size_t M> struct DenseChunk {
   }
 };
 
-// Rows [r0, r1) of a 2:4 Δ against activation rows [i0, i0 + M).
+// Rows [r0, r1) of a Δ against M activation rows `u`: a 2:4 Δ's as they are, a dense Δ's laid out
+// per chunk as its 64 even columns then its 64 odd ones; `scale` the rows' activation scales.
 template <std::size_t M>
 OPTKIT_VBMI_VNNI void
-rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1, const QuantizedActivations& x,
-            std::int64_t i0, float* y, std::int64_t ldy) {
-  const std::uint8_t* u[M];
-  for (std::size_t j = 0; j < M; ++j)
-    u[j] = x.u.data() + (i0 + static_cast<std::int64_t>(j)) * x.pitch;
-  grouped_rows<M>(d, offsets, r0, r1, x.scale.data() + i0, y + i0 * ldy, ldy, SparseChunk<M>{d, u});
-}
-
-// Rows [r0, r1) of a dense 4-bit Δ against M activation rows `u`, each laid out per chunk as its
-// 64 even columns then its 64 odd ones; `scale` the rows' activation scales.
-template <std::size_t M>
-OPTKIT_VBMI_VNNI void
-dense_rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
-                  const std::uint8_t* const* u, const float* scale, float* y, std::int64_t ldy) {
-  grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
-}
-
-template <std::size_t M>
-void
-dense_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
-               const std::uint8_t* const* u, const float* scale, float* y, std::int64_t ldy) {
-  if constexpr (M > 0) {
-    if (m == M)
-      dense_rows_kernel<M>(d, offsets, r0, r1, u, scale, y, ldy);
-    else
-      dense_dispatch<M - 1>(m, d, offsets, r0, r1, u, scale, y, ldy);
-  }
-}
-
-template <std::size_t M>
-void
-rows_dispatch(std::size_t m, const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1,
-              const QuantizedActivations& x, std::int64_t i0, float* y, std::int64_t ldy) {
-  if constexpr (M > 0) {
-    if (m == M)
-      rows_kernel<M>(d, offsets, r0, r1, x, i0, y, ldy);
-    else
-      rows_dispatch<M - 1>(m, d, offsets, r0, r1, x, i0, y, ldy);
-  }
+rows_kernel(const DeltaCodes& d, const float* offsets, std::int64_t r0, std::int64_t r1, const std::uint8_t* const* u,
+            const float* scale, float* y, std::int64_t ldy) {
+  if (d.sparse)
+    grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, SparseChunk<M>{d, u});
+  else
+    grouped_rows<M>(d, offsets, r0, r1, scale, y, ldy, DenseChunk<M>{d, u});
 }
 
 } // namespace
@@ -224,20 +184,12 @@ delta_int8_avx512_cpu() {
 void
 delta_int8_rows_avx512(const DeltaCodes& d, std::span<const float> row_offsets, std::int64_t r0, std::int64_t r1,
                        const QuantizedActivations& x, float* y, std::int64_t ldy) {
-  constexpr auto kStep = static_cast<std::int64_t>(kMaxRows);
-  for (std::int64_t i0 = 0; i0 < x.m; i0 += kStep) {
-    const auto m = std::min(kStep, x.m - i0);
-    if (d.sparse) {
-      rows_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, x, i0, y, ldy);
-      continue;
-    }
-    const auto laid_out = even_then_odd(x, i0, m);
-    const std::uint8_t* u[kMaxRows];
-    for (std::int64_t j = 0; j < m; ++j)
-      u[j] = laid_out.data() + j * x.cols;
-    dense_dispatch<kMaxRows>(static_cast<std::size_t>(m), d, row_offsets.data(), r0, r1, u, x.scale.data() + i0,
-                             y + i0 * ldy, ldy);
-  }
+  const auto layout = [&](const QuantizedActivations& a, std::int64_t i0, std::int64_t m) {
+    return d.sparse ? std::vector<std::uint8_t>() : even_then_odd(a, i0, m);
+  };
+  for_each_row_block(x, layout, [&](auto rows, const std::uint8_t* const* u, std::int64_t i0) {
+    rows_kernel<decltype(rows)::value>(d, row_offsets.data(), r0, r1, u, x.scale.data() + i0, y + i0 * ldy, ldy);
+  });
 }
 
 std::vector<DeltaInt8Kernel>
