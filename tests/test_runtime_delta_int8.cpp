@@ -3,8 +3,8 @@
 // the decoded Δ) to fp32 rounding, over row, activation-row and column tails, scale groups of one
 // and two chunks, mid-rise and plain grids; a Δ whose kept positions change gives another,
 // equally exact, answer (so a kernel that ignored a 2:4 index fails); the shapes it does not take
-// are refused; a CompressedDelta with int8 activations gives the same x̂ product through the
-// kernel (decode rows) and through the float path (prefill rows). Each case runs on every kernel
+// are refused; a CompressedDelta with int8 activations gives the x̂ product through the kernel
+// for decode rows and prefill rows alike, each row's the same whatever its batch. Each case runs on every kernel
 // the CPU has (AVX512_VNNI + AVX512_VBMI, AVX2); skipped where it has none (the float path runs
 // there).
 #include "core/thread_pool.hpp"
@@ -168,8 +168,9 @@ TEST_CASE(
     MESSAGE("SKIPPED: this CPU has no integer Δ kernel");
     return;
   }
-  // CompressedDelta::multiply_add, int8 activations on: 4 and 32 rows (decode batches) through the
-  // kernel, 40 (a prefill) through the float path on the same x̂, each the reference's answer added to y.
+  // CompressedDelta::multiply_add, int8 activations on: 4 and 32 rows (decode batches) and 40 (a
+  // prefill) through the kernel, each the reference's answer added to y; and each row's answer the
+  // same, bit for bit, as that row's alone (a token's product does not depend on its batch).
   const auto artifact = test::random_delta_artifact(40, 512, 4, true, 4, 9);
   const auto delta = CompressedDelta::load(*artifact, "m", 40, 512);
   CHECK_FALSE(delta->int8_activations()); // off until asked for
@@ -186,5 +187,9 @@ TEST_CASE(
     delta->multiply_add(x.data(), m, y.data(), 40, pool);
     for (std::size_t i = 0; i < y.size(); ++i)
       CHECK(y[i] == doctest::Approx(static_cast<double>(1.0f + expected[i])).epsilon(1e-5));
+    const std::int64_t last = m - 1;
+    std::vector<float> alone(40, 1.0f);
+    delta->multiply_add(x.data() + last * 512, 1, alone.data(), 40, pool);
+    CHECK(std::equal(alone.begin(), alone.end(), y.begin() + last * 40));
   }
 }

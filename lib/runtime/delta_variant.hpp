@@ -30,7 +30,7 @@ public:
   std::int64_t rows() const { return m_rows; }
   std::int64_t cols() const { return m_codes.cols; }
   // y[m, rows] += x[m, cols] · Δᵀ (y's rows are `ldy` floats apart). With int8 activations (see
-  // set_int8_activations) x is quantized to int8 per row first, and up to 32 rows go through the
+  // set_int8_activations) x is quantized to int8 per row first, and every row goes through the
   // integer kernel (runtime/delta_int8.hpp).
   void multiply_add(const float* x, std::int64_t m, float* y, std::int64_t ldy, ThreadPool& pool) const;
   // out[cols] += Δ[r, :]

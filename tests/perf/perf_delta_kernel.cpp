@@ -5,8 +5,9 @@
 //             (runtime/delta_int8.hpp), activations quantized included, on each kernel this CPU
 //             runs: AVX512_VNNI + AVX512_VBMI (VPERMI2B gather, VPDPBUSD) and AVX2 (VPSHUFB
 //             gather, VPMADDUBSW); the runtime serves with the first
-//   float     the same Δ decoded 32 rows at a time to fp32 and multiplied by row dots (the path the
-//             CPUs without AVX2 keep)
+//   float     the same Δ on serve-deltas' float path (CompressedDelta::multiply_add without int8
+//             activations): decoded 32 rows at a time to fp32, multiplied by row dots up to 8
+//             rows and by sgemm (or the AVX-512 panel GEMM) beyond; what CPUs without AVX2 run
 // The Δs rotate over 8 variants (55 MB, past the last-level cache, as a batch of 8 variants reads
 // them) and the base over 2 copies. Each round times the base, the kernels and the float path in
 // turn, so a slow spell of a shared machine falls on all of them; each column gives the best time
@@ -17,7 +18,6 @@
 #include "model/dtype.hpp"
 #include "runtime/delta_int8.hpp"
 #include "runtime/delta_variant.hpp"
-#include "runtime/dot_rows.hpp"
 #include "runtime/linear_weight.hpp"
 #include "support/best_of.hpp"
 #include "support/random_delta.hpp"
@@ -38,25 +38,7 @@ using namespace optkit;
 
 namespace {
 
-constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kBaseCopies = 2, kBlock = 32;
-
-// The float path: blocks of rows decoded to fp32, then row dots against x.
-void
-float_path(const runtime::CompressedDelta& d, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
-  pool.parallel_for((kRows + kBlock - 1) / kBlock, [&](std::int64_t b0, std::int64_t b1) {
-    thread_local std::vector<float> decoded, part;
-    decoded.resize(static_cast<std::size_t>(kBlock * kCols));
-    part.resize(static_cast<std::size_t>(m * kBlock));
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t r0 = b * kBlock, n = std::min(kBlock, kRows - r0);
-      d.decode_rows(r0, n, decoded.data());
-      runtime::dot_rows(decoded.data(), kCols, 0, n, x, m, part.data(), n);
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t r = 0; r < n; ++r)
-          y[i * kRows + r0 + r] += part[static_cast<std::size_t>(i * n + r)];
-    }
-  });
-}
+constexpr std::int64_t kRows = 8192, kCols = 2048, kVariants = 8, kBaseCopies = 2;
 
 // The kernels' names, or their instruction sets' short names for the table's columns.
 std::vector<std::string>
@@ -76,12 +58,13 @@ main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
   std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
-  std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas;
+  std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas, float_deltas;
   for (std::int64_t v = 0; v < kVariants; ++v) {
     artifacts.push_back(
         test::random_delta_artifact(kRows, kCols, 4, true, kCols / 128, static_cast<std::uint32_t>(v + 1)));
     deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
     deltas.back()->set_int8_activations(true); // where the CPU has the kernel
+    float_deltas.push_back(runtime::CompressedDelta::load(*artifacts.back(), "m", kRows, kCols));
   }
   const bool integer = runtime::delta_int8_supported(deltas[0]->codes(), true);
   const auto kernels = integer ? runtime::delta_int8_kernels() : std::vector<runtime::DeltaInt8Kernel>{};
@@ -107,7 +90,7 @@ main(int argc, char** argv) {
   for (const auto& name : kernel_names(kernels, true))
     fmt::print("   {:>21}", fmt::format("{} ms (× ×med)", name));
   fmt::print("   {:>21}   {:>12}\n", "float ms (× ×med)", "int max err");
-  for (const std::int64_t m : {1, 2, 4, 8, 16, 32}) {
+  for (const std::int64_t m : {1, 2, 4, 8, 16, 32, 64, 128}) {
     std::vector<float> x(static_cast<std::size_t>(m * kCols)), y(static_cast<std::size_t>(m * kRows));
     for (auto& v : x)
       v = normal(rng);
@@ -127,8 +110,8 @@ main(int argc, char** argv) {
         }
       });
     works.emplace_back([&] {
-      for (const auto& d : deltas)
-        float_path(*d, x.data(), m, y.data(), pool);
+      for (const auto& d : float_deltas)
+        d->multiply_add(x.data(), m, y.data(), kRows, pool);
     });
     const auto times = test::interleaved_ms(repeats, works);
     // Per product: the base rotates over kBaseCopies copies, the Δs over kVariants.
@@ -145,7 +128,7 @@ main(int argc, char** argv) {
     if (integer) { // the served path against the float path on the same x: the activation quantization's error
       std::vector<float> a(y.size(), 0.0f), b(y.size(), 0.0f);
       deltas[0]->multiply_add(x.data(), m, a.data(), kRows, pool);
-      float_path(*deltas[0], x.data(), m, b.data(), pool);
+      float_deltas[0]->multiply_add(x.data(), m, b.data(), kRows, pool);
       double scale = 1e-30;
       for (std::size_t i = 0; i < a.size(); ++i) {
         error = std::max(error, double(std::abs(a[i] - b[i])));
