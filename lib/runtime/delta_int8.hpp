@@ -17,6 +17,7 @@
 #include "runtime/delta_decode.hpp"
 #include "runtime/int8_gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -51,6 +52,14 @@ bool delta_pairs_distinct(const DeltaCodes& codes, std::int64_t rows);
 // scale groups g and their codes w. The kernel multiplies u = q + 128 (unsigned) by w, exactly in
 // int32 per group; adding this row's offset in fp32 takes the 128·Σw back out.
 std::vector<float> delta_int8_row_offsets(const DeltaCodes& codes, std::int64_t rows);
+
+// How many Δ rows a pool thread takes at a time in a product over `rows` rows (the `chunk` of
+// ThreadPool::parallel_for): an eighth of its equal share, at least 64, so a thread slowed by
+// something else on the machine takes fewer, as the base's decode product splits its rows.
+inline std::int64_t
+delta_int8_task_rows(std::int64_t rows, unsigned threads) {
+  return std::max<std::int64_t>(64, rows / (8 * static_cast<std::int64_t>(threads)));
+}
 
 // y[i·ldy + r] += Σ_c x̂[i, c] · Δ[r, c] for Δ rows [r0, r1) and every row i of x (x quantized per
 // row by quantize_activations_u8). delta_int8_supported(codes, ...) must hold; `row_offsets`

@@ -70,7 +70,8 @@ CompressedDelta::multiply_add(const float* x, std::int64_t m, float* y, std::int
     // 1.2×, 1.1× and 1.1× on the float path.
     const QuantizedActivations q = quantize_activations_u8(x, m, m_codes.cols, false);
     pool.parallel_for(
-        m_rows, [&](std::int64_t r0, std::int64_t r1) { delta_int8_rows(m_codes, m_int8_offsets, r0, r1, q, y, ldy); });
+        m_rows, [&](std::int64_t r0, std::int64_t r1) { delta_int8_rows(m_codes, m_int8_offsets, r0, r1, q, y, ldy); },
+        delta_int8_task_rows(m_rows, pool.size()));
     return;
   }
   const std::int64_t blocks = (m_rows + kDecodeBlockRows - 1) / kDecodeBlockRows;
