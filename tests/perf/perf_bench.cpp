@@ -7,6 +7,7 @@
 // rounds each holds, and their worst p99 and maximum lag.
 //   perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000] [A/B rate = 20000] [rounds = 5]
 #include "bench/generator_ceiling.hpp"
+#include "support/perf_args.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,11 +17,13 @@
 int
 main(int argc, char** argv) {
   using namespace optkit::bench;
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
-  const double max_rate = argc > 2 ? std::atof(argv[2]) : 64000.0;
-  const double first_rate = argc > 3 ? std::atof(argv[3]) : 1000.0;
-  const double ab_rate = argc > 4 ? std::atof(argv[4]) : 20000.0;
-  const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
+  constexpr std::string_view kUsage =
+      "perf_bench [seconds per step = 2] [max rate = 64000] [first rate = 1000] [A/B rate = 20000] [rounds = 5]";
+  const double seconds = optkit::test::positional_number(argc, argv, 1, "seconds per step", 2.0, 0.01, kUsage);
+  const double max_rate = optkit::test::positional_number(argc, argv, 2, "max rate", 64000.0, 1.0, kUsage);
+  const double first_rate = optkit::test::positional_number(argc, argv, 3, "first rate", 1000.0, 1.0, kUsage);
+  const double ab_rate = optkit::test::positional_number(argc, argv, 4, "A/B rate", 20000.0, 1.0, kUsage);
+  const int rounds = optkit::test::positional_number(argc, argv, 5, "rounds", 5, 1, kUsage);
   const auto c = measure_generator_ceiling(first_rate, max_rate, seconds, 0.001);
   std::printf("%10s %10s %12s %12s %12s %12s %7s %5s\n", "target/s", "requests", "achieved/s", "lag p50 us",
               "lag p99 us", "lag max us", "errors", "held");

@@ -13,6 +13,7 @@
 #include "bench/load_generator.hpp"
 #include "bench/saturation_stop.hpp"
 #include "bench/server_settle.hpp"
+#include "support/perf_args.hpp"
 #include "support/scripted_server.hpp"
 
 #include <cstdio>
@@ -54,11 +55,13 @@ private:
 
 int
 main(int argc, char** argv) {
-  const int slots = argc > 1 ? std::atoi(argv[1]) : 8;
-  const int tokens = argc > 2 ? std::atoi(argv[2]) : 10;
-  const double step_ms = argc > 3 ? std::atof(argv[3]) : 5.0;
+  constexpr std::string_view kUsage =
+      "perf_bench_certify [slots = 8] [tokens = 10] [step ms = 5] [SLO = e2e:p95<=1s] [hog = 0]";
+  const int slots = test::positional_number(argc, argv, 1, "slots", 8, 1, kUsage);
+  const int tokens = test::positional_number(argc, argv, 2, "tokens", 10, 1, kUsage);
+  const double step_ms = test::positional_number(argc, argv, 3, "step ms", 5.0, 0.001, kUsage);
   const std::string slo = argc > 4 ? argv[4] : "e2e:p95<=1s";
-  const int hog = argc > 5 ? std::atoi(argv[5]) : 0;
+  const int hog = test::positional_number(argc, argv, 5, "hog", 0, 0, kUsage);
   const double limit = slots / (tokens * step_ms / 1e3);
   test::ScriptedServer server(slots, std::chrono::microseconds(static_cast<long>(step_ms * 1e3)), hog);
   CertifyOptions options;

@@ -3,6 +3,7 @@
 // microseconds, cache read bandwidth, and each path's largest error against the CPU in double
 // precision. Usage: perf_decode_attention_cuda [device, default 0]
 #include "cuda/operator_profiler.cuh"
+#include "support/perf_args.hpp"
 
 #include <fmt/format.h>
 
@@ -22,7 +23,8 @@ struct Shape {
 
 int
 main(int argc, char** argv) {
-  const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  const int device =
+      test::positional_number(argc, argv, 1, "device", 0, 0, "perf_decode_attention_cuda [device, default 0]");
   const Shape shapes[] = {
       {"llama-3.1-8b", 32, 8, 128, 64, 1024},  {"llama-3.1-8b", 32, 8, 128, 1, 4096},
       {"qwen2.5-7b", 28, 4, 128, 64, 1024},    {"qwen2.5-7b", 28, 4, 128, 16, 2048},

@@ -14,6 +14,7 @@
 #include "cuda/device_session.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/paged_attention.cuh"
+#include "support/perf_args.hpp"
 
 #include <fmt/format.h>
 
@@ -274,8 +275,9 @@ step_table(int device, int context) {
 
 int
 main(int argc, char** argv) {
-  const int device = argc > 1 ? std::atoi(argv[1]) : 0;
-  const int context = argc > 2 ? std::atoi(argv[2]) : 1024;
+  constexpr std::string_view kUsage = "perf_decoder_cuda [device, default 0] [context, default 1024]";
+  const int device = test::positional_number(argc, argv, 1, "device", 0, 0, kUsage);
+  const int context = test::positional_number(argc, argv, 2, "context", 1024, 1, kUsage);
   try {
     attention_table(device);
     step_table(device, context);

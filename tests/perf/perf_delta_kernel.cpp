@@ -20,6 +20,7 @@
 #include "runtime/delta_variant.hpp"
 #include "runtime/linear_weight.hpp"
 #include "support/best_of.hpp"
+#include "support/perf_args.hpp"
 #include "support/random_delta.hpp"
 
 #include <fmt/format.h>
@@ -55,8 +56,9 @@ kernel_names(const std::vector<runtime::DeltaInt8Kernel>& kernels, bool short_na
 
 int
 main(int argc, char** argv) {
-  const int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
-  ThreadPool pool(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 0);
+  constexpr std::string_view kUsage = "perf_delta_kernel [repeats, default 5] [threads, default 0: all]";
+  const int repeats = test::positional_number(argc, argv, 1, "repeats", 5, 1, kUsage);
+  ThreadPool pool(test::positional_number(argc, argv, 2, "threads", 0u, 0u, kUsage));
   std::vector<std::unique_ptr<quant::DeltaArtifact>> artifacts;
   std::vector<std::unique_ptr<runtime::CompressedDelta>> deltas, float_deltas;
   for (std::int64_t v = 0; v < kVariants; ++v) {
@@ -104,9 +106,12 @@ main(int argc, char** argv) {
       works.emplace_back([&, kernel] {
         for (std::size_t v = 0; v < deltas.size(); ++v) {
           const auto q = runtime::quantize_activations_u8(x.data(), m, kCols, false);
-          pool.parallel_for(kRows, [&](std::int64_t r0, std::int64_t r1) {
-            runtime::delta_int8_rows(kernel, deltas[v]->codes(), offsets[v], r0, r1, q, y.data(), kRows);
-          });
+          pool.parallel_for(
+              kRows,
+              [&](std::int64_t r0, std::int64_t r1) {
+                runtime::delta_int8_rows(kernel, deltas[v]->codes(), offsets[v], r0, r1, q, y.data(), kRows);
+              },
+              runtime::delta_int8_task_rows(kRows, pool.size()));
         }
       });
     works.emplace_back([&] {

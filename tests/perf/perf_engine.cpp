@@ -12,6 +12,7 @@
 #include "runtime/transformer.hpp"
 #include "serve/engine.hpp"
 #include "serve/serve_run.hpp"
+#include "support/perf_args.hpp"
 
 #include <fmt/format.h>
 
@@ -100,9 +101,11 @@ engine_decode_tps(const std::filesystem::path& dir, const runtime::RuntimeOption
 
 int
 main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::max(2, std::atoi(argv[1])) : 16;
+  constexpr std::string_view kUsage = "perf_engine [decode tokens, default 16] [threads, default all] [dtype "
+                                      "BF16|F32, default BF16] [device cpu|cuda[:N], default cpu]";
+  const int steps = test::positional_number(argc, argv, 1, "decode tokens", 16, 2, kUsage);
   const unsigned threads =
-      argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : std::max(1u, std::thread::hardware_concurrency());
+      test::positional_number(argc, argv, 2, "threads", std::max(1u, std::thread::hardware_concurrency()), 1u, kUsage);
   const auto parsed = model::parse_dtype(argc > 3 ? argv[3] : "BF16");
   if (!parsed || (*parsed != model::DType::bf16 && *parsed != model::DType::f32)) {
     fmt::print(stderr, "perf_engine: dtype must be BF16 or F32\n");

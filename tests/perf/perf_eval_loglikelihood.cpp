@@ -16,6 +16,7 @@
 #include "eval/task_suite.hpp"
 #include "http/openai_endpoint.hpp"
 #include "server_alone.hpp"
+#include "support/perf_args.hpp"
 
 #include <fmt/format.h>
 
@@ -49,8 +50,9 @@ unique_documents(const std::filesystem::path& sample, std::size_t count) {
 
 int
 main(int argc, char** argv) {
-  const int concurrency = argc > 1 ? std::atoi(argv[1]) : 8;
-  const std::size_t count = argc > 2 ? static_cast<std::size_t>(std::atol(argv[2])) : 1000;
+  constexpr std::string_view kUsage = "perf_eval_loglikelihood [concurrency = 8] [items = 1000]";
+  const int concurrency = test::positional_number(argc, argv, 1, "concurrency", 8, 1, kUsage);
+  const std::size_t count = test::positional_number<std::size_t>(argc, argv, 2, "items", 1000, 1, kUsage);
   const auto data = find_data_directory().path;
   const auto suite = resolve_task_suite("mmlu");
   const auto docs = unique_documents(suite.data, count);

@@ -16,6 +16,7 @@
 #include "eval/task_suite.hpp"
 #include "http/openai_endpoint.hpp"
 #include "server_alone.hpp"
+#include "support/perf_args.hpp"
 
 #include <fmt/format.h>
 
@@ -48,8 +49,9 @@ server_alone(const EndpointTarget& target, const std::vector<nlohmann::json>& bo
 
 int
 main(int argc, char** argv) {
-  const int concurrency = argc > 1 ? std::atoi(argv[1]) : 16;
-  const std::size_t count = argc > 2 ? static_cast<std::size_t>(std::atol(argv[2])) : 2000;
+  constexpr std::string_view kUsage = "perf_eval_tasks [concurrency = 16] [items = 2000]";
+  const int concurrency = test::positional_number(argc, argv, 1, "concurrency", 16, 1, kUsage);
+  const std::size_t count = test::positional_number<std::size_t>(argc, argv, 2, "items", 2000, 1, kUsage);
   const auto data = find_data_directory().path;
   auto suite = resolve_task_suite("gsm8k");
   const auto problems = load_documents(data / "profiles/suites/data/arith-test.jsonl");
