@@ -21,8 +21,9 @@
 // A dense Δ (64 bytes of codes per 128 columns, column 2j in the low nibble of byte j) multiplies
 // its low and high nibbles against the activations laid out even columns then odd ones (as the
 // AVX-512 kernel does), with no gather. Up to 8 activation rows share one decode of a chunk, as in
-// the AVX-512 kernel (perf_delta_kernel at 8 rows: 0.33–0.41× the base product's time, against
-// 0.44× with 4 rows per pass; a row's int32 sum lives only within its scale group).
+// the AVX-512 kernel (perf_delta_kernel at 8 rows: 0.29–0.30× the base product's time on a quiet
+// machine, 0.33–0.41× on a busy one, against 0.44× with 4 rows per pass; a row's int32 sum lives
+// only within its scale group).
 #include "runtime/delta_int8_x86.hpp"
 #include "runtime/x86_features.hpp"
 
