@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <string.h>
@@ -159,12 +160,11 @@ ChildProcess::poll() {
   if (m_status) {
     return m_status;
   }
-  std::error_code ec;
-  if (m_impl->child.running(ec) || ec) {
-    return std::nullopt;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+    return std::nullopt; // running (or not ours to wait for)
   }
-  m_status = decode(m_impl->child.native_exit_code());
-  return m_status;
+  return sweep_and_reap();
 }
 
 ExitStatus
@@ -172,6 +172,15 @@ ChildProcess::wait() {
   if (m_status) {
     return *m_status;
   }
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  return sweep_and_reap();
+}
+
+ExitStatus
+ChildProcess::sweep_and_reap() {
+  ::kill(-m_pid, SIGKILL); // the unreaped leader still holds the group's id
   std::error_code ec;
   m_impl->child.wait(ec);
   m_status = decode(m_impl->child.native_exit_code());
@@ -180,7 +189,7 @@ ChildProcess::wait() {
 
 void
 ChildProcess::signal_group(int signal) const {
-  if (m_pid > 0) {
+  if (m_pid > 0 && !m_status) {
     ::kill(-m_pid, signal);
   }
 }

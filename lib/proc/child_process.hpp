@@ -1,6 +1,9 @@
 // One child process in its own process group, its stdout and stderr captured together in a log
 // file. Signals go to the whole group so grandchildren cannot outlive a timeout or Ctrl-C, and the
-// child is killed if this process dies (PR_SET_PDEATHSIG).
+// child is killed if this process dies (PR_SET_PDEATHSIG). When the child exits, whatever it left
+// in its group is killed before the child is reaped: until then its pid, the group's id, cannot be
+// given to another process, so the signal cannot reach another process's group. After that the
+// group is never signalled again.
 #pragma once
 
 #include <filesystem>
@@ -44,17 +47,22 @@ public:
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   pid_t pid() const { return m_pid; }
-  // Non-blocking: the exit status once the child has exited (reaped), nullopt while it runs.
+  // Non-blocking: the exit status once the child has exited (its group killed, the child
+  // reaped), nullopt while it runs.
   std::optional<ExitStatus> poll();
-  // Blocks until the child exits.
+  // Blocks until the child exits; then as poll().
   ExitStatus wait();
-  // Sends `signal` to every process in the child's group; a group already gone is not an error.
+  // Sends `signal` to every process in the child's group while the child is unreaped; a group
+  // already gone is not an error.
   void signal_group(int signal) const;
 
 private:
   template <class... Redirects>
   void start(const std::filesystem::path& executable, const std::vector<std::string>& args,
              const std::map<std::string, std::string>& extra_env, Redirects&&... redirects);
+
+  // The child has exited: kills what is left in its group, then reaps it.
+  ExitStatus sweep_and_reap();
 
   struct Impl;
   std::unique_ptr<Impl> m_impl;

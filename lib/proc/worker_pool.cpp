@@ -219,9 +219,7 @@ private:
       }
       return false;
     }
-    // The leader is gone; make sure nothing it started lingers in its group.
-    r.child->signal_group(SIGKILL);
-    release_gpu(r);
+    release_gpu(r); // poll() killed whatever the attempt left in its group
 
     TrialStatus status = TrialStatus::succeeded;
     std::string error;
