@@ -2,7 +2,7 @@
 // under Poisson arrivals with a popularity over the variants, decoupled (serve-deltas' default: one
 // shared base, each Δ kept compressed, every variant in the same batch) against the swap-full-model
 // baseline (--baseline swap: whole models loaded on demand, one at a time, as vLLM-SCB serves them
-// in the seed). Both run the same trace through the same engine code that `optkit serve-deltas`
+// in DeltaZip's paper). Both run the same trace through the same engine code that `optkit serve-deltas`
 // runs (serve::load_served_model), directly rather than over HTTP, so the figures are the engine's
 // and the model's, not the loopback's.
 //   throughput = generated tokens / (last finish − first arrival); TTFT = first token − arrival.
@@ -12,7 +12,7 @@
 //   --shape llama-3.2-1b (or another preset of model/random_model.hpp): a random BF16 base of that
 //     shape and --variants fine-tunes of it (base + low rank + noise, model::write_random_finetune),
 //     each compressed with `optkit compress delta` (delta_2of4_int4), 64 output tokens; the swap
-//     baseline loads each fine-tune's BF16 checkpoint from disk (mapped), as the seed's baseline
+//     baseline loads each fine-tune's BF16 checkpoint from disk (mapped), as DeltaZip's baseline
 //     loads its models from storage. Written once under $TMPDIR/perf_deltazip/SHAPE (about
 //     (variants + 1) x the checkpoint's size on disk).
 // Usage: perf_deltazip [--shape tiny|PRESET] [--variants N, default 16] [--distinct N: fine-tunes
@@ -271,7 +271,7 @@ struct TraceRequest {
 };
 
 // Poisson arrivals at `rate`; the model by `popularity` over `models` (Zipf-1.5: rank r drawn with
-// weight r^-1.5, ranks shuffled by the seed; uniform); prompts of 16–64 tokens cut from the
+// weight r^-1.5, ranks shuffled by the random seed; uniform); prompts of 16–64 tokens cut from the
 // held-out corpus.
 std::vector<TraceRequest>
 make_trace(int count, double rate, const std::string& popularity, std::vector<std::int32_t> models, std::uint32_t seed,

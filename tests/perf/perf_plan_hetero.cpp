@@ -5,7 +5,7 @@
 // transfer, then the CBC ILP on the best candidates) and the heuristic alone, side by side: wall
 // seconds, whether the ILP proved optimality (else its gap), and the heuristic's objective as a
 // ratio of the ILP's. Goals: ILP proven optimal or within 2 % in ≤ 10 s; heuristic within 5 % of
-// the ILP in ≤ 1 s. Then the indicators' costs from real weights and activations (the seed's
+// the ILP in ≤ 1 s. Then the indicators' costs from real weights and activations (SplitQuant's
 // Table V point; goal: the variance indicator ≥ 50× cheaper than the Hessian's), on the tiny
 // model and on two layers of Llama-3.2-1B's shapes. Prints figures; asserts nothing.
 #include "hetero/hetero_run.hpp"
@@ -69,7 +69,7 @@ report(const std::string& label, const std::string& cluster) {
                  b.throughput_tokens_per_s / p.throughput_tokens_per_s);
 }
 
-// The indicators' costs (the seed's Table V point): the variance indicator's statistics against
+// The indicators' costs (SplitQuant's Table V point): the variance indicator's statistics against
 // the Hessian indicator's (Σ XᵀX, power iteration, quantization errors), beside the calibration
 // pass both need, on `model_dir` over `samples` sequences of `length` random tokens.
 void
