@@ -54,8 +54,9 @@ bool delta_pairs_distinct(const DeltaCodes& codes, std::int64_t rows);
 std::vector<float> delta_int8_row_offsets(const DeltaCodes& codes, std::int64_t rows);
 
 // How many Δ rows a pool thread takes at a time in a product over `rows` rows (the `chunk` of
-// ThreadPool::parallel_for): an eighth of its equal share, at least 64, so a thread slowed by
-// something else on the machine takes fewer, as the base's decode product splits its rows.
+// ThreadPool::parallel_for): an eighth of its equal share, so a thread slowed by something else on
+// the machine takes fewer, as the base's decode product splits its rows; at least 64, since each
+// call lays the activation rows out anew for its kernel.
 inline std::int64_t
 delta_int8_task_rows(std::int64_t rows, unsigned threads) {
   return std::max<std::int64_t>(64, rows / (8 * static_cast<std::int64_t>(threads)));
