@@ -5,6 +5,7 @@
 #include "model/gguf_file.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_names.hpp"
+#include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 using namespace optkit;
 using model::GgmlType;
@@ -20,10 +20,10 @@ using model::GgufValue;
 
 namespace {
 
+// One scratch folder for the file's tests, removed when the test binary exits.
 std::filesystem::path
 scratch_file(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("optkit-test-gguf-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  static const test::ScratchDir dir;
   return dir / name;
 }
 

@@ -47,7 +47,9 @@ for (const [name, { template, special }] of Object.entries(templates))
     for (const add_generation_prompt of [true, false])
       cases.push({ name, template, context: { ...special, ...conv, add_generation_prompt, date_string: "26 Jul 2024" } });
 
-const casesFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "optkit-chat-")), "cases.json");
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "optkit-chat-"));
+process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
+const casesFile = path.join(scratch, "cases.json");
 fs.writeFileSync(casesFile, JSON.stringify(cases));
 const mine = JSON.parse(execFileSync(tool, [casesFile], { maxBuffer: 1 << 28 }).toString());
 const results = {};

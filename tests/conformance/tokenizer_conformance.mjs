@@ -67,7 +67,9 @@ for (const name of fs.readdirSync(path.join(testdata, "tokenizer", "fixtures")).
   tokenizers[`${name} (testdata fixture)`] = path.join(testdata, "tokenizer", "fixtures", name);
 
 const cases = corpus();
-const casesFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "optkit-tok-")), "cases.json");
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "optkit-tok-"));
+process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
+const casesFile = path.join(scratch, "cases.json");
 fs.writeFileSync(casesFile, JSON.stringify(cases));
 let failures = 0;
 for (const [name, dir] of Object.entries(tokenizers)) {

@@ -8,18 +8,19 @@
 #include "model/weight_store.hpp"
 #include "runtime/ggml_weight.hpp"
 
+#include "fuzz_scratch.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const auto path =
-      std::filesystem::temp_directory_path() / ("optkit-fuzz-gguf-" + std::to_string(::getpid()) + ".gguf");
+  static const FuzzScratch scratch("optkit-fuzz-gguf", ".gguf");
+  const auto& path = scratch.path();
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   try {

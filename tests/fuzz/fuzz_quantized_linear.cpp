@@ -10,23 +10,21 @@
 #include "quant/compressed_tensors.hpp"
 #include "runtime/weight_loader.hpp"
 
+#include "fuzz_scratch.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
 const std::filesystem::path&
 scratch() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("optkit-fuzz-linear-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const FuzzScratch dir("optkit-fuzz-linear");
+  std::filesystem::create_directories(dir.path());
+  return dir.path();
 }
 
 void

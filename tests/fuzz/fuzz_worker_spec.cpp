@@ -2,16 +2,17 @@
 #include "core/error.hpp"
 #include "proc/worker_spec.hpp"
 
+#include "fuzz_scratch.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("optkit-fuzz-spec-" + std::to_string(::getpid()) + ".json");
+  static const FuzzScratch scratch("optkit-fuzz-spec", ".json");
+  const auto& file = scratch.path();
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
