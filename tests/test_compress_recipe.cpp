@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "model/calibration_documents.hpp"
 #include "model/random_model.hpp"
+#include "model/tokenizer.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -162,4 +163,33 @@ TEST_CASE("calibration files: paragraphs of text, JSONL rows, and clear errors")
                        doctest::Contains("no document of at least 8 tokens"), InputError);
   CHECK_THROWS_WITH_AS(model::read_calibration_documents(dir / "missing.txt", model, 512),
                        doctest::Contains("no such file"), InputError);
+}
+
+TEST_CASE("a text file as one token stream, cut into chunks as llama-imatrix cuts its file") {
+  test::ScratchDir dir;
+  const auto model = test::testdata_dir() / "models" / "tiny-base";
+  const std::string text = "First paragraph with enough words to be a document.\n\nSecond paragraph, also long "
+                           "enough to count as one.\n\nshort";
+  test::write_text(dir / "a.txt", text + "\n");
+  test::write_text(dir / "b.txt", text);
+  const auto stream = model::read_calibration_stream(dir / "a.txt", model);
+  // One final newline is dropped, as llama.cpp's -f drops it; the paragraphs' breaks stay.
+  CHECK(stream == model::read_calibration_stream(dir / "b.txt", model));
+  CHECK(stream == model::Tokenizer::load_folder(model).encode(text, true));
+  test::write_text(dir / "short.txt", "two words\n");
+  CHECK_THROWS_WITH_AS(model::read_calibration_stream(dir / "short.txt", model),
+                       doctest::Contains("short.txt: 5 tokens; calibration needs at least 8"), InputError);
+
+  // Whole windows only, each led by BOS in place of its first token; the partial tail is dropped.
+  std::vector<std::int32_t> tokens{1};
+  for (std::int32_t t = 100; t < 123; ++t)
+    tokens.push_back(t); // 24 tokens, BOS first
+  const auto windows = compress::stream_windows(tokens, 10, 1);
+  REQUIRE(windows.size() == 2);
+  CHECK(windows[0] == std::vector<std::int32_t>{1, 100, 101, 102, 103, 104, 105, 106, 107, 108});
+  CHECK(windows[1] == std::vector<std::int32_t>{1, 110, 111, 112, 113, 114, 115, 116, 117, 118});
+  // A stream without the BOS keeps its tokens; one shorter than a window is that window.
+  CHECK(compress::stream_windows(std::vector<std::int32_t>(tokens.begin() + 1, tokens.end()), 10, 1)[1].front() == 110);
+  CHECK(compress::stream_windows(tokens, 64, 1) == std::vector<std::vector<std::int32_t>>{tokens});
+  CHECK(compress::stream_windows(std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 7), 64, 1).empty());
 }

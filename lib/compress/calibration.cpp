@@ -10,6 +10,8 @@ namespace optkit::compress {
 
 namespace {
 
+constexpr std::size_t kMinWindowTokens = 8; // a shorter window tells a model little
+
 // Efraimidis–Spirakis weighted sampling without replacement: keep the k largest u^(1/w).
 std::vector<std::int64_t>
 weighted_draw(const std::vector<double>& weights, std::int64_t k, std::mt19937_64& rng) {
@@ -63,7 +65,6 @@ stratified_draw(const std::vector<std::vector<std::int32_t>>& docs, std::int64_t
 std::vector<std::vector<std::int32_t>>
 document_windows(const std::vector<std::vector<std::int32_t>>& documents, std::int64_t length,
                  std::optional<std::int32_t> lead) {
-  constexpr std::size_t kMinWindowTokens = 8;
   std::vector<std::vector<std::int32_t>> windows;
   for (const auto& doc : documents) {
     const bool led = lead && !doc.empty() && doc.front() == *lead;
@@ -79,6 +80,21 @@ document_windows(const std::vector<std::vector<std::int32_t>>& documents, std::i
         windows.push_back(std::move(window));
     }
   }
+  return windows;
+}
+
+std::vector<std::vector<std::int32_t>>
+stream_windows(const std::vector<std::int32_t>& tokens, std::int64_t length, std::optional<std::int32_t> lead) {
+  const auto size = static_cast<std::size_t>(length);
+  std::vector<std::vector<std::int32_t>> windows;
+  for (std::size_t at = 0; at + size <= tokens.size(); at += size)
+    windows.emplace_back(tokens.begin() + static_cast<std::ptrdiff_t>(at),
+                         tokens.begin() + static_cast<std::ptrdiff_t>(at + size));
+  if (windows.empty() && tokens.size() >= kMinWindowTokens)
+    windows.push_back(tokens);
+  if (lead && !tokens.empty() && tokens.front() == *lead)
+    for (auto& window : windows)
+      window.front() = *lead;
   return windows;
 }
 

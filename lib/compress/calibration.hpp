@@ -34,6 +34,13 @@ struct CalibrationSet {
 std::vector<std::vector<std::int32_t>> document_windows(const std::vector<std::vector<std::int32_t>>& documents,
                                                         std::int64_t length, std::optional<std::int32_t> lead);
 
+// A token stream cut as llama-imatrix cuts its file into chunks: consecutive windows of `length`
+// tokens, the partial last one dropped (kept when it is the only one, if of 8 tokens or more), and
+// with `lead` (the BOS a tokenizer puts first, when the stream starts with it) in place of each
+// window's first token.
+std::vector<std::vector<std::int32_t>> stream_windows(const std::vector<std::int32_t>& tokens, std::int64_t length,
+                                                      std::optional<std::int32_t> lead);
+
 // What a trial's calibration was, for its report and the archive: the file and its SHA-256, the
 // sampler and seed, the documents available and drawn, the tokens, the drawn documents' ids.
 nlohmann::json calibration_report(const CalibrationSet& calibration, const std::filesystem::path& file, Sampler sampler,

@@ -16,6 +16,21 @@ namespace optkit::compress {
 
 namespace {
 
+// Every token of the file counts, in windows of the sequence length. A text file is one token
+// stream cut into chunks exactly as llama-imatrix cuts its file, so both tools collect their
+// statistic over the same windows; the documents of a JSONL file each in their own windows, those
+// that start with the model's BOS starting each of their windows with it too.
+std::vector<std::vector<std::int32_t>>
+calibration_windows(const std::filesystem::path& calib, const std::filesystem::path& model_dir,
+                    std::int64_t sequence_length) {
+  const auto bos = model::load_model_config(model_dir).bos_token_id;
+  const auto lead = bos ? std::optional<std::int32_t>(static_cast<std::int32_t>(*bos)) : std::nullopt;
+  if (!model::is_jsonl_calibration(calib))
+    return stream_windows(model::read_calibration_stream(calib, model_dir), sequence_length, lead);
+  const auto docs = model::read_calibration_documents(calib, model_dir, std::numeric_limits<std::int32_t>::max());
+  return document_windows(docs, sequence_length, lead);
+}
+
 struct CalibratedImportance {
   ImportanceMatrix matrix;
   nlohmann::json report;
@@ -24,16 +39,9 @@ struct CalibratedImportance {
 CalibratedImportance
 calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::path& model_dir) {
   const std::filesystem::path calib = p.at("calib").get<std::string>();
-  // Every token of the file counts, in windows of the sequence length, as llama-imatrix reads it.
-  // The documents were tokenized with their special tokens: those that start with the model's BOS
-  // start each of their windows with it too (document_windows).
-  const auto docs = model::read_calibration_documents(calib, model_dir, std::numeric_limits<std::int32_t>::max());
-  const auto bos = model::load_model_config(model_dir).bos_token_id;
-  const auto windows =
-      document_windows(docs, recipe.calibration.sequence_length,
-                       bos ? std::optional<std::int32_t>(static_cast<std::int32_t>(*bos)) : std::nullopt);
-  auto calibration = sample_calibration(windows, recipe.calibration.samples, recipe.calibration.sampler,
-                                        p.at("seed").get<std::uint64_t>());
+  auto calibration =
+      sample_calibration(calibration_windows(calib, model_dir, recipe.calibration.sequence_length),
+                         recipe.calibration.samples, recipe.calibration.sampler, p.at("seed").get<std::uint64_t>());
   calibration.source_sha256 = digest_file(calib).sha256;
   CalibratedImportance out;
   out.matrix =

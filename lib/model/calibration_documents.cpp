@@ -78,16 +78,25 @@ jsonl_documents(const std::string& text, const std::filesystem::path& file, cons
   return out;
 }
 
+std::string
+read_calibration_text(const std::filesystem::path& file) {
+  if (!std::filesystem::is_regular_file(file))
+    throw InputError(fmt::format("--calib {}: no such file", file.string()));
+  return read_input_file(file, "calibration data");
+}
+
 } // namespace
+
+bool
+is_jsonl_calibration(const std::filesystem::path& file) {
+  return file.extension() == ".jsonl" || file.extension() == ".json";
+}
 
 std::vector<std::vector<std::int32_t>>
 read_calibration_documents(const std::filesystem::path& file, const std::filesystem::path& model_dir,
                            std::int64_t sequence_length) {
-  if (!std::filesystem::is_regular_file(file))
-    throw InputError(fmt::format("--calib {}: no such file", file.string()));
-  const auto text = read_input_file(file, "calibration data");
-  const bool jsonl = file.extension() == ".jsonl" || file.extension() == ".json";
-  const auto texts = jsonl ? jsonl_documents(text, file, model_dir) : paragraphs(text);
+  const auto text = read_calibration_text(file);
+  const auto texts = is_jsonl_calibration(file) ? jsonl_documents(text, file, model_dir) : paragraphs(text);
   const auto tokenizer = model::Tokenizer::load_folder(model_dir);
   std::vector<std::vector<std::int32_t>> docs;
   for (const auto& t : texts) {
@@ -103,6 +112,18 @@ read_calibration_documents(const std::filesystem::path& file, const std::filesys
                                  "lines; paragraphs are separated by blank lines)",
                                  file.string(), kMinDocumentTokens));
   return docs;
+}
+
+std::vector<std::int32_t>
+read_calibration_stream(const std::filesystem::path& file, const std::filesystem::path& model_dir) {
+  auto text = read_calibration_text(file);
+  if (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  auto tokens = model::Tokenizer::load_folder(model_dir).encode(text, true);
+  if (static_cast<std::int64_t>(tokens.size()) < kMinDocumentTokens)
+    throw InputError(fmt::format("--calib {}: {} tokens; calibration needs at least {} (pass a longer text)",
+                                 file.string(), tokens.size(), kMinDocumentTokens));
+  return tokens;
 }
 
 } // namespace optkit::model
