@@ -1,12 +1,15 @@
 // llama-quantize's k-quant mixtures for dense Llama models: use_more_bits' layers (the reference's
 // 32-layer example), the output at Q6_K (Q8_0 when its rows are not whole super-blocks), the
 // 32-value fallbacks, tied embeddings; GGUF recipes' validation.
+#include "compress/gguf_metadata.hpp"
 #include "compress/gguf_mixture.hpp"
 #include "compress/recipe.hpp"
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -83,4 +86,31 @@ TEST_CASE("a gguf recipe names a file type and nothing of the compressed-tensors
   CHECK_THROWS_AS(compress::load_recipe_file(write("bad.yaml", "name: x\ndescription: d\ngguf: {file_type: Q3_K_S}\n")),
                   InputError);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("rope_freqs.weight: llama.cpp's converter's values bit for bit") {
+  // Expected: convert_hf_to_gguf.py's torch arithmetic, run on Debian's python3-torch (1.13): the
+  // leading divisors of 1, the bits of those between, then the factor for the rest.
+  auto check = [](double theta, std::int64_t head_dim, double factor, double original, std::size_t ones,
+                  std::vector<std::uint32_t> between) {
+    model::ModelConfig config;
+    config.head_dim = head_dim;
+    config.rope_theta = theta;
+    config.rope_scaling =
+        model::RopeScaling{.type = "llama3", .factor = factor, .original_max_position_embeddings = original};
+    std::vector<std::uint32_t> expected(ones, std::bit_cast<std::uint32_t>(1.0f));
+    expected.insert(expected.end(), between.begin(), between.end());
+    expected.resize(static_cast<std::size_t>(head_dim / 2), std::bit_cast<std::uint32_t>(static_cast<float>(factor)));
+    std::vector<std::uint32_t> bits;
+    for (const float divisor : compress::rope_frequency_divisors(config))
+      bits.push_back(std::bit_cast<std::uint32_t>(divisor));
+    CHECK(bits == expected);
+  };
+  check(10000, 32, 4, 256, 5, {0x3fdf7718, 0x4046b118});                 // the tiny models
+  check(500000, 64, 32, 8192, 15, {0x3fd35ec2, 0x4052b46f, 0x411aaaee}); // Llama 3.2 1B
+  check(500000, 128, 8, 8192, 29,
+        {0x3f9a8ed5, 0x3fc6d64a, 0x4001af1d, 0x402c732e, 0x406bcace, 0x40a83c06}); // Llama 3.1 8B
+  model::ModelConfig unscaled;
+  unscaled.head_dim = 64;
+  CHECK(compress::rope_frequency_divisors(unscaled).empty());
 }

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <numbers>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -107,13 +110,33 @@ std::vector<float>
 rope_frequency_divisors(const model::ModelConfig& config) {
   if (!config.rope_scaling || config.rope_scaling->type != "llama3")
     return {};
-  auto plain = config;
-  plain.rope_scaling.reset();
-  const auto unscaled = model::rope_inverse_frequencies(plain);
-  const auto scaled = model::rope_inverse_frequencies(config);
-  std::vector<float> divisors(unscaled.size());
-  for (std::size_t i = 0; i < divisors.size(); ++i)
-    divisors[i] = static_cast<float>(unscaled[i] / scaled[i]);
+  // Each step in float32 as llama.cpp's converter (convert_hf_to_gguf.py) computes it in torch,
+  // a / b as torch's reciprocal(b) · a where it does, so the file has the converter's values bit
+  // for bit (computed in double, two of a Llama 3 model's divisors come out one ulp off).
+  const auto& scaling = *config.rope_scaling;
+  const auto dims = config.rotated_dims();
+  const auto factor = static_cast<float>(scaling.factor);
+  const auto low = static_cast<float>(scaling.low_freq_factor);
+  const auto original = static_cast<float>(scaling.original_max_position_embeddings);
+  const auto low_frequency_wavelength =
+      static_cast<float>(scaling.original_max_position_embeddings / scaling.low_freq_factor);
+  const auto high_frequency_wavelength =
+      static_cast<float>(scaling.original_max_position_embeddings / scaling.high_freq_factor);
+  std::vector<float> divisors;
+  for (std::int64_t i = 0; i < dims; i += 2) {
+    const float exponent = static_cast<float>(i) / static_cast<float>(dims);
+    const float frequency = 1.0f / std::pow(static_cast<float>(config.rope_theta), exponent);
+    const float wavelength = (1.0f / frequency) * static_cast<float>(2 * std::numbers::pi);
+    if (wavelength < high_frequency_wavelength) {
+      divisors.push_back(1.0f);
+    } else if (wavelength > low_frequency_wavelength) {
+      divisors.push_back(factor);
+    } else {
+      const float smooth = ((1.0f / wavelength) * original - low) /
+                           static_cast<float>(scaling.high_freq_factor - scaling.low_freq_factor);
+      divisors.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
   return divisors;
 }
 

@@ -4,7 +4,9 @@
 #   - llama.cpp: the BF16 folder converted to an F32 GGUF (to_gguf.py), its importance matrix from
 #     llama-imatrix over the domain's calibration text (--ctx 128), llama-quantize Q4_K_M with and
 #     without it;
-#   - optkit: compress --recipe q4_k_m with --calib (all of it, in windows of 128 tokens) and without;
+#   - optkit: compress --recipe q4_k_m with --calib (all of it, in llama-imatrix's windows of 128
+#     tokens) and without; its importance matrix (--imatrix-out) compared with llama-imatrix's, column
+#     by column;
 # every file scored by llama-perplexity (--ctx 128, CPU repacking off) and by optkit eval
 # perplexity (--ctx 128) on the domain's held-out text. Printed: perplexity in each, ΔPPL % against
 # the F32 GGUF in llama-perplexity, optkit's ΔPPL over llama-quantize's (the goal: ≤ 1.05 with an
@@ -53,14 +55,38 @@ for pair in ${models//,/ }; do
   model="$root/testdata/models/$name"
   calib="$root/testdata/corpora/$corpus.calib.txt"
   /usr/bin/python3 "$TO_GGUF" "$model" "$work/$name-f32.gguf" --outtype f32 >/dev/null 2>&1
+  "$optkit" --quiet compress --model "$model" --recipe q4_k_m -o "$work/$name-optkit-q4km.gguf" >/dev/null
+  # rope_freqs as llama.cpp's converter writes them, which optkit does bit for bit (to_gguf.py
+  # computes them in float64: two of the tiny models' 16 come out one ulp off, which alone moves
+  # llama-perplexity by ~0.01 %), so both tools quantize the same model.
+  /usr/bin/python3 - "$work/$name-f32.gguf" "$work/$name-optkit-q4km.gguf" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["GGUF_PY"])
+import gguf
+def rope(path, mode="r"):
+    return next(t for t in gguf.GGUFReader(path, mode).tensors if t.name == "rope_freqs.weight").data
+rope(sys.argv[1], "r+")[:] = rope(sys.argv[2])
+PY
   "$LLAMA_CPP_BIN/llama-imatrix" -m "$work/$name-f32.gguf" -f "$calib" -c 128 -t 2 -nr \
     -o "$work/$name.imatrix.gguf" >/dev/null 2>&1
   "$LLAMA_CPP_BIN/llama-quantize" "$work/$name-f32.gguf" "$work/$name-llama-q4km.gguf" Q4_K_M >/dev/null 2>&1
   "$LLAMA_CPP_BIN/llama-quantize" --imatrix "$work/$name.imatrix.gguf" "$work/$name-f32.gguf" \
     "$work/$name-llama-q4km-imatrix.gguf" Q4_K_M >/dev/null 2>&1
-  "$optkit" --quiet compress --model "$model" --recipe q4_k_m -o "$work/$name-optkit-q4km.gguf" >/dev/null
   "$optkit" --quiet compress --model "$model" --recipe q4_k_m --calib "$calib" --samples 100000 --seq-len 128 \
-    -o "$work/$name-optkit-q4km-imatrix.gguf" >/dev/null
+    -o "$work/$name-optkit-q4km-imatrix.gguf" --imatrix-out "$work/$name.optkit.imatrix.gguf" >/dev/null
+  /usr/bin/python3 - "$name" "$work/$name.optkit.imatrix.gguf" "$work/$name.imatrix.gguf" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["GGUF_PY"])
+import gguf, numpy as np
+def means(path):  # weight -> in_sum2 / counts, as llama-quantize reads the file
+    t = {x.name: np.array(x.data, dtype=np.float64).ravel() for x in gguf.GGUFReader(path).tensors}
+    return {n[:-8]: t[n] / t[n[:-8] + ".counts"][0] for n in t if n.endswith(".in_sum2")}
+ours, theirs = means(sys.argv[2]), means(sys.argv[3])
+assert ours.keys() == theirs.keys(), (sorted(ours), sorted(theirs))
+diff = np.concatenate([np.abs(ours[k] / theirs[k] - 1) for k in theirs])
+print(f"{sys.argv[1]:<14} optkit's importance matrix against llama-imatrix's: {len(theirs)} weights, "
+      f"{diff.size} columns, relative difference median {np.median(diff):.1e}, largest {diff.max():.1e}")
+PY
   base=$(llama_ppl "$work/$name-f32.gguf" "$corpus")
   declare -A delta=()
   for file in f32 llama-q4km optkit-q4km llama-q4km-imatrix optkit-q4km-imatrix; do
