@@ -59,7 +59,7 @@ symmetric_fit(const float* x, int n, int nmax, const float* weights, std::int8_t
     const int l = level(iscale, i);
     levels[i] = static_cast<std::int8_t>(l + nmax);
     sumlx += weight(i) * x[i] * static_cast<float>(l);
-    suml2 += weight(i) * static_cast<float>(l * l);
+    suml2 += weight(i) * static_cast<float>(l) * static_cast<float>(l); // (w·l)·l, as ggml rounds it
   }
   float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
   float best = scale * sumlx;
@@ -71,7 +71,7 @@ symmetric_fit(const float* x, int n, int nmax, const float* weights, std::int8_t
     for (int i = 0; i < n; ++i) {
       const int l = level(iscale, i);
       sumlx += weight(i) * x[i] * static_cast<float>(l);
-      suml2 += weight(i) * static_cast<float>(l * l);
+      suml2 += weight(i) * static_cast<float>(l) * static_cast<float>(l); // (w·l)·l, as ggml rounds it
     }
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
       for (int i = 0; i < n; ++i)
@@ -111,7 +111,7 @@ asymmetric_fit(const float* x, int n, int nmax, const float* weights, std::uint8
   for (int i = 0; i < n; ++i) {
     levels[i] = static_cast<std::uint8_t>(level(iscale, i));
     const float diff = scale * levels[i] + min - x[i];
-    best_error += weights[i] * diff * diff;
+    best_error += weights[i] * (diff * diff); // w·(diff²), as ggml rounds it
   }
   std::array<std::uint8_t, kSuperBlock> candidate{};
   for (int step = 0; step <= nstep; ++step) {
@@ -137,7 +137,7 @@ asymmetric_fit(const float* x, int n, int nmax, const float* weights, std::uint8
     float error = 0;
     for (int i = 0; i < n; ++i) {
       const float diff = this_scale * candidate[static_cast<std::size_t>(i)] + this_min - x[i];
-      error += weights[i] * diff * diff;
+      error += weights[i] * (diff * diff); // w·(diff²), as ggml rounds it
     }
     if (error < best_error) {
       std::copy(candidate.begin(), candidate.begin() + n, levels);
@@ -196,7 +196,7 @@ positive_fit(const float* x, int n, int nmax, const float* weights, std::uint8_t
       auto& li = l[static_cast<std::size_t>(i)];
       const float w = weights[i];
       float slx = sumlx - w * x[i] * static_cast<float>(li);
-      float sl2 = suml2 - w * static_cast<float>(li * li);
+      float sl2 = suml2 - w * static_cast<float>(li) * static_cast<float>(li); // (w·l)·l, as ggml rounds it
       if (slx <= 0 || sl2 <= 0)
         continue;
       // Clamped before the conversion: a tiny slx makes the ratio too large for an int.
@@ -204,7 +204,7 @@ positive_fit(const float* x, int n, int nmax, const float* weights, std::uint8_t
       if (next == li)
         continue;
       slx += w * x[i] * static_cast<float>(next);
-      sl2 += w * static_cast<float>(next * next);
+      sl2 += w * static_cast<float>(next) * static_cast<float>(next);
       if (slx * slx * suml2 > sumlx * sumlx * sl2) {
         li = next;
         sumlx = slx;

@@ -1,12 +1,12 @@
 // One GGUF file optkit wrote, read by node-llama-cpp (its own GGUF metadata reader, then
 // llama.cpp's loader and CPU kernels) and compared with what optkit's runtime made of the same file
 // (tests/conformance/gguf_greedy.cpp's JSON lines):
-//   - metadata: architecture llama, the file type, and every tensor's ggml type as llama-quantize
-//     chooses it for the same model (testdata/golden/gguf_llama_quantize.json); without an
-//     importance matrix, every tensor's bytes as llama-quantize writes them (SHA-256; but
-//     rope_freqs, computed: optkit writes llama.cpp's converter's values, and the golden file was
-//     made through ../shared/tools/to_gguf.py, whose float64 arithmetic gives two of them one ulp
-//     off);
+//   - metadata: architecture llama, the file type, and every tensor's ggml type and bytes as
+//     llama-quantize writes them for the same model (testdata/golden/gguf_llama_quantize.json:
+//     SHA-256; a file with an importance matrix against llama-quantize's with the same matrix,
+//     "<type> imatrix"; but rope_freqs, computed: optkit writes llama.cpp's converter's values, and
+//     the golden file was made through ../shared/tools/to_gguf.py, whose float64 arithmetic gives
+//     two of them one ulp off);
 //   - tokenization: llama.cpp's token ids for each prompt equal optkit's (BOS added by both);
 //   - teacher-forced log-probabilities of the prompt tokens agree: within 0.03 nats on average and
 //     0.5 nats for every token (llama.cpp quantizes activations to 8 bits for its quantized dot
@@ -36,25 +36,24 @@ const fail = (what) => { console.error(`FAIL ${name}: ${what}`); failures++; };
 const info = await readGgufFileInfo(gguf);
 if (info.metadata.general.architecture !== 'llama') fail(`architecture ${info.metadata.general.architecture}`);
 const fileType = fileTypes[info.metadata.general.file_type];
-const golden = JSON.parse(fs.readFileSync(goldenPath, 'utf8')).file_types[fileType];
-if (!golden) fail(`file_type ${info.metadata.general.file_type} has no golden types`);
+const calibrated = info.metadata.quantize?.imatrix !== undefined;
+const goldenName = calibrated ? `${fileType} imatrix` : fileType;
+const golden = JSON.parse(fs.readFileSync(goldenPath, 'utf8')).file_types[goldenName];
+if (!golden) fail(`${goldenName} has no golden tensors`);
 const types = Object.fromEntries(info.tensorInfo.map((t) => [t.name, ggmlTypes[t.ggmlType] ?? `type ${t.ggmlType}`]));
 for (const [tensor, expected] of Object.entries(golden ?? {}))
   if (types[tensor] !== expected.type) fail(`${tensor} is ${types[tensor]}, llama-quantize makes it ${expected.type}`);
-const calibrated = info.metadata.quantize?.imatrix !== undefined;
 let identical = 0;
-if (!calibrated) {
-  const fd = fs.openSync(gguf, 'r');
-  for (const t of info.tensorInfo) {
-    const [values, bytes] = blocks[types[t.name]] ?? [1, 0];
-    const data = Buffer.alloc(t.dimensions.reduce((a, b) => a * Number(b), 1) / values * bytes);
-    fs.readSync(fd, data, 0, data.length, Number(t.fileOffset));
-    const sha = crypto.createHash('sha256').update(data).digest('hex');
-    if (sha === golden?.[t.name]?.sha256) identical++;
-    else if (t.name !== 'rope_freqs.weight') fail(`${t.name}: its ${types[t.name]} bytes differ from llama-quantize's`);
-  }
-  fs.closeSync(fd);
+const fd = fs.openSync(gguf, 'r');
+for (const t of info.tensorInfo) {
+  const [values, bytes] = blocks[types[t.name]] ?? [1, 0];
+  const data = Buffer.alloc(t.dimensions.reduce((a, b) => a * Number(b), 1) / values * bytes);
+  fs.readSync(fd, data, 0, data.length, Number(t.fileOffset));
+  const sha = crypto.createHash('sha256').update(data).digest('hex');
+  if (sha === golden?.[t.name]?.sha256) identical++;
+  else if (t.name !== 'rope_freqs.weight') fail(`${t.name}: its ${types[t.name]} bytes differ from llama-quantize's`);
 }
+fs.closeSync(fd);
 if (Object.keys(types).length !== Object.keys(golden ?? {}).length)
   fail(`${Object.keys(types).length} tensors, llama-quantize writes ${Object.keys(golden ?? {}).length}`);
 
@@ -108,7 +107,7 @@ await model.dispose();
 const mean = diffs.reduce((a, b) => a + b, 0) / Math.max(1, diffs.length);
 if (!(diffs.length > 0 && mean <= kMeanTolerance)) fail(`prompt log p differ by ${mean.toFixed(4)} nats on average over ${diffs.length} tokens`);
 if (failures > 0) process.exit(1);
-const bytes = calibrated ? 'importance matrix: types only' : `${identical}/${info.tensorInfo.length} tensors byte for byte`;
+const bytes = `${identical}/${info.tensorInfo.length} tensors byte for byte${calibrated ? ', importance matrix' : ''}`;
 console.log(`ok   ${name} (${fileType}): llama-quantize's tensor types (${bytes}), same tokens, prompt log p within ` +
             `${mean.toFixed(4)} nats on average (worst ${Math.max(...diffs).toFixed(4)}) over ${diffs.length} tokens, ` +
             `greedy ${agreed}/${compared} tokens agreed within ${worstGreedy.toFixed(4)} nats`);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # optkit's GGUF export against llama.cpp itself (node-llama-cpp's prebuilt binaries): tiny-base
-# written as Q4_K_M with an importance matrix, Q5_K_M, Q6_K and Q8_0 must load in llama.cpp with
-# the tensor types llama-quantize gives the same model (without an importance matrix, the same
-# bytes), tokenize as optkit does, and score and continue text as optkit's runtime does on the same
-# file.
+# written as Q4_K_M with an importance matrix (testdata/golden/tiny-base.imatrix.gguf), Q5_K_M,
+# Q6_K and Q8_0 must load in llama.cpp with the tensor types and bytes llama-quantize gives the
+# same model (with the same matrix), tokenize as optkit does, and score and continue text as
+# optkit's runtime does on the same file. (tests/cli/test_cli_gguf.sh covers --calib.)
 #   gguf_llama_cpp.sh OPTKIT GGUF_GREEDY NODE_MODULES_DIR TESTDATA_DIR
 set -euo pipefail
 optkit=$1 greedy=$2 modules=$3 testdata=$4
@@ -25,7 +25,7 @@ PY
 
 for recipe in q4_k_m q5_k_m q6_k q8_0; do
   calib=()
-  [ "$recipe" = q4_k_m ] && calib=(--calib "$testdata/corpora/english.calib.txt" --samples 32)
+  [ "$recipe" = q4_k_m ] && calib=(--imatrix "$testdata/golden/tiny-base.imatrix.gguf")
   "$optkit" --quiet compress --model "$model" --recipe "$recipe" "${calib[@]}" -o "$work/$recipe.gguf" >/dev/null
   "$greedy" "$work/$recipe.gguf" "$work/prompts.jsonl" 16 >"$work/$recipe.optkit.jsonl"
   node "$(dirname "$0")/gguf_llama_cpp.mjs" "$modules" "$work/$recipe.gguf" "$work/$recipe.optkit.jsonl" \
