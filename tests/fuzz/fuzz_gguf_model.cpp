@@ -8,7 +8,7 @@
 #include "model/weight_store.hpp"
 #include "runtime/ggml_weight.hpp"
 
-#include "fuzz_scratch.hpp"
+#include "../support/scratch_dir.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,8 +19,8 @@
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const FuzzScratch scratch("optkit-fuzz-gguf", ".gguf");
-  const auto& path = scratch.path();
+  static const optkit::test::ScratchDir scratch; // removed when the fuzzer exits
+  static const auto path = scratch / "model.gguf";
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   try {

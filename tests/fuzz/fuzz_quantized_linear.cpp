@@ -10,7 +10,7 @@
 #include "quant/compressed_tensors.hpp"
 #include "runtime/weight_loader.hpp"
 
-#include "fuzz_scratch.hpp"
+#include "../support/scratch_dir.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,8 +22,7 @@ namespace {
 
 const std::filesystem::path&
 scratch() {
-  static const FuzzScratch dir("optkit-fuzz-linear");
-  std::filesystem::create_directories(dir.path());
+  static const optkit::test::ScratchDir dir; // removed when the fuzzer exits
   return dir.path();
 }
 

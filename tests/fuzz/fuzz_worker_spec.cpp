@@ -2,7 +2,7 @@
 #include "core/error.hpp"
 #include "proc/worker_spec.hpp"
 
-#include "fuzz_scratch.hpp"
+#include "../support/scratch_dir.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +11,8 @@
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const FuzzScratch scratch("optkit-fuzz-spec", ".json");
-  const auto& file = scratch.path();
+  static const optkit::test::ScratchDir scratch; // removed when the fuzzer exits
+  static const auto file = scratch / "spec.json";
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

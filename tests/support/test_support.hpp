@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "support/scratch_dir.hpp"
+
 #include <unistd.h>
 
 namespace optkit::test {
@@ -36,26 +38,6 @@ inline std::filesystem::path
 tiny_base() {
   return testdata_dir() / "models" / "tiny-base";
 }
-
-// A fresh directory removed with its contents at the end of the test.
-class ScratchDir {
-public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
-    m_path = ::mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::filesystem::path& path() const { return m_path; }
-  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
-
-private:
-  std::filesystem::path m_path;
-};
 
 inline std::string
 read_text(const std::filesystem::path& file) {

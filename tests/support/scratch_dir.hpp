@@ -1,0 +1,32 @@
+// A scratch directory: created fresh under the temporary folder, removed with its contents when
+// the object goes (the end of a test, or the process's exit for a static one). Shared by the unit
+// tests and the fuzz targets.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace optkit::test {
+
+class ScratchDir {
+public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
+    m_path = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+private:
+  std::filesystem::path m_path;
+};
+
+} // namespace optkit::test
