@@ -1,12 +1,14 @@
 // llama-quantize's k-quant mixtures for dense Llama models: use_more_bits' layers (the reference's
 // 32-layer example), the output at Q6_K (Q8_0 when its rows are not whole super-blocks), the
-// 32-value fallbacks, tied embeddings; GGUF recipes' validation.
+// 32-value fallbacks, tied embeddings; GGUF recipes' validation; rope_freqs as llama.cpp's converter
+// computes them.
 #include "compress/gguf_metadata.hpp"
 #include "compress/gguf_mixture.hpp"
 #include "compress/recipe.hpp"
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <bit>
 #include <cstdint>

@@ -186,8 +186,8 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
                                    : fmt::format("--imatrix applies to GGUF recipes (q4_k_m, q5_k_m, q6_k, q8_0), not "
                                                  "--recipe {}",
                                                  recipe.name));
-  if (options.imatrix)
-    read_importance_matrix(*options.imatrix); // a bad file fails here, exit 2
+  if (options.imatrix) // a bad file fails here, exit 2
+    check_importance_matrix_fits(read_importance_matrix(*options.imatrix), options.model, *options.imatrix);
   if (options.imatrix_out) {
     if (!recipe.gguf || !options.calib)
       throw InputError(fmt::format("--imatrix-out {}: the importance matrix comes from --calib with a GGUF recipe "

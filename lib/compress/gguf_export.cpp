@@ -175,7 +175,8 @@ void
 add_importance_metadata(model::GgufWriter& writer, const GgufExportOptions& options) {
   if (!options.importance)
     return;
-  writer.set("quantize.imatrix.file", model::GgufValue::string("optkit compress --calib"));
+  const auto& source = options.importance->source;
+  writer.set("quantize.imatrix.file", model::GgufValue::string(source.empty() ? "optkit compress --calib" : source));
   writer.set("quantize.imatrix.dataset", model::GgufValue::string(options.importance->dataset));
   writer.set("quantize.imatrix.entries_count", {model::GgufValueType::i32, model::GgufValueType::u32,
                                                 static_cast<std::int32_t>(options.importance->weights.size())});

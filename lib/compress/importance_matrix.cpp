@@ -1,32 +1,19 @@
 #include "compress/importance_matrix.hpp"
 
 #include "core/error.hpp"
-#include "model/gguf_file.hpp"
-#include "model/gguf_names.hpp"
+#include "model/weight_store.hpp"
 #include "runtime/hidden_states.hpp"
 #include "runtime/layerwise_model.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace optkit::compress {
 
 namespace {
 
 using runtime::LinearInput;
-
-// A weight's statistic from its in_sum2 and count, with the means the k-quants weigh by.
-WeightImportance
-weight_importance(std::vector<float> in_sum2, float count) {
-  WeightImportance out{std::move(in_sum2), count, {}};
-  out.mean.resize(out.in_sum2.size(), 1.0f);
-  if (count > 0)
-    for (std::size_t c = 0; c < out.mean.size(); ++c)
-      out.mean[c] = out.in_sum2[c] / count;
-  return out;
-}
 
 // Σx² per column of each linear input of one layer, and the rows seen.
 class SquaresTap final : public runtime::ActivationTap {
@@ -57,72 +44,31 @@ private:
   std::map<LinearInput, Squares> m_inputs;
 };
 
-// One weight's in_sum2 and counts from a file.
-WeightImportance
-read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
-  if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
-      counts.element_count() != 1)
-    throw InputError(fmt::format("{}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
-                                 file.path().string(), sums.name, counts.name));
-  float count = 0;
-  std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
-  std::vector<float> in_sum2(static_cast<std::size_t>(sums.row_values()));
-  std::memcpy(in_sum2.data(), file.tensor_bytes(sums).data(), in_sum2.size() * sizeof(float));
-  return weight_importance(std::move(in_sum2), count);
-}
-
 } // namespace
 
-ImportanceMatrix
-read_importance_matrix(const std::filesystem::path& path) {
-  const model::GgufFile file(path);
-  const auto* type = file.find("general.type");
-  if (!type || type->value != "imatrix")
-    throw InputError(fmt::format("--imatrix {}: not an importance matrix (general.type is not imatrix; write one "
-                                 "with llama-imatrix, or pass --calib)",
-                                 path.string()));
-  ImportanceMatrix out;
-  out.samples = file.require_u32("imatrix.chunk_count");
-  out.sample_tokens = file.require_u32("imatrix.chunk_size");
-  out.tokens = out.samples * out.sample_tokens;
-  if (const auto* datasets = file.find("imatrix.datasets");
-      datasets && datasets->value.is_array() && !datasets->value.empty() && datasets->value[0].is_string())
-    out.dataset = datasets->value[0].get<std::string>();
-  constexpr std::string_view kSums = ".in_sum2";
-  for (const auto& t : file.header().tensors) {
-    if (!t.name.ends_with(kSums))
-      continue;
-    const auto weight = t.name.substr(0, t.name.size() - kSums.size());
-    const auto hf = model::hf_tensor_name(weight);
-    const auto* counts = file.find_tensor(weight + ".counts");
-    if (!hf || !counts)
-      continue; // a weight GGUF export does not quantize with it (the output's, an expert's)
-    out.weights[hf->substr(0, hf->size() - std::string_view(".weight").size())] = read_weight(file, t, *counts);
-  }
-  if (out.weights.empty())
-    throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));
+WeightImportance
+weight_importance(std::vector<float> in_sum2, float count) {
+  WeightImportance out{std::move(in_sum2), count, {}};
+  out.mean.resize(out.in_sum2.size(), 1.0f);
+  if (count > 0)
+    for (std::size_t c = 0; c < out.mean.size(); ++c)
+      out.mean[c] = out.in_sum2[c] / count;
   return out;
 }
 
 void
-write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::path& file) {
-  model::GgufWriter writer(file);
-  writer.set("general.type", model::GgufValue::string("imatrix"));
-  writer.set("imatrix.datasets", model::GgufValue::strings({matrix.dataset}));
-  writer.set("imatrix.chunk_count", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.samples)));
-  writer.set("imatrix.chunk_size", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.sample_tokens)));
+check_importance_matrix_fits(const ImportanceMatrix& matrix, const std::filesystem::path& model_dir,
+                             const std::filesystem::path& file) {
+  const model::WeightStore store(model_dir);
   for (const auto& [module, weight] : matrix.weights) {
-    const auto name = model::gguf_tensor_name(module + ".weight");
-    if (!name)
-      throw RuntimeFailure(fmt::format("importance matrix {}: {} has no GGUF name", file.string(), module));
-    writer.add_tensor(*name + ".in_sum2", {static_cast<std::int64_t>(weight.in_sum2.size()), 1}, model::GgmlType::f32);
-    writer.add_tensor(*name + ".counts", {1, 1}, model::GgmlType::f32);
+    const auto tensor = store.find(module + ".weight");
+    if (!tensor.info || tensor.shape().size() != 2)
+      continue; // never looked up, as llama-quantize ignores it (a tied lm_head's, say)
+    if (static_cast<std::int64_t>(weight.in_sum2.size()) != tensor.shape()[1])
+      throw InputError(fmt::format("--imatrix {}: {} has {} columns in it, {} in the model (an importance matrix of "
+                                   "another model?)",
+                                   file.string(), module, weight.in_sum2.size(), tensor.shape()[1]));
   }
-  for (const auto& [module, weight] : matrix.weights) {
-    writer.write(std::as_bytes(std::span(weight.in_sum2)));
-    writer.write(std::as_bytes(std::span(&weight.count, 1)));
-  }
-  writer.finish();
 }
 
 ImportanceMatrix

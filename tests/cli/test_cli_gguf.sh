@@ -4,8 +4,9 @@
 # works too; the bad inputs are one line and exit 2 with nothing written (a name without .gguf, an
 # existing output, a GGUF as compress input, a recipe mixing gguf with a scheme, an architecture
 # GGUF export does not write, --imatrix with --calib or a non-GGUF recipe or a file of another kind);
-# --imatrix-out writes llama-imatrix's format, which reads back to the same model, and is refused
-# without --calib, over an existing file or onto -o.
+# a legacy imatrix.dat with the same means quantizes the same, one of another model's shapes is
+# refused; --imatrix-out writes llama-imatrix's format, which reads back to the same model, and is
+# refused without --calib, over an existing file or onto -o.
 . "$(dirname "$0")/lib.sh"
 MODEL="$OPTKIT_SOURCE_DIR/testdata/models/tiny-base"
 CORPORA="$OPTKIT_SOURCE_DIR/testdata/corpora"
@@ -128,6 +129,30 @@ q = {c["check"]: c for c in json.loads(sys.argv[1])["checks"]}["quantization"]
 assert "importance matrix from unit-test text" in q["detail"], q
 PY
 cmp -s "$SCRATCH/imatrix.gguf" "$SCRATCH/base.gguf" && fail "the importance matrix changed nothing"
+# The same means in llama-imatrix's legacy imatrix.dat (values Σx²/count · ncall, written here from
+# its definition) quantize to the same tensors; an importance matrix of another shape is refused.
+python3 - "$SCRATCH/tiny.imatrix.dat" "$SCRATCH/other.imatrix.dat" <<'PY'
+import struct, sys
+def legacy(path, cols_of):
+    entries = [(f"blk.{layer}.{name}.weight", cols_of(cols)) for layer in range(4)
+               for name, cols in (("attn_q", 192), ("attn_k", 192), ("attn_v", 192), ("attn_output", 192),
+                                  ("ffn_gate", 192), ("ffn_up", 192), ("ffn_down", 512))]
+    out = struct.pack("<i", len(entries))
+    for name, cols in entries:
+        out += struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", 3, cols)
+        out += struct.pack(f"<{cols}f", *[(1 + (c % 7)) * 3.0 for c in range(cols)])
+    open(path, "wb").write(out + struct.pack("<ii", 3, 9) + b"dat corpus")
+legacy(sys.argv[1], lambda cols: cols)
+legacy(sys.argv[2], lambda cols: cols * 2)
+PY
+run --quiet compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/tiny.imatrix.dat" -o "$SCRATCH/dat.gguf"
+expect_rc 0
+cmp -s <(tail -c 1500000 "$SCRATCH/dat.gguf") <(tail -c 1500000 "$SCRATCH/imatrix.gguf") ||
+  fail "the legacy imatrix.dat quantized differently from the GGUF matrix with the same means"
+run compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/other.imatrix.dat" -o "$SCRATCH/other.gguf"
+expect_rc 2
+expect_err_has "down_proj has 1024 columns in it, 512 in the model (an importance matrix of another model?)"
+[ ! -e "$SCRATCH/other.gguf" ] || fail "a refused compress wrote other.gguf"
 run compress --model "$MODEL" --recipe q4_k_m --imatrix "$SCRATCH/tiny.imatrix.gguf" \
   --calib "$CORPORA/english.calib.txt" -o "$SCRATCH/both.gguf"
 expect_rc 2

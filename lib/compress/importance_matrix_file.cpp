@@ -1,0 +1,185 @@
+// llama-imatrix's two file formats, read as llama-quantize reads them, and the GGUF one written.
+#include "compress/importance_matrix.hpp"
+
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "model/gguf_file.hpp"
+#include "model/gguf_names.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace optkit::compress {
+
+namespace {
+
+// One weight's in_sum2 and counts from a file.
+WeightImportance
+read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
+  if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
+      counts.element_count() != 1)
+    throw InputError(fmt::format("{}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
+                                 file.path().string(), sums.name, counts.name));
+  float count = 0;
+  std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
+  std::vector<float> in_sum2(static_cast<std::size_t>(sums.row_values()));
+  std::memcpy(in_sum2.data(), file.tensor_bytes(sums).data(), in_sum2.size() * sizeof(float));
+  return weight_importance(std::move(in_sum2), count);
+}
+
+// InputError unless every value of a weight read from `file` is finite and not negative (a mean
+// square; the k-quants would weigh by garbage).
+void
+check_values(const WeightImportance& weight, const std::filesystem::path& file, std::string_view name) {
+  for (const float v : weight.in_sum2)
+    if (!std::isfinite(v) || v < 0)
+      throw InputError(fmt::format("--imatrix {}: {} has the value {}; an importance matrix holds mean squares "
+                                   "(rewrite the file with llama-imatrix)",
+                                   file.string(), name, v));
+}
+
+// The HF module (model.layers.0.self_attn.q_proj, lm_head) a GGUF weight name maps to; none for
+// weights GGUF export does not write (an expert's).
+std::optional<std::string>
+module_of(std::string_view gguf_weight) {
+  const auto hf = model::hf_tensor_name(std::string(gguf_weight));
+  if (!hf)
+    return std::nullopt;
+  return hf->substr(0, hf->size() - std::string_view(".weight").size());
+}
+
+// Little-endian fields of a legacy file, each read or an InputError naming the file and offset.
+class LegacyCursor {
+public:
+  LegacyCursor(const std::filesystem::path& file, std::string_view bytes) : m_file(file), m_bytes(bytes) {}
+  bool done() const { return m_at == m_bytes.size(); }
+  std::int32_t i32(std::string_view what) {
+    std::int32_t v = 0;
+    std::memcpy(&v, take(sizeof v, what).data(), sizeof v);
+    return v;
+  }
+  std::string_view take(std::size_t size, std::string_view what) {
+    if (size > m_bytes.size() - m_at)
+      throw InputError(fmt::format("--imatrix {}: not a llama-imatrix file (GGUF or legacy imatrix.dat): it ends at "
+                                   "byte {} inside {}",
+                                   m_file.string(), m_bytes.size(), what));
+    const auto out = m_bytes.substr(m_at, size);
+    m_at += size;
+    return out;
+  }
+
+private:
+  const std::filesystem::path& m_file;
+  std::string_view m_bytes;
+  std::size_t m_at = 0;
+};
+
+// llama-imatrix's legacy binary file: int32 entries; per entry an int32 name length, the GGUF
+// weight name, int32 ncall (the chunks it saw), int32 nval and nval float32 values (Σx²/count ·
+// ncall); then, optionally, int32 chunks and an int32 length with the dataset's name. As
+// llama-quantize reads it, a weight's mean is value / ncall (the value itself when ncall ≤ 0).
+ImportanceMatrix
+read_legacy_importance_matrix(const std::filesystem::path& path, std::string_view bytes) {
+  LegacyCursor in(path, bytes);
+  const auto entries = in.i32("the entry count");
+  if (entries < 1)
+    throw InputError(fmt::format("--imatrix {}: not a llama-imatrix file (GGUF or legacy imatrix.dat): {} entries",
+                                 path.string(), entries));
+  ImportanceMatrix out;
+  for (std::int32_t e = 0; e < entries; ++e) {
+    const auto length = in.i32("an entry's name length");
+    const std::string name(in.take(static_cast<std::size_t>(std::max(length, 0)), "an entry's name"));
+    const auto ncall = in.i32("an entry's call count");
+    const auto values = in.i32("an entry's value count");
+    if (length < 1 || values < 1)
+      throw InputError(
+          fmt::format("--imatrix {}: entry {} has a name of {} bytes and {} values", path.string(), e, length, values));
+    const auto raw = in.take(static_cast<std::size_t>(values) * sizeof(float), "an entry's values");
+    std::vector<float> sums(static_cast<std::size_t>(values));
+    std::memcpy(sums.data(), raw.data(), raw.size());
+    auto weight = weight_importance(std::move(sums), static_cast<float>(ncall));
+    if (ncall <= 0)
+      weight.mean = weight.in_sum2;
+    check_values(weight, path, name);
+    out.samples = std::max<std::int64_t>(out.samples, ncall);
+    if (const auto module = module_of(name))
+      out.weights[*module] = std::move(weight);
+  }
+  if (!in.done()) {
+    out.samples = in.i32("the chunk count");
+    if (!in.done())
+      out.dataset = std::string(
+          in.take(static_cast<std::size_t>(std::max(in.i32("the dataset's name length"), 0)), "the dataset's name"));
+  }
+  return out;
+}
+
+ImportanceMatrix
+read_gguf_importance_matrix(const std::filesystem::path& path) {
+  const model::GgufFile file(path);
+  const auto* type = file.find("general.type");
+  if (!type || type->value != "imatrix")
+    throw InputError(fmt::format("--imatrix {}: not an importance matrix (general.type is not imatrix; write one "
+                                 "with llama-imatrix, or pass --calib)",
+                                 path.string()));
+  ImportanceMatrix out;
+  out.samples = file.require_u32("imatrix.chunk_count");
+  out.sample_tokens = file.require_u32("imatrix.chunk_size");
+  out.tokens = out.samples * out.sample_tokens;
+  if (const auto* datasets = file.find("imatrix.datasets");
+      datasets && datasets->value.is_array() && !datasets->value.empty() && datasets->value[0].is_string())
+    out.dataset = datasets->value[0].get<std::string>();
+  constexpr std::string_view kSums = ".in_sum2";
+  for (const auto& t : file.header().tensors) {
+    if (!t.name.ends_with(kSums))
+      continue;
+    const auto weight = t.name.substr(0, t.name.size() - kSums.size());
+    const auto module = module_of(weight);
+    const auto* counts = file.find_tensor(weight + ".counts");
+    if (!module || !counts)
+      continue;
+    out.weights[*module] = read_weight(file, t, *counts);
+    check_values(out.weights[*module], path, weight);
+  }
+  return out;
+}
+
+} // namespace
+
+ImportanceMatrix
+read_importance_matrix(const std::filesystem::path& path) {
+  const auto bytes = read_input_file(path, "an importance matrix from llama-imatrix");
+  auto out = bytes.starts_with("GGUF") ? read_gguf_importance_matrix(path) : read_legacy_importance_matrix(path, bytes);
+  if (out.weights.empty())
+    throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));
+  out.source = path.string();
+  return out;
+}
+
+void
+write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::path& file) {
+  model::GgufWriter writer(file);
+  writer.set("general.type", model::GgufValue::string("imatrix"));
+  writer.set("imatrix.datasets", model::GgufValue::strings({matrix.dataset}));
+  writer.set("imatrix.chunk_count", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.samples)));
+  writer.set("imatrix.chunk_size", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.sample_tokens)));
+  for (const auto& [module, weight] : matrix.weights) {
+    const auto name = model::gguf_tensor_name(module + ".weight");
+    if (!name)
+      throw RuntimeFailure(fmt::format("importance matrix {}: {} has no GGUF name", file.string(), module));
+    writer.add_tensor(*name + ".in_sum2", {static_cast<std::int64_t>(weight.in_sum2.size()), 1}, model::GgmlType::f32);
+    writer.add_tensor(*name + ".counts", {1, 1}, model::GgmlType::f32);
+  }
+  for (const auto& [module, weight] : matrix.weights) {
+    writer.write(std::as_bytes(std::span(weight.in_sum2)));
+    writer.write(std::as_bytes(std::span(&weight.count, 1)));
+  }
+  writer.finish();
+}
+
+} // namespace optkit::compress
