@@ -6,7 +6,8 @@
 #     without it;
 #   - optkit: compress --recipe q4_k_m with --calib (all of it, in llama-imatrix's windows of 128
 #     tokens) and without; its importance matrix (--imatrix-out) compared with llama-imatrix's, column
-#     by column;
+#     by column, and given to llama-quantize too (the same bytes as optkit's file: what remains
+#     between the tools is the matrices' difference);
 # every file scored by llama-perplexity (--ctx 128, CPU repacking off) and by optkit eval
 # perplexity (--ctx 128) on the domain's held-out text. Printed: perplexity in each, ΔPPL % against
 # the F32 GGUF in llama-perplexity, optkit's ΔPPL over llama-quantize's (the goal: ≤ 1.05 with an
@@ -48,7 +49,7 @@ optkit_ppl() { # MODEL CORPUS
     2>/dev/null | python3 -c 'import json,sys; print("%.5f" % json.load(sys.stdin)["perplexity"])'
 }
 
-printf '%-14s %-22s %12s %9s %12s %11s %13s\n' model file llama-ppl 'ΔPPL %' optkit-ppl 'optkit-llama' \
+printf '%-14s %-26s %12s %9s %12s %11s %13s\n' model file llama-ppl 'ΔPPL %' optkit-ppl 'optkit-llama' \
   'vs -fa off'
 for pair in ${models//,/ }; do
   name=${pair%%:*} corpus=${pair##*:}
@@ -87,14 +88,29 @@ diff = np.concatenate([np.abs(ours[k] / theirs[k] - 1) for k in theirs])
 print(f"{sys.argv[1]:<14} optkit's importance matrix against llama-imatrix's: {len(theirs)} weights, "
       f"{diff.size} columns, relative difference median {np.median(diff):.1e}, largest {diff.max():.1e}")
 PY
+  # llama-quantize given optkit's matrix: the same tensors, so what remains between the two tools'
+  # ΔPPL with an importance matrix is the matrices' own difference.
+  "$LLAMA_CPP_BIN/llama-quantize" --imatrix "$work/$name.optkit.imatrix.gguf" "$work/$name-f32.gguf" \
+    "$work/$name-llama-q4km-optkit-imatrix.gguf" Q4_K_M >/dev/null 2>&1
+  /usr/bin/python3 - "$name" "$work/$name-llama-q4km-optkit-imatrix.gguf" "$work/$name-optkit-q4km-imatrix.gguf" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["GGUF_PY"])
+import gguf, numpy as np
+def tensors(path):
+    return {t.name: np.array(t.data).tobytes() for t in gguf.GGUFReader(path).tensors}
+theirs, ours = tensors(sys.argv[2]), tensors(sys.argv[3])
+same = sum(theirs[n] == ours.get(n) for n in theirs)
+print(f"{sys.argv[1]:<14} llama-quantize with optkit's importance matrix: {same} of {len(theirs)} tensors are "
+      f"optkit's bytes")
+PY
   base=$(llama_ppl "$work/$name-f32.gguf" "$corpus")
   declare -A delta=()
-  for file in f32 llama-q4km optkit-q4km llama-q4km-imatrix optkit-q4km-imatrix; do
+  for file in f32 llama-q4km optkit-q4km llama-q4km-imatrix optkit-q4km-imatrix llama-q4km-optkit-imatrix; do
     value=$(llama_ppl "$work/$name-$file.gguf" "$corpus")
     ours=$(optkit_ppl "$work/$name-$file.gguf" "$corpus")
     delta[$file]=$(python3 -c "print(($value / $base - 1) * 100)")
     plain=$(llama_ppl "$work/$name-$file.gguf" "$corpus" "-fa off")
-    printf '%-14s %-22s %12s %9.3f %12s %10.3f%% %12.3f%%\n' "$name" "$file" "$value" "${delta[$file]}" "$ours" \
+    printf '%-14s %-26s %12s %9.3f %12s %10.3f%% %12.3f%%\n' "$name" "$file" "$value" "${delta[$file]}" "$ours" \
       "$(python3 -c "print(($ours / $value - 1) * 100)")" "$(python3 -c "print(($ours / $plain - 1) * 100)")"
   done
   printf '%-14s optkit ΔPPL / llama-quantize ΔPPL: %.3f without an importance matrix, %.3f with one\n' "$name" \
