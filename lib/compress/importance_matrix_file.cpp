@@ -53,7 +53,8 @@ module_of(std::string_view gguf_weight) {
   return hf->substr(0, hf->size() - std::string_view(".weight").size());
 }
 
-// Little-endian fields of a legacy file, each read or an InputError naming the file and offset.
+// Little-endian fields of a legacy file, each read whole or an InputError naming the file, its
+// length and the field it ends inside.
 class LegacyCursor {
 public:
   LegacyCursor(const std::filesystem::path& file, std::string_view bytes) : m_file(file), m_bytes(bytes) {}
