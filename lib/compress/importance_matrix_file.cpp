@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string_view>
 
@@ -150,12 +151,22 @@ read_gguf_importance_matrix(const std::filesystem::path& path) {
   return out;
 }
 
+// Whether `path` starts with GGUF's magic (else it is read as a legacy file).
+bool
+is_gguf(const std::filesystem::path& path) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, sizeof magic) && std::string_view(magic, sizeof magic) == "GGUF";
+}
+
 } // namespace
 
 ImportanceMatrix
 read_importance_matrix(const std::filesystem::path& path) {
-  const auto bytes = read_input_file(path, "an importance matrix from llama-imatrix");
-  auto out = bytes.starts_with("GGUF") ? read_gguf_importance_matrix(path) : read_legacy_importance_matrix(path, bytes);
+  auto out =
+      is_gguf(path)
+          ? read_gguf_importance_matrix(path)
+          : read_legacy_importance_matrix(path, read_input_file(path, "an importance matrix from llama-imatrix"));
   if (out.weights.empty())
     throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));
   out.source = path.string();

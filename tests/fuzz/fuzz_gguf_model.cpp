@@ -8,21 +8,17 @@
 #include "model/weight_store.hpp"
 #include "runtime/ggml_weight.hpp"
 
-#include "../support/scratch_dir.hpp"
+#include "fuzz_input_file.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const optkit::test::ScratchDir scratch; // removed when the fuzzer exits
-  static const auto path = scratch / "model.gguf";
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  const auto& path = fuzz_input_file(data, size, "model.gguf");
   try {
     const optkit::model::WeightStore store(path);
     optkit::model::load_model_config(path);

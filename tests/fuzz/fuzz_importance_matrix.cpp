@@ -4,19 +4,15 @@
 #include "compress/importance_matrix.hpp"
 #include "core/error.hpp"
 
-#include "../support/scratch_dir.hpp"
+#include "fuzz_input_file.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 
 extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const optkit::test::ScratchDir scratch; // removed when the fuzzer exits
-  static const auto file = scratch / "imatrix";
-  std::ofstream(file, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  const auto& file = fuzz_input_file(data, size, "imatrix");
   try {
     const auto matrix = optkit::compress::read_importance_matrix(file);
     for (const auto& [module, weight] : matrix.weights)

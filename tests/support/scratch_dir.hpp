@@ -3,6 +3,7 @@
 // tests and the fuzz targets.
 #pragma once
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -13,8 +14,11 @@ namespace optkit::test {
 class ScratchDir {
 public:
   ScratchDir() {
+    // mkdtemp replaces the trailing XXXXXX with a unique suffix and creates the folder.
     std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
-    m_path = ::mkdtemp(pattern.data());
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+    m_path = pattern;
   }
   ~ScratchDir() {
     std::error_code ec;
