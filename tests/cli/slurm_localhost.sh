@@ -1,6 +1,7 @@
 # A real single-node Slurm cluster on localhost for the tests that need one (Debian's slurm-wlm
 # and munge, as root, no systemd): `slurm_start DIR` writes a config under DIR, starts munged,
-# slurmctld and slurmd on free ports and waits for the node to be idle, exporting SLURM_CONF;
+# slurmctld and slurmd on free ports (new ones, up to three times, when another process took the
+# controller's port first) and waits for the node to be idle, exporting SLURM_CONF;
 # `slurm_stop` cancels every job, waits for the queue to drain, then stops exactly the daemons
 # slurm_start started (by their pid files), SIGKILL after a grace period.
 # Recipe: ../shared/reference/slurm-localhost.md.
@@ -24,11 +25,29 @@ slurm_start() {
   munged --key-file="$SLURM_DIR/munge/priv/munge.key" --socket="$SLURM_DIR/munge/munge.socket" \
     --pid-file="$SLURM_DIR/munge/munged.pid" --log-file="$SLURM_DIR/log/munged.log" \
     --seed-file="$SLURM_DIR/munge/seed" --origin=127.0.0.1 || fail "munged did not start"
+  export SLURM_CONF="$SLURM_DIR/etc/slurm.conf"
+  # A free port can be taken by another test between the pick and slurmctld's bind: that attempt
+  # is retried on new ports.
+  for _ in 1 2 3; do
+    slurm_write_config
+    : >"$SLURM_DIR/log/slurmctld.log"
+    slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start: $(tail -5 "$SLURM_DIR/log/slurmctld.log")"
+    slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start: $(tail -5 "$SLURM_DIR/log/slurmd.log")"
+    slurm_wait_idle && return 0
+    grep -q 'Address already in use' "$SLURM_DIR/log/slurmctld.log" || break
+    slurm_kill_pidfiles "$SLURM_DIR/slurmd.pid" "$SLURM_DIR/slurmctld.pid"
+  done
+  fail "the Slurm node did not become idle: $(timeout 10 sinfo -N 2>&1) $(tail -5 "$SLURM_DIR/log/slurmctld.log")"
+}
+
+# slurm.conf under $SLURM_DIR on two distinct free ports.
+slurm_write_config() {
   local node ctld_port d_port
   node=$(slurmd -C | head -1 | sed -e 's/NodeName=[^ ]*/NodeName=localhost NodeAddr=127.0.0.1/')
   ctld_port=$(slurm_free_port)
   d_port=$(slurm_free_port)
-  cat >"$SLURM_DIR/etc/slurm.conf" <<CONF
+  while [ "$d_port" = "$ctld_port" ]; do d_port=$(slurm_free_port); done
+  cat >"$SLURM_CONF" <<CONF
 ClusterName=optkit-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmUser=root
@@ -61,14 +80,35 @@ KillWait=5
 $node State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
-  export SLURM_CONF="$SLURM_DIR/etc/slurm.conf"
-  slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start: $(tail -5 "$SLURM_DIR/log/slurmctld.log")"
-  slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start: $(tail -5 "$SLURM_DIR/log/slurmd.log")"
-  for _ in $(seq 1 300); do
-    [ "$(sinfo -h -N -o %T 2>/dev/null | head -1)" = "idle" ] && return 0
+}
+
+# 0 once the node is idle; 1 when slurmctld gave up (a fatal line in its log) or after 120 s (a
+# bound on a wedged start, not a speed expectation: each sinfo is itself cut at 5 s, since one
+# against an unreachable controller retries for long).
+slurm_wait_idle() {
+  local deadline=$((SECONDS + 120))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    [ "$(timeout 5 sinfo -h -N -o %T 2>/dev/null | head -1)" = "idle" ] && return 0
+    grep -q 'fatal:' "$SLURM_DIR/log/slurmctld.log" 2>/dev/null && return 1
     sleep 0.1
   done
-  fail "the Slurm node did not become idle: $(sinfo -N 2>&1) $(tail -5 "$SLURM_DIR/log/slurmctld.log")"
+  return 1
+}
+
+# TERM the daemons of these pid files, KILL after 5 s.
+slurm_kill_pidfiles() {
+  local pidfile pid
+  for pidfile in "$@"; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null
+    rm -f "$pidfile"
+  done
 }
 
 slurm_stop() {
@@ -80,16 +120,6 @@ slurm_stop() {
       sleep 0.1
     done
   fi
-  local pidfile pid
-  for pidfile in "$SLURM_DIR/slurmd.pid" "$SLURM_DIR/slurmctld.pid" "$SLURM_DIR/munge/munged.pid"; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null
-  done
+  slurm_kill_pidfiles "$SLURM_DIR/slurmd.pid" "$SLURM_DIR/slurmctld.pid" "$SLURM_DIR/munge/munged.pid"
   SLURM_DIR=""
 }
