@@ -183,8 +183,11 @@ TEST_CASE("HF and GGUF tensor names map both ways") {
   CHECK(model::hf_tensor_name("blk.12.attn_k.weight") == "model.layers.12.self_attn.k_proj.weight");
   CHECK(model::hf_tensor_name("output_norm.weight") == "model.norm.weight");
   CHECK_FALSE(model::hf_tensor_name("rope_freqs.weight").has_value());
-  CHECK(model::gguf_rope_permuted("model.layers.0.self_attn.q_proj.weight"));
-  CHECK_FALSE(model::gguf_rope_permuted("model.layers.0.self_attn.v_proj.weight"));
+  CHECK(model::gguf_rope_permuted("llama", "model.layers.0.self_attn.q_proj.weight"));
+  CHECK_FALSE(model::gguf_rope_permuted("llama", "model.layers.0.self_attn.v_proj.weight"));
+  CHECK_FALSE(model::gguf_rope_permuted("qwen2", "model.layers.0.self_attn.q_proj.weight")); // NEOX: unpermuted
+  CHECK(model::hf_tensor_name("blk.3.attn_k_norm.weight") == "model.layers.3.self_attn.k_norm.weight");
+  CHECK(model::gguf_tensor_name("model.layers.0.self_attn.q_proj.bias") == "blk.0.attn_q.bias");
 }
 
 TEST_CASE("Q/K rows: within a head, HF row p·hd/2 + i becomes row 2i + p") {

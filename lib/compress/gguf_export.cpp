@@ -32,15 +32,28 @@ struct PlannedTensor {
   const std::vector<float>* importance = nullptr; // one weight per column, or none
 };
 
-// The HF tensors of a Llama-family model in llama.cpp's converter order.
+// The HF tensors the GGUF holds, layer by layer (with q/k/v biases for qwen2, q/k norms for qwen3).
 std::vector<std::string>
 source_tensor_names(const model::ModelConfig& config, const model::WeightStore& store) {
   std::vector<std::string> names = {"model.embed_tokens.weight"};
-  for (std::int64_t l = 0; l < config.num_layers; ++l)
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    auto add = [&](const char* module, const char* suffix) {
+      names.push_back(fmt::format("model.layers.{}.{}.{}", l, module, suffix));
+    };
+    add("input_layernorm", "weight");
+    for (const char* projection : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}) {
+      add(projection, "weight");
+      if (config.qkv_bias)
+        add(projection, "bias");
+    }
+    if (config.qk_norm) {
+      add("self_attn.q_norm", "weight");
+      add("self_attn.k_norm", "weight");
+    }
     for (const char* module :
-         {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-          "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-      names.push_back(fmt::format("model.layers.{}.{}.weight", l, module));
+         {"self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      add(module, "weight");
+  }
   names.push_back("model.norm.weight");
   if (!config.tie_word_embeddings && store.find("lm_head.weight").info)
     names.push_back("lm_head.weight");
@@ -50,6 +63,7 @@ source_tensor_names(const model::ModelConfig& config, const model::WeightStore& 
 std::vector<PlannedTensor>
 plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config, const model::WeightStore& store) {
   const bool tied = config.tie_word_embeddings || !store.find("lm_head.weight").info;
+  const auto arch = gguf_architecture(config);
   std::vector<PlannedTensor> plan;
   for (const auto& hf : source_tensor_names(config, store)) {
     PlannedTensor t;
@@ -59,7 +73,7 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
     t.cols = shape.back();
     t.rows = shape.size() == 2 ? shape[0] : 1;
     t.vector = shape.size() == 1;
-    t.rope_permuted = model::gguf_rope_permuted(hf);
+    t.rope_permuted = model::gguf_rope_permuted(arch, hf);
     if (const auto place = gguf_tensor_place(t.gguf)) {
       t.type = gguf_tensor_type(options.file_type, *place, config.num_layers, t.cols, tied);
       const auto module = hf.substr(0, hf.size() - std::string(".weight").size());

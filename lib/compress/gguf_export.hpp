@@ -1,9 +1,10 @@
-// GGUF export: a Hugging Face Llama-family folder written as one GGUF file llama.cpp loads — the
-// metadata (compress/gguf_metadata.hpp), every tensor under its llama.cpp name with Q and K rows
-// permuted for NORM RoPE, norms in F32, and each matrix quantized to the ggml type the file
-// type's mixture gives it (compress/gguf_mixture.hpp), weighted by the importance matrix when
-// there is one. The model streams through a block of rows at a time; the file is written in one
-// pass (offsets are known from the shapes before any data).
+// GGUF export: a Hugging Face Llama, Mistral, Qwen2 or Qwen3 folder written as one GGUF file
+// llama.cpp loads — the metadata (compress/gguf_metadata.hpp), every tensor under its llama.cpp
+// name (in the llama architecture with Q and K rows permuted for NORM RoPE), norms and biases in
+// F32, and each matrix quantized to the ggml type the file type's mixture gives it
+// (compress/gguf_mixture.hpp), weighted by the importance matrix when there is one. The model
+// streams through a block of rows at a time; the file is written in one pass (offsets are known
+// from the shapes before any data).
 #pragma once
 
 #include "compress/gguf_mixture.hpp"

@@ -87,13 +87,27 @@ chat_template_text(const std::filesystem::path& model_dir, const nlohmann::json&
 
 } // namespace
 
+std::string
+gguf_architecture(const model::ModelConfig& config) {
+  switch (config.architecture) {
+  case model::Architecture::llama:
+    return config.qkv_bias ? "" : "llama";
+  case model::Architecture::mistral:
+    return config.sliding_window == 0 && !config.qkv_bias ? "llama" : "";
+  case model::Architecture::qwen2:
+    return "qwen2";
+  case model::Architecture::qwen3:
+    return config.qkv_bias ? "" : "qwen3";
+  default:
+    return "";
+  }
+}
+
 void
 check_gguf_exportable(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
-  const bool llama_like = config.architecture == model::Architecture::llama ||
-                          (config.architecture == model::Architecture::mistral && config.sliding_window == 0);
-  if (!llama_like || config.qkv_bias || config.num_experts > 0)
-    throw InputError(fmt::format("{}: GGUF export writes llama.cpp's llama architecture (Llama and Mistral without a "
-                                 "sliding window); this model is {}",
+  if (gguf_architecture(config).empty())
+    throw InputError(fmt::format("{}: GGUF export writes llama.cpp's llama, qwen2 and qwen3 architectures (Llama, "
+                                 "Mistral without a sliding window, Qwen2, Qwen3); this model is {}",
                                  model_dir.string(), config.architecture_name));
   if (config.rope_scaling && config.rope_scaling->type != "llama3" && config.rope_scaling->type != "linear")
     throw InputError(fmt::format("{}: GGUF export handles rope_scaling llama3 and linear, not {}", model_dir.string(),
@@ -144,26 +158,28 @@ void
 add_model_metadata(model::GgufWriter& writer, const std::filesystem::path& model_dir, const model::ModelConfig& config,
                    GgufFileType file_type) {
   auto u32 = [](std::int64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
-  writer.set("general.architecture", GgufValue::string("llama"));
+  const auto arch = gguf_architecture(config);
+  auto key = [&](const char* name) { return arch + "." + name; };
+  writer.set("general.architecture", GgufValue::string(arch));
   writer.set("general.name",
              GgufValue::string(std::filesystem::absolute(model_dir).lexically_normal().filename().string()));
   writer.set("general.file_type", GgufValue::u32(static_cast<std::uint32_t>(file_type)));
   writer.set("general.quantization_version", GgufValue::u32(2));
-  writer.set("llama.vocab_size", u32(config.vocab_size));
-  writer.set("llama.context_length", u32(config.max_position_embeddings));
-  writer.set("llama.embedding_length", u32(config.hidden_size));
-  writer.set("llama.block_count", u32(config.num_layers));
-  writer.set("llama.feed_forward_length", u32(config.intermediate_size));
-  writer.set("llama.attention.head_count", u32(config.num_heads));
-  writer.set("llama.attention.head_count_kv", u32(config.num_kv_heads));
-  writer.set("llama.attention.key_length", u32(config.head_dim));
-  writer.set("llama.attention.value_length", u32(config.head_dim));
-  writer.set("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(config.rms_norm_eps));
-  writer.set("llama.rope.freq_base", GgufValue::f32(static_cast<float>(config.rope_theta)));
-  writer.set("llama.rope.dimension_count", u32(config.rotated_dims()));
+  writer.set(key("vocab_size"), u32(config.vocab_size));
+  writer.set(key("context_length"), u32(config.max_position_embeddings));
+  writer.set(key("embedding_length"), u32(config.hidden_size));
+  writer.set(key("block_count"), u32(config.num_layers));
+  writer.set(key("feed_forward_length"), u32(config.intermediate_size));
+  writer.set(key("attention.head_count"), u32(config.num_heads));
+  writer.set(key("attention.head_count_kv"), u32(config.num_kv_heads));
+  writer.set(key("attention.key_length"), u32(config.head_dim));
+  writer.set(key("attention.value_length"), u32(config.head_dim));
+  writer.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(config.rms_norm_eps));
+  writer.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(config.rope_theta)));
+  writer.set(key("rope.dimension_count"), u32(config.rotated_dims()));
   if (config.rope_scaling && config.rope_scaling->type == "linear") {
-    writer.set("llama.rope.scaling.type", GgufValue::string("linear"));
-    writer.set("llama.rope.scaling.factor", GgufValue::f32(static_cast<float>(config.rope_scaling->factor)));
+    writer.set(key("rope.scaling.type"), GgufValue::string("linear"));
+    writer.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(config.rope_scaling->factor)));
   }
 }
 

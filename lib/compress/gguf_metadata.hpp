@@ -1,7 +1,7 @@
-// The metadata llama.cpp reads from a Llama-family GGUF, written from a Hugging Face folder as
-// its converter writes it: general.* (architecture llama, the file type, quantization version
-// 2), llama.* from config.json (counts as u32, eps and RoPE base as f32; head dims as key_length
-// / value_length), and tokenizer.* from tokenizer.json and tokenizer_config.json (a byte-level
+// The metadata llama.cpp reads from a GGUF of its llama, qwen2 or qwen3 architecture, written from
+// a Hugging Face folder as its converter writes it: general.* (the architecture, the file type,
+// quantization version 2), ARCH.* from config.json (counts as u32, eps and RoPE base as f32; head
+// dims as key_length / value_length), and tokenizer.* from tokenizer.json and tokenizer_config.json (a byte-level
 // BPE vocabulary as model gpt2: tokens with their types, merges, the pre-tokenizer named by its
 // split regex, special ids, add_bos_token, the chat template). Llama 3's RoPE scaling is not a
 // key: it travels as the tensor rope_freqs.weight, the divisor of each rotary frequency.
@@ -17,8 +17,12 @@
 
 namespace optkit::compress {
 
-// InputError naming the folder when GGUF export cannot hold the model (an architecture other
-// than Llama / Mistral without sliding windows, or a tokenizer other than byte-level BPE).
+// The llama.cpp architecture a model is written as: llama (Llama; Mistral without a sliding
+// window), qwen2 (q/k/v biases), qwen3 (per-head q/k RMSNorm); empty for a model none of them holds.
+std::string gguf_architecture(const model::ModelConfig& config);
+
+// InputError naming the folder when GGUF export cannot hold the model (an architecture
+// gguf_architecture does not name, or a tokenizer other than byte-level BPE).
 void check_gguf_exportable(const std::filesystem::path& model_dir, const model::ModelConfig& config);
 
 void add_model_metadata(model::GgufWriter& writer, const std::filesystem::path& model_dir,

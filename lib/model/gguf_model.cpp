@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
@@ -20,6 +21,13 @@ constexpr std::array<std::pair<const char*, const char*>, 3> kPreTokenizers = {{
     {"qwen2",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
     {"gpt-2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"},
+}};
+
+// The llama.cpp architectures optkit runs, and the Hugging Face class each reads as.
+constexpr std::array<std::pair<const char*, const char*>, 3> kArchitectures = {{
+    {"llama", "LlamaForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
 }};
 
 std::uint32_t
@@ -56,18 +64,19 @@ bool_or(const GgufFile& file, const std::string& key, bool fallback) {
   return v && v->type == GgufValueType::boolean ? v->value.get<bool>() : fallback;
 }
 
-// RoPE scaling the llama.* keys describe (linear), or none; InputError for a kind optkit lacks.
+// RoPE scaling the ARCH.rope.scaling.* keys describe (linear), or none; InputError for a kind optkit
+// lacks.
 nlohmann::json
-rope_scaling_json(const GgufFile& file) {
-  const auto* type = file.find("llama.rope.scaling.type");
+rope_scaling_json(const GgufFile& file, const std::string& arch) {
+  const auto* type = file.find(arch + ".rope.scaling.type");
   const std::string kind = type && type->type == GgufValueType::string ? type->value.get<std::string>() : "none";
   if (kind == "none")
     return nullptr;
   if (kind == "linear")
-    return {{"rope_type", "linear"}, {"factor", file.require_f32("llama.rope.scaling.factor")}};
-  throw InputError(fmt::format("{}: llama.rope.scaling.type {} is not one optkit runs (none, linear; Llama 3's "
+    return {{"rope_type", "linear"}, {"factor", file.require_f32(arch + ".rope.scaling.factor")}};
+  throw InputError(fmt::format("{}: {}.rope.scaling.type {} is not one optkit runs (none, linear; Llama 3's "
                                "scaling travels as rope_freqs.weight)",
-                               file.path().string(), kind));
+                               file.path().string(), arch, kind));
 }
 
 // rope_freqs.weight: one F32 divisor per rotary frequency.
@@ -155,33 +164,37 @@ ModelConfig
 gguf_model_config(const GgufFile& file) {
   const auto source = file.path().string();
   const auto arch = file.require_string("general.architecture");
-  if (arch != "llama")
-    throw InputError(fmt::format("{}: general.architecture is {}; optkit runs GGUF files of llama.cpp's llama "
-                                 "architecture (Llama and Mistral models)",
+  const auto* hf_class =
+      std::find_if(kArchitectures.begin(), kArchitectures.end(), [&](const auto& a) { return arch == a.first; });
+  if (hf_class == kArchitectures.end())
+    throw InputError(fmt::format("{}: general.architecture is {}; optkit runs GGUF files of llama.cpp's llama, qwen2 "
+                                 "and qwen3 architectures (Llama, Mistral, Qwen2 and Qwen3 models)",
                                  source, arch));
-  const auto heads = file.require_u32("llama.attention.head_count");
-  const auto hidden = file.require_u32("llama.embedding_length");
+  auto key = [&](const char* name) { return arch + "." + name; };
+  const auto heads = file.require_u32(key("attention.head_count"));
+  const auto hidden = file.require_u32(key("embedding_length"));
   if (heads == 0 || hidden % heads != 0)
     throw InputError(
-        fmt::format("{}: llama.embedding_length {} is not a whole number of {} heads", source, hidden, heads));
-  const auto* ff = file.find("llama.feed_forward_length");
+        fmt::format("{}: {} {} is not a whole number of {} heads", source, key("embedding_length"), hidden, heads));
+  const auto* ff = file.find(key("feed_forward_length"));
   if (ff && ff->type == GgufValueType::array)
-    throw InputError(fmt::format("{}: llama.feed_forward_length varies per layer; optkit runs uniform layers", source));
+    throw InputError(
+        fmt::format("{}: {} varies per layer; optkit runs uniform layers", source, key("feed_forward_length")));
   nlohmann::json config = {
-      {"architectures", {"LlamaForCausalLM"}},
-      {"model_type", "llama"},
+      {"architectures", {hf_class->second}},
+      {"model_type", arch},
       {"vocab_size",
-       u32_or(file, "llama.vocab_size", static_cast<std::uint32_t>(array_value(file, "tokenizer.ggml.tokens").size()))},
+       u32_or(file, key("vocab_size"), static_cast<std::uint32_t>(array_value(file, "tokenizer.ggml.tokens").size()))},
       {"hidden_size", hidden},
-      {"intermediate_size", file.require_u32("llama.feed_forward_length")},
-      {"num_hidden_layers", file.require_u32("llama.block_count")},
+      {"intermediate_size", file.require_u32(key("feed_forward_length"))},
+      {"num_hidden_layers", file.require_u32(key("block_count"))},
       {"num_attention_heads", heads},
-      {"num_key_value_heads", u32_or(file, "llama.attention.head_count_kv", heads)},
-      {"head_dim", u32_or(file, "llama.attention.key_length", hidden / heads)},
-      {"max_position_embeddings", u32_or(file, "llama.context_length", 2048)},
-      {"rms_norm_eps", file.require_f32("llama.attention.layer_norm_rms_epsilon")},
-      {"rope_theta", file.find("llama.rope.freq_base") ? file.require_f32("llama.rope.freq_base") : 10000.0f},
-      {"rope_scaling", rope_scaling_json(file)},
+      {"num_key_value_heads", u32_or(file, key("attention.head_count_kv"), heads)},
+      {"head_dim", u32_or(file, key("attention.key_length"), hidden / heads)},
+      {"max_position_embeddings", u32_or(file, key("context_length"), 2048)},
+      {"rms_norm_eps", file.require_f32(key("attention.layer_norm_rms_epsilon"))},
+      {"rope_theta", file.find(key("rope.freq_base")) ? file.require_f32(key("rope.freq_base")) : 10000.0f},
+      {"rope_scaling", rope_scaling_json(file, arch)},
       {"tie_word_embeddings", file.find_tensor("output.weight") == nullptr},
       {"torch_dtype", "float32"}};
   if (const auto bos = token_id_key(file, "tokenizer.ggml.bos_token_id"))
@@ -191,7 +204,7 @@ gguf_model_config(const GgufFile& file) {
   auto parsed = parse_model_config(config, source);
   if (auto factors = rope_frequency_factors(file, parsed.rotated_dims()); !factors.empty()) {
     if (parsed.rope_scaling)
-      throw InputError(fmt::format("{}: both rope_freqs.weight and llama.rope.scaling.type", source));
+      throw InputError(fmt::format("{}: both rope_freqs.weight and {}", source, key("rope.scaling.type")));
     RopeScaling scaling;
     scaling.type = "frequency_factors";
     scaling.frequency_factors = std::move(factors);

@@ -1,9 +1,10 @@
-// A GGUF file of llama.cpp's llama architecture read as optkit reads a Hugging Face folder: the
-// config from the llama.* keys (and rope_freqs.weight, the divisors llama.cpp applies to each
-// rotary frequency, as Llama 3's RoPE scaling), the tokenizer rebuilt as the tokenizer.json of
-// its byte-level BPE vocabulary (tokenizer.ggml.model gpt2: tokens, types, merges, the
-// pre-tokenizer's split by tokenizer.ggml.pre, BOS / EOS as llama.cpp adds them), and the chat
-// template. Commands take the .gguf file wherever they take a model folder.
+// A GGUF file of llama.cpp's llama, qwen2 or qwen3 architecture read as optkit reads a Hugging
+// Face folder (as a LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM): the config from the
+// ARCH.* keys (and rope_freqs.weight, the divisors llama.cpp applies to each rotary frequency, as
+// Llama 3's RoPE scaling), the tokenizer rebuilt as the tokenizer.json of its byte-level BPE
+// vocabulary (tokenizer.ggml.model gpt2: tokens, types, merges, the pre-tokenizer's split by
+// tokenizer.ggml.pre, BOS / EOS as llama.cpp adds them), and the chat template. Commands take the
+// .gguf file wherever they take a model folder.
 #pragma once
 
 #include "model/gguf_file.hpp"

@@ -9,11 +9,13 @@ namespace optkit::model {
 namespace {
 
 // The modules inside a decoder layer: HF suffix, GGUF suffix.
-constexpr std::array<std::pair<const char*, const char*>, 9> kLayerModules = {{
+constexpr std::array<std::pair<const char*, const char*>, 11> kLayerModules = {{
     {"input_layernorm", "attn_norm"},
     {"self_attn.q_proj", "attn_q"},
     {"self_attn.k_proj", "attn_k"},
     {"self_attn.v_proj", "attn_v"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
     {"self_attn.o_proj", "attn_output"},
     {"post_attention_layernorm", "ffn_norm"},
     {"mlp.gate_proj", "ffn_gate"},
@@ -66,9 +68,9 @@ hf_tensor_name(const std::string& gguf_name) {
 }
 
 bool
-gguf_rope_permuted(const std::string& hf_name) {
-  return hf_name.find(".self_attn.q_proj.") != std::string::npos ||
-         hf_name.find(".self_attn.k_proj.") != std::string::npos;
+gguf_rope_permuted(std::string_view arch, const std::string& hf_name) {
+  return arch == "llama" && (hf_name.find(".self_attn.q_proj.") != std::string::npos ||
+                             hf_name.find(".self_attn.k_proj.") != std::string::npos);
 }
 
 } // namespace optkit::model

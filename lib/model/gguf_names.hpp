@@ -1,23 +1,25 @@
-// How llama.cpp's `llama` architecture names and lays out a Hugging Face Llama-family model's
-// tensors in GGUF: token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output /
-// ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, output (absent when tied to token_embd),
-// each with its .weight or .bias suffix. The Q and K projections' rows are permuted within each
-// head: llama.cpp rotates adjacent pairs (NORM RoPE) where transformers rotates halves.
+// How llama.cpp's `llama`, `qwen2` and `qwen3` architectures name and lay out a Hugging Face
+// model's tensors in GGUF: token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_q_norm /
+// attn_k_norm / attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, output (absent
+// when tied to token_embd), each with its .weight or .bias suffix. In `llama` the Q and K
+// projections' rows are permuted within each head: llama.cpp rotates adjacent pairs there (NORM
+// RoPE) where transformers rotates halves; qwen2 and qwen3 rotate halves (NEOX), unpermuted.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace optkit::model {
 
-// The GGUF name of an HF tensor; nullopt for a tensor the llama architecture does not store.
+// The GGUF name of an HF tensor; nullopt for a tensor these architectures do not store.
 std::optional<std::string> gguf_tensor_name(const std::string& hf_name);
 // The HF name of a GGUF tensor; nullopt for a GGUF-only tensor (rope_freqs.weight).
 std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
 
-// Whether the llama architecture stores the HF tensor's rows permuted (q_proj, k_proj).
-bool gguf_rope_permuted(const std::string& hf_name);
+// Whether GGUF architecture `arch` stores the HF tensor's rows permuted (llama's q_proj, k_proj).
+bool gguf_rope_permuted(std::string_view arch, const std::string& hf_name);
 // Row `hf_row` of a q_proj / k_proj (heads of `head_dim` rows) sits at this row of the GGUF
 // tensor: within its head, HF row p·head_dim/2 + i becomes row 2i + p.
 inline std::int64_t

@@ -58,6 +58,7 @@ WeightStore::open_gguf(LoadMode mode) {
   m_gguf = std::make_unique<GgufFile>(m_dir, mode);
   m_files.push_back(m_dir);
   m_gguf_head_dim = gguf_model_config(*m_gguf).head_dim;
+  m_gguf_architecture = m_gguf->require_string("general.architecture");
   for (const auto& t : m_gguf->header().tensors) {
     const auto hf = hf_tensor_name(t.name);
     if (!hf)
@@ -69,7 +70,7 @@ WeightStore::open_gguf(LoadMode mode) {
     const bool float_type = t.type == GgmlType::f32 || t.type == GgmlType::f16 || t.type == GgmlType::bf16;
     entry.info.dtype = t.type == GgmlType::f16 ? DType::f16 : t.type == GgmlType::bf16 ? DType::bf16 : DType::f32;
     entry.info.end = t.bytes;
-    entry.plain = float_type && !gguf_rope_permuted(*hf);
+    entry.plain = float_type && !gguf_rope_permuted(m_gguf_architecture, *hf);
     m_gguf_tensors.emplace(*hf, std::move(entry));
   }
 }
@@ -88,7 +89,7 @@ WeightStore::gguf_matrix(const std::string& name) const {
     return std::nullopt;
   const auto& t = *it->second.tensor;
   return GgufMatrix{t.type, m_gguf->tensor_bytes(t), t.rows(), t.row_values(),
-                    gguf_rope_permuted(name) ? m_gguf_head_dim : 0};
+                    gguf_rope_permuted(m_gguf_architecture, name) ? m_gguf_head_dim : 0};
 }
 
 TensorView

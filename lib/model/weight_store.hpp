@@ -74,6 +74,7 @@ private:
   };
   std::map<std::string, GgufEntry, std::less<>> m_gguf_tensors;
   std::int64_t m_gguf_head_dim = 0;
+  std::string m_gguf_architecture; // general.architecture: whether q/k rows are permuted
   std::vector<std::filesystem::path> m_files;
   std::vector<std::unique_ptr<SafetensorsFile>> m_shards;
   std::map<std::string, const SafetensorsFile*, std::less<>> m_owner;

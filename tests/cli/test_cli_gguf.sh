@@ -74,18 +74,36 @@ YAML
 run compress --model "$MODEL" --recipe "$SCRATCH/mixed.yaml" -o "$SCRATCH/mixed.gguf"
 expect_rc 2
 expect_err_has "either scheme (compressed-tensors) or gguf"
-mkdir "$SCRATCH/qwen"
-cp "$MODEL"/* "$SCRATCH/qwen/"
-python3 - "$SCRATCH/qwen/config.json" <<'PY'
+mkdir "$SCRATCH/window"
+cp "$MODEL"/* "$SCRATCH/window/"
+python3 - "$SCRATCH/window/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c["architectures"], c["model_type"] = ["Qwen2ForCausalLM"], "qwen2"
+c["architectures"], c["model_type"], c["sliding_window"] = ["MistralForCausalLM"], "mistral", 64
 json.dump(c, open(sys.argv[1], "w"))
 PY
-run compress --model "$SCRATCH/qwen" --recipe q4_k_m -o "$SCRATCH/qwen.gguf"
+run compress --model "$SCRATCH/window" --recipe q4_k_m -o "$SCRATCH/window.gguf"
 expect_rc 2
-expect_err_has "GGUF export writes llama.cpp's llama architecture"
-[ ! -e "$SCRATCH/qwen.gguf" ] || fail "wrote qwen.gguf"
+expect_err_has "GGUF export writes llama.cpp's llama, qwen2 and qwen3 architectures"
+[ ! -e "$SCRATCH/window.gguf" ] || fail "wrote window.gguf"
+# Qwen2 (q/k/v biases) and Qwen3 (per-head q/k norms): the oracle models with the oracle
+# tokenizer, written as llama.cpp's qwen2 / qwen3 files, run back within Q8_0's rounding of the
+# folders (conformance.gguf_llama_cpp checks them against llama.cpp).
+for oracle in qwen2-bias qwen3-qknorm; do
+  mkdir "$SCRATCH/$oracle"
+  cp "$OPTKIT_SOURCE_DIR/testdata/models/oracle/$oracle/"{config.json,model.safetensors} "$SCRATCH/$oracle/"
+  cp "$OPTKIT_SOURCE_DIR/testdata/models/oracle/gemma2-softcap/"{tokenizer.json,tokenizer_config.json} "$SCRATCH/$oracle/"
+  run --quiet compress --model "$SCRATCH/$oracle" --recipe q8_0 -o "$SCRATCH/$oracle.gguf"
+  expect_rc 0
+  run --quiet eval perplexity --model "$SCRATCH/$oracle.gguf" --kl-base "$SCRATCH/$oracle" \
+    --data "$CORPORA/english.heldout.txt" --ctx 64 --max-windows 4 --format json
+  expect_rc 0
+  python3 - "$OUT" <<'PY' || fail "$oracle as GGUF against its folder: $OUT"
+import json, sys
+k = json.loads(sys.argv[1])["kl"]
+assert k["kl_mean"] < 1e-3 and k["top1_agreement"] > 0.9, k
+PY
+done
 # An importance matrix from a llama-imatrix file (written here from the format's definition:
 # general.type imatrix, <weight>.in_sum2 F32 [columns] and <weight>.counts F32 [1]), its dataset
 # recorded; the wrong pairings of flags refused.

@@ -1,10 +1,10 @@
 // One GGUF file optkit wrote, read by node-llama-cpp (its own GGUF metadata reader, then
 // llama.cpp's loader and CPU kernels) and compared with what optkit's runtime made of the same file
 // (tests/conformance/gguf_greedy.cpp's JSON lines):
-//   - metadata: architecture llama, the file type, and every tensor's ggml type and bytes as
-//     llama-quantize writes them for the same model (testdata/golden/gguf_llama_quantize.json:
-//     SHA-256; a file with an importance matrix against llama-quantize's with the same matrix,
-//     "<type> imatrix"; but rope_freqs, computed: optkit writes llama.cpp's converter's values, and
+//   - metadata: the architecture, the file type, and every tensor's ggml type and bytes as
+//     llama-quantize writes them for the same model (testdata/golden/gguf_llama_quantize*.json:
+//     the architecture and each tensor's SHA-256; a file with an importance matrix against
+//     llama-quantize's with the same matrix, "<type> imatrix"; but rope_freqs, computed: optkit writes llama.cpp's converter's values, and
 //     the golden file was made through ../shared/tools/to_gguf.py, whose float64 arithmetic gives
 //     two of them one ulp off);
 //   - tokenization: llama.cpp's token ids for each prompt equal optkit's (BOS added by both);
@@ -34,11 +34,13 @@ const fail = (what) => { console.error(`FAIL ${name}: ${what}`); failures++; };
 
 // Metadata and tensor types, by node-llama-cpp's own GGUF reader.
 const info = await readGgufFileInfo(gguf);
-if (info.metadata.general.architecture !== 'llama') fail(`architecture ${info.metadata.general.architecture}`);
+const goldenFile = JSON.parse(fs.readFileSync(goldenPath, 'utf8'));
+if (info.metadata.general.architecture !== goldenFile.architecture)
+  fail(`architecture ${info.metadata.general.architecture}, llama.cpp's converter writes ${goldenFile.architecture}`);
 const fileType = fileTypes[info.metadata.general.file_type];
 const calibrated = info.metadata.quantize?.imatrix !== undefined;
 const goldenName = calibrated ? `${fileType} imatrix` : fileType;
-const golden = JSON.parse(fs.readFileSync(goldenPath, 'utf8')).file_types[goldenName];
+const golden = goldenFile.file_types[goldenName];
 if (!golden) fail(`${goldenName} has no golden tensors`);
 const types = Object.fromEntries(info.tensorInfo.map((t) => [t.name, ggmlTypes[t.ggmlType] ?? `type ${t.ggmlType}`]));
 for (const [tensor, expected] of Object.entries(golden ?? {}))

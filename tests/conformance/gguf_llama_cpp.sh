@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # optkit's GGUF export against llama.cpp itself (node-llama-cpp's prebuilt binaries): tiny-base
-# written as Q4_K_M with an importance matrix (testdata/golden/tiny-base.imatrix.gguf), Q5_K_M,
-# Q6_K and Q8_0 must load in llama.cpp with the tensor types and bytes llama-quantize gives the
-# same model (with the same matrix), tokenize as optkit does, and score and continue text as
-# optkit's runtime does on the same file. (tests/cli/test_cli_gguf.sh covers --calib.)
+# (llama) written as Q4_K_M with an importance matrix (testdata/golden/tiny-base.imatrix.gguf),
+# Q5_K_M, Q6_K and Q8_0, and the random-weight oracle models qwen2-bias (qwen2: q/k/v biases) and
+# qwen3-qknorm (qwen3: per-head q/k norms, head_dim 24) in the four types without one, must load in
+# llama.cpp as their architecture with the tensor types and bytes llama-quantize gives the same
+# model (with the same matrix), tokenize as optkit does, and score and continue text as optkit's
+# runtime does on the same file. (tests/cli/test_cli_gguf.sh covers --calib.)
 #   gguf_llama_cpp.sh OPTKIT GGUF_GREEDY NODE_MODULES_DIR TESTDATA_DIR
 set -euo pipefail
 optkit=$1 greedy=$2 modules=$3 testdata=$4
@@ -23,11 +25,25 @@ for name, take in (("english.heldout.txt", 3), ("code.heldout.txt", 2)):
 print(json.dumps("Unicode: naïve café — “quotes”, 数字 123456 and tabs\tend."))
 PY
 
-for recipe in q4_k_m q5_k_m q6_k q8_0; do
-  calib=()
-  [ "$recipe" = q4_k_m ] && calib=(--imatrix "$testdata/golden/tiny-base.imatrix.gguf")
-  "$optkit" --quiet compress --model "$model" --recipe "$recipe" "${calib[@]}" -o "$work/$recipe.gguf" >/dev/null
-  "$greedy" "$work/$recipe.gguf" "$work/prompts.jsonl" 16 >"$work/$recipe.optkit.jsonl"
-  node "$(dirname "$0")/gguf_llama_cpp.mjs" "$modules" "$work/$recipe.gguf" "$work/$recipe.optkit.jsonl" \
-    "$testdata/golden/gguf_llama_quantize.json"
+# check MODEL_DIR GOLDEN RECIPE [FLAGS...]: MODEL_DIR as RECIPE, in optkit and in llama.cpp.
+check() {
+  local model=$1 golden=$2 recipe=$3 out
+  out="$work/$(basename "$model")-$recipe"
+  "$optkit" --quiet compress --model "$model" --recipe "$recipe" "${@:4}" -o "$out.gguf" >/dev/null
+  "$greedy" "$out.gguf" "$work/prompts.jsonl" 16 >"$out.optkit.jsonl"
+  node "$(dirname "$0")/gguf_llama_cpp.mjs" "$modules" "$out.gguf" "$out.optkit.jsonl" "$golden"
+}
+
+check "$model" "$testdata/golden/gguf_llama_quantize.json" q4_k_m --imatrix "$testdata/golden/tiny-base.imatrix.gguf"
+for recipe in q5_k_m q6_k q8_0; do
+  check "$model" "$testdata/golden/gguf_llama_quantize.json" "$recipe"
+done
+# The Qwen oracles with the oracle models' byte-level tokenizer (256 bytes and <bos>).
+for oracle in qwen2-bias qwen3-qknorm; do
+  mkdir "$work/$oracle"
+  cp "$testdata/models/oracle/$oracle/"{config.json,model.safetensors} "$work/$oracle/"
+  cp "$testdata/models/oracle/gemma2-softcap/"{tokenizer.json,tokenizer_config.json} "$work/$oracle/"
+  for recipe in q4_k_m q5_k_m q6_k q8_0; do
+    check "$work/$oracle" "$testdata/golden/gguf_llama_quantize.$oracle.json" "$recipe"
+  done
 done
