@@ -28,7 +28,7 @@ GgmlType
 type_of(GgufFileType file_type, const std::string& name, std::int64_t layers, std::int64_t cols, bool tied = false) {
   const auto place = compress::gguf_tensor_place(name);
   REQUIRE(place.has_value());
-  return compress::gguf_tensor_type(file_type, *place, layers, cols, tied);
+  return compress::gguf_tensor_type(file_type, *place, {layers, tied}, cols);
 }
 
 } // namespace
@@ -47,6 +47,24 @@ TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in the layers use_more_bits pic
   CHECK(type_of(GgufFileType::q5_k_m, "blk.31.ffn_down.weight", 32, 4096) == GgmlType::q6_k);
   CHECK(type_of(GgufFileType::q6_k, "blk.7.attn_q.weight", 32, 4096) == GgmlType::q6_k);
   CHECK(type_of(GgufFileType::q8_0, "blk.0.ffn_down.weight", 32, 4096) == GgmlType::q8_0);
+}
+
+TEST_CASE("a 70B model's attn_v takes Q5_K where Q4_K_M gives Q4_K, as llama-quantize's LLM_TYPE_70B rule") {
+  CHECK(compress::gguf_size_70b("llama", 80, 64, 8));        // Llama 3.1 70B
+  CHECK_FALSE(compress::gguf_size_70b("llama", 80, 64, 64)); // Llama 1 65B: no GQA
+  CHECK(compress::gguf_size_70b("qwen2", 80, 64, 8));        // Qwen2.5 72B
+  CHECK_FALSE(compress::gguf_size_70b("qwen3", 80, 64, 8));
+  CHECK_FALSE(compress::gguf_size_70b("llama", 32, 32, 8));
+  const auto v = [](GgufFileType type, std::int64_t layer, const char* module = "attn_v") {
+    const auto place = compress::gguf_tensor_place(fmt::format("blk.{}.{}.weight", layer, module));
+    REQUIRE(place.has_value());
+    return compress::gguf_tensor_type(type, *place, {80, false, true}, 8192);
+  };
+  CHECK(v(GgufFileType::q4_k_m, 20) == GgmlType::q5_k); // use_more_bits(20, 80) is false
+  CHECK(v(GgufFileType::q4_k_m, 21) == GgmlType::q6_k); // ... and true: Q6_K stays
+  CHECK(v(GgufFileType::q4_k_m, 20, "attn_q") == GgmlType::q4_k);
+  CHECK(v(GgufFileType::q5_k_m, 20) == GgmlType::q5_k);
+  CHECK(v(GgufFileType::q8_0, 20) == GgmlType::q8_0);
 }
 
 TEST_CASE("the output takes Q6_K, the embedding too when tied; rows of other widths fall back") {

@@ -64,6 +64,8 @@ std::vector<PlannedTensor>
 plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config, const model::WeightStore& store) {
   const bool tied = config.tie_word_embeddings || !store.find("lm_head.weight").info;
   const auto arch = gguf_architecture(config);
+  const GgufMixtureModel mixture{config.num_layers, tied,
+                                 gguf_size_70b(arch, config.num_layers, config.num_heads, config.num_kv_heads)};
   std::vector<PlannedTensor> plan;
   for (const auto& hf : source_tensor_names(config, store)) {
     PlannedTensor t;
@@ -75,7 +77,7 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
     t.vector = shape.size() == 1;
     t.rope_permuted = model::gguf_rope_permuted(arch, hf);
     if (const auto place = gguf_tensor_place(t.gguf)) {
-      t.type = gguf_tensor_type(options.file_type, *place, config.num_layers, t.cols, tied);
+      t.type = gguf_tensor_type(options.file_type, *place, mixture, t.cols);
       const auto module = hf.substr(0, hf.size() - std::string(".weight").size());
       if (options.importance)
         if (const auto it = options.importance->weights.find(module); it != options.importance->weights.end())

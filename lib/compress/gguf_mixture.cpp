@@ -82,20 +82,28 @@ gguf_tensor_place(const std::string& gguf_name) {
   return std::nullopt;
 }
 
+bool
+gguf_size_70b(std::string_view architecture, std::int64_t layers, std::int64_t heads, std::int64_t kv_heads) {
+  return layers == 80 && ((architecture == "llama" && heads != kv_heads) || architecture == "qwen2");
+}
+
 GgmlType
-gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, std::int64_t layers, std::int64_t row_values,
-                 bool tied) {
+gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, const GgufMixtureModel& model,
+                 std::int64_t row_values) {
   const GgmlType base = base_type(file_type);
   const bool k_mixture = file_type == GgufFileType::q4_k_m || file_type == GgufFileType::q5_k_m;
-  if (place.role == GgufTensorRole::output || (tied && place.role == GgufTensorRole::token_embd)) {
+  if (place.role == GgufTensorRole::output || (model.tied && place.role == GgufTensorRole::token_embd)) {
     if (row_values % model::ggml_block_values(base) != 0)
       return fallback_for_row(GgmlType::q8_0, row_values);
     return base == GgmlType::q8_0 ? GgmlType::q8_0 : GgmlType::q6_k;
   }
   GgmlType type = base;
   if (k_mixture && (place.role == GgufTensorRole::attn_v || place.role == GgufTensorRole::ffn_down) &&
-      use_more_bits(place.layer, layers))
+      use_more_bits(place.layer, model.layers))
     type = GgmlType::q6_k;
+  // 70B: its 8 query heads per KV head make attn_v an eighth of attn_q, so more bits cost little.
+  if (model.size_70b && place.role == GgufTensorRole::attn_v && type == GgmlType::q4_k)
+    type = GgmlType::q5_k;
   return fallback_for_row(type, row_values);
 }
 

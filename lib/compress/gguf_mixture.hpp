@@ -2,7 +2,8 @@
 // llama_tensor_get_type for dense Llama-family models): Q8_0 and Q6_K everywhere; Q4_K_M and
 // Q5_K_M at Q4_K / Q5_K with Q6_K for attn_v and ffn_down in the first and last eighth of the
 // layers and every third layer between (use_more_bits); the output (or the embedding when tied)
-// at Q6_K. A row length that is not a whole number of 256-value super-blocks falls back as
+// at Q6_K; in a model llama.cpp types 70B, attn_v at Q5_K where the rules give Q4_K. A row length
+// that is not a whole number of 256-value super-blocks falls back as
 // llama-quantize does: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (the output straight to Q8_0),
 // F16 when not even 32 divides it.
 #pragma once
@@ -29,9 +30,19 @@ struct GgufTensorPlace {
 };
 std::optional<GgufTensorPlace> gguf_tensor_place(const std::string& gguf_name);
 
-// The ggml type of a tensor of `row_values` values a row. `tied`: the embedding is also the
-// output (it then takes the output's type).
-model::GgmlType gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, std::int64_t layers,
-                                 std::int64_t row_values, bool tied);
+// What the mixture rules read of the model as a whole.
+struct GgufMixtureModel {
+  std::int64_t layers = 0;
+  bool tied = false;     // the embedding is also the output (it then takes the output's type)
+  bool size_70b = false; // llama.cpp's LLM_TYPE_70B (gguf_size_70b)
+};
+
+// llama.cpp's LLM_TYPE_70B, the one model size its mixture rules name: 80 layers in the llama
+// architecture with grouped-query attention (Llama 2 / 3 70B) or in qwen2 (Qwen2 72B).
+bool gguf_size_70b(std::string_view architecture, std::int64_t layers, std::int64_t heads, std::int64_t kv_heads);
+
+// The ggml type of a tensor of `row_values` values a row.
+model::GgmlType gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, const GgufMixtureModel& model,
+                                 std::int64_t row_values);
 
 } // namespace optkit::compress
