@@ -190,6 +190,17 @@ TEST_CASE("HF and GGUF tensor names map both ways") {
   CHECK(model::gguf_tensor_name("model.layers.0.self_attn.q_proj.bias") == "blk.0.attn_q.bias");
 }
 
+TEST_CASE("tokenizer.ggml.pre names the split regexes llama.cpp knows, both ways, and no other") {
+  for (const char* name : {"llama-bpe", "qwen2", "gpt-2", "tekken", "gpt-4o"}) {
+    const auto regex = model::gguf_pre_tokenizer_regex(name);
+    REQUIRE(regex.has_value());
+    CHECK(model::gguf_pre_tokenizer_name(*regex) == name);
+  }
+  CHECK(model::gguf_pre_tokenizer_regex("llama3") == model::gguf_pre_tokenizer_regex("llama-bpe"));
+  CHECK_FALSE(model::gguf_pre_tokenizer_name(R"(\p{N}{1,3})").has_value()); // DeepSeek V3's first of three splits
+  CHECK_FALSE(model::gguf_pre_tokenizer_regex("deepseek-v3").has_value());
+}
+
 TEST_CASE("Q/K rows: within a head, HF row p·hd/2 + i becomes row 2i + p") {
   // head_dim 8: HF rows 0..3 are the first halves of the pairs, 4..7 the second halves.
   const std::int64_t expected[8] = {0, 2, 4, 6, 1, 3, 5, 7};

@@ -42,11 +42,15 @@ collect_split_regexes(const nlohmann::json& pre, std::vector<std::string>& out) 
   }
 }
 
-std::string
+// tokenizer.ggml.pre for the tokenizer's split: llama.cpp's name for its one regex, "default" for
+// none; nullopt for a split llama.cpp has no name for (it would split the text otherwise).
+std::optional<std::string>
 pre_tokenizer_name(const nlohmann::json& tokenizer) {
   std::vector<std::string> regexes;
   collect_split_regexes(tokenizer.value("pre_tokenizer", nlohmann::json()), regexes);
-  return regexes.size() == 1 ? model::gguf_pre_tokenizer_name(regexes[0]) : "default";
+  if (regexes.empty())
+    return "default";
+  return regexes.size() == 1 ? model::gguf_pre_tokenizer_name(regexes[0]) : std::nullopt;
 }
 
 nlohmann::json
@@ -118,6 +122,10 @@ check_gguf_exportable(const std::filesystem::path& model_dir, const model::Model
     throw InputError(fmt::format("{}: GGUF export writes byte-level BPE tokenizers (Llama 3, Qwen, GPT-2 style); "
                                  "tokenizer.json has a {} model",
                                  (model_dir / "tokenizer.json").string(), m.value("type", "?")));
+  if (!pre_tokenizer_name(tokenizer))
+    throw InputError(fmt::format("{}: the pre-tokenizer's split is none llama.cpp names (llama-bpe, qwen2, gpt-2, "
+                                 "tekken, gpt-4o): llama.cpp would cut the text otherwise and read other tokens",
+                                 (model_dir / "tokenizer.json").string()));
 }
 
 std::vector<float>
@@ -216,7 +224,7 @@ add_tokenizer_metadata(model::GgufWriter& writer, const std::filesystem::path& m
   for (const auto& merge : bpe.value("merges", nlohmann::json::array()))
     merges.push_back(merge_text(merge));
   writer.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
-  writer.set("tokenizer.ggml.pre", GgufValue::string(pre_tokenizer_name(tokenizer)));
+  writer.set("tokenizer.ggml.pre", GgufValue::string(pre_tokenizer_name(tokenizer).value()));
   writer.set("tokenizer.ggml.tokens", GgufValue::strings(std::move(tokens)));
   writer.set("tokenizer.ggml.token_type", GgufValue::i32s(std::move(types)));
   writer.set("tokenizer.ggml.merges", GgufValue::strings(std::move(merges)));

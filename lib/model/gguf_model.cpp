@@ -15,12 +15,18 @@ namespace optkit::model {
 
 namespace {
 
-constexpr std::array<std::pair<const char*, const char*>, 3> kPreTokenizers = {{
+// llama.cpp's names for the split regexes of the byte-level BPE tokenizers it runs (tekken:
+// Mistral Nemo; gpt-4o: Phi-4-mini and others), each regex as the tokenizer.json carries it.
+constexpr std::array<std::pair<const char*, const char*>, 5> kPreTokenizers = {{
     {"llama-bpe",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
     {"qwen2",
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
     {"gpt-2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"},
+    {"tekken",
+     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"gpt-4o",
+     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
 }};
 
 // The llama.cpp architectures optkit runs, and the Hugging Face class each reads as.
@@ -142,12 +148,12 @@ is_gguf_model(const std::filesystem::path& path) {
   return std::filesystem::is_regular_file(path) && is_gguf_file(path);
 }
 
-std::string
+std::optional<std::string>
 gguf_pre_tokenizer_name(const std::string& split_regex) {
   for (const auto& [name, regex] : kPreTokenizers)
     if (split_regex == regex)
       return name;
-  return "default";
+  return std::nullopt;
 }
 
 std::optional<std::string>
@@ -225,7 +231,7 @@ gguf_tokenizer_json(const GgufFile& file) {
   const auto regex = gguf_pre_tokenizer_regex(pre);
   if (!regex)
     throw InputError(fmt::format("{}: tokenizer.ggml.pre {} is not a pre-tokenizer optkit knows (llama-bpe, qwen2, "
-                                 "gpt-2, default)",
+                                 "gpt-2, tekken, gpt-4o, default)",
                                  source, pre));
   const auto& tokens = array_value(file, "tokenizer.ggml.tokens");
   const auto types = file.find("tokenizer.ggml.token_type") ? array_value(file, "tokenizer.ggml.token_type", false)

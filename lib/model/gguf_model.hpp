@@ -22,9 +22,9 @@ bool is_gguf_model(const std::filesystem::path& path);
 ModelConfig gguf_model_config(const GgufFile& file);
 // The tokenizer.json text of the file's vocabulary.
 std::string gguf_tokenizer_json(const GgufFile& file);
-// tokenizer.ggml.pre: the name llama.cpp gives a pre-tokenizer split regex ("default" for one it
+// tokenizer.ggml.pre: the name llama.cpp gives a pre-tokenizer split regex (nullopt for one it
 // does not name), and the regex a name stands for.
-std::string gguf_pre_tokenizer_name(const std::string& split_regex);
+std::optional<std::string> gguf_pre_tokenizer_name(const std::string& split_regex);
 std::optional<std::string> gguf_pre_tokenizer_regex(const std::string& name);
 
 // tokenizer.ggml.token_type values.

@@ -86,6 +86,20 @@ run compress --model "$SCRATCH/window" --recipe q4_k_m -o "$SCRATCH/window.gguf"
 expect_rc 2
 expect_err_has "GGUF export writes llama.cpp's llama, qwen2 and qwen3 architectures"
 [ ! -e "$SCRATCH/window.gguf" ] || fail "wrote window.gguf"
+# A split regex llama.cpp has no name for: refused, as llama.cpp would read other tokens.
+mkdir "$SCRATCH/split"
+cp "$MODEL"/* "$SCRATCH/split/"
+python3 - "$SCRATCH/split/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+split = [p for p in t["pre_tokenizer"]["pretokenizers"] if p["type"] == "Split"][0]
+split["pattern"]["Regex"] = split["pattern"]["Regex"].replace("\\p{N}{1,3}", "\\p{N}{1,4}")
+json.dump(t, open(sys.argv[1], "w"))
+PY
+run compress --model "$SCRATCH/split" --recipe q8_0 -o "$SCRATCH/split.gguf"
+expect_rc 2
+expect_err_has "the pre-tokenizer's split is none llama.cpp names"
+[ ! -e "$SCRATCH/split.gguf" ] || fail "wrote split.gguf"
 # Qwen2 (q/k/v biases) and Qwen3 (per-head q/k norms): the oracle models with the oracle
 # tokenizer, written as llama.cpp's qwen2 / qwen3 files, run back within Q8_0's rounding of the
 # folders (conformance.gguf_llama_cpp checks them against llama.cpp).
