@@ -49,6 +49,21 @@ TEST_CASE("Q4_K_M gives attn_v and ffn_down Q6_K in the layers use_more_bits pic
   CHECK(type_of(GgufFileType::q8_0, "blk.0.ffn_down.weight", 32, 4096) == GgmlType::q8_0);
 }
 
+TEST_CASE("Q4_K_S: Q5_K for attn_v in the first 4 layers and ffn_down in the first eighth; Q5_K_S: Q5_K") {
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.3.attn_v.weight", 32, 4096) == GgmlType::q5_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.4.attn_v.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.3.ffn_down.weight", 32, 4096) == GgmlType::q5_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.4.ffn_down.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.0.attn_q.weight", 32, 4096) == GgmlType::q4_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "output.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(type_of(GgufFileType::q4_k_s, "blk.0.attn_v.weight", 4, 192) == GgmlType::q5_1); // Q5_K's fallback
+  CHECK(type_of(GgufFileType::q5_k_s, "blk.0.ffn_down.weight", 32, 4096) == GgmlType::q5_k);
+  CHECK(type_of(GgufFileType::q5_k_s, "blk.31.attn_v.weight", 32, 4096) == GgmlType::q5_k);
+  CHECK(type_of(GgufFileType::q5_k_s, "output.weight", 32, 4096) == GgmlType::q6_k);
+  CHECK(model::parse_gguf_file_type("Q4_K_S") == GgufFileType::q4_k_s);
+  CHECK(static_cast<std::uint32_t>(GgufFileType::q5_k_s) == 16);
+}
+
 TEST_CASE("a 70B model's attn_v takes Q5_K where Q4_K_M gives Q4_K, as llama-quantize's LLM_TYPE_70B rule") {
   CHECK(compress::gguf_size_70b("llama", 80, 64, 8));        // Llama 3.1 70B
   CHECK_FALSE(compress::gguf_size_70b("llama", 80, 64, 64)); // Llama 1 65B: no GQA

@@ -37,6 +37,9 @@ namespace optkit::compress {
 
 namespace {
 
+// The bundled GGUF recipes, as the flags that take only those name them.
+constexpr const char* kGgufRecipes = "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q6_k, q8_0";
+
 void
 check_same_architecture(const std::filesystem::path& base, const std::filesystem::path& finetuned) {
   const auto b = model::load_model_config(base), f = model::load_model_config(finetuned);
@@ -183,16 +186,15 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
       log::warn("{}", note);
   if (options.imatrix && (!recipe.gguf || options.calib))
     throw InputError(options.calib ? "--imatrix and --calib both give the importance matrix: pass one"
-                                   : fmt::format("--imatrix applies to GGUF recipes (q4_k_m, q5_k_m, q6_k, q8_0), not "
-                                                 "--recipe {}",
-                                                 recipe.name));
+                                   : fmt::format("--imatrix applies to GGUF recipes ({}), not --recipe {}",
+                                                 kGgufRecipes, recipe.name));
   if (options.imatrix) // a bad file fails here, exit 2
     check_importance_matrix_fits(read_importance_matrix(*options.imatrix), options.model, *options.imatrix);
   if (options.imatrix_out) {
     if (!recipe.gguf || !options.calib)
       throw InputError(fmt::format("--imatrix-out {}: the importance matrix comes from --calib with a GGUF recipe "
-                                   "(q4_k_m, q5_k_m, q6_k, q8_0); pass both",
-                                   options.imatrix_out->string()));
+                                   "({}); pass both",
+                                   options.imatrix_out->string(), kGgufRecipes));
     if (std::filesystem::absolute(*options.imatrix_out).lexically_normal() ==
         std::filesystem::absolute(options.output).lexically_normal())
       throw InputError(

@@ -20,8 +20,10 @@ base_type(GgufFileType type) {
   case GgufFileType::q6_k:
     return GgmlType::q6_k;
   case GgufFileType::q5_k_m:
+  case GgufFileType::q5_k_s:
     return GgmlType::q5_k;
   case GgufFileType::q4_k_m:
+  case GgufFileType::q4_k_s:
     return GgmlType::q4_k;
   }
   throw std::logic_error("gguf_mixture: unknown file type");
@@ -101,6 +103,10 @@ gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, const Ggu
   if (k_mixture && (place.role == GgufTensorRole::attn_v || place.role == GgufTensorRole::ffn_down) &&
       use_more_bits(place.layer, model.layers))
     type = GgmlType::q6_k;
+  // Q4_K_S: Q5_K for attn_v in the first 4 layers and ffn_down in the first eighth.
+  if (file_type == GgufFileType::q4_k_s && ((place.role == GgufTensorRole::attn_v && place.layer < 4) ||
+                                            (place.role == GgufTensorRole::ffn_down && place.layer < model.layers / 8)))
+    type = GgmlType::q5_k;
   // 70B: its 8 query heads per KV head make attn_v an eighth of attn_q, so more bits cost little.
   if (model.size_70b && place.role == GgufTensorRole::attn_v && type == GgmlType::q4_k)
     type = GgmlType::q5_k;

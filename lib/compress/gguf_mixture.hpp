@@ -1,11 +1,12 @@
 // llama.cpp's k-quant file types and the ggml type each tensor gets in them (llama-quantize's
-// llama_tensor_get_type for dense Llama-family models): Q8_0 and Q6_K everywhere; Q4_K_M and
-// Q5_K_M at Q4_K / Q5_K with Q6_K for attn_v and ffn_down in the first and last eighth of the
-// layers and every third layer between (use_more_bits); the output (or the embedding when tied)
-// at Q6_K; in a model llama.cpp types 70B, attn_v at Q5_K where the rules give Q4_K. A row length
-// that is not a whole number of 256-value super-blocks falls back as
-// llama-quantize does: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (the output straight to Q8_0),
-// F16 when not even 32 divides it.
+// llama_tensor_get_type for dense llama / qwen2 / qwen3 models): Q8_0 and Q6_K everywhere; Q4_K_M
+// and Q5_K_M at Q4_K / Q5_K with Q6_K for attn_v and ffn_down in the first and last eighth of the
+// layers and every third layer between (use_more_bits); Q5_K_S at Q5_K; Q4_K_S at Q4_K with Q5_K
+// for attn_v in the first 4 layers and ffn_down in the first eighth; the output (or the embedding
+// when tied) at Q6_K; in a model llama.cpp types 70B, attn_v at Q5_K where the rules give Q4_K. A
+// row length that is not a whole number of 256-value super-blocks falls back as llama-quantize
+// does: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (the output straight to Q8_0), F16 when not even 32
+// divides it.
 #pragma once
 
 #include "model/ggml_types.hpp"

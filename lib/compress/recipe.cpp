@@ -100,7 +100,7 @@ recipe_schema() {
                        Type::string,
                        true,
                        "llama.cpp's file type (llama-quantize's name)",
-                       {"Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"}}}};
+                       {"Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S"}}}};
     Schema awq{
         "awq",
         {bounded_field("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2,

@@ -33,7 +33,7 @@ std::optional<GgmlType> ggml_type_from_id(std::uint32_t id);
 bool ggml_is_quantized(GgmlType type);
 
 // llama.cpp's file types optkit writes, by their general.file_type ids (llama_ftype).
-enum class GgufFileType : std::uint32_t { q8_0 = 7, q4_k_m = 15, q5_k_m = 17, q6_k = 18 };
+enum class GgufFileType : std::uint32_t { q8_0 = 7, q4_k_s = 14, q4_k_m = 15, q5_k_s = 16, q5_k_m = 17, q6_k = 18 };
 
 // "Q4_K_M" → q4_k_m; nullopt for another name.
 std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);

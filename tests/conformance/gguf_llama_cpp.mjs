@@ -23,7 +23,7 @@ import path from 'node:path';
 const [modules, gguf, optkitLines, goldenPath] = process.argv.slice(2);
 const {getLlama, readGgufFileInfo, LlamaLogLevel} = await import(path.join(modules, 'node-llama-cpp', 'dist', 'index.js'));
 const kMeanTolerance = 0.03, kTokenTolerance = 0.5, kNearTie = 0.1;
-const fileTypes = {7: 'Q8_0', 15: 'Q4_K_M', 17: 'Q5_K_M', 18: 'Q6_K'};
+const fileTypes = {7: 'Q8_0', 14: 'Q4_K_S', 15: 'Q4_K_M', 16: 'Q5_K_S', 17: 'Q5_K_M', 18: 'Q6_K'};
 const ggmlTypes = {0: 'F32', 1: 'F16', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 30: 'BF16'};
 // [values, bytes] of a block of each type (ggml-common.h).
 const blocks = {F32: [1, 4], F16: [1, 2], BF16: [1, 2], Q5_0: [32, 22], Q5_1: [32, 24], Q8_0: [32, 34],

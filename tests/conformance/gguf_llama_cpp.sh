@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # optkit's GGUF export against llama.cpp itself (node-llama-cpp's prebuilt binaries): tiny-base
 # (llama) written as Q4_K_M with an importance matrix (testdata/golden/tiny-base.imatrix.gguf),
-# Q5_K_M, Q6_K and Q8_0, and the random-weight oracle models qwen2-bias (qwen2: q/k/v biases) and
+# Q4_K_S, Q5_K_M, Q5_K_S, Q6_K and Q8_0, and the random-weight oracle models qwen2-bias (qwen2: q/k/v biases) and
 # qwen3-qknorm (qwen3: per-head q/k norms, head_dim 24) in the four types without one, must load in
 # llama.cpp as their architecture with the tensor types and bytes llama-quantize gives the same
 # model (with the same matrix), tokenize as optkit does, and score and continue text as optkit's
@@ -35,7 +35,7 @@ check() {
 }
 
 check "$model" "$testdata/golden/gguf_llama_quantize.json" q4_k_m --imatrix "$testdata/golden/tiny-base.imatrix.gguf"
-for recipe in q5_k_m q6_k q8_0; do
+for recipe in q4_k_s q5_k_m q5_k_s q6_k q8_0; do
   check "$model" "$testdata/golden/gguf_llama_quantize.json" "$recipe"
 done
 # The Qwen oracles with the oracle models' byte-level tokenizer (256 bytes and <bos>).
