@@ -263,10 +263,15 @@ trial_tasks(const CompressOptions& options, const TrialPlan& t, const std::files
                     {"spill_calibration_states", t.spill},
                     {"all_experts", options.all_experts},
                     {"output", (staged / fmt::format("trial-{}", i)).string()}};
-    if (options.calib)
+    // The files as the worker opens them, and as given (a GGUF records them so, as llama.cpp's tools do).
+    if (options.calib) {
       task.payload["calib"] = std::filesystem::absolute(*options.calib).string();
-    if (options.imatrix)
+      task.payload["calib_as_given"] = options.calib->string();
+    }
+    if (options.imatrix) {
       task.payload["imatrix"] = std::filesystem::absolute(*options.imatrix).string();
+      task.payload["imatrix_as_given"] = options.imatrix->string();
+    }
     if (options.imatrix_out)
       task.payload["imatrix_out"] = true;
     if (options.base)

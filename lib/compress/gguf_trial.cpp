@@ -47,7 +47,7 @@ calibrate(const Recipe& recipe, const nlohmann::json& p, const std::filesystem::
   out.matrix =
       collect_importance_matrix(model_dir, calibration, p.at("threads").get<unsigned>(),
                                 runtime::parse_activation_precision(p.value("activations", "fp32"), "activations"));
-  out.matrix.dataset = calib.string();
+  out.matrix.dataset = p.value("calib_as_given", calib.string());
   out.report = calibration_report(calibration, calib, recipe.calibration.sampler, p.at("seed"));
   return out;
 }
@@ -69,6 +69,7 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
   } else if (p.contains("imatrix")) {
     const std::filesystem::path file = p.at("imatrix").get<std::string>();
     importance = CalibratedImportance{read_importance_matrix(file), nullptr};
+    importance->matrix.source = p.value("imatrix_as_given", file.string());
     importance->report = {{"imatrix", file.string()},
                           {"sha256", digest_file(file).sha256},
                           {"dataset", importance->matrix.dataset},

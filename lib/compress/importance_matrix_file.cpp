@@ -24,8 +24,9 @@ WeightImportance
 read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
   if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
       counts.element_count() != 1)
-    throw InputError(fmt::format("{}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
-                                 file.path().string(), sums.name, counts.name));
+    throw InputError(
+        fmt::format("--imatrix {}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
+                    file.path().string(), sums.name, counts.name));
   float count = 0;
   std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
   std::vector<float> in_sum2(static_cast<std::size_t>(sums.row_values()));

@@ -161,6 +161,17 @@ q = {c["check"]: c for c in json.loads(sys.argv[1])["checks"]}["quantization"]
 assert "importance matrix from unit-test text" in q["detail"], q
 PY
 cmp -s "$SCRATCH/imatrix.gguf" "$SCRATCH/base.gguf" && fail "the importance matrix changed nothing"
+# quantize.imatrix.file is the path as given, as llama-quantize records it.
+cd "$SCRATCH"
+run --quiet compress --model "$MODEL" --recipe q4_k_m --imatrix tiny.imatrix.gguf -o relative.gguf
+expect_rc 0
+cd - >/dev/null
+python3 - "$SCRATCH/relative.gguf" <<'PY' || fail "quantize.imatrix.file is not the path as given"
+import struct, sys
+name = b"tiny.imatrix.gguf"
+entry = b"quantize.imatrix.file" + struct.pack("<IQ", 8, len(name)) + name
+assert entry in open(sys.argv[1], "rb").read(4 << 20)
+PY
 # The same means in llama-imatrix's legacy imatrix.dat (values Σx²/count · ncall, written here from
 # its definition) quantize to the same tensors; an importance matrix of another shape is refused.
 python3 - "$SCRATCH/tiny.imatrix.dat" "$SCRATCH/other.imatrix.dat" <<'PY'
