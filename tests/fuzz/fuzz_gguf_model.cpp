@@ -1,7 +1,8 @@
 // libFuzzer target: a GGUF file given as a model — its header, metadata, the config and tokenizer
 // rebuilt from them, and every matrix loaded as the runtime loads it with its first and last rows
 // dequantized — must work or throw InputError, never crash or read outside the file, for any bytes.
-// Seeds: a one-layer random model written by optkit compress as Q8_0 and as Q4_K_M.
+// Seeds: one-layer random models written by optkit compress: llama as Q8_0 and as Q4_K_M, qwen2
+// (q/k/v biases) as Q4_K_M and qwen3 (q/k norms) as Q8_0.
 #include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
