@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string_view>
 
@@ -152,20 +151,12 @@ read_gguf_importance_matrix(const std::filesystem::path& path) {
   return out;
 }
 
-// Whether `path` starts with GGUF's magic (else it is read as a legacy file).
-bool
-is_gguf(const std::filesystem::path& path) {
-  char magic[4] = {};
-  std::ifstream in(path, std::ios::binary);
-  return in.read(magic, sizeof magic) && std::string_view(magic, sizeof magic) == "GGUF";
-}
-
 } // namespace
 
 ImportanceMatrix
 read_importance_matrix(const std::filesystem::path& path) {
   auto out =
-      is_gguf(path)
+      model::is_gguf_file(path) // GGUF's magic; anything else is read as a legacy imatrix.dat
           ? read_gguf_importance_matrix(path)
           : read_legacy_importance_matrix(path, read_input_file(path, "an importance matrix from llama-imatrix"));
   if (out.weights.empty())

@@ -14,7 +14,7 @@ namespace optkit::test {
 class ScratchDir {
 public:
   ScratchDir() {
-    // mkdtemp replaces the trailing XXXXXX with a unique suffix and creates the folder.
+    // mkdtemp overwrites the pattern's last six characters with a unique suffix and creates the folder.
     std::string pattern = (std::filesystem::temp_directory_path() / "optkit-test-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
