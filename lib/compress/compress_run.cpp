@@ -5,6 +5,7 @@
 #include "compress/checkpoint_writer.hpp"
 #include "compress/delta_writer.hpp"
 #include "compress/gguf_metadata.hpp"
+#include "compress/gguf_mixture.hpp"
 #include "compress/gguf_trial.hpp"
 #include "compress/importance_matrix.hpp"
 #include "compress/layerwise.hpp"
@@ -30,6 +31,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <malloc.h>
 #include <thread>
 
@@ -37,8 +39,11 @@ namespace optkit::compress {
 
 namespace {
 
-// The bundled GGUF recipes, as the flags that take only those name them.
-constexpr const char* kGgufRecipes = "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q6_k, q8_0";
+// The bundled GGUF recipes, as the flags that take only those name them: "q8_0, q6_k, ...".
+std::string
+gguf_recipe_names() {
+  return ascii_case(fmt::format("{}", fmt::join(gguf_file_type_names(), ", ")), false);
+}
 
 void
 check_same_architecture(const std::filesystem::path& base, const std::filesystem::path& finetuned) {
@@ -187,14 +192,14 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
   if (options.imatrix && (!recipe.gguf || options.calib))
     throw InputError(options.calib ? "--imatrix and --calib both give the importance matrix: pass one"
                                    : fmt::format("--imatrix applies to GGUF recipes ({}), not --recipe {}",
-                                                 kGgufRecipes, recipe.name));
+                                                 gguf_recipe_names(), recipe.name));
   if (options.imatrix) // a bad file fails here, exit 2
     check_importance_matrix_fits(read_importance_matrix(*options.imatrix), options.model, *options.imatrix);
   if (options.imatrix_out) {
     if (!recipe.gguf || !options.calib)
       throw InputError(fmt::format("--imatrix-out {}: the importance matrix comes from --calib with a GGUF recipe "
                                    "({}); pass both",
-                                   options.imatrix_out->string(), kGgufRecipes));
+                                   options.imatrix_out->string(), gguf_recipe_names()));
     if (std::filesystem::absolute(*options.imatrix_out).lexically_normal() ==
         std::filesystem::absolute(options.output).lexically_normal())
       throw InputError(

@@ -84,6 +84,14 @@ gguf_tensor_place(const std::string& gguf_name) {
   return std::nullopt;
 }
 
+std::vector<std::string>
+gguf_file_type_names() {
+  std::vector<std::string> names;
+  for (const auto type : model::kGgufFileTypes)
+    names.emplace_back(model::gguf_file_type_name(type));
+  return names;
+}
+
 bool
 gguf_size_70b(std::string_view architecture, std::int64_t layers, std::int64_t heads, std::int64_t kv_heads) {
   return layers == 80 && ((architecture == "llama" && heads != kv_heads) || architecture == "qwen2");

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace optkit::compress {
 
@@ -41,6 +42,10 @@ struct GgufMixtureModel {
 // llama.cpp's LLM_TYPE_70B, the one model size its mixture rules name: 80 layers in the llama
 // architecture with grouped-query attention (Llama 2 / 3 70B) or in qwen2 (Qwen2 72B).
 bool gguf_size_70b(std::string_view architecture, std::int64_t layers, std::int64_t heads, std::int64_t kv_heads);
+
+// Every file type's llama-quantize name (Q8_0, Q6_K, ...), in kGgufFileTypes' order; the bundled
+// GGUF recipes are these names in lower case.
+std::vector<std::string> gguf_file_type_names();
 
 // The ggml type of a tensor of `row_values` values a row.
 model::GgmlType gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, const GgufMixtureModel& model,

@@ -1,5 +1,6 @@
 #include "compress/recipe.hpp"
 
+#include "compress/gguf_mixture.hpp"
 #include "core/error.hpp"
 #include "core/resource_paths.hpp"
 #include "core/schema_fields.hpp"
@@ -96,11 +97,8 @@ recipe_schema() {
                     {field("strategy", Type::string, "one scale per tensor or per KV head (default tensor)",
                            {"tensor", "attn_head"})}};
     Schema gguf{"gguf",
-                {Field{"file_type",
-                       Type::string,
-                       true,
-                       "llama.cpp's file type (llama-quantize's name)",
-                       {"Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S"}}}};
+                {Field{"file_type", Type::string, true, "llama.cpp's file type (llama-quantize's name)",
+                       gguf_file_type_names()}}};
     Schema awq{
         "awq",
         {bounded_field("grid", Type::integer, "candidate ratios searched per input (llm-compressor's n_grid: 20)", 2,

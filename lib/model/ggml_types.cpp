@@ -120,8 +120,7 @@ constexpr std::array<std::pair<std::uint32_t, const char*>, 16> kFileTypeNames =
 
 std::optional<GgufFileType>
 parse_gguf_file_type(std::string_view name) {
-  for (const auto t : {GgufFileType::q8_0, GgufFileType::q4_k_s, GgufFileType::q4_k_m, GgufFileType::q5_k_s,
-                       GgufFileType::q5_k_m, GgufFileType::q6_k})
+  for (const auto t : kGgufFileTypes)
     if (gguf_file_type_name(t) == name)
       return t;
   return std::nullopt;

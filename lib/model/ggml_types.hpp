@@ -3,6 +3,7 @@
 // The quantizers themselves are in quant/ggml_blocks.hpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -34,6 +35,10 @@ bool ggml_is_quantized(GgmlType type);
 
 // llama.cpp's file types optkit writes, by their general.file_type ids (llama_ftype).
 enum class GgufFileType : std::uint32_t { q8_0 = 7, q4_k_s = 14, q4_k_m = 15, q5_k_s = 16, q5_k_m = 17, q6_k = 18 };
+// Every one of them, largest files first: the order recipes and messages list them in.
+inline constexpr std::array<GgufFileType, 6> kGgufFileTypes = {GgufFileType::q8_0,   GgufFileType::q6_k,
+                                                               GgufFileType::q5_k_m, GgufFileType::q5_k_s,
+                                                               GgufFileType::q4_k_m, GgufFileType::q4_k_s};
 
 // "Q4_K_M" → q4_k_m; nullopt for another name.
 std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
