@@ -1,7 +1,7 @@
 // llama-quantize's k-quant mixtures for dense Llama models: use_more_bits' layers (the reference's
 // 32-layer example), the output at Q6_K (Q8_0 when its rows are not whole super-blocks), the
-// 32-value fallbacks, tied embeddings; GGUF recipes' validation; rope_freqs as llama.cpp's converter
-// computes them.
+// 32-value fallbacks, tied embeddings; the 8-expert rules and stacked experts; GGUF recipes' validation; rope_freqs as
+// llama.cpp's converter computes them.
 #include "compress/gguf_metadata.hpp"
 #include "compress/gguf_mixture.hpp"
 #include "compress/recipe.hpp"
@@ -80,6 +80,31 @@ TEST_CASE("a 70B model's attn_v takes Q5_K where Q4_K_M gives Q4_K, as llama-qua
   CHECK(v(GgufFileType::q4_k_m, 20, "attn_q") == GgmlType::q4_k);
   CHECK(v(GgufFileType::q5_k_m, 20) == GgmlType::q5_k);
   CHECK(v(GgufFileType::q8_0, 20) == GgmlType::q8_0);
+}
+
+TEST_CASE("8 experts (Mixtral): attn_k and attn_v at Q8_0, attn_output at Q5_K in Q4_K_M and Q4_K_S; stacked "
+          "experts follow ffn_* rules; the router stays unquantized") {
+  const auto type = [](GgufFileType file_type, const char* name, std::int64_t experts) {
+    const auto place = compress::gguf_tensor_place(name);
+    REQUIRE(place.has_value());
+    return compress::gguf_tensor_type(file_type, *place, {32, false, false, experts}, 4096);
+  };
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_k.weight", 8) == GgmlType::q8_0);
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_v.weight", 8) == GgmlType::q8_0);
+  CHECK(type(GgufFileType::q6_k, "blk.7.attn_v.weight", 8) == GgmlType::q8_0);
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_output.weight", 8) == GgmlType::q5_k);
+  CHECK(type(GgufFileType::q4_k_s, "blk.7.attn_output.weight", 8) == GgmlType::q5_k);
+  CHECK(type(GgufFileType::q5_k_m, "blk.7.attn_output.weight", 8) == GgmlType::q5_k);
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_q.weight", 8) == GgmlType::q4_k);
+  // Other expert counts (Qwen3-30B-A3B's 128) keep the dense rules.
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_k.weight", 128) == GgmlType::q4_k);
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.attn_output.weight", 128) == GgmlType::q4_k);
+  // Stacked experts: ffn_down_exps takes ffn_down's use_more_bits layers.
+  CHECK(type(GgufFileType::q4_k_m, "blk.6.ffn_down_exps.weight", 8) == GgmlType::q6_k);
+  CHECK(type(GgufFileType::q4_k_m, "blk.7.ffn_down_exps.weight", 8) == GgmlType::q4_k);
+  CHECK(type(GgufFileType::q4_k_m, "blk.6.ffn_gate_exps.weight", 8) == GgmlType::q4_k);
+  CHECK(type(GgufFileType::q5_k_m, "blk.6.ffn_up_exps.weight", 8) == GgmlType::q5_k);
+  CHECK_FALSE(compress::gguf_tensor_place("blk.0.ffn_gate_inp.weight").has_value());
 }
 
 TEST_CASE("the output takes Q6_K, the embedding too when tied; rows of other widths fall back") {

@@ -172,6 +172,17 @@ check_input_models(const CompressOptions& options, bool delta) {
 }
 
 // --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
+// The model fits a GGUF, and an importance matrix (from --calib or --imatrix) can weigh its weights:
+// optkit's holds one statistic per linear input, not a mixture of experts' per-expert ones.
+void
+check_gguf_model(const CompressOptions& options, const model::ModelConfig& config) {
+  check_gguf_exportable(options.model, config);
+  if (config.num_experts > 0 && (options.calib || options.imatrix))
+    throw InputError(fmt::format("{}: optkit's importance matrix has no per-expert statistics for a mixture of "
+                                 "experts yet; write {} without one (drop the option)",
+                                 options.calib ? "--calib" : "--imatrix", options.model.string()));
+}
+
 Recipe
 load_checked_recipe(const CompressOptions& options, bool delta) {
   auto recipe = load_recipe(options.recipe);
@@ -185,7 +196,7 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
   if (recipe.gguf)
-    check_gguf_exportable(options.model, model::load_model_config(options.model));
+    check_gguf_model(options, model::load_model_config(options.model));
   else
     for (const auto& note : check_recipe_fits(recipe, options.model))
       log::warn("{}", note);

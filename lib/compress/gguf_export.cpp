@@ -4,6 +4,7 @@
 #include "core/thread_pool.hpp"
 #include "model/gguf_file.hpp"
 #include "model/gguf_names.hpp"
+#include "model/layer_tensors.hpp"
 #include "model/weight_store.hpp"
 #include "quant/ggml_blocks.hpp"
 
@@ -22,23 +23,49 @@ constexpr std::int64_t kBlockValues = std::int64_t{4} << 20; // values quantized
 
 // A tensor of the output: where its values come from and how it is stored.
 struct PlannedTensor {
-  std::string hf;   // source tensor (empty: rope_freqs, computed)
-  std::string gguf; // its GGUF name
-  std::int64_t rows = 1, cols = 0;
-  bool vector = false;         // 1-D (norms, rope_freqs): stored as F32
-  std::vector<float> computed; // rope_freqs' values (no source tensor)
+  std::vector<std::string> hf;     // source tensor; each expert's, stacked (ggml's third dimension); none: rope_freqs
+  std::string gguf;                // its GGUF name
+  std::int64_t rows = 1, cols = 0; // of one source
+  bool vector = false;             // 1-D (norms, rope_freqs): stored as F32
+  std::vector<float> computed;     // rope_freqs' values (no source tensor)
   GgmlType type = GgmlType::f32;
   bool rope_permuted = false;
-  const std::vector<float>* importance = nullptr; // one weight per column, or none
+  std::vector<const std::vector<float>*> importance; // per source: one weight per column, or none
 };
 
-// The HF tensors the GGUF holds, layer by layer (with q/k/v biases for qwen2, q/k norms for qwen3).
-std::vector<std::string>
-source_tensor_names(const model::ModelConfig& config, const model::WeightStore& store) {
-  std::vector<std::string> names = {"model.embed_tokens.weight"};
+// A GGUF tensor and the HF tensors it holds.
+struct SourceTensor {
+  std::string gguf;
+  std::vector<std::string> hf;
+};
+
+void
+add_source(std::vector<SourceTensor>& out, std::string hf) {
+  auto gguf = *model::gguf_tensor_name(hf);
+  out.push_back({std::move(gguf), {std::move(hf)}});
+}
+
+// A mixture-of-experts layer's router, then each projection's experts as one stacked tensor.
+void
+add_expert_sources(std::vector<SourceTensor>& out, const model::ModelConfig& config, std::int64_t layer) {
+  out.push_back({model::gguf_router_name(layer), {model::router_module(config, layer) + ".weight"}});
+  for (const auto p : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down}) {
+    SourceTensor stacked{model::gguf_experts_name(layer, p), {}};
+    for (std::int64_t e = 0; e < config.num_experts; ++e)
+      stacked.hf.push_back(model::expert_module(config, layer, e, p) + ".weight");
+    out.push_back(std::move(stacked));
+  }
+}
+
+// The GGUF's tensors, layer by layer (with q/k/v biases for qwen2, q/k norms for qwen3, a router
+// and stacked experts in a mixture of experts' layers).
+std::vector<SourceTensor>
+source_tensors(const model::ModelConfig& config, const model::WeightStore& store) {
+  std::vector<SourceTensor> out;
+  add_source(out, "model.embed_tokens.weight");
   for (std::int64_t l = 0; l < config.num_layers; ++l) {
     auto add = [&](const char* module, const char* suffix) {
-      names.push_back(fmt::format("model.layers.{}.{}.{}", l, module, suffix));
+      add_source(out, fmt::format("model.layers.{}.{}.{}", l, module, suffix));
     };
     add("input_layernorm", "weight");
     for (const char* projection : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}) {
@@ -50,14 +77,28 @@ source_tensor_names(const model::ModelConfig& config, const model::WeightStore& 
       add("self_attn.q_norm", "weight");
       add("self_attn.k_norm", "weight");
     }
-    for (const char* module :
-         {"self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+    add("self_attn.o_proj", "weight");
+    add("post_attention_layernorm", "weight");
+    if (config.is_moe_layer(l)) {
+      add_expert_sources(out, config, l);
+      continue;
+    }
+    for (const char* module : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
       add(module, "weight");
   }
-  names.push_back("model.norm.weight");
+  add_source(out, "model.norm.weight");
   if (!config.tie_word_embeddings && store.find("lm_head.weight").info)
-    names.push_back("lm_head.weight");
-  return names;
+    add_source(out, "lm_head.weight");
+  return out;
+}
+
+// The importance weights of an HF weight's module, or none.
+const std::vector<float>*
+module_importance(const GgufExportOptions& options, const std::string& hf) {
+  if (!options.importance)
+    return nullptr;
+  const auto it = options.importance->weights.find(hf.substr(0, hf.size() - std::string(".weight").size()));
+  return it == options.importance->weights.end() ? nullptr : &it->second.mean;
 }
 
 std::vector<PlannedTensor>
@@ -65,23 +106,22 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
   const bool tied = config.tie_word_embeddings || !store.find("lm_head.weight").info;
   const auto arch = gguf_architecture(config);
   const GgufMixtureModel mixture{config.num_layers, tied,
-                                 gguf_size_70b(arch, config.num_layers, config.num_heads, config.num_kv_heads)};
+                                 gguf_size_70b(arch, config.num_layers, config.num_heads, config.num_kv_heads),
+                                 config.num_experts};
   std::vector<PlannedTensor> plan;
-  for (const auto& hf : source_tensor_names(config, store)) {
+  for (auto& source : source_tensors(config, store)) {
     PlannedTensor t;
-    t.hf = hf;
-    t.gguf = *model::gguf_tensor_name(hf);
-    const auto& shape = store.require(hf).shape();
+    t.hf = std::move(source.hf);
+    t.gguf = std::move(source.gguf);
+    const auto& shape = store.require(t.hf.front()).shape();
     t.cols = shape.back();
     t.rows = shape.size() == 2 ? shape[0] : 1;
     t.vector = shape.size() == 1;
-    t.rope_permuted = model::gguf_rope_permuted(arch, hf);
+    t.rope_permuted = model::gguf_rope_permuted(arch, t.hf.front());
     if (const auto place = gguf_tensor_place(t.gguf)) {
       t.type = gguf_tensor_type(options.file_type, *place, mixture, t.cols);
-      const auto module = hf.substr(0, hf.size() - std::string(".weight").size());
-      if (options.importance)
-        if (const auto it = options.importance->weights.find(module); it != options.importance->weights.end())
-          t.importance = &it->second.mean;
+      for (const auto& hf : t.hf)
+        t.importance.push_back(module_importance(options, hf));
     }
     plan.push_back(std::move(t));
   }
@@ -98,7 +138,11 @@ plan_tensors(const GgufExportOptions& options, const model::ModelConfig& config,
 
 std::vector<std::int64_t>
 ggml_dims(const PlannedTensor& t) {
-  return t.vector ? std::vector<std::int64_t>{t.cols} : std::vector<std::int64_t>{t.cols, t.rows};
+  if (t.vector)
+    return {t.cols};
+  if (t.hf.size() > 1)
+    return {t.cols, t.rows, static_cast<std::int64_t>(t.hf.size())};
+  return {t.cols, t.rows};
 }
 
 std::span<const std::byte>
@@ -108,9 +152,9 @@ as_bytes(const std::vector<float>& v) {
 
 // Rows [first, first + count) in the GGUF's order: a Q or K block (whole heads) reordered.
 std::vector<float>
-rows_in_gguf_order(const model::WeightStore& store, const PlannedTensor& t, std::int64_t first, std::int64_t count,
-                   std::int64_t head_dim) {
-  auto rows = store.rows_as_floats(t.hf, first, count);
+rows_in_gguf_order(const model::WeightStore& store, const PlannedTensor& t, const std::string& hf, std::int64_t first,
+                   std::int64_t count, std::int64_t head_dim) {
+  auto rows = store.rows_as_floats(hf, first, count);
   if (!t.rope_permuted)
     return rows;
   std::vector<float> out(rows.size());
@@ -127,13 +171,12 @@ struct ErrorSums {
 
 // Quantizes `count` rows of `values` into `out`, adding each row's weighted error to `sums`.
 void
-quantize_rows(const PlannedTensor& t, const std::vector<float>& values, std::int64_t count, std::vector<std::byte>& out,
-              std::vector<ErrorSums>& sums, ThreadPool& pool) {
+quantize_rows(const PlannedTensor& t, const std::vector<float>* weights, const std::vector<float>& values,
+              std::int64_t count, std::vector<std::byte>& out, std::vector<ErrorSums>& sums, ThreadPool& pool) {
   const std::int64_t row_bytes = model::ggml_row_bytes(t.type, t.cols);
   out.resize(static_cast<std::size_t>(count * row_bytes));
   sums.assign(static_cast<std::size_t>(count), {});
-  const std::span<const float> importance =
-      t.importance ? std::span<const float>(*t.importance) : std::span<const float>();
+  const std::span<const float> importance = weights ? std::span<const float>(*weights) : std::span<const float>();
   pool.parallel_for(
       count,
       [&](std::int64_t begin, std::int64_t end) {
@@ -155,19 +198,19 @@ quantize_rows(const PlannedTensor& t, const std::vector<float>& values, std::int
       8);
 }
 
-// A matrix written a block of rows (whole heads) at a time; its weighted relative error.
-double
-write_matrix(model::GgufWriter& writer, const model::WeightStore& store, const PlannedTensor& t, std::int64_t head_dim,
-             ThreadPool& pool) {
+// One source matrix written a block of rows (whole heads) at a time, its errors added to `total`.
+void
+write_source(model::GgufWriter& writer, const model::WeightStore& store, const PlannedTensor& t, std::size_t source,
+             std::int64_t head_dim, ThreadPool& pool, ErrorSums& total) {
+  const auto& hf = t.hf[source];
   std::int64_t block = std::max<std::int64_t>(1, kBlockValues / t.cols);
   if (t.rope_permuted)
     block = std::max(head_dim, block / head_dim * head_dim);
-  ErrorSums total;
   std::vector<std::byte> bytes;
   std::vector<ErrorSums> sums;
   for (std::int64_t first = 0; first < t.rows; first += block) {
     const std::int64_t count = std::min(block, t.rows - first);
-    const auto values = rows_in_gguf_order(store, t, first, count, head_dim);
+    const auto values = rows_in_gguf_order(store, t, hf, first, count, head_dim);
     if (!model::ggml_is_quantized(t.type)) {
       std::vector<std::byte> encoded(static_cast<std::size_t>(model::ggml_row_bytes(t.type, t.cols) * count));
       for (std::int64_t r = 0; r < count; ++r)
@@ -176,14 +219,23 @@ write_matrix(model::GgufWriter& writer, const model::WeightStore& store, const P
       writer.write(encoded);
       continue;
     }
-    quantize_rows(t, values, count, bytes, sums, pool);
+    quantize_rows(t, t.importance.empty() ? nullptr : t.importance[source], values, count, bytes, sums, pool);
     writer.write(bytes);
     for (const auto& s : sums) {
       total.error += s.error;
       total.reference += s.reference;
     }
   }
-  store.release(t.hf);
+  store.release(hf);
+}
+
+// A matrix (each expert's in turn when stacked); its weighted relative error.
+double
+write_matrix(model::GgufWriter& writer, const model::WeightStore& store, const PlannedTensor& t, std::int64_t head_dim,
+             ThreadPool& pool) {
+  ErrorSums total;
+  for (std::size_t source = 0; source < t.hf.size(); ++source)
+    write_source(writer, store, t, source, head_dim, pool, total);
   return total.reference > 0 ? total.error / total.reference : 0.0;
 }
 
@@ -226,7 +278,7 @@ export_gguf(const GgufExportOptions& options) {
       continue;
     }
     if (t.vector) {
-      writer.write(as_bytes(store.require(t.hf).to_floats()));
+      writer.write(as_bytes(store.require(t.hf.front()).to_floats()));
       continue;
     }
     const double error = write_matrix(writer, store, t, config.head_dim, pool);

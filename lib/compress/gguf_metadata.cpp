@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -102,6 +103,14 @@ gguf_architecture(const model::ModelConfig& config) {
     return "qwen2";
   case model::Architecture::qwen3:
     return config.qkv_bias ? "" : "qwen3";
+  case model::Architecture::mixtral:
+    return config.sliding_window == 0 && !config.qkv_bias ? "llama" : "";
+  case model::Architecture::qwen3_moe:
+    // llama.cpp's qwen3moe renormalizes the top-k weights and routes in every layer.
+    return config.normalize_expert_weights && std::ranges::find(config.moe_layers, false) == config.moe_layers.end() &&
+                   !config.qkv_bias
+               ? "qwen3moe"
+               : "";
   default:
     return "";
   }
@@ -110,8 +119,9 @@ gguf_architecture(const model::ModelConfig& config) {
 void
 check_gguf_exportable(const std::filesystem::path& model_dir, const model::ModelConfig& config) {
   if (gguf_architecture(config).empty())
-    throw InputError(fmt::format("{}: GGUF export writes llama.cpp's llama, qwen2 and qwen3 architectures (Llama, "
-                                 "Mistral without a sliding window, Qwen2, Qwen3); this model is {}",
+    throw InputError(fmt::format("{}: GGUF export writes llama.cpp's llama, qwen2, qwen3 and qwen3moe architectures "
+                                 "(Llama, Mistral and Mixtral without a sliding window, Qwen2, Qwen3, Qwen3-MoE with "
+                                 "norm_topk_prob and experts in every layer); this model is {}",
                                  model_dir.string(), config.architecture_name));
   if (config.rope_scaling && config.rope_scaling->type != "llama3" && config.rope_scaling->type != "linear")
     throw InputError(fmt::format("{}: GGUF export handles rope_scaling llama3 and linear, not {}", model_dir.string(),
@@ -185,6 +195,12 @@ add_model_metadata(model::GgufWriter& writer, const std::filesystem::path& model
   writer.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(config.rms_norm_eps));
   writer.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(config.rope_theta)));
   writer.set(key("rope.dimension_count"), u32(config.rotated_dims()));
+  if (config.num_experts > 0) {
+    writer.set(key("expert_count"), u32(config.num_experts));
+    writer.set(key("expert_used_count"), u32(config.experts_per_token));
+    if (config.architecture != model::Architecture::mixtral)
+      writer.set(key("expert_feed_forward_length"), u32(config.expert_intermediate_size));
+  }
   if (config.rope_scaling && config.rope_scaling->type == "linear") {
     writer.set(key("rope.scaling.type"), GgufValue::string("linear"));
     writer.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(config.rope_scaling->factor)));

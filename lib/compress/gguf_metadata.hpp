@@ -17,8 +17,10 @@
 
 namespace optkit::compress {
 
-// The llama.cpp architecture a model is written as: llama (Llama; Mistral without a sliding
-// window), qwen2 (q/k/v biases), qwen3 (per-head q/k RMSNorm); empty for a model none of them holds.
+// The llama.cpp architecture a model is written as: llama (Llama; Mistral and Mixtral without a
+// sliding window), qwen2 (q/k/v biases), qwen3 (per-head q/k RMSNorm), qwen3moe (Qwen3-MoE that
+// renormalizes its top-k and routes in every layer, as llama.cpp's graph does); empty for a model
+// none of them holds.
 std::string gguf_architecture(const model::ModelConfig& config);
 
 // InputError naming the folder when GGUF export cannot hold the model (an architecture

@@ -66,7 +66,7 @@ gguf_tensor_place(const std::string& gguf_name) {
   if (gguf_name == "output.weight")
     return GgufTensorPlace{GgufTensorRole::output};
   static const std::regex layer(R"(blk\.(\d+)\.(\w+)\.weight)");
-  static const std::array<std::pair<const char*, GgufTensorRole>, 7> roles = {{
+  static const std::array<std::pair<const char*, GgufTensorRole>, 10> roles = {{
       {"attn_q", GgufTensorRole::attn_q},
       {"attn_k", GgufTensorRole::attn_k},
       {"attn_v", GgufTensorRole::attn_v},
@@ -74,6 +74,9 @@ gguf_tensor_place(const std::string& gguf_name) {
       {"ffn_gate", GgufTensorRole::ffn_gate},
       {"ffn_up", GgufTensorRole::ffn_up},
       {"ffn_down", GgufTensorRole::ffn_down},
+      {"ffn_gate_exps", GgufTensorRole::ffn_gate},
+      {"ffn_up_exps", GgufTensorRole::ffn_up},
+      {"ffn_down_exps", GgufTensorRole::ffn_down},
   }};
   std::smatch m;
   if (!std::regex_match(gguf_name, m, layer))
@@ -118,6 +121,14 @@ gguf_tensor_type(GgufFileType file_type, const GgufTensorPlace& place, const Ggu
   // 70B: its 8 query heads per KV head make attn_v an eighth of attn_q, so more bits cost little.
   if (model.size_70b && place.role == GgufTensorRole::attn_v && type == GgmlType::q4_k)
     type = GgmlType::q5_k;
+  // 8 experts (Mixtral): attention is a small part of the model, so llama-quantize spends bits there.
+  if (model.experts == 8) {
+    if (place.role == GgufTensorRole::attn_k || place.role == GgufTensorRole::attn_v)
+      type = GgmlType::q8_0;
+    if (place.role == GgufTensorRole::attn_output &&
+        (file_type == GgufFileType::q4_k_m || file_type == GgufFileType::q4_k_s))
+      type = GgmlType::q5_k;
+  }
   return fallback_for_row(type, row_values);
 }
 

@@ -101,8 +101,8 @@ public:
   // nullptr when absent.
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   std::span<const std::byte> tensor_bytes(const GgufTensorInfo& tensor) const;
-  // The tensor's mapped pages leave the resident set (MappedFile::release).
-  void release(const GgufTensorInfo& tensor) const { m_file.release(tensor_bytes(tensor)); }
+  // Mapped pages of a tensor (or of a part of one) leave the resident set (MappedFile::release).
+  void release(std::span<const std::byte> bytes) const { m_file.release(bytes); }
   std::uint64_t file_bytes() const { return m_file.bytes().size(); }
 
 private:

@@ -30,10 +30,12 @@ constexpr std::array<std::pair<const char*, const char*>, 5> kPreTokenizers = {{
 }};
 
 // The llama.cpp architectures optkit runs, and the Hugging Face class each reads as.
-constexpr std::array<std::pair<const char*, const char*>, 3> kArchitectures = {{
+// (llama with experts reads as Mixtral.)
+constexpr std::array<std::pair<const char*, const char*>, 4> kArchitectures = {{
     {"llama", "LlamaForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},
+    {"qwen3moe", "Qwen3MoeForCausalLM"},
 }};
 
 std::uint32_t
@@ -107,6 +109,28 @@ rope_frequency_factors(const GgufFile& file, std::int64_t rotated_dims) {
   return out;
 }
 
+// A mixture of experts' keys (ARCH.expert_count, expert_used_count, expert_feed_forward_length) as
+// the Hugging Face config states them: llama with experts is Mixtral; llama.cpp's qwen3moe always
+// renormalizes the top-k weights.
+void
+add_experts(nlohmann::json& config, const GgufFile& file, const std::string& arch) {
+  const auto experts = u32_or(file, arch + ".expert_count", 0);
+  if (experts == 0)
+    return;
+  const auto used = file.require_u32(arch + ".expert_used_count");
+  config["num_experts_per_tok"] = used;
+  if (arch == "llama") {
+    config["architectures"] = {"MixtralForCausalLM"};
+    config["model_type"] = "mixtral";
+    config["num_local_experts"] = experts;
+    return;
+  }
+  config["num_experts"] = experts;
+  config["moe_intermediate_size"] = u32_or(file, arch + ".expert_feed_forward_length",
+                                           config.at("intermediate_size").get<std::uint32_t>() / std::max(1u, used));
+  config["norm_topk_prob"] = true;
+}
+
 nlohmann::json
 added_token(std::int64_t id, const std::string& content, bool special) {
   return {{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
@@ -173,9 +197,11 @@ gguf_model_config(const GgufFile& file) {
   const auto* hf_class =
       std::find_if(kArchitectures.begin(), kArchitectures.end(), [&](const auto& a) { return arch == a.first; });
   if (hf_class == kArchitectures.end())
-    throw InputError(fmt::format("{}: general.architecture is {}; optkit runs GGUF files of llama.cpp's llama, qwen2 "
-                                 "and qwen3 architectures (Llama, Mistral, Qwen2 and Qwen3 models)",
-                                 source, arch));
+    throw InputError(
+        fmt::format("{}: general.architecture is {}; optkit runs GGUF files of llama.cpp's llama, qwen2, "
+                    "qwen3 and qwen3moe architectures (Llama, Mistral, Mixtral, Qwen2, Qwen3 and Qwen3-MoE "
+                    "models)",
+                    source, arch));
   auto key = [&](const char* name) { return arch + "." + name; };
   const auto heads = file.require_u32(key("attention.head_count"));
   const auto hidden = file.require_u32(key("embedding_length"));
@@ -203,6 +229,7 @@ gguf_model_config(const GgufFile& file) {
       {"rope_scaling", rope_scaling_json(file, arch)},
       {"tie_word_embeddings", file.find_tensor("output.weight") == nullptr},
       {"torch_dtype", "float32"}};
+  add_experts(config, file, arch);
   if (const auto bos = token_id_key(file, "tokenizer.ggml.bos_token_id"))
     config["bos_token_id"] = *bos;
   if (const auto eos = token_id_key(file, "tokenizer.ggml.eos_token_id"))

@@ -67,6 +67,17 @@ hf_tensor_name(const std::string& gguf_name) {
   return std::nullopt;
 }
 
+std::string
+gguf_router_name(std::int64_t layer) {
+  return "blk." + std::to_string(layer) + ".ffn_gate_inp.weight";
+}
+
+std::string
+gguf_experts_name(std::int64_t layer, ExpertProjection projection) {
+  static constexpr const char* kNames[] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+  return "blk." + std::to_string(layer) + "." + kNames[static_cast<std::size_t>(projection)] + ".weight";
+}
+
 bool
 gguf_rope_permuted(std::string_view arch, const std::string& hf_name) {
   return arch == "llama" && (hf_name.find(".self_attn.q_proj.") != std::string::npos ||

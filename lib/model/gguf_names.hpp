@@ -1,10 +1,15 @@
-// How llama.cpp's `llama`, `qwen2` and `qwen3` architectures name and lay out a Hugging Face
-// model's tensors in GGUF: token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_q_norm /
-// attn_k_norm / attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, output (absent
-// when tied to token_embd), each with its .weight or .bias suffix. In `llama` the Q and K
+// How llama.cpp's `llama`, `qwen2`, `qwen3` and `qwen3moe` architectures name and lay out a Hugging
+// Face model's tensors in GGUF: token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_q_norm
+// / attn_k_norm / attn_output / ffn_norm / ffn_gate / ffn_up / ffn_down, output_norm, output (absent
+// when tied to token_embd), each with its .weight or .bias suffix. A mixture-of-experts layer has
+// its router as blk.N.ffn_gate_inp and, for each SwiGLU projection, every expert's matrix stacked
+// along ggml's third dimension (blk.N.ffn_gate_exps / ffn_up_exps / ffn_down_exps, expert e at
+// index e), in place of ffn_gate / ffn_up / ffn_down. In `llama` the Q and K
 // projections' rows are permuted within each head: llama.cpp rotates adjacent pairs there (NORM
 // RoPE) where transformers rotates halves; qwen2 and qwen3 rotate halves (NEOX), unpermuted.
 #pragma once
+
+#include "model/layer_tensors.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -17,6 +22,11 @@ namespace optkit::model {
 std::optional<std::string> gguf_tensor_name(const std::string& hf_name);
 // The HF name of a GGUF tensor; nullopt for a GGUF-only tensor (rope_freqs.weight).
 std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
+
+// A mixture-of-experts layer's router and stacked experts (blk.3.ffn_gate_inp.weight,
+// blk.3.ffn_down_exps.weight).
+std::string gguf_router_name(std::int64_t layer);
+std::string gguf_experts_name(std::int64_t layer, ExpertProjection projection);
 
 // Whether GGUF architecture `arch` stores the HF tensor's rows permuted (llama's q_proj, k_proj).
 bool gguf_rope_permuted(std::string_view arch, const std::string& hf_name);

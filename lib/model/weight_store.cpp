@@ -4,6 +4,7 @@
 #include "core/input_file.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_names.hpp"
+#include "model/layer_tensors.hpp"
 
 #include <fmt/format.h>
 
@@ -53,26 +54,71 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir, LoadMode mode) 
   }
 }
 
+namespace {
+
+// A mixture of experts' GGUF tensors and the HF weights they hold: the router, and each stacked
+// projection's experts in order.
+std::map<std::string, std::vector<std::string>>
+moe_tensor_names(const ModelConfig& config) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    if (!config.is_moe_layer(l))
+      continue;
+    out[gguf_router_name(l)] = {router_module(config, l) + ".weight"};
+    for (const auto p : {ExpertProjection::gate, ExpertProjection::up, ExpertProjection::down})
+      for (std::int64_t e = 0; e < config.num_experts; ++e)
+        out[gguf_experts_name(l, p)].push_back(expert_module(config, l, e, p) + ".weight");
+  }
+  return out;
+}
+
+} // namespace
+
 void
 WeightStore::open_gguf(LoadMode mode) {
   m_gguf = std::make_unique<GgufFile>(m_dir, mode);
   m_files.push_back(m_dir);
-  m_gguf_head_dim = gguf_model_config(*m_gguf).head_dim;
+  const auto config = gguf_model_config(*m_gguf);
+  m_gguf_head_dim = config.head_dim;
   m_gguf_architecture = m_gguf->require_string("general.architecture");
+  const auto moe = moe_tensor_names(config);
   for (const auto& t : m_gguf->header().tensors) {
-    const auto hf = hf_tensor_name(t.name);
-    if (!hf)
-      continue; // GGUF-only tensors (rope_freqs) are read from the file itself
-    GgufEntry entry;
-    entry.tensor = &t;
-    entry.info.name = *hf;
-    entry.info.shape.assign(t.dims.rbegin(), t.dims.rend());
-    const bool float_type = t.type == GgmlType::f32 || t.type == GgmlType::f16 || t.type == GgmlType::bf16;
-    entry.info.dtype = t.type == GgmlType::f16 ? DType::f16 : t.type == GgmlType::bf16 ? DType::bf16 : DType::f32;
-    entry.info.end = t.bytes;
-    entry.plain = float_type && !gguf_rope_permuted(m_gguf_architecture, *hf);
-    m_gguf_tensors.emplace(*hf, std::move(entry));
+    if (const auto it = moe.find(t.name); it != moe.end()) {
+      const bool stacked = t.dims.size() == 3;
+      if (stacked && t.dims[2] != static_cast<std::int64_t>(it->second.size()))
+        throw InputError(fmt::format("{}: {} stacks {} experts; the model has {}", m_dir.string(), t.name, t.dims[2],
+                                     it->second.size()));
+      for (std::size_t e = 0; e < it->second.size(); ++e)
+        add_gguf_entry(t, it->second[e], stacked ? static_cast<std::int64_t>(e) : -1);
+      continue;
+    }
+    if (const auto hf = hf_tensor_name(t.name))
+      add_gguf_entry(t, *hf, -1);
+    // else a GGUF-only tensor (rope_freqs), read from the file itself
   }
+}
+
+void
+WeightStore::add_gguf_entry(const GgufTensorInfo& t, std::string hf_name, std::int64_t expert) {
+  GgufEntry entry;
+  entry.tensor = &t;
+  entry.expert = expert;
+  entry.info.name = hf_name;
+  entry.info.shape.assign(t.dims.rbegin() + (expert >= 0 ? 1 : 0), t.dims.rend());
+  const bool float_type = t.type == GgmlType::f32 || t.type == GgmlType::f16 || t.type == GgmlType::bf16;
+  entry.info.dtype = t.type == GgmlType::f16 ? DType::f16 : t.type == GgmlType::bf16 ? DType::bf16 : DType::f32;
+  entry.info.end = expert >= 0 ? t.bytes / static_cast<std::uint64_t>(t.dims[2]) : t.bytes;
+  entry.plain = float_type && !gguf_rope_permuted(m_gguf_architecture, hf_name);
+  m_gguf_tensors.emplace(std::move(hf_name), std::move(entry));
+}
+
+std::span<const std::byte>
+WeightStore::entry_bytes(const GgufEntry& entry) const {
+  const auto bytes = m_gguf->tensor_bytes(*entry.tensor);
+  if (entry.expert < 0)
+    return bytes;
+  const auto size = bytes.size() / static_cast<std::size_t>(entry.tensor->dims[2]);
+  return bytes.subspan(static_cast<std::size_t>(entry.expert) * size, size);
 }
 
 void
@@ -88,7 +134,7 @@ WeightStore::gguf_matrix(const std::string& name) const {
   if (it == m_gguf_tensors.end())
     return std::nullopt;
   const auto& t = *it->second.tensor;
-  return GgufMatrix{t.type, m_gguf->tensor_bytes(t), t.rows(), t.row_values(),
+  return GgufMatrix{t.type, entry_bytes(it->second), it->second.expert >= 0 ? t.dims[1] : t.rows(), t.row_values(),
                     gguf_rope_permuted(m_gguf_architecture, name) ? m_gguf_head_dim : 0};
 }
 
@@ -98,7 +144,7 @@ WeightStore::find(const std::string& name) const {
     const auto it = m_gguf_tensors.find(name);
     if (it == m_gguf_tensors.end() || !it->second.plain)
       return {};
-    return {&it->second.info, m_gguf->tensor_bytes(*it->second.tensor)};
+    return {&it->second.info, entry_bytes(it->second)};
   }
   const auto it = m_owner.find(name);
   return it == m_owner.end() ? TensorView{} : it->second->find(name);
@@ -125,7 +171,7 @@ WeightStore::names() const {
 void
 WeightStore::release(const std::string& name) const {
   if (const auto it = m_gguf_tensors.find(name); it != m_gguf_tensors.end())
-    m_gguf->release(*it->second.tensor);
+    m_gguf->release(entry_bytes(it->second));
   if (const auto it = m_owner.find(name); it != m_owner.end())
     it->second->release(it->second->find(name).bytes);
 }

@@ -69,9 +69,12 @@ private:
   std::unique_ptr<GgufFile> m_gguf;
   struct GgufEntry {
     const GgufTensorInfo* tensor = nullptr;
-    TensorInfo info;    // HF shape; dtype for the float types
-    bool plain = false; // readable as an ordinary tensor (float type, rows in HF order)
+    std::int64_t expert = -1; // a stacked experts tensor's matrix `expert`; -1: the whole tensor
+    TensorInfo info;          // HF shape; dtype for the float types
+    bool plain = false;       // readable as an ordinary tensor (float type, rows in HF order)
   };
+  void add_gguf_entry(const GgufTensorInfo& tensor, std::string hf_name, std::int64_t expert);
+  std::span<const std::byte> entry_bytes(const GgufEntry& entry) const;
   std::map<std::string, GgufEntry, std::less<>> m_gguf_tensors;
   std::int64_t m_gguf_head_dim = 0;
   std::string m_gguf_architecture; // general.architecture: whether q/k rows are permuted

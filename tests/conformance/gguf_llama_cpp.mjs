@@ -22,7 +22,7 @@ import path from 'node:path';
 
 const [modules, gguf, optkitLines, goldenPath] = process.argv.slice(2);
 const {getLlama, readGgufFileInfo, LlamaLogLevel} = await import(path.join(modules, 'node-llama-cpp', 'dist', 'index.js'));
-const kMeanTolerance = 0.03, kTokenTolerance = 0.5, kNearTie = 0.1;
+const kMeanTolerance = 0.03, kTokenTolerance = 0.5;
 const fileTypes = {7: 'Q8_0', 14: 'Q4_K_S', 15: 'Q4_K_M', 16: 'Q5_K_S', 17: 'Q5_K_M', 18: 'Q6_K'};
 const ggmlTypes = {0: 'F32', 1: 'F16', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 30: 'BF16'};
 // [values, bytes] of a block of each type (ggml-common.h).
@@ -34,6 +34,11 @@ const fail = (what) => { console.error(`FAIL ${name}: ${what}`); failures++; };
 
 // Metadata and tensor types, by node-llama-cpp's own GGUF reader.
 const info = await readGgufFileInfo(gguf);
+// A greedy step whose top two tokens optkit puts closer than this (nats) may go either way. A
+// mixture of experts routes on the same small differences, which then reach the logits through
+// another expert, so closer calls are forgiven there.
+const arch = info.metadata.general.architecture;
+const kNearTie = (info.metadata[arch]?.expert_count ?? 0) > 0 ? 0.3 : 0.1;
 const goldenFile = JSON.parse(fs.readFileSync(goldenPath, 'utf8'));
 if (info.metadata.general.architecture !== goldenFile.architecture)
   fail(`architecture ${info.metadata.general.architecture}, llama.cpp's converter writes ${goldenFile.architecture}`);
@@ -69,6 +74,9 @@ const context = await model.createContext({contextSize: 512, threads: 1});
 const fullDistribution = {temperature: 1, topK: 0, topP: 1, minP: 0};
 const diffs = [];
 let worstGreedy = 0, agreed = 0, compared = 0;
+// One sequence, cleared between prompts (a generation that ended at llama.cpp's EOS can keep a
+// sequence from being handed out again).
+const sequence = context.getSequence();
 for (const line of fs.readFileSync(optkitLines, 'utf8').split('\n').filter(Boolean)) {
   const c = JSON.parse(line);
   const ids = [model.tokens.bos, ...model.tokenize(c.prompt)];
@@ -76,7 +84,6 @@ for (const line of fs.readFileSync(optkitLines, 'utf8').split('\n').filter(Boole
     fail(`tokens of ${JSON.stringify(c.prompt.slice(0, 40))}: llama.cpp ${ids} optkit ${c.prompt_tokens}`);
     continue;
   }
-  const sequence = context.getSequence();
   const input = ids.map((t, i) => (i + 1 < ids.length ? [t, {generateNext: {probabilities: true, options: fullDistribution}}] : t));
   const scored = await sequence.controlledEvaluate(input);
   for (let i = 0; i + 1 < ids.length; i++) {
@@ -93,8 +100,9 @@ for (const line of fs.readFileSync(optkitLines, 'utf8').split('\n').filter(Boole
   }
   for (let k = 0; k < c.tokens.length; k++) {
     compared++;
-    if (generated[k].token !== c.tokens[k]) {
-      if (c.margins[k] >= kNearTie) fail(`greedy step ${k}: llama.cpp ${generated[k].token}, optkit ${c.tokens[k]} (margin ${c.margins[k].toFixed(3)})`);
+    if (k >= generated.length || generated[k].token !== c.tokens[k]) { // llama.cpp may stop early (its EOS)
+      const theirs = k < generated.length ? generated[k].token : 'end of text';
+      if (c.margins[k] >= kNearTie) fail(`greedy step ${k}: llama.cpp ${theirs}, optkit ${c.tokens[k]} (margin ${c.margins[k].toFixed(3)})`);
       break;
     }
     agreed++;
@@ -102,8 +110,9 @@ for (const line of fs.readFileSync(optkitLines, 'utf8').split('\n').filter(Boole
     worstGreedy = Math.max(worstGreedy, diff);
     if (!(diff <= kTokenTolerance)) fail(`greedy step ${k}: log p ${Math.log(generated[k].confidence).toFixed(4)} in llama.cpp, ${c.logprobs[k].toFixed(4)} in optkit`);
   }
-  sequence.dispose();
+  await sequence.clearHistory();
 }
+sequence.dispose();
 await context.dispose();
 await model.dispose();
 const mean = diffs.reduce((a, b) => a + b, 0) / Math.max(1, diffs.length);

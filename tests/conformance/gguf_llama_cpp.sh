@@ -2,7 +2,8 @@
 # optkit's GGUF export against llama.cpp itself (node-llama-cpp's prebuilt binaries): tiny-base
 # (llama) written as Q4_K_M with an importance matrix (testdata/golden/tiny-base.imatrix.gguf),
 # Q4_K_S, Q5_K_M, Q5_K_S, Q6_K and Q8_0, and the random-weight oracle models qwen2-bias (qwen2: q/k/v biases) and
-# qwen3-qknorm (qwen3: per-head q/k norms, head_dim 24) in the four types without one, must load in
+# qwen3-qknorm (qwen3: per-head q/k norms, head_dim 24) in the four types without one, and
+# mixtral-moe (llama with stacked experts) in three, must load in
 # llama.cpp as their architecture with the tensor types and bytes llama-quantize gives the same
 # model (with the same matrix), tokenize as optkit does, and score and continue text as optkit's
 # runtime does on the same file. (tests/cli/test_cli_gguf.sh covers --calib.)
@@ -46,4 +47,28 @@ for oracle in qwen2-bias qwen3-qknorm; do
   for recipe in q4_k_m q5_k_m q6_k q8_0; do
     check "$work/$oracle" "$testdata/golden/gguf_llama_quantize.$oracle.json" "$recipe"
   done
+done
+# Mixtral (llama with 6 stacked experts) with its own byte-level tokenizer, its router weights ×16
+# (exactly: BF16 exponents + 4). The oracle's random router is nearly flat, so any two
+# implementations' rounding picks other experts for a few tokens; a trained router's logits are
+# spread like these. No Q8_0 golden: llama-quantize refuses the 48-value ffn_down rows there.
+mkdir "$work/mixtral-moe"
+cp "$testdata/models/oracle/mixtral-moe/"{config.json,tokenizer.json,tokenizer_config.json} "$work/mixtral-moe/"
+python3 - "$testdata/models/oracle/mixtral-moe/model.safetensors" "$work/mixtral-moe/model.safetensors" <<'PY'
+import array, json, struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+for name, t in json.loads(raw[8:8 + n]).items():
+    if name.endswith("block_sparse_moe.gate.weight"):
+        assert t["dtype"] == "BF16"
+        a, b = (8 + n + o for o in t["data_offsets"])
+        v = array.array("H", raw[a:b])
+        for i, x in enumerate(v):
+            if 0 < (x >> 7) & 0xFF < 0xFB:
+                v[i] = x + (4 << 7)
+        raw[a:b] = v.tobytes()
+open(sys.argv[2], "wb").write(raw)
+PY
+for recipe in q4_k_m q5_k_m q6_k; do
+  check "$work/mixtral-moe" "$testdata/golden/gguf_llama_quantize.mixtral-moe.json" "$recipe"
 done
