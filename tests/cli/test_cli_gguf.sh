@@ -100,6 +100,22 @@ run compress --model "$SCRATCH/split" --recipe q8_0 -o "$SCRATCH/split.gguf"
 expect_rc 2
 expect_err_has "the pre-tokenizer's split is none llama.cpp names"
 [ ! -e "$SCRATCH/split.gguf" ] || fail "wrote split.gguf"
+# written_back_as_q8_0 MODEL_DIR MAX_KL MIN_TOP1: MODEL_DIR as a Q8_0 GGUF, run back against the
+# folder on held-out text: mean KL below MAX_KL, top-1 agreement above MIN_TOP1.
+written_back_as_q8_0() {
+  local dir=$1 name
+  name=$(basename "$dir")
+  run --quiet compress --model "$dir" --recipe q8_0 -o "$SCRATCH/$name.gguf"
+  expect_rc 0
+  run --quiet eval perplexity --model "$SCRATCH/$name.gguf" --kl-base "$dir" \
+    --data "$CORPORA/english.heldout.txt" --ctx 64 --max-windows 4 --format json
+  expect_rc 0
+  python3 - "$OUT" "$2" "$3" <<'PY' || fail "$name as GGUF against its folder: $OUT"
+import json, sys
+k = json.loads(sys.argv[1])["kl"]
+assert k["kl_mean"] < float(sys.argv[2]) and k["top1_agreement"] > float(sys.argv[3]), k
+PY
+}
 # Qwen2 (q/k/v biases) and Qwen3 (per-head q/k norms): the oracle models with the oracle
 # tokenizer, written as llama.cpp's qwen2 / qwen3 files, run back within Q8_0's rounding of the
 # folders (conformance.gguf_llama_cpp checks them against llama.cpp).
@@ -107,31 +123,14 @@ for oracle in qwen2-bias qwen3-qknorm; do
   mkdir "$SCRATCH/$oracle"
   cp "$OPTKIT_SOURCE_DIR/testdata/models/oracle/$oracle/"{config.json,model.safetensors} "$SCRATCH/$oracle/"
   cp "$OPTKIT_SOURCE_DIR/testdata/models/oracle/gemma2-softcap/"{tokenizer.json,tokenizer_config.json} "$SCRATCH/$oracle/"
-  run --quiet compress --model "$SCRATCH/$oracle" --recipe q8_0 -o "$SCRATCH/$oracle.gguf"
-  expect_rc 0
-  run --quiet eval perplexity --model "$SCRATCH/$oracle.gguf" --kl-base "$SCRATCH/$oracle" \
-    --data "$CORPORA/english.heldout.txt" --ctx 64 --max-windows 4 --format json
-  expect_rc 0
-  python3 - "$OUT" <<'PY' || fail "$oracle as GGUF against its folder: $OUT"
-import json, sys
-k = json.loads(sys.argv[1])["kl"]
-assert k["kl_mean"] < 1e-3 and k["top1_agreement"] > 0.9, k
-PY
+  written_back_as_q8_0 "$SCRATCH/$oracle" 1e-3 0.9
 done
-# Mixtral (llama with stacked experts): written and run back; the oracle's random router is nearly
-# flat, so rounding flips a few tokens' experts and the bound is looser than a dense model's
-# (test_compress_gguf_experts checks every expert's weights). An importance matrix is refused: optkit's has no per-expert statistics.
+# Mixtral (llama with stacked experts): the oracle's random router is nearly flat, so rounding
+# flips a few tokens' experts and the bound is looser than a dense model's
+# (test_compress_gguf_experts checks every expert's weights). An importance matrix is refused:
+# optkit's has no per-expert statistics.
 MIXTRAL="$OPTKIT_SOURCE_DIR/testdata/models/oracle/mixtral-moe"
-run --quiet compress --model "$MIXTRAL" --recipe q8_0 -o "$SCRATCH/mixtral.gguf"
-expect_rc 0
-run --quiet eval perplexity --model "$SCRATCH/mixtral.gguf" --kl-base "$MIXTRAL" \
-  --data "$CORPORA/english.heldout.txt" --ctx 64 --max-windows 4 --format json
-expect_rc 0
-python3 - "$OUT" <<'PY' || fail "Mixtral as GGUF against its folder: $OUT"
-import json, sys
-k = json.loads(sys.argv[1])["kl"]
-assert k["kl_mean"] < 0.02 and k["top1_agreement"] > 0.85, k
-PY
+written_back_as_q8_0 "$MIXTRAL" 0.02 0.85
 run compress --model "$MIXTRAL" --recipe q4_k_m --calib "$CORPORA/english.calib.txt" -o "$SCRATCH/mixtral-im.gguf"
 expect_rc 2
 expect_err_has "--calib: optkit's importance matrix has no per-expert statistics"
