@@ -1,11 +1,17 @@
 // Reading llama-imatrix's files: its legacy binary imatrix.dat (the format most published
 // importance matrices are in) and its GGUF format, each weight's mean as llama-quantize computes
-// it; clear errors for truncated files, impossible values and other files.
+// it; clear errors for truncated files, impossible values and other files; a mixture of experts'
+// matrix collected per expert and written stacked.
+#include "compress/calibration.hpp"
 #include "compress/importance_matrix.hpp"
 #include "core/error.hpp"
+#include "model/gguf_file.hpp"
+#include "runtime/activation_precision.hpp"
+#include "support/scratch_dir.hpp"
 #include "support/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
@@ -123,4 +129,47 @@ TEST_CASE("the GGUF importance matrix optkit writes reads back to the same means
   const auto tiny = compress::read_importance_matrix(test::testdata_dir() / "golden" / "tiny-base.imatrix.gguf");
   CHECK(tiny.weights.size() == 28);
   CHECK(tiny.samples == 32);
+}
+
+TEST_CASE("a mixture of experts' matrix counts each expert's own rows, and is written stacked as llama-imatrix "
+          "writes it") {
+  // The Mixtral oracle (6 experts, top 2) over two windows of 24 tokens: every row reaches the
+  // attention's inputs and 2 experts' gate/up inputs and down inputs.
+  const auto folder = test::testdata_dir() / "models" / "oracle" / "mixtral-moe";
+  compress::CalibrationSet calibration;
+  for (std::int32_t s = 0; s < 2; ++s) {
+    calibration.samples.emplace_back();
+    for (std::int32_t t = 0; t < 24; ++t)
+      calibration.samples.back().push_back((7 * t + 31 * s) % 250 + 1);
+  }
+  const auto matrix = compress::collect_importance_matrix(folder, calibration, 1, runtime::ActivationPrecision::fp32);
+  CHECK(matrix.weights.at("model.layers.1.self_attn.q_proj").count == 48);
+  CHECK_FALSE(matrix.weights.contains("model.layers.1.mlp.gate_proj"));
+  for (const char* projection : {"w1", "w3", "w2"}) {
+    float routed = 0;
+    for (int e = 0; e < 6; ++e) {
+      const auto& w = matrix.weights.at(fmt::format("model.layers.1.block_sparse_moe.experts.{}.{}", e, projection));
+      CHECK(w.in_sum2.size() == (projection == std::string("w2") ? 48u : 64u));
+      routed += w.count;
+    }
+    CHECK(routed == 2 * 48);
+  }
+  test::ScratchDir dir;
+  compress::write_importance_matrix(matrix, dir / "m.gguf");
+  const model::GgufFile file(dir / "m.gguf");
+  const auto* sums = file.find_tensor("blk.1.ffn_down_exps.weight.in_sum2");
+  const auto* counts = file.find_tensor("blk.1.ffn_down_exps.weight.counts");
+  REQUIRE(sums != nullptr);
+  REQUIRE(counts != nullptr);
+  CHECK(sums->dims == std::vector<std::int64_t>{48, 6});
+  CHECK(counts->dims == std::vector<std::int64_t>{1, 6});
+  std::vector<float> expert_counts(6);
+  std::memcpy(expert_counts.data(), file.tensor_bytes(*counts).data(), 6 * sizeof(float));
+  for (int e = 0; e < 6; ++e)
+    CHECK(expert_counts[static_cast<std::size_t>(e)] ==
+          matrix.weights.at(fmt::format("model.layers.1.block_sparse_moe.experts.{}.w2", e)).count);
+  std::vector<float> expert_3(48);
+  std::memcpy(expert_3.data(), file.tensor_bytes(*sums).data() + 3 * 48 * sizeof(float), 48 * sizeof(float));
+  CHECK(expert_3 == matrix.weights.at("model.layers.1.block_sparse_moe.experts.3.w2").in_sum2);
+  CHECK(file.find_tensor("blk.1.attn_q.weight.in_sum2") != nullptr);
 }

@@ -172,15 +172,15 @@ check_input_models(const CompressOptions& options, bool delta) {
 }
 
 // --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
-// The model fits a GGUF, and an importance matrix (from --calib or --imatrix) can weigh its weights:
-// optkit's holds one statistic per linear input, not a mixture of experts' per-expert ones.
+// The model fits a GGUF, and an --imatrix file can weigh its weights: optkit reads no per-expert
+// statistics from one yet (a mixture of experts takes its matrix from --calib).
 void
 check_gguf_model(const CompressOptions& options, const model::ModelConfig& config) {
   check_gguf_exportable(options.model, config);
-  if (config.num_experts > 0 && (options.calib || options.imatrix))
-    throw InputError(fmt::format("{}: optkit's importance matrix has no per-expert statistics for a mixture of "
-                                 "experts yet; write {} without one (drop the option)",
-                                 options.calib ? "--calib" : "--imatrix", options.model.string()));
+  if (config.num_experts > 0 && options.imatrix)
+    throw InputError(fmt::format("--imatrix {}: optkit reads no per-expert statistics from a file yet; pass --calib "
+                                 "for a mixture of experts ({})",
+                                 options.imatrix->string(), options.model.string()));
 }
 
 Recipe

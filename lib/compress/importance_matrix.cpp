@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace optkit::compress {
 
@@ -15,21 +17,25 @@ namespace {
 
 using runtime::LinearInput;
 
-// Σx² per column of each linear input of one layer, and the rows seen.
+// Σx² per column of each linear input of one layer, and the rows seen: the dense inputs, and in a
+// mixture of experts each expert's own rows (as llama-imatrix counts a stacked experts tensor).
 class SquaresTap final : public runtime::ActivationTap {
 public:
   void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                std::int64_t /*sequences*/) override {
-    auto& s = m_inputs[input];
-    s.sums.resize(static_cast<std::size_t>(cols), 0.0);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < cols; ++c)
-        s.sums[static_cast<std::size_t>(c)] += double(x[r * cols + c]) * double(x[r * cols + c]);
-    s.rows += rows;
+    add({input, runtime::kNotAnExpert}, x, rows, cols);
   }
-
-  WeightImportance importance(LinearInput input) const {
-    const auto& s = m_inputs.at(input);
+  void observe_expert(std::int64_t expert, LinearInput input, const float* x, std::int64_t rows,
+                      std::int64_t cols) override {
+    add({input, expert}, x, rows, cols);
+  }
+  // The statistic of `expert`'s input (kNotAnExpert: a dense one) of `cols` columns; an expert no
+  // row chose has a count of 0.
+  WeightImportance importance(LinearInput input, std::int64_t expert, std::int64_t cols) const {
+    const auto it = m_inputs.find({input, expert});
+    if (it == m_inputs.end())
+      return weight_importance(std::vector<float>(static_cast<std::size_t>(cols), 0.0f), 0);
+    const auto& s = it->second;
     std::vector<float> in_sum2(s.sums.size());
     for (std::size_t c = 0; c < in_sum2.size(); ++c)
       in_sum2[c] = static_cast<float>(s.sums[c]);
@@ -41,7 +47,15 @@ private:
     std::vector<double> sums;
     std::int64_t rows = 0;
   };
-  std::map<LinearInput, Squares> m_inputs;
+  void add(std::pair<LinearInput, std::int64_t> key, const float* x, std::int64_t rows, std::int64_t cols) {
+    auto& s = m_inputs[key];
+    s.sums.resize(static_cast<std::size_t>(cols), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        s.sums[static_cast<std::size_t>(c)] += double(x[r * cols + c]) * double(x[r * cols + c]);
+    s.rows += rows;
+  }
+  std::map<std::pair<LinearInput, std::int64_t>, Squares> m_inputs;
 };
 
 } // namespace
@@ -95,8 +109,9 @@ collect_importance_matrix(const std::filesystem::path& model_dir, const Calibrat
   for (std::int64_t layer = 0; layer < config.num_layers; ++layer) {
     SquaresTap tap;
     model.run_layer_chunked(layer, lengths, x, &tap); // x becomes the next layer's input
-    for (const auto& linear : runtime::kDecoderLinears)
-      out.weights[fmt::format("model.layers.{}.{}", layer, linear.name)] = tap.importance(linear.input);
+    for (const auto& linear : runtime::layer_linears(config, layer))
+      out.weights[fmt::format("model.layers.{}.{}", layer, linear.name)] =
+          tap.importance(linear.input, linear.expert, model.linear(layer, linear.name).cols());
     model.release_layer(layer);
   }
   return out;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -165,6 +166,42 @@ read_importance_matrix(const std::filesystem::path& path) {
   return out;
 }
 
+namespace {
+
+// A tensor of the written file: a weight's statistic, or a stacked experts tensor's, expert by
+// expert (llama-imatrix's in_sum2 [columns, experts] and counts [1, experts]).
+struct ImatrixEntry {
+  std::string gguf;
+  std::vector<const WeightImportance*> weights;
+};
+
+std::vector<ImatrixEntry>
+imatrix_entries(const ImportanceMatrix& matrix, const std::filesystem::path& file) {
+  std::vector<ImatrixEntry> out;
+  std::map<std::string, std::size_t> stacked; // GGUF name → its entry in `out`
+  for (const auto& [module, weight] : matrix.weights) {
+    if (const auto slot = model::gguf_expert_slot(module + ".weight")) {
+      const auto [it, added] = stacked.try_emplace(slot->gguf, out.size());
+      if (added)
+        out.push_back({slot->gguf, {}});
+      auto& experts = out[it->second].weights;
+      experts.resize(std::max(experts.size(), static_cast<std::size_t>(slot->expert + 1)), nullptr);
+      experts[static_cast<std::size_t>(slot->expert)] = &weight;
+      continue;
+    }
+    const auto name = model::gguf_tensor_name(module + ".weight");
+    if (!name)
+      throw RuntimeFailure(fmt::format("importance matrix {}: {} has no GGUF name", file.string(), module));
+    out.push_back({*name, {&weight}});
+  }
+  for (const auto& entry : out)
+    if (std::ranges::find(entry.weights, nullptr) != entry.weights.end())
+      throw RuntimeFailure(fmt::format("importance matrix {}: {} lacks an expert", file.string(), entry.gguf));
+  return out;
+}
+
+} // namespace
+
 void
 write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::path& file) {
   model::GgufWriter writer(file);
@@ -172,16 +209,19 @@ write_importance_matrix(const ImportanceMatrix& matrix, const std::filesystem::p
   writer.set("imatrix.datasets", model::GgufValue::strings({matrix.dataset}));
   writer.set("imatrix.chunk_count", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.samples)));
   writer.set("imatrix.chunk_size", model::GgufValue::u32(static_cast<std::uint32_t>(matrix.sample_tokens)));
-  for (const auto& [module, weight] : matrix.weights) {
-    const auto name = model::gguf_tensor_name(module + ".weight");
-    if (!name)
-      throw RuntimeFailure(fmt::format("importance matrix {}: {} has no GGUF name", file.string(), module));
-    writer.add_tensor(*name + ".in_sum2", {static_cast<std::int64_t>(weight.in_sum2.size()), 1}, model::GgmlType::f32);
-    writer.add_tensor(*name + ".counts", {1, 1}, model::GgmlType::f32);
+  const auto entries = imatrix_entries(matrix, file);
+  for (const auto& entry : entries) {
+    const auto experts = static_cast<std::int64_t>(entry.weights.size());
+    writer.add_tensor(entry.gguf + ".in_sum2",
+                      {static_cast<std::int64_t>(entry.weights.front()->in_sum2.size()), experts},
+                      model::GgmlType::f32);
+    writer.add_tensor(entry.gguf + ".counts", {1, experts}, model::GgmlType::f32);
   }
-  for (const auto& [module, weight] : matrix.weights) {
-    writer.write(std::as_bytes(std::span(weight.in_sum2)));
-    writer.write(std::as_bytes(std::span(&weight.count, 1)));
+  for (const auto& entry : entries) {
+    for (const auto* weight : entry.weights)
+      writer.write(std::as_bytes(std::span(weight->in_sum2)));
+    for (const auto* weight : entry.weights)
+      writer.write(std::as_bytes(std::span(&weight->count, 1)));
   }
   writer.finish();
 }

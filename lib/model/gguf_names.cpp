@@ -78,6 +78,19 @@ gguf_experts_name(std::int64_t layer, ExpertProjection projection) {
   return "blk." + std::to_string(layer) + "." + kNames[static_cast<std::size_t>(projection)] + ".weight";
 }
 
+std::optional<GgufExpertSlot>
+gguf_expert_slot(const std::string& hf_name) {
+  static const std::regex expert(
+      R"(model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w3|w2|gate_proj|up_proj|down_proj)\.weight)");
+  std::smatch m;
+  if (!std::regex_match(hf_name, m, expert))
+    return std::nullopt;
+  const auto p = m[3] == "w1" || m[3] == "gate_proj" ? ExpertProjection::gate
+                 : m[3] == "w3" || m[3] == "up_proj" ? ExpertProjection::up
+                                                     : ExpertProjection::down;
+  return GgufExpertSlot{gguf_experts_name(std::stoll(m[1].str()), p), std::stoll(m[2].str())};
+}
+
 bool
 gguf_rope_permuted(std::string_view arch, const std::string& hf_name) {
   return arch == "llama" && (hf_name.find(".self_attn.q_proj.") != std::string::npos ||

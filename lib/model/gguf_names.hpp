@@ -28,6 +28,15 @@ std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
 std::string gguf_router_name(std::int64_t layer);
 std::string gguf_experts_name(std::int64_t layer, ExpertProjection projection);
 
+// Where an expert's HF weight (model.layers.3.block_sparse_moe.experts.5.w2.weight, or
+// ...mlp.experts.5.down_proj.weight) sits in GGUF: its stacked tensor and its index there; nullopt
+// for any other weight.
+struct GgufExpertSlot {
+  std::string gguf;
+  std::int64_t expert = 0;
+};
+std::optional<GgufExpertSlot> gguf_expert_slot(const std::string& hf_name);
+
 // Whether GGUF architecture `arch` stores the HF tensor's rows permuted (llama's q_proj, k_proj).
 bool gguf_rope_permuted(std::string_view arch, const std::string& hf_name);
 // Row `hf_row` of a q_proj / k_proj (heads of `head_dim` rows) sits at this row of the GGUF

@@ -35,6 +35,10 @@ public:
   // row ([rows · k]), as routed (the experts' calibration).
   virtual void observe_routing(const float* /*h*/, std::int64_t /*rows*/, std::int64_t /*cols*/,
                                std::span<const std::int64_t> /*chosen*/, std::int64_t /*k*/) {}
+  // One expert's own rows of one of its inputs, [rows, cols]: mlp_in (its gate and up's, the rows
+  // routed to it) or mlp_hidden (its down's); `expert` is kSharedExpert for Qwen2-MoE's shared one.
+  virtual void observe_expert(std::int64_t /*expert*/, LinearInput /*input*/, const float* /*x*/, std::int64_t /*rows*/,
+                              std::int64_t /*cols*/) {}
   // The keys and values going into the KV cache, [rows, kv_heads · head_dim] each, after RoPE
   // (the KV-cache scales' calibration).
   virtual void observe_cache(const float* /*k*/, const float* /*v*/, std::int64_t /*rows*/, std::int64_t /*kv_heads*/,
@@ -156,10 +160,10 @@ private:
   // out[rows, hidden] = Σ over each row's top-k experts of weight · expert(h), the experts' rows
   // grouped so that each selected expert's weights are read once (runtime/mixture_of_experts.cpp).
   void mixture_of_experts(std::int64_t index, const float* h, std::int64_t rows, float* out, ActivationTap* tap);
-  // One expert's SwiGLU over n rows of `in`: its down projection's output [n, hidden], in a buffer
-  // reused by the next call.
-  const float* run_expert(const DecoderLayerWeights::Expert& expert, const float* in, std::int64_t n,
-                          std::int64_t width);
+  // Expert `index`'s SwiGLU over n rows of `in`: its down projection's output [n, hidden], in a
+  // buffer reused by the next call; a tap sees its inputs.
+  const float* run_expert(const DecoderLayerWeights::Expert& expert, std::int64_t index, const float* in,
+                          std::int64_t n, std::int64_t width, ActivationTap* tap);
   // x += the sub-block's output `y`, normed first where the architecture norms it (Gemma).
   void add_residual(std::int64_t index, const BatchRows& batch, std::vector<float>& x, float* y,
                     std::vector<float> DecoderLayerWeights::*norm, std::vector<float> VariantLayer::*own);

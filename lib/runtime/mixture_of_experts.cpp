@@ -99,7 +99,7 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
     float* in = m_expert_in.get(static_cast<std::size_t>(n * hidden));
     for (std::int64_t i = 0; i < n; ++i)
       std::copy_n(h + m_routes[static_cast<std::size_t>(first + i)].row * hidden, hidden, in + i * hidden);
-    const float* down = run_expert(layer.experts[static_cast<std::size_t>(e)], in, n, inter);
+    const float* down = run_expert(layer.experts[static_cast<std::size_t>(e)], e, in, n, inter, tap);
     for (std::int64_t i = 0; i < n; ++i) {
       const auto& route = m_routes[static_cast<std::size_t>(first + i)];
       float* o = out + route.row * hidden;
@@ -113,7 +113,7 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
   if (!layer.shared_expert_gate)
     return;
   // Qwen2-MoE's shared expert on every row, scaled by sigmoid(h·g).
-  const float* shared = run_expert(layer.shared_expert, h, rows, c.shared_expert_intermediate_size);
+  const float* shared = run_expert(layer.shared_expert, kSharedExpert, h, rows, c.shared_expert_intermediate_size, tap);
   float* gate = m_router_logits.get(static_cast<std::size_t>(rows));
   layer.shared_expert_gate->multiply(h, rows, gate, pool);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -124,18 +124,22 @@ DecoderPass::mixture_of_experts(std::int64_t index, const float* h, std::int64_t
 }
 
 const float*
-DecoderPass::run_expert(const DecoderLayerWeights::Expert& expert, const float* in, std::int64_t n,
-                        std::int64_t width) {
+DecoderPass::run_expert(const DecoderLayerWeights::Expert& expert, std::int64_t index, const float* in, std::int64_t n,
+                        std::int64_t width, ActivationTap* tap) {
   const auto& c = m_weights->config();
   ThreadPool& pool = *m_pool;
   float* gate = m_gate.get(static_cast<std::size_t>(n * width));
   float* up = m_up.get(static_cast<std::size_t>(n * width));
   float* down = m_expert_out.get(static_cast<std::size_t>(n * c.hidden_size));
+  if (tap)
+    tap->observe_expert(index, LinearInput::mlp_in, in, n, c.hidden_size);
   expert.gate->multiply(in, n, gate, pool);
   expert.up->multiply(in, n, up, pool);
   pool.parallel_for(n, [&](std::int64_t a, std::int64_t b) {
     gated_activation(c.activation, gate + a * width, up + a * width, (b - a) * width);
   });
+  if (tap)
+    tap->observe_expert(index, LinearInput::mlp_hidden, gate, n, width);
   expert.down->multiply(gate, n, down, pool);
   return down;
 }
