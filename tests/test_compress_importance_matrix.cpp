@@ -6,6 +6,7 @@
 #include "compress/importance_matrix.hpp"
 #include "core/error.hpp"
 #include "model/gguf_file.hpp"
+#include "model/model_config.hpp"
 #include "runtime/activation_precision.hpp"
 #include "support/scratch_dir.hpp"
 #include "support/test_support.hpp"
@@ -172,4 +173,17 @@ TEST_CASE("a mixture of experts' matrix counts each expert's own rows, and is wr
   std::memcpy(expert_3.data(), file.tensor_bytes(*sums).data() + 3 * 48 * sizeof(float), 48 * sizeof(float));
   CHECK(expert_3 == matrix.weights.at("model.layers.1.block_sparse_moe.experts.3.w2").in_sum2);
   CHECK(file.find_tensor("blk.1.attn_q.weight.in_sum2") != nullptr);
+  // Read back with the model's config, each expert's statistic returns under its own name; without
+  // one, the stacked entries are skipped.
+  const auto config = model::load_model_config(folder);
+  const auto read = compress::read_importance_matrix(dir / "m.gguf", &config);
+  CHECK(read.weights.size() == matrix.weights.size());
+  for (const auto& [module, weight] : matrix.weights) {
+    CAPTURE(module);
+    REQUIRE(read.weights.contains(module));
+    CHECK(read.weights.at(module).in_sum2 == weight.in_sum2);
+    CHECK(read.weights.at(module).count == weight.count);
+  }
+  CHECK_FALSE(compress::read_importance_matrix(dir / "m.gguf")
+                  .weights.contains("model.layers.1.block_sparse_moe.experts.3.w2"));
 }

@@ -22,6 +22,7 @@
 #include "core/text.hpp"
 #include "model/calibration_documents.hpp"
 #include "model/gguf_model.hpp"
+#include "model/layer_tensors.hpp"
 #include "model/memory_needs.hpp"
 #include "model/model_config.hpp"
 #include "model/model_folder.hpp"
@@ -172,15 +173,13 @@ check_input_models(const CompressOptions& options, bool delta) {
 }
 
 // --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
-// The model fits a GGUF, and an --imatrix file can weigh its weights: optkit reads no per-expert
-// statistics from one yet (a mixture of experts takes its matrix from --calib).
-void
-check_gguf_model(const CompressOptions& options, const model::ModelConfig& config) {
-  check_gguf_exportable(options.model, config);
-  if (config.num_experts > 0 && options.imatrix)
-    throw InputError(fmt::format("--imatrix {}: optkit reads no per-expert statistics from a file yet; pass --calib "
-                                 "for a mixture of experts ({})",
-                                 options.imatrix->string(), options.model.string()));
+// Whether the matrix weighs the first routed layer's experts.
+bool
+has_expert_entries(const ImportanceMatrix& matrix, const model::ModelConfig& config) {
+  for (std::int64_t layer = 0; layer < config.num_layers; ++layer)
+    if (config.is_moe_layer(layer))
+      return matrix.weights.contains(model::expert_module(config, layer, 0, model::ExpertProjection::gate));
+  return false;
 }
 
 Recipe
@@ -196,7 +195,7 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
   if (recipe.gguf)
-    check_gguf_model(options, model::load_model_config(options.model));
+    check_gguf_exportable(options.model, model::load_model_config(options.model));
   else
     for (const auto& note : check_recipe_fits(recipe, options.model))
       log::warn("{}", note);
@@ -204,8 +203,15 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
     throw InputError(options.calib ? "--imatrix and --calib both give the importance matrix: pass one"
                                    : fmt::format("--imatrix applies to GGUF recipes ({}), not --recipe {}",
                                                  gguf_recipe_names(), recipe.name));
-  if (options.imatrix) // a bad file fails here, exit 2
-    check_importance_matrix_fits(read_importance_matrix(*options.imatrix), options.model, *options.imatrix);
+  if (options.imatrix) { // a bad file fails here, exit 2
+    const auto config = model::load_model_config(options.model);
+    const auto matrix = read_importance_matrix(*options.imatrix, &config);
+    check_importance_matrix_fits(matrix, options.model, *options.imatrix);
+    if (config.num_experts > 0 && !has_expert_entries(matrix, config))
+      throw InputError(fmt::format("--imatrix {}: no per-expert entries for this mixture of experts (a legacy "
+                                   "imatrix.dat's are not read: write the GGUF format, or pass --calib)",
+                                   options.imatrix->string()));
+  }
   if (options.imatrix_out) {
     if (!recipe.gguf || !options.calib)
       throw InputError(fmt::format("--imatrix-out {}: the importance matrix comes from --calib with a GGUF recipe "

@@ -68,7 +68,8 @@ run_gguf_trial(const Recipe& recipe, const nlohmann::json& p) {
       write_importance_matrix(importance->matrix, output / kImatrixFileName);
   } else if (p.contains("imatrix")) {
     const std::filesystem::path file = p.at("imatrix").get<std::string>();
-    importance = CalibratedImportance{read_importance_matrix(file), nullptr};
+    const auto config = model::load_model_config(model_dir);
+    importance = CalibratedImportance{read_importance_matrix(file, &config), nullptr};
     importance->matrix.source = p.value("imatrix_as_given", file.string());
     importance->report = {{"imatrix", file.string()},
                           {"sha256", digest_file(file).sha256},

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "compress/calibration.hpp"
+#include "model/model_config.hpp"
 #include "runtime/activation_precision.hpp"
 
 #include <filesystem>
@@ -42,7 +43,9 @@ struct ImportanceMatrix {
 // A llama-imatrix file: its GGUF format, or its legacy binary one (imatrix.dat, --output-format
 // dat; what most published importance matrices are), read as llama-quantize reads each. InputError
 // naming the file for anything else, a truncated file, or a value that is negative or not finite.
-ImportanceMatrix read_importance_matrix(const std::filesystem::path& file);
+// With `config`, a GGUF file's stacked experts entries (in_sum2 [columns, experts], counts [1,
+// experts]) become each expert's weight, named as `config` names it; without, they are skipped.
+ImportanceMatrix read_importance_matrix(const std::filesystem::path& file, const model::ModelConfig* config = nullptr);
 
 // InputError naming `file` unless each weight of `matrix` that the model has gets one value per
 // input column (an importance matrix of another model does not fit).

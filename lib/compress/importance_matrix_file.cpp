@@ -5,6 +5,7 @@
 #include "core/input_file.hpp"
 #include "model/gguf_file.hpp"
 #include "model/gguf_names.hpp"
+#include "model/layer_tensors.hpp"
 
 #include <fmt/format.h>
 
@@ -19,19 +20,26 @@ namespace optkit::compress {
 
 namespace {
 
-// One weight's in_sum2 and counts from a file.
-WeightImportance
-read_weight(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts) {
-  if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != 1 ||
-      counts.element_count() != 1)
-    throw InputError(
-        fmt::format("--imatrix {}: {} and {} must be F32 [columns] and [1] (a dense model's importance matrix)",
-                    file.path().string(), sums.name, counts.name));
-  float count = 0;
-  std::memcpy(&count, file.tensor_bytes(counts).data(), sizeof count);
-  std::vector<float> in_sum2(static_cast<std::size_t>(sums.row_values()));
-  std::memcpy(in_sum2.data(), file.tensor_bytes(sums).data(), in_sum2.size() * sizeof(float));
-  return weight_importance(std::move(in_sum2), count);
+// The statistics of the `matrices` matrices a weight holds (1, or a stacked tensor's experts):
+// in_sum2 F32 [columns, matrices] and counts F32 [1, matrices] from a file.
+std::vector<WeightImportance>
+read_weights(const model::GgufFile& file, const model::GgufTensorInfo& sums, const model::GgufTensorInfo& counts,
+             std::int64_t matrices) {
+  if (sums.type != model::GgmlType::f32 || counts.type != model::GgmlType::f32 || sums.rows() != matrices ||
+      counts.element_count() != matrices)
+    throw InputError(fmt::format("--imatrix {}: {} and {} must be F32 [columns, {}] and [1, {}] ({})",
+                                 file.path().string(), sums.name, counts.name, matrices, matrices,
+                                 matrices == 1 ? "one matrix" : "one per expert"));
+  const auto columns = static_cast<std::size_t>(sums.row_values());
+  std::vector<WeightImportance> out;
+  for (std::int64_t m = 0; m < matrices; ++m) {
+    float count = 0;
+    std::memcpy(&count, file.tensor_bytes(counts).data() + m * sizeof(float), sizeof count);
+    std::vector<float> in_sum2(columns);
+    std::memcpy(in_sum2.data(), file.tensor_bytes(sums).data() + m * columns * sizeof(float), columns * sizeof(float));
+    out.push_back(weight_importance(std::move(in_sum2), count));
+  }
+  return out;
 }
 
 // InputError unless every value of a weight read from `file` is finite and not negative (a mean
@@ -123,7 +131,7 @@ read_legacy_importance_matrix(const std::filesystem::path& path, std::string_vie
 }
 
 ImportanceMatrix
-read_gguf_importance_matrix(const std::filesystem::path& path) {
+read_gguf_importance_matrix(const std::filesystem::path& path, const model::ModelConfig* config) {
   const model::GgufFile file(path);
   const auto* type = file.find("general.type");
   if (!type || type->value != "imatrix")
@@ -142,12 +150,20 @@ read_gguf_importance_matrix(const std::filesystem::path& path) {
     if (!t.name.ends_with(kSums))
       continue;
     const auto weight = t.name.substr(0, t.name.size() - kSums.size());
-    const auto module = module_of(weight);
     const auto* counts = file.find_tensor(weight + ".counts");
-    if (!module || !counts)
+    if (!counts)
       continue;
-    out.weights[*module] = read_weight(file, t, *counts);
-    check_values(out.weights[*module], path, weight);
+    if (const auto module = module_of(weight)) {
+      out.weights[*module] = std::move(read_weights(file, t, *counts, 1).front());
+      check_values(out.weights[*module], path, weight);
+    } else if (const auto place = model::gguf_experts_place(weight); place && config) {
+      auto experts = read_weights(file, t, *counts, config->num_experts);
+      for (std::int64_t e = 0; e < config->num_experts; ++e) {
+        check_values(experts[static_cast<std::size_t>(e)], path, weight);
+        out.weights[model::expert_module(*config, place->layer, e, place->projection)] =
+            std::move(experts[static_cast<std::size_t>(e)]);
+      }
+    }
   }
   return out;
 }
@@ -155,10 +171,10 @@ read_gguf_importance_matrix(const std::filesystem::path& path) {
 } // namespace
 
 ImportanceMatrix
-read_importance_matrix(const std::filesystem::path& path) {
+read_importance_matrix(const std::filesystem::path& path, const model::ModelConfig* config) {
   auto out =
       model::is_gguf_file(path) // GGUF's magic; anything else is read as a legacy imatrix.dat
-          ? read_gguf_importance_matrix(path)
+          ? read_gguf_importance_matrix(path, config)
           : read_legacy_importance_matrix(path, read_input_file(path, "an importance matrix from llama-imatrix"));
   if (out.weights.empty())
     throw InputError(fmt::format("--imatrix {}: no entry names a decoder layer's weight", path.string()));

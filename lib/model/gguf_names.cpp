@@ -78,6 +78,16 @@ gguf_experts_name(std::int64_t layer, ExpertProjection projection) {
   return "blk." + std::to_string(layer) + "." + kNames[static_cast<std::size_t>(projection)] + ".weight";
 }
 
+std::optional<GgufExpertsPlace>
+gguf_experts_place(const std::string& gguf_name) {
+  static const std::regex stacked(R"(blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight)");
+  std::smatch m;
+  if (!std::regex_match(gguf_name, m, stacked))
+    return std::nullopt;
+  const auto p = m[2] == "gate" ? ExpertProjection::gate : m[2] == "up" ? ExpertProjection::up : ExpertProjection::down;
+  return GgufExpertsPlace{std::stoll(m[1].str()), p};
+}
+
 std::optional<GgufExpertSlot>
 gguf_expert_slot(const std::string& hf_name) {
   static const std::regex expert(

@@ -28,6 +28,14 @@ std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
 std::string gguf_router_name(std::int64_t layer);
 std::string gguf_experts_name(std::int64_t layer, ExpertProjection projection);
 
+// The layer and projection of a stacked experts tensor's name (blk.3.ffn_down_exps.weight);
+// nullopt for any other name.
+struct GgufExpertsPlace {
+  std::int64_t layer = 0;
+  ExpertProjection projection = ExpertProjection::gate;
+};
+std::optional<GgufExpertsPlace> gguf_experts_place(const std::string& gguf_name);
+
 // Where an expert's HF weight (model.layers.3.block_sparse_moe.experts.5.w2.weight, or
 // ...mlp.experts.5.down_proj.weight) sits in GGUF: its stacked tensor and its index there; nullopt
 // for any other weight.

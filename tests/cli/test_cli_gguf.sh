@@ -127,18 +127,31 @@ for oracle in qwen2-bias qwen3-qknorm; do
 done
 # Mixtral (llama with stacked experts): the oracle's random router is nearly flat, so rounding
 # flips a few tokens' experts and the bound is looser than a dense model's
-# (test_compress_gguf_experts checks every expert's weights). Its importance matrix comes from
-# --calib, per expert; one read from a file is refused (optkit reads no stacked entries yet).
+# (test_compress_gguf_experts checks every expert's weights). Its importance matrix, per expert,
+# goes out with --imatrix-out and back in with --imatrix to the same tensors.
 MIXTRAL="$OPTKIT_SOURCE_DIR/testdata/models/oracle/mixtral-moe"
 written_back_as_q8_0 "$MIXTRAL" 0.02 0.85
 run --quiet compress --model "$MIXTRAL" --recipe q4_k_m --calib "$CORPORA/english.calib.txt" --seq-len 64 \
   --samples 8 --imatrix-out "$SCRATCH/mixtral.imatrix.gguf" -o "$SCRATCH/mixtral-im.gguf"
 expect_rc 0
 [ -s "$SCRATCH/mixtral.imatrix.gguf" ] || fail "no mixtral.imatrix.gguf"
-run compress --model "$MIXTRAL" --recipe q4_k_m --imatrix "$SCRATCH/mixtral.imatrix.gguf" -o "$SCRATCH/mixtral-file.gguf"
+run --quiet compress --model "$MIXTRAL" --recipe q4_k_m --imatrix "$SCRATCH/mixtral.imatrix.gguf" \
+  -o "$SCRATCH/mixtral-file.gguf"
+expect_rc 0
+cmp -s <(tail -c 100000 "$SCRATCH/mixtral-im.gguf") <(tail -c 100000 "$SCRATCH/mixtral-file.gguf") ||
+  fail "Mixtral quantized with its --imatrix-out file differs from the --calib file it came from"
+# A legacy imatrix.dat (one attention entry, written from the format's definition) holds no
+# per-expert entries optkit reads: refused rather than leaving the experts unweighted.
+python3 - "$SCRATCH/mixtral.imatrix.dat" <<'PY'
+import struct, sys
+name = b"blk.0.attn_q.weight"
+entry = struct.pack("<i", len(name)) + name + struct.pack("<ii", 1, 64) + struct.pack("<64f", *([1.0] * 64))
+open(sys.argv[1], "wb").write(struct.pack("<i", 1) + entry)
+PY
+run compress --model "$MIXTRAL" --recipe q4_k_m --imatrix "$SCRATCH/mixtral.imatrix.dat" -o "$SCRATCH/mixtral-dat.gguf"
 expect_rc 2
-expect_err_has "optkit reads no per-expert statistics from a file yet; pass --calib"
-[ ! -e "$SCRATCH/mixtral-file.gguf" ] || fail "wrote mixtral-file.gguf"
+expect_err_has "no per-expert entries for this mixture of experts"
+[ ! -e "$SCRATCH/mixtral-dat.gguf" ] || fail "wrote mixtral-dat.gguf"
 # An importance matrix from a llama-imatrix file (written here from the format's definition:
 # general.type imatrix, <weight>.in_sum2 F32 [columns] and <weight>.counts F32 [1]), its dataset
 # recorded; the wrong pairings of flags refused.
