@@ -109,6 +109,9 @@ rope_frequency_factors(const GgufFile& file, std::int64_t rotated_dims) {
   return out;
 }
 
+// llama.cpp's LLAMA_MAX_EXPERTS.
+constexpr std::uint32_t kMaxExperts = 512;
+
 // A mixture of experts' keys (ARCH.expert_count, expert_used_count, expert_feed_forward_length) as
 // the Hugging Face config states them: llama with experts is Mixtral; llama.cpp's qwen3moe always
 // renormalizes the top-k weights.
@@ -117,6 +120,9 @@ add_experts(nlohmann::json& config, const GgufFile& file, const std::string& arc
   const auto experts = u32_or(file, arch + ".expert_count", 0);
   if (experts == 0)
     return;
+  if (experts > kMaxExperts)
+    throw InputError(fmt::format("{}: {}.expert_count is {}; llama.cpp runs at most {}", file.path().string(), arch,
+                                 experts, kMaxExperts));
   const auto used = file.require_u32(arch + ".expert_used_count");
   config["num_experts_per_tok"] = used;
   if (arch == "llama") {
@@ -203,6 +209,10 @@ gguf_model_config(const GgufFile& file) {
                     "models)",
                     source, arch));
   auto key = [&](const char* name) { return arch + "." + name; };
+  // Each layer stores tensors of its own, so a file holds at least as many tensors as layers.
+  if (const auto layers = file.require_u32(key("block_count")); layers > file.header().tensors.size())
+    throw InputError(fmt::format("{}: {} is {}, but the file holds {} tensors", source, key("block_count"), layers,
+                                 file.header().tensors.size()));
   const auto heads = file.require_u32(key("attention.head_count"));
   const auto hidden = file.require_u32(key("embedding_length"));
   if (heads == 0 || hidden % heads != 0)

@@ -2,7 +2,8 @@
 // rebuilt from them, and every matrix loaded as the runtime loads it with its first and last rows
 // dequantized — must work or throw InputError, never crash or read outside the file, for any bytes.
 // Seeds: one-layer random models written by optkit compress: llama as Q8_0 and as Q4_K_M, qwen2
-// (q/k/v biases) as Q4_K_M and qwen3 (q/k norms) as Q8_0.
+// (q/k/v biases) as Q4_K_M, qwen3 (q/k norms) as Q8_0, and mixtures of 4 experts (each expert a
+// slice of its stacked tensor): Mixtral (llama) as Q4_K_M and qwen3moe as Q8_0.
 #include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/tokenizer.hpp"
