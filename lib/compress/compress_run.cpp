@@ -172,7 +172,6 @@ check_input_models(const CompressOptions& options, bool delta) {
   }
 }
 
-// --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
 // Whether the matrix weighs the first routed layer's experts.
 bool
 has_expert_entries(const ImportanceMatrix& matrix, const model::ModelConfig& config) {
@@ -182,6 +181,7 @@ has_expert_entries(const ImportanceMatrix& matrix, const model::ModelConfig& con
   return false;
 }
 
+// --recipe, checked against the command (delta or not), its data (--calib, --imatrix) and the model.
 Recipe
 load_checked_recipe(const CompressOptions& options, bool delta) {
   auto recipe = load_recipe(options.recipe);

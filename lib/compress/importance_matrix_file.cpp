@@ -156,7 +156,7 @@ read_gguf_importance_matrix(const std::filesystem::path& path, const model::Mode
     if (const auto module = module_of(weight)) {
       out.weights[*module] = std::move(read_weights(file, t, *counts, 1).front());
       check_values(out.weights[*module], path, weight);
-    } else if (const auto place = model::gguf_experts_place(weight); place && config) {
+    } else if (const auto place = model::gguf_experts_place(weight); place && config && config->num_experts > 0) {
       auto experts = read_weights(file, t, *counts, config->num_experts);
       for (std::int64_t e = 0; e < config->num_experts; ++e) {
         check_values(experts[static_cast<std::size_t>(e)], path, weight);
