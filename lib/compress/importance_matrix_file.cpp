@@ -32,7 +32,7 @@ read_weights(const model::GgufFile& file, const model::GgufTensorInfo& sums, con
                                  matrices == 1 ? "one matrix" : "one per expert"));
   const auto columns = static_cast<std::size_t>(sums.row_values());
   std::vector<WeightImportance> out;
-  for (std::int64_t m = 0; m < matrices; ++m) {
+  for (std::size_t m = 0; m < static_cast<std::size_t>(matrices); ++m) {
     float count = 0;
     std::memcpy(&count, file.tensor_bytes(counts).data() + m * sizeof(float), sizeof count);
     std::vector<float> in_sum2(columns);
