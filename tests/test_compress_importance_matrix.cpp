@@ -178,11 +178,12 @@ TEST_CASE("a mixture of experts' matrix counts each expert's own rows, and is wr
   const auto config = model::load_model_config(folder);
   const auto read = compress::read_importance_matrix(dir / "m.gguf", &config);
   CHECK(read.weights.size() == matrix.weights.size());
-  for (const auto& [module, weight] : matrix.weights) {
+  for (const auto& entry : matrix.weights) {
+    const std::string& module = entry.first; // a plain reference: CAPTURE's lambda cannot take a binding in clang 14
     CAPTURE(module);
     REQUIRE(read.weights.contains(module));
-    CHECK(read.weights.at(module).in_sum2 == weight.in_sum2);
-    CHECK(read.weights.at(module).count == weight.count);
+    CHECK(read.weights.at(module).in_sum2 == entry.second.in_sum2);
+    CHECK(read.weights.at(module).count == entry.second.count);
   }
   CHECK_FALSE(compress::read_importance_matrix(dir / "m.gguf")
                   .weights.contains("model.layers.1.block_sparse_moe.experts.3.w2"));
