@@ -194,17 +194,20 @@ load_checked_recipe(const CompressOptions& options, bool delta) {
                                  recipe.name));
   if (recipe.needs_calibration() && !options.calib)
     throw InputError(fmt::format("--recipe {} needs calibration data: pass --calib FILE (text or JSONL)", recipe.name));
-  if (recipe.gguf)
-    check_gguf_exportable(options.model, model::load_model_config(options.model));
-  else
+  std::optional<model::ModelConfig> gguf_config; // a GGUF recipe's model, read once for the checks below
+  if (recipe.gguf) {
+    gguf_config = model::load_model_config(options.model);
+    check_gguf_exportable(options.model, *gguf_config);
+  } else {
     for (const auto& note : check_recipe_fits(recipe, options.model))
       log::warn("{}", note);
+  }
   if (options.imatrix && (!recipe.gguf || options.calib))
     throw InputError(options.calib ? "--imatrix and --calib both give the importance matrix: pass one"
                                    : fmt::format("--imatrix applies to GGUF recipes ({}), not --recipe {}",
                                                  gguf_recipe_names(), recipe.name));
-  if (options.imatrix) { // a bad file fails here, exit 2
-    const auto config = model::load_model_config(options.model);
+  if (options.imatrix) { // a bad file fails here, exit 2 (a GGUF recipe: checked above)
+    const auto& config = *gguf_config;
     const auto matrix = read_importance_matrix(*options.imatrix, &config);
     check_importance_matrix_fits(matrix, options.model, *options.imatrix);
     if (config.num_experts > 0 && !has_expert_entries(matrix, config))

@@ -210,7 +210,8 @@ gguf_model_config(const GgufFile& file) {
                     source, arch));
   auto key = [&](const char* name) { return arch + "." + name; };
   // Each layer stores tensors of its own, so a file holds at least as many tensors as layers.
-  if (const auto layers = file.require_u32(key("block_count")); layers > file.header().tensors.size())
+  const auto layers = file.require_u32(key("block_count"));
+  if (layers > file.header().tensors.size())
     throw InputError(fmt::format("{}: {} is {}, but the file holds {} tensors", source, key("block_count"), layers,
                                  file.header().tensors.size()));
   const auto heads = file.require_u32(key("attention.head_count"));
@@ -229,7 +230,7 @@ gguf_model_config(const GgufFile& file) {
        u32_or(file, key("vocab_size"), static_cast<std::uint32_t>(array_value(file, "tokenizer.ggml.tokens").size()))},
       {"hidden_size", hidden},
       {"intermediate_size", file.require_u32(key("feed_forward_length"))},
-      {"num_hidden_layers", file.require_u32(key("block_count"))},
+      {"num_hidden_layers", layers},
       {"num_attention_heads", heads},
       {"num_key_value_heads", u32_or(file, key("attention.head_count_kv"), heads)},
       {"head_dim", u32_or(file, key("attention.key_length"), hidden / heads)},
