@@ -42,16 +42,7 @@ public:
   CalibrationTap(int blas_threads, bool hessians) : m_blas_threads(blas_threads), m_hessians_needed(hessians) {}
   void observe(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols,
                std::int64_t sequences) override {
-    auto& absmax = m_input_absmax[input];
-    auto& abs_sum = m_abs_sum[input];
-    abs_sum.resize(static_cast<std::size_t>(cols), 0.0);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const float a = std::fabs(x[r * cols + c]);
-        absmax = std::max(absmax, a);
-        abs_sum[static_cast<std::size_t>(c)] += static_cast<double>(a);
-      }
-    m_rows[input] += rows;
+    add_magnitudes(input, x, rows, cols);
     if (!m_hessians_needed)
       return;
     auto& h = m_hessians[input];
@@ -60,6 +51,8 @@ public:
     ScopedBlasThreads threads(m_blas_threads);
     h->add(x, rows, sequences);
   }
+  // Whether `input` was seen (a mixture's MLP input through its routing, without a Hessian).
+  bool observed(LinearInput input) const { return m_rows.contains(input); }
   quant::Hessian* find(LinearInput input) {
     const auto it = m_hessians.find(input);
     return it == m_hessians.end() ? nullptr : it->second.get();
@@ -95,6 +88,7 @@ public:
   // expert's Hessians are made from its own rows, one expert at a time.
   void observe_routing(const float* h, std::int64_t rows, std::int64_t cols, std::span<const std::int64_t> chosen,
                        std::int64_t k) override {
+    add_magnitudes(LinearInput::mlp_in, h, rows, cols);
     m_routed_input.insert(m_routed_input.end(), h, h + rows * cols);
     m_chosen.insert(m_chosen.end(), chosen.begin(), chosen.end());
     m_top_k = k;
@@ -119,6 +113,20 @@ public:
   }
 
 private:
+  // The largest |x| and the sums of |x| per column.
+  void add_magnitudes(LinearInput input, const float* x, std::int64_t rows, std::int64_t cols) {
+    auto& absmax = m_input_absmax[input];
+    auto& abs_sum = m_abs_sum[input];
+    abs_sum.resize(static_cast<std::size_t>(cols), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float a = std::fabs(x[r * cols + c]);
+        absmax = std::max(absmax, a);
+        abs_sum[static_cast<std::size_t>(c)] += static_cast<double>(a);
+      }
+    m_rows[input] += rows;
+  }
+
   int m_blas_threads;
   bool m_hessians_needed;
   std::map<LinearInput, std::unique_ptr<quant::Hessian>> m_hessians;
@@ -191,20 +199,19 @@ last_reader(const std::vector<runtime::LayerLinear>& linears, std::size_t index)
   });
 }
 
-// An expert's two input Hessians: of its gate and up projections' input (the rows routed to it,
-// or every row with all-experts calibration and for a shared expert) and of its down
-// projection's (its SwiGLU hidden activations on those rows, from its uncompressed gate and up).
-// An expert without rows gets identity Hessians: GPTQ then rounds to nearest, as it has nothing to
-// weigh the errors by. `names`: its gate, up and down under "model.layers.<i>.".
-struct ExpertHessians {
+// An expert's calibration rows as its linears now see them: the MLP inputs routed to it (every
+// row with all-experts calibration and for a shared expert), divided by the factors AWQ folded
+// into its gate and up (`input_factors`; empty: none), and its SwiGLU hidden activations on them
+// (its down projection's inputs). `names`: its gate, up and down under "model.layers.<i>.".
+struct ExpertActivations {
   std::vector<float> input, hidden;
-  std::int64_t tokens = 0;
+  std::int64_t rows = 0, width = 0;
 };
 
-ExpertHessians
-expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert,
-                const std::array<std::string, 3>& names, const CalibrationTap& tap, bool all_experts, int threads,
-                ThreadPool& pool) {
+ExpertActivations
+expert_activations(const runtime::LayerwiseModel& model, std::int64_t layer, std::int64_t expert,
+                   const std::array<std::string, 3>& names, const CalibrationTap& tap, bool all_experts,
+                   std::span<const float> input_factors, ThreadPool& pool) {
   const auto hidden = model.config().hidden_size;
   const auto all = tap.routed_input();
   std::vector<std::int64_t> rows;
@@ -215,29 +222,73 @@ expert_hessians(const runtime::LayerwiseModel& model, std::int64_t layer, std::i
     rows = tap.rows_of(expert);
   }
   const auto& gate_weight = model.linear(layer, names[0]);
-  const auto width = gate_weight.rows();
-  if (rows.empty()) {
-    const auto identity = [](std::int64_t n) {
-      std::vector<float> m(static_cast<std::size_t>(n * n), 0.0f);
-      for (std::int64_t i = 0; i < n; ++i)
-        m[static_cast<std::size_t>(i * n + i)] = 1.0f;
-      return m;
-    };
-    return {identity(hidden), identity(width), 0};
+  ExpertActivations out;
+  out.rows = static_cast<std::int64_t>(rows.size());
+  out.width = gate_weight.rows();
+  if (rows.empty())
+    return out;
+  out.input.resize(static_cast<std::size_t>(out.rows * hidden));
+  for (std::int64_t i = 0; i < out.rows; ++i) {
+    auto* row = out.input.data() + i * hidden;
+    std::copy_n(all.data() + rows[static_cast<std::size_t>(i)] * hidden, hidden, row);
+    for (std::size_t c = 0; c < input_factors.size(); ++c)
+      row[c] /= input_factors[c];
   }
-  const auto n = static_cast<std::int64_t>(rows.size());
-  std::vector<float> x(static_cast<std::size_t>(n * hidden));
+  out.hidden.resize(static_cast<std::size_t>(out.rows * out.width));
+  std::vector<float> up(out.hidden.size());
+  gate_weight.multiply(out.input.data(), out.rows, out.hidden.data(), pool);
+  model.linear(layer, names[1]).multiply(out.input.data(), out.rows, up.data(), pool);
+  runtime::gated_activation(model.config().activation, out.hidden.data(), up.data(), out.rows * out.width);
+  return out;
+}
+
+// An expert's two input Hessians, of its gate and up projections' inputs and of its down
+// projection's (expert_activations). An expert without rows gets identity Hessians: GPTQ then
+// rounds to nearest, as it has nothing to weigh the errors by.
+struct ExpertHessians {
+  std::vector<float> input, hidden;
+  std::int64_t tokens = 0;
+};
+
+std::vector<float>
+identity_matrix(std::int64_t n) {
+  std::vector<float> m(static_cast<std::size_t>(n * n), 0.0f);
   for (std::int64_t i = 0; i < n; ++i)
-    std::copy_n(all.data() + rows[static_cast<std::size_t>(i)] * hidden, hidden, x.data() + i * hidden);
-  std::vector<float> gate(static_cast<std::size_t>(n * width)), up(gate.size());
-  gate_weight.multiply(x.data(), n, gate.data(), pool);
-  model.linear(layer, names[1]).multiply(x.data(), n, up.data(), pool);
-  runtime::gated_activation(model.config().activation, gate.data(), up.data(), n * width);
+    m[static_cast<std::size_t>(i * n + i)] = 1.0f;
+  return m;
+}
+
+ExpertHessians
+expert_hessians(const ExpertActivations& a, std::int64_t hidden, int threads) {
+  if (a.rows == 0)
+    return {identity_matrix(hidden), identity_matrix(a.width), 0};
   ScopedBlasThreads blas(threads);
-  quant::Hessian h_input(hidden), h_hidden(width);
-  h_input.add(x.data(), n, n);
-  h_hidden.add(gate.data(), n, n);
-  return {std::move(h_input).take_matrix(), std::move(h_hidden).take_matrix(), n};
+  quant::Hessian h_input(hidden), h_hidden(a.width);
+  h_input.add(a.input.data(), a.rows, a.rows);
+  h_hidden.add(a.hidden.data(), a.rows, a.rows);
+  return {std::move(h_input).take_matrix(), std::move(h_hidden).take_matrix(), a.rows};
+}
+
+// AWQ's view of an expert's down projection input: mean |h| per column and its Hessian.
+AwqExpertInputs
+awq_expert_inputs(const ExpertActivations& a, int threads) {
+  AwqExpertInputs out;
+  out.tokens = a.rows;
+  if (a.rows == 0)
+    return out;
+  std::vector<double> sum(static_cast<std::size_t>(a.width), 0.0);
+  for (std::int64_t r = 0; r < a.rows; ++r)
+    for (std::int64_t c = 0; c < a.width; ++c)
+      sum[static_cast<std::size_t>(c)] +=
+          static_cast<double>(std::fabs(a.hidden[static_cast<std::size_t>(r * a.width + c)]));
+  out.mean_abs.resize(sum.size());
+  for (std::size_t c = 0; c < sum.size(); ++c)
+    out.mean_abs[c] = static_cast<float>(sum[c] / static_cast<double>(a.rows));
+  ScopedBlasThreads blas(threads);
+  quant::Hessian h(a.width);
+  h.add(a.hidden.data(), a.rows, a.rows);
+  out.hessian = std::move(h).take_matrix();
+  return out;
 }
 
 double
@@ -364,14 +415,6 @@ kv_cache_scales(const std::vector<float>& absmax, quant::KvScaleStrategy strateg
   for (auto& s : scales)
     s = std::max(s / 448.0f, std::numeric_limits<float>::epsilon());
   return scales;
-}
-
-// AWQ's view of the tap.
-AwqStatistics
-awq_statistics(CalibrationTap& tap) {
-  return {[&](LinearInput input) { return tap.find(input) != nullptr; },
-          [&](LinearInput input) { return tap.input_mean_abs(input); },
-          [&](LinearInput input) { return tap.find(input)->matrix(); }};
 }
 
 // Where vLLM fuses linears (q/k/v, gate/up; an expert's gate/up), one per input and expert.
@@ -515,7 +558,8 @@ private:
       m_model.observe_layer(layer, m_lengths, m_x, tap);
     auto smoothing = smooth_inputs(layer, tap, layer_tensors);
     if (m_recipe.awq)
-      apply_awq(m_model, m_recipe, layer, awq_statistics(tap), m_lengths, m_x, m_scale_dtype, smoothing, layer_tensors);
+      apply_awq(m_model, m_recipe, layer, awq_statistics(layer, tap, smoothing), m_lengths, m_x, m_scale_dtype,
+                smoothing, layer_tensors);
     if (m_recipe.kv_cache) {
       const auto [k_name, v_name] = quant::kv_scale_names(layer);
       layer_tensors[k_name] = kv_cache_scales(tap.key_absmax(), *m_recipe.kv_cache);
@@ -588,14 +632,34 @@ private:
       }
       ExpertHessians eh;
       if (m_calibrated)
-        eh = expert_hessians(m_model, layer, linear.expert, {linears[i].name, linears[i + 1].name, linears[i + 2].name},
-                             tap, m_options.all_experts, m_threads, m_pool);
+        eh = expert_hessians(expert_rows(layer, linear.expert, tap, smoothing), m_config.hidden_size, m_threads);
       const std::int64_t tokens = m_calibrated ? eh.tokens : -1;
       compress_linear(layer, linears[i], eh.input, tokens, tap, shared_absmax);
       compress_linear(layer, linears[i + 1], std::move(eh.input), tokens, tap, shared_absmax);
       compress_linear(layer, linears[i + 2], std::move(eh.hidden), tokens, tap, shared_absmax);
       i += 2;
     }
+  }
+
+  // An expert's calibration rows (expert_activations), its inputs divided by the factors folded into
+  // the layer's MLP input (`smoothing`, AWQ's on a mixture).
+  ExpertActivations expert_rows(std::int64_t layer, std::int64_t expert, const CalibrationTap& tap,
+                                const std::map<LinearInput, std::vector<float>>& smoothing) {
+    const auto factors = smoothing.find(LinearInput::mlp_in);
+    return expert_activations(m_model, layer, expert, runtime::expert_linear_names(m_config, layer, expert), tap,
+                              m_options.all_experts,
+                              factors == smoothing.end() ? std::span<const float>{} : factors->second, m_pool);
+  }
+
+  // AWQ's view of the tap; an expert's down-projection inputs as AWQ has smoothed the layer so far.
+  AwqStatistics awq_statistics(std::int64_t layer, CalibrationTap& tap,
+                               const std::map<LinearInput, std::vector<float>>& smoothing) {
+    return {[&](LinearInput input) { return tap.observed(input); },
+            [&](LinearInput input) { return tap.input_mean_abs(input); },
+            [&](LinearInput input) { return tap.find(input)->matrix(); },
+            [this, layer, &tap, &smoothing](std::int64_t expert) {
+              return awq_expert_inputs(expert_rows(layer, expert, tap, smoothing), m_threads);
+            }};
   }
 
   // AWQ's clip search runs on the linears whose output error its Hessian measures; like llm-awq,

@@ -74,17 +74,29 @@ layer_linears(const model::ModelConfig& c, std::int64_t layer) {
   }
   if (!c.is_moe_layer(layer))
     return out;
-  const auto prefix = fmt::format("model.layers.{}.", layer).size();
+  const auto add_expert = [&](std::int64_t expert) {
+    const auto names = expert_linear_names(c, layer, expert);
+    out.push_back({names[0], LinearInput::mlp_in, expert});
+    out.push_back({names[1], LinearInput::mlp_in, expert});
+    out.push_back({names[2], LinearInput::mlp_hidden, expert});
+  };
   for (std::int64_t e = 0; e < c.num_experts; ++e)
-    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
-      out.push_back({model::expert_module(c, layer, e, which).substr(prefix),
-                     which == model::ExpertProjection::down ? LinearInput::mlp_hidden : LinearInput::mlp_in, e});
+    add_expert(e);
   if (c.shared_expert_intermediate_size > 0)
-    for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
-      out.push_back({model::shared_expert_module(layer, which).substr(prefix),
-                     which == model::ExpertProjection::down ? LinearInput::mlp_hidden : LinearInput::mlp_in,
-                     kSharedExpert});
+    add_expert(kSharedExpert);
   return out;
+}
+
+std::array<std::string, 3>
+expert_linear_names(const model::ModelConfig& config, std::int64_t layer, std::int64_t expert) {
+  const auto prefix = fmt::format("model.layers.{}.", layer).size();
+  std::array<std::string, 3> names;
+  std::size_t i = 0;
+  for (const auto which : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down})
+    names[i++] = (expert == kSharedExpert ? model::shared_expert_module(layer, which)
+                                          : model::expert_module(config, layer, expert, which))
+                     .substr(prefix);
+  return names;
 }
 
 void

@@ -10,6 +10,7 @@
 #include "runtime/delta_variant.hpp"
 #include "runtime/kv_cache.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -112,6 +113,9 @@ struct LayerLinear {
   std::int64_t expert = kNotAnExpert;
 };
 std::vector<LayerLinear> layer_linears(const model::ModelConfig& config, std::int64_t layer);
+// An expert's gate, up and down as layer_linears names them (kSharedExpert: the shared expert's).
+std::array<std::string, 3> expert_linear_names(const model::ModelConfig& config, std::int64_t layer,
+                                               std::int64_t expert);
 
 // Rows [first, first + count) of a batch.
 struct RowRange {

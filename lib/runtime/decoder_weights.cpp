@@ -169,8 +169,13 @@ DecoderWeights::linear(std::int64_t layer, std::string_view name) {
   for (const auto& [slot_name, member] : kSlots)
     if (slot_name == name)
       return l.*member;
-  // An expert's: "mlp.experts.3.gate_proj", "block_sparse_moe.experts.3.w1", "mlp.shared_expert.up_proj", ...
+  // An expert's: "mlp.experts.3.gate_proj", "block_sparse_moe.experts.3.w1", "mlp.shared_expert.up_proj", ...;
+  // the router ("mlp.gate", "block_sparse_moe.gate") and the shared expert's gate.
   const auto full = fmt::format("model.layers.{}.{}", layer, name);
+  if (l.router && full == model::router_module(m_config, layer))
+    return l.router;
+  if (l.shared_expert_gate && full == model::shared_expert_gate_module(layer))
+    return l.shared_expert_gate;
   const auto slot = [](DecoderLayerWeights::Expert & expert, model::ExpertProjection which) -> auto& {
     return which == model::ExpertProjection::gate ? expert.gate
            : which == model::ExpertProjection::up ? expert.up

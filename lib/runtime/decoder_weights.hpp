@@ -70,7 +70,8 @@ public:
   // What an embedding row is multiplied by: Gemma's √hidden_size, rounded to the embedding's
   // stored dtype as transformers rounds it; 1 otherwise.
   float embedding_multiplier() const { return m_embedding_multiplier; }
-  // The slot of a decoder layer's linear layer by its HF name ("self_attn.q_proj", ...).
+  // The slot of a decoder layer's linear layer by its HF name ("self_attn.q_proj", ...; an expert's,
+  // the router's, "mlp.gate").
   std::unique_ptr<LinearWeight>& linear(std::int64_t layer, std::string_view name);
   const LinearWeight& linear(std::int64_t layer, std::string_view name) const {
     return *const_cast<DecoderWeights*>(this)->linear(layer, name);

@@ -116,6 +116,53 @@ else:
 PY
 }
 
+# awq_folds MODEL FOLDER: AWQ's factors went into every linear reading a smoothed input, compressed
+# or not. s is read back as the norm's source / output ratio (1/s went into the norm); the linears
+# the output stores unquantized — a mixture's router (and Qwen2-MoE's shared-expert gate) behind
+# the post-attention norm, and k_proj, which the test recipe leaves alone, behind the input norm —
+# must be the source's times s, to the two BF16 roundings, and s must be far from 1 somewhere
+# (else the check says nothing).
+awq_folds() {
+  python3 - "$models/$1" "$2" <<'PY'
+import array, json, struct, sys
+
+def reader(path):
+    data = open(path + "/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    def get(name):
+        info = header[name]
+        raw = data[8 + n + info["data_offsets"][0]:8 + n + info["data_offsets"][1]]
+        if info["dtype"] == "F32":
+            return list(array.array("f", raw)), info["shape"]
+        assert info["dtype"] == "BF16", name
+        return [struct.unpack("<f", struct.pack("<I", w << 16))[0] for w in array.array("H", raw)], info["shape"]
+    return header, get
+
+source_header, source = reader(sys.argv[1])
+_, out = reader(sys.argv[2])
+behind = {".mlp.gate.weight": "post_attention_layernorm", ".block_sparse_moe.gate.weight": "post_attention_layernorm",
+          ".shared_expert_gate.weight": "post_attention_layernorm", ".self_attn.k_proj.weight": "input_layernorm"}
+checked, far = 0, 0.0
+for name in sorted(source_header):
+    norm = next((n for suffix, n in behind.items() if name.endswith(suffix)), None)
+    if norm is None:
+        continue
+    norm = f"model.layers.{name.split('.')[2]}.{norm}.weight"
+    s = [a / b for a, b in zip(source(norm)[0], out(norm)[0])]
+    far = max(far, max(abs(v - 1) for v in s))
+    w, (rows, cols) = source(name)
+    folded, _ = out(name)
+    for r in range(rows):
+        for c in range(cols):
+            want = w[r * cols + c] * s[c]
+            assert abs(folded[r * cols + c] - want) <= 2 ** -7 * abs(want) + 1e-30, (name, r, c, folded[r * cols + c], want)
+    checked += 1
+assert checked > 0 and far > 0.05, (checked, far)
+print(f"{checked} unquantized linears folded, largest |s - 1| {far:.2f}")
+PY
+}
+
 run doctor --model "$models/gemma2-softcap"
 expect_out_has "Gemma2ForCausalLM: 3 layers"
 expect_out_has "sliding window 5 on 2 of 3 layers"
@@ -182,6 +229,18 @@ server=""
 # round-to-nearest), and an independent reader unpacks every expert of the int4 output within
 # half a step of its weight (round to nearest; with BF16 scales a step rounded up to 8/256 more at
 # the clamp) with the routers untouched; compress delta refuses them by name (exit 2).
+cat >"$SCRATCH/awq_w8.yaml" <<'YAML'
+name: awq_w8
+description: AWQ's search and folds with 8-bit asymmetric groups, whose rounding barely moves the function; k_proj left unquantized
+scheme:
+  weights: {num_bits: 8, type: int, symmetric: false, strategy: group, group_size: 128}
+calibration: {samples: 8, sequence_length: 64, sampler: uniform}
+layers:
+  targets: [Linear]
+  ignore: [lm_head, "re:.*k_proj$"]
+awq: {grid: 20, duo_scaling: true}
+algorithm: {method: rtn}
+YAML
 for model in mixtral-moe qwen3-moe qwen2-moe; do
   run eval perplexity --model "$models/$model" --data "$calib" --ctx 64 --max-windows 4
   expect_rc 0
@@ -193,6 +252,19 @@ for model in mixtral-moe qwen3-moe qwen2-moe; do
   # GPTQ moves weights by more than half a step to lower the output's error: its experts unpack
   # within 25 % of the weights' norm (measured 15 %), the routers untouched.
   unpack_int4 "$model" int_w4a16 0.25 || fail "$model: the GPTQ int4 experts do not unpack near their weights"
+  # AWQ smooths the experts (llm-compressor's MoE mappings): the norm's factors fold into every
+  # expert's gate and up and into the router, each expert's into its up and down. The folds are
+  # read back (a router or an ignored k_proj left unscaled fails awq_folds); at 8 bits, where
+  # rounding barely moves the function, the folded model stays as close to the original as int8
+  # does (measured KL 0.008 / 0.001 / 0.001, int_w8a8 0.009 / 0.002 / 0.002); at 4 bits AWQ
+  # measured 0.16 / 0.08 / 0.08.
+  run -q compress --model "$models/$model" --recipe "$SCRATCH/awq_w8.yaml" --calib "$calib" --samples 8 \
+    --seq-len 64 -o "$SCRATCH/$model-awq_w8"
+  expect_rc 0
+  awq_folds "$model" "$SCRATCH/$model-awq_w8" || fail "$model: AWQ's factors are not folded into the router or k_proj"
+  read -r kl _ <<<"$(kl_of "$SCRATCH/$model-awq_w8" "$models/$model")"
+  below "$kl" 0.02 || fail "$model: AWQ at 8 bits moved the function: KL $kl"
+  compress_within "$model" awq_w4a16:0.4
   run compress delta --base "$models/$model" --finetuned "$models/$model" --recipe delta_2of4_int4 --calib "$calib" \
     -o "$SCRATCH/$model-delta"
   expect_rc 2
