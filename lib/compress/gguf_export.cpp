@@ -33,28 +33,12 @@ struct PlannedTensor {
   std::vector<const std::vector<float>*> importance; // per source: one weight per column, or none
 };
 
-// A GGUF tensor and the HF tensors it holds.
-struct SourceTensor {
-  std::string gguf;
-  std::vector<std::string> hf;
-};
+using SourceTensor = model::GgufSources;
 
 void
 add_source(std::vector<SourceTensor>& out, std::string hf) {
   auto gguf = *model::gguf_tensor_name(hf);
   out.push_back({std::move(gguf), {std::move(hf)}});
-}
-
-// A mixture-of-experts layer's router, then each projection's experts as one stacked tensor.
-void
-add_expert_sources(std::vector<SourceTensor>& out, const model::ModelConfig& config, std::int64_t layer) {
-  out.push_back({model::gguf_router_name(layer), {model::router_module(config, layer) + ".weight"}});
-  for (const auto p : {model::ExpertProjection::gate, model::ExpertProjection::up, model::ExpertProjection::down}) {
-    SourceTensor stacked{model::gguf_experts_name(layer, p), {}};
-    for (std::int64_t e = 0; e < config.num_experts; ++e)
-      stacked.hf.push_back(model::expert_module(config, layer, e, p) + ".weight");
-    out.push_back(std::move(stacked));
-  }
 }
 
 // The GGUF's tensors, layer by layer (with q/k/v biases for qwen2, q/k norms for qwen3, a router
@@ -80,7 +64,8 @@ source_tensors(const model::ModelConfig& config, const model::WeightStore& store
     add("self_attn.o_proj", "weight");
     add("post_attention_layernorm", "weight");
     if (config.is_moe_layer(l)) {
-      add_expert_sources(out, config, l);
+      const auto moe = model::gguf_moe_tensors(config, l);
+      out.insert(out.end(), moe.begin(), moe.end());
       continue;
     }
     for (const char* module : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})

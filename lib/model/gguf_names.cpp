@@ -78,6 +78,17 @@ gguf_experts_name(std::int64_t layer, ExpertProjection projection) {
   return "blk." + std::to_string(layer) + "." + kNames[static_cast<std::size_t>(projection)] + ".weight";
 }
 
+std::vector<GgufSources>
+gguf_moe_tensors(const ModelConfig& config, std::int64_t layer) {
+  std::vector<GgufSources> out{{gguf_router_name(layer), {router_module(config, layer) + ".weight"}}};
+  for (const auto p : {ExpertProjection::gate, ExpertProjection::up, ExpertProjection::down}) {
+    auto& stacked = out.emplace_back(GgufSources{gguf_experts_name(layer, p), {}});
+    for (std::int64_t e = 0; e < config.num_experts; ++e)
+      stacked.hf.push_back(expert_module(config, layer, e, p) + ".weight");
+  }
+  return out;
+}
+
 std::optional<GgufExpertsPlace>
 gguf_experts_place(const std::string& gguf_name) {
   static const std::regex stacked(R"(blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight)");

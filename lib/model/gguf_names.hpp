@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace optkit::model {
 
@@ -27,6 +28,15 @@ std::optional<std::string> hf_tensor_name(const std::string& gguf_name);
 // blk.3.ffn_down_exps.weight).
 std::string gguf_router_name(std::int64_t layer);
 std::string gguf_experts_name(std::int64_t layer, ExpertProjection projection);
+
+// A GGUF tensor and the HF weights it holds, in order.
+struct GgufSources {
+  std::string gguf;
+  std::vector<std::string> hf;
+};
+// A mixture-of-experts layer's: the router, then each projection's experts stacked (expert e at
+// index e).
+std::vector<GgufSources> gguf_moe_tensors(const ModelConfig& config, std::int64_t layer);
 
 // The layer and projection of a stacked experts tensor's name (blk.3.ffn_down_exps.weight);
 // nullopt for any other name.

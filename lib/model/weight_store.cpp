@@ -61,14 +61,10 @@ namespace {
 std::map<std::string, std::vector<std::string>>
 moe_tensor_names(const ModelConfig& config) {
   std::map<std::string, std::vector<std::string>> out;
-  for (std::int64_t l = 0; l < config.num_layers; ++l) {
-    if (!config.is_moe_layer(l))
-      continue;
-    out[gguf_router_name(l)] = {router_module(config, l) + ".weight"};
-    for (const auto p : {ExpertProjection::gate, ExpertProjection::up, ExpertProjection::down})
-      for (std::int64_t e = 0; e < config.num_experts; ++e)
-        out[gguf_experts_name(l, p)].push_back(expert_module(config, l, e, p) + ".weight");
-  }
+  for (std::int64_t l = 0; l < config.num_layers; ++l)
+    if (config.is_moe_layer(l))
+      for (auto& t : gguf_moe_tensors(config, l))
+        out[t.gguf] = std::move(t.hf);
   return out;
 }
 
