@@ -269,6 +269,22 @@ expert_hessians(const ExpertActivations& a, std::int64_t hidden, int threads) {
   return {std::move(h_input).take_matrix(), std::move(h_hidden).take_matrix(), a.rows};
 }
 
+// An expert's largest |x| into its gate and up and into its down (NVFP4's input global scales).
+struct ExpertInputAbsmax {
+  float input = 0.0f, hidden = 0.0f;
+};
+
+ExpertInputAbsmax
+expert_input_absmax(const ExpertActivations& a) {
+  const auto largest = [](const std::vector<float>& v) {
+    float m = 0.0f;
+    for (const float x : v)
+      m = std::max(m, std::fabs(x));
+    return m;
+  };
+  return {largest(a.input), largest(a.hidden)};
+}
+
 // AWQ's view of an expert's down projection input: mean |h| per column and its Hessian.
 AwqExpertInputs
 awq_expert_inputs(const ExpertActivations& a, int threads) {
@@ -517,10 +533,6 @@ public:
 
 private:
   void check() const {
-    if (m_input_global_scales && m_config.num_experts > 0)
-      throw InputError(fmt::format("recipe {}: NVFP4 activations on a mixture of experts are not supported yet (its "
-                                   "experts' input scales); use weight-only NVFP4 (nvfp4a16)",
-                                   m_recipe.name));
     if (!m_options.sink)
       throw RuntimeFailure("compress_layers: no sink for the compressed layers");
     if (m_calibrated && (!m_options.calibration || m_options.calibration->samples.empty()))
@@ -627,28 +639,34 @@ private:
           if (const auto it = smoothing.find(linear.input); it != smoothing.end())
             quant::rescale_hessian(h, static_cast<std::int64_t>(it->second.size()), it->second);
         }
-        compress_linear(layer, linear, std::move(h), -1, tap, shared_absmax);
+        compress_linear(layer, linear, std::move(h), -1, tap.input_absmax(linear.input), shared_absmax);
         continue;
       }
       ExpertHessians eh;
-      if (m_calibrated)
-        eh = expert_hessians(expert_rows(layer, linear.expert, tap, smoothing), m_config.hidden_size, m_threads);
+      ExpertInputAbsmax absmax;
+      if (m_calibrated) {
+        const auto rows = expert_rows(layer, linear.expert, tap, smoothing, m_options.all_experts);
+        eh = expert_hessians(rows, m_config.hidden_size, m_threads);
+        if (m_input_global_scales)
+          absmax = expert_input_absmax(
+              rows.rows > 0 ? rows : expert_rows(layer, linear.expert, tap, smoothing, /*all_experts=*/true));
+      }
       const std::int64_t tokens = m_calibrated ? eh.tokens : -1;
-      compress_linear(layer, linears[i], eh.input, tokens, tap, shared_absmax);
-      compress_linear(layer, linears[i + 1], std::move(eh.input), tokens, tap, shared_absmax);
-      compress_linear(layer, linears[i + 2], std::move(eh.hidden), tokens, tap, shared_absmax);
+      compress_linear(layer, linears[i], eh.input, tokens, absmax.input, shared_absmax);
+      compress_linear(layer, linears[i + 1], std::move(eh.input), tokens, absmax.input, shared_absmax);
+      compress_linear(layer, linears[i + 2], std::move(eh.hidden), tokens, absmax.hidden, shared_absmax);
       i += 2;
     }
   }
 
   // An expert's calibration rows (expert_activations), its inputs divided by the factors folded into
-  // the layer's MLP input (`smoothing`, AWQ's on a mixture).
+  // the layer's MLP input (`smoothing`, AWQ's on a mixture); `all_experts`: every row.
   ExpertActivations expert_rows(std::int64_t layer, std::int64_t expert, const CalibrationTap& tap,
-                                const std::map<LinearInput, std::vector<float>>& smoothing) {
+                                const std::map<LinearInput, std::vector<float>>& smoothing, bool all_experts) {
     const auto factors = smoothing.find(LinearInput::mlp_in);
     return expert_activations(m_model, layer, expert, runtime::expert_linear_names(m_config, layer, expert), tap,
-                              m_options.all_experts,
-                              factors == smoothing.end() ? std::span<const float>{} : factors->second, m_pool);
+                              all_experts, factors == smoothing.end() ? std::span<const float>{} : factors->second,
+                              m_pool);
   }
 
   // AWQ's view of the tap; an expert's down-projection inputs as AWQ has smoothed the layer so far.
@@ -658,7 +676,7 @@ private:
             [&](LinearInput input) { return tap.input_mean_abs(input); },
             [&](LinearInput input) { return tap.find(input)->matrix(); },
             [this, layer, &tap, &smoothing](std::int64_t expert) {
-              return awq_expert_inputs(expert_rows(layer, expert, tap, smoothing), m_threads);
+              return awq_expert_inputs(expert_rows(layer, expert, tap, smoothing, m_options.all_experts), m_threads);
             }};
   }
 
@@ -670,10 +688,10 @@ private:
   }
 
   // One linear against `h`, the Hessian of its inputs (empty: uncalibrated); `expert_tokens`: the
-  // calibration tokens an expert saw (-1: not an expert). In delta mode W is fine-tuned − base.
+  // calibration tokens an expert saw (-1: not an expert); `input_absmax`: the largest |x| of its
+  // inputs (NVFP4's input global scale). In delta mode W is fine-tuned − base.
   void compress_linear(std::int64_t layer, const runtime::LayerLinear& linear, std::vector<float> h,
-                       std::int64_t expert_tokens, const CalibrationTap& tap,
-                       const std::map<FusedSet, float>& shared_absmax) {
+                       std::int64_t expert_tokens, float input_absmax, const std::map<FusedSet, float>& shared_absmax) {
     const auto module = fmt::format("model.layers.{}.{}", layer, linear.name);
     const auto args = compressed_weight_args(m_recipe, layer, module);
     if (!args)
@@ -700,7 +718,7 @@ private:
         compress_matrix(m_recipe, {module, *args, w, rows, cols, h, m_recipe.sparse_2_4, m_scale_dtype, fused},
                         m_threads, m_pool, m_result.reports);
     if (m_input_global_scales)
-      compressed.input_global_scale = quant::nvfp4_global_scale(tap.input_absmax(linear.input));
+      compressed.input_global_scale = quant::nvfp4_global_scale(input_absmax);
     m_result.reports.back().calibration_tokens = expert_tokens;
     m_error_sum += m_result.reports.back().relative_error;
     auto& cm = compressed.matrix;
