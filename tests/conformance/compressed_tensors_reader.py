@@ -24,7 +24,10 @@ scheme, optkit compresses a tiny model, and this reader checks:
      its products x·Wᵀ equal this reader's emulation of the scheme's activation quantization (FP8
      per token in groups of 128; NVFP4 groups of 16 under input_global_scale; int8 per token with
      scale max|x|/127, as vLLM's kernels quantize).
-usage: compressed_tensors_reader.py OPTKIT DEQUANTIZE_LINEARS SOURCE_MODEL CALIB_TEXT [WORKDIR]
+  5. NVFP4 W4A4 on a mixture of experts (MOE_MODEL, with a shared expert): every expert's
+     matrices, their shared global and input scales, the routers untouched, and the runtime's
+     expert products (check_experts_nvfp4).
+usage: compressed_tensors_reader.py OPTKIT DEQUANTIZE_LINEARS SOURCE_MODEL CALIB_TEXT MOE_MODEL [WORKDIR]
 (without WORKDIR, a temporary folder removed at the end)
 """
 import json
@@ -493,13 +496,63 @@ def check_scheme(scheme, folder, source, runtime):
           f"(weights within {worst_weight:.1e}, products within {worst_product:.1e})")
 
 
+def check_experts_nvfp4(optkit, dequantize, moe_dir, calib, work):
+    """NVFP4 W4A4 on a mixture of experts: every expert's matrices (the shared expert's too) as a
+    dense linear's, the global weight scale shared by each expert's gate and up, one positive
+    input_global_scale shared by them and another on its down; the routers and the shared expert's
+    gate stored unquantized, equal to the source's; and the runtime's expert products equal this
+    reader's emulation under the file's input scales."""
+    folder = os.path.join(work, "nvfp4-moe")
+    subprocess.run([optkit, "compress", "--model", moe_dir, "--recipe", "nvfp4", "-o", folder, "--calib", calib,
+                    "--samples", "16", "--seq-len", "64"], check=True, stdout=subprocess.DEVNULL)
+    dump = os.path.join(work, "nvfp4-moe.runtime.safetensors")
+    subprocess.run([dequantize, folder, dump], check=True)
+    runtime = {k: as_float(v) for k, v in read_safetensors(dump).items()}
+    raw_source = read_folder(moe_dir)
+    source = {k: as_float(v) for k, v in raw_source.items() if v[0] in ("F32", "BF16")}
+    tensors = read_folder(folder)
+    experts = sorted({k.rsplit(".", 2)[0] for k in source if ".experts." in k or ".shared_expert." in k})
+    if not experts:
+        fail(f"{moe_dir}: no experts")
+    worst_weight = worst_product = 0.0
+    for expert in experts:
+        names = sorted(k[: -len(".weight")] for k in source if k.startswith(expert + ".") and k.endswith(".weight"))
+        gate_up = [n for n in names if n.endswith(("gate_proj", "up_proj", ".w1", ".w3"))]
+        fused = F32(max(float(np.abs(source[n + ".weight"]).max()) for n in gate_up))
+        input_scales = {}
+        for module in names:
+            own = F32(np.abs(source[module + ".weight"]).max())
+            w = nvfp4(tensors, source, module, fused if module in gate_up else own, True)
+            g_in = as_float(tensors[module + ".input_global_scale"])[0]
+            if not g_in > 0:
+                fail(f"{module}: input_global_scale {g_in} is not positive")
+            input_scales[module] = g_in
+            worst_weight = max(worst_weight, float(np.max(np.abs(runtime[module + ".weight"] - w) /
+                                                          np.maximum(np.abs(w), 1e-30))))
+            x = runtime[module + ".x"]
+            y_ref = quantize_activations(x, "nvfp4", g_in).astype(np.float64) @ w.astype(np.float64).T
+            y = runtime[module + ".y"].astype(np.float64)
+            worst_product = max(worst_product, float(np.linalg.norm(y - y_ref) / np.linalg.norm(y_ref)))
+        if len({input_scales[n] for n in gate_up}) != 1:
+            fail(f"{expert}: its gate and up have different input_global_scale")
+    for router in (k for k in source if k.endswith((".mlp.gate.weight", ".shared_expert_gate.weight"))):
+        if tensors[router][2] != raw_source[router][2]:
+            fail(f"{router}: changed (a router is never quantized)")
+    if worst_weight > 1e-6 or worst_product > 1e-5:
+        fail(f"nvfp4 experts: runtime weights within {worst_weight:.2e}, products within {worst_product:.2e}")
+    print(f"nvfp4 on {len(experts)} experts: scales, codes, input scales and runtime agree "
+          f"(weights within {worst_weight:.1e}, products within {worst_product:.1e})")
+
+
 def main():
-    optkit, dequantize, source_dir, calib = sys.argv[1:5]
-    if len(sys.argv) > 5:
-        check_all(optkit, dequantize, source_dir, calib, sys.argv[5])
+    optkit, dequantize, source_dir, calib, moe_dir = sys.argv[1:6]
+    if len(sys.argv) > 6:
+        check_all(optkit, dequantize, source_dir, calib, sys.argv[6])
+        check_experts_nvfp4(optkit, dequantize, moe_dir, calib, sys.argv[6])
         return
     with tempfile.TemporaryDirectory() as work:
         check_all(optkit, dequantize, source_dir, calib, work)
+        check_experts_nvfp4(optkit, dequantize, moe_dir, calib, work)
 
 
 def check_all(optkit, dequantize, source_dir, calib, work):
