@@ -648,8 +648,9 @@ private:
         const auto rows = expert_rows(layer, linear.expert, tap, smoothing, m_options.all_experts);
         eh = expert_hessians(rows, m_config.hidden_size, m_threads);
         if (m_input_global_scales)
-          absmax = expert_input_absmax(
-              rows.rows > 0 ? rows : expert_rows(layer, linear.expert, tap, smoothing, /*all_experts=*/true));
+          absmax = rows.rows > 0
+                       ? expert_input_absmax(rows)
+                       : expert_input_absmax(expert_rows(layer, linear.expert, tap, smoothing, /*all_experts=*/true));
       }
       const std::int64_t tokens = m_calibrated ? eh.tokens : -1;
       compress_linear(layer, linears[i], eh.input, tokens, absmax.input, shared_absmax);
